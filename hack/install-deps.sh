@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Install the Debian packages the build and the tests need, only when missing,
+# so a warm machine pays nothing and a fresh one gets everything.
+set -euo pipefail
+
+pkgs=(
+  build-essential pkg-config clang llvm lld libbpf-dev libxdp-dev libelf-dev zlib1g-dev
+  libzstd-dev bpftool iproute2 ethtool iperf3 etcd-server openssh-client openssh-server
+  jq libclang-rt-14-dev util-linux
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
