@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package v1alpha1
+
+// Condition types. Every Kind uses metav1.Condition; these are the types the
+// operator sets. Events reuse the condition's Reason.
+const (
+	// ConditionReady is True on a PfsBlob when every selected node holds a
+	// copy with the same fingerprint.
+	ConditionReady = "Ready"
+
+	// ConditionDegraded is True on a PfsBlob when it is usable but not as
+	// asked: a node fell back to another page size, failed, or disagrees on
+	// the fingerprint.
+	ConditionDegraded = "Degraded"
+
+	// ConditionPlaced is True on a PfsTransfer or PcoreJob when its pods are
+	// scheduled on nodes that hold the blob and satisfy the NUMA policy.
+	ConditionPlaced = "Placed"
+
+	// ConditionSucceeded is True on a PfsTransfer or PcoreJob that finished and
+	// whose results are in status.
+	ConditionSucceeded = "Succeeded"
+
+	// ConditionFailed is True on a PfsTransfer or PcoreJob that will make no
+	// further progress; its Reason says why.
+	ConditionFailed = "Failed"
+)
+
+// Reasons for PfsBlob conditions.
+const (
+	// ReasonMaterialized (Ready=True): every selected node holds the bytes
+	// and the fingerprints agree.
+	ReasonMaterialized = "Materialized"
+
+	// ReasonMaterializing (Ready=False): holder pods are mapping, prefaulting
+	// or filling the blob.
+	ReasonMaterializing = "Materializing"
+
+	// ReasonNoMatchingNodes (Ready=False): no node matches spec.nodeSelector
+	// and no transfer or job asks for the blob yet.
+	ReasonNoMatchingNodes = "NoMatchingNodes"
+
+	// ReasonHugePagesUnavailable (Ready=False): a node has too few free
+	// hugepages of spec.pageSize and spec.pageFallback is Never.
+	ReasonHugePagesUnavailable = "HugePagesUnavailable"
+
+	// ReasonPageSizeFallback (Degraded=True): a node mapped smaller pages than
+	// spec.pageSize; status.nodes[].fallbackReason says why.
+	ReasonPageSizeFallback = "PageSizeFallback"
+
+	// ReasonFingerprintMismatch (Degraded=True, Ready=False): nodes hold
+	// different bytes for the same blob.
+	ReasonFingerprintMismatch = "FingerprintMismatch"
+
+	// ReasonNodeFailed (Degraded=True): at least one node could not
+	// materialise the blob; status.nodes[].message says why.
+	ReasonNodeFailed = "NodeFailed"
+
+	// ReasonAsExpected (Degraded=False): every node has the blob as asked.
+	ReasonAsExpected = "AsExpected"
+)
+
+// Reasons for PfsTransfer and PcoreJob conditions while they make progress.
+const (
+	// ReasonBlobNotFound (Placed=False): spec.blobRef names no PfsBlob in the
+	// namespace. The object waits; it is not failed, so the blob may be
+	// created afterwards.
+	ReasonBlobNotFound = "BlobNotFound"
+
+	// ReasonBlobNotReady (Placed=False): the referenced PfsBlob exists but is
+	// not Ready on the nodes the run needs.
+	ReasonBlobNotReady = "BlobNotReady"
+
+	// ReasonPodsPending (Placed=False): pods are created and wait to be scheduled.
+	ReasonPodsPending = "PodsPending"
+
+	// ReasonPodsScheduled (Placed=True): every pod is bound to a node.
+	ReasonPodsScheduled = "PodsScheduled"
+
+	// ReasonReceiverNotReady (Succeeded=False): the sender waits for the
+	// receiver to listen (PfsTransfer only).
+	ReasonReceiverNotReady = "ReceiverNotReady"
+
+	// ReasonRunning (Succeeded=False): the data plane is moving or processing bytes.
+	ReasonRunning = "Running"
+
+	// ReasonCompleted (Succeeded=True): the run finished; results are in status.
+	ReasonCompleted = "Completed"
+)
+
+// Reasons for Failed=True. A failed run never reports throughput numbers
+// other than those it measured before failing.
+const (
+	// ReasonUnschedulable: no node can take a pod (resources, selectors,
+	// hugepages, device-plugin resource).
+	ReasonUnschedulable = "Unschedulable"
+
+	// ReasonTopologyAffinityError: numa is Required and the kubelet's Topology
+	// Manager could not align CPUs, memory and devices in one NUMA zone.
+	ReasonTopologyAffinityError = "TopologyAffinityError"
+
+	// ReasonPodFailed: a data-plane container exited non-zero; the message
+	// holds its last log line.
+	ReasonPodFailed = "PodFailed"
+
+	// ReasonOOMKilled: a data-plane container was killed for exceeding its
+	// memory limit.
+	ReasonOOMKilled = "OOMKilled"
+
+	// ReasonEvicted: the kubelet evicted a pod (node pressure, preemption).
+	ReasonEvicted = "Evicted"
+
+	// ReasonBackoffLimitExceeded: more attempts failed than spec.backoffLimit
+	// allows; the message names the last attempt's reason.
+	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
+
+	// ReasonDeadlineExceeded: spec.activeDeadlineSeconds passed before the run
+	// finished.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+
+	// ReasonRangeOutOfBounds: spec.range ends past the referenced blob's size,
+	// which only the controller can check.
+	ReasonRangeOutOfBounds = "RangeOutOfBounds"
+
+	// ReasonTransportUnavailable: the node cannot run the transport asked for
+	// (e.g. AF_XDP refused by the interface or missing capabilities).
+	ReasonTransportUnavailable = "TransportUnavailable"
+
+	// ReasonIntegrityMismatch: sender and receiver checksums differ
+	// (PfsTransfer only).
+	ReasonIntegrityMismatch = "IntegrityMismatch"
+
+	// ReasonResultInvalid: the data plane's report could not be parsed or is
+	// inconsistent (e.g. pcore and baseline results differ).
+	ReasonResultInvalid = "ResultInvalid"
+
+	// ReasonBlobDeleted: the referenced PfsBlob was deleted while the run used it.
+	ReasonBlobDeleted = "BlobDeleted"
+)

@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TransferMode is what a gram carries.
+// +kubebuilder:validation:Enum=Payload;Offset;Arithmetic
+type TransferMode string
+
+const (
+	// ModePayload sends descriptors and the bytes they point at (the
+	// "PFS-With-Payload" benchmark): the receiver needs no copy of the blob.
+	ModePayload TransferMode = "Payload"
+	// ModeOffset sends only (offset, length) descriptors; both ends hold the
+	// same blob and the receiver executes over its own copy
+	// ("Native PFS Offset-only Mode").
+	ModeOffset TransferMode = "Offset"
+	// ModeArithmetic sends one absolute offset per gram followed by signed
+	// deltas, a more compact descriptor stream ("Native PFS Arithmetic Mode").
+	ModeArithmetic TransferMode = "Arithmetic"
+)
+
+// Transport is the wire the grams travel on.
+// +kubebuilder:validation:Enum=TCP;UDP;AFXDP
+type Transport string
+
+const (
+	// TransportTCP sends grams over a TCP stream.
+	TransportTCP Transport = "TCP"
+	// TransportUDP sends grams as datagrams with a repair channel for losses.
+	TransportUDP Transport = "UDP"
+	// TransportAFXDP sends grams through AF_XDP sockets bound to a secondary
+	// interface's queues.
+	TransportAFXDP Transport = "AFXDP"
+)
+
+// IntegrityAlgorithm is the checksum both ends compute over the effective bytes.
+// +kubebuilder:validation:Enum=CRC32C;FNV1a64;None
+type IntegrityAlgorithm string
+
+const (
+	// IntegrityCRC32C is CRC-32C (Castagnoli), hardware accelerated where possible.
+	IntegrityCRC32C IntegrityAlgorithm = "CRC32C"
+	// IntegrityFNV1a64 is 64-bit FNV-1a, the checksum the original benchmarks used.
+	IntegrityFNV1a64 IntegrityAlgorithm = "FNV1a64"
+	// IntegrityNone skips the check; status.integrity.result is then NotChecked.
+	IntegrityNone IntegrityAlgorithm = "None"
+)
+
+// GramSpec shapes the grams: how many descriptors each carries and how large
+// its slab is. Defaults follow the original benchmarks (1024 descriptors per
+// 1 MiB gram, descriptors up to 256 KiB, 64-byte alignment).
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.maxDescriptorLength)).compareTo(quantity(string(self.slabBytes))) <= 0",message="gram.maxDescriptorLength must not exceed gram.slabBytes: one descriptor's bytes must fit in one gram slab; raise slabBytes or lower maxDescriptorLength"
+type GramSpec struct {
+	// descriptorsPerGram is how many (offset, length) descriptors one gram holds,
+	// from 1 to 65536. Defaults to 1024.
+	// +optional
+	// +kubebuilder:default=1024
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	DescriptorsPerGram int32 `json:"descriptorsPerGram,omitempty"`
+
+	// slabBytes is the size of one gram's slab (descriptor table plus payload in
+	// Payload mode), a quantity from 4Ki to 64Mi. Defaults to 1Mi.
+	// +optional
+	// +kubebuilder:default="1Mi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('4Ki')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0",message="gram.slabBytes must be a whole number of bytes from 4Ki to 64Mi (e.g. 1Mi)"
+	SlabBytes resource.Quantity `json:"slabBytes,omitempty"`
+
+	// maxDescriptorLength is the largest length one descriptor may cover, a
+	// quantity from 64 bytes to 64Mi, at most slabBytes. Defaults to 256Ki.
+	// +optional
+	// +kubebuilder:default="256Ki"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('64')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0",message="gram.maxDescriptorLength must be a whole number of bytes from 64 to 64Mi (e.g. 256Ki)"
+	MaxDescriptorLength resource.Quantity `json:"maxDescriptorLength,omitempty"`
+
+	// align is the byte alignment of descriptor offsets and lengths, a power
+	// of two from 1 to 4096. Defaults to 64 (one cache line).
+	// +optional
+	// +kubebuilder:default=64
+	Align Alignment `json:"align,omitempty"`
+}
+
+// Endpoint is one side of a transfer: where its pod runs and which network
+// it uses.
+type Endpoint struct {
+	// nodeName pins the endpoint's pod to one node.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	NodeName string `json:"nodeName,omitempty"`
+
+	// nodeSelector restricts the endpoint's pod to nodes with these labels.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// network is the NetworkAttachmentDefinition ("name" or "namespace/name")
+	// that gives the pod the secondary interface grams travel on. Absent means
+	// the pod network (TCP and UDP only: AFXDP requires a network).
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?$`
+	Network string `json:"network,omitempty"`
+
+	// resourceName is the device-plugin resource that hands the pod its NIC or
+	// queues, e.g. "afxdp/pool" or "intel.com/sriov_netdevice". One unit is
+	// requested per pod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-.a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])?$`
+	ResourceName string `json:"resourceName,omitempty"`
+
+	// queues is how many NIC queues (AFXDP) or sockets (TCP, UDP) the endpoint
+	// uses, one worker thread each, from 1 to 64. Defaults to 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	Queues int32 `json:"queues,omitempty"`
+}
+
+// PfsTransferSpec is one transfer between a sender and a receiver. It is
+// immutable: a transfer measures one fixed configuration.
+// +kubebuilder:validation:XValidation:rule="self.mode == 'Payload' || has(self.blobRef)",message="blobRef is required when mode is Offset or Arithmetic: both ends must hold the same blob; set spec.blobRef.name to a PfsBlob name, or use mode Payload"
+// +kubebuilder:validation:XValidation:rule="has(self.blobRef) || has(self.range)",message="range is required without blobRef: the sender then fills a scratch buffer of range.length bytes; set spec.range or spec.blobRef"
+// +kubebuilder:validation:XValidation:rule="!(has(self.passes) && has(self.totalBytes))",message="set either passes or totalBytes, not both: passes repeats the range, totalBytes moves that many bytes over it"
+// +kubebuilder:validation:XValidation:rule="self.transport != 'AFXDP' || (has(self.sender.network) && has(self.receiver.network))",message="transport AFXDP needs a secondary interface on both ends, since AF_XDP takes over an interface's queues: set spec.sender.network and spec.receiver.network to a NetworkAttachmentDefinition name"
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
+type PfsTransferSpec struct {
+	// blobRef names the PfsBlob the descriptors point into. Required in Offset
+	// and Arithmetic mode (both ends hold a copy); in Payload mode it is the
+	// source of the bytes and may be omitted (a scratch buffer is used).
+	// +optional
+	BlobRef *BlobReference `json:"blobRef,omitempty"`
+
+	// mode is what a gram carries: Payload (descriptors and bytes), Offset
+	// (descriptors only; both ends hold the same blob and the receiver
+	// executes over its own copy) or Arithmetic (one absolute offset per gram
+	// then signed deltas).
+	// +required
+	Mode TransferMode `json:"mode"`
+
+	// transport is the wire: TCP (default), UDP (datagrams with a repair
+	// channel) or AFXDP (AF_XDP sockets on a secondary interface; needs
+	// sender.network and receiver.network).
+	// +optional
+	// +kubebuilder:default=TCP
+	Transport Transport `json:"transport,omitempty"`
+
+	// range is the part of the blob to move; defaults to the whole blob.
+	// Required when blobRef is absent.
+	// +optional
+	Range *Range `json:"range,omitempty"`
+
+	// passes is how many times the range is moved, from 1 to 1000000. When
+	// neither passes nor totalBytes is set, the range is moved once.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	Passes *int32 `json:"passes,omitempty"`
+
+	// totalBytes is how many effective bytes to move, cycling over the range,
+	// a quantity from 1Mi to 1Pi (e.g. 100Gi). Excludes passes.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('1Mi')) >= 0 && quantity(string(self)).compareTo(quantity('1Pi')) <= 0",message="totalBytes must be a whole number of bytes from 1Mi to 1Pi (e.g. 100Gi)"
+	TotalBytes *resource.Quantity `json:"totalBytes,omitempty"`
+
+	// gram shapes the grams (descriptors per gram, slab size, alignment).
+	// +optional
+	// +kubebuilder:default={}
+	Gram GramSpec `json:"gram,omitempty"`
+
+	// integrity is the checksum both ends compute over the effective bytes:
+	// CRC32C (default), FNV1a64 or None.
+	// +optional
+	// +kubebuilder:default=CRC32C
+	Integrity IntegrityAlgorithm `json:"integrity,omitempty"`
+
+	// sender is where the sending pod runs and which network it uses.
+	// +optional
+	// +kubebuilder:default={}
+	Sender Endpoint `json:"sender,omitempty"`
+
+	// receiver is where the receiving pod runs and which network it uses.
+	// +optional
+	// +kubebuilder:default={}
+	Receiver Endpoint `json:"receiver,omitempty"`
+
+	// numa is how strictly each pod's CPUs must share a NUMA zone with its
+	// NIC and blob: None, Preferred (default) or Required.
+	// +optional
+	// +kubebuilder:default=Preferred
+	NUMA NUMAPolicy `json:"numa,omitempty"`
+
+	// backoffLimit is how many failed attempts are retried before the transfer
+	// fails with reason BackoffLimitExceeded, from 0 to 10. Defaults to 0: a
+	// benchmark that failed is reported, not silently re-run.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+
+	// activeDeadlineSeconds bounds the whole run, from 1 to 86400; when it
+	// passes, the pods are stopped and the transfer fails with reason
+	// DeadlineExceeded. Absent means no deadline.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// ttlSecondsAfterFinished deletes the transfer this many seconds after it
+	// succeeded or failed, from 0 to 604800 (7 days). Absent means keep it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=604800
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+}
+
+// IntegrityOutcome is the result of comparing both ends' checksums.
+// +kubebuilder:validation:Enum=OK;Mismatch;NotChecked
+type IntegrityOutcome string
+
+const (
+	// IntegrityOK means both ends computed the same checksum.
+	IntegrityOK IntegrityOutcome = "OK"
+	// IntegrityMismatch means the checksums differ; the transfer fails with
+	// reason IntegrityMismatch.
+	IntegrityMismatch IntegrityOutcome = "Mismatch"
+	// IntegrityNotChecked means spec.integrity is None.
+	IntegrityNotChecked IntegrityOutcome = "NotChecked"
+)
+
+// IntegrityStatus is the integrity check of a finished transfer.
+type IntegrityStatus struct {
+	// algorithm is the checksum used.
+	// +optional
+	Algorithm IntegrityAlgorithm `json:"algorithm,omitempty"`
+
+	// result is OK, Mismatch or NotChecked.
+	// +optional
+	Result IntegrityOutcome `json:"result,omitempty"`
+
+	// senderChecksum is the sender's checksum in lower-case hex.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{1,16}$`
+	SenderChecksum string `json:"senderChecksum,omitempty"`
+
+	// receiverChecksum is the receiver's checksum in lower-case hex.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{1,16}$`
+	ReceiverChecksum string `json:"receiverChecksum,omitempty"`
+}
+
+// GramCounters count grams at the receiver, the authoritative side.
+type GramCounters struct {
+	// sent is how many grams the sender submitted.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Sent int64 `json:"sent,omitempty"`
+
+	// received is how many well-formed grams the receiver executed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Received int64 `json:"received,omitempty"`
+
+	// rejected is how many malformed grams the receiver dropped.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Rejected int64 `json:"rejected,omitempty"`
+
+	// repaired is how many grams were sent again over the repair channel (UDP).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Repaired int64 `json:"repaired,omitempty"`
+}
+
+// AFXDPBindMode is the AF_XDP mode a socket obtained.
+// +kubebuilder:validation:Enum=ZeroCopy;Copy
+type AFXDPBindMode string
+
+const (
+	// AFXDPZeroCopy means the NIC DMAs straight into the UMEM.
+	AFXDPZeroCopy AFXDPBindMode = "ZeroCopy"
+	// AFXDPCopy means the kernel copies frames into the UMEM (e.g. on veth).
+	AFXDPCopy AFXDPBindMode = "Copy"
+)
+
+// EndpointStatus is where one side of a transfer ran and what it cost.
+type EndpointStatus struct {
+	Placement `json:",inline"`
+
+	// cpu is this side's data-plane CPU time in the measured window.
+	// +optional
+	CPU *CPUTime `json:"cpu,omitempty"`
+
+	// afxdpBindMode is the AF_XDP mode obtained (transport AFXDP only); it is
+	// reported because asking for zero-copy can silently give copy mode.
+	// +optional
+	AFXDPBindMode AFXDPBindMode `json:"afxdpBindMode,omitempty"`
+}
+
+// PfsTransferStatus is the observed state and the measured result of a
+// transfer. Rates use decimal megabytes (1 MB = 1,000,000 bytes) and are
+// written as decimal strings so that `kubectl get` shows them as measured.
+type PfsTransferStatus struct {
+	// observedGeneration is the spec generation this status describes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase is Pending, Placing, Running, Succeeded or Failed.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// label is the benchmark label of this run in the PacketFS taxonomy, e.g.
+	// "Native PFS Offset-only Mode - TCP" or "PFS-With-Payload-UDP".
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Label string `json:"label,omitempty"`
+
+	// effectiveBytes is the payload-equivalent bytes delivered: for Offset and
+	// Arithmetic mode, the bytes the receiver executed over in its own copy.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	EffectiveBytes int64 `json:"effectiveBytes,omitempty"`
+
+	// wireBytes is the bytes that crossed the wire (headers, descriptors and
+	// any payload), counted at the receiver.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	WireBytes int64 `json:"wireBytes,omitempty"`
+
+	// elapsedSeconds is the measured window in decimal seconds (e.g. "3.690");
+	// blob setup is excluded.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	ElapsedSeconds string `json:"elapsedSeconds,omitempty"`
+
+	// effectiveMBps is effectiveBytes / elapsedSeconds in decimal MB/s with one
+	// digit after the point (e.g. "1062.3").
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	EffectiveMBps string `json:"effectiveMBps,omitempty"`
+
+	// cpu is the data-plane CPU time of both sides together in the measured
+	// window (each side's share is in sender.cpu and receiver.cpu).
+	// +optional
+	CPU *CPUTime `json:"cpu,omitempty"`
+
+	// mbPerCPUSecond is effective MB per CPU-second of both sides together,
+	// with one digit after the point (e.g. "1075.0").
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	MBPerCPUSecond string `json:"mbPerCPUSecond,omitempty"`
+
+	// integrity is the checksum comparison of both ends.
+	// +optional
+	Integrity *IntegrityStatus `json:"integrity,omitempty"`
+
+	// grams counts grams sent, executed, rejected and repaired.
+	// +optional
+	Grams *GramCounters `json:"grams,omitempty"`
+
+	// sender is where the sender ran (pod, node, NUMA zone) and its CPU time.
+	// +optional
+	Sender *EndpointStatus `json:"sender,omitempty"`
+
+	// receiver is where the receiver ran (pod, node, NUMA zone) and its CPU time.
+	// +optional
+	Receiver *EndpointStatus `json:"receiver,omitempty"`
+
+	// failedAttempts is how many attempts failed so far (see spec.backoffLimit).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FailedAttempts int32 `json:"failedAttempts,omitempty"`
+
+	// startTime is when the measured window started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the transfer reached Succeeded or Failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// conditions are Placed, Succeeded and Failed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PfsTransfer is one gram transfer between a sender pod and a receiver pod.
+// Its status answers "did it work and how fast": effective MB/s, MB per
+// CPU-second and the integrity result.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pxfer,categories=packetfs
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="MB/s",type=string,JSONPath=`.status.effectiveMBps`,description="effective decimal MB/s"
+// +kubebuilder:printcolumn:name="MB/CPU-s",type=string,JSONPath=`.status.mbPerCPUSecond`,description="effective MB per CPU-second, both sides"
+// +kubebuilder:printcolumn:name="Integrity",type=string,JSONPath=`.status.integrity.result`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Label",type=string,JSONPath=`.status.label`,priority=1
+// +kubebuilder:printcolumn:name="Elapsed",type=string,JSONPath=`.status.elapsedSeconds`,priority=1,description="measured window, seconds"
+type PfsTransfer struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired transfer; immutable once created.
+	// +required
+	Spec PfsTransferSpec `json:"spec"`
+
+	// status is the observed state and result, written by the operator.
+	// +optional
+	Status PfsTransferStatus `json:"status,omitempty"`
+}
+
+// PfsTransferList is a list of PfsTransfer.
+//
+// +kubebuilder:object:root=true
+type PfsTransferList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PfsTransfer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PfsTransfer{}, &PfsTransferList{})
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Command manager runs the PacketFS operator: it serves the PfsBlob,
+// PfsTransfer and PcoreJob APIs' reconcilers, metrics and health probes.
+// Reconcilers are registered in setupReconcilers as they are written.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+)
+
+// options is the manager's configuration; it comes from flags only.
+type options struct {
+	metricsAddr             string
+	probeAddr               string
+	leaderElection          bool
+	leaderElectionNS        string
+	dataplaneImage          string
+	dataplanePullPolicy     string
+	maxConcurrentReconciles int
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
+		"Address the metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
+		"Address the /healthz and /readyz probes bind to.")
+	fs.BoolVar(&o.leaderElection, "leader-elect", false,
+		"Elect a leader so that only one replica reconciles at a time.")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
+		"Namespace of the leader election lease (default: the manager's namespace).")
+	fs.StringVar(&o.dataplaneImage, "dataplane-image", "packetfs.io/dataplane:v0.1.0",
+		"Image of the data-plane pods (blob holders, senders, receivers, pcores).")
+	fs.StringVar(&o.dataplanePullPolicy, "dataplane-image-pull-policy", "IfNotPresent",
+		"Pull policy of the data-plane image: Always, IfNotPresent or Never.")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 2,
+		"Reconciles each controller runs in parallel.")
+}
+
+func (o *options) validate() error {
+	var errs []error
+	if o.dataplaneImage == "" {
+		errs = append(errs, errors.New("--dataplane-image must not be empty"))
+	}
+	switch o.dataplanePullPolicy {
+	case "Always", "IfNotPresent", "Never":
+	default:
+		errs = append(errs, fmt.Errorf("--dataplane-image-pull-policy %q: want Always, IfNotPresent or Never", o.dataplanePullPolicy))
+	}
+	if o.maxConcurrentReconciles < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", o.maxConcurrentReconciles))
+	}
+	return errors.Join(errs...)
+}
+
+// newScheme registers the built-in Kinds (pods, nodes, events) and ours.
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(pfsv1alpha1.AddToScheme(s))
+	return s
+}
+
+// setupReconcilers registers the controllers with the manager. None exist yet:
+// the API is served and validated by the apiserver alone.
+func setupReconcilers(_ ctrl.Manager, _ *options) error { return nil }
+
+func main() {
+	var o options
+	o.bind(flag.CommandLine)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	if err := o.validate(); err != nil {
+		log.Error(err, "Invalid flags")
+		os.Exit(2)
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  newScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElection,
+		LeaderElectionID:        "manager.pfs.packetfs.io",
+		LeaderElectionNamespace: o.leaderElectionNS,
+	})
+	if err != nil {
+		log.Error(err, "Unable to create manager")
+		os.Exit(1)
+	}
+	if err := setupReconcilers(mgr, &o); err != nil {
+		log.Error(err, "Unable to set up reconcilers")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "Unable to add health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "Unable to add ready check")
+		os.Exit(1)
+	}
+
+	log.Info("Starting manager", "dataplaneImage", o.dataplaneImage, "leaderElection", o.leaderElection)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "Manager exited with an error")
+		os.Exit(1)
+	}
+}
