@@ -23,20 +23,20 @@ type BlobReference struct {
 }
 
 // Range is a byte range [offset, offset+length) of a blob.
-// +kubebuilder:validation:XValidation:rule="quantity(string(self.offset)).add(quantity(string(self.length))).compareTo(quantity('64Gi')) <= 0",message="range ends past 64Gi (the largest blob): lower range.offset or range.length so that offset + length <= 64Gi"
+// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self.offset)) || !isQuantity(string(self.length)) || quantity(string(self.offset)).add(quantity(string(self.length))).compareTo(quantity('64Gi')) <= 0",message="range ends past 64Gi (the largest blob): lower range.offset or range.length so that offset + length <= 64Gi"
 type Range struct {
 	// offset is the first byte of the range, counted from the start of the blob,
 	// as a quantity of bytes (e.g. 0, 512Mi). Defaults to 0.
 	// +optional
 	// +kubebuilder:default="0"
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).sign() >= 0",message="range.offset must be a whole number of bytes, 0 or more (e.g. 0 or 512Mi)"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('0')) >= 0)",message="range.offset must be a whole number of bytes, 0 or more (e.g. 0 or 512Mi)"
 	Offset resource.Quantity `json:"offset,omitempty"`
 
 	// length is the number of bytes in the range, as a quantity (e.g. 256Mi).
 	// It must be at least 1 byte; the controller also checks that the range
 	// fits inside the referenced blob (reason RangeOutOfBounds).
 	// +required
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('1')) >= 0",message="range.length must be a whole number of bytes, at least 1 (e.g. 256Mi)"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('1')) >= 0)",message="range.length must be a whole number of bytes, at least 1 (e.g. 256Mi)"
 	Length resource.Quantity `json:"length"`
 }
 

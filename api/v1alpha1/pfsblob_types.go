@@ -71,9 +71,9 @@ type PfsBlobSpec struct {
 	// The data plane rounds the mapping up to whole pages; the content and its
 	// fingerprint cover exactly size bytes. Immutable.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger()",message="size must be a whole number of bytes: use a binary quantity such as 512Mi or 1Gi"
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0",message="size must be at least 1Mi: set spec.size to a quantity between 1Mi and 64Gi"
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('64Gi')) <= 0",message="size must be at most 64Gi: set spec.size to a quantity between 1Mi and 64Gi, or split the data over several blobs"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger())",message="size must be a whole number of bytes: use a binary quantity such as 512Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('1Mi')) >= 0)",message="size must be at least 1Mi: set spec.size to a quantity between 1Mi and 64Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('64Gi')) <= 0)",message="size must be at most 64Gi: set spec.size to a quantity between 1Mi and 64Gi, or split the data over several blobs"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="size is immutable: create a new PfsBlob with the new size and point transfers and jobs at it"
 	Size resource.Quantity `json:"size"`
 

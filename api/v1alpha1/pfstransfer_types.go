@@ -54,7 +54,7 @@ const (
 // GramSpec shapes the grams: how many descriptors each carries and how large
 // its slab is. Defaults follow the original benchmarks (1024 descriptors per
 // 1 MiB gram, descriptors up to 256 KiB, 64-byte alignment).
-// +kubebuilder:validation:XValidation:rule="quantity(string(self.maxDescriptorLength)).compareTo(quantity(string(self.slabBytes))) <= 0",message="gram.maxDescriptorLength must not exceed gram.slabBytes: one descriptor's bytes must fit in one gram slab; raise slabBytes or lower maxDescriptorLength"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxDescriptorLength) || !has(self.slabBytes) || !isQuantity(string(self.maxDescriptorLength)) || !isQuantity(string(self.slabBytes)) || quantity(string(self.maxDescriptorLength)).compareTo(quantity(string(self.slabBytes))) <= 0",message="gram.maxDescriptorLength must not exceed gram.slabBytes: one descriptor's bytes must fit in one gram slab; raise slabBytes or lower maxDescriptorLength"
 type GramSpec struct {
 	// descriptorsPerGram is how many (offset, length) descriptors one gram holds,
 	// from 1 to 65536. Defaults to 1024.
@@ -68,14 +68,14 @@ type GramSpec struct {
 	// Payload mode), a quantity from 4Ki to 64Mi. Defaults to 1Mi.
 	// +optional
 	// +kubebuilder:default="1Mi"
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('4Ki')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0",message="gram.slabBytes must be a whole number of bytes from 4Ki to 64Mi (e.g. 1Mi)"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('4Ki')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0)",message="gram.slabBytes must be a whole number of bytes from 4Ki to 64Mi (e.g. 1Mi)"
 	SlabBytes resource.Quantity `json:"slabBytes,omitempty"`
 
 	// maxDescriptorLength is the largest length one descriptor may cover, a
 	// quantity from 64 bytes to 64Mi, at most slabBytes. Defaults to 256Ki.
 	// +optional
 	// +kubebuilder:default="256Ki"
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('64')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0",message="gram.maxDescriptorLength must be a whole number of bytes from 64 to 64Mi (e.g. 256Ki)"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('64')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0)",message="gram.maxDescriptorLength must be a whole number of bytes from 64 to 64Mi (e.g. 256Ki)"
 	MaxDescriptorLength resource.Quantity `json:"maxDescriptorLength,omitempty"`
 
 	// align is the byte alignment of descriptor offsets and lengths, a power
@@ -166,7 +166,7 @@ type PfsTransferSpec struct {
 	// totalBytes is how many effective bytes to move, cycling over the range,
 	// a quantity from 1Mi to 1Pi (e.g. 100Gi). Excludes passes.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('1Mi')) >= 0 && quantity(string(self)).compareTo(quantity('1Pi')) <= 0",message="totalBytes must be a whole number of bytes from 1Mi to 1Pi (e.g. 100Gi)"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('1Mi')) >= 0 && quantity(string(self)).compareTo(quantity('1Pi')) <= 0)",message="totalBytes must be a whole number of bytes from 1Mi to 1Pi (e.g. 100Gi)"
 	TotalBytes *resource.Quantity `json:"totalBytes,omitempty"`
 
 	// gram shapes the grams (descriptors per gram, slab size, alignment).

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package api
+
+import (
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// createCase is one object a user might write. want lists substrings the
+// apiserver's error must contain (the field and the how-to-fix message); an
+// empty want means the object must be accepted.
+type createCase struct {
+	kind string
+	spec string
+	want []string
+}
+
+const (
+	blob = "PfsBlob"
+	xfer = "PfsTransfer"
+	pcj  = "PcoreJob"
+)
+
+func TestCreateValidation(t *testing.T) {
+	cases := map[string]createCase{
+		// PfsBlob: size bounds and whole bytes, enums, the fill union.
+		"blob size 0": {blob, `size: 0`,
+			[]string{"spec.size", "size must be at least 1Mi"}},
+		"blob size below 1Mi": {blob, `size: 1023Ki`,
+			[]string{"spec.size", "size must be at least 1Mi"}},
+		"blob size above 64Gi": {blob, `size: 65Gi`,
+			[]string{"spec.size", "size must be at most 64Gi"}},
+		"blob size fractional bytes": {blob, `size: "2097152.5"`,
+			[]string{"spec.size", "size must be a whole number of bytes"}},
+		"blob size not a quantity": {blob, `size: lots`,
+			[]string{"spec.size", "should match"}},
+		"blob size missing": {blob, `pageSize: 2Mi`,
+			[]string{"spec.size: Required value"}},
+		"blob unknown pageSize": {blob, "size: 1Gi\npageSize: 3Mi",
+			[]string{"spec.pageSize", `Unsupported value: "3Mi"`, `"2Mi", "1Gi", "THP", "4Ki"`}},
+		"blob unknown fill type": {blob, "size: 1Gi\nfill: {type: Random}",
+			[]string{"spec.fill.type", `Unsupported value: "Random"`}},
+		"blob seed with zero fill": {blob, "size: 1Gi\nfill: {type: Zero, seed: 7}",
+			[]string{"spec.fill", "fill.seed is only used when fill.type is Seed"}},
+		"blob negative seed": {blob, "size: 1Gi\nfill: {seed: -1}",
+			[]string{"spec.fill.seed", "greater than or equal to 0"}},
+		"blob unknown pageFallback": {blob, "size: 1Gi\npageFallback: Sometimes",
+			[]string{"spec.pageFallback", `Unsupported value: "Sometimes"`}},
+		"blob size 1Mi accepted":        {blob, `size: 1Mi`, nil},
+		"blob size 64Gi accepted":       {blob, "size: 64Gi\npageSize: 1Gi", nil},
+		"blob size as integer accepted": {blob, `size: 1048576`, nil},
+
+		// PfsTransfer: cross-field rules.
+		"transfer Offset without blobRef": {xfer, "mode: Offset\nrange: {length: 1Gi}",
+			[]string{"blobRef is required when mode is Offset or Arithmetic", "set spec.blobRef.name"}},
+		"transfer Arithmetic without blobRef": {xfer, "mode: Arithmetic\nrange: {length: 1Gi}",
+			[]string{"blobRef is required when mode is Offset or Arithmetic"}},
+		"transfer Payload without blobRef or range": {xfer, `mode: Payload`,
+			[]string{"range is required without blobRef"}},
+		"transfer passes and totalBytes": {xfer, "blobRef: {name: b}\nmode: Offset\npasses: 2\ntotalBytes: 10Gi",
+			[]string{"set either passes or totalBytes, not both"}},
+		"transfer AFXDP without network": {xfer, "blobRef: {name: b}\nmode: Offset\ntransport: AFXDP\nsender: {network: xdp}",
+			[]string{"transport AFXDP needs a secondary interface", "spec.receiver.network"}},
+		"transfer maxDescriptorLength above slab": {xfer, "blobRef: {name: b}\nmode: Payload\ngram: {slabBytes: 64Ki, maxDescriptorLength: 128Ki}",
+			[]string{"spec.gram", "gram.maxDescriptorLength must not exceed gram.slabBytes"}},
+		// PfsTransfer: enums and bounds.
+		"transfer mode missing": {xfer, `blobRef: {name: b}`,
+			[]string{"spec.mode: Required value"}},
+		"transfer unknown mode": {xfer, "blobRef: {name: b}\nmode: Teleport",
+			[]string{"spec.mode", `Unsupported value: "Teleport"`, `"Payload", "Offset", "Arithmetic"`}},
+		"transfer unknown transport": {xfer, "blobRef: {name: b}\nmode: Offset\ntransport: QUIC",
+			[]string{"spec.transport", `Unsupported value: "QUIC"`}},
+		"transfer unknown integrity": {xfer, "blobRef: {name: b}\nmode: Offset\nintegrity: MD5",
+			[]string{"spec.integrity", `Unsupported value: "MD5"`}},
+		"transfer unknown numa policy": {xfer, "blobRef: {name: b}\nmode: Offset\nnuma: Sometimes",
+			[]string{"spec.numa", `Unsupported value: "Sometimes"`}},
+		"transfer range length 0": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {length: 0}",
+			[]string{"spec.range.length", "range.length must be a whole number of bytes, at least 1"}},
+		"transfer negative range offset": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: -4Ki, length: 1Mi}",
+			[]string{"spec.range.offset", "range.offset must be a whole number of bytes, 0 or more"}},
+		"transfer range past 64Gi": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 63Gi, length: 2Gi}",
+			[]string{"spec.range", "range ends past 64Gi"}},
+		"transfer passes 0": {xfer, "blobRef: {name: b}\nmode: Offset\npasses: 0",
+			[]string{"spec.passes", "greater than or equal to 1"}},
+		"transfer totalBytes too small": {xfer, "blobRef: {name: b}\nmode: Offset\ntotalBytes: 4Ki",
+			[]string{"spec.totalBytes", "totalBytes must be a whole number of bytes from 1Mi to 1Pi"}},
+		"transfer descriptorsPerGram 0": {xfer, "blobRef: {name: b}\nmode: Offset\ngram: {descriptorsPerGram: 0}",
+			[]string{"spec.gram.descriptorsPerGram", "greater than or equal to 1"}},
+		"transfer descriptorsPerGram above 65536": {xfer, "blobRef: {name: b}\nmode: Offset\ngram: {descriptorsPerGram: 65537}",
+			[]string{"spec.gram.descriptorsPerGram", "less than or equal to 65536"}},
+		"transfer align not a power of two": {xfer, "blobRef: {name: b}\nmode: Offset\ngram: {align: 48}",
+			[]string{"spec.gram.align", "Unsupported value: 48"}},
+		"transfer slabBytes too small": {xfer, "blobRef: {name: b}\nmode: Offset\ngram: {slabBytes: 1Ki, maxDescriptorLength: 64}",
+			[]string{"spec.gram.slabBytes", "gram.slabBytes must be a whole number of bytes from 4Ki to 64Mi"}},
+		"transfer queues 0": {xfer, "blobRef: {name: b}\nmode: Offset\nsender: {queues: 0}",
+			[]string{"spec.sender.queues", "greater than or equal to 1"}},
+		"transfer resourceName without vendor": {xfer, "blobRef: {name: b}\nmode: Offset\nsender: {resourceName: pool}",
+			[]string{"spec.sender.resourceName", "should match"}},
+		"transfer network not a name": {xfer, "blobRef: {name: b}\nmode: Offset\nreceiver: {network: Bad_Net}",
+			[]string{"spec.receiver.network", "should match"}},
+		"transfer backoffLimit above 10": {xfer, "blobRef: {name: b}\nmode: Offset\nbackoffLimit: 11",
+			[]string{"spec.backoffLimit", "less than or equal to 10"}},
+		"transfer blobRef not a name": {xfer, "blobRef: {name: Big Blob}\nmode: Offset",
+			[]string{"spec.blobRef.name", "should match"}},
+		"transfer Payload without blob accepted": {xfer, "mode: Payload\nrange: {length: 64Mi}", nil},
+		"transfer range ending at 64Gi accepted": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 63Gi, length: 1Gi}", nil},
+		"transfer AFXDP with networks accepted": {xfer, "blobRef: {name: b}\nmode: Arithmetic\ntransport: AFXDP\nsender: {network: ns1/xdp, resourceName: afxdp/pool}\nreceiver: {network: xdp, resourceName: intel.com/sriov_netdevice}", nil},
+
+		// PcoreJob.
+		"job pcores 0": {pcj, "blobRef: {name: b}\nop: crc32c\npcores: 0",
+			[]string{"spec.pcores", "greater than or equal to 1"}},
+		"job pcores above 256": {pcj, "blobRef: {name: b}\nop: crc32c\npcores: 257",
+			[]string{"spec.pcores", "less than or equal to 256"}},
+		"job unknown op": {pcj, "blobRef: {name: b}\nop: popcount",
+			[]string{"spec.op", `Unsupported value: "popcount"`, `"xor", "add", "counteq", "fnv", "crc32c"`}},
+		"job op missing": {pcj, `blobRef: {name: b}`,
+			[]string{"spec.op: Required value"}},
+		"job blobRef missing": {pcj, `op: fnv`,
+			[]string{"spec.blobRef: Required value"}},
+		"job xor without imm": {pcj, "blobRef: {name: b}\nop: xor",
+			[]string{"imm is required for op xor, add and counteq", "set spec.imm"}},
+		"job crc32c with imm": {pcj, "blobRef: {name: b}\nop: crc32c\nimm: 1",
+			[]string{"imm is not used by op fnv or crc32c: remove spec.imm"}},
+		"job imm above 255": {pcj, "blobRef: {name: b}\nop: add\nimm: 256",
+			[]string{"spec.imm", "less than or equal to 255"}},
+		"job duration and passes": {pcj, "blobRef: {name: b}\nop: fnv\nduration: 10s\npasses: 3",
+			[]string{"set either duration or passes, not both"}},
+		"job duration below 1s": {pcj, "blobRef: {name: b}\nop: fnv\nduration: 500ms",
+			[]string{"spec.duration", "duration must be from 1s to 1h"}},
+		"job duration above 1h": {pcj, "blobRef: {name: b}\nop: fnv\nduration: 2h",
+			[]string{"spec.duration", "duration must be from 1s to 1h"}},
+		"job duration not a duration": {pcj, "blobRef: {name: b}\nop: fnv\nduration: ten seconds",
+			[]string{"spec.duration", "should match"}},
+		"job ringSlots not a power of two": {pcj, "blobRef: {name: b}\nop: fnv\nringSlots: 1000",
+			[]string{"spec.ringSlots", "ringSlots must be a power of two from 64 to 1048576"}},
+		"job descriptorsPerFrame 0": {pcj, "blobRef: {name: b}\nop: fnv\ndescriptorsPerFrame: 0",
+			[]string{"spec.descriptorsPerFrame", "greater than or equal to 1"}},
+		"job unknown baseline": {pcj, "blobRef: {name: b}\nop: fnv\nbaseline: Maybe",
+			[]string{"spec.baseline", `Unsupported value: "Maybe"`}},
+		"job range length 0": {pcj, "blobRef: {name: b}\nop: fnv\nrange: {length: 0}",
+			[]string{"spec.range.length", "at least 1"}},
+		"job counteq imm 0 accepted":    {pcj, "blobRef: {name: b}\nop: counteq\nimm: 0", nil},
+		"job bounds accepted":           {pcj, "blobRef: {name: b}\nop: add\nimm: 255\npcores: 256\nringSlots: 1048576\nduration: 1h\ndescriptorsPerFrame: 4096", nil},
+		"job fractional duration ok":    {pcj, "blobRef: {name: b}\nop: fnv\nduration: 1.5s", nil},
+		"job compound duration ok":      {pcj, "blobRef: {name: b}\nop: fnv\nduration: 59m59s", nil},
+		"job crc32c without imm ok":     {pcj, "blobRef: {name: b}\nop: crc32c\nrange: {offset: 1Mi, length: 1Mi}", nil},
+		"job on whole blob accepted":    {pcj, "blobRef: {name: b}\nop: xor\nimm: 1", nil},
+		"job duration exactly 1s is ok": {pcj, "blobRef: {name: b}\nop: fnv\nduration: 1s", nil},
+	}
+
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx)
+	rejected := 0
+	for name, tc := range cases {
+		if len(tc.want) > 0 {
+			rejected++
+		}
+		t.Run(name, func(t *testing.T) {
+			obj := object(t, tc.kind, ns, "", tc.spec)
+			obj.SetGenerateName("v-")
+			err := env.Client.Create(ctx, obj)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("valid %s rejected: %v", tc.kind, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("invalid %s accepted; want an error containing %q", tc.kind, tc.want)
+			}
+			t.Logf("rejected as expected: %v", err)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want an Invalid error, got %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+	if rejected < 15 {
+		t.Errorf("only %d invalid objects in the table; the API contract asks for at least 15", rejected)
+	}
+}
