@@ -37,8 +37,7 @@ const (
 	// or filling the blob.
 	ReasonMaterializing = "Materializing"
 
-	// ReasonNoMatchingNodes (Ready=False): no node matches spec.nodeSelector
-	// and no transfer or job asks for the blob yet.
+	// ReasonNoMatchingNodes (Ready=False): no node matches spec.nodeSelector.
 	ReasonNoMatchingNodes = "NoMatchingNodes"
 
 	// ReasonHugePagesUnavailable (Ready=False): a node has too few free
@@ -130,6 +129,14 @@ const (
 	// ReasonIntegrityMismatch: sender and receiver checksums differ
 	// (PfsTransfer only).
 	ReasonIntegrityMismatch = "IntegrityMismatch"
+
+	// ReasonRefused: one end refused the other (exit code 4 of the pfs CLI):
+	// protocol version, mode or blob fingerprint differ.
+	ReasonRefused = "Refused"
+
+	// ReasonTimeout: the data plane gave up waiting for its peer (exit code 5
+	// of the pfs CLI: accept, connect or per-I/O timeout).
+	ReasonTimeout = "Timeout"
 
 	// ReasonResultInvalid: the data plane's report could not be parsed or is
 	// inconsistent (e.g. pcore and baseline results differ).

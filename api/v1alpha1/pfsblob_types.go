@@ -101,8 +101,8 @@ type PfsBlobSpec struct {
 	Fill BlobFill `json:"fill,omitempty"`
 
 	// nodeSelector selects the nodes that hold a copy of the blob, by node
-	// labels. When empty, the blob is materialised on the nodes that the
-	// transfers and jobs referencing it are placed on. It is the only field
+	// labels. When empty, every schedulable node holds a copy (the blob's
+	// holder DaemonSet runs everywhere it may). It is the only field
 	// that may change after creation: adding nodes materialises new copies,
 	// removing nodes releases theirs.
 	// +optional
@@ -198,6 +198,12 @@ type PfsBlobStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// desiredNodes is how many nodes should hold a copy: the nodes that match
+	// spec.nodeSelector, as counted by the blob's holder DaemonSet.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	DesiredNodes int32 `json:"desiredNodes,omitempty"`
+
 	// readyNodes is how many nodes hold a Ready copy.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -239,6 +245,7 @@ type PfsBlobStatus struct {
 // +kubebuilder:resource:shortName=pblob,categories=packetfs
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
 // +kubebuilder:printcolumn:name="Page",type=string,JSONPath=`.status.pageSize`,description="page size actually used"
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredNodes`,description="nodes that should hold a copy"
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.readyNodes`,description="nodes holding a Ready copy"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.fingerprint`,priority=1

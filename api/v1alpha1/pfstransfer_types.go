@@ -213,8 +213,10 @@ type PfsTransferSpec struct {
 	// +kubebuilder:validation:Maximum=86400
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 
-	// ttlSecondsAfterFinished deletes the transfer this many seconds after it
-	// succeeded or failed, from 0 to 604800 (7 days). Absent means keep it.
+	// ttlSecondsAfterFinished deletes the transfer's pods this many seconds
+	// after it succeeded or failed, from 0 to 604800 (7 days); the transfer
+	// object stays, with its results. Absent means the pods are kept until the
+	// transfer is deleted.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=604800
@@ -381,6 +383,11 @@ type PfsTransferStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	FailedAttempts int32 `json:"failedAttempts,omitempty"`
+
+	// lastFailureTime is when the last failed attempt ended; the next attempt
+	// starts after an exponential backoff from it.
+	// +optional
+	LastFailureTime *metav1.Time `json:"lastFailureTime,omitempty"`
 
 	// startTime is when the measured window started.
 	// +optional

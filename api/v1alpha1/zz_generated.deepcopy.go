@@ -605,6 +605,10 @@ func (in *PfsTransferStatus) DeepCopyInto(out *PfsTransferStatus) {
 		*out = new(EndpointStatus)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.LastFailureTime != nil {
+		in, out := &in.LastFailureTime, &out.LastFailureTime
+		*out = (*in).DeepCopy()
+	}
 	if in.StartTime != nil {
 		in, out := &in.StartTime, &out.StartTime
 		*out = (*in).DeepCopy()

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Command manager runs the PacketFS operator: it serves the PfsBlob,
-// PfsTransfer and PcoreJob APIs' reconcilers, metrics and health probes.
-// Reconcilers are registered in setupReconcilers as they are written.
+// Command manager runs the PacketFS operator: the PfsBlob, PfsTransfer and
+// PcoreJob reconcilers, metrics and health probes. Its RBAC comes from the
+// markers next to each reconciler (config/rbac/role.yaml); leader election
+// additionally needs a Role on coordination.k8s.io leases in the manager's
+// namespace, which the deployment (Helm chart) provides.
 package main
 
 import (
@@ -10,16 +12,21 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	corev1 "k8s.io/api/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/controllers"
+	"packetfs.io/operator/internal/podspec"
 )
 
 // options is the manager's configuration; it comes from flags only.
@@ -30,7 +37,11 @@ type options struct {
 	leaderElectionNS        string
 	dataplaneImage          string
 	dataplanePullPolicy     string
+	dataplaneBinary         string
 	maxConcurrentReconciles int
+	unschedulableTimeout    time.Duration
+	backoffBase             time.Duration
+	backoffMax              time.Duration
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -46,8 +57,16 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Image of the data-plane pods (blob holders, senders, receivers, pcores).")
 	fs.StringVar(&o.dataplanePullPolicy, "dataplane-image-pull-policy", "IfNotPresent",
 		"Pull policy of the data-plane image: Always, IfNotPresent or Never.")
+	fs.StringVar(&o.dataplaneBinary, "dataplane-binary", podspec.DefaultBinary,
+		"Absolute path of the pfs binary in the data-plane image.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 2,
 		"Reconciles each controller runs in parallel.")
+	fs.DurationVar(&o.unschedulableTimeout, "unschedulable-timeout", controllers.DefaultTiming.UnschedulableTimeout,
+		"How long a transfer or job pod may stay unschedulable before its attempt fails (reason Unschedulable).")
+	fs.DurationVar(&o.backoffBase, "retry-backoff", controllers.DefaultTiming.BackoffBase,
+		"Delay before the second attempt of a failed transfer; it doubles per failure.")
+	fs.DurationVar(&o.backoffMax, "retry-backoff-max", controllers.DefaultTiming.BackoffMax,
+		"Longest delay between attempts of a failed transfer.")
 }
 
 func (o *options) validate() error {
@@ -59,6 +78,12 @@ func (o *options) validate() error {
 	case "Always", "IfNotPresent", "Never":
 	default:
 		errs = append(errs, fmt.Errorf("--dataplane-image-pull-policy %q: want Always, IfNotPresent or Never", o.dataplanePullPolicy))
+	}
+	if o.dataplaneBinary == "" || o.dataplaneBinary[0] != '/' {
+		errs = append(errs, fmt.Errorf("--dataplane-binary %q: want an absolute path", o.dataplaneBinary))
+	}
+	if o.unschedulableTimeout <= 0 || o.backoffBase <= 0 || o.backoffMax < o.backoffBase {
+		errs = append(errs, errors.New("--unschedulable-timeout and --retry-backoff must be positive and --retry-backoff-max at least --retry-backoff"))
 	}
 	if o.maxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", o.maxConcurrentReconciles))
@@ -74,9 +99,31 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
-// setupReconcilers registers the controllers with the manager. None exist yet:
-// the API is served and validated by the apiserver alone.
-func setupReconcilers(_ ctrl.Manager, _ *options) error { return nil }
+// setupReconcilers registers the three reconcilers with the manager.
+func setupReconcilers(mgr ctrl.Manager, o *options) error {
+	deps := func(name string) controllers.Deps {
+		return controllers.Deps{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorderFor(name),
+			Clock:     clock.RealClock{},
+			Pods: podspec.Config{Image: o.dataplaneImage, PullPolicy: corev1.PullPolicy(o.dataplanePullPolicy),
+				Binary: o.dataplaneBinary},
+			Timing: controllers.Timing{UnschedulableTimeout: o.unschedulableTimeout,
+				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax},
+		}
+	}
+	if err := (&controllers.PfsBlobReconciler{Deps: deps("pfsblob-controller")}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
+		return fmt.Errorf("pfsblob controller: %w", err)
+	}
+	if err := (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer-controller")}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
+		return fmt.Errorf("pfstransfer controller: %w", err)
+	}
+	if err := (&controllers.PcoreJobReconciler{Deps: deps("pcorejob-controller")}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
+		return fmt.Errorf("pcorejob controller: %w", err)
+	}
+	return nil
+}
 
 func main() {
 	var o options

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/podspec"
+)
+
+// tokenBytes is the size of a blob's random token.
+const tokenBytes = 32
+
+// PfsBlobReconciler materialises a PfsBlob on the selected nodes through a
+// holder DaemonSet and reports each node's copy.
+type PfsBlobReconciler struct {
+	Deps
+	// Random is the token source; crypto/rand.Reader unless a test sets it.
+	Random io.Reader
+}
+
+// +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile ensures the token Secret and the holder DaemonSet, then derives
+// status from the holder pods' init-container results.
+func (r *PfsBlobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	blob := &pfsv1alpha1.PfsBlob{}
+	if err := r.Client.Get(ctx, req.NamespacedName, blob); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !blob.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // children go with their owner references
+	}
+	if err := r.ensureToken(ctx, blob); err != nil {
+		return ctrl.Result{}, err
+	}
+	ds, err := r.ensureDaemonSet(ctx, blob)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(blob.Namespace), client.MatchingLabels(podspec.BlobHolderLabels(blob))); err != nil {
+		return ctrl.Result{}, err
+	}
+	st := computeBlobStatus(blob, blobObservation{DaemonSet: ds, Pods: pods.Items, Now: r.Clock.Now()})
+	if equality.Semantic.DeepEqual(st, blob.Status) {
+		return ctrl.Result{}, nil
+	}
+	oldReady := meta.FindStatusCondition(blob.Status.Conditions, pfsv1alpha1.ConditionReady)
+	oldDegraded := meta.FindStatusCondition(blob.Status.Conditions, pfsv1alpha1.ConditionDegraded)
+	blob.Status = st
+	if err := r.Client.Status().Update(ctx, blob); err != nil {
+		return ctrl.Result{}, err
+	}
+	if c := meta.FindStatusCondition(st.Conditions, pfsv1alpha1.ConditionReady); c != nil && (oldReady == nil || oldReady.Reason != c.Reason) {
+		r.Recorder.Event(blob, corev1.EventTypeNormal, c.Reason, c.Message)
+		log.Info("Blob readiness changed", "ready", c.Status, "reason", c.Reason, "readyNodes", st.ReadyNodes, "desiredNodes", st.DesiredNodes)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, pfsv1alpha1.ConditionDegraded); c != nil && c.Status == "True" && (oldDegraded == nil || oldDegraded.Reason != c.Reason) {
+		r.Recorder.Event(blob, corev1.EventTypeWarning, c.Reason, c.Message)
+	}
+	return ctrl.Result{}, nil
+}
+
+// ensureToken creates the blob's token Secret once. It is read with the
+// API reader so the manager needs no list/watch on Secrets.
+func (r *PfsBlobReconciler) ensureToken(ctx context.Context, blob *pfsv1alpha1.PfsBlob) error {
+	key := types.NamespacedName{Namespace: blob.Namespace, Name: podspec.TokenSecretName(blob.Name)}
+	if err := r.APIReader.Get(ctx, key, &corev1.Secret{}); err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	token := make([]byte, tokenBytes)
+	src := r.Random
+	if src == nil {
+		src = rand.Reader
+	}
+	if _, err := io.ReadFull(src, token); err != nil {
+		return fmt.Errorf("generating the blob token: %w", err)
+	}
+	sec := podspec.BlobTokenSecret(blob, token)
+	if err := ctrl.SetControllerReference(blob, sec, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, sec); err != nil {
+		return ignoreAlreadyExists(err)
+	}
+	logf.FromContext(ctx).Info("Created Secret", "secret", key)
+	return nil
+}
+
+// ensureDaemonSet creates the holder DaemonSet or updates it when the
+// desired template changed (e.g. spec.nodeSelector).
+func (r *PfsBlobReconciler) ensureDaemonSet(ctx context.Context, blob *pfsv1alpha1.PfsBlob) (*appsv1.DaemonSet, error) {
+	want := podspec.BlobHolderDaemonSet(r.Pods, blob)
+	if err := ctrl.SetControllerReference(blob, want, r.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	have := &appsv1.DaemonSet{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.Client.Create(ctx, want); err != nil {
+			return nil, err
+		}
+		logf.FromContext(ctx).Info("Created DaemonSet", "daemonset", client.ObjectKeyFromObject(want))
+		r.Recorder.Eventf(blob, corev1.EventTypeNormal, pfsv1alpha1.ReasonMaterializing, "Created holder DaemonSet %s", want.Name)
+		return want, nil
+	case err != nil:
+		return nil, err
+	}
+	if have.Annotations[podspec.AnnotationTemplateHash] == want.Annotations[podspec.AnnotationTemplateHash] {
+		return have, nil
+	}
+	have.Annotations = want.Annotations
+	have.Labels = want.Labels
+	have.Spec.Template = want.Spec.Template
+	if err := r.Client.Update(ctx, have); err != nil {
+		return nil, err
+	}
+	logf.FromContext(ctx).Info("Updated DaemonSet", "daemonset", client.ObjectKeyFromObject(have))
+	return have, nil
+}
+
+// SetupWithManager watches blobs, their DaemonSets and the holder pods (which
+// the DaemonSet owns; they name their blob in an annotation).
+func (r *PfsBlobReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	holderPods := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[podspec.LabelComponent] == podspec.ComponentBlobHolder &&
+			o.GetLabels()[podspec.LabelManagedBy] == podspec.ManagedBy
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&pfsv1alpha1.PfsBlob{}).
+		Owns(&appsv1.DaemonSet{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToBlob), builder.WithPredicates(holderPods)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Named("pfsblob").
+		Complete(r)
+}
+
+func podToBlob(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetAnnotations()[podspec.AnnotationBlob]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}

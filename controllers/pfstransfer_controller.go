@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/podspec"
+)
+
+// transferBlobIndex indexes PfsTransfers by spec.blobRef.name so a blob
+// change wakes the transfers waiting for it.
+const transferBlobIndex = "spec.blobRef.name"
+
+// PfsTransferReconciler runs a PfsTransfer: a receiver pod, then a sender
+// pod once the receiver listens, then the merged results in status.
+type PfsTransferReconciler struct {
+	Deps
+}
+
+// +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfstransfers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfstransfers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfstransfers/finalizers,verbs=update
+// +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile gathers the blob and the current attempt's pods, decides with
+// decideTransfer, applies the plan and writes status once.
+func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	x := &pfsv1alpha1.PfsTransfer{}
+	if err := r.Client.Get(ctx, req.NamespacedName, x); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !x.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // pods go with their owner references
+	}
+	obs := transferObservation{Now: r.Clock.Now(), Timing: r.Timing}
+	if ref := x.Spec.BlobRef; ref != nil {
+		blob := &pfsv1alpha1.PfsBlob{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: x.Namespace, Name: ref.Name}, blob)
+		switch {
+		case err == nil:
+			obs.Blob = blob
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, err
+		}
+	}
+	if !x.Status.Phase.IsTerminal() {
+		attempt := x.Status.FailedAttempts
+		var err error
+		if obs.Receiver, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentReceiver)); err != nil {
+			return ctrl.Result{}, err
+		}
+		if obs.Sender, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentSender)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	st, plan := decideTransfer(x, obs)
+
+	in := podspec.TransferInputs{Attempt: st.FailedAttempts, Blob: obs.Blob, BlobNodes: plan.BlobNodes}
+	var errs []error
+	if plan.CreateReceiver {
+		errs = append(errs, r.createPod(ctx, x, podspec.ReceiverPod(r.Pods, x, in)))
+	}
+	if plan.CreateSender {
+		errs = append(errs, r.createPod(ctx, x, podspec.SenderPod(r.Pods, x, in, plan.ReceiverAddr)))
+	}
+	if plan.DeleteActivePods || plan.DeleteAllPods {
+		errs = append(errs, r.deletePods(ctx, x, plan.DeleteAllPods))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, e := range plan.Events {
+		r.Recorder.Event(x, e.Type, e.Reason, e.Message)
+	}
+	if !equality.Semantic.DeepEqual(st, x.Status) {
+		x.Status = st
+		if err := r.Client.Status().Update(ctx, x); err != nil {
+			return ctrl.Result{}, err
+		}
+		log.V(1).Info("Updated status", "phase", st.Phase, "failedAttempts", st.FailedAttempts)
+	}
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+func (r *PfsTransferReconciler) createPod(ctx context.Context, x *pfsv1alpha1.PfsTransfer, pod *corev1.Pod) error {
+	if err := ctrl.SetControllerReference(x, pod, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, pod); err != nil {
+		return ignoreAlreadyExists(err)
+	}
+	logf.FromContext(ctx).Info("Created Pod", "pod", client.ObjectKeyFromObject(pod), "component", pod.Labels[podspec.LabelComponent])
+	return nil
+}
+
+// deletePods deletes the transfer's pods that still run, or all of them.
+func (r *PfsTransferReconciler) deletePods(ctx context.Context, x *pfsv1alpha1.PfsTransfer, all bool) error {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(x.Namespace),
+		client.MatchingLabels{podspec.LabelTransferUID: string(x.UID)}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if (!all && podEnded(p)) || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		logf.FromContext(ctx).Info("Deleted Pod", "pod", client.ObjectKeyFromObject(p))
+	}
+	return nil
+}
+
+// SetupWithManager watches transfers, their pods and the blobs they use.
+func (r *PfsTransferReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &pfsv1alpha1.PfsTransfer{}, transferBlobIndex,
+		func(o client.Object) []string {
+			if ref := o.(*pfsv1alpha1.PfsTransfer).Spec.BlobRef; ref != nil {
+				return []string{ref.Name}
+			}
+			return nil
+		}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&pfsv1alpha1.PfsTransfer{}).
+		Owns(&corev1.Pod{}).
+		Watches(&pfsv1alpha1.PfsBlob{}, handler.EnqueueRequestsFromMapFunc(r.blobToTransfers)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Named("pfstransfer").
+		Complete(r)
+}
+
+func (r *PfsTransferReconciler) blobToTransfers(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &pfsv1alpha1.PfsTransferList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{transferBlobIndex: o.GetName()}); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing transfers of a blob", "blob", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, x := range list.Items {
+		if !x.Status.Phase.IsTerminal() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&x)})
+		}
+	}
+	return reqs
+}

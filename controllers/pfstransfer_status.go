@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
+	"packetfs.io/operator/internal/podspec"
+	"packetfs.io/operator/internal/result"
+)
+
+// Timing bounds waits and retries; it comes from the manager's flags.
+type Timing struct {
+	// UnschedulableTimeout is how long a pod may stay unschedulable before
+	// its attempt fails with reason Unschedulable.
+	UnschedulableTimeout time.Duration
+	// BackoffBase and BackoffMax bound the exponential delay between attempts.
+	BackoffBase, BackoffMax time.Duration
+}
+
+// DefaultTiming follows the Job controller's retry delays.
+var DefaultTiming = Timing{UnschedulableTimeout: 5 * time.Minute, BackoffBase: 10 * time.Second, BackoffMax: 6 * time.Minute}
+
+// event is an Event to record; Reason is a condition reason.
+type event struct {
+	Type, Reason, Message string
+}
+
+// transferObservation is what the transfer controller gathered.
+type transferObservation struct {
+	Now time.Time
+	// Blob is the referenced PfsBlob; nil without blobRef or when not found.
+	Blob *pfsv1alpha1.PfsBlob
+	// Receiver and Sender are the current attempt's pods; nil when absent
+	// (confirmed against the apiserver, not only the cache).
+	Receiver, Sender *corev1.Pod
+	Timing           Timing
+}
+
+// transferPlan is what the controller must do after decideTransfer.
+type transferPlan struct {
+	CreateReceiver bool
+	CreateSender   bool
+	// ReceiverAddr is where the sender connects (with CreateSender).
+	ReceiverAddr placement.Address
+	// BlobNodes restrict blob consumers to nodes holding a Ready copy.
+	BlobNodes []string
+	// DeleteActivePods deletes this attempt's pods that have not ended.
+	DeleteActivePods bool
+	// DeleteAllPods deletes every pod of the transfer (ttlSecondsAfterFinished).
+	DeleteAllPods bool
+	RequeueAfter  time.Duration
+	Events        []event
+}
+
+// decideTransfer is the transfer state machine as one pure function: from the
+// transfer and what was observed, the new status and the actions to take.
+// Order: receiver first; the sender only once the receiver is Ready (it
+// listens); results once both pods succeeded.
+func decideTransfer(x *pfsv1alpha1.PfsTransfer, obs transferObservation) (pfsv1alpha1.PfsTransferStatus, transferPlan) {
+	d := &transferDecision{x: x, obs: obs, st: *x.Status.DeepCopy()}
+	d.run()
+	return d.st, d.plan
+}
+
+type transferDecision struct {
+	x    *pfsv1alpha1.PfsTransfer
+	obs  transferObservation
+	st   pfsv1alpha1.PfsTransferStatus
+	plan transferPlan
+}
+
+func (d *transferDecision) cond(typ string, ok bool, reason, msg string) {
+	setCondition(&d.st.Conditions, typ, boolStatus(ok), reason, msg, d.x.Generation, d.obs.Now)
+}
+
+func (d *transferDecision) emit(typ, reason, msg string) {
+	d.plan.Events = append(d.plan.Events, event{Type: typ, Reason: reason, Message: msg})
+}
+
+func (d *transferDecision) run() {
+	x, obs, now := d.x, d.obs, d.obs.Now
+	d.st.ObservedGeneration = x.Generation
+	d.st.Label = pfsv1alpha1.TransferLabel(x.Spec.Mode, x.Spec.Transport)
+	if d.st.Phase == "" {
+		d.st.Phase = pfsv1alpha1.PhasePending
+	}
+	if d.st.Phase.IsTerminal() {
+		d.afterFinish()
+		return
+	}
+	if s := x.Spec.ActiveDeadlineSeconds; s != nil && !now.Before(x.CreationTimestamp.Add(time.Duration(*s)*time.Second)) {
+		d.fail(pfsv1alpha1.ReasonDeadlineExceeded, fmt.Sprintf("the transfer ran longer than spec.activeDeadlineSeconds (%ds)", *s))
+		return
+	}
+	podsExist := obs.Receiver != nil || obs.Sender != nil
+	if ref := x.Spec.BlobRef; ref != nil {
+		if obs.Blob == nil {
+			if podsExist {
+				d.fail(pfsv1alpha1.ReasonBlobDeleted, fmt.Sprintf("PfsBlob %s was deleted while the transfer used it", ref.Name))
+				return
+			}
+			d.wait(pfsv1alpha1.ReasonBlobNotFound, fmt.Sprintf("PfsBlob %s not found in namespace %s", ref.Name, x.Namespace))
+			return
+		}
+		if r := x.Spec.Range; r != nil && r.Offset.Value()+r.Length.Value() > obs.Blob.Spec.Size.Value() {
+			d.fail(pfsv1alpha1.ReasonRangeOutOfBounds, fmt.Sprintf("range [%d, %d) ends past the end of PfsBlob %s (%d bytes)",
+				r.Offset.Value(), r.Offset.Value()+r.Length.Value(), ref.Name, obs.Blob.Spec.Size.Value()))
+			return
+		}
+		d.plan.BlobNodes = placement.ReadyBlobNodes(obs.Blob)
+		if len(d.plan.BlobNodes) == 0 && !podsExist {
+			d.wait(pfsv1alpha1.ReasonBlobNotReady, fmt.Sprintf("PfsBlob %s has no node with a Ready copy yet", ref.Name))
+			return
+		}
+	}
+	if d.st.FailedAttempts > 0 && d.st.LastFailureTime != nil && !podsExist {
+		at := d.st.LastFailureTime.Add(backoff(d.st.FailedAttempts, obs.Timing.BackoffBase, obs.Timing.BackoffMax))
+		if now.Before(at) {
+			d.st.Phase = pfsv1alpha1.PhasePending
+			d.plan.RequeueAfter = at.Sub(now)
+			return
+		}
+	}
+
+	attempt := d.st.FailedAttempts
+	recvName := podspec.TransferPodName(x.Name, attempt, podspec.ComponentReceiver)
+	sendName := podspec.TransferPodName(x.Name, attempt, podspec.ComponentSender)
+	if obs.Receiver == nil {
+		if d.st.Receiver != nil && d.st.Receiver.Pod == recvName {
+			d.attemptFailed(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("receiver pod %s was deleted before the transfer finished", recvName), true)
+			return
+		}
+		d.plan.CreateReceiver = true
+		d.st.Phase = pfsv1alpha1.PhasePlacing
+		d.st.Receiver = &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{Pod: recvName}}
+		d.st.Sender = nil
+		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod created, waiting to be scheduled")
+		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, "waiting for the receiver to listen")
+		d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonPodsPending, fmt.Sprintf("Created receiver pod %s (attempt %d)", recvName, attempt+1))
+		return
+	}
+	d.place(&d.st.Receiver, obs.Receiver)
+	ro := classifyPod(obs.Receiver, podspec.ContainerReceiver, now, obs.Timing.UnschedulableTimeout, x.Spec.NUMA, placement.RetryOnTopologyError)
+	if ro.State == podFailed && !d.bothEnded(ro) {
+		d.attemptFailed(ro.Reason, "receiver: "+ro.Detail, ro.Retriable)
+		return
+	}
+
+	if obs.Sender == nil {
+		if d.st.Sender != nil && d.st.Sender.Pod == sendName {
+			d.attemptFailed(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("sender pod %s was deleted before the transfer finished", sendName), true)
+			return
+		}
+		d.st.Phase = pfsv1alpha1.PhasePlacing
+		switch ro.State {
+		case podSucceeded:
+			d.attemptFailed(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("receiver pod %s exited before the sender started", obs.Receiver.Name), true)
+			return
+		case podUnschedulable:
+			d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, ro.Detail)
+			d.plan.RequeueAfter = ro.RetryAt.Sub(now)
+			return
+		case podReady:
+		default:
+			d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod "+obs.Receiver.Name+" is starting; the sender is created once it listens")
+			d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, "waiting for the receiver to listen")
+			return
+		}
+		addr, err := placement.ReceiverAddress(obs.Receiver, x.Spec.Receiver.Network)
+		if err != nil {
+			d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, err.Error())
+			return
+		}
+		d.plan.CreateSender, d.plan.ReceiverAddr = true, addr
+		d.st.Sender = &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{Pod: sendName}}
+		d.st.StartTime = &metav1.Time{Time: now.Truncate(time.Second)}
+		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "sender pod created, waiting to be scheduled")
+		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonRunning, "the receiver listens; the sender is starting")
+		d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonReceiverNotReady,
+			fmt.Sprintf("Receiver %s listens at %s; created sender pod %s", obs.Receiver.Name, addr.HostPort(podspec.ReceiverPort), sendName))
+		return
+	}
+	d.place(&d.st.Sender, obs.Sender)
+	so := classifyPod(obs.Sender, podspec.ContainerSender, now, obs.Timing.UnschedulableTimeout, x.Spec.NUMA, placement.RetryOnTopologyError)
+	if so.State == podFailed && !d.bothEnded(so) {
+		d.attemptFailed(so.Reason, "sender: "+so.Detail, so.Retriable)
+		return
+	}
+	if obs.Receiver.Spec.NodeName != "" && obs.Sender.Spec.NodeName != "" {
+		d.cond(pfsv1alpha1.ConditionPlaced, true, pfsv1alpha1.ReasonPodsScheduled,
+			fmt.Sprintf("receiver on node %s, sender on node %s", obs.Receiver.Spec.NodeName, obs.Sender.Spec.NodeName))
+	} else if so.State == podUnschedulable {
+		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, so.Detail)
+		d.plan.RequeueAfter = so.RetryAt.Sub(now)
+		return
+	}
+	if ended(ro) && ended(so) {
+		d.finish(ro, so)
+		return
+	}
+	if so.State == podRunning || so.State == podReady || so.State == podSucceeded {
+		d.st.Phase = pfsv1alpha1.PhaseRunning
+		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonRunning, "moving bytes")
+	}
+}
+
+func ended(o podOutcome) bool { return o.State == podSucceeded || o.State == podFailed }
+
+// bothEnded lets an integrity mismatch wait for both sides' reports, so the
+// failed transfer still shows what was measured and both checksums.
+func (d *transferDecision) bothEnded(o podOutcome) bool {
+	return o.Reason == pfsv1alpha1.ReasonIntegrityMismatch && d.obs.Sender != nil
+}
+
+// place records where a pod runs.
+func (d *transferDecision) place(es **pfsv1alpha1.EndpointStatus, pod *corev1.Pod) {
+	if *es == nil {
+		*es = &pfsv1alpha1.EndpointStatus{}
+	}
+	(*es).Pod, (*es).Node = pod.Name, pod.Spec.NodeName
+}
+
+// wait keeps the transfer Pending for an input it needs.
+func (d *transferDecision) wait(reason, msg string) {
+	d.st.Phase = pfsv1alpha1.PhasePending
+	d.cond(pfsv1alpha1.ConditionPlaced, false, reason, msg)
+	d.cond(pfsv1alpha1.ConditionSucceeded, false, reason, msg)
+}
+
+// attemptFailed counts a failed attempt and either schedules the next one
+// after a backoff or fails the transfer.
+func (d *transferDecision) attemptFailed(reason, detail string, retriable bool) {
+	d.st.FailedAttempts++
+	d.st.LastFailureTime = &metav1.Time{Time: d.obs.Now.Truncate(time.Second)}
+	d.plan.DeleteActivePods = true
+	limit := int32(0)
+	if d.x.Spec.BackoffLimit != nil {
+		limit = *d.x.Spec.BackoffLimit
+	}
+	switch {
+	case !retriable:
+		d.fail(reason, detail)
+	case d.st.FailedAttempts > limit:
+		d.fail(pfsv1alpha1.ReasonBackoffLimitExceeded, fmt.Sprintf("%d attempt(s) failed and spec.backoffLimit is %d; last failure: %s: %s",
+			d.st.FailedAttempts, limit, reason, detail))
+	default:
+		wait := backoff(d.st.FailedAttempts, d.obs.Timing.BackoffBase, d.obs.Timing.BackoffMax)
+		msg := fmt.Sprintf("attempt %d failed: %s; retrying in %s", d.st.FailedAttempts, detail, wait)
+		d.st.Phase = pfsv1alpha1.PhasePending
+		d.cond(pfsv1alpha1.ConditionSucceeded, false, reason, msg)
+		d.plan.RequeueAfter = wait
+		d.emit(corev1.EventTypeWarning, reason, msg)
+	}
+}
+
+// fail ends the transfer with Failed=True and the reason.
+func (d *transferDecision) fail(reason, msg string) {
+	d.st.Phase = pfsv1alpha1.PhaseFailed
+	d.st.CompletionTime = &metav1.Time{Time: d.obs.Now.Truncate(time.Second)}
+	d.cond(pfsv1alpha1.ConditionFailed, true, reason, msg)
+	d.cond(pfsv1alpha1.ConditionSucceeded, false, reason, msg)
+	d.plan.DeleteActivePods = true
+	d.emit(corev1.EventTypeWarning, reason, msg)
+	d.afterFinish()
+}
+
+// finish reads both results once both pods ended.
+func (d *transferDecision) finish(ro, so podOutcome) {
+	recvName, sendName := d.obs.Receiver.Name, d.obs.Sender.Name
+	rr, err := result.ParseTransfer(ro.Message)
+	if err != nil {
+		d.fail(pfsv1alpha1.ReasonResultInvalid, fmt.Sprintf("receiver pod %s: %v", recvName, err))
+		return
+	}
+	sr, err := result.ParseTransfer(so.Message)
+	if err != nil {
+		d.fail(pfsv1alpha1.ReasonResultInvalid, fmt.Sprintf("sender pod %s: %v", sendName, err))
+		return
+	}
+	if err := mergeTransfer(d.x, sr, rr, &d.st); err != nil {
+		d.fail(pfsv1alpha1.ReasonResultInvalid, err.Error())
+		return
+	}
+	if d.st.Integrity != nil && d.st.Integrity.Result == pfsv1alpha1.IntegrityMismatch {
+		d.st.FailedAttempts++
+		d.fail(pfsv1alpha1.ReasonIntegrityMismatch, fmt.Sprintf("%s checksums differ: sender %s, receiver %s",
+			d.st.Integrity.Algorithm, d.st.Integrity.SenderChecksum, d.st.Integrity.ReceiverChecksum))
+		return
+	}
+	if !rr.OK || !sr.OK {
+		// Exit 0 (or the integrity exit) with ok=false: the report contradicts itself.
+		d.fail(pfsv1alpha1.ReasonResultInvalid, fmt.Sprintf("a side reported ok=false: sender %q, receiver %q", sr.Error, rr.Error))
+		return
+	}
+	d.st.Phase = pfsv1alpha1.PhaseSucceeded
+	d.st.CompletionTime = &metav1.Time{Time: d.obs.Now.Truncate(time.Second)}
+	msg := fmt.Sprintf("moved %d bytes in %ss: %s MB/s, %s MB/CPU-s, integrity %s",
+		d.st.EffectiveBytes, d.st.ElapsedSeconds, d.st.EffectiveMBps, d.st.MBPerCPUSecond, d.st.Integrity.Result)
+	d.cond(pfsv1alpha1.ConditionSucceeded, true, pfsv1alpha1.ReasonCompleted, msg)
+	d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonCompleted, msg)
+	d.afterFinish()
+}
+
+// afterFinish removes pods still running and, after
+// ttlSecondsAfterFinished, every pod; the transfer itself stays.
+func (d *transferDecision) afterFinish() {
+	d.plan.DeleteActivePods = true
+	ttl := d.x.Spec.TTLSecondsAfterFinished
+	if ttl == nil || d.st.CompletionTime == nil {
+		return
+	}
+	at := d.st.CompletionTime.Add(time.Duration(*ttl) * time.Second)
+	if d.obs.Now.Before(at) {
+		d.plan.RequeueAfter = at.Sub(d.obs.Now)
+		return
+	}
+	d.plan.DeleteAllPods = true
+}
+
+// mergeTransfer writes both sides' results into status. The receiver is the
+// authority on bytes delivered and wire bytes; elapsed is the longer of the
+// two windows, so the rate is never flattered; CPU is both sides together.
+func mergeTransfer(x *pfsv1alpha1.PfsTransfer, s, r *result.Transfer, st *pfsv1alpha1.PfsTransferStatus) error {
+	if !s.Measured || !r.Measured {
+		return fmt.Errorf("a side reported no measurements: sender %q, receiver %q", s.Error, r.Error)
+	}
+	if s.Bytes != r.Bytes {
+		return fmt.Errorf("the sender reports %d effective bytes and the receiver %d", s.Bytes, r.Bytes)
+	}
+	elapsed := r.ElapsedSeconds
+	if s.ElapsedSeconds > elapsed {
+		elapsed = s.ElapsedSeconds
+	}
+	win := secondsDuration(elapsed)
+	cpu := secondsDuration(s.UserSeconds + s.SysSeconds + r.UserSeconds + r.SysSeconds)
+	st.EffectiveBytes, st.WireBytes = r.Bytes, r.WireBytes
+	st.ElapsedSeconds = pfsv1alpha1.FormatSeconds(win)
+	st.EffectiveMBps = pfsv1alpha1.FormatMBps(r.Bytes, win)
+	st.CPU = cpuTime(s.UserSeconds+r.UserSeconds, s.SysSeconds+r.SysSeconds)
+	st.MBPerCPUSecond = pfsv1alpha1.FormatMBPerCPUSecond(r.Bytes, cpu)
+	repaired := r.Repaired
+	if s.Repaired > repaired {
+		repaired = s.Repaired
+	}
+	st.Grams = &pfsv1alpha1.GramCounters{Sent: s.Grams, Received: r.Grams, Rejected: r.DecodeErrors, Repaired: repaired}
+	for _, side := range []struct {
+		es  **pfsv1alpha1.EndpointStatus
+		res *result.Transfer
+	}{{&st.Sender, s}, {&st.Receiver, r}} {
+		if *side.es == nil {
+			*side.es = &pfsv1alpha1.EndpointStatus{}
+		}
+		es := *side.es
+		es.CPU = cpuTime(side.res.UserSeconds, side.res.SysSeconds)
+		es.NUMAZone = placement.ValidNUMAZone(side.res.NUMANode)
+		es.CPUs = placement.CPUSet(side.res.CPUs)
+		switch side.res.AFXDPMode {
+		case "zerocopy", "ZeroCopy", "zero-copy":
+			es.AFXDPBindMode = pfsv1alpha1.AFXDPZeroCopy
+		case "copy", "Copy":
+			es.AFXDPBindMode = pfsv1alpha1.AFXDPCopy
+		}
+	}
+	alg := x.Spec.Integrity
+	if alg == "" {
+		alg = pfsv1alpha1.IntegrityCRC32C
+	}
+	in := &pfsv1alpha1.IntegrityStatus{Algorithm: alg, SenderChecksum: s.Checksum, ReceiverChecksum: r.Checksum}
+	switch {
+	case alg == pfsv1alpha1.IntegrityNone:
+		in.Result = pfsv1alpha1.IntegrityNotChecked
+	case s.Checksum == "" || r.Checksum == "":
+		return fmt.Errorf("integrity is %s but a side reported no checksum (sender %q, receiver %q)", alg, s.Checksum, r.Checksum)
+	case s.Checksum != r.Checksum || s.Integrity == "MISMATCH" || r.Integrity == "MISMATCH":
+		in.Result = pfsv1alpha1.IntegrityMismatch
+	default:
+		in.Result = pfsv1alpha1.IntegrityOK
+	}
+	st.Integrity = in
+	return nil
+}
+
+func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func cpuTime(user, sys float64) *pfsv1alpha1.CPUTime {
+	return &pfsv1alpha1.CPUTime{UserSeconds: strconv.FormatFloat(user, 'f', 3, 64), SysSeconds: strconv.FormatFloat(sys, 'f', 3, 64)}
+}

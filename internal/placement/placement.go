@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package placement decides where data-plane pods may run and what a NUMA
+// policy means for them. Every function is pure.
+//
+// NUMA: alignment of a pod's CPUs, memory, hugepages and devices within one
+// NUMA zone is the kubelet's job (static CPU manager, Memory Manager and a
+// Topology Manager policy such as single-numa-node, configured per node).
+// Kubernetes has no per-pod knob for it, so the operator makes every pod
+// eligible (Guaranteed QoS, whole CPUs, hugepages and device resources
+// requested, so all of them feed the topology hints) and maps spec.numa to
+// what it decides itself:
+//   - None: nothing more; the zone is reported when the data plane reports it.
+//   - Preferred: same pod. A kubelet rejection (TopologyAffinityError) is an
+//     attempt failure like any other and is retried, because the user
+//     accepted running elsewhere.
+//   - Required: same pod. A TopologyAffinityError fails the run at once with
+//     that reason: running anyway would be slower than asked.
+package placement
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+)
+
+// ReadyBlobNodes returns, sorted, the nodes whose holder reported the blob
+// Ready. Consumers of the blob may only run there.
+func ReadyBlobNodes(b *pfsv1alpha1.PfsBlob) []string {
+	var nodes []string
+	for _, n := range b.Status.Nodes {
+		if n.State == pfsv1alpha1.BlobNodeReady {
+			nodes = append(nodes, n.Node)
+		}
+	}
+	sort.Strings(nodes)
+	return nodes
+}
+
+// NodeAffinity restricts a pod to the given nodes by name; nil for no nodes,
+// meaning no restriction.
+func NodeAffinity(nodes []string) *corev1.Affinity {
+	if len(nodes) == 0 {
+		return nil
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{
+					Key: "metadata.name", Operator: corev1.NodeSelectorOpIn,
+					Values: append([]string(nil), nodes...),
+				}},
+			}},
+		},
+	}}
+}
+
+// RetryOnTopologyError says whether a TopologyAffinityError is retried under
+// a NUMA policy (see the package comment).
+func RetryOnTopologyError(p pfsv1alpha1.NUMAPolicy) bool {
+	return p != pfsv1alpha1.NUMAPolicyRequired
+}
+
+// CPUSet writes a CPU list in Linux cpuset syntax ("0-3,8"); "" for none.
+func CPUSet(cpus []int) string {
+	if len(cpus) == 0 {
+		return ""
+	}
+	s := append([]int(nil), cpus...)
+	sort.Ints(s)
+	var parts []string
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && s[j+1] <= s[j]+1 {
+			j++
+		}
+		if s[j] == s[i] {
+			parts = append(parts, strconv.Itoa(s[i]))
+		} else {
+			parts = append(parts, strconv.Itoa(s[i])+"-"+strconv.Itoa(s[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// ValidNUMAZone returns z when it is a zone the status schema accepts.
+func ValidNUMAZone(z *int32) *int32 {
+	if z == nil || *z < 0 || *z > 1023 {
+		return nil
+	}
+	v := *z
+	return &v
+}

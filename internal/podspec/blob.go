@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package podspec
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+)
+
+// BlobHolderLabels select a blob's holder pods.
+func BlobHolderLabels(b *pfsv1alpha1.PfsBlob) map[string]string {
+	return map[string]string{
+		LabelManagedBy: ManagedBy,
+		LabelComponent: ComponentBlobHolder,
+		LabelBlobUID:   string(b.UID),
+	}
+}
+
+// BlobHolderDaemonSet builds the DaemonSet that materialises a blob on every
+// selected node: an init container creates, prefaults, fills and
+// fingerprints the blob once (its JSON result is the termination message the
+// controller reads), then `pfs blob serve` holds it and hands its file
+// descriptor to consumer pods on the node over a Unix socket in a host
+// directory, after checking the peer's token. The memory is the pod's:
+// hugepages (requests == limits == size rounded to the page) for 2Mi/1Gi, a
+// tmpfs emptyDir counted in the memory limit for THP and 4Ki.
+func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
+	size := b.Spec.Size.Value()
+	page := b.Spec.PageSize
+	sock := SocketPath(b.Namespace, b.Name)
+
+	memory := holderBaseMemory.DeepCopy()
+	extra := corev1.ResourceList{}
+	blobVol := corev1.Volume{Name: volBlob}
+	if hp := hugePageBytes(page); hp > 0 {
+		extra[HugePagesResource(page)] = *resource.NewQuantity(roundUp(size, hp), resource.BinarySI)
+		blobVol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium("HugePages-" + string(page))}
+	} else {
+		// tmpfs pages are charged to the pod's memory cgroup: count them.
+		tmpfs := roundUp(size, 4096)
+		memory.Add(*resource.NewQuantity(tmpfs, resource.BinarySI))
+		blobVol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory,
+			SizeLimit: resource.NewQuantity(tmpfs, resource.BinarySI)}
+	}
+	res := guaranteed(1, memory, extra)
+
+	createArgs := []string{"blob", "create", "--dir", BlobDir, "--name", b.Name,
+		"--size", strconv.FormatInt(size, 10), "--page", cliPage(page)}
+	switch b.Spec.Fill.Type {
+	case pfsv1alpha1.FillZero:
+		createArgs = append(createArgs, "--fill", "zero")
+	default:
+		var seed int64
+		if b.Spec.Fill.Seed != nil {
+			seed = *b.Spec.Fill.Seed
+		}
+		createArgs = append(createArgs, "--fill", "seed", "--seed", strconv.FormatInt(seed, 10))
+	}
+	if b.Spec.PageFallback == pfsv1alpha1.PageFallbackNever {
+		createArgs = append(createArgs, "--no-fallback")
+	}
+	createArgs = append(createArgs, "--result-file", TerminationLog)
+	serveArgs := []string{"blob", "serve", "--dir", BlobDir, "--name", b.Name,
+		"--socket", sock, "--token-file", TokenFile}
+
+	mounts := []corev1.VolumeMount{
+		{Name: volBlob, MountPath: BlobDir},
+		{Name: volSockets, MountPath: SocketDir(b.Namespace)},
+		{Name: volToken, MountPath: TokenDir, ReadOnly: true},
+	}
+	create := dataPlaneContainer(cfg, ContainerBlobCreate, createArgs, res, privRootNoCaps)
+	create.VolumeMounts = mounts[:1]
+	serve := dataPlaneContainer(cfg, ContainerBlobServe, serveArgs, res, privRootNoCaps)
+	serve.VolumeMounts = mounts
+	// Ready means the holder answers on its socket with the blob mapped;
+	// the probe is pfs itself (the image has no shell).
+	serve.ReadinessProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+			Command: []string{cfg.Binary, "blob", "ping", "--socket", sock, "--token-file", TokenFile}}},
+		PeriodSeconds: 5, TimeoutSeconds: 2, FailureThreshold: 3,
+	}
+
+	labels := BlobHolderLabels(b)
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels,
+			Annotations: map[string]string{AnnotationBlob: b.Name}},
+		Spec: corev1.PodSpec{
+			NodeSelector:                  copyMap(b.Spec.NodeSelector),
+			InitContainers:                []corev1.Container{create},
+			Containers:                    []corev1.Container{serve},
+			Volumes:                       []corev1.Volume{blobVol, socketVolume(b.Namespace), tokenVolume(b.Name)},
+			SecurityContext:               podSecurity(),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To(int64(10)),
+		},
+	}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: HolderName(b.Name), Namespace: b.Namespace, Labels: copyMap(labels),
+			Annotations: map[string]string{AnnotationBlob: b.Name, AnnotationTemplateHash: templateHash(&tmpl)},
+		},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: copyMap(labels)},
+			Template: tmpl,
+		},
+	}
+	return ds
+}
+
+// BlobTokenSecret is the Secret holding the token a consumer presents to a
+// blob's holder. The controller creates it once with fresh random bytes and
+// never rotates it while holders run.
+func BlobTokenSecret(b *pfsv1alpha1.PfsBlob, token []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: TokenSecretName(b.Name), Namespace: b.Namespace,
+			Labels:      BlobHolderLabels(b),
+			Annotations: map[string]string{AnnotationBlob: b.Name},
+		},
+		Type:      corev1.SecretTypeOpaque,
+		Immutable: ptr.To(true),
+		Data:      map[string][]byte{TokenKey: append([]byte(nil), token...)},
+	}
+}
+
+// templateHash fingerprints a pod template so the controller can tell
+// whether the DaemonSet it finds was built from the same desired state.
+func templateHash(t *corev1.PodTemplateSpec) string {
+	data, err := json.Marshal(t)
+	if err != nil {
+		panic(fmt.Sprintf("marshalling a pod template cannot fail: %v", err))
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(data)
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package podspec
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+)
+
+// Config is what every data-plane pod shares; it comes from the manager's flags.
+type Config struct {
+	// Image is the data-plane image holding the static pfs binary.
+	Image string
+	// PullPolicy is the image pull policy.
+	PullPolicy corev1.PullPolicy
+	// Binary is the absolute path of pfs in the image.
+	Binary string
+}
+
+// DefaultBinary is where the data-plane image installs pfs.
+const DefaultBinary = "/usr/local/bin/pfs"
+
+// nonRootUID is the user every data-plane container runs as unless it needs
+// root's ownership of host paths or capabilities (see securityFor).
+const nonRootUID = 65532
+
+// podBaseMemory is the memory of a data-plane container besides its blob:
+// the binary, stacks, socket buffers and gram slabs.
+var podBaseMemory = resource.MustParse("256Mi")
+
+// holderBaseMemory is the memory of a holder besides its blob.
+var holderBaseMemory = resource.MustParse("64Mi")
+
+// privilege is the security profile of a container.
+type privilege int
+
+const (
+	// privNonRoot: uid 65532, no capabilities (TCP, UDP, pcore).
+	privNonRoot privilege = iota
+	// privRootNoCaps: uid 0 with every capability dropped. The blob holder
+	// creates its socket in a host directory the kubelet creates owned by
+	// root (hostPath DirectoryOrCreate, mode 0755); owning it needs uid 0,
+	// not CAP_DAC_OVERRIDE.
+	privRootNoCaps
+	// privAFXDP: uid 0 with exactly NET_RAW, NET_ADMIN, BPF and IPC_LOCK.
+	// A non-root process does not get added capabilities in its effective
+	// set (Kubernetes has no ambient capabilities), so non-root AF_XDP would
+	// need file capabilities on the binary plus allowPrivilegeEscalation,
+	// which is the weaker choice: uid 0 with four capabilities and no
+	// privilege escalation keeps the capability set fixed and visible here.
+	privAFXDP
+)
+
+// AFXDPCapabilities are the capabilities an AF_XDP endpoint needs: raw
+// sockets (NET_RAW), attaching its XDP program and queue setup (NET_ADMIN),
+// loading BPF (BPF) and pinning its UMEM beyond the 8 MiB memlock limit (IPC_LOCK).
+var AFXDPCapabilities = []corev1.Capability{"NET_RAW", "NET_ADMIN", "BPF", "IPC_LOCK"}
+
+func securityFor(p privilege) *corev1.SecurityContext {
+	sc := &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	switch p {
+	case privNonRoot:
+		sc.RunAsNonRoot = ptr.To(true)
+		sc.RunAsUser = ptr.To(int64(nonRootUID))
+		sc.RunAsGroup = ptr.To(int64(nonRootUID))
+	case privRootNoCaps:
+		sc.RunAsNonRoot = ptr.To(false)
+		sc.RunAsUser = ptr.To(int64(0))
+		sc.RunAsGroup = ptr.To(int64(0))
+	case privAFXDP:
+		sc.RunAsNonRoot = ptr.To(false)
+		sc.RunAsUser = ptr.To(int64(0))
+		sc.RunAsGroup = ptr.To(int64(0))
+		sc.Capabilities.Add = append([]corev1.Capability(nil), AFXDPCapabilities...)
+	}
+	return sc
+}
+
+// podSecurity is the pod-level context: seccomp, and the group that may read
+// the token Secret (fsGroup applies to Secret volumes, not to hostPath).
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		FSGroup:        ptr.To(int64(nonRootUID)),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// guaranteed returns requests == limits, so the pod is in the Guaranteed QoS
+// class and, with whole CPUs, the static CPU manager pins it.
+func guaranteed(cpu int64, memory resource.Quantity, extra corev1.ResourceList) corev1.ResourceRequirements {
+	rl := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
+		corev1.ResourceMemory: memory,
+	}
+	for k, v := range extra {
+		rl[k] = v
+	}
+	return corev1.ResourceRequirements{Requests: rl.DeepCopy(), Limits: rl}
+}
+
+// roundUp rounds n up to a multiple of unit.
+func roundUp(n, unit int64) int64 {
+	if unit <= 1 {
+		return n
+	}
+	return (n + unit - 1) / unit * unit
+}
+
+// hugePageBytes is the hugetlb page size of a page kind; 0 for THP and 4Ki,
+// which use ordinary memory.
+func hugePageBytes(p pfsv1alpha1.PageSize) int64 {
+	switch p {
+	case pfsv1alpha1.PageSize1Gi:
+		return 1 << 30
+	case pfsv1alpha1.PageSize2Mi, "":
+		return 2 << 20
+	}
+	return 0
+}
+
+// HugePagesResource is the resource name of a hugetlb page kind ("" for THP/4Ki).
+func HugePagesResource(p pfsv1alpha1.PageSize) corev1.ResourceName {
+	switch p {
+	case pfsv1alpha1.PageSize1Gi:
+		return "hugepages-1Gi"
+	case pfsv1alpha1.PageSize2Mi, "":
+		return "hugepages-2Mi"
+	}
+	return ""
+}
+
+// cliPage is the pfs CLI's name of a page kind (--page).
+func cliPage(p pfsv1alpha1.PageSize) string {
+	switch p {
+	case pfsv1alpha1.PageSize1Gi:
+		return "1g"
+	case pfsv1alpha1.PageSizeTHP:
+		return "thp"
+	case pfsv1alpha1.PageSize4Ki:
+		return "4k"
+	}
+	return "2m"
+}
+
+// blobConsumerVolumes mount the namespace's socket directory and the blob's
+// token into a consumer pod, which then asks the holder for the blob's fd.
+func blobConsumerVolumes(namespace, blob string) ([]corev1.Volume, []corev1.VolumeMount) {
+	return []corev1.Volume{socketVolume(namespace), tokenVolume(blob)},
+		[]corev1.VolumeMount{
+			{Name: volSockets, MountPath: SocketDir(namespace)},
+			{Name: volToken, MountPath: TokenDir, ReadOnly: true},
+		}
+}
+
+// blobConsumerArgs are the pfs options that fetch the blob from its holder.
+func blobConsumerArgs(namespace, blob string) []string {
+	return []string{"--blob-socket", SocketPath(namespace, blob), "--blob-token-file", TokenFile}
+}
+
+const (
+	volBlob    = "blob"
+	volSockets = "blob-sockets"
+	volToken   = "blob-token"
+	volRun     = "run"
+)
+
+func socketVolume(namespace string) corev1.Volume {
+	return corev1.Volume{Name: volSockets, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+		Path: SocketDir(namespace), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}}
+}
+
+func tokenVolume(blob string) corev1.Volume {
+	return corev1.Volume{Name: volToken, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: TokenSecretName(blob), DefaultMode: ptr.To(int32(0o440))}}}
+}
+
+// runVolume is a small writable directory for the ready file.
+func runVolume() (corev1.Volume, corev1.VolumeMount) {
+	return corev1.Volume{Name: volRun, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi"))}}},
+		corev1.VolumeMount{Name: volRun, MountPath: RunDir}
+}
+
+// dataPlaneContainer is a container running pfs with its result in the
+// termination log.
+func dataPlaneContainer(cfg Config, name string, args []string, res corev1.ResourceRequirements, p privilege) corev1.Container {
+	return corev1.Container{
+		Name:                     name,
+		Image:                    cfg.Image,
+		ImagePullPolicy:          cfg.PullPolicy,
+		Command:                  []string{cfg.Binary},
+		Args:                     args,
+		Resources:                res,
+		SecurityContext:          securityFor(p),
+		TerminationMessagePath:   TerminationLog,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+	}
+}

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package podspec builds the children the controllers create: the blob
+// holder DaemonSet and its token Secret, the receiver and sender pods of a
+// transfer, and the pod of a pcore job. Builders take their inputs and return
+// objects; they make no API calls and set no owner references (the
+// controller does, with ctrl.SetControllerReference), so each is a pure
+// function with a table test.
+package podspec
+
+import (
+	"fmt"
+	"hash/fnv"
+	"path"
+)
+
+// Labels and annotations on every child. Label values are limited to 63
+// characters, so children are found by their owner's UID; the owner's name,
+// which may be longer, is an annotation.
+const (
+	LabelManagedBy     = "app.kubernetes.io/managed-by"
+	ManagedBy          = "packetfs-operator"
+	LabelComponent     = "app.kubernetes.io/component"
+	LabelBlobUID       = "pfs.packetfs.io/blob-uid"
+	LabelTransferUID   = "pfs.packetfs.io/transfer-uid"
+	LabelPcoreJobUID   = "pfs.packetfs.io/pcorejob-uid"
+	LabelAttempt       = "pfs.packetfs.io/attempt"
+	AnnotationBlob     = "pfs.packetfs.io/blob"
+	AnnotationOwner    = "pfs.packetfs.io/owner"
+	AnnotationNetworks = "k8s.v1.cni.cncf.io/networks"
+	// AnnotationNetworkStatus is written by Multus with each interface's IPs.
+	AnnotationNetworkStatus = "k8s.v1.cni.cncf.io/network-status"
+	// AnnotationTemplateHash on the DaemonSet records the desired template so
+	// the controller updates it only when the desired state changed.
+	AnnotationTemplateHash = "pfs.packetfs.io/template-hash"
+)
+
+// Components (values of LabelComponent).
+const (
+	ComponentBlobHolder = "blob-holder"
+	ComponentReceiver   = "receiver"
+	ComponentSender     = "sender"
+	ComponentPcore      = "pcore"
+)
+
+// Container names.
+const (
+	ContainerBlobCreate = "create"
+	ContainerBlobServe  = "serve"
+	ContainerReceiver   = "receiver"
+	ContainerSender     = "sender"
+	ContainerPcore      = "pcore"
+)
+
+// Paths inside the data-plane containers.
+const (
+	// BlobDir is where the holder's blob file lives (hugetlbfs or tmpfs emptyDir).
+	BlobDir = "/dev/hugepages-blob"
+	// SocketRoot is the host directory of the blob sockets, one subdirectory
+	// per namespace, mounted at the same path in holders and consumers.
+	SocketRoot = "/run/packetfs"
+	// TokenDir holds the blob's token Secret; the token is the file "token".
+	TokenDir  = "/etc/packetfs/token"
+	TokenKey  = "token"
+	TokenFile = TokenDir + "/" + TokenKey
+	// RunDir is a small writable emptyDir (the root filesystem is read-only).
+	RunDir = "/run/pfs"
+	// ReadyFile is created by `pfs recv --ready-file` once it listens.
+	ReadyFile = RunDir + "/ready"
+	// TerminationLog is where every data-plane command writes its JSON result.
+	TerminationLog = "/dev/termination-log"
+	// ReceiverPort is the port `pfs recv` listens on (TCP and UDP).
+	ReceiverPort = 5000
+	// maxSocketPath is sun_path's size minus the terminating NUL.
+	maxSocketPath = 107
+)
+
+// ChildName derives a child's name from its owner's name and a suffix,
+// keeping it within max characters (a DNS label for pods: 63). A name that
+// would be too long is cut and given a hash of the full name, so two owners
+// never share a child name.
+func ChildName(owner, suffix string, max int) string {
+	name := owner + "-" + suffix
+	if len(name) <= max {
+		return name
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	tail := fmt.Sprintf("-%08x-%s", h.Sum32(), suffix)
+	cut := max - len(tail)
+	if cut < 1 {
+		cut = 1
+	}
+	head := owner[:cut]
+	for len(head) > 1 && (head[len(head)-1] == '-' || head[len(head)-1] == '.') {
+		head = head[:len(head)-1]
+	}
+	return head + tail
+}
+
+// Name limits: a pod name is also its hostname (a DNS label); a DaemonSet's
+// pods get a 5-character suffix and its name ends up in a 63-character label.
+const (
+	PodNameMax       = 63
+	DaemonSetNameMax = 52
+)
+
+// HolderName is the name of a blob's holder DaemonSet.
+func HolderName(blob string) string { return ChildName(blob, "holder", DaemonSetNameMax) }
+
+// TokenSecretName is the name of a blob's token Secret.
+func TokenSecretName(blob string) string { return ChildName(blob, "blob-token", 253) }
+
+// SocketDir is the host (and container) directory of a namespace's sockets.
+func SocketDir(namespace string) string { return path.Join(SocketRoot, namespace) }
+
+// SocketPath is where a blob's holder listens. The file is named after the
+// blob when the path fits in a Unix socket address, else after a hash of it.
+func SocketPath(namespace, blob string) string {
+	p := path.Join(SocketDir(namespace), blob+".sock")
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(blob))
+	return path.Join(SocketDir(namespace), fmt.Sprintf("%016x.sock", h.Sum64()))
+}

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package podspec
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
+)
+
+// PcorePodName is the name of a pcore job's pod.
+func PcorePodName(job string) string { return ChildName(job, "pcore", PodNameMax) }
+
+// PcorePodLabels select a pcore job's pod.
+func PcorePodLabels(j *pfsv1alpha1.PcoreJob) map[string]string {
+	return map[string]string{
+		LabelManagedBy:   ManagedBy,
+		LabelComponent:   ComponentPcore,
+		LabelPcoreJobUID: string(j.UID),
+	}
+}
+
+// PcorePod builds the pod of a pcore job: one whole CPU per pcore (the pcore
+// run has no separate producer thread; the producer role floats between the
+// pcores), the blob fetched from its holder on the node, and with the
+// baseline the plain-threads run in the same process.
+func PcorePod(cfg Config, j *pfsv1alpha1.PcoreJob, blob *pfsv1alpha1.PfsBlob, blobNodes []string) *corev1.Pod {
+	pcores := int64(j.Spec.Pcores)
+	if pcores < 1 {
+		pcores = 1
+	}
+	args := []string{"pcore", "run", "--op", string(j.Spec.Op)}
+	if j.Spec.Imm != nil && j.Spec.Op.UsesImm() {
+		args = append(args, "--imm", strconv.Itoa(int(*j.Spec.Imm)))
+	}
+	if r := j.Spec.Range; r != nil {
+		args = append(args, "--range", fmt.Sprintf("%d:%d", r.Offset.Value(), RangeLength(r, blob)))
+	}
+	args = append(args, "--pcores", strconv.FormatInt(pcores, 10))
+	if j.Spec.DescriptorsPerFrame > 0 {
+		args = append(args, "--dpf", strconv.Itoa(int(j.Spec.DescriptorsPerFrame)))
+	}
+	if j.Spec.Align > 0 {
+		args = append(args, "--align", strconv.Itoa(int(j.Spec.Align)))
+	}
+	if j.Spec.RingSlots > 0 {
+		args = append(args, "--ring-slots", strconv.Itoa(int(j.Spec.RingSlots)))
+	}
+	switch {
+	case j.Spec.Duration != nil:
+		args = append(args, "--duration", strconv.FormatFloat(j.Spec.Duration.Seconds(), 'f', -1, 64))
+	case j.Spec.Passes != nil:
+		args = append(args, "--passes", strconv.Itoa(int(*j.Spec.Passes)))
+	}
+	if j.Spec.Baseline != pfsv1alpha1.BaselineNone {
+		args = append(args, "--baseline")
+	}
+	args = append(args, blobConsumerArgs(j.Namespace, blob.Name)...)
+	args = append(args, "--result-file", TerminationLog)
+
+	c := dataPlaneContainer(cfg, ContainerPcore, args, guaranteed(pcores, podBaseMemory.DeepCopy(), nil), privNonRoot)
+	vols, mounts := blobConsumerVolumes(j.Namespace, blob.Name)
+	c.VolumeMounts = mounts
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: PcorePodName(j.Name), Namespace: j.Namespace,
+			Labels:      PcorePodLabels(j),
+			Annotations: map[string]string{AnnotationOwner: j.Name},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			NodeSelector:                  copyMap(j.Spec.NodeSelector),
+			Affinity:                      placement.NodeAffinity(blobNodes),
+			Containers:                    []corev1.Container{c},
+			Volumes:                       vols,
+			SecurityContext:               podSecurity(),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To(int64(10)),
+			ActiveDeadlineSeconds:         j.Spec.ActiveDeadlineSeconds,
+		},
+	}
+}

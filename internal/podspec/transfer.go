@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package podspec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
+)
+
+// AcceptTimeoutSeconds is how long a receiver waits for its sender: the
+// sender is created once the receiver is ready and must still be scheduled
+// and started.
+const AcceptTimeoutSeconds = 300
+
+// TransferInputs are what the transfer pods depend on besides the spec.
+type TransferInputs struct {
+	// Attempt numbers the attempt (0 for the first); each has its own pods.
+	Attempt int32
+	// Blob is the referenced PfsBlob; nil without spec.blobRef.
+	Blob *pfsv1alpha1.PfsBlob
+	// BlobNodes are the nodes holding a Ready copy of the blob.
+	BlobNodes []string
+}
+
+// TransferPodName is the name of one side's pod in one attempt.
+func TransferPodName(transfer string, attempt int32, component string) string {
+	short := "recv"
+	if component == ComponentSender {
+		short = "send"
+	}
+	return ChildName(transfer, fmt.Sprintf("a%d-%s", attempt, short), PodNameMax)
+}
+
+// TransferPodLabels select one attempt's pods of a transfer.
+func TransferPodLabels(x *pfsv1alpha1.PfsTransfer, attempt int32, component string) map[string]string {
+	l := map[string]string{
+		LabelManagedBy:   ManagedBy,
+		LabelTransferUID: string(x.UID),
+		LabelAttempt:     strconv.Itoa(int(attempt)),
+	}
+	if component != "" {
+		l[LabelComponent] = component
+	}
+	return l
+}
+
+// RangeLength is the length of the range a transfer or job works on: the
+// spec's range, else the whole blob (0 when neither is known).
+func RangeLength(r *pfsv1alpha1.Range, blob *pfsv1alpha1.PfsBlob) int64 {
+	if r != nil && !r.Length.IsZero() {
+		return r.Length.Value()
+	}
+	if blob != nil {
+		return blob.Spec.Size.Value()
+	}
+	return 0
+}
+
+// EffectiveBytes is how many bytes a transfer moves: totalBytes, else
+// passes times the range, else the range once.
+func EffectiveBytes(x *pfsv1alpha1.PfsTransfer, blob *pfsv1alpha1.PfsBlob) int64 {
+	if x.Spec.TotalBytes != nil {
+		return x.Spec.TotalBytes.Value()
+	}
+	n := RangeLength(x.Spec.Range, blob)
+	if x.Spec.Passes != nil {
+		n *= int64(*x.Spec.Passes)
+	}
+	return n
+}
+
+// ReceiverPod builds the receiving side. It listens, creates ReadyFile once
+// it does, and its readiness probe (pfs itself: the image has no shell)
+// reports that file, so the controller starts the sender only when the
+// receiver can take it. A TCP probe would not do: `pfs recv` accepts one
+// peer and would take the kubelet's probe connection for its sender.
+func ReceiverPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs) *corev1.Pod {
+	needsBlob := x.Spec.Mode != pfsv1alpha1.ModePayload && in.Blob != nil
+	args := []string{"recv",
+		"--listen", "0.0.0.0:" + strconv.Itoa(ReceiverPort),
+		"--mode", cliMode(x.Spec.Mode),
+		"--transport", cliTransport(x.Spec.Transport),
+		"--accept-timeout", strconv.Itoa(AcceptTimeoutSeconds),
+		"--ready-file", ReadyFile,
+	}
+	args = append(args, transportArgs(x, x.Spec.Receiver)...)
+	args = append(args, integrityArgs(x)...)
+	if needsBlob {
+		args = append(args, blobConsumerArgs(x.Namespace, in.Blob.Name)...)
+	}
+	args = append(args, "--result-file", TerminationLog)
+
+	pod := transferPod(cfg, x, in, ComponentReceiver, x.Spec.Receiver, args, needsBlob, nil)
+	c := &pod.Spec.Containers[0]
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+			Command: []string{cfg.Binary, "probe", "--ready-file", ReadyFile}}},
+		PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 1,
+	}
+	proto := corev1.ProtocolTCP
+	if x.Spec.Transport == pfsv1alpha1.TransportUDP {
+		proto = corev1.ProtocolUDP
+	}
+	if x.Spec.Transport != pfsv1alpha1.TransportAFXDP {
+		c.Ports = []corev1.ContainerPort{{Name: "grams", ContainerPort: ReceiverPort, Protocol: proto}}
+	}
+	return pod
+}
+
+// SenderPod builds the sending side, which connects to the receiver at addr.
+// Without a blob it fills a scratch blob of the range's length on 2Mi
+// hugepages of its own (Payload mode only).
+func SenderPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, addr placement.Address) *corev1.Pod {
+	args := []string{"send",
+		"--connect", addr.HostPort(ReceiverPort),
+		"--mode", cliMode(x.Spec.Mode),
+		"--transport", cliTransport(x.Spec.Transport),
+		"--bytes", strconv.FormatInt(EffectiveBytes(x, in.Blob), 10),
+	}
+	if x.Spec.Transport == pfsv1alpha1.TransportAFXDP && addr.MAC != "" {
+		args = append(args, "--peer-mac", addr.MAC)
+	}
+	args = append(args, transportArgs(x, x.Spec.Sender)...)
+	args = append(args, integrityArgs(x)...)
+	g := x.Spec.Gram
+	if g.DescriptorsPerGram > 0 {
+		args = append(args, "--desc-per-gram", strconv.Itoa(int(g.DescriptorsPerGram)))
+	}
+	if !g.MaxDescriptorLength.IsZero() {
+		args = append(args, "--max-len", strconv.FormatInt(g.MaxDescriptorLength.Value(), 10))
+	}
+	if g.Align > 0 {
+		args = append(args, "--align", strconv.Itoa(int(g.Align)))
+	}
+	if x.Spec.Mode == pfsv1alpha1.ModePayload && !g.SlabBytes.IsZero() {
+		args = append(args, "--gram-bytes", strconv.FormatInt(g.SlabBytes.Value(), 10))
+	}
+	var extra corev1.ResourceList
+	if in.Blob != nil {
+		if r := x.Spec.Range; r != nil {
+			args = append(args, "--range", fmt.Sprintf("%d:%d", r.Offset.Value(), RangeLength(r, in.Blob)))
+		}
+		args = append(args, blobConsumerArgs(x.Namespace, in.Blob.Name)...)
+	} else {
+		scratch := RangeLength(x.Spec.Range, nil)
+		args = append(args, "--size", strconv.FormatInt(scratch, 10), "--page", "2m", "--fill", "seed")
+		extra = corev1.ResourceList{"hugepages-2Mi": *resource.NewQuantity(roundUp(scratch, 2<<20), resource.BinarySI)}
+	}
+	args = append(args, "--result-file", TerminationLog)
+	return transferPod(cfg, x, in, ComponentSender, x.Spec.Sender, args, in.Blob != nil, extra)
+}
+
+func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, component string,
+	ep pfsv1alpha1.Endpoint, args []string, blob bool, extra corev1.ResourceList) *corev1.Pod {
+	queues := int64(ep.Queues)
+	if queues < 1 {
+		queues = 1
+	}
+	res := extra.DeepCopy()
+	if res == nil {
+		res = corev1.ResourceList{}
+	}
+	if ep.ResourceName != "" {
+		res[corev1.ResourceName(ep.ResourceName)] = *resource.NewQuantity(1, resource.DecimalSI)
+	}
+	priv := privNonRoot
+	if x.Spec.Transport == pfsv1alpha1.TransportAFXDP {
+		priv = privAFXDP
+	}
+	name := ContainerReceiver
+	if component == ComponentSender {
+		name = ContainerSender
+	}
+	c := dataPlaneContainer(cfg, name, args, guaranteed(queues, podBaseMemory.DeepCopy(), res), priv)
+	runVol, runMount := runVolume()
+	vols := []corev1.Volume{runVol}
+	c.VolumeMounts = []corev1.VolumeMount{runMount}
+	if blob {
+		v, m := blobConsumerVolumes(x.Namespace, in.Blob.Name)
+		vols = append(vols, v...)
+		c.VolumeMounts = append(c.VolumeMounts, m...)
+	}
+	annotations := map[string]string{AnnotationOwner: x.Name}
+	if ep.Network != "" {
+		annotations[AnnotationNetworks] = ep.Network
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        TransferPodName(x.Name, in.Attempt, component),
+			Namespace:   x.Namespace,
+			Labels:      TransferPodLabels(x, in.Attempt, component),
+			Annotations: annotations,
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			NodeName:                      ep.NodeName,
+			NodeSelector:                  copyMap(ep.NodeSelector),
+			Containers:                    []corev1.Container{c},
+			Volumes:                       vols,
+			SecurityContext:               podSecurity(),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To(int64(10)),
+			ActiveDeadlineSeconds:         x.Spec.ActiveDeadlineSeconds,
+		},
+	}
+	if blob {
+		pod.Spec.Affinity = placement.NodeAffinity(in.BlobNodes)
+	}
+	return pod
+}
+
+// transportArgs are the per-endpoint options of a transport: AF_XDP binds
+// the secondary interface Multus names net1.
+func transportArgs(x *pfsv1alpha1.PfsTransfer, ep pfsv1alpha1.Endpoint) []string {
+	var args []string
+	if x.Spec.Transport == pfsv1alpha1.TransportAFXDP {
+		args = append(args, "--ifname", "net1")
+	}
+	if ep.Queues > 1 {
+		args = append(args, "--queues", strconv.Itoa(int(ep.Queues)))
+	}
+	return args
+}
+
+// integrityArgs passes the checksum only when it is not the CLI's default
+// (CRC32C), so a CLI that only knows CRC32C runs the default unchanged.
+func integrityArgs(x *pfsv1alpha1.PfsTransfer) []string {
+	switch x.Spec.Integrity {
+	case pfsv1alpha1.IntegrityFNV1a64, pfsv1alpha1.IntegrityNone:
+		return []string{"--integrity", strings.ToLower(string(x.Spec.Integrity))}
+	}
+	return nil
+}
+
+func cliMode(m pfsv1alpha1.TransferMode) string {
+	switch m {
+	case pfsv1alpha1.ModeOffset:
+		return "offset"
+	case pfsv1alpha1.ModeArithmetic:
+		return "arith"
+	}
+	return "payload"
+}
+
+func cliTransport(t pfsv1alpha1.Transport) string {
+	switch t {
+	case pfsv1alpha1.TransportUDP:
+		return "udp"
+	case pfsv1alpha1.TransportAFXDP:
+		return "afxdp"
+	}
+	return "tcp"
+}

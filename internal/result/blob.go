@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package result
+
+import (
+	"fmt"
+	"time"
+)
+
+// BlobCreate is the result of `pfs blob create` in a holder's init container.
+type BlobCreate struct {
+	OK bool
+	// Size is the blob size in bytes.
+	Size int64
+	// Page is the page kind obtained as the CLI names it: 4K, THP, 2M or 1G.
+	Page string
+	// FallbackReason says why Page is smaller than asked; empty without a fallback.
+	FallbackReason string
+	// Fingerprint is 16 lower-case hex digits.
+	Fingerprint string
+	// Map, Prefault and Fill are the setup timings.
+	Map, Prefault, Fill time.Duration
+	// NUMANode is where the blob's memory was bound, when reported.
+	NUMANode *int32
+	// Error is the CLI's error message for a failed create.
+	Error string
+}
+
+type blobJSON struct {
+	OK   *bool `json:"ok"`
+	Blob *struct {
+		Size           *int64   `json:"size"`
+		Page           *string  `json:"page"`
+		Fingerprint    *string  `json:"fingerprint"`
+		FallbackReason *string  `json:"fallback_reason"`
+		MapS           *float64 `json:"map_s"`
+		PrefaultS      *float64 `json:"prefault_s"`
+		FillS          *float64 `json:"fill_s"`
+		NUMANode       *int32   `json:"numa_node"`
+	} `json:"blob"`
+	Error *string `json:"error"`
+}
+
+// ParseBlobCreate parses the result of `pfs blob create`. A successful result
+// must carry blob.size, blob.page and blob.fingerprint; timings are optional.
+func ParseBlobCreate(msg string) (*BlobCreate, error) {
+	var j blobJSON
+	if err := decode(msg, &j); err != nil {
+		return nil, err
+	}
+	if j.OK == nil {
+		return nil, missing{"ok"}.err("blob create")
+	}
+	b := &BlobCreate{OK: *j.OK}
+	if j.Error != nil {
+		b.Error = *j.Error
+	}
+	if !b.OK {
+		if b.Error == "" {
+			return nil, fmt.Errorf("blob create result says ok=false without an error message")
+		}
+		return b, nil
+	}
+	if j.Blob == nil {
+		return nil, missing{"blob"}.err("blob create")
+	}
+	var m missing
+	m.need(j.Blob.Size != nil, "blob.size")
+	m.need(j.Blob.Page != nil, "blob.page")
+	m.need(j.Blob.Fingerprint != nil, "blob.fingerprint")
+	if err := m.err("blob create"); err != nil {
+		return nil, err
+	}
+	if *j.Blob.Size <= 0 {
+		return nil, fmt.Errorf("field \"blob.size\": %d is not a size", *j.Blob.Size)
+	}
+	switch *j.Blob.Page {
+	case "4K", "THP", "2M", "1G":
+	default:
+		return nil, fmt.Errorf("field \"blob.page\": %q is not 4K, THP, 2M or 1G", *j.Blob.Page)
+	}
+	fp, err := hexValue("blob.fingerprint", *j.Blob.Fingerprint, 16)
+	if err != nil {
+		return nil, err
+	}
+	if len(fp) != 16 {
+		return nil, fmt.Errorf("field \"blob.fingerprint\": %q is not 16 hex digits", *j.Blob.Fingerprint)
+	}
+	b.Size, b.Page, b.Fingerprint, b.NUMANode = *j.Blob.Size, *j.Blob.Page, fp, j.Blob.NUMANode
+	if j.Blob.FallbackReason != nil {
+		b.FallbackReason = *j.Blob.FallbackReason
+	}
+	for _, t := range []struct {
+		name string
+		in   *float64
+		out  *time.Duration
+	}{{"blob.map_s", j.Blob.MapS, &b.Map}, {"blob.prefault_s", j.Blob.PrefaultS, &b.Prefault}, {"blob.fill_s", j.Blob.FillS, &b.Fill}} {
+		if t.in == nil {
+			continue
+		}
+		if err := seconds(t.name, *t.in); err != nil {
+			return nil, err
+		}
+		*t.out = time.Duration(*t.in * float64(time.Second))
+	}
+	return b, nil
+}
