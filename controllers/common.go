@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"packetfs.io/operator/internal/podspec"
@@ -63,6 +64,16 @@ func getPod(ctx context.Context, d *Deps, namespace, name string) (*corev1.Pod, 
 // podEnded reports whether a pod has stopped for good.
 func podEnded(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// requeueOnConflict turns a stale-object conflict on a status write into a
+// quiet requeue: the cache lagged behind the apiserver, and the next
+// reconcile recomputes status from the fresh object.
+func requeueOnConflict(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // ignoreAlreadyExists treats creating an existing child as done: the name is

@@ -81,7 +81,7 @@ func (r *PcoreJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if !equality.Semantic.DeepEqual(st, j.Status) {
 		j.Status = st
 		if err := r.Client.Status().Update(ctx, j); err != nil {
-			return ctrl.Result{}, err
+			return requeueOnConflict(err)
 		}
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil

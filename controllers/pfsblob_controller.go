@@ -76,7 +76,7 @@ func (r *PfsBlobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	oldDegraded := meta.FindStatusCondition(blob.Status.Conditions, pfsv1alpha1.ConditionDegraded)
 	blob.Status = st
 	if err := r.Client.Status().Update(ctx, blob); err != nil {
-		return ctrl.Result{}, err
+		return requeueOnConflict(err)
 	}
 	if c := meta.FindStatusCondition(st.Conditions, pfsv1alpha1.ConditionReady); c != nil && (oldReady == nil || oldReady.Reason != c.Reason) {
 		r.Recorder.Event(blob, corev1.EventTypeNormal, c.Reason, c.Message)

@@ -93,7 +93,7 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !equality.Semantic.DeepEqual(st, x.Status) {
 		x.Status = st
 		if err := r.Client.Status().Update(ctx, x); err != nil {
-			return ctrl.Result{}, err
+			return requeueOnConflict(err)
 		}
 		log.V(1).Info("Updated status", "phase", st.Phase, "failedAttempts", st.FailedAttempts)
 	}

@@ -42,21 +42,19 @@ func ReadyBlobNodes(b *pfsv1alpha1.PfsBlob) []string {
 }
 
 // NodeAffinity restricts a pod to the given nodes by name; nil for no nodes,
-// meaning no restriction.
+// meaning no restriction. A metadata.name field selector takes one value,
+// so each node is its own term (terms are ORed).
 func NodeAffinity(nodes []string) *corev1.Affinity {
 	if len(nodes) == 0 {
 		return nil
 	}
+	terms := make([]corev1.NodeSelectorTerm, 0, len(nodes))
+	for _, n := range nodes {
+		terms = append(terms, corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
+			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}}}})
+	}
 	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchFields: []corev1.NodeSelectorRequirement{{
-					Key: "metadata.name", Operator: corev1.NodeSelectorOpIn,
-					Values: append([]string(nil), nodes...),
-				}},
-			}},
-		},
-	}}
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
 }
 
 // RetryOnTopologyError says whether a TopologyAffinityError is retried under
