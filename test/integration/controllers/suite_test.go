@@ -71,8 +71,12 @@ func run(m *testing.M) int {
 	}
 	for _, setup := range []func() error{
 		func() error { return (&controllers.PfsBlobReconciler{Deps: deps("pfsblob")}).SetupWithManager(mgr, 2) },
-		func() error { return (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer")}).SetupWithManager(mgr, 2) },
-		func() error { return (&controllers.PcoreJobReconciler{Deps: deps("pcorejob")}).SetupWithManager(mgr, 2) },
+		func() error {
+			return (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer")}).SetupWithManager(mgr, 2)
+		},
+		func() error {
+			return (&controllers.PcoreJobReconciler{Deps: deps("pcorejob")}).SetupWithManager(mgr, 2)
+		},
 	} {
 		if err := setup(); err != nil {
 			fmt.Fprintf(os.Stderr, "setting up reconcilers: %v\n", err)

@@ -359,7 +359,9 @@ func hasEvent(ctx context.Context, x *pfsv1alpha1.PfsTransfer, typ, reason, msgP
 	return fmt.Errorf("no %s event %s %q among %q", typ, reason, msgPrefix, seen)
 }
 
-func failedMessage(x *pfsv1alpha1.PfsTransfer) string { return findCondition(x, pfsv1alpha1.ConditionFailed) }
+func failedMessage(x *pfsv1alpha1.PfsTransfer) string {
+	return findCondition(x, pfsv1alpha1.ConditionFailed)
+}
 
 func findCondition(x *pfsv1alpha1.PfsTransfer, typ string) string {
 	for _, c := range x.Status.Conditions {
