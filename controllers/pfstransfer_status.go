@@ -176,6 +176,7 @@ func (d *transferDecision) run() {
 		}
 		addr, err := placement.ReceiverAddress(obs.Receiver, x.Spec.Receiver.Network)
 		if err != nil {
+			d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod "+obs.Receiver.Name+" listens; the sender is created once its address is known")
 			d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, err.Error())
 			return
 		}

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
+	"packetfs.io/operator/internal/result"
+)
+
+func side(role string, bytes int64, elapsed, user, sys float64, crc, verdict string) string {
+	errField := "null"
+	if verdict != "OK" {
+		errField = `"integrity MISMATCH"`
+	}
+	return fmt.Sprintf(`{"ok":%t,"side":%q,"bytes":%d,"wire_bytes":%d,"elapsed_s":%g,"user_s":%g,"sys_s":%g,"integrity":%q,"crc32c":"0x%s","grams":4,"decode_errors":0,"error":%s}`,
+		verdict == "OK", role, bytes, bytes/1000, elapsed, user, sys, verdict, crc, errField)
+}
+
+func readyBlobObj(size string, nodes ...string) *pfsv1alpha1.PfsBlob {
+	b := &pfsv1alpha1.PfsBlob{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}, Spec: pfsv1alpha1.PfsBlobSpec{Size: resource.MustParse(size)}}
+	for _, n := range nodes {
+		b.Status.Nodes = append(b.Status.Nodes, pfsv1alpha1.BlobNodeStatus{Node: n, State: pfsv1alpha1.BlobNodeReady})
+	}
+	return b
+}
+
+func TestDecideTransfer(t *testing.T) {
+	base := func(mut ...func(*pfsv1alpha1.PfsTransfer)) *pfsv1alpha1.PfsTransfer {
+		x := &pfsv1alpha1.PfsTransfer{
+			ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", Generation: 1, CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))},
+			Spec: pfsv1alpha1.PfsTransferSpec{Mode: pfsv1alpha1.ModePayload, Transport: pfsv1alpha1.TransportTCP,
+				Integrity: pfsv1alpha1.IntegrityCRC32C, BackoffLimit: ptr.To(int32(0)), NUMA: pfsv1alpha1.NUMAPolicyPreferred},
+		}
+		for _, m := range mut {
+			m(x)
+		}
+		return x
+	}
+	withBlob := func(x *pfsv1alpha1.PfsTransfer) { x.Spec.Mode, x.Spec.BlobRef = pfsv1alpha1.ModeOffset, &pfsv1alpha1.BlobReference{Name: "b"} }
+	status := func(st pfsv1alpha1.PfsTransferStatus) func(*pfsv1alpha1.PfsTransfer) {
+		return func(x *pfsv1alpha1.PfsTransfer) { x.Status = st }
+	}
+	recvCreated := pfsv1alpha1.PfsTransferStatus{Phase: pfsv1alpha1.PhasePlacing,
+		Receiver: &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{Pod: "x-a0-recv"}}}
+	bothCreated := *recvCreated.DeepCopy()
+	bothCreated.Sender = &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{Pod: "x-a0-send"}}
+	recvReady := testPod("x-a0-recv", "receiver", onNode("n1"), withIP("10.0.0.5"), isRunning(true))
+	const n = 100_000_000
+	okRecv := testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(0, "Completed", side("receiver", n, 0.5, 0.1, 0.2, "abcd", "OK")))
+	okSend := testPod("x-a0-send", "sender", onNode("n2"), isTerminated(0, "Completed", side("sender", n, 0.4, 0.05, 0.15, "abcd", "OK")))
+
+	type want struct {
+		phase    pfsv1alpha1.Phase
+		attempts int32
+		conds    map[string]string
+		plan     transferPlan
+		msg      string // Failed or Succeeded message, when checked
+	}
+	tests := map[string]struct {
+		x    *pfsv1alpha1.PfsTransfer
+		obs  transferObservation
+		want want
+	}{
+		"new transfer: receiver first": {x: base(),
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/ReceiverNotReady"},
+				plan: transferPlan{CreateReceiver: true}}},
+		"blob not found: wait": {x: base(withBlob),
+			want: want{phase: "Pending", conds: map[string]string{"Placed": "False/BlobNotFound", "Succeeded": "False/BlobNotFound"}}},
+		"blob without Ready nodes: wait": {x: base(withBlob), obs: transferObservation{Blob: readyBlobObj("64Mi")},
+			want: want{phase: "Pending", conds: map[string]string{"Placed": "False/BlobNotReady", "Succeeded": "False/BlobNotReady"}}},
+		"range past the blob: fail": {x: base(withBlob, func(x *pfsv1alpha1.PfsTransfer) {
+			x.Spec.Range = &pfsv1alpha1.Range{Offset: resource.MustParse("60Mi"), Length: resource.MustParse("8Mi")}
+		}), obs: transferObservation{Blob: readyBlobObj("64Mi", "n1")},
+			want: want{phase: "Failed", conds: map[string]string{"Failed": "True/RangeOutOfBounds", "Succeeded": "False/RangeOutOfBounds"},
+				plan: transferPlan{DeleteActivePods: true}, msg: "range [62914560, 71303168) ends past the end of PfsBlob b (67108864 bytes)"}},
+		"blob Ready: receiver restricted to its nodes": {x: base(withBlob), obs: transferObservation{Blob: readyBlobObj("64Mi", "n2", "n1")},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/ReceiverNotReady"},
+				plan: transferPlan{CreateReceiver: true, BlobNodes: []string{"n1", "n2"}}}},
+		"receiver running but not ready: no sender": {x: base(status(recvCreated)),
+			obs: transferObservation{Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), isRunning(false))},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/ReceiverNotReady"}}},
+		"receiver ready: sender to its pod IP": {x: base(status(recvCreated)), obs: transferObservation{Receiver: recvReady},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/Running"},
+				plan: transferPlan{CreateSender: true, ReceiverAddr: placement.Address{IP: "10.0.0.5"}}}},
+		"receiver ready but its secondary network is not reported yet": {
+			x:   base(status(recvCreated), func(x *pfsv1alpha1.PfsTransfer) { x.Spec.Receiver.Network = "datanet" }),
+			obs: transferObservation{Receiver: recvReady},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/ReceiverNotReady"}}},
+		"receiver unschedulable, within the timeout": {x: base(status(recvCreated)),
+			obs: transferObservation{Receiver: testPod("x-a0-recv", "receiver", unschedulable(t0.Add(-20*time.Second)))},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending"}, plan: transferPlan{RequeueAfter: 40 * time.Second}}},
+		"receiver deleted: attempt failed, retried after the backoff": {
+			x:    base(status(recvCreated), func(x *pfsv1alpha1.PfsTransfer) { x.Spec.BackoffLimit = ptr.To(int32(2)) }),
+			want: want{phase: "Pending", attempts: 1, conds: map[string]string{"Succeeded": "False/PodFailed"},
+				plan: transferPlan{DeleteActivePods: true, RequeueAfter: 10 * time.Second},
+				msg:  "attempt 1 failed: receiver pod x-a0-recv was deleted before the transfer finished; retrying in 10s"}},
+		"backoff not over: wait": {
+			x: base(func(x *pfsv1alpha1.PfsTransfer) {
+				x.Spec.BackoffLimit = ptr.To(int32(2))
+				x.Status = pfsv1alpha1.PfsTransferStatus{Phase: "Pending", FailedAttempts: 2, LastFailureTime: &metav1.Time{Time: t0.Add(-5 * time.Second)}}
+			}),
+			want: want{phase: "Pending", attempts: 2, plan: transferPlan{RequeueAfter: 15 * time.Second}}},
+		"backoff over: next attempt": {
+			x: base(func(x *pfsv1alpha1.PfsTransfer) {
+				x.Spec.BackoffLimit = ptr.To(int32(2))
+				x.Status = pfsv1alpha1.PfsTransferStatus{Phase: "Pending", FailedAttempts: 1, LastFailureTime: &metav1.Time{Time: t0.Add(-10 * time.Second)}}
+			}),
+			want: want{phase: "Placing", attempts: 1, conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/ReceiverNotReady"},
+				plan: transferPlan{CreateReceiver: true}}},
+		"sender failed, no retries left": {x: base(status(bothCreated)),
+			obs: transferObservation{Receiver: recvReady, Sender: testPod("x-a0-send", "sender", isTerminated(1, "Error", `{"ok":false,"error":"send: connect: refused"}`))},
+			want: want{phase: "Failed", attempts: 1, conds: map[string]string{"Failed": "True/BackoffLimitExceeded", "Succeeded": "False/BackoffLimitExceeded"},
+				plan: transferPlan{DeleteActivePods: true},
+				msg:  "1 attempt(s) failed and spec.backoffLimit is 0; last failure: PodFailed: sender: pod x-a0-send exited with code 1: send: connect: refused"}},
+		"Required NUMA: a topology error is final": {
+			x: base(status(recvCreated), func(x *pfsv1alpha1.PfsTransfer) {
+				x.Spec.NUMA, x.Spec.BackoffLimit = pfsv1alpha1.NUMAPolicyRequired, ptr.To(int32(3))
+			}),
+			obs: transferObservation{Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), podReason("TopologyAffinityError", "no single NUMA node"))},
+			want: want{phase: "Failed", attempts: 1, conds: map[string]string{"Failed": "True/TopologyAffinityError", "Succeeded": "False/TopologyAffinityError"},
+				plan: transferPlan{DeleteActivePods: true}}},
+		"both sides running": {x: base(status(bothCreated)),
+			obs: transferObservation{Receiver: recvReady, Sender: testPod("x-a0-send", "sender", onNode("n2"), isRunning(false))},
+			want: want{phase: "Running", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "False/Running"}}},
+		"both succeeded: results merged": {x: base(status(bothCreated)), obs: transferObservation{Receiver: okRecv, Sender: okSend},
+			want: want{phase: "Succeeded", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "True/Completed"},
+				plan: transferPlan{DeleteActivePods: true},
+				msg:  "moved 100000000 bytes in 0.500s: 200.0 MB/s, 200.0 MB/CPU-s, integrity OK"}},
+		"sender's result truncated": {x: base(status(bothCreated)),
+			obs: transferObservation{Receiver: okRecv, Sender: testPod("x-a0-send", "sender", onNode("n2"), isTerminated(0, "Completed", `{"ok":true,"bytes":100`))},
+			want: want{phase: "Failed", conds: map[string]string{"Placed": "True/PodsScheduled", "Failed": "True/ResultInvalid", "Succeeded": "False/ResultInvalid"},
+				plan: transferPlan{DeleteActivePods: true},
+				msg:  "sender pod x-a0-send: termination message is truncated JSON (22 bytes; the kubelet keeps at most 4096)"}},
+		"both sides report a mismatch": {x: base(status(bothCreated), func(x *pfsv1alpha1.PfsTransfer) { x.Spec.BackoffLimit = ptr.To(int32(3)) }),
+			obs: transferObservation{
+				Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(3, "Error", side("receiver", n, 0.5, 0.1, 0.2, "ffff", "MISMATCH"))),
+				Sender:   testPod("x-a0-send", "sender", onNode("n2"), isTerminated(3, "Error", side("sender", n, 0.5, 0.1, 0.2, "abcd", "MISMATCH")))},
+			want: want{phase: "Failed", attempts: 1, conds: map[string]string{"Placed": "True/PodsScheduled", "Failed": "True/IntegrityMismatch", "Succeeded": "False/IntegrityMismatch"},
+				plan: transferPlan{DeleteActivePods: true}, msg: "CRC32C checksums differ: sender abcd, receiver ffff"}},
+		"deadline passed": {x: base(func(x *pfsv1alpha1.PfsTransfer) { x.Spec.ActiveDeadlineSeconds = ptr.To(int64(60)) }),
+			want: want{phase: "Failed", conds: map[string]string{"Failed": "True/DeadlineExceeded", "Succeeded": "False/DeadlineExceeded"},
+				plan: transferPlan{DeleteActivePods: true}}},
+		"finished, TTL not over": {x: base(func(x *pfsv1alpha1.PfsTransfer) {
+			x.Spec.TTLSecondsAfterFinished = ptr.To(int32(60))
+			x.Status = pfsv1alpha1.PfsTransferStatus{Phase: "Succeeded", CompletionTime: &metav1.Time{Time: t0.Add(-20 * time.Second)}}
+		}), want: want{phase: "Succeeded", plan: transferPlan{DeleteActivePods: true, RequeueAfter: 40 * time.Second}}},
+		"finished, TTL over: pods go, the transfer stays": {x: base(func(x *pfsv1alpha1.PfsTransfer) {
+			x.Spec.TTLSecondsAfterFinished = ptr.To(int32(60))
+			x.Status = pfsv1alpha1.PfsTransferStatus{Phase: "Failed", CompletionTime: &metav1.Time{Time: t0.Add(-time.Minute)}}
+		}), want: want{phase: "Failed", plan: transferPlan{DeleteActivePods: true, DeleteAllPods: true}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.obs.Now, tc.obs.Timing = t0, timing
+			st, plan := decideTransfer(tc.x, tc.obs)
+			if st.Phase != tc.want.phase || st.FailedAttempts != tc.want.attempts {
+				t.Errorf("phase %q attempts %d, want %q %d", st.Phase, st.FailedAttempts, tc.want.phase, tc.want.attempts)
+			}
+			wantConds := tc.want.conds
+			if wantConds == nil {
+				wantConds = map[string]string{}
+			}
+			if diff := cmp.Diff(wantConds, condSummary(st.Conditions)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want.plan, plan, cmpopts.IgnoreFields(transferPlan{}, "Events"), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if tc.want.msg != "" {
+				got := condMessage(st.Conditions, "Failed")
+				if got == "" {
+					got = condMessage(st.Conditions, "Succeeded")
+				}
+				if got != tc.want.msg {
+					t.Errorf("message\n got %q\nwant %q", got, tc.want.msg)
+				}
+			}
+			for _, e := range plan.Events {
+				if e.Reason == "" || (e.Type != corev1.EventTypeNormal && e.Type != corev1.EventTypeWarning) {
+					t.Errorf("bad event %+v", e)
+				}
+			}
+		})
+	}
+}
+
+func TestMergeTransfer(t *testing.T) {
+	x := &pfsv1alpha1.PfsTransfer{Spec: pfsv1alpha1.PfsTransferSpec{Integrity: pfsv1alpha1.IntegrityCRC32C}}
+	s := &result.Transfer{OK: true, Measured: true, Bytes: 1e9, WireBytes: 1e9 + 10, ElapsedSeconds: 1.0, UserSeconds: 0.25, SysSeconds: 0.25,
+		Integrity: "OK", Checksum: "12", Grams: 10, AFXDPMode: "copy", CPUs: []int{2, 3}, NUMANode: ptr.To(int32(1))}
+	r := &result.Transfer{OK: true, Measured: true, Bytes: 1e9, WireBytes: 1e9 + 20, ElapsedSeconds: 2.0, UserSeconds: 0.5, SysSeconds: 0.5,
+		Integrity: "OK", Checksum: "12", Grams: 10, DecodeErrors: 1, Repaired: 3}
+	var st pfsv1alpha1.PfsTransferStatus
+	if err := mergeTransfer(x, s, r, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := pfsv1alpha1.PfsTransferStatus{
+		EffectiveBytes: 1e9, WireBytes: 1e9 + 20, ElapsedSeconds: "2.000", EffectiveMBps: "500.0",
+		CPU: &pfsv1alpha1.CPUTime{UserSeconds: "0.750", SysSeconds: "0.750"}, MBPerCPUSecond: "666.7",
+		Integrity: &pfsv1alpha1.IntegrityStatus{Algorithm: "CRC32C", Result: "OK", SenderChecksum: "12", ReceiverChecksum: "12"},
+		Grams:     &pfsv1alpha1.GramCounters{Sent: 10, Received: 10, Rejected: 1, Repaired: 3},
+		Sender: &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{CPUs: "2-3", NUMAZone: ptr.To(int32(1))},
+			CPU: &pfsv1alpha1.CPUTime{UserSeconds: "0.250", SysSeconds: "0.250"}, AFXDPBindMode: "Copy"},
+		Receiver: &pfsv1alpha1.EndpointStatus{CPU: &pfsv1alpha1.CPUTime{UserSeconds: "0.500", SysSeconds: "0.500"}},
+	}
+	if diff := cmp.Diff(want, st); diff != "" {
+		t.Errorf("merged status (-want +got):\n%s", diff)
+	}
+
+	bad := *r
+	bad.Bytes = 5
+	if err := mergeTransfer(x, s, &bad, &st); err == nil {
+		t.Error("differing byte counts must be an error")
+	}
+	none := &pfsv1alpha1.PfsTransfer{Spec: pfsv1alpha1.PfsTransferSpec{Integrity: pfsv1alpha1.IntegrityNone}}
+	s2, r2 := *s, *r
+	s2.Checksum, r2.Checksum = "", ""
+	if err := mergeTransfer(none, &s2, &r2, &st); err != nil || st.Integrity.Result != pfsv1alpha1.IntegrityNotChecked {
+		t.Errorf("integrity None: err %v result %q", err, st.Integrity.Result)
+	}
+	if err := mergeTransfer(x, &s2, &r2, &st); err == nil {
+		t.Error("CRC32C without checksums must be an error")
+	}
+}

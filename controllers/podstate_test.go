@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
+)
+
+func TestClassifyPod(t *testing.T) {
+	tests := map[string]struct {
+		opts []podOpt
+		numa pfsv1alpha1.NUMAPolicy
+		want podOutcome
+	}{
+		"pending":            {want: podOutcome{State: podWaiting}},
+		"running, not ready": {opts: []podOpt{onNode("n"), isRunning(false)}, want: podOutcome{State: podRunning}},
+		"ready":              {opts: []podOpt{onNode("n"), isRunning(true)}, want: podOutcome{State: podReady}},
+		"succeeded":          {opts: []podOpt{isTerminated(0, "Completed", `{"ok":true}`)}, want: podOutcome{State: podSucceeded, Message: `{"ok":true}`}},
+		"unschedulable, within the timeout": {opts: []podOpt{unschedulable(t0.Add(-10 * time.Second))},
+			want: podOutcome{State: podUnschedulable, Reason: pfsv1alpha1.ReasonUnschedulable, Retriable: true, RetryAt: t0.Add(50 * time.Second),
+				Detail: "pod p cannot be scheduled: 0/3 nodes are available: 3 Insufficient cpu."}},
+		"unschedulable beyond the timeout": {opts: []podOpt{unschedulable(t0.Add(-2 * time.Minute))},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonUnschedulable, Retriable: true, RetryAt: t0.Add(-time.Minute),
+				Detail: "pod p could not be scheduled within 1m0s: 0/3 nodes are available: 3 Insufficient cpu."}},
+		"exit 1 with the CLI's error": {opts: []podOpt{isTerminated(1, "Error", `{"ok":false,"error":"recv: bind: Address in use"}`)},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonPodFailed, Retriable: true, Message: `{"ok":false,"error":"recv: bind: Address in use"}`,
+				Detail: "pod p exited with code 1: recv: bind: Address in use"}},
+		"exit 1 after a crash (not JSON)": {opts: []podOpt{isTerminated(139, "Error", "")},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonPodFailed, Retriable: true, Detail: "pod p exited with code 139: Error"}},
+		"exit 2: usage, not retried": {opts: []podOpt{isTerminated(2, "Error", "")},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonPodFailed,
+				Detail: "pod p exited with code 2: usage error: the operator and the data-plane image disagree on pfs options"}},
+		"exit 3: integrity mismatch": {opts: []podOpt{isTerminated(3, "Error", `{"ok":false,"error":"integrity MISMATCH"}`)},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonIntegrityMismatch, Message: `{"ok":false,"error":"integrity MISMATCH"}`,
+				Detail: "pod p exited with code 3: integrity MISMATCH"}},
+		"exit 4: refused": {opts: []podOpt{isTerminated(4, "Error", `{"ok":false,"error":"recv: blob fingerprint differs"}`)},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonRefused, Message: `{"ok":false,"error":"recv: blob fingerprint differs"}`,
+				Detail: "pod p exited with code 4: recv: blob fingerprint differs"}},
+		"exit 5: timeout, retried": {opts: []podOpt{isTerminated(5, "Error", "")},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonTimeout, Retriable: true, Detail: "pod p exited with code 5: Error"}},
+		"OOMKilled": {opts: []podOpt{isTerminated(137, "OOMKilled", "")},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonOOMKilled, Retriable: true,
+				Detail: "container c of pod p exceeded its memory limit (exit code 137)"}},
+		"evicted": {opts: []podOpt{podReason("Evicted", "The node was low on resource: memory.")},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonEvicted, Retriable: true,
+				Detail: "pod p was evicted: The node was low on resource: memory."}},
+		"topology error, Preferred: retried": {opts: []podOpt{onNode("n"), podReason("TopologyAffinityError", "Resources cannot be allocated with Topology locality")},
+			numa: pfsv1alpha1.NUMAPolicyPreferred,
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonTopologyAffinityError, Retriable: true,
+				Detail: "pod p was rejected by the kubelet's Topology Manager on node n (numa Preferred): Resources cannot be allocated with Topology locality"}},
+		"topology error, Required: final": {opts: []podOpt{onNode("n"), podReason("TopologyAffinityError", "x")},
+			numa: pfsv1alpha1.NUMAPolicyRequired,
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonTopologyAffinityError,
+				Detail: "pod p was rejected by the kubelet's Topology Manager on node n (numa Required): x"}},
+		"deadline exceeded": {opts: []podOpt{podReason("DeadlineExceeded", "")},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonDeadlineExceeded, Detail: "pod p ran longer than spec.activeDeadlineSeconds"}},
+		"being deleted": {opts: []podOpt{isRunning(true), func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonPodFailed, Retriable: true, Detail: "pod p is being deleted"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod := testPod("p", "c", tc.opts...)
+			got := classifyPod(pod, "c", t0, time.Minute, tc.numa, placement.RetryOnTopologyError)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(podOutcome{})); diff != "" {
+				t.Errorf("classifyPod (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for n, want := range map[int32]time.Duration{0: 0, 1: 10 * time.Second, 2: 20 * time.Second, 3: 40 * time.Second, 4: time.Minute, 30: time.Minute} {
+		if got := backoff(n, 10*time.Second, time.Minute); got != want {
+			t.Errorf("backoff(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
