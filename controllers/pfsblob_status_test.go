@@ -69,7 +69,7 @@ func TestComputeBlobStatus(t *testing.T) {
 		wantReadyM string
 	}{
 		"no DaemonSet yet": {
-			wantConds: map[string]string{"Ready": "False/Materializing", "Degraded": "False/AsExpected"},
+			wantConds:  map[string]string{"Ready": "False/Materializing", "Degraded": "False/AsExpected"},
 			wantReadyM: "waiting for the holder DaemonSet to be rolled out"},
 		"no matching node": {ds: rolled(0),
 			wantConds: map[string]string{"Ready": "False/NoMatchingNodes", "Degraded": "False/AsExpected"}},

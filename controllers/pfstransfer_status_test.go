@@ -48,7 +48,9 @@ func TestDecideTransfer(t *testing.T) {
 		}
 		return x
 	}
-	withBlob := func(x *pfsv1alpha1.PfsTransfer) { x.Spec.Mode, x.Spec.BlobRef = pfsv1alpha1.ModeOffset, &pfsv1alpha1.BlobReference{Name: "b"} }
+	withBlob := func(x *pfsv1alpha1.PfsTransfer) {
+		x.Spec.Mode, x.Spec.BlobRef = pfsv1alpha1.ModeOffset, &pfsv1alpha1.BlobReference{Name: "b"}
+	}
 	status := func(st pfsv1alpha1.PfsTransferStatus) func(*pfsv1alpha1.PfsTransfer) {
 		return func(x *pfsv1alpha1.PfsTransfer) { x.Status = st }
 	}
@@ -89,20 +91,20 @@ func TestDecideTransfer(t *testing.T) {
 			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/ReceiverNotReady"},
 				plan: transferPlan{CreateReceiver: true, BlobNodes: []string{"n1", "n2"}}}},
 		"receiver running but not ready: no sender": {x: base(status(recvCreated)),
-			obs: transferObservation{Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), isRunning(false))},
+			obs:  transferObservation{Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), isRunning(false))},
 			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/ReceiverNotReady"}}},
 		"receiver ready: sender to its pod IP": {x: base(status(recvCreated)), obs: transferObservation{Receiver: recvReady},
 			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/Running"},
 				plan: transferPlan{CreateSender: true, ReceiverAddr: placement.Address{IP: "10.0.0.5"}}}},
 		"receiver ready but its secondary network is not reported yet": {
-			x:   base(status(recvCreated), func(x *pfsv1alpha1.PfsTransfer) { x.Spec.Receiver.Network = "datanet" }),
-			obs: transferObservation{Receiver: recvReady},
+			x:    base(status(recvCreated), func(x *pfsv1alpha1.PfsTransfer) { x.Spec.Receiver.Network = "datanet" }),
+			obs:  transferObservation{Receiver: recvReady},
 			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/ReceiverNotReady"}}},
 		"receiver unschedulable, within the timeout": {x: base(status(recvCreated)),
-			obs: transferObservation{Receiver: testPod("x-a0-recv", "receiver", unschedulable(t0.Add(-20*time.Second)))},
+			obs:  transferObservation{Receiver: testPod("x-a0-recv", "receiver", unschedulable(t0.Add(-20*time.Second)))},
 			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending"}, plan: transferPlan{RequeueAfter: 40 * time.Second}}},
 		"receiver deleted: attempt failed, retried after the backoff": {
-			x:    base(status(recvCreated), func(x *pfsv1alpha1.PfsTransfer) { x.Spec.BackoffLimit = ptr.To(int32(2)) }),
+			x: base(status(recvCreated), func(x *pfsv1alpha1.PfsTransfer) { x.Spec.BackoffLimit = ptr.To(int32(2)) }),
 			want: want{phase: "Pending", attempts: 1, conds: map[string]string{"Succeeded": "False/PodFailed"},
 				plan: transferPlan{DeleteActivePods: true, RequeueAfter: 10 * time.Second},
 				msg:  "attempt 1 failed: receiver pod x-a0-recv was deleted before the transfer finished; retrying in 10s"}},
@@ -132,7 +134,7 @@ func TestDecideTransfer(t *testing.T) {
 			want: want{phase: "Failed", attempts: 1, conds: map[string]string{"Failed": "True/TopologyAffinityError", "Succeeded": "False/TopologyAffinityError"},
 				plan: transferPlan{DeleteActivePods: true}}},
 		"both sides running": {x: base(status(bothCreated)),
-			obs: transferObservation{Receiver: recvReady, Sender: testPod("x-a0-send", "sender", onNode("n2"), isRunning(false))},
+			obs:  transferObservation{Receiver: recvReady, Sender: testPod("x-a0-send", "sender", onNode("n2"), isRunning(false))},
 			want: want{phase: "Running", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "False/Running"}}},
 		"both succeeded: results merged": {x: base(status(bothCreated)), obs: transferObservation{Receiver: okRecv, Sender: okSend},
 			want: want{phase: "Succeeded", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "True/Completed"},
