@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -77,7 +78,16 @@ func TestKubectlExplain(t *testing.T) {
 	ctx := testContext(t)
 	for field, want := range cases {
 		t.Run(field, func(t *testing.T) {
-			out, _, err := env.Kubectl(ctx, "explain", field)
+			// The apiserver publishes a new CRD's OpenAPI a moment after the
+			// CRD is established, so explain is retried until it is there.
+			var out string
+			var err error
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+				out, _, err = env.Kubectl(ctx, "explain", field)
+				if err == nil || !strings.Contains(err.Error(), "couldn't find resource") || time.Now().After(deadline) {
+					break
+				}
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +125,7 @@ func TestKubectlGet(t *testing.T) {
 				"reason": pfsv1alpha1.ReasonMaterialized, "message": "2 of 2 nodes hold the blob",
 				"lastTransitionTime": "2026-01-01T00:00:00Z"}}}},
 		{x, map[string]any{"phase": "Succeeded", "effectiveMBps": "1062.3", "mbPerCPUSecond": "1075.0",
-			"label": pfsv1alpha1.TransferLabel(pfsv1alpha1.ModeOffset, pfsv1alpha1.TransportTCP),
+			"label":     pfsv1alpha1.TransferLabel(pfsv1alpha1.ModeOffset, pfsv1alpha1.TransportTCP),
 			"integrity": map[string]any{"algorithm": "CRC32C", "result": "OK"}}},
 		{j, map[string]any{"phase": "Running", "throughputMBps": "19840.5", "cpupwn": "1.07", "baselineMBps": "18542.1"}},
 	}

@@ -107,7 +107,7 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.blobRef.name", "should match"}},
 		"transfer Payload without blob accepted": {xfer, "mode: Payload\nrange: {length: 64Mi}", nil},
 		"transfer range ending at 64Gi accepted": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 63Gi, length: 1Gi}", nil},
-		"transfer AFXDP with networks accepted": {xfer, "blobRef: {name: b}\nmode: Arithmetic\ntransport: AFXDP\nsender: {network: ns1/xdp, resourceName: afxdp/pool}\nreceiver: {network: xdp, resourceName: intel.com/sriov_netdevice}", nil},
+		"transfer AFXDP with networks accepted":  {xfer, "blobRef: {name: b}\nmode: Arithmetic\ntransport: AFXDP\nsender: {network: ns1/xdp, resourceName: afxdp/pool}\nreceiver: {network: xdp, resourceName: intel.com/sriov_netdevice}", nil},
 
 		// PcoreJob.
 		"job pcores 0": {pcj, "blobRef: {name: b}\nop: crc32c\npcores: 0",
