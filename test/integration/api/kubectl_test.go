@@ -59,6 +59,7 @@ spec:
 	if err == nil {
 		t.Fatal("kubectl accepted an Offset transfer without blobRef")
 	}
+	t.Logf("kubectl apply of an invalid transfer:\n%s", stderr)
 	if !strings.Contains(stderr, "set spec.blobRef.name to a PfsBlob name") {
 		t.Errorf("kubectl does not show how to fix it:\n%s", stderr)
 	}
@@ -166,5 +167,18 @@ func TestKubectlGet(t *testing.T) {
 				t.Errorf("kubectl %s: no %q in\n%s", strings.Join(tc.args, " "), w, out)
 			}
 		}
+	}
+}
+
+// TestKubectlRBACRole checks that the generated ClusterRole is one the
+// apiserver accepts.
+func TestKubectlRBACRole(t *testing.T) {
+	ctx := testContext(t)
+	out, _, err := env.Kubectl(ctx, "apply", "--dry-run=server", "-f", "config/rbac/role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "clusterrole.rbac.authorization.k8s.io/manager-role created (server dry run)") {
+		t.Errorf("unexpected output:\n%s", out)
 	}
 }
