@@ -32,9 +32,9 @@ var sampleDefaults = map[string]map[string]any{
 		"spec.numa": "Preferred", "spec.backoffLimit": 0,
 		"spec.sender.queues": 1, "spec.receiver.queues": 1,
 	},
-	"udp-offset":       {"spec.range.offset": "0", "spec.transport": "UDP"},
+	"udp-offset":       {"spec.range.offset": "0", "spec.sender.queues": 1, "spec.receiver.queues": 1},
 	"afxdp-arithmetic": {"spec.integrity": "CRC32C", "spec.gram.slabBytes": "1Mi", "spec.gram.align": 64},
-	"xor-2p":           {"spec.pcores": 2},
+	"xor-2p":           {}, // sets every field that has a default
 	"crc32c-small": {
 		"spec.pcores": 1, "spec.descriptorsPerFrame": 64, "spec.align": 64,
 		"spec.ringSlots": 65536, "spec.baseline": "Threads", "spec.numa": "Preferred",
@@ -96,6 +96,9 @@ func TestSamplesRoundTrip(t *testing.T) {
 			}
 			// Defaults the sample relies on were applied.
 			for path, want := range defaults {
+				if _, inSample, _ := unstructured.NestedFieldNoCopy(sample.Object, strings.Split(path, ".")...); inSample {
+					t.Errorf("%s is set by the sample itself, so it says nothing about defaulting", path)
+				}
 				v, found, err := unstructured.NestedFieldNoCopy(got.Object, strings.Split(path, ".")...)
 				if err != nil || !found {
 					t.Errorf("%s: not defaulted", path)
