@@ -54,7 +54,6 @@ const (
 // GramSpec shapes the grams: how many descriptors each carries and how large
 // its slab is. Defaults follow the original benchmarks (1024 descriptors per
 // 1 MiB gram, descriptors up to 256 KiB, 64-byte alignment).
-// +kubebuilder:validation:XValidation:rule="!has(self.maxDescriptorLength) || !has(self.slabBytes) || !isQuantity(string(self.maxDescriptorLength)) || !isQuantity(string(self.slabBytes)) || quantity(string(self.maxDescriptorLength)).compareTo(quantity(string(self.slabBytes))) <= 0",message="gram.maxDescriptorLength must not exceed gram.slabBytes: one descriptor's bytes must fit in one gram slab; raise slabBytes or lower maxDescriptorLength"
 type GramSpec struct {
 	// descriptorsPerGram is how many (offset, length) descriptors one gram holds,
 	// from 1 to 65536. Defaults to 1024.
@@ -72,7 +71,8 @@ type GramSpec struct {
 	SlabBytes resource.Quantity `json:"slabBytes,omitempty"`
 
 	// maxDescriptorLength is the largest length one descriptor may cover, a
-	// quantity from 64 bytes to 64Mi, at most slabBytes. Defaults to 256Ki.
+	// quantity from 64 bytes to 64Mi; in Payload mode at most slabBytes, since
+	// the bytes travel in the slab. Defaults to 256Ki.
 	// +optional
 	// +kubebuilder:default="256Ki"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('64')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0)",message="gram.maxDescriptorLength must be a whole number of bytes from 64 to 64Mi (e.g. 256Ki)"
@@ -127,6 +127,7 @@ type Endpoint struct {
 // immutable: a transfer measures one fixed configuration.
 // +kubebuilder:validation:XValidation:rule="self.mode == 'Payload' || has(self.blobRef)",message="blobRef is required when mode is Offset or Arithmetic: both ends must hold the same blob; set spec.blobRef.name to a PfsBlob name, or use mode Payload"
 // +kubebuilder:validation:XValidation:rule="has(self.blobRef) || has(self.range)",message="range is required without blobRef: the sender then fills a scratch buffer of range.length bytes; set spec.range or spec.blobRef"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Payload' || !has(self.gram) || !has(self.gram.maxDescriptorLength) || !has(self.gram.slabBytes) || !isQuantity(string(self.gram.maxDescriptorLength)) || !isQuantity(string(self.gram.slabBytes)) || quantity(string(self.gram.maxDescriptorLength)).compareTo(quantity(string(self.gram.slabBytes))) <= 0",message="in Payload mode gram.maxDescriptorLength must not exceed gram.slabBytes, since a descriptor's bytes travel inside one gram slab: raise spec.gram.slabBytes or lower spec.gram.maxDescriptorLength"
 // +kubebuilder:validation:XValidation:rule="!(has(self.passes) && has(self.totalBytes))",message="set either passes or totalBytes, not both: passes repeats the range, totalBytes moves that many bytes over it"
 // +kubebuilder:validation:XValidation:rule="self.transport != 'AFXDP' || (has(self.sender.network) && has(self.receiver.network))",message="transport AFXDP needs a secondary interface on both ends, since AF_XDP takes over an interface's queues: set spec.sender.network and spec.receiver.network to a NetworkAttachmentDefinition name"
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"

@@ -65,7 +65,8 @@ func TestCreateValidation(t *testing.T) {
 		"transfer AFXDP without network": {xfer, "blobRef: {name: b}\nmode: Offset\ntransport: AFXDP\nsender: {network: xdp}",
 			[]string{"transport AFXDP needs a secondary interface", "spec.receiver.network"}},
 		"transfer maxDescriptorLength above slab": {xfer, "blobRef: {name: b}\nmode: Payload\ngram: {slabBytes: 64Ki, maxDescriptorLength: 128Ki}",
-			[]string{"spec.gram", "gram.maxDescriptorLength must not exceed gram.slabBytes"}},
+			[]string{"in Payload mode gram.maxDescriptorLength must not exceed gram.slabBytes", "raise spec.gram.slabBytes"}},
+		"transfer Offset descriptors longer than the slab accepted": {xfer, "blobRef: {name: b}\nmode: Offset\ngram: {slabBytes: 64Ki, maxDescriptorLength: 16Mi}", nil},
 		// PfsTransfer: enums and bounds.
 		"transfer mode missing": {xfer, `blobRef: {name: b}`,
 			[]string{"spec.mode: Required value"}},
