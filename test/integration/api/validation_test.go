@@ -60,6 +60,8 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"blobRef is required when mode is Offset or Arithmetic"}},
 		"transfer Payload without blobRef or range": {xfer, `mode: Payload`,
 			[]string{"range is required without blobRef"}},
+		"transfer offset into a scratch buffer": {xfer, "mode: Payload\nrange: {offset: 1Mi, length: 64Mi}",
+			[]string{"range.offset must be 0 without blobRef"}},
 		"transfer passes and totalBytes": {xfer, "blobRef: {name: b}\nmode: Offset\npasses: 2\ntotalBytes: 10Gi",
 			[]string{"set either passes or totalBytes, not both"}},
 		"transfer AFXDP without network": {xfer, "blobRef: {name: b}\nmode: Offset\ntransport: AFXDP\nsender: {network: xdp}",
