@@ -137,3 +137,65 @@ func parsePackage(t *testing.T) map[string]*ast.File {
 	}
 	return files
 }
+
+// TestFieldMarkers checks every field of the API structs: a doc comment that
+// starts with its JSON name and an explicit +required or +optional marker.
+// (Embedded metadata and list fields follow the Kubernetes conventions.)
+func TestFieldMarkers(t *testing.T) {
+	checked := 0
+	for file, f := range parsePackage(t) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok || strings.HasSuffix(ts.Name.Name, "List") {
+				return false
+			}
+			for _, field := range st.Fields.List {
+				if field.Tag == nil || len(field.Names) == 0 {
+					continue // embedded TypeMeta, ObjectMeta, Placement
+				}
+				tag, _ := strconv.Unquote(field.Tag.Value)
+				jsonName := strings.Split(reflectTag(tag, "json"), ",")[0]
+				if jsonName == "" || jsonName == "-" {
+					continue
+				}
+				checked++
+				where := file + ": " + ts.Name.Name + "." + field.Names[0].Name
+				text := ""
+				if field.Doc != nil {
+					text = field.Doc.Text()
+				}
+				all := ""
+				if field.Doc != nil {
+					for _, c := range field.Doc.List {
+						all += c.Text + "\n"
+					}
+				}
+				if !strings.HasPrefix(text, jsonName+" ") {
+					t.Errorf("%s: doc comment does not start with its JSON name %q", where, jsonName)
+				}
+				if !strings.Contains(all, "+optional") && !strings.Contains(all, "+required") {
+					t.Errorf("%s: neither +optional nor +required", where)
+				}
+			}
+			return false
+		})
+	}
+	if checked < 80 {
+		t.Errorf("only %d fields checked", checked)
+	}
+}
+
+// reflectTag reads one key of a struct tag without reflection.
+func reflectTag(tag, key string) string {
+	for _, part := range strings.Fields(tag) {
+		if v, ok := strings.CutPrefix(part, key+":"); ok {
+			s, _ := strconv.Unquote(v)
+			return s
+		}
+	}
+	return ""
+}
