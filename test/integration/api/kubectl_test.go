@@ -170,15 +170,24 @@ func TestKubectlGet(t *testing.T) {
 	}
 }
 
-// TestKubectlRBACRole checks that the generated ClusterRole is one the
-// apiserver accepts.
-func TestKubectlRBACRole(t *testing.T) {
+// TestKubectlKustomizations checks that config/crd and config/rbac build with
+// kubectl's kustomize and that the apiserver accepts what they produce.
+func TestKubectlKustomizations(t *testing.T) {
 	ctx := testContext(t)
-	out, _, err := env.Kubectl(ctx, "apply", "--dry-run=server", "-f", "config/rbac/role.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out, "clusterrole.rbac.authorization.k8s.io/manager-role created (server dry run)") {
-		t.Errorf("unexpected output:\n%s", out)
+	for dir, want := range map[string][]string{
+		"config/crd": {"customresourcedefinition.apiextensions.k8s.io/pfsblobs.pfs.packetfs.io",
+			"customresourcedefinition.apiextensions.k8s.io/pfstransfers.pfs.packetfs.io",
+			"customresourcedefinition.apiextensions.k8s.io/pcorejobs.pfs.packetfs.io"},
+		"config/rbac": {"clusterrole.rbac.authorization.k8s.io/manager-role"},
+	} {
+		out, _, err := env.Kubectl(ctx, "apply", "--dry-run=server", "-k", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) || !strings.Contains(out, "(server dry run)") {
+				t.Errorf("kubectl apply -k %s: no %q in\n%s", dir, w, out)
+			}
+		}
 	}
 }
