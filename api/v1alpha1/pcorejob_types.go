@@ -249,6 +249,7 @@ type PcoreJobStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: the operator puts it in a label value on the pods it creates; choose a shorter name"
 // +kubebuilder:resource:shortName=pcj,categories=packetfs
 // +kubebuilder:printcolumn:name="Op",type=string,JSONPath=`.spec.op`
 // +kubebuilder:printcolumn:name="Pcores",type=integer,JSONPath=`.spec.pcores`

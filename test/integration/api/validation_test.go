@@ -104,6 +104,8 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.sender.resourceName", "should match"}},
 		"transfer network not a name": {xfer, "blobRef: {name: b}\nmode: Offset\nreceiver: {network: Bad_Net}",
 			[]string{"spec.receiver.network", "should match"}},
+		"transfer nodeName not a node name": {xfer, "blobRef: {name: b}\nmode: Offset\nsender: {nodeName: Node_1}",
+			[]string{"spec.sender.nodeName", "should match"}},
 		"transfer backoffLimit above 10": {xfer, "blobRef: {name: b}\nmode: Offset\nbackoffLimit: 11",
 			[]string{"spec.backoffLimit", "less than or equal to 10"}},
 		"transfer blobRef not a name": {xfer, "blobRef: {name: Big Blob}\nmode: Offset",
@@ -187,5 +189,24 @@ func TestCreateValidation(t *testing.T) {
 	}
 	if rejected < 15 {
 		t.Errorf("only %d invalid objects in the table; the API contract asks for at least 15", rejected)
+	}
+}
+
+// TestNameLength checks that names fit in a label value (63 characters).
+func TestNameLength(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx)
+	specs := map[string]string{blob: "size: 1Gi", xfer: "blobRef: {name: b}\nmode: Offset", pcj: "blobRef: {name: b}\nop: fnv"}
+	for kind, spec := range specs {
+		t.Run(kind, func(t *testing.T) {
+			long := strings.Repeat("n", 64)
+			err := env.Client.Create(ctx, object(t, kind, ns, long, spec))
+			if err == nil || !strings.Contains(err.Error(), "metadata.name must be at most 63 characters") {
+				t.Errorf("a 64-character name: got %v, want the name length error", err)
+			}
+			if err := env.Client.Create(ctx, object(t, kind, ns, long[:63], spec)); err != nil {
+				t.Errorf("a 63-character name was rejected: %v", err)
+			}
+		})
 	}
 }
