@@ -95,6 +95,9 @@ func Start() (*Env, error) {
 	}
 	cfg, err := e.env.Start()
 	if err != nil {
+		// envtest leaves etcd and kube-apiserver running when a later step
+		// (installing the CRDs) fails: stop them, or they outlive the test.
+		_ = e.env.Stop()
 		_ = os.RemoveAll(tmp)
 		return nil, fmt.Errorf("starting envtest with assets %s: %w", assets, err)
 	}
