@@ -7,7 +7,8 @@ DATAPLANE_IMG ?= packetfs.io/dataplane:v0.1.0
 # Tools are pinned and installed into ./bin.
 LOCALBIN ?= $(shell pwd)/bin
 CONTROLLER_TOOLS_VERSION ?= v0.19.0
-CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+# The binary name carries the version, so bumping the pin reinstalls it.
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 # Kubernetes version of the binaries envtest runs (built from source, cached
 # outside the repo by hack/k8s-binaries.sh).
 K8S_VERSION ?= v1.34.4
@@ -49,23 +50,28 @@ vet: ## Run go vet.
 	$(GO) vet ./...
 
 .PHONY: lint
-lint: vet ## Run the linters (go vet, gofmt check, clang-format check of the data plane).
+lint: vet ## Run the linters (go vet, gofmt check, SPDX line in every Go file, script and sample).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	@out=$$(for f in $$(git ls-files '*.go' '*.sh' 'hack/*' 'config/samples/*'); do head -n 5 "$$f" | grep -q 'SPDX-License-Identifier' || echo "$$f"; done); \
+	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
 test: deps test-go test-dataplane ## Run all tests: Go unit + envtest, data plane.
 
 .PHONY: test-go
-test-go: manifests generate envtest-assets ## Run Go unit and envtest integration tests.
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./... -count=1
+test-go: manifests generate envtest-assets ## Run Go unit and envtest integration tests (real kube-apiserver and etcd).
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./... -count=1 $(GOTESTFLAGS)
 
 .PHONY: envtest-assets
-envtest-assets: ## Build (or reuse) kube-apiserver and etcd for envtest.
+envtest-assets: ## Build (or reuse) kube-apiserver, kubectl and etcd for envtest; honours KUBEBUILDER_ASSETS.
 	@hack/envtest-assets.sh >/dev/null
 
 .PHONY: verify
-verify: manifests generate ## Regenerate everything and fail if the tree changed.
-	git diff --exit-code -- api config charts
+verify: manifests generate ## Regenerate everything (code, CRDs, RBAC, go.mod) and fail if the tree changed.
+	$(GO) mod tidy
+	@changed=$$(git status --porcelain -- api config charts go.mod go.sum); \
+	  if [ -n "$$changed" ]; then echo "generated files are out of date (run make manifests generate; go mod tidy; commit):"; \
+	  echo "$$changed"; git --no-pager diff -- api config charts go.mod go.sum; exit 1; fi
 
 ##@ Data plane
 
@@ -96,3 +102,4 @@ $(LOCALBIN):
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)

@@ -21,13 +21,19 @@ check() { # dir -> 0 when every binary is there and executable
   return $ok
 }
 
+K8S_VERSION=${K8S_VERSION:-v1.34.4}
+
 if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
   check "$KUBEBUILDER_ASSETS" || { echo "envtest-assets: KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS must hold ${need[*]}" >&2; exit 1; }
+  # The CRDs use CEL libraries (quantity, isQuantity) that older apiservers
+  # lack; say which version was tested rather than fail in a puzzling way.
+  have=$("$KUBEBUILDER_ASSETS/kube-apiserver" --version 2>/dev/null | awk '{print $2}')
+  if [ "${have%.*}" != "${K8S_VERSION%.*}" ]; then
+    echo "envtest-assets: warning: $KUBEBUILDER_ASSETS has kube-apiserver ${have:-of unknown version}; the CRDs are tested with $K8S_VERSION" >&2
+  fi
   echo "$KUBEBUILDER_ASSETS"
   exit 0
 fi
-
-K8S_VERSION=${K8S_VERSION:-v1.34.4}
 CACHE=${PFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/packetfs}
 assets="$CACHE/envtest/$K8S_VERSION"
 

@@ -88,60 +88,61 @@ const (
 	ReasonCompleted = "Completed"
 )
 
-// Reasons for Failed=True. A failed run never reports throughput numbers
-// other than those it measured before failing.
+// Reasons for Failed=True on a PfsTransfer or PcoreJob. A failed run never
+// reports throughput numbers other than those it measured before failing.
 const (
-	// ReasonUnschedulable: no node can take a pod (resources, selectors,
+	// ReasonUnschedulable (Failed=True): no node can take a pod (resources, selectors,
 	// hugepages, device-plugin resource).
 	ReasonUnschedulable = "Unschedulable"
 
-	// ReasonTopologyAffinityError: numa is Required and the kubelet's Topology
+	// ReasonTopologyAffinityError (Failed=True): numa is Required and the kubelet's Topology
 	// Manager could not align CPUs, memory and devices in one NUMA zone.
 	ReasonTopologyAffinityError = "TopologyAffinityError"
 
-	// ReasonPodFailed: a data-plane container exited non-zero; the message
+	// ReasonPodFailed (Failed=True): a data-plane container exited non-zero; the message
 	// holds its last log line.
 	ReasonPodFailed = "PodFailed"
 
-	// ReasonOOMKilled: a data-plane container was killed for exceeding its
+	// ReasonOOMKilled (Failed=True): a data-plane container was killed for exceeding its
 	// memory limit.
 	ReasonOOMKilled = "OOMKilled"
 
-	// ReasonEvicted: the kubelet evicted a pod (node pressure, preemption).
+	// ReasonEvicted (Failed=True): the kubelet evicted a pod (node pressure, preemption).
 	ReasonEvicted = "Evicted"
 
-	// ReasonBackoffLimitExceeded: more attempts failed than spec.backoffLimit
+	// ReasonBackoffLimitExceeded (Failed=True): more attempts failed than spec.backoffLimit
 	// allows; the message names the last attempt's reason.
 	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
 
-	// ReasonDeadlineExceeded: spec.activeDeadlineSeconds passed before the run
+	// ReasonDeadlineExceeded (Failed=True): spec.activeDeadlineSeconds passed before the run
 	// finished.
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 
-	// ReasonRangeOutOfBounds: spec.range ends past the referenced blob's size,
+	// ReasonRangeOutOfBounds (Failed=True): spec.range ends past the referenced blob's size,
 	// which only the controller can check.
 	ReasonRangeOutOfBounds = "RangeOutOfBounds"
 
-	// ReasonTransportUnavailable: the node cannot run the transport asked for
+	// ReasonTransportUnavailable (Failed=True): the node cannot run the transport asked for
 	// (e.g. AF_XDP refused by the interface or missing capabilities).
 	ReasonTransportUnavailable = "TransportUnavailable"
 
-	// ReasonIntegrityMismatch: sender and receiver checksums differ
+	// ReasonIntegrityMismatch (Failed=True): sender and receiver checksums differ
 	// (PfsTransfer only).
 	ReasonIntegrityMismatch = "IntegrityMismatch"
 
-	// ReasonRefused: one end refused the other (exit code 4 of the pfs CLI):
-	// protocol version, mode or blob fingerprint differ.
+	// ReasonRefused (Failed=True): one end refused the other (exit code 4 of
+	// the pfs CLI): protocol version, mode or blob fingerprint differ.
 	ReasonRefused = "Refused"
 
-	// ReasonTimeout: the data plane gave up waiting for its peer (exit code 5
-	// of the pfs CLI: accept, connect or per-I/O timeout).
+	// ReasonTimeout (Failed=True, or a retried attempt): the data plane gave
+	// up waiting for its peer (exit code 5 of the pfs CLI: accept, connect or
+	// per-I/O timeout).
 	ReasonTimeout = "Timeout"
 
-	// ReasonResultInvalid: the data plane's report could not be parsed or is
+	// ReasonResultInvalid (Failed=True): the data plane's report could not be parsed or is
 	// inconsistent (e.g. pcore and baseline results differ).
 	ReasonResultInvalid = "ResultInvalid"
 
-	// ReasonBlobDeleted: the referenced PfsBlob was deleted while the run used it.
+	// ReasonBlobDeleted (Failed=True): the referenced PfsBlob was deleted while the run used it.
 	ReasonBlobDeleted = "BlobDeleted"
 )

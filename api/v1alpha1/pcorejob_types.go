@@ -40,19 +40,23 @@ const (
 )
 
 // PcoreJobSpec is a multi-core byte op over a blob range. It is immutable: a
-// job measures one fixed configuration.
+// job measures one fixed configuration. Immutability compares values, not
+// spellings (1Gi equals 1024Mi, 60s equals 1m), because clients re-spell
+// quantities and durations when they write an object back.
 // +kubebuilder:validation:XValidation:rule="!(self.op in ['xor', 'add', 'counteq']) || has(self.imm)",message="imm is required for op xor, add and counteq: set spec.imm to the byte operand (0-255)"
 // +kubebuilder:validation:XValidation:rule="!(self.op in ['fnv', 'crc32c']) || !has(self.imm)",message="imm is not used by op fnv or crc32c: remove spec.imm"
 // +kubebuilder:validation:XValidation:rule="!(has(self.duration) && has(self.passes))",message="set either duration or passes, not both: duration runs for a fixed time, passes runs over the range a fixed number of times"
-// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
+// +kubebuilder:validation:XValidation:rule="has(self.imm) == has(oldSelf.imm) && has(self.range) == has(oldSelf.range) && has(self.duration) == has(oldSelf.duration) && has(self.passes) == has(oldSelf.passes) && has(self.nodeSelector) == has(oldSelf.nodeSelector) && has(self.activeDeadlineSeconds) == has(oldSelf.activeDeadlineSeconds)",message="imm, range, duration, passes, nodeSelector and activeDeadlineSeconds cannot be added or removed after creation: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 type PcoreJobSpec struct {
 	// blobRef names the PfsBlob the pcores operate on, in the same namespace.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="blobRef is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	BlobRef BlobReference `json:"blobRef"`
 
 	// op is the byte operation: xor and add (in place, with imm), counteq
 	// (count bytes equal to imm), fnv (64-bit FNV-1a hash) or crc32c.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="op is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	Op PcoreOp `json:"op"`
 
 	// imm is the byte operand of xor, add and counteq, from 0 to 255. Required
@@ -60,10 +64,12 @@ type PcoreJobSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=255
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="imm is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	Imm *int32 `json:"imm,omitempty"`
 
 	// range is the part of the blob to operate on; defaults to the whole blob.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="(!isQuantity(string(self.offset)) || quantity(string(self.offset)).compareTo(quantity(string(oldSelf.offset))) == 0) && (!isQuantity(string(self.length)) || quantity(string(self.length)).compareTo(quantity(string(oldSelf.length))) == 0)",message="range is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	Range *Range `json:"range,omitempty"`
 
 	// pcores is how many pcores (pinned worker threads, one descriptor ring
@@ -72,6 +78,7 @@ type PcoreJobSpec struct {
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=256
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pcores is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	Pcores int32 `json:"pcores,omitempty"`
 
 	// duration runs the op over the range repeatedly for this long, from 1s to
@@ -82,6 +89,7 @@ type PcoreJobSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="duration must be from 1s to 1h (e.g. 10s)"
+	// +kubebuilder:validation:XValidation:rule="duration(self) == duration(oldSelf)",message="duration is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	Duration *metav1.Duration `json:"duration,omitempty"`
 
 	// passes is how many times the range is processed, from 1 to 1000000.
@@ -89,6 +97,7 @@ type PcoreJobSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000000
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="passes is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	Passes *int32 `json:"passes,omitempty"`
 
 	// descriptorsPerFrame is how many descriptors the producer publishes to a
@@ -97,12 +106,14 @@ type PcoreJobSpec struct {
 	// +kubebuilder:default=64
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4096
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="descriptorsPerFrame is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	DescriptorsPerFrame int32 `json:"descriptorsPerFrame,omitempty"`
 
 	// align is the byte alignment of descriptor offsets and lengths, a power of
 	// two from 1 to 4096. Defaults to 64 (one cache line).
 	// +optional
 	// +kubebuilder:default=64
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="align is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	Align Alignment `json:"align,omitempty"`
 
 	// ringSlots is the number of slots in each pcore's descriptor ring, a power
@@ -110,6 +121,7 @@ type PcoreJobSpec struct {
 	// +optional
 	// +kubebuilder:default=65536
 	// +kubebuilder:validation:XValidation:rule="self in [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576]",message="ringSlots must be a power of two from 64 to 1048576 (e.g. 65536)"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="ringSlots is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	RingSlots int32 `json:"ringSlots,omitempty"`
 
 	// baseline is Threads (default: also run the best plain-threads CPU
@@ -117,18 +129,21 @@ type PcoreJobSpec struct {
 	// reports CPUpwn) or None.
 	// +optional
 	// +kubebuilder:default=Threads
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="baseline is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	Baseline BaselinePolicy `json:"baseline,omitempty"`
 
 	// numa is how strictly the pcores and the blob must share one NUMA zone:
 	// None, Preferred (default) or Required.
 	// +optional
 	// +kubebuilder:default=Preferred
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="numa is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	NUMA NUMAPolicy `json:"numa,omitempty"`
 
 	// nodeSelector restricts the job's pod to nodes with these labels; the pod
 	// always runs on a node that holds the blob.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeSelector is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// activeDeadlineSeconds bounds the whole run, from 1 to 86400; when it
@@ -137,6 +152,7 @@ type PcoreJobSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="activeDeadlineSeconds is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 }
 
@@ -233,6 +249,7 @@ type PcoreJobStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: the operator puts it in a label value on the pods it creates; choose a shorter name"
 // +kubebuilder:resource:shortName=pcj,categories=packetfs
 // +kubebuilder:printcolumn:name="Op",type=string,JSONPath=`.spec.op`
 // +kubebuilder:printcolumn:name="Pcores",type=integer,JSONPath=`.spec.pcores`

@@ -74,7 +74,7 @@ type PfsBlobSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger())",message="size must be a whole number of bytes: use a binary quantity such as 512Mi or 1Gi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('1Mi')) >= 0)",message="size must be at least 1Mi: set spec.size to a quantity between 1Mi and 64Gi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('64Gi')) <= 0)",message="size must be at most 64Gi: set spec.size to a quantity between 1Mi and 64Gi, or split the data over several blobs"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="size is immutable: create a new PfsBlob with the new size and point transfers and jobs at it"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) == 0",message="size is immutable: create a new PfsBlob with the new size and point transfers and jobs at it"
 	Size resource.Quantity `json:"size"`
 
 	// pageSize is the page kind to map the blob on: 2Mi (default) or 1Gi hugetlb
@@ -242,6 +242,7 @@ type PfsBlobStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: the operator puts it in a label value on the pods it creates; choose a shorter name"
 // +kubebuilder:resource:shortName=pblob,categories=packetfs
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
 // +kubebuilder:printcolumn:name="Page",type=string,JSONPath=`.status.pageSize`,description="page size actually used"

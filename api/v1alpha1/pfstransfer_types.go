@@ -54,7 +54,6 @@ const (
 // GramSpec shapes the grams: how many descriptors each carries and how large
 // its slab is. Defaults follow the original benchmarks (1024 descriptors per
 // 1 MiB gram, descriptors up to 256 KiB, 64-byte alignment).
-// +kubebuilder:validation:XValidation:rule="!has(self.maxDescriptorLength) || !has(self.slabBytes) || !isQuantity(string(self.maxDescriptorLength)) || !isQuantity(string(self.slabBytes)) || quantity(string(self.maxDescriptorLength)).compareTo(quantity(string(self.slabBytes))) <= 0",message="gram.maxDescriptorLength must not exceed gram.slabBytes: one descriptor's bytes must fit in one gram slab; raise slabBytes or lower maxDescriptorLength"
 type GramSpec struct {
 	// descriptorsPerGram is how many (offset, length) descriptors one gram holds,
 	// from 1 to 65536. Defaults to 1024.
@@ -72,7 +71,8 @@ type GramSpec struct {
 	SlabBytes resource.Quantity `json:"slabBytes,omitempty"`
 
 	// maxDescriptorLength is the largest length one descriptor may cover, a
-	// quantity from 64 bytes to 64Mi, at most slabBytes. Defaults to 256Ki.
+	// quantity from 64 bytes to 64Mi; in Payload mode at most slabBytes, since
+	// the bytes travel in the slab. Defaults to 256Ki.
 	// +optional
 	// +kubebuilder:default="256Ki"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('64')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0)",message="gram.maxDescriptorLength must be a whole number of bytes from 64 to 64Mi (e.g. 256Ki)"
@@ -91,6 +91,7 @@ type Endpoint struct {
 	// nodeName pins the endpoint's pod to one node.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	NodeName string `json:"nodeName,omitempty"`
 
 	// nodeSelector restricts the endpoint's pod to nodes with these labels.
@@ -123,18 +124,24 @@ type Endpoint struct {
 	Queues int32 `json:"queues,omitempty"`
 }
 
-// PfsTransferSpec is one transfer between a sender and a receiver. It is
-// immutable: a transfer measures one fixed configuration.
+// PfsTransferSpec is one transfer between a sender and a receiver. Every field
+// but ttlSecondsAfterFinished is immutable: a transfer measures one fixed
+// configuration, and numbers in status must describe the spec beside them.
+// Immutability compares values, not spellings (1Gi equals 1024Mi), because
+// clients re-spell quantities when they write an object back.
 // +kubebuilder:validation:XValidation:rule="self.mode == 'Payload' || has(self.blobRef)",message="blobRef is required when mode is Offset or Arithmetic: both ends must hold the same blob; set spec.blobRef.name to a PfsBlob name, or use mode Payload"
 // +kubebuilder:validation:XValidation:rule="has(self.blobRef) || has(self.range)",message="range is required without blobRef: the sender then fills a scratch buffer of range.length bytes; set spec.range or spec.blobRef"
+// +kubebuilder:validation:XValidation:rule="has(self.blobRef) || !has(self.range) || !isQuantity(string(self.range.offset)) || quantity(string(self.range.offset)).compareTo(quantity('0')) == 0",message="range.offset must be 0 without blobRef: the sender's scratch buffer holds only range.length bytes; remove spec.range.offset or set spec.blobRef"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Payload' || !has(self.gram) || !has(self.gram.maxDescriptorLength) || !has(self.gram.slabBytes) || !isQuantity(string(self.gram.maxDescriptorLength)) || !isQuantity(string(self.gram.slabBytes)) || quantity(string(self.gram.maxDescriptorLength)).compareTo(quantity(string(self.gram.slabBytes))) <= 0",message="in Payload mode gram.maxDescriptorLength must not exceed gram.slabBytes, since a descriptor's bytes travel inside one gram slab: raise spec.gram.slabBytes or lower spec.gram.maxDescriptorLength"
 // +kubebuilder:validation:XValidation:rule="!(has(self.passes) && has(self.totalBytes))",message="set either passes or totalBytes, not both: passes repeats the range, totalBytes moves that many bytes over it"
 // +kubebuilder:validation:XValidation:rule="self.transport != 'AFXDP' || (has(self.sender.network) && has(self.receiver.network))",message="transport AFXDP needs a secondary interface on both ends, since AF_XDP takes over an interface's queues: set spec.sender.network and spec.receiver.network to a NetworkAttachmentDefinition name"
-// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
+// +kubebuilder:validation:XValidation:rule="has(self.blobRef) == has(oldSelf.blobRef) && has(self.range) == has(oldSelf.range) && has(self.passes) == has(oldSelf.passes) && has(self.totalBytes) == has(oldSelf.totalBytes) && has(self.activeDeadlineSeconds) == has(oldSelf.activeDeadlineSeconds)",message="blobRef, range, passes, totalBytes and activeDeadlineSeconds cannot be added or removed after creation: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 type PfsTransferSpec struct {
 	// blobRef names the PfsBlob the descriptors point into. Required in Offset
 	// and Arithmetic mode (both ends hold a copy); in Payload mode it is the
 	// source of the bytes and may be omitted (a scratch buffer is used).
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="blobRef is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	BlobRef *BlobReference `json:"blobRef,omitempty"`
 
 	// mode is what a gram carries: Payload (descriptors and bytes), Offset
@@ -142,6 +149,7 @@ type PfsTransferSpec struct {
 	// executes over its own copy) or Arithmetic (one absolute offset per gram
 	// then signed deltas).
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="mode is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	Mode TransferMode `json:"mode"`
 
 	// transport is the wire: TCP (default), UDP (datagrams with a repair
@@ -149,11 +157,13 @@ type PfsTransferSpec struct {
 	// sender.network and receiver.network).
 	// +optional
 	// +kubebuilder:default=TCP
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="transport is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	Transport Transport `json:"transport,omitempty"`
 
 	// range is the part of the blob to move; defaults to the whole blob.
 	// Required when blobRef is absent.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="(!isQuantity(string(self.offset)) || quantity(string(self.offset)).compareTo(quantity(string(oldSelf.offset))) == 0) && (!isQuantity(string(self.length)) || quantity(string(self.length)).compareTo(quantity(string(oldSelf.length))) == 0)",message="range is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	Range *Range `json:"range,omitempty"`
 
 	// passes is how many times the range is moved, from 1 to 1000000. When
@@ -161,39 +171,46 @@ type PfsTransferSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000000
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="passes is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	Passes *int32 `json:"passes,omitempty"`
 
 	// totalBytes is how many effective bytes to move, cycling over the range,
 	// a quantity from 1Mi to 1Pi (e.g. 100Gi). Excludes passes.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('1Mi')) >= 0 && quantity(string(self)).compareTo(quantity('1Pi')) <= 0)",message="totalBytes must be a whole number of bytes from 1Mi to 1Pi (e.g. 100Gi)"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) == 0",message="totalBytes is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	TotalBytes *resource.Quantity `json:"totalBytes,omitempty"`
 
 	// gram shapes the grams (descriptors per gram, slab size, alignment).
 	// +optional
-	// +kubebuilder:default={}
+	// +kubebuilder:default={descriptorsPerGram: 1024, slabBytes: "1Mi", maxDescriptorLength: "256Ki", align: 64}
+	// +kubebuilder:validation:XValidation:rule="self.descriptorsPerGram == oldSelf.descriptorsPerGram && self.align == oldSelf.align && (!isQuantity(string(self.slabBytes)) || quantity(string(self.slabBytes)).compareTo(quantity(string(oldSelf.slabBytes))) == 0) && (!isQuantity(string(self.maxDescriptorLength)) || quantity(string(self.maxDescriptorLength)).compareTo(quantity(string(oldSelf.maxDescriptorLength))) == 0)",message="gram is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	Gram GramSpec `json:"gram,omitempty"`
 
 	// integrity is the checksum both ends compute over the effective bytes:
 	// CRC32C (default), FNV1a64 or None.
 	// +optional
 	// +kubebuilder:default=CRC32C
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="integrity is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	Integrity IntegrityAlgorithm `json:"integrity,omitempty"`
 
 	// sender is where the sending pod runs and which network it uses.
 	// +optional
 	// +kubebuilder:default={}
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="sender is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	Sender Endpoint `json:"sender,omitempty"`
 
 	// receiver is where the receiving pod runs and which network it uses.
 	// +optional
 	// +kubebuilder:default={}
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="receiver is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	Receiver Endpoint `json:"receiver,omitempty"`
 
 	// numa is how strictly each pod's CPUs must share a NUMA zone with its
 	// NIC and blob: None, Preferred (default) or Required.
 	// +optional
 	// +kubebuilder:default=Preferred
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="numa is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	NUMA NUMAPolicy `json:"numa,omitempty"`
 
 	// backoffLimit is how many failed attempts are retried before the transfer
@@ -203,6 +220,7 @@ type PfsTransferSpec struct {
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="backoffLimit is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 
 	// activeDeadlineSeconds bounds the whole run, from 1 to 86400; when it
@@ -211,12 +229,13 @@ type PfsTransferSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="activeDeadlineSeconds is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 
 	// ttlSecondsAfterFinished deletes the transfer's pods this many seconds
 	// after it succeeded or failed, from 0 to 604800 (7 days); the transfer
 	// object stays, with its results. Absent means the pods are kept until the
-	// transfer is deleted.
+	// transfer is deleted. The only field that may change after creation.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=604800
@@ -411,6 +430,7 @@ type PfsTransferStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: the operator puts it in a label value on the pods it creates; choose a shorter name"
 // +kubebuilder:resource:shortName=pxfer,categories=packetfs
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`

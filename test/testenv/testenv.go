@@ -95,6 +95,9 @@ func Start() (*Env, error) {
 	}
 	cfg, err := e.env.Start()
 	if err != nil {
+		// envtest leaves etcd and kube-apiserver running when a later step
+		// (installing the CRDs) fails: stop them, or they outlive the test.
+		_ = e.env.Stop()
 		_ = os.RemoveAll(tmp)
 		return nil, fmt.Errorf("starting envtest with assets %s: %w", assets, err)
 	}
@@ -123,30 +126,41 @@ func (e *Env) CreateNamespace(ctx context.Context, prefix string) (string, error
 	return ns.Name, nil
 }
 
+// Kubeconfig returns the path of a kubeconfig file for a cluster-admin user
+// of the apiserver, writing it on first use.
+func (e *Env) Kubeconfig() (string, error) {
+	if e.kubeconfig != "" {
+		return e.kubeconfig, nil
+	}
+	user, err := e.env.AddUser(envtest.User{Name: "pfs-test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding envtest user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	path := filepath.Join(e.tmp, "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		return "", err
+	}
+	e.kubeconfig = path
+	return path, nil
+}
+
 // Kubectl runs the kubectl binary from the assets directory against the
 // apiserver as a cluster admin and returns its stdout and stderr.
 func (e *Env) Kubectl(ctx context.Context, args ...string) (string, string, error) {
-	if e.kubeconfig == "" {
-		user, err := e.env.AddUser(envtest.User{Name: "pfs-test-admin", Groups: []string{"system:masters"}}, nil)
-		if err != nil {
-			return "", "", fmt.Errorf("adding envtest user: %w", err)
-		}
-		kc, err := user.KubeConfig()
-		if err != nil {
-			return "", "", fmt.Errorf("writing kubeconfig: %w", err)
-		}
-		path := filepath.Join(e.tmp, "kubeconfig")
-		if err := os.WriteFile(path, kc, 0o600); err != nil {
-			return "", "", err
-		}
-		e.kubeconfig = path
+	kubeconfig, err := e.Kubeconfig()
+	if err != nil {
+		return "", "", err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(e.Assets, "kubectl"), append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(e.Assets, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	cmd.Dir = e.Root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	if err != nil {
 		err = fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}

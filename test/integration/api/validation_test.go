@@ -60,12 +60,15 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"blobRef is required when mode is Offset or Arithmetic"}},
 		"transfer Payload without blobRef or range": {xfer, `mode: Payload`,
 			[]string{"range is required without blobRef"}},
+		"transfer offset into a scratch buffer": {xfer, "mode: Payload\nrange: {offset: 1Mi, length: 64Mi}",
+			[]string{"range.offset must be 0 without blobRef"}},
 		"transfer passes and totalBytes": {xfer, "blobRef: {name: b}\nmode: Offset\npasses: 2\ntotalBytes: 10Gi",
 			[]string{"set either passes or totalBytes, not both"}},
 		"transfer AFXDP without network": {xfer, "blobRef: {name: b}\nmode: Offset\ntransport: AFXDP\nsender: {network: xdp}",
 			[]string{"transport AFXDP needs a secondary interface", "spec.receiver.network"}},
 		"transfer maxDescriptorLength above slab": {xfer, "blobRef: {name: b}\nmode: Payload\ngram: {slabBytes: 64Ki, maxDescriptorLength: 128Ki}",
-			[]string{"spec.gram", "gram.maxDescriptorLength must not exceed gram.slabBytes"}},
+			[]string{"in Payload mode gram.maxDescriptorLength must not exceed gram.slabBytes", "raise spec.gram.slabBytes"}},
+		"transfer Offset descriptors longer than the slab accepted": {xfer, "blobRef: {name: b}\nmode: Offset\ngram: {slabBytes: 64Ki, maxDescriptorLength: 16Mi}", nil},
 		// PfsTransfer: enums and bounds.
 		"transfer mode missing": {xfer, `blobRef: {name: b}`,
 			[]string{"spec.mode: Required value"}},
@@ -101,13 +104,15 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.sender.resourceName", "should match"}},
 		"transfer network not a name": {xfer, "blobRef: {name: b}\nmode: Offset\nreceiver: {network: Bad_Net}",
 			[]string{"spec.receiver.network", "should match"}},
+		"transfer nodeName not a node name": {xfer, "blobRef: {name: b}\nmode: Offset\nsender: {nodeName: Node_1}",
+			[]string{"spec.sender.nodeName", "should match"}},
 		"transfer backoffLimit above 10": {xfer, "blobRef: {name: b}\nmode: Offset\nbackoffLimit: 11",
 			[]string{"spec.backoffLimit", "less than or equal to 10"}},
 		"transfer blobRef not a name": {xfer, "blobRef: {name: Big Blob}\nmode: Offset",
 			[]string{"spec.blobRef.name", "should match"}},
 		"transfer Payload without blob accepted": {xfer, "mode: Payload\nrange: {length: 64Mi}", nil},
 		"transfer range ending at 64Gi accepted": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 63Gi, length: 1Gi}", nil},
-		"transfer AFXDP with networks accepted": {xfer, "blobRef: {name: b}\nmode: Arithmetic\ntransport: AFXDP\nsender: {network: ns1/xdp, resourceName: afxdp/pool}\nreceiver: {network: xdp, resourceName: intel.com/sriov_netdevice}", nil},
+		"transfer AFXDP with networks accepted":  {xfer, "blobRef: {name: b}\nmode: Arithmetic\ntransport: AFXDP\nsender: {network: ns1/xdp, resourceName: afxdp/pool}\nreceiver: {network: xdp, resourceName: intel.com/sriov_netdevice}", nil},
 
 		// PcoreJob.
 		"job pcores 0": {pcj, "blobRef: {name: b}\nop: crc32c\npcores: 0",
@@ -184,5 +189,24 @@ func TestCreateValidation(t *testing.T) {
 	}
 	if rejected < 15 {
 		t.Errorf("only %d invalid objects in the table; the API contract asks for at least 15", rejected)
+	}
+}
+
+// TestNameLength checks that names fit in a label value (63 characters).
+func TestNameLength(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx)
+	specs := map[string]string{blob: "size: 1Gi", xfer: "blobRef: {name: b}\nmode: Offset", pcj: "blobRef: {name: b}\nop: fnv"}
+	for kind, spec := range specs {
+		t.Run(kind, func(t *testing.T) {
+			long := strings.Repeat("n", 64)
+			err := env.Client.Create(ctx, object(t, kind, ns, long, spec))
+			if err == nil || !strings.Contains(err.Error(), "metadata.name must be at most 63 characters") {
+				t.Errorf("a 64-character name: got %v, want the name length error", err)
+			}
+			if err := env.Client.Create(ctx, object(t, kind, ns, long[:63], spec)); err != nil {
+				t.Errorf("a 63-character name was rejected: %v", err)
+			}
+		})
 	}
 }

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+)
+
+func TestOptions(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want string // substring of the validation error; "" means valid
+	}{
+		"defaults":               {nil, ""},
+		"all flags":              {[]string{"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--leader-elect", "--dataplane-image=reg/pfs:v1", "--dataplane-image-pull-policy=Never", "--max-concurrent-reconciles=4"}, ""},
+		"empty image":            {[]string{"--dataplane-image="}, "--dataplane-image must not be empty"},
+		"bad pull policy":        {[]string{"--dataplane-image-pull-policy=Sometimes"}, "want Always, IfNotPresent or Never"},
+		"no reconciles":          {[]string{"--max-concurrent-reconciles=0"}, "want at least 1"},
+		"timing flags":           {[]string{"--unschedulable-timeout=30s", "--retry-backoff=1s", "--retry-backoff-max=1m", "--dataplane-binary=/pfs"}, ""},
+		"relative binary":        {[]string{"--dataplane-binary=pfs"}, "want an absolute path"},
+		"backoff max below base": {[]string{"--retry-backoff=1m", "--retry-backoff-max=10s"}, "--retry-backoff-max at least --retry-backoff"},
+		"every error is written": {[]string{"--dataplane-image=", "--max-concurrent-reconciles=0"}, "--max-concurrent-reconciles 0"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var o options
+			fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+			o.bind(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("valid flags rejected: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSchemeKnowsOurKinds(t *testing.T) {
+	s := newScheme()
+	for _, kind := range []string{"PfsBlob", "PfsTransfer", "PcoreJob", "PfsBlobList", "PfsTransferList", "PcoreJobList"} {
+		if !s.Recognizes(pfsGVK(kind)) {
+			t.Errorf("scheme does not know %s", kind)
+		}
+	}
+}
+
+func pfsGVK(kind string) schema.GroupVersionKind { return pfsv1alpha1.GroupVersion.WithKind(kind) }

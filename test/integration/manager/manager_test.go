@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package manager runs the real manager binary against a real apiserver: it
+// must start, win leader election, report ready and stop cleanly on SIGTERM.
+package manager
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"packetfs.io/operator/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "envtest: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+	}
+	os.Exit(code)
+}
+
+// lockedBuffer collects the manager's log while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestManagerStartsAndStops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	bin := filepath.Join(t.TempDir(), "manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/manager")
+	build.Dir = env.Root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/manager: %v\n%s", err, out)
+	}
+	kubeconfig, err := env.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := env.CreateNamespace(ctx, "mgr")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	probe := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	var logs lockedBuffer
+	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0",
+		"--health-probe-bind-address="+probe, "--leader-elect", "--leader-election-namespace="+ns)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	defer func() {
+		if !stopped { // a failed test must not leave the manager running
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+
+	// Ready within 60 s, or the manager's log says why not.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-exited:
+			stopped = true
+			t.Fatalf("manager exited before it was ready: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("manager not ready after 60s\n%s", logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// It holds the leader election lease.
+	lease := &coordinationv1.Lease{}
+	for {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "manager.pfs.packetfs.io"}, lease)
+		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no leader election lease: %v\n%s", err, logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Fatalf("manager exited with %v after SIGTERM\n%s", err, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("manager still running 30s after SIGTERM\n%s", logs.String())
+	}
+}
