@@ -148,6 +148,17 @@ func (e *Env) Kubeconfig() (string, error) {
 	return path, nil
 }
 
+// UserConfig adds an apiserver user with the given groups and returns a
+// config that authenticates as it, so a test can run a component with
+// exactly the RBAC it is granted.
+func (e *Env) UserConfig(name string, groups []string) (*rest.Config, error) {
+	user, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding envtest user %s: %w", name, err)
+	}
+	return user.Config(), nil
+}
+
 // Kubectl runs the kubectl binary from the assets directory against the
 // apiserver as a cluster admin and returns its stdout and stderr.
 func (e *Env) Kubectl(ctx context.Context, args ...string) (string, string, error) {

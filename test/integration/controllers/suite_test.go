@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package controllers tests the three reconcilers against a real
-// kube-apiserver and etcd (envtest) with the manager running in-process.
+// kube-apiserver and etcd (envtest) with the manager running in-process as a
+// user that holds only the generated least-privilege ClusterRole.
 // There is no kubelet, scheduler, DaemonSet controller or garbage collector
 // in envtest, so the tests play those parts: they create the holder pods a
 // DaemonSet would, bind pods to nodes, and write pod status (phase,
@@ -14,15 +15,20 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	"packetfs.io/operator/controllers"
 	"packetfs.io/operator/internal/podspec"
@@ -56,7 +62,12 @@ func run(m *testing.M) int {
 		}
 	}()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	cfg, err := operatorConfig(context.Background())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "operator identity: %v\n", err)
+		return 1
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testenv.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -95,6 +106,33 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// operatorConfig returns an identity holding only the ClusterRole generated
+// from the RBAC markers (config/rbac/role.yaml), so every test also proves
+// that the least-privilege role is enough for what the controllers do.
+func operatorConfig(ctx context.Context) (*rest.Config, error) {
+	data, err := os.ReadFile(filepath.Join(env.Root, "config", "rbac", "role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, role); err != nil {
+		return nil, fmt.Errorf("config/rbac/role.yaml: %w", err)
+	}
+	if err := env.Client.Create(ctx, role); err != nil {
+		return nil, err
+	}
+	const user = "pfs-operator-test"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "pfs-operator-test"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if err := env.Client.Create(ctx, binding); err != nil {
+		return nil, err
+	}
+	return env.UserConfig(user, nil)
 }
 
 // zapLevel is quiet by default; PFS_TEST_LOG=debug shows the reconcilers' logs.
