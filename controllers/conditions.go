@@ -3,10 +3,15 @@
 package controllers
 
 import (
+	"fmt"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 )
 
 // setCondition sets a condition with the transition time taken from the
@@ -40,4 +45,23 @@ func backoff(failures int32, base, max time.Duration) time.Duration {
 		d = max
 	}
 	return d
+}
+
+// podRefused handles an apiserver that refuses a pod for reasons of its own
+// (Pod Security Admission, quota, validation). It returns a copy of the
+// object's current conditions with Placed=False saying why; the caller keeps
+// the rest of the old status, so status never names a pod that does not
+// exist. ok is false for other errors (conflicts, timeouts), only retried.
+func podRefused(conds []metav1.Condition, gen int64, now time.Time, pod string, err error) ([]metav1.Condition, bool) {
+	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+		return nil, false
+	}
+	out := make([]metav1.Condition, len(conds))
+	copy(out, conds)
+	setCondition(&out, pfsv1alpha1.ConditionPlaced, metav1.ConditionFalse, pfsv1alpha1.ReasonPodsPending, refusedMessage(pod, err), gen, now)
+	return out, true
+}
+
+func refusedMessage(pod string, err error) string {
+	return fmt.Sprintf("the apiserver refused to create pod %s (retrying): %v", pod, err)
 }

@@ -65,6 +65,13 @@ func (r *PcoreJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, err
 		}
 		if err := r.Client.Create(ctx, pod); ignoreAlreadyExists(err) != nil {
+			if conds, ok := podRefused(j.Status.Conditions, j.Generation, obs.Now, pod.Name, err); ok {
+				r.Recorder.Event(j, corev1.EventTypeWarning, pfsv1alpha1.ReasonPodsPending, refusedMessage(pod.Name, err))
+				j.Status.Conditions = conds
+				if uerr := r.Client.Status().Update(ctx, j); uerr != nil {
+					return requeueOnConflict(uerr)
+				}
+			}
 			return ctrl.Result{}, err
 		}
 		logf.FromContext(ctx).Info("Created Pod", "pod", client.ObjectKeyFromObject(pod))

@@ -4,7 +4,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -74,18 +73,31 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	st, plan := decideTransfer(x, obs)
 
 	in := podspec.TransferInputs{Attempt: st.FailedAttempts, Blob: obs.Blob, BlobNodes: plan.BlobNodes}
-	var errs []error
-	if plan.CreateReceiver {
-		errs = append(errs, r.createPod(ctx, x, podspec.ReceiverPod(r.Pods, x, in)))
+	var create *corev1.Pod
+	switch {
+	case plan.CreateReceiver:
+		create = podspec.ReceiverPod(r.Pods, x, in)
+	case plan.CreateSender:
+		create = podspec.SenderPod(r.Pods, x, in, plan.ReceiverAddr)
 	}
-	if plan.CreateSender {
-		errs = append(errs, r.createPod(ctx, x, podspec.SenderPod(r.Pods, x, in, plan.ReceiverAddr)))
+	if create != nil {
+		if err := r.createPod(ctx, x, create); err != nil {
+			// Keep the old status (it must not claim a pod that does not
+			// exist), say why in Placed, and retry with backoff.
+			if conds, ok := podRefused(x.Status.Conditions, x.Generation, obs.Now, create.Name, err); ok {
+				r.Recorder.Event(x, corev1.EventTypeWarning, pfsv1alpha1.ReasonPodsPending, refusedMessage(create.Name, err))
+				x.Status.Conditions = conds
+				if uerr := r.Client.Status().Update(ctx, x); uerr != nil {
+					return requeueOnConflict(uerr)
+				}
+			}
+			return ctrl.Result{}, err
+		}
 	}
 	if plan.DeleteActivePods || plan.DeleteAllPods {
-		errs = append(errs, r.deletePods(ctx, x, plan.DeleteAllPods))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return ctrl.Result{}, err
+		if err := r.deletePods(ctx, x, plan.DeleteAllPods); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	for _, e := range plan.Events {
 		r.Recorder.Event(x, e.Type, e.Reason, e.Message)

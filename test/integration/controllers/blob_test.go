@@ -52,6 +52,24 @@ func TestBlobCreatesDaemonSetAndToken(t *testing.T) {
 	if n := len(sec.Data[podspec.TokenKey]); n != 32 {
 		t.Errorf("token has %d bytes, want 32", n)
 	}
+	// nodeSelector is the one mutable field: the DaemonSet follows it.
+	eventually(t, "changing spec.nodeSelector", func() error {
+		if err := get(ctx, ns, blob.Name, blob); err != nil {
+			return err
+		}
+		blob.Spec.NodeSelector = map[string]string{"pfs.packetfs.io/data": "big"}
+		return env.Client.Update(ctx, blob)
+	})
+	eventually(t, "DaemonSet follows the nodeSelector", func() error {
+		if err := get(ctx, ns, ds.Name, ds); err != nil {
+			return err
+		}
+		if got := ds.Spec.Template.Spec.NodeSelector["pfs.packetfs.io/data"]; got != "big" {
+			return fmt.Errorf("template nodeSelector %v", ds.Spec.Template.Spec.NodeSelector)
+		}
+		return nil
+	})
+
 	// Without a DaemonSet controller the rollout never completes: the blob
 	// says so instead of claiming readiness.
 	eventually(t, "blob Ready=False Materializing", func() error {
