@@ -26,6 +26,9 @@ const (
 // UsesImm reports whether the op takes the byte operand spec.imm.
 func (o PcoreOp) UsesImm() bool { return o == OpXor || o == OpAdd || o == OpCountEq }
 
+// WritesBlob reports whether the op modifies the blob in place (xor, add).
+func (o PcoreOp) WritesBlob() bool { return o == OpXor || o == OpAdd }
+
 // BaselinePolicy says whether a plain-threads CPU run is measured next to the pcores.
 // +kubebuilder:validation:Enum=Threads;None
 type BaselinePolicy string

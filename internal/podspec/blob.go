@@ -69,9 +69,16 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 	if b.Spec.PageFallback == pfsv1alpha1.PageFallbackNever {
 		createArgs = append(createArgs, "--no-fallback")
 	}
-	createArgs = append(createArgs, "--result-file", TerminationLog)
+	// --replace: a recreated pod sandbox runs the init container again over
+	// the same emptyDir, where the previous blob file still exists.
+	createArgs = append(createArgs, "--replace", "--result-file", TerminationLog)
+	// The holder hands out read-only descriptors, so no consumer can change
+	// the bytes other consumers' fingerprints vouch for; the socket's group
+	// is the consumers' (uid/gid 65532) so they can connect, and the token
+	// then decides.
 	serveArgs := []string{"blob", "serve", "--dir", BlobDir, "--name", b.Name,
-		"--socket", sock, "--token-file", TokenFile}
+		"--socket", sock, "--token-file", TokenFile, "--read-only",
+		"--socket-group", strconv.Itoa(nonRootUID)}
 
 	mounts := []corev1.VolumeMount{
 		{Name: volBlob, MountPath: BlobDir},

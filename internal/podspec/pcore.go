@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -61,11 +62,22 @@ func PcorePod(cfg Config, j *pfsv1alpha1.PcoreJob, blob *pfsv1alpha1.PfsBlob, bl
 	if j.Spec.Baseline != pfsv1alpha1.BaselineNone {
 		args = append(args, "--baseline")
 	}
-	args = append(args, blobConsumerArgs(j.Namespace, blob.Name)...)
+	var res corev1.ResourceRequirements
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if j.Spec.Op.WritesBlob() {
+		// xor and add write in place: the shared blob is served read-only
+		// (transfers rely on its fingerprint), so the job builds a private
+		// copy from the same spec and pays for its memory itself.
+		args, res = privateBlob(args, blob, pcores)
+	} else {
+		args = append(args, blobConsumerArgs(j.Namespace, blob.Name)...)
+		res = guaranteed(pcores, podBaseMemory.DeepCopy(), nil)
+		vols, mounts = blobConsumerVolumes(j.Namespace, blob.Name)
+	}
 	args = append(args, "--result-file", TerminationLog)
 
-	c := dataPlaneContainer(cfg, ContainerPcore, args, guaranteed(pcores, podBaseMemory.DeepCopy(), nil), privNonRoot)
-	vols, mounts := blobConsumerVolumes(j.Namespace, blob.Name)
+	c := dataPlaneContainer(cfg, ContainerPcore, args, res, privNonRoot)
 	c.VolumeMounts = mounts
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -86,4 +98,26 @@ func PcorePod(cfg Config, j *pfsv1alpha1.PcoreJob, blob *pfsv1alpha1.PfsBlob, bl
 			ActiveDeadlineSeconds:         j.Spec.ActiveDeadlineSeconds,
 		},
 	}
+}
+
+// privateBlob adds the arguments and resources of a pcore job that builds its
+// own copy of the blob: same size, page size and seed as the PfsBlob, so the
+// bytes match the holder's for seed fills.
+func privateBlob(args []string, blob *pfsv1alpha1.PfsBlob, pcores int64) ([]string, corev1.ResourceRequirements) {
+	size := blob.Spec.Size.Value()
+	page := blob.Spec.PageSize
+	var seed int64
+	if blob.Spec.Fill.Seed != nil {
+		seed = *blob.Spec.Fill.Seed
+	}
+	args = append(args, "--blob-size", strconv.FormatInt(size, 10), "--page", cliPage(page),
+		"--seed", strconv.FormatInt(seed, 10))
+	memory := podBaseMemory.DeepCopy()
+	extra := corev1.ResourceList{}
+	if hp := hugePageBytes(page); hp > 0 {
+		extra[HugePagesResource(page)] = *resource.NewQuantity(roundUp(size, hp), resource.BinarySI)
+	} else {
+		memory.Add(*resource.NewQuantity(roundUp(size, 4096), resource.BinarySI))
+	}
+	return args, guaranteed(pcores, memory, extra)
 }

@@ -69,19 +69,19 @@ func TestBlobHolderDaemonSet(t *testing.T) {
 			blob:       blob(pfsv1alpha1.PageSize2Mi, "3Mi"),
 			wantRes:    rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "4Mi"),
 			wantVolume: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: "HugePages-2Mi"}},
-			wantCreate: "blob create --dir /dev/hugepages-blob --name b --size 3145728 --page 2m --fill seed --seed 7 --result-file /dev/termination-log",
+			wantCreate: "blob create --dir /dev/hugepages-blob --name b --size 3145728 --page 2m --fill seed --seed 7 --replace --result-file /dev/termination-log",
 		},
 		"1Gi pages": {
 			blob:       blob(pfsv1alpha1.PageSize1Gi, "1Gi"),
 			wantRes:    rl("cpu", "1", "memory", "64Mi", "hugepages-1Gi", "1Gi"),
 			wantVolume: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: "HugePages-1Gi"}},
-			wantCreate: "blob create --dir /dev/hugepages-blob --name b --size 1073741824 --page 1g --fill seed --seed 7 --result-file /dev/termination-log",
+			wantCreate: "blob create --dir /dev/hugepages-blob --name b --size 1073741824 --page 1g --fill seed --seed 7 --replace --result-file /dev/termination-log",
 		},
 		"THP: tmpfs counted in memory": {
 			blob:       blob(pfsv1alpha1.PageSizeTHP, "64Mi"),
 			wantRes:    rl("cpu", "1", "memory", "128Mi"),
 			wantVolume: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(q("64Mi"))}},
-			wantCreate: "blob create --dir /dev/hugepages-blob --name b --size 67108864 --page thp --fill seed --seed 7 --result-file /dev/termination-log",
+			wantCreate: "blob create --dir /dev/hugepages-blob --name b --size 67108864 --page thp --fill seed --seed 7 --replace --result-file /dev/termination-log",
 		},
 		"4Ki, zero fill, no fallback": {
 			blob: func() *pfsv1alpha1.PfsBlob {
@@ -92,7 +92,7 @@ func TestBlobHolderDaemonSet(t *testing.T) {
 			}(),
 			wantRes:    rl("cpu", "1", "memory", "65Mi"),
 			wantVolume: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(q("1Mi"))}},
-			wantCreate: "blob create --dir /dev/hugepages-blob --name b --size 1048576 --page 4k --fill zero --no-fallback --result-file /dev/termination-log",
+			wantCreate: "blob create --dir /dev/hugepages-blob --name b --size 1048576 --page 4k --fill zero --no-fallback --replace --result-file /dev/termination-log",
 		},
 	}
 	for name, tc := range tests {
@@ -120,7 +120,7 @@ func TestBlobHolderDaemonSet(t *testing.T) {
 			if got := strings.Join(create.Args, " "); got != tc.wantCreate {
 				t.Errorf("create args\n got %s\nwant %s", got, tc.wantCreate)
 			}
-			wantServe := "blob serve --dir /dev/hugepages-blob --name b --socket /run/packetfs/ns/b.sock --token-file /etc/packetfs/token/token"
+			wantServe := "blob serve --dir /dev/hugepages-blob --name b --socket /run/packetfs/ns/b.sock --token-file /etc/packetfs/token/token --read-only --socket-group 65532"
 			if got := strings.Join(serve.Args, " "); got != wantServe {
 				t.Errorf("serve args\n got %s\nwant %s", got, wantServe)
 			}
@@ -299,16 +299,26 @@ func TestTransferPods(t *testing.T) {
 func TestPcorePod(t *testing.T) {
 	b := blob(pfsv1alpha1.PageSize2Mi, "64Mi")
 	tests := map[string]struct {
-		spec     pfsv1alpha1.PcoreJobSpec
-		wantArgs string
-		wantCPU  string
+		spec       pfsv1alpha1.PcoreJobSpec
+		wantArgs   string
+		wantCPU    string
+		wantHuge   string // hugepages-2Mi of a private blob copy, or ""
+		wantNoSock bool   // no holder socket mounted
 	}{
 		"xor with range, duration and baseline": {
 			spec: pfsv1alpha1.PcoreJobSpec{Op: pfsv1alpha1.OpXor, Imm: ptr.To(int32(255)), Pcores: 4,
 				Range: &pfsv1alpha1.Range{Offset: q("0"), Length: q("32Mi")}, Duration: &metav1.Duration{Duration: 1500 * 1e6},
 				DescriptorsPerFrame: 64, Align: 64, RingSlots: 65536, Baseline: pfsv1alpha1.BaselineThreads},
-			wantArgs: "pcore run --op xor --imm 255 --range 0:33554432 --pcores 4 --dpf 64 --align 64 --ring-slots 65536 --duration 1.5 --baseline --blob-socket /run/packetfs/ns/b.sock --blob-token-file /etc/packetfs/token/token --result-file /dev/termination-log",
-			wantCPU:  "4",
+			// xor writes in place: a private copy, never the shared holder's blob.
+			wantArgs:   "pcore run --op xor --imm 255 --range 0:33554432 --pcores 4 --dpf 64 --align 64 --ring-slots 65536 --duration 1.5 --baseline --blob-size 67108864 --page 2m --seed 7 --result-file /dev/termination-log",
+			wantCPU:    "4",
+			wantHuge:   "64Mi",
+			wantNoSock: true,
+		},
+		"counteq reads the holder's blob": {
+			spec:     pfsv1alpha1.PcoreJobSpec{Op: pfsv1alpha1.OpCountEq, Imm: ptr.To(int32(0)), Pcores: 2, Baseline: pfsv1alpha1.BaselineThreads},
+			wantArgs: "pcore run --op counteq --imm 0 --pcores 2 --baseline --blob-socket /run/packetfs/ns/b.sock --blob-token-file /etc/packetfs/token/token --result-file /dev/termination-log",
+			wantCPU:  "2",
 		},
 		"crc32c, passes, no baseline": {
 			spec:     pfsv1alpha1.PcoreJobSpec{Op: pfsv1alpha1.OpCRC32C, Pcores: 1, Passes: ptr.To(int32(3)), Baseline: pfsv1alpha1.BaselineNone},
@@ -326,6 +336,12 @@ func TestPcorePod(t *testing.T) {
 				t.Errorf("args\n got %s\nwant %s", got, tc.wantArgs)
 			}
 			want := rl("cpu", tc.wantCPU, "memory", "256Mi")
+			if tc.wantHuge != "" {
+				want[corev1.ResourceName("hugepages-2Mi")] = resource.MustParse(tc.wantHuge)
+			}
+			if got := len(c.VolumeMounts) == 0 && len(pod.Spec.Volumes) == 0; got != tc.wantNoSock {
+				t.Errorf("no holder volumes = %v, want %v (mounts %v)", got, tc.wantNoSock, c.VolumeMounts)
+			}
 			if diff := cmp.Diff(want, c.Resources.Limits, cmpQty); diff != "" {
 				t.Errorf("limits (-want +got):\n%s", diff)
 			}
