@@ -312,7 +312,7 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 		a.type = PFS_CTL_REFUSE;
 		a.word = PFS_REFUSE_MODE;
 		send_ctl(x->fd, &a, &r->wire_bytes);
-		return fail(r, -EPERM, "recv: refused %s: sender uses mode %s, this receiver runs "
+		return fail(r, -EPERM, "recv: refused %s: mode mismatch: sender uses mode %s, this receiver runs "
 			    "mode %s", r->peer, pfs_mode_str(h.mode), pfs_mode_str(o->mode));
 	}
 	if (o->mode != PFS_MODE_PAYLOAD && (h.size != size || h.value != fp)) {
