@@ -498,6 +498,7 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 	double t0, t1;
 	int err = 0;
 
+	last_error[0] = '\0';
 	/* Callers built against an older, shorter struct get zero defaults. */
 	if (!o || o->sz < offsetof(struct pfs_blob_opts, mlock)) {
 		errno = EINVAL;
@@ -623,7 +624,10 @@ static struct pfs_blob *blob_map_fd(int fd, const char *path)
 struct pfs_blob *pfs_blob__from_fd(int fd)
 {
 	struct pfs_blob *b;
-	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int d;
+
+	last_error[0] = '\0';
+	d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 
 	if (d < 0)
 		return NULL;
@@ -661,6 +665,7 @@ struct pfs_blob *pfs_blob__open(const char *dir, const char *name)
 	struct pfs_blob *b;
 	int fd, err;
 
+	last_error[0] = '\0';
 	err = find_named(dir, name, path, sizeof(path));
 	if (err) {
 		errno = -err;
