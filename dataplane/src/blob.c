@@ -452,8 +452,7 @@ static int setup_pages(struct pfs_blob *b, const struct pfs_blob_opts *o)
 	pthread_t th[BLOB_SETUP_THREADS];
 	bool started[BLOB_SETUP_THREADS] = { false };
 	uint64_t chunks = (b->size + BLOB_SETUP_CHUNK - 1) / BLOB_SETUP_CHUNK;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int nw = o->setup_threads ? o->setup_threads : (int)(ncpu < 1 ? 1 : ncpu);
+	int nw = o->setup_threads > 0 ? o->setup_threads : 1;
 	double t0 = now_s(), wall, pf = 0, fl = 0;
 	int err = 0;
 

@@ -92,6 +92,10 @@ int pfs_cli_blob_opt(struct pfs_cli_blob *b, const char *name, const char *val)
 		if (pfs_parse_u64(val, &v) || v > 1023)
 			goto bad;
 		b->opts.numa_node = (int)v;
+	} else if (!strcmp(name, "setup-threads")) {
+		if (pfs_parse_u64(val, &v) || !v || v > 4)
+			goto bad;
+		b->opts.setup_threads = (int)v;
 	} else if (!strcmp(name, "mlock")) {
 		b->opts.mlock = true;
 	} else if (!strcmp(name, "blob-name")) {
@@ -151,5 +155,6 @@ void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t
 	pfs_json_num(j, "map_s", t->map_s, 4);
 	pfs_json_num(j, "prefault_s", t->prefault_s, 4);
 	pfs_json_num(j, "fill_s", t->fill_s, 4);
+	pfs_json_u64(j, "setup_threads", t->setup_threads);
 	pfs_json_close(j);
 }

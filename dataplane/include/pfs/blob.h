@@ -57,7 +57,9 @@ struct pfs_blob_opts {
 	int numa_node;			/* -1: no binding (0 binds to node 0) */
 	bool mlock;			/* lock in RAM (CAP_IPC_LOCK or memlock limit) */
 	bool no_prefault;		/* skip the prefault pass (fill still faults) */
-	int setup_threads;		/* prefault+fill threads; 0: one per CPU (max 4) */
+	int setup_threads;		/* prefault+fill threads (max 4); 0: one. More
+					 * helps only on idle cores: a preempted thread
+					 * delays the whole setup (measured here). */
 };
 
 /* Setup timings in seconds, reported but excluded from transfer metrics.
