@@ -204,7 +204,11 @@ static int rx_need(struct rx *x, size_t need)
 		x->head = 0;
 	}
 	while (x->tail - x->head < need) {
-		int err = rx_read(x, RX_BUF - x->tail);
+		/* Read what is needed but not much more than RX_READ_MAX, so the
+		 * bytes land in the cache-hot start of the buffer. */
+		size_t want = need - (x->tail - x->head);
+		int err = rx_read(x, want < RX_READ_MAX ? RX_READ_MAX < RX_BUF - x->tail ?
+					     RX_READ_MAX : RX_BUF - x->tail : want);
 
 		if (err)
 			return err;
