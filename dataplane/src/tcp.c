@@ -334,6 +334,23 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 	}
 	/* Payload mode needs no shared blob: bounds come from the sender's. */
 	*bound = o->mode == PFS_MODE_PAYLOAD ? h.size : size;
+	if (o->out_fd >= 0) {
+		struct stat st;
+
+		/* Size the output now, so a sender claiming an impossible blob is
+		 * refused before any byte is written. */
+		if (!fstat(o->out_fd, &st) && S_ISREG(st.st_mode) &&
+		    (uint64_t)st.st_size < *bound && ftruncate(o->out_fd, *bound)) {
+			int e = errno;
+
+			a.type = PFS_CTL_REFUSE;
+			a.word = PFS_REFUSE_SIZE;
+			send_ctl(x->fd, &a, &r->wire_bytes);
+			return fail(r, -EPERM, "recv: refused %s: cannot size the output to the "
+				    "sender's blob size %" PRIu64 " bytes: %s", r->peer, *bound,
+				    strerror(e));
+		}
+	}
 	err = send_ctl(x->fd, &a, &r->wire_bytes);
 	if (err)
 		return fail(r, err, "recv: sending ACCEPT: %s", io_what(err));
@@ -488,14 +505,6 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 	err = recv_handshake(o, &x, fp, &bound, r);
 	if (err)
 		goto out_close;
-	if (o->out_fd >= 0) {
-		struct stat st;
-
-		if (!fstat(o->out_fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size < bound &&
-		    ftruncate(o->out_fd, bound))
-			pfs_warn("recv: cannot size the output to %" PRIu64 " bytes: %s", bound,
-				 strerror(errno));
-	}
 	pfs_info("recv: %s connected, mode %s, blob %" PRIu64 " bytes", r->peer,
 		 pfs_mode_str(o->mode), bound);
 
