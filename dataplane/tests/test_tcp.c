@@ -181,7 +181,7 @@ static void xfer(const char *tag, char *const rargs[], char *const sargs[], int 
 
 static int mode_ok(const char *mode, const char *pattern, const char *extra_recv)
 {
-	char listen[64], conn[64], tag[32], out[128], fp[32];
+	char listen[64], conn[64], tag[32], out[128], fp[32], csv[128];
 	int rrc, src;
 
 	NEED_NET();
@@ -190,10 +190,12 @@ static int mode_ok(const char *mode, const char *pattern, const char *extra_recv
 	snprintf(conn, sizeof(conn), "%s:%d", ip_b, port);
 	snprintf(tag, sizeof(tag), "%s-%s", mode, pattern);
 	snprintf(out, sizeof(out), "%s/%s.out", tmpdir, tag);
+	snprintf(csv, sizeof(csv), "%s/%s.csv", tmpdir, tag);
 	{
 		char *rargs[] = { "recv", "--listen", listen, "--mode", (char *)mode, "--size", "64M",
 				  "--page", "4k", "--seed", "7", "--accept-timeout", "30",
-				  "--timeout", "20", extra_recv ? "--out" : NULL, out, NULL };
+				  "--timeout", "20", "--csv", csv, extra_recv ? "--out" : NULL, out,
+				  NULL };
 		char *sargs[] = { "send", "--connect", conn, "--mode", (char *)mode, "--size", "64M",
 				  "--page", "4k", "--seed", "7", "--bytes", "256M", "--pattern",
 				  (char *)pattern, "--max-len", "1M", "--timeout", "20", NULL };
@@ -215,6 +217,19 @@ static int mode_ok(const char *mode, const char *pattern, const char *extra_recv
 		sj = slurp(stg, "json");
 		CHECK(strstr(sj, "\"integrity\":\"OK\""), "sender: %s", sj);
 		CHECK(strstr(rj, "\"decode_errors\":0"), "decode errors");
+		{
+			char label[64], *c;
+
+			snprintf(label, sizeof(label), "\n\"%s\",",
+				 !strcmp(mode, "payload") ? "PFS-With-Payload-TCP" :
+				 !strcmp(mode, "offset") ? "Native PFS Offset-only Mode - TCP" :
+				 "Native PFS Arithmetic Mode - TCP");
+			snprintf(rt, sizeof(rt), "%s", tag);
+			c = slurp(rt, "csv");
+			CHECK(!strncmp(c, "label,purpose,size_mb,elapsed_s,effective_mb_s,user_s,"
+				       "sys_s,mb_per_cpu_s,integrity,pthreads,notes\n", 85) &&
+			      strstr(c, label) && strstr(c, ",\"OK\",1,"), "csv: %s", c);
+		}
 		tap_diag("%s/%s receiver: %.*s", mode, pattern, 160, strstr(rj, "\"size_mb\""));
 		if (extra_recv && !strcmp(pattern, "seq")) {
 			/* The copy-out file must hold exactly the sender's blob. */
