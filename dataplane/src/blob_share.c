@@ -159,13 +159,19 @@ static int exchange(const char *path, enum pfs_share_op op, const char *token, i
 		goto out_close;
 	}
 	rl = share_req_encode(req, PFS_SHARE_VERSION, op, token, tl);
-	if (send(s, req, rl, MSG_NOSIGNAL) != (ssize_t)rl) {
+	n = send(s, req, rl, MSG_NOSIGNAL);
+	if (n != (ssize_t)rl && errno != EPIPE && errno != ECONNRESET) {
 		err = errno == EAGAIN ? -ETIMEDOUT : -errno;
 		goto out_close;
 	}
-	do
+	/* A holder that refuses at once (busy, uid) may reply and close before
+	 * reading our request; the socket then reports ECONNRESET once, ahead
+	 * of the reply that is already queued. Read past it. */
+	for (int tries = 0; tries < 3; tries++) {
 		n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+		if (n >= 0 || (errno != EINTR && errno != ECONNRESET && errno != EPIPE))
+			break;
+	}
 	if (n < 0) {
 		err = errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 		goto out_close;
@@ -241,6 +247,9 @@ struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 		if (m.msg[0])
 			pfs_err("blob holder %s refused: %s (%s)", path, m.msg,
 				pfs_share_status_str(m.status));
+		else if (err == -EACCES)
+			pfs_err("blob holder %s: permission denied: the socket's mode/group does not "
+				"admit uid %u gid %u", path, getuid(), getgid());
 		else
 			pfs_err("blob holder %s: %s", path, strerror(-err));
 		errno = -err;
