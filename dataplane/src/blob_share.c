@@ -214,9 +214,10 @@ int pfs_share_fetch(const char *path, const char *token, int timeout_ms, int *fd
 			meta);
 }
 
-int pfs_share_ping(const char *path, int timeout_ms, struct pfs_share_meta *meta)
+int pfs_share_ping(const char *path, const char *token, int timeout_ms,
+		   struct pfs_share_meta *meta)
 {
-	int fd, err = exchange(path, PFS_SHARE_OP_PING, NULL, timeout_ms > 0 ? timeout_ms : 5000,
+	int fd, err = exchange(path, PFS_SHARE_OP_PING, token, timeout_ms > 0 ? timeout_ms : 5000,
 			       &fd, meta);
 
 	if (fd >= 0)

@@ -420,7 +420,7 @@ static void on_request(struct pfs_share_server *s, int i)
 		reply(s, c, PFS_SHARE_BAD_REQUEST, "malformed request (op or token length)");
 		goto out_drop;
 	}
-	if (op == PFS_SHARE_OP_PING) {
+	if (op == PFS_SHARE_OP_PING && tl == 0) {
 		reply(s, c, PFS_SHARE_OK, "");
 		goto out_drop;
 	}
@@ -433,7 +433,7 @@ static void on_request(struct pfs_share_server *s, int i)
 		reply(s, c, PFS_SHARE_BAD_TOKEN, "token rejected (check --blob-token-file against "
 		      "the blob's Secret)");
 	} else {
-		reply(s, c, PFS_SHARE_OK, NULL);
+		reply(s, c, PFS_SHARE_OK, op == PFS_SHARE_OP_PING ? "" : NULL);
 	}
 	memset(tok, 0, sizeof(tok));
 	memset(req, 0, sizeof(req));

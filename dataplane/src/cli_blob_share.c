@@ -47,11 +47,12 @@ static const char serve_usage[] =
 "  --result-file PATH       write the exit JSON there too\n";
 
 static const char ping_usage[] =
-"usage: pfs blob ping --socket PATH [--timeout S]\n"
+"usage: pfs blob ping --socket PATH [--token-file PATH] [--timeout S]\n"
 "\n"
-"Asks a blob holder for its metadata (no token, no fd). Prints one JSON\n"
-"object; exit 0 when the holder answered, 1 when it did not, 5 on timeout.\n"
-"Fit for an exec readiness probe.\n";
+"Asks a blob holder for its metadata (never an fd). With --token-file the\n"
+"holder must also accept that token. Prints one JSON object; exit 0 when\n"
+"the holder answered (and took the token), 1 when not, 5 on timeout.\n"
+"Fit for an exec readiness probe (default timeout 2 s).\n";
 
 static double now_s(void)
 {
@@ -238,9 +239,10 @@ int pfs_cmd_blob_ping(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "socket", 1, 0, PFS_OPT_LONG }, { "timeout", 1, 0, PFS_OPT_LONG },
-		{ "help", 0, 0, 'h' }, { 0 },
+		{ "token-file", 1, 0, PFS_OPT_LONG }, { "help", 0, 0, 'h' }, { 0 },
 	};
-	const char *path = NULL;
+	const char *path = NULL, *token_file = NULL;
+	char tok[PFS_SHARE_TOKEN_MAX + 1];
 	struct pfs_share_meta m;
 	struct pfs_json j;
 	int c, idx, ms = 2000, err;
@@ -255,6 +257,8 @@ int pfs_cmd_blob_ping(int argc, char **argv)
 			goto usage;
 		if (!strcmp(lo[idx].name, "socket")) {
 			path = optarg;
+		} else if (!strcmp(lo[idx].name, "token-file")) {
+			token_file = optarg;
 		} else if (parse_ms(optarg, &ms)) {
 			fprintf(stderr, "pfs blob ping: invalid --timeout '%s'\n", optarg);
 			return PFS_EXIT_USAGE;
@@ -262,7 +266,17 @@ int pfs_cmd_blob_ping(int argc, char **argv)
 	}
 	if (optind < argc || !path)
 		goto usage;
-	err = pfs_share_ping(path, ms, &m);
+	if (token_file) {
+		int tl = pfs_share_token_read(token_file, tok, sizeof(tok));
+
+		if (tl < 0) {
+			pfs_err("blob ping: --token-file %s: %s", token_file,
+				tl == -EINVAL ? "empty" : strerror(-tl));
+			return PFS_EXIT_ERROR;
+		}
+	}
+	err = pfs_share_ping(path, token_file ? tok : NULL, ms, &m);
+	memset(tok, 0, sizeof(tok));
 	pfs_json_begin(&j);
 	pfs_json_bool(&j, "ok", !err);
 	pfs_json_str(&j, "cmd", "blob-ping", 16);

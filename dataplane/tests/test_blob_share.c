@@ -170,7 +170,7 @@ static pid_t start_holder(const char *tag, const char *dir, const char *name, co
 			tap_diag("holder %s exited: %s", tag, slurp(tag, "err"));
 			return -1;
 		}
-		if (!pfs_share_ping(path, 500, &m))
+		if (!pfs_share_ping(path, NULL, 500, &m))
 			return pid;
 		usleep(10000);
 	}
@@ -397,7 +397,7 @@ static int t_create_serve_consume(void)
 		rc2 = in_child(consume_fn, &c, -1, 30);
 		rc1 = wait_rc(a, 30);
 	}
-	CHECK(!pfs_share_ping(sock, 1000, &m), "ping after consumers");
+	CHECK(!pfs_share_ping(sock, NULL, 1000, &m), "ping after consumers");
 	stop_holder(h);
 	CHECK(rc1 == 0 && rc2 == 0, "consumers exited %d and %d", rc1, rc2);
 	{
@@ -424,6 +424,17 @@ static int t_ping_cli(void)
 		char *args[] = { "blob", "ping", "--socket", sock, NULL };
 
 		rc = wait_rc(spawn("ping", args), 10);
+	}
+	/* The operator's readiness probe form: the holder must take the token. */
+	{
+		char *args[] = { "blob", "ping", "--socket", sock, "--token-file", tokfile, NULL };
+		char *bad[] = { "blob", "ping", "--socket", sock, "--token-file", badtok, NULL };
+		int good_rc = wait_rc(spawn("ping-tok", args), 10);
+		int bad_rc = wait_rc(spawn("ping-badtok", bad), 10);
+
+		CHECK(good_rc == 0, "ping with the token: %d %s", good_rc, slurp("ping-tok", "err"));
+		CHECK(bad_rc == 1 && strstr(slurp("ping-badtok", "json"), "token rejected"),
+		      "ping with a wrong token: %d %s", bad_rc, slurp("ping-badtok", "json"));
 	}
 	snprintf(missing, sizeof(missing), "%s/run/none.sock", tmpdir);
 	{
@@ -470,7 +481,7 @@ static int t_wrong_token(void)
 	      "recv rc %d: %s", rc, slurp("recv-badtoken", "err"));
 	rc = in_child(consume_fn, &good, -1, 30);
 	CHECK(alive(h), "holder died");
-	CHECK(!pfs_share_ping(sock, 1000, &m), "ping");
+	CHECK(!pfs_share_ping(sock, NULL, 1000, &m), "ping");
 	stop_holder(h);
 	CHECK(rc == 0, "good consumer after refusals: %d", rc);
 	CHECK(m.refused == 4 && m.accepted == 1, "refused %" PRIu64 " accepted %" PRIu64,
@@ -555,7 +566,7 @@ static int t_malformed(void)
 		CHECK(r > 0 || r == -1000, "random request %d: %d", i, r);
 	}
 	CHECK(alive(h), "holder died: %s", slurp("serve-malformed", "err"));
-	CHECK(!pfs_share_ping(sock, 1000, &m), "ping after abuse");
+	CHECK(!pfs_share_ping(sock, NULL, 1000, &m), "ping after abuse");
 	tap_diag("after abuse: accepted %" PRIu64 ", refused %" PRIu64, m.accepted, m.refused);
 	stop_holder(h);
 	return TAP_PASS;
@@ -1032,7 +1043,8 @@ static const struct tap_test tests[] = {
 	{ "setup: 4K named blob created by `pfs blob create` (process exits)", t_setup },
 	{ "serve in a child; two consumer processes get identical bytes and fingerprint",
 	  t_create_serve_consume },
-	{ "pfs blob ping: 0 when the holder answers, 1 when none", t_ping_cli },
+	{ "pfs blob ping: 0 when the holder answers (and takes --token-file), 1 when not",
+	  t_ping_cli },
 	{ "wrong token refused with a clear error; holder keeps serving", t_wrong_token },
 	{ "malformed, oversized, fd-carrying and random requests: no crash, clear errors",
 	  t_malformed },

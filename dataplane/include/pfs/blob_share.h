@@ -13,7 +13,9 @@
  *            u32 page_kind u32 flags u64 accepted u64 refused
  *            u32 peer_pid u32 peer_uid u32 peer_gid u32 msg_len  msg[msg_len]
  * op GET with a valid token gets status OK and the blob fd as SCM_RIGHTS;
- * op PING needs no token and gets the metadata but never an fd. Any other
+ * op PING gets the metadata but never an fd; a PING that carries a token
+ * is refused unless the token is valid (an authenticated readiness check),
+ * one without a token is answered regardless. Any other
  * request gets a non-zero status and a human-readable msg, then the holder
  * closes the connection. */
 #ifndef PFS_BLOB_SHARE_H
@@ -97,9 +99,10 @@ struct pfs_share_client_opts {
 int pfs_share_fetch(const char *path, const char *token, int timeout_ms, int *fd,
 		    struct pfs_share_meta *meta);
 
-/* pfs_share_ping - the holder answers (metadata only). 0 or -errno as
- * pfs_share_fetch. */
-int pfs_share_ping(const char *path, int timeout_ms, struct pfs_share_meta *meta);
+/* pfs_share_ping - the holder answers (metadata only); with @token (may be
+ * NULL) it must also accept that token. 0 or -errno as pfs_share_fetch. */
+int pfs_share_ping(const char *path, const char *token, int timeout_ms,
+		   struct pfs_share_meta *meta);
 
 /* pfs_blob__from_socket - receive the holder's blob fd, map it MAP_SHARED
  * (read-only when the holder shares it read-only), check the size and the
