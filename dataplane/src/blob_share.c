@@ -30,9 +30,6 @@
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
 #endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 
 const char *pfs_share_status_str(enum pfs_share_status s)
 {
@@ -272,10 +269,11 @@ struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 		return NULL;
 	}
 	/* Map the holder's pages now (nothing is allocated: they exist) so the
-	 * first pass of a transfer does not pay the page-table faults. */
-	if (!o.no_prefault &&
-	    madvise(pfs_blob__data(b), m.size,
-		    m.flags & PFS_SHARE_F_READ_ONLY ? MADV_POPULATE_READ : MADV_POPULATE_WRITE))
+	 * first pass of a transfer does not pay the page-table faults. READ,
+	 * not WRITE: read faults on a shared tmpfs mapping map 16 pages each
+	 * (fault-around) and still yield writable entries (no dirty tracking
+	 * on shmem or hugetlbfs). */
+	if (!o.no_prefault && madvise(pfs_blob__data(b), m.size, MADV_POPULATE_READ))
 		pfs_debug("blob from %s: populate: %s (pages fault in on first use)", path,
 			  strerror(errno));
 	if (!o.no_verify) {

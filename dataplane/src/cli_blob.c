@@ -16,7 +16,8 @@ static const char blob_usage[] =
 "       pfs blob info --name NAME [--dir DIR] [--result-file PATH]\n"
 "       pfs blob rm --name NAME [--dir DIR]\n"
 "       pfs blob serve --name NAME [--dir DIR] --socket PATH --token-file PATH ...\n"
-"       pfs blob ping --socket PATH\n"
+"       pfs blob ping --socket PATH [--token-file PATH]\n"
+"       pfs blob attach --socket PATH --token-file PATH\n"
 "\n"
 "create  maps, prefaults and fills a blob and prints its page kind, setup\n"
 "        timings and fingerprint. With --name the blob is a file that stays\n"
@@ -26,6 +27,7 @@ static const char blob_usage[] =
 "rm      deletes a named blob.\n"
 "serve   holds a named blob and hands its fd to consumers (pfs blob serve -h).\n"
 "ping    asks a holder whether it serves (readiness probe).\n"
+"attach  takes the blob from a holder as a consumer would; prints timings.\n"
 "\n" PFS_CLI_BLOB_HELP
 "  --name NAME, --dir DIR   the named blob to create/inspect/delete\n"
 "  --replace                create: remove an existing blob of that name first\n"
@@ -66,6 +68,8 @@ int pfs_cmd_blob(int argc, char **argv)
 		return pfs_cmd_blob_serve(argc - 1, argv + 1);
 	if (!strcmp(verb, "ping"))
 		return pfs_cmd_blob_ping(argc - 1, argv + 1);
+	if (!strcmp(verb, "attach"))
+		return pfs_cmd_blob_attach(argc - 1, argv + 1);
 	if (strcmp(verb, "create") && strcmp(verb, "info") && strcmp(verb, "rm")) {
 		fprintf(stderr, "pfs blob: unknown or missing verb '%s'\n\n%s", verb, blob_usage);
 		return PFS_EXIT_USAGE;

@@ -54,6 +54,15 @@ static const char ping_usage[] =
 "the holder answered (and took the token), 1 when not, 5 on timeout.\n"
 "Fit for an exec readiness probe (default timeout 2 s).\n";
 
+static const char attach_usage[] =
+"usage: pfs blob attach --socket PATH --token-file PATH [--no-verify] [--timeout S]\n"
+"                       [--result-file PATH]\n"
+"\n"
+"Takes the blob from a holder exactly as a consumer does (fd, mmap, size and\n"
+"fingerprint check) and prints what it got, how long attaching took and\n"
+"the node's HugePages_Free before and after (from /proc/meminfo; other\n"
+"processes on the node move it too). Exit 0 when attached.\n";
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -296,6 +305,102 @@ int pfs_cmd_blob_ping(int argc, char **argv)
 	return !err ? PFS_EXIT_OK : err == -ETIMEDOUT ? PFS_EXIT_TIMEOUT : PFS_EXIT_ERROR;
 usage:
 	fprintf(stderr, "%s", ping_usage);
+	return PFS_EXIT_USAGE;
+}
+
+static long hugepages_free(void)
+{
+	char line[128];
+	long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "HugePages_Free:", 15))
+			v = strtol(line + 15, NULL, 10);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+int pfs_cmd_blob_attach(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "socket", 1, 0, PFS_OPT_LONG }, { "token-file", 1, 0, PFS_OPT_LONG },
+		{ "timeout", 1, 0, PFS_OPT_LONG }, { "no-verify", 0, 0, PFS_OPT_LONG },
+		{ "result-file", 1, 0, PFS_OPT_LONG }, { "help", 0, 0, 'h' }, { 0 },
+	};
+	struct pfs_share_meta m = { 0 };
+	struct pfs_share_client_opts o = { .sz = sizeof(o), .timeout_ms = 5000, .meta = &m };
+	const char *path = NULL, *token_file = NULL, *result_file = NULL;
+	char tok[PFS_SHARE_TOKEN_MAX + 1];
+	struct pfs_blob *b;
+	struct pfs_json j;
+	double attach_s = 0;
+	long hp0, hp1;
+	int c, idx, tl, err = 0;
+
+	o.attach_s = &attach_s;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
+		const char *n = lo[idx].name;
+
+		if (c == 'h') {
+			fputs(attach_usage, stdout);
+			return PFS_EXIT_OK;
+		}
+		if (c != PFS_OPT_LONG)
+			goto usage;
+		if (!strcmp(n, "socket")) {
+			path = optarg;
+		} else if (!strcmp(n, "token-file")) {
+			token_file = optarg;
+		} else if (!strcmp(n, "result-file")) {
+			result_file = optarg;
+		} else if (!strcmp(n, "no-verify")) {
+			o.no_verify = true;
+		} else if (parse_ms(optarg, &o.timeout_ms)) {
+			fprintf(stderr, "pfs blob attach: invalid --timeout '%s'\n", optarg);
+			return PFS_EXIT_USAGE;
+		}
+	}
+	if (optind < argc || !path || !token_file)
+		goto usage;
+	tl = pfs_share_token_read(token_file, tok, sizeof(tok));
+	if (tl < 0) {
+		pfs_err("blob attach: --token-file %s: %s", token_file,
+			tl == -EINVAL ? "empty" : strerror(-tl));
+		return PFS_EXIT_ERROR;
+	}
+	hp0 = hugepages_free();
+	b = pfs_blob__from_socket(path, tok, &o);
+	if (!b)
+		err = -errno;
+	hp1 = hugepages_free();
+	memset(tok, 0, sizeof(tok));
+	pfs_json_begin(&j);
+	pfs_json_bool(&j, "ok", b != NULL);
+	pfs_json_str(&j, "cmd", "blob-attach", 16);
+	pfs_json_str(&j, "socket", path, 120);
+	if (b) {
+		pfs_json_u64(&j, "size", pfs_blob__size(b));
+		pfs_json_str(&j, "page", pfs_page_kind_str(m.page), 8);
+		pfs_json_hex(&j, "fingerprint", m.fingerprint, 16);
+		pfs_json_bool(&j, "verified", !o.no_verify);
+		pfs_json_bool(&j, "read_only", m.flags & PFS_SHARE_F_READ_ONLY);
+		pfs_json_num(&j, "attach_s", attach_s, 4);
+		pfs_json_u64(&j, "holder_accepted", m.accepted);
+	}
+	if (hp0 >= 0 && hp1 >= 0) {
+		pfs_json_u64(&j, "hugepages_free_before", (uint64_t)hp0);
+		pfs_json_u64(&j, "hugepages_free_after", (uint64_t)hp1);
+	}
+	pfs_json_str(&j, "error", b ? NULL : m.msg[0] ? m.msg : strerror(-err), 200);
+	if (pfs_result_emit(pfs_json_end(&j), result_file))
+		pfs_err("cannot write the result to %s: %s", result_file, strerror(errno));
+	pfs_blob__close(b);
+	return b ? PFS_EXIT_OK : err == -ETIMEDOUT ? PFS_EXIT_TIMEOUT : PFS_EXIT_ERROR;
+usage:
+	fprintf(stderr, "%s", attach_usage);
 	return PFS_EXIT_USAGE;
 }
 

@@ -9,10 +9,11 @@
 
 #include "pfs/blob.h"
 
-/* `pfs blob serve ...` / `pfs blob ping ...`; argv[0] is the verb. Exit
+/* `pfs blob serve|ping|attach ...`; argv[0] is the verb. Exit
  * codes as enum pfs_exit (pfs/cli.h). */
 int pfs_cmd_blob_serve(int argc, char **argv);
 int pfs_cmd_blob_ping(int argc, char **argv);
+int pfs_cmd_blob_attach(int argc, char **argv);
 
 /* Consumer options; zero-initialise. */
 struct pfs_cli_share {
