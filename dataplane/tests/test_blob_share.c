@@ -876,6 +876,53 @@ out_release:
 	return ret;
 }
 
+/* create on a hugetlbfs dir too small for the blob falls back (with the
+ * reason in its JSON) to /dev/shm; serve still finds and serves it. */
+static int t_fallback_found(void)
+{
+	char hp[128], name[48], fsock[160], path[128];
+	struct consume c = { fsock, TOKEN, false, -1 };
+	int rc = -1, ret = TAP_FAIL;
+	const char *j;
+	pid_t h;
+
+	NEED_SETUP();
+	if (geteuid())
+		return tap_skip("needs root to mount hugetlbfs");
+	snprintf(hp, sizeof(hp), "%s/hp-small", tmpdir);
+	snprintf(name, sizeof(name), "pfs-fallback-%d", getpid());
+	snprintf(fsock, sizeof(fsock), "%s/run/ns3/fb.sock", tmpdir);
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	mkdir(hp, 0755);
+	if (mount("none", hp, "hugetlbfs", 0, "pagesize=2M,size=2M"))
+		return tap_skip("cannot mount hugetlbfs: %s", strerror(errno));
+	{
+		char *args[] = { "blob", "create", "--dir", hp, "--name", name, "--size", "16M",
+				 "--page", "2M", "--fill", "seed", "--seed", "9", NULL };
+
+		rc = wait_rc(spawn("create-fb", args), 60);
+	}
+	j = slurp("create-fb", "json");
+	if (rc || !strstr(j, "\"fallback_reason\":\"hugetlb 2M") || !strstr(j, path)) {
+		tap_diag("create rc %d: %s", rc, j);
+		goto out;
+	}
+	h = start_holder("serve-fb", hp, name, fsock, NULL);
+	if (h < 0)
+		goto out;
+	rc = in_child(consume_fn, &c, -1, 30);
+	stop_holder(h);
+	if (rc || !strstr(slurp("serve-fb", "err"), "fell back")) {
+		tap_diag("consumer rc %d; holder log: %s", rc, slurp("serve-fb", "err"));
+		goto out;
+	}
+	ret = TAP_PASS;
+out:
+	unlink(path);
+	umount(hp);
+	return ret;
+}
+
 /* ---- socket lifecycle ---- */
 
 static int t_stale_socket(void)
@@ -1055,6 +1102,8 @@ static const struct tap_test tests[] = {
 	{ "--read-only holder: consumer mapping is read-only", t_read_only },
 	{ "2 MiB hugepages: blob persists after create exits, consumer maps without new pages",
 	  t_hugepages_not_double_counted },
+	{ "create falls back from a full hugetlbfs dir to /dev/shm; serve finds it",
+	  t_fallback_found },
 	{ "stale socket replaced; live holder and regular file left alone", t_stale_socket },
 	{ "SIGTERM/SIGINT: exit 0, socket and ready file removed", t_sigterm },
 	{ "pfs send/recv offset mode with both blobs from the holder", t_send_recv_offset },
