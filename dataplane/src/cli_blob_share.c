@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,7 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	struct pfs_json j;
 	uint64_t fp, acc = 0, ref = 0;
 	double t0, fp_s;
+	sigset_t sigs;
 	int c, idx, err, rc = PFS_EXIT_OK;
 
 	optind = 0;
@@ -205,6 +207,13 @@ bad:
 		goto usage;
 	}
 
+	/* Block SIGTERM/SIGINT from here on: one that arrives during the
+	 * fingerprint pass stays pending for the server's signalfd instead of
+	 * being dropped (PID 1 of a container has no default action). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	blob = open_named(dir, name);
 	if (!blob)
 		return PFS_EXIT_ERROR;
