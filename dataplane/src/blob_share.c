@@ -34,14 +34,22 @@
 const char *pfs_share_status_str(enum pfs_share_status s)
 {
 	switch (s) {
-	case PFS_SHARE_OK: return "ok";
-	case PFS_SHARE_BAD_REQUEST: return "bad request";
-	case PFS_SHARE_BAD_VERSION: return "unsupported protocol version";
-	case PFS_SHARE_BAD_TOKEN: return "token rejected";
-	case PFS_SHARE_UID_DENIED: return "uid not allowed";
-	case PFS_SHARE_BUSY: return "holder busy";
-	case PFS_SHARE_TIMEOUT: return "timed out";
-	case PFS_SHARE_INTERNAL: return "holder error";
+	case PFS_SHARE_OK:
+		return "ok";
+	case PFS_SHARE_BAD_REQUEST:
+		return "bad request";
+	case PFS_SHARE_BAD_VERSION:
+		return "unsupported protocol version";
+	case PFS_SHARE_BAD_TOKEN:
+		return "token rejected";
+	case PFS_SHARE_UID_DENIED:
+		return "uid not allowed";
+	case PFS_SHARE_BUSY:
+		return "holder busy";
+	case PFS_SHARE_TIMEOUT:
+		return "timed out";
+	case PFS_SHARE_INTERNAL:
+		return "holder error";
 	}
 	return "unknown status";
 }
@@ -108,12 +116,17 @@ static double now_s(void)
 static int status_errno(enum pfs_share_status s)
 {
 	switch (s) {
-	case PFS_SHARE_OK: return 0;
+	case PFS_SHARE_OK:
+		return 0;
 	case PFS_SHARE_BAD_TOKEN:
-	case PFS_SHARE_UID_DENIED: return -EACCES;
-	case PFS_SHARE_BUSY: return -EBUSY;
-	case PFS_SHARE_TIMEOUT: return -ETIMEDOUT;
-	default: return -EPROTO;
+	case PFS_SHARE_UID_DENIED:
+		return -EACCES;
+	case PFS_SHARE_BUSY:
+		return -EBUSY;
+	case PFS_SHARE_TIMEOUT:
+		return -ETIMEDOUT;
+	default:
+		return -EPROTO;
 	}
 }
 
@@ -129,7 +142,9 @@ static int exchange(const char *path, enum pfs_share_op op, const char *token, i
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 	} cm;
 	struct iovec iov = { rep, sizeof(rep) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cm.buf,
 			     .msg_controllen = sizeof(cm.buf) };
 	size_t tl = token ? strlen(token) : 0, rl;
 	ssize_t n;
@@ -187,8 +202,9 @@ static int exchange(const char *path, enum pfs_share_op op, const char *token, i
 				close(f);
 		}
 	}
-	err = n == 0 ? -ECONNRESET : (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -EPROTO :
-	      share_reply_decode(rep, n, meta);
+	err = n == 0					? -ECONNRESET :
+	      (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -EPROTO :
+							  share_reply_decode(rep, n, meta);
 	if (!err)
 		err = status_errno(meta->status);
 	if (!err && meta->version != PFS_SHARE_VERSION)
@@ -211,14 +227,13 @@ int pfs_share_fetch(const char *path, const char *token, int timeout_ms, int *fd
 			meta);
 }
 
-int pfs_share_ping(const char *path, const char *token, int timeout_ms,
-		   struct pfs_share_meta *meta)
+int pfs_share_ping(const char *path, const char *token, int timeout_ms, struct pfs_share_meta *meta)
 {
 	int fd, err = exchange(path, PFS_SHARE_OP_PING, token, timeout_ms > 0 ? timeout_ms : 5000,
 			       &fd, meta);
 
 	if (fd >= 0)
-		close(fd);	/* a ping never takes an fd, even from a confused holder */
+		close(fd); /* a ping never takes an fd, even from a confused holder */
 	return err;
 }
 
@@ -246,8 +261,9 @@ struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 			pfs_err("blob holder %s refused: %s (%s)", path, m.msg,
 				pfs_share_status_str(m.status));
 		else if (err == -EACCES)
-			pfs_err("blob holder %s: permission denied: the socket's mode/group does not "
-				"admit uid %u gid %u", path, getuid(), getgid());
+			pfs_err("blob holder %s: permission denied: the socket's mode/group "
+				"does not admit uid %u gid %u",
+				path, getuid(), getgid());
 		else
 			pfs_err("blob holder %s: %s", path, strerror(-err));
 		errno = -err;
@@ -264,7 +280,8 @@ struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 	err = errno;
 	close(fd);
 	if (!b) {
-		pfs_err("blob from %s: cannot map %" PRIu64 " bytes: %s", path, m.size, strerror(err));
+		pfs_err("blob from %s: cannot map %" PRIu64 " bytes: %s", path, m.size,
+			strerror(err));
 		errno = err;
 		return NULL;
 	}
@@ -280,9 +297,10 @@ struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 		uint64_t fp = pfs_blob__fingerprint(b);
 
 		if (fp != m.fingerprint) {
-			pfs_err("blob from %s: fingerprint 0x%016" PRIx64 " differs from the holder's "
-				"0x%016" PRIx64 " (modified since the holder started?)", path, fp,
-				m.fingerprint);
+			pfs_err("blob from %s: fingerprint 0x%016" PRIx64
+				" differs from the holder's "
+				"0x%016" PRIx64 " (modified since the holder started?)",
+				path, fp, m.fingerprint);
 			pfs_blob__close(b);
 			errno = EIO;
 			return NULL;

@@ -46,7 +46,7 @@ struct pfs_share_server {
 	char *sock_path, *token_file, *ready_file;
 	uid_t *allow;
 	int lfd;
-	dev_t sock_dev;		/* to unlink only the socket we bound */
+	dev_t sock_dev; /* to unlink only the socket we bound */
 	ino_t sock_ino;
 	int share_fd;
 	uint64_t size, fp;
@@ -148,8 +148,7 @@ static int bind_socket(struct pfs_share_server *s)
 			strerror(errno));
 		goto out_unlink;
 	}
-	if (chmod(s->sock_path, s->o.socket_mode) || stat(s->sock_path, &st) ||
-	    listen(fd, 64)) {
+	if (chmod(s->sock_path, s->o.socket_mode) || stat(s->sock_path, &st) || listen(fd, 64)) {
 		err = -errno;
 		pfs_err("blob serve: %s: %s", s->sock_path, strerror(errno));
 		goto out_unlink;
@@ -176,8 +175,10 @@ struct pfs_share_server *pfs_share_server__new(const struct pfs_blob *blob, uint
 
 	if (!blob || !opts || opts->sz < offsetof(struct pfs_share_server_opts, ready_file) ||
 	    !opts->socket_path || !opts->token_file || pfs_blob__fd(blob) < 0) {
-		pfs_err("blob serve: invalid options%s", blob && pfs_blob__fd(blob) < 0 ?
-			" (an anonymous blob has no fd to share: use a named blob)" : "");
+		pfs_err("blob serve: invalid options%s",
+			blob && pfs_blob__fd(blob) < 0 ?
+				" (an anonymous blob has no fd to share: use a named blob)" :
+				"");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -228,7 +229,7 @@ struct pfs_share_server *pfs_share_server__new(const struct pfs_blob *blob, uint
 	 * its holder can only map it PROT_READ. */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfs_blob__fd(blob));
 	s->share_fd = s->o.read_only ? open(proc, O_RDONLY | O_CLOEXEC) :
-		      fcntl(pfs_blob__fd(blob), F_DUPFD_CLOEXEC, 3);
+				       fcntl(pfs_blob__fd(blob), F_DUPFD_CLOEXEC, 3);
 	if (s->share_fd < 0) {
 		err = -errno;
 		pfs_err("blob serve: cannot %s the blob fd: %s",
@@ -250,9 +251,9 @@ struct pfs_share_server *pfs_share_server__new(const struct pfs_blob *blob, uint
 			close(rf);
 	}
 	pfs_info("blob serve: listening on %s (mode %04o%s%s), %" PRIu64 " bytes on %s, "
-		 "fingerprint 0x%016" PRIx64 "%s", s->sock_path, s->o.socket_mode,
-		 s->allow ? ", uid allow-list" : "", s->o.read_only ? ", read-only" : "", s->size,
-		 pfs_page_kind_str(s->page), s->fp, "");
+		 "fingerprint 0x%016" PRIx64,
+		 s->sock_path, s->o.socket_mode, s->allow ? ", uid allow-list" : "",
+		 s->o.read_only ? ", read-only" : "", s->size, pfs_page_kind_str(s->page), s->fp);
 	return s;
 
 out_free:
@@ -268,9 +269,15 @@ static void reply(struct pfs_share_server *s, struct client *c, enum pfs_share_s
 		  const char *msg)
 {
 	struct pfs_share_meta m = {
-		.version = PFS_SHARE_VERSION, .status = st, .size = s->size, .fingerprint = s->fp,
-		.page = s->page, .flags = s->o.read_only ? PFS_SHARE_F_READ_ONLY : 0,
-		.peer_pid = (uint32_t)c->cred.pid, .peer_uid = c->cred.uid, .peer_gid = c->cred.gid,
+		.version = PFS_SHARE_VERSION,
+		.status = st,
+		.size = s->size,
+		.fingerprint = s->fp,
+		.page = s->page,
+		.flags = s->o.read_only ? PFS_SHARE_F_READ_ONLY : 0,
+		.peer_pid = (uint32_t)c->cred.pid,
+		.peer_uid = c->cred.uid,
+		.peer_gid = c->cred.gid,
 	};
 	uint8_t buf[SHARE_REPLY_MAX];
 	union {
@@ -309,12 +316,12 @@ static void reply(struct pfs_share_server *s, struct client *c, enum pfs_share_s
 			 strerror(errno));
 	if (give)
 		pfs_info("blob serve: gave the blob fd to pid=%d uid=%u gid=%u (accepted %" PRIu64
-			 ", refused %" PRIu64 ")", c->cred.pid, c->cred.uid, c->cred.gid,
-			 s->accepted, s->refused);
+			 ", refused %" PRIu64 ")",
+			 c->cred.pid, c->cred.uid, c->cred.gid, s->accepted, s->refused);
 	else if (st != PFS_SHARE_OK)
 		pfs_warn("blob serve: refused pid=%d uid=%u gid=%u: %s (accepted %" PRIu64
-			 ", refused %" PRIu64 ")", c->cred.pid, c->cred.uid, c->cred.gid, m.msg,
-			 s->accepted, s->refused);
+			 ", refused %" PRIu64 ")",
+			 c->cred.pid, c->cred.uid, c->cred.gid, m.msg, s->accepted, s->refused);
 	else
 		pfs_debug("blob serve: ping from pid=%d uid=%u", c->cred.pid, c->cred.uid);
 }
@@ -355,8 +362,8 @@ static void on_accept(struct pfs_share_server *s)
 			close(c.fd);
 			continue;
 		}
-		pfs_debug("blob serve: connection from pid=%d uid=%u gid=%u", c.cred.pid, c.cred.uid,
-			  c.cred.gid);
+		pfs_debug("blob serve: connection from pid=%d uid=%u gid=%u", c.cred.pid,
+			  c.cred.uid, c.cred.gid);
 		if (!uid_allowed(s, c.cred.uid)) {
 			snprintf(msg, sizeof(msg), "uid %u is not in the holder's --allow-uid list",
 				 c.cred.uid);
@@ -403,7 +410,8 @@ static void on_request(struct pfs_share_server *s, int i)
 		goto out_drop;
 	}
 	if (n < PFS_SHARE_REQ_HDR || memcmp(req, SHARE_REQ_MAGIC, 4)) {
-		reply(s, c, PFS_SHARE_BAD_REQUEST, "malformed request (not a PacketFS blob request)");
+		reply(s, c, PFS_SHARE_BAD_REQUEST,
+		      "malformed request (not a PacketFS blob request)");
 		goto out_drop;
 	}
 	ver = get16(req + 4);
@@ -430,7 +438,8 @@ static void on_request(struct pfs_share_server *s, int i)
 		pfs_err("blob serve: token file %s: %s", s->token_file, strerror(-ftl));
 		reply(s, c, PFS_SHARE_INTERNAL, "holder cannot read its token file");
 	} else if (!pfs_share_token_equal((const char *)req + PFS_SHARE_REQ_HDR, tl, tok, ftl)) {
-		reply(s, c, PFS_SHARE_BAD_TOKEN, "token rejected (check --blob-token-file against "
+		reply(s, c, PFS_SHARE_BAD_TOKEN,
+		      "token rejected (check --blob-token-file against "
 		      "the blob's Secret)");
 	} else {
 		reply(s, c, PFS_SHARE_OK, op == PFS_SHARE_OP_PING ? "" : NULL);
@@ -498,8 +507,8 @@ int pfs_share_server__run(struct pfs_share_server *s)
 
 			if (read(sfd, &si, sizeof(si)) == sizeof(si))
 				pfs_info("blob serve: signal %u, shutting down (accepted %" PRIu64
-					 ", refused %" PRIu64 ")", si.ssi_signo, s->accepted,
-					 s->refused);
+					 ", refused %" PRIu64 ")",
+					 si.ssi_signo, s->accepted, s->refused);
 			stop = true;
 			continue;
 		}

@@ -24,45 +24,45 @@
 #define MAX_ALLOW_UIDS 64
 
 static const char serve_usage[] =
-"usage: pfs blob serve --name NAME [--dir DIR] --socket PATH --token-file PATH [options]\n"
-"\n"
-"Holds a named blob made by `pfs blob create` and hands its file descriptor\n"
-"to local consumers over a Unix socket (SCM_RIGHTS), so they map the same\n"
-"pages without setting them up again. Opens the blob without prefault or\n"
-"fill; computes its fingerprint once. Each client is identified with\n"
-"SO_PEERCRED (logged) and must send the token; the socket file is replaced\n"
-"if a previous holder died, removed on SIGTERM/SIGINT (exit 0).\n"
-"\n"
-"  --name NAME, --dir DIR   the blob (dir default: search /dev/hugepages,\n"
-"                           /dev/hugepages1G, /dev/shm; /dev/shm is also\n"
-"                           tried when create fell back from hugetlbfs)\n"
-"  --socket PATH            Unix socket to listen on (parent dirs created)\n"
-"  --token-file PATH        the token clients must present (re-read per client)\n"
-"  --allow-uid LIST         only these peer uids, comma-separated (default any)\n"
-"  --socket-mode OCTAL      socket file mode (default 0660)\n"
-"  --socket-group GID       socket file group (default the holder's)\n"
-"  --read-only              hand out a read-only fd (consumers map PROT_READ)\n"
-"  --client-timeout S       drop a client that sends nothing this long (default 5)\n"
-"  --max-clients N          connections in progress at once (default 64)\n"
-"  --ready-file PATH        created once listening, removed on exit\n"
-"  --result-file PATH       write the exit JSON there too\n";
+	"usage: pfs blob serve --name NAME [--dir DIR] --socket PATH --token-file PATH [options]\n"
+	"\n"
+	"Holds a named blob made by `pfs blob create` and hands its file descriptor\n"
+	"to local consumers over a Unix socket (SCM_RIGHTS), so they map the same\n"
+	"pages without setting them up again. Opens the blob without prefault or\n"
+	"fill; computes its fingerprint once. Each client is identified with\n"
+	"SO_PEERCRED (logged) and must send the token; the socket file is replaced\n"
+	"if a previous holder died, removed on SIGTERM/SIGINT (exit 0).\n"
+	"\n"
+	"  --name NAME, --dir DIR   the blob (dir default: search /dev/hugepages,\n"
+	"                           /dev/hugepages1G, /dev/shm; /dev/shm is also\n"
+	"                           tried when create fell back from hugetlbfs)\n"
+	"  --socket PATH            Unix socket to listen on (parent dirs created)\n"
+	"  --token-file PATH        the token clients must present (re-read per client)\n"
+	"  --allow-uid LIST         only these peer uids, comma-separated (default any)\n"
+	"  --socket-mode OCTAL      socket file mode (default 0660)\n"
+	"  --socket-group GID       socket file group (default the holder's)\n"
+	"  --read-only              hand out a read-only fd (consumers map PROT_READ)\n"
+	"  --client-timeout S       drop a client that sends nothing this long (default 5)\n"
+	"  --max-clients N          connections in progress at once (default 64)\n"
+	"  --ready-file PATH        created once listening, removed on exit\n"
+	"  --result-file PATH       write the exit JSON there too\n";
 
 static const char ping_usage[] =
-"usage: pfs blob ping --socket PATH [--token-file PATH] [--timeout S]\n"
-"\n"
-"Asks a blob holder for its metadata (never an fd). With --token-file the\n"
-"holder must also accept that token. Prints one JSON object; exit 0 when\n"
-"the holder answered (and took the token), 1 when not, 5 on timeout.\n"
-"Fit for an exec readiness probe (default timeout 2 s).\n";
+	"usage: pfs blob ping --socket PATH [--token-file PATH] [--timeout S]\n"
+	"\n"
+	"Asks a blob holder for its metadata (never an fd). With --token-file the\n"
+	"holder must also accept that token. Prints one JSON object; exit 0 when\n"
+	"the holder answered (and took the token), 1 when not, 5 on timeout.\n"
+	"Fit for an exec readiness probe (default timeout 2 s).\n";
 
 static const char attach_usage[] =
-"usage: pfs blob attach --socket PATH --token-file PATH [--no-verify] [--timeout S]\n"
-"                       [--result-file PATH]\n"
-"\n"
-"Takes the blob from a holder exactly as a consumer does (fd, mmap, size and\n"
-"fingerprint check) and prints what it got, how long attaching took and\n"
-"the node's HugePages_Free before and after (from /proc/meminfo; other\n"
-"processes on the node move it too). Exit 0 when attached.\n";
+	"usage: pfs blob attach --socket PATH --token-file PATH [--no-verify] [--timeout S]\n"
+	"                       [--result-file PATH]\n"
+	"\n"
+	"Takes the blob from a holder exactly as a consumer does (fd, mmap, size and\n"
+	"fingerprint check) and prints what it got, how long attaching took and\n"
+	"the node's HugePages_Free before and after (from /proc/meminfo; other\n"
+	"processes on the node move it too). Exit 0 when attached.\n";
 
 static double now_s(void)
 {
@@ -112,7 +112,8 @@ static struct pfs_blob *open_named(const char *dir, const char *name)
 		b = pfs_blob__open("/dev/shm", name);
 		if (b) {
 			pfs_warn("blob serve: '%s' is not in %s; serving /dev/shm/%s (create fell "
-				 "back from hugepages)", name, dir, name);
+				 "back from hugepages)",
+				 name, dir, name);
 			return b;
 		}
 	}
@@ -126,13 +127,20 @@ static struct pfs_blob *open_named(const char *dir, const char *name)
 int pfs_cmd_blob_serve(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "name", 1, 0, PFS_OPT_LONG }, { "dir", 1, 0, PFS_OPT_LONG },
-		{ "socket", 1, 0, PFS_OPT_LONG }, { "token-file", 1, 0, PFS_OPT_LONG },
-		{ "allow-uid", 1, 0, PFS_OPT_LONG }, { "socket-mode", 1, 0, PFS_OPT_LONG },
-		{ "socket-group", 1, 0, PFS_OPT_LONG }, { "read-only", 0, 0, PFS_OPT_LONG },
-		{ "client-timeout", 1, 0, PFS_OPT_LONG }, { "max-clients", 1, 0, PFS_OPT_LONG },
-		{ "ready-file", 1, 0, PFS_OPT_LONG }, { "result-file", 1, 0, PFS_OPT_LONG },
-		{ "help", 0, 0, 'h' }, { 0 },
+		{ "name", 1, 0, PFS_OPT_LONG },
+		{ "dir", 1, 0, PFS_OPT_LONG },
+		{ "socket", 1, 0, PFS_OPT_LONG },
+		{ "token-file", 1, 0, PFS_OPT_LONG },
+		{ "allow-uid", 1, 0, PFS_OPT_LONG },
+		{ "socket-mode", 1, 0, PFS_OPT_LONG },
+		{ "socket-group", 1, 0, PFS_OPT_LONG },
+		{ "read-only", 0, 0, PFS_OPT_LONG },
+		{ "client-timeout", 1, 0, PFS_OPT_LONG },
+		{ "max-clients", 1, 0, PFS_OPT_LONG },
+		{ "ready-file", 1, 0, PFS_OPT_LONG },
+		{ "result-file", 1, 0, PFS_OPT_LONG },
+		{ "help", 0, 0, 'h' },
+		{ 0 },
 	};
 	struct pfs_share_server_opts so = { .sz = sizeof(so), .socket_gid = (gid_t)-1 };
 	const char *name = NULL, *dir = NULL, *result_file = NULL;
@@ -223,7 +231,8 @@ bad:
 	fp = pfs_blob__fingerprint(blob);
 	fp_s = now_s() - t0;
 	pfs_info("blob serve: opened %s: %" PRIu64 " bytes on %s, fingerprint 0x%016" PRIx64
-		 " (%.3f s)", pfs_blob__path(blob), pfs_blob__size(blob),
+		 " (%.3f s)",
+		 pfs_blob__path(blob), pfs_blob__size(blob),
 		 pfs_page_kind_str(pfs_blob__page_kind(blob)), fp, fp_s);
 	srv = pfs_share_server__new(blob, fp, &so);
 	if (!srv) {
@@ -256,8 +265,11 @@ usage:
 int pfs_cmd_blob_ping(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "socket", 1, 0, PFS_OPT_LONG }, { "timeout", 1, 0, PFS_OPT_LONG },
-		{ "token-file", 1, 0, PFS_OPT_LONG }, { "help", 0, 0, 'h' }, { 0 },
+		{ "socket", 1, 0, PFS_OPT_LONG },
+		{ "timeout", 1, 0, PFS_OPT_LONG },
+		{ "token-file", 1, 0, PFS_OPT_LONG },
+		{ "help", 0, 0, 'h' },
+		{ 0 },
 	};
 	const char *path = NULL, *token_file = NULL;
 	char tok[PFS_SHARE_TOKEN_MAX + 1];
@@ -334,9 +346,13 @@ static long hugepages_free(void)
 int pfs_cmd_blob_attach(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "socket", 1, 0, PFS_OPT_LONG }, { "token-file", 1, 0, PFS_OPT_LONG },
-		{ "timeout", 1, 0, PFS_OPT_LONG }, { "no-verify", 0, 0, PFS_OPT_LONG },
-		{ "result-file", 1, 0, PFS_OPT_LONG }, { "help", 0, 0, 'h' }, { 0 },
+		{ "socket", 1, 0, PFS_OPT_LONG },
+		{ "token-file", 1, 0, PFS_OPT_LONG },
+		{ "timeout", 1, 0, PFS_OPT_LONG },
+		{ "no-verify", 0, 0, PFS_OPT_LONG },
+		{ "result-file", 1, 0, PFS_OPT_LONG },
+		{ "help", 0, 0, 'h' },
+		{ 0 },
 	};
 	struct pfs_share_meta m = { 0 };
 	struct pfs_share_client_opts o = { .sz = sizeof(o), .timeout_ms = 5000, .meta = &m };

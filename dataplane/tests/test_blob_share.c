@@ -40,11 +40,11 @@
 
 static const char *pfs_bin;
 static char tmpdir[48], shmdir[64], tokfile[96], badtok[96], sock[100];
-static char create_fp[32];	/* fingerprint from create's JSON */
+static char create_fp[32]; /* fingerprint from create's JSON */
 static bool setup_ok;
 static char setup_skip[200] = "setup did not run";
 static int port = 7650;
-static pid_t cur_holder = -1;	/* killed by the next start or at exit */
+static pid_t cur_holder = -1; /* killed by the next start or at exit */
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
@@ -149,8 +149,8 @@ static void json_fp(const char *json, char *out, size_t n)
 static pid_t start_holder(const char *tag, const char *dir, const char *name, const char *path,
 			  char *const extra[])
 {
-	char *args[40] = { "blob", "serve", "--dir", (char *)dir, "--name", (char *)name,
-			   "--socket", (char *)path, "--token-file", tokfile };
+	char *args[40] = { "blob",	 "serve",    "--dir",	   (char *)dir,	   "--name",
+			   (char *)name, "--socket", (char *)path, "--token-file", tokfile };
 	struct pfs_share_meta m;
 	int i = 10;
 	pid_t pid;
@@ -216,7 +216,9 @@ static int raw_request(const char *path, const void *msg, size_t len, struct pfs
 		char buf[CMSG_SPACE(sizeof(int))];
 	} cm;
 	struct iovec iov = { rep, sizeof(rep) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cm.buf,
 			     .msg_controllen = sizeof(cm.buf) };
 	ssize_t n;
 	int s, r;
@@ -237,7 +239,10 @@ static int raw_request(const char *path, const void *msg, size_t len, struct pfs
 		return r;
 	}
 	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	r = n < 0 ? -errno : n == 0 ? -1000 : share_reply_decode(rep, n, m) ? -EPROTO : (int)m->status;
+	r = n < 0			  ? -errno :
+	    n == 0			  ? -1000 :
+	    share_reply_decode(rep, n, m) ? -EPROTO :
+					    (int)m->status;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); n > 0 && c; c = CMSG_NXTHDR(&mh, c)) {
 		int f;
 
@@ -251,7 +256,11 @@ static int raw_request(const char *path, const void *msg, size_t len, struct pfs
 	return r;
 }
 
-#define NEED_SETUP() do { if (!setup_ok) return tap_skip("%s", setup_skip); } while (0)
+#define NEED_SETUP()                                       \
+	do {                                               \
+		if (!setup_ok)                             \
+			return tap_skip("%s", setup_skip); \
+	} while (0)
 
 static void teardown(void)
 {
@@ -291,7 +300,8 @@ static int t_setup(void)
 	snprintf(shmdir, sizeof(shmdir), "/dev/shm/pfs-share-%d", getpid());
 	atexit(teardown);
 	/* 0755: the setuid-nobody consumers must reach the socket dir. */
-	CHECK(!mkdir(tmpdir, 0755) && !chmod(tmpdir, 0755), "mkdir %s: %s", tmpdir, strerror(errno));
+	CHECK(!mkdir(tmpdir, 0755) && !chmod(tmpdir, 0755), "mkdir %s: %s", tmpdir,
+	      strerror(errno));
 	CHECK(!mkdir(shmdir, 0700), "mkdir %s: %s", shmdir, strerror(errno));
 	snprintf(tokfile, sizeof(tokfile), "%s/token", tmpdir);
 	snprintf(badtok, sizeof(badtok), "%s/badtoken", tmpdir);
@@ -301,8 +311,9 @@ static int t_setup(void)
 	snprintf(size, sizeof(size), "%llu", (unsigned long long)BLOB_SIZE);
 	snprintf(seed, sizeof(seed), "%d", BLOB_SEED);
 	{
-		char *args[] = { "blob", "create", "--dir", shmdir, "--name", "b4k", "--size", size,
-				 "--page", "4k", "--fill", "seed", "--seed", seed, NULL };
+		char *args[] = { "blob",   "create", "--dir",  shmdir,	 "--name",
+				 "b4k",	   "--size", size,     "--page", "4k",
+				 "--fill", "seed",   "--seed", seed,	 NULL };
 
 		rc = wait_rc(spawn("create", args), 60);
 	}
@@ -318,8 +329,8 @@ static int t_setup(void)
 
 struct consume {
 	const char *path, *token;
-	bool write_after;	/* write into the mapping afterwards (read-only test) */
-	int pipe_fd;		/* if >= 0: report Shared_Hugetlb then wait for a byte */
+	bool write_after; /* write into the mapping afterwards (read-only test) */
+	int pipe_fd; /* if >= 0: report Shared_Hugetlb then wait for a byte */
 };
 
 static uint64_t smaps_hugetlb_kb(void)
@@ -374,7 +385,7 @@ static int consume_fn(void *arg)
 			return 15;
 	}
 	if (c->write_after)
-		pfs_blob__data(b)[0] ^= 1;	/* SIGSEGV on a read-only mapping */
+		pfs_blob__data(b)[0] ^= 1; /* SIGSEGV on a read-only mapping */
 	pfs_blob__close(b);
 	return 0;
 }
@@ -405,7 +416,8 @@ static int t_create_serve_consume(void)
 		char fp[32];
 
 		snprintf(fp, sizeof(fp), "0x%016" PRIx64, m.fingerprint);
-		CHECK(!strcmp(fp, create_fp), "holder fingerprint %s, create said %s", fp, create_fp);
+		CHECK(!strcmp(fp, create_fp), "holder fingerprint %s, create said %s", fp,
+		      create_fp);
 	}
 	CHECK(m.accepted == 2 && m.size == BLOB_SIZE, "accepted %" PRIu64 " size %" PRIu64,
 	      m.accepted, m.size);
@@ -433,7 +445,8 @@ static int t_ping_cli(void)
 		int good_rc = wait_rc(spawn("ping-tok", args), 10);
 		int bad_rc = wait_rc(spawn("ping-badtok", bad), 10);
 
-		CHECK(good_rc == 0, "ping with the token: %d %s", good_rc, slurp("ping-tok", "err"));
+		CHECK(good_rc == 0, "ping with the token: %d %s", good_rc,
+		      slurp("ping-tok", "err"));
 		CHECK(bad_rc == 1 && strstr(slurp("ping-badtok", "json"), "token rejected"),
 		      "ping with a wrong token: %d %s", bad_rc, slurp("ping-badtok", "json"));
 	}
@@ -464,7 +477,8 @@ static int t_wrong_token(void)
 	CHECK(h > 0, "holder did not start");
 	err = pfs_share_fetch(sock, "not-the-token-0123456789", 2000, &fd, &m);
 	CHECK(err == -EACCES && fd < 0, "wrong token: err %d fd %d", err, fd);
-	CHECK(m.status == PFS_SHARE_BAD_TOKEN && strstr(m.msg, "token rejected"), "msg '%s'", m.msg);
+	CHECK(m.status == PFS_SHARE_BAD_TOKEN && strstr(m.msg, "token rejected"), "msg '%s'",
+	      m.msg);
 	tap_diag("refusal: %s", m.msg);
 	/* A token that is a prefix of the real one, and an empty one. */
 	err = pfs_share_fetch(sock, "t0ken", 2000, &fd, &m);
@@ -473,20 +487,22 @@ static int t_wrong_token(void)
 	CHECK(err == -EACCES, "empty token: %d", err);
 	/* The CLI path: a consumer with the wrong token file fails clearly. */
 	{
-		char *args[] = { "recv", "--listen", "127.0.0.1:1", "--mode", "offset",
-				 "--blob-socket", sock, "--blob-token-file", badtok, NULL };
+		char *args[] = {
+			"recv",		 "--listen", "127.0.0.1:1",	  "--mode", "offset",
+			"--blob-socket", sock,	     "--blob-token-file", badtok,   NULL
+		};
 
 		rc = wait_rc(spawn("recv-badtoken", args), 10);
 	}
-	CHECK(rc == 1 && strstr(slurp("recv-badtoken", "err"), "token rejected"),
-	      "recv rc %d: %s", rc, slurp("recv-badtoken", "err"));
+	CHECK(rc == 1 && strstr(slurp("recv-badtoken", "err"), "token rejected"), "recv rc %d: %s",
+	      rc, slurp("recv-badtoken", "err"));
 	rc = in_child(consume_fn, &good, -1, 30);
 	CHECK(alive(h), "holder died");
 	CHECK(!pfs_share_ping(sock, NULL, 1000, &m), "ping");
 	stop_holder(h);
 	CHECK(rc == 0, "good consumer after refusals: %d", rc);
-	CHECK(m.refused == 4 && m.accepted == 1, "refused %" PRIu64 " accepted %" PRIu64,
-	      m.refused, m.accepted);
+	CHECK(m.refused == 4 && m.accepted == 1, "refused %" PRIu64 " accepted %" PRIu64, m.refused,
+	      m.accepted);
 	CHECK(strstr(slurp("serve-token", "err"), "refused pid="), "holder log lacks refusals");
 	return TAP_PASS;
 }
@@ -505,22 +521,25 @@ static int t_malformed(void)
 	h = start_holder("serve-malformed", shmdir, "b4k", sock, NULL);
 	CHECK(h > 0, "holder did not start");
 	r = raw_request(sock, "garbage garbage garbage", 23, &m, NULL);
-	CHECK(r == PFS_SHARE_BAD_REQUEST && strstr(m.msg, "malformed"), "garbage: %d '%s'", r, m.msg);
+	CHECK(r == PFS_SHARE_BAD_REQUEST && strstr(m.msg, "malformed"), "garbage: %d '%s'", r,
+	      m.msg);
 	memset(big, 'A', sizeof(big));
 	n = share_req_encode(big, 1, PFS_SHARE_OP_GET, NULL, 0);
 	(void)n;
 	r = raw_request(sock, big, sizeof(big), &m, NULL);
-	CHECK(r == PFS_SHARE_BAD_REQUEST && strstr(m.msg, "larger"), "oversized: %d '%s'", r, m.msg);
+	CHECK(r == PFS_SHARE_BAD_REQUEST && strstr(m.msg, "larger"), "oversized: %d '%s'", r,
+	      m.msg);
 	n = share_req_encode(msg, 7, PFS_SHARE_OP_GET, TOKEN, strlen(TOKEN));
 	r = raw_request(sock, msg, n, &m, NULL);
-	CHECK(r == PFS_SHARE_BAD_VERSION && strstr(m.msg, "version 7"), "version: %d '%s'", r, m.msg);
+	CHECK(r == PFS_SHARE_BAD_VERSION && strstr(m.msg, "version 7"), "version: %d '%s'", r,
+	      m.msg);
 	n = share_req_encode(msg, 1, PFS_SHARE_OP_GET, TOKEN, strlen(TOKEN));
-	r = raw_request(sock, msg, n - 3, &m, NULL);	/* token_len says more than sent */
+	r = raw_request(sock, msg, n - 3, &m, NULL); /* token_len says more than sent */
 	CHECK(r == PFS_SHARE_BAD_REQUEST, "short token: %d", r);
 	n = share_req_encode(msg, 1, (enum pfs_share_op)9, TOKEN, strlen(TOKEN));
 	r = raw_request(sock, msg, n, &m, NULL);
 	CHECK(r == PFS_SHARE_BAD_REQUEST, "bad op: %d", r);
-	r = raw_request(sock, msg, 5, &m, NULL);	/* shorter than the header */
+	r = raw_request(sock, msg, 5, &m, NULL); /* shorter than the header */
 	CHECK(r == PFS_SHARE_BAD_REQUEST, "short header: %d", r);
 	/* Connect and close without a word. */
 	r = raw_request(sock, NULL, 0, &m, NULL);
@@ -529,9 +548,14 @@ static int t_malformed(void)
 	 * ignore the fd (the kernel drops it) and still answer. */
 	{
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } cm = { 0 };
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} cm = { 0 };
 		struct iovec iov = { msg, 0 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+		struct msghdr mh = { .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = cm.b,
 				     .msg_controllen = sizeof(cm.b) };
 		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 		uint8_t rep[SHARE_REPLY_MAX];
@@ -634,7 +658,9 @@ static int peercred_fn(void *arg)
 		return 10;
 	close(fd);
 	return m.peer_pid == (uint32_t)getpid() && m.peer_uid == getuid() &&
-	       m.peer_gid == getgid() ? 0 : 11;
+			       m.peer_gid == getgid() ?
+		       0 :
+		       11;
 }
 
 static int t_peercred(void)
@@ -781,7 +807,8 @@ static int t_hugepages_not_double_counted(void)
 	if (geteuid())
 		return tap_skip("needs root for hugetlbfs and vm.nr_hugepages");
 	if (meminfo("Hugepagesize") != 2048)
-		return tap_skip("default hugepage size is %ld kB, not 2048", meminfo("Hugepagesize"));
+		return tap_skip("default hugepage size is %ld kB, not 2048",
+				meminfo("Hugepagesize"));
 	if (meminfo("HugePages_Free") < need) {
 		long nr = read_nr();
 
@@ -790,7 +817,8 @@ static int t_hugepages_not_double_counted(void)
 			return tap_skip("cannot raise vm.nr_hugepages: %s", strerror(errno));
 		if (meminfo("HugePages_Free") < need) {
 			write_nr(read_nr() - added);
-			return tap_skip("kernel could not provide %ld 2 MiB pages (fragmented)", need);
+			return tap_skip("kernel could not provide %ld 2 MiB pages (fragmented)",
+					need);
 		}
 	}
 	snprintf(hp, sizeof(hp), "%s/hp", tmpdir);
@@ -804,9 +832,9 @@ static int t_hugepages_not_double_counted(void)
 	}
 	mounted = true;
 	{
-		char *args[] = { "blob", "create", "--dir", hp, "--name", "huge", "--size", "8M",
-				 "--page", "2M", "--no-fallback", "--fill", "seed", "--seed", "3",
-				 NULL };
+		char *args[] = { "blob",   "create", "--dir",  hp,   "--name",	      "huge",
+				 "--size", "8M",     "--page", "2M", "--no-fallback", "--fill",
+				 "seed",   "--seed", "3",      NULL };
 
 		rc = wait_rc(spawn("create-huge", args), 60);
 	}
@@ -816,7 +844,8 @@ static int t_hugepages_not_double_counted(void)
 	}
 	/* create has exited: the pages must still be held by the file. */
 	if (mount_free(hp) != 0) {
-		tap_diag("after create exited the mount has %ld free pages (want 0)", mount_free(hp));
+		tap_diag("after create exited the mount has %ld free pages (want 0)",
+			 mount_free(hp));
 		goto out_umount;
 	}
 	h = start_holder("serve-huge", hp, "huge", hsock, NULL);
@@ -851,9 +880,11 @@ static int t_hugepages_not_double_counted(void)
 		snprintf(kbs, sizeof(kbs), "%s", buf);
 		kbs[strcspn(kbs, "\n")] = '\0';
 		same = before_free == after_free && before_rsvd == after_rsvd;
-		tap_diag("try %d: HugePages_Free %ld -> %ld, Rsvd %ld -> %ld, mount free %ld -> %ld, "
-			 "consumer Shared_Hugetlb %s kB", tries + 1, before_free, after_free,
-			 before_rsvd, after_rsvd, mnt_before, mnt_after, kbs);
+		tap_diag(
+			"try %d: HugePages_Free %ld -> %ld, Rsvd %ld -> %ld, "
+			"mount free %ld -> %ld, consumer Shared_Hugetlb %s kB",
+			tries + 1, before_free, after_free, before_rsvd, after_rsvd, mnt_before,
+			mnt_after, kbs);
 		if (mnt_before != mnt_after || strtol(kbs, NULL, 10) != 8192) {
 			tap_diag("the consumer's mapping changed the mount's page count or is not "
 				 "on hugetlb");
@@ -901,8 +932,9 @@ static int t_fallback_found(void)
 	if (mount("none", hp, "hugetlbfs", 0, "pagesize=2M,size=2M"))
 		return tap_skip("cannot mount hugetlbfs: %s", strerror(errno));
 	{
-		char *args[] = { "blob", "create", "--dir", hp, "--name", name, "--size", "16M",
-				 "--page", "2M", "--fill", "seed", "--seed", "9", NULL };
+		char *args[] = { "blob",   "create", "--dir",  hp,	 "--name",
+				 name,	   "--size", "16M",    "--page", "2M",
+				 "--fill", "seed",   "--seed", "9",	 NULL };
 
 		rc = wait_rc(spawn("create-fb", args), 60);
 	}
@@ -950,8 +982,8 @@ static int t_stale_socket(void)
 	CHECK(strstr(slurp("serve-stale", "err"), "stale"), "no log of the replacement");
 	/* A second holder must not steal a live holder's socket. */
 	{
-		char *args[] = { "blob", "serve", "--dir", shmdir, "--name", "b4k", "--socket",
-				 sock, "--token-file", tokfile, NULL };
+		char *args[] = { "blob",     "serve", "--dir",	      shmdir,  "--name", "b4k",
+				 "--socket", sock,    "--token-file", tokfile, NULL };
 
 		h2 = spawn("serve-second", args);
 		rc = wait_rc(h2, 10);
@@ -965,8 +997,8 @@ static int t_stale_socket(void)
 	snprintf(regular, sizeof(regular), "%s/run/regular", tmpdir);
 	CHECK(!write_file(regular, "keep me\n", 0644), "write");
 	{
-		char *args[] = { "blob", "serve", "--dir", shmdir, "--name", "b4k", "--socket",
-				 regular, "--token-file", tokfile, NULL };
+		char *args[] = { "blob",     "serve", "--dir",	      shmdir,  "--name", "b4k",
+				 "--socket", regular, "--token-file", tokfile, NULL };
 
 		rc = wait_rc(spawn("serve-regular", args), 10);
 	}
@@ -1001,8 +1033,8 @@ static int t_sigterm(void)
  * without a handler is dropped: SIGTERM must still end it cleanly. */
 static int t_sigterm_pid1(void)
 {
-	char *args[] = { (char *)pfs_bin, "blob", "serve", "--dir", shmdir, "--name", "b4k",
-			 "--socket", sock, "--token-file", tokfile, NULL };
+	char *args[] = { (char *)pfs_bin, "blob",     "serve", "--dir",	       shmdir,	"--name",
+			 "b4k",		  "--socket", sock,    "--token-file", tokfile, NULL };
 	struct pfs_share_meta m;
 	int pfd[2], rc = -1;
 	pid_t mid, serve = -1;
@@ -1040,7 +1072,7 @@ static int t_sigterm_pid1(void)
 		rc = wait_rc(mid, 5);
 		return rc == 98 ? tap_skip("unshare(CLONE_NEWPID): not permitted") : TAP_FAIL;
 	}
-	for (end = now_s() + 10; now_s() < end && pfs_share_ping(sock, NULL, 500, &m); )
+	for (end = now_s() + 10; now_s() < end && pfs_share_ping(sock, NULL, 500, &m);)
 		usleep(10000);
 	kill(serve, SIGTERM);
 	rc = wait_rc(mid, 10);
@@ -1067,12 +1099,17 @@ static int t_send_recv_offset(void)
 	snprintf(conn, sizeof(conn), "127.0.0.1:%d", port);
 	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)BLOB_SIZE * 4);
 	{
-		char *rargs[] = { "recv", "--listen", listen, "--mode", "offset", "--blob-socket",
-				  sock, "--blob-token-file", tokfile, "--accept-timeout", "30",
-				  "--timeout", "20", NULL };
-		char *sargs[] = { "send", "--connect", conn, "--mode", "offset", "--blob-socket",
-				  sock, "--blob-token-file", tokfile, "--bytes", bytes,
-				  "--pattern", "random", "--timeout", "20", NULL };
+		char *rargs[] = { "recv",   "--listen",
+				  listen,   "--mode",
+				  "offset", "--blob-socket",
+				  sock,	    "--blob-token-file",
+				  tokfile,  "--accept-timeout",
+				  "30",	    "--timeout",
+				  "20",	    NULL };
+		char *sargs[] = { "send",   "--connect",     conn,  "--mode",
+				  "offset", "--blob-socket", sock,  "--blob-token-file",
+				  tokfile,  "--bytes",	     bytes, "--pattern",
+				  "random", "--timeout",     "20",  NULL };
 
 		r = spawn("xfer-recv", rargs);
 		s = spawn("xfer-send", sargs);
@@ -1099,8 +1136,8 @@ static int t_send_recv_offset(void)
 
 static int t_create_replace(void)
 {
-	char *args[] = { "blob", "create", "--dir", shmdir, "--name", "rep", "--size", "4M",
-			 "--page", "4k", NULL, NULL };
+	char *args[] = { "blob",   "create", "--dir",  shmdir, "--name", "rep",
+			 "--size", "4M",     "--page", "4k",   NULL,	 NULL };
 	int rc1, rc2, rc3;
 
 	NEED_SETUP();

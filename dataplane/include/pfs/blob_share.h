@@ -29,7 +29,7 @@
 #include "pfs/blob.h"
 
 #define PFS_SHARE_VERSION 1
-#define PFS_SHARE_TOKEN_MAX 1024	/* bytes, after trailing whitespace is cut */
+#define PFS_SHARE_TOKEN_MAX 1024 /* bytes, after trailing whitespace is cut */
 #define PFS_SHARE_MSG_MAX 192
 #define PFS_SHARE_REQ_HDR 12
 #define PFS_SHARE_REPLY_HDR 64
@@ -41,17 +41,17 @@ enum pfs_share_op {
 
 enum pfs_share_status {
 	PFS_SHARE_OK = 0,
-	PFS_SHARE_BAD_REQUEST,		/* malformed, truncated or oversized */
+	PFS_SHARE_BAD_REQUEST, /* malformed, truncated or oversized */
 	PFS_SHARE_BAD_VERSION,
 	PFS_SHARE_BAD_TOKEN,
-	PFS_SHARE_UID_DENIED,		/* peer uid not in --allow-uid */
-	PFS_SHARE_BUSY,			/* too many clients at once */
-	PFS_SHARE_TIMEOUT,		/* no request within the client timeout */
-	PFS_SHARE_INTERNAL,		/* holder-side failure (token file, sendmsg) */
+	PFS_SHARE_UID_DENIED, /* peer uid not in --allow-uid */
+	PFS_SHARE_BUSY, /* too many clients at once */
+	PFS_SHARE_TIMEOUT, /* no request within the client timeout */
+	PFS_SHARE_INTERNAL, /* holder-side failure (token file, sendmsg) */
 };
 
-#define PFS_SHARE_F_READ_ONLY 0x1	/* the fd is O_RDONLY: map PROT_READ */
-#define PFS_SHARE_F_FD 0x2		/* an fd rides with this reply */
+#define PFS_SHARE_F_READ_ONLY 0x1 /* the fd is O_RDONLY: map PROT_READ */
+#define PFS_SHARE_F_FD 0x2 /* an fd rides with this reply */
 
 /* What the holder says about its blob (and what it saw of the caller). */
 struct pfs_share_meta {
@@ -61,8 +61,8 @@ struct pfs_share_meta {
 	uint64_t fingerprint;
 	enum pfs_page_kind page;
 	uint32_t flags;
-	uint64_t accepted, refused;	/* holder counters at reply time */
-	uint32_t peer_pid, peer_uid, peer_gid;	/* SO_PEERCRED as the holder saw it */
+	uint64_t accepted, refused; /* holder counters at reply time */
+	uint32_t peer_pid, peer_uid, peer_gid; /* SO_PEERCRED as the holder saw it */
 	char msg[PFS_SHARE_MSG_MAX + 1];
 };
 
@@ -82,12 +82,12 @@ bool pfs_share_token_equal(const char *a, size_t alen, const char *b, size_t ble
 
 /* Options for pfs_blob__from_socket(); NULL means all defaults. */
 struct pfs_share_client_opts {
-	size_t sz;		/* sizeof(struct pfs_share_client_opts) */
-	int timeout_ms;		/* connect + reply; 0: 5000 */
-	bool no_verify;		/* skip recomputing the fingerprint */
-	bool no_prefault;	/* skip MADV_POPULATE on the new mapping */
-	struct pfs_share_meta *meta;	/* out, optional: the holder's reply */
-	double *attach_s;	/* out, optional: seconds from connect to verified */
+	size_t sz; /* sizeof(struct pfs_share_client_opts) */
+	int timeout_ms; /* connect + reply; 0: 5000 */
+	bool no_verify; /* skip recomputing the fingerprint */
+	bool no_prefault; /* skip MADV_POPULATE on the new mapping */
+	struct pfs_share_meta *meta; /* out, optional: the holder's reply */
+	double *attach_s; /* out, optional: seconds from connect to verified */
 };
 
 /* pfs_share_fetch - ask the holder at @path for its fd. On 0, *fd is the
@@ -116,17 +116,17 @@ struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 /* ---- holder side ---- */
 
 struct pfs_share_server_opts {
-	size_t sz;			/* sizeof(struct pfs_share_server_opts) */
-	const char *socket_path;	/* required; parent dirs created 0755 */
-	const char *token_file;		/* required; re-read for every client */
-	const uid_t *allow_uids;	/* NULL: any uid the socket mode lets in */
+	size_t sz; /* sizeof(struct pfs_share_server_opts) */
+	const char *socket_path; /* required; parent dirs created 0755 */
+	const char *token_file; /* required; re-read for every client */
+	const uid_t *allow_uids; /* NULL: any uid the socket mode lets in */
 	int n_allow_uids;
-	unsigned int socket_mode;	/* 0: 0660 */
-	gid_t socket_gid;		/* (gid_t)-1: leave the holder's gid */
-	int client_timeout_ms;		/* 0: 5000 */
-	int max_clients;		/* 0: 64 */
-	bool read_only;			/* hand out an O_RDONLY fd */
-	const char *ready_file;		/* touched once listening, removed on exit */
+	unsigned int socket_mode; /* 0: 0660 */
+	gid_t socket_gid; /* (gid_t)-1: leave the holder's gid */
+	int client_timeout_ms; /* 0: 5000 */
+	int max_clients; /* 0: 64 */
+	bool read_only; /* hand out an O_RDONLY fd */
+	const char *ready_file; /* touched once listening, removed on exit */
 };
 
 struct pfs_share_server;

@@ -17,8 +17,8 @@ int pfs_cmd_blob_attach(int argc, char **argv);
 
 /* Consumer options; zero-initialise. */
 struct pfs_cli_share {
-	const char *socket;	/* --blob-socket: take the blob from this holder */
-	const char *token_file;	/* --blob-token-file */
+	const char *socket; /* --blob-socket: take the blob from this holder */
+	const char *token_file; /* --blob-token-file */
 };
 
 /* Handle one option by its long name (without dashes): 1 handled, 0 not a
@@ -36,12 +36,14 @@ static inline bool pfs_cli_share_set(const struct pfs_cli_share *s)
  * NULL with errno and the reason logged (EINVAL: no --blob-token-file). */
 struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s);
 
-#define PFS_CLI_SHARE_HELP \
-"Blob from a holder (`pfs blob serve`) instead of a blob of one's own:\n" \
-"  --blob-socket PATH      the holder's Unix socket\n" \
-"  --blob-token-file PATH  file holding the token (the blob's Secret)\n"
+#define PFS_CLI_SHARE_HELP                                                        \
+	"Blob from a holder (`pfs blob serve`) instead of a blob of one's own:\n" \
+	"  --blob-socket PATH      the holder's Unix socket\n"                    \
+	"  --blob-token-file PATH  file holding the token (the blob's Secret)\n"
 
+/* clang-format off: two table entries, not a braced initialiser */
 #define PFS_CLI_SHARE_LONGOPTS(code) \
 	{ "blob-socket", 1, 0, (code) }, { "blob-token-file", 1, 0, (code) }
+/* clang-format on */
 
 #endif /* PFS_CLI_SHARE_H */
