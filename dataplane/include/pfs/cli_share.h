@@ -41,7 +41,8 @@ struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s);
 	"  --blob-socket PATH      the holder's Unix socket\n"                    \
 	"  --blob-token-file PATH  file holding the token (the blob's Secret)\n"
 
-/* clang-format off: two table entries, not a braced initialiser */
+/* Two getopt table entries; not a braced initialiser to reflow. */
+/* clang-format off */
 #define PFS_CLI_SHARE_LONGOPTS(code) \
 	{ "blob-socket", 1, 0, (code) }, { "blob-token-file", 1, 0, (code) }
 /* clang-format on */
