@@ -14,7 +14,9 @@
 #
 # Environment: PFS (binary), SIZE (blob, default 1G), BYTES (effective bytes
 # per PFS run, default 4G), SCP_BYTES (default 1G), IPERF_SECS (default 5),
-# OUT_MD (default ../docs/benchmarks.md; empty to skip).
+# REPS (iperf3 and pfs runs per row, the median by effective MB/s is
+# reported with the range; default 3), OUT_MD (default ../docs/benchmarks.md;
+# empty to skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PFS=${PFS:-$PWD/build/pfs}
@@ -22,6 +24,7 @@ SIZE=${SIZE:-1G}
 BYTES=${BYTES:-4G}
 SCP_BYTES=${SCP_BYTES:-1G}
 IPERF_SECS=${IPERF_SECS:-5}
+REPS=${REPS:-3}
 OUT_MD=${OUT_MD-$PWD/../docs/benchmarks.md}
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -88,6 +91,14 @@ echo "bench: pfs bench --size $SIZE --page 2m" >&2
 "$PFS" -q bench --size "$SIZE" --page 2m > "$work/local.json"
 L() { jq -r ".$1" "$work/local.json"; }
 crc=$(L crc32c_mb_s)
+
+# Median row by effective MB/s (column 6) of the rows on stdin; the range
+# and the count go into the notes.
+median_row() {
+	sort -t$'\t' -k6,6g | awk -F'\t' -v OFS='\t' '{ r[NR] = $0; e[NR] = $6 }
+		END { m = int((NR + 1) / 2); $0 = r[m]
+		      $11 = $11 "; median of " NR " runs, " e[1] ".." e[NR] " MB/s"; print }'
+}
 
 # ---- iperf3 ----
 run_iperf() {	# path server_ns client_ns addr
@@ -164,10 +175,12 @@ run_pfs() {	# path recv_ns send_ns addr mode
 
 for path in loopback veth; do
 	if [ $path = loopback ]; then rns=$nsa sns=$nsa addr=127.0.0.1; else rns=$nsb sns=$nsa addr=$ipb; fi
-	echo "bench: $path: iperf3" >&2; rows+=("$(run_iperf $path "$rns" "$sns" "$addr")")
+	echo "bench: $path: iperf3 x$REPS" >&2
+	rows+=("$(for i in $(seq "$REPS"); do run_iperf $path "$rns" "$sns" "$addr"; done | median_row)")
 	echo "bench: $path: scp" >&2; rows+=("$(run_scp $path "$rns" "$sns" "$addr")")
 	for mode in payload offset arith; do
-		echo "bench: $path: pfs $mode" >&2; rows+=("$(run_pfs $path "$rns" "$sns" "$addr" $mode)")
+		echo "bench: $path: pfs $mode x$REPS" >&2
+		rows+=("$(for i in $(seq "$REPS"); do run_pfs $path "$rns" "$sns" "$addr" $mode; done | median_row)")
 	done
 done
 load_end=$(load)
@@ -205,7 +218,7 @@ localt="| Local rate (one core) | MB/s |
 | memset, same 2M pages (warm) | $(L memset_warm_mb_s) |
 | blob page kind obtained: $(L blob.page) (first creation: $(L first_page)) | - |"
 
-report="Command: \`make -C dataplane bench-tcp\` (SIZE=$SIZE BYTES=$BYTES SCP_BYTES=$SCP_BYTES IPERF_SECS=$IPERF_SECS)
+report="Command: \`make -C dataplane bench-tcp\` (SIZE=$SIZE BYTES=$BYTES SCP_BYTES=$SCP_BYTES IPERF_SECS=$IPERF_SECS REPS=$REPS)
 Date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))
 Load average (1/5/15 min) at start: $load_start; at end: $load_end (other jobs share this machine).
 

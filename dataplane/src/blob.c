@@ -64,6 +64,19 @@
 #define BLOB_SETUP_CHUNK SZ_2M
 #define BLOB_SETUP_THREADS 4
 
+/* Why the last create/open on this thread failed, for result files. */
+static __thread char last_error[1024];
+
+#define blob_fail(...) do {						\
+	snprintf(last_error, sizeof(last_error), __VA_ARGS__);		\
+	pfs_err("blob: %s", last_error);				\
+} while (0)
+
+const char *pfs_blob_last_error(void)
+{
+	return last_error;
+}
+
 struct pfs_blob {
 	uint8_t *data;
 	uint64_t size;
@@ -366,8 +379,8 @@ static int prefault(struct pfs_blob *b, uint64_t off, uint64_t len)
 	if (!madvise(b->data + off, len, MADV_POPULATE_WRITE))
 		return 0;
 	if (errno != EINVAL) {
-		pfs_err("blob: prefault (MADV_POPULATE_WRITE) of %" PRIu64 " bytes at %" PRIu64
-			": %s", len, off, strerror(errno));
+		blob_fail("prefault (MADV_POPULATE_WRITE) of %" PRIu64 " bytes at %" PRIu64
+			  ": %s", len, off, strerror(errno));
 		return -errno;
 	}
 	/* Kernel < 5.14: touch one byte per page (memory is fresh, so zero). */
@@ -485,6 +498,7 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 	double t0, t1;
 	int err = 0;
 
+	last_error[0] = '\0';
 	/* Callers built against an older, shorter struct get zero defaults. */
 	if (!o || o->sz < offsetof(struct pfs_blob_opts, mlock)) {
 		errno = EINVAL;
@@ -493,8 +507,8 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 	memcpy(&opts, o, o->sz < sizeof(opts) ? o->sz : sizeof(opts));
 	if (!opts.size || opts.size > (1ULL << 46) || opts.page > PFS_PAGE_1G ||
 	    opts.fill > PFS_FILL_SEED || (opts.name && !name_ok(opts.name))) {
-		pfs_err("blob: invalid options (size %" PRIu64 ", page %d, name %s)",
-			opts.size, (int)opts.page, opts.name ? opts.name : "-");
+		blob_fail("invalid options (size %" PRIu64 ", page %d, name %s)", opts.size,
+			  (int)opts.page, opts.name ? opts.name : "-");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -531,9 +545,9 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 
 		err = -errno;
 		getrlimit(RLIMIT_MEMLOCK, &rl);
-		pfs_err("blob: mlock of %" PRIu64 " bytes: %s (RLIMIT_MEMLOCK is %llu bytes; "
-			"grant CAP_IPC_LOCK or raise the limit)", size, strerror(-err),
-			(unsigned long long)rl.rlim_cur);
+		blob_fail("mlock of %" PRIu64 " bytes: %s (RLIMIT_MEMLOCK is %llu bytes; "
+			  "grant CAP_IPC_LOCK or raise the limit)", size, strerror(-err),
+			  (unsigned long long)rl.rlim_cur);
 		goto out_unmap;
 	}
 	b->t.prefault_s = now_s() - t1;
@@ -564,8 +578,8 @@ out_unmap:
 	errno = -err;
 	return NULL;
 out_fail:
-	pfs_err("blob: cannot map %" PRIu64 " bytes on %s%s: %s", size,
-		pfs_page_kind_str(opts.page), opts.no_fallback ? " (no fallback)" : "", b->reason);
+	blob_fail("cannot map %" PRIu64 " bytes on %s%s: %s", size, pfs_page_kind_str(opts.page),
+		  opts.no_fallback ? " (no fallback)" : "", b->reason);
 	free(b);
 	errno = err == -EOPNOTSUPP || err == -ENODEV ? ENOMEM : -err;
 	return NULL;
@@ -582,7 +596,7 @@ static struct pfs_blob *blob_map_fd(int fd, const char *path)
 	if (fstat(fd, &st) || fstatfs(fd, &sfs))
 		return NULL;
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0) {
-		pfs_err("blob: %s is not a blob (empty or not a regular file)", path ? path : "fd");
+		blob_fail("%s is not a blob (empty or not a regular file)", path ? path : "fd");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -614,7 +628,10 @@ static struct pfs_blob *blob_map_fd(int fd, const char *path)
 struct pfs_blob *pfs_blob__from_fd(int fd)
 {
 	struct pfs_blob *b;
-	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int d;
+
+	last_error[0] = '\0';
+	d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 
 	if (d < 0)
 		return NULL;
@@ -652,6 +669,7 @@ struct pfs_blob *pfs_blob__open(const char *dir, const char *name)
 	struct pfs_blob *b;
 	int fd, err;
 
+	last_error[0] = '\0';
 	err = find_named(dir, name, path, sizeof(path));
 	if (err) {
 		errno = -err;

@@ -99,6 +99,7 @@ int pfs_cmd_bench(int argc, char **argv)
 	struct pfs_cli_blob cb;
 	struct pfs_blob *blob;
 	struct pfs_json j;
+	char why[768];
 	const struct pfs_blob_timings *bt;
 	uint64_t size, reps = 3, in_total = 2ULL << 30, small = 64 << 10, n;
 	double crc_s, crc_in_s, port_s, fnv_s, ms_warm, ms_cold, setup, setup_first, t0;
@@ -137,14 +138,14 @@ int pfs_cmd_bench(int argc, char **argv)
 		fprintf(stderr, "pfs bench: measures blob creation; --blob-name is not allowed\n");
 		return PFS_EXIT_USAGE;
 	}
-	blob = pfs_cli_blob_get(&cb);
+	blob = pfs_cli_blob_get(&cb, why, sizeof(why));
 	if (!blob)
 		return PFS_EXIT_ERROR;
 	bt = pfs_blob__timings(blob);
 	setup_first = bt->prefault_s + bt->fill_s;
 	kind_first = pfs_blob__page_kind(blob);
 	pfs_blob__close(blob);
-	blob = pfs_cli_blob_get(&cb);
+	blob = pfs_cli_blob_get(&cb, why, sizeof(why));
 	if (!blob)
 		return PFS_EXIT_ERROR;
 	size = pfs_blob__size(blob);

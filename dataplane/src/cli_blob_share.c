@@ -444,25 +444,45 @@ int pfs_cli_share_opt(struct pfs_cli_share *s, const char *name, const char *val
 	return 1;
 }
 
-struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s)
+struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s, char *why, size_t n)
 {
-	char tok[PFS_SHARE_TOKEN_MAX + 1];
+	char tok[PFS_SHARE_TOKEN_MAX + 1], buf[320];
+	struct pfs_share_meta m = { 0 };
+	struct pfs_share_client_opts o = { .sz = sizeof(o), .meta = &m };
 	struct pfs_blob *b;
-	int tl;
+	int tl, e;
 
 	if (!s->socket || !s->token_file) {
-		pfs_err("--blob-socket and --blob-token-file go together");
-		errno = EINVAL;
-		return NULL;
+		snprintf(buf, sizeof(buf), "--blob-socket and --blob-token-file go together");
+		pfs_err("%s", buf);
+		e = EINVAL;
+		goto out_fail;
 	}
 	tl = pfs_share_token_read(s->token_file, tok, sizeof(tok));
 	if (tl < 0) {
-		pfs_err("--blob-token-file %s: %s", s->token_file,
-			tl == -EINVAL ? "empty" : strerror(-tl));
-		errno = -tl;
-		return NULL;
+		snprintf(buf, sizeof(buf), "--blob-token-file %s: %s", s->token_file,
+			 tl == -EINVAL ? "empty" : strerror(-tl));
+		pfs_err("%s", buf);
+		e = -tl;
+		goto out_fail;
 	}
-	b = pfs_blob__from_socket(s->socket, tok, NULL);
+	b = pfs_blob__from_socket(s->socket, tok, &o);
+	e = errno;
 	memset(tok, 0, sizeof(tok));
-	return b;
+	if (b)
+		return b;
+	/* pfs_blob__from_socket logged the details; one line for the result. */
+	if (m.msg[0])
+		snprintf(buf, sizeof(buf), "blob holder %s refused: %s", s->socket, m.msg);
+	else
+		snprintf(buf, sizeof(buf), "blob from holder %s: %s", s->socket,
+			 e == EIO    ? "fingerprint differs from the holder's record" :
+			 e == EINVAL ? "size differs from the holder's record" :
+			 e == EACCES ? "permission denied on the socket (mode/group)" :
+				       strerror(e));
+out_fail:
+	if (why && n)
+		snprintf(why, n, "%s", buf);
+	errno = e;
+	return NULL;
 }

@@ -496,6 +496,9 @@ static int t_wrong_token(void)
 	}
 	CHECK(rc == 1 && strstr(slurp("recv-badtoken", "err"), "token rejected"), "recv rc %d: %s",
 	      rc, slurp("recv-badtoken", "err"));
+	/* ... and says why in its result (the operator's termination message). */
+	CHECK(strstr(slurp("recv-badtoken", "json"), "refused: token rejected"), "recv JSON: %s",
+	      slurp("recv-badtoken", "json"));
 	rc = in_child(consume_fn, &good, -1, 30);
 	CHECK(alive(h), "holder died");
 	CHECK(!pfs_share_ping(sock, NULL, 1000, &m), "ping");
@@ -880,11 +883,10 @@ static int t_hugepages_not_double_counted(void)
 		snprintf(kbs, sizeof(kbs), "%s", buf);
 		kbs[strcspn(kbs, "\n")] = '\0';
 		same = before_free == after_free && before_rsvd == after_rsvd;
-		tap_diag(
-			"try %d: HugePages_Free %ld -> %ld, Rsvd %ld -> %ld, "
-			"mount free %ld -> %ld, consumer Shared_Hugetlb %s kB",
-			tries + 1, before_free, after_free, before_rsvd, after_rsvd, mnt_before,
-			mnt_after, kbs);
+		tap_diag("try %d: HugePages_Free %ld -> %ld, Rsvd %ld -> %ld, "
+			 "mount free %ld -> %ld, consumer Shared_Hugetlb %s kB",
+			 tries + 1, before_free, after_free, before_rsvd, after_rsvd, mnt_before,
+			 mnt_after, kbs);
 		if (mnt_before != mnt_after || strtol(kbs, NULL, 10) != 8192) {
 			tap_diag("the consumer's mapping changed the mount's page count or is not "
 				 "on hugetlb");

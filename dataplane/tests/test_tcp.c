@@ -362,6 +362,57 @@ static int t_malformed_gram(void)
 	return TAP_PASS;
 }
 
+/* A sender that says HELLO and then goes silent: the receiver must give up
+ * after its I/O timeout instead of hanging. */
+static int t_stalled_sender(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--accept-timeout", "20",
+			  "--timeout", "1", NULL };
+	time_t t0;
+	pid_t r, c;
+	int rc;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn(ns_b, "stall", rargs);
+	c = fork();
+	if (c == 0) {
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = PFS_MODE_PAYLOAD, .size = 1 << 20 };
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+		uint8_t rec[PFS_CTL_LEN];
+		char p[64];
+		int fd, s = -1;
+
+		snprintf(p, sizeof(p), "/run/netns/%s", ns_a);
+		fd = open(p, O_RDONLY);
+		if (fd < 0 || setns(fd, CLONE_NEWNET))
+			_exit(2);
+		inet_pton(AF_INET, ip_b, &sa.sin_addr);
+		for (int i = 0; i < 100 && s < 0; i++) {
+			s = socket(AF_INET, SOCK_STREAM, 0);
+			if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+				close(s);
+				s = -1;
+				usleep(50000);
+			}
+		}
+		pfs_ctl_encode(&h, rec);
+		if (s < 0 || write(s, rec, sizeof(rec)) != sizeof(rec))
+			_exit(3);
+		sleep(6);	/* silent, connection open */
+		_exit(0);
+	}
+	t0 = time(NULL);
+	rc = wait_rc(r, 20);
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	CHECK(rc == 5, "receiver exit %d (want 5): %s", rc, slurp("stall", "err"));
+	CHECK(time(NULL) - t0 <= 5, "gave up after %ld s", (long)(time(NULL) - t0));
+	CHECK(strstr(slurp("stall", "json"), "timed out"), "json: %s", slurp("stall", "json"));
+	return TAP_PASS;
+}
+
 /* Offset mode between two processes that open the same named blob. */
 static int t_named_blob(void)
 {
@@ -409,6 +460,7 @@ static const struct tap_test tests[] = {
 	{ "mode mismatch is refused", t_mode_mismatch },
 	{ "receiver without a sender times out (exit 5)", t_accept_timeout },
 	{ "malformed gram: rejected, counted, logged, clean exit", t_malformed_gram },
+	{ "sender stalls mid-stream: receiver times out (exit 5)", t_stalled_sender },
 	{ "offset mode over one named blob opened by both processes", t_named_blob },
 	{ "remove the namespaces and veth", t_teardown },
 };

@@ -124,6 +124,10 @@ void pfs_blob_fill_seed(uint8_t *dst, uint64_t off, uint64_t len, uint64_t seed)
 /* pfs_fingerprint_mem - the fingerprint of an arbitrary buffer. */
 uint64_t pfs_fingerprint_mem(const uint8_t *data, uint64_t size);
 
+/* Why the last failed pfs_blob__create/open on this thread failed (may be
+ * empty when the failure was a plain errno from the kernel). */
+const char *pfs_blob_last_error(void);
+
 const char *pfs_page_kind_str(enum pfs_page_kind kind);
 /* Parse "4k", "thp", "2m", "1g" (case-insensitive). 0 or -EINVAL. */
 int pfs_page_kind_parse(const char *s, enum pfs_page_kind *kind);

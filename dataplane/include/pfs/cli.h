@@ -6,6 +6,7 @@
 #define PFS_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pfs/blob.h"
@@ -41,8 +42,8 @@ void pfs_cli_blob_init(struct pfs_cli_blob *b);
 /* Handle one blob option (long name without dashes); 1 handled, 0 not a
  * blob option, -1 bad value (message printed). */
 int pfs_cli_blob_opt(struct pfs_cli_blob *b, const char *name, const char *val);
-/* Create or open; NULL with the reason logged. */
-struct pfs_blob *pfs_cli_blob_get(const struct pfs_cli_blob *b);
+/* Create or open; NULL with the reason logged and copied into @why. */
+struct pfs_blob *pfs_cli_blob_get(const struct pfs_cli_blob *b, char *why, size_t n);
 /* The "blob" member of a result. */
 void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t fp);
 

@@ -33,8 +33,9 @@ static inline bool pfs_cli_share_set(const struct pfs_cli_share *s)
 }
 
 /* The blob from the holder (fetched, mapped, size and fingerprint checked);
- * NULL with errno and the reason logged (EINVAL: no --blob-token-file). */
-struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s);
+ * NULL with errno, the reason logged and copied into @why (may be NULL).
+ * EINVAL: one of the two options missing. */
+struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s, char *why, size_t n);
 
 #define PFS_CLI_SHARE_HELP                                                        \
 	"Blob from a holder (`pfs blob serve`) instead of a blob of one's own:\n" \
