@@ -329,6 +329,21 @@ usage:
 	return PFS_EXIT_USAGE;
 }
 
+/* One line for a result: why pfs_blob__from_socket failed with @e. */
+static void share_reason(const char *path, const struct pfs_share_meta *m, int e, char *buf,
+			 size_t n)
+{
+	if (m->msg[0])
+		snprintf(buf, n, "blob holder %s refused: %s", path, m->msg);
+	else
+		snprintf(buf, n, "blob from holder %s: %s", path,
+			 e == EIO    ? "fingerprint differs from the holder's record (blob "
+				       "modified since the holder started)" :
+			 e == EINVAL ? "size differs from the holder's record" :
+			 e == EACCES ? "permission denied on the socket (mode/group)" :
+				       strerror(e));
+}
+
 static long hugepages_free(void)
 {
 	char line[128];
@@ -357,7 +372,7 @@ int pfs_cmd_blob_attach(int argc, char **argv)
 	struct pfs_share_meta m = { 0 };
 	struct pfs_share_client_opts o = { .sz = sizeof(o), .timeout_ms = 5000, .meta = &m };
 	const char *path = NULL, *token_file = NULL, *result_file = NULL;
-	char tok[PFS_SHARE_TOKEN_MAX + 1];
+	char tok[PFS_SHARE_TOKEN_MAX + 1], why[320];
 	struct pfs_blob *b;
 	struct pfs_json j;
 	double attach_s = 0;
@@ -398,8 +413,10 @@ int pfs_cmd_blob_attach(int argc, char **argv)
 	}
 	hp0 = hugepages_free();
 	b = pfs_blob__from_socket(path, tok, &o);
-	if (!b)
+	if (!b) {
 		err = -errno;
+		share_reason(path, &m, -err, why, sizeof(why));
+	}
 	hp1 = hugepages_free();
 	memset(tok, 0, sizeof(tok));
 	pfs_json_begin(&j);
@@ -419,7 +436,7 @@ int pfs_cmd_blob_attach(int argc, char **argv)
 		pfs_json_u64(&j, "hugepages_free_before", (uint64_t)hp0);
 		pfs_json_u64(&j, "hugepages_free_after", (uint64_t)hp1);
 	}
-	pfs_json_str(&j, "error", b ? NULL : m.msg[0] ? m.msg : strerror(-err), 200);
+	pfs_json_str(&j, "error", b ? NULL : why, 300);
 	if (pfs_result_emit(pfs_json_end(&j), result_file))
 		pfs_err("cannot write the result to %s: %s", result_file, strerror(errno));
 	pfs_blob__close(b);
@@ -472,14 +489,7 @@ struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s, char *why, siz
 	if (b)
 		return b;
 	/* pfs_blob__from_socket logged the details; one line for the result. */
-	if (m.msg[0])
-		snprintf(buf, sizeof(buf), "blob holder %s refused: %s", s->socket, m.msg);
-	else
-		snprintf(buf, sizeof(buf), "blob from holder %s: %s", s->socket,
-			 e == EIO    ? "fingerprint differs from the holder's record" :
-			 e == EINVAL ? "size differs from the holder's record" :
-			 e == EACCES ? "permission denied on the socket (mode/group)" :
-				       strerror(e));
+	share_reason(s->socket, &m, e, buf, sizeof(buf));
 out_fail:
 	if (why && n)
 		snprintf(why, n, "%s", buf);

@@ -744,6 +744,41 @@ static int t_read_only(void)
 	return TAP_PASS;
 }
 
+static int flip_fn(void *arg)
+{
+	struct pfs_blob *b = pfs_blob__from_socket(arg, TOKEN, NULL);
+
+	if (!b)
+		return 10;
+	pfs_blob__data(b)[12345] ^= 0xff;
+	pfs_blob__close(b);
+	return 0;
+}
+
+/* A consumer that writes into a shared read-write blob changes it for all;
+ * the next consumer's fingerprint check catches it and says so. */
+static int t_modified_detected(void)
+{
+	char *create[] = { "blob",   "create", "--dir",	 shmdir, "--name", "mod",
+			   "--size", "4M",     "--page", "4k",	 NULL };
+	char *attach[] = { "blob", "attach", "--socket", sock, "--token-file", tokfile, NULL };
+	int rc, rc2;
+	pid_t h;
+
+	NEED_SETUP();
+	CHECK(wait_rc(spawn("create-mod", create), 30) == 0, "create");
+	h = start_holder("serve-mod", shmdir, "mod", sock, NULL);
+	CHECK(h > 0, "holder did not start");
+	rc = in_child(flip_fn, sock, -1, 30);
+	rc2 = wait_rc(spawn("attach-mod", attach), 30);
+	stop_holder(h);
+	sh("rm -f %s/mod", shmdir);
+	CHECK(rc == 0, "writer %d", rc);
+	CHECK(rc2 == 1 && strstr(slurp("attach-mod", "json"), "fingerprint differs"),
+	      "attach after a write: rc %d %s", rc2, slurp("attach-mod", "json"));
+	return TAP_PASS;
+}
+
 /* ---- hugepages ---- */
 
 static long meminfo(const char *key)
@@ -1195,6 +1230,8 @@ static const struct tap_test tests[] = {
 	{ "non-root consumer: refused by socket mode, allowed by group, refused by --allow-uid",
 	  t_nonroot },
 	{ "--read-only holder: consumer mapping is read-only", t_read_only },
+	{ "a consumer's write is caught by the next consumer's fingerprint check",
+	  t_modified_detected },
 	{ "2 MiB hugepages: blob persists after create exits, consumer maps without new pages",
 	  t_hugepages_not_double_counted },
 	{ "create falls back from a full hugetlbfs dir to /dev/shm; serve finds it",
