@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -37,6 +38,7 @@
 #define BLOB_SEED 9
 #define TOKEN "t0ken-for-tests-0123456789abcdef"
 #define NOBODY 65534
+#define OPERATOR_GID 65532 /* the operator's non-root uid/gid and fsGroup */
 
 static const char *pfs_bin;
 static char tmpdir[48], shmdir[64], tokfile[96], badtok[96], sock[100];
@@ -45,6 +47,9 @@ static bool setup_ok;
 static char setup_skip[200] = "setup did not run";
 static int port = 7650;
 static pid_t cur_holder = -1; /* killed by the next start or at exit */
+/* Spawned pfs runs as the operator runs the holder: uid 0, no capabilities
+ * at all, no new privileges, supplementary group NOBODY_GROUP (its fsGroup). */
+static bool spawn_nocaps;
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
@@ -87,6 +92,15 @@ static pid_t spawn(const char *tag, char *const args[])
 		for (int k = 0; args[k] && i < 47; k++)
 			argv[i++] = args[k];
 		argv[i] = NULL;
+		if (spawn_nocaps) {
+			gid_t g = OPERATOR_GID;
+
+			/* An empty bounding set: exec gives uid 0 no capabilities. */
+			for (int cap = 0; cap < 64; cap++)
+				prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+			if (setgroups(1, &g) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+				_exit(122);
+		}
 		execv(pfs_bin, argv);
 		_exit(121);
 	}
@@ -779,6 +793,56 @@ static int t_modified_detected(void)
 	return TAP_PASS;
 }
 
+static long cap_eff(pid_t pid)
+{
+	char p[64], line[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	f = fopen(p, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "CapEff:", 7))
+			v = strtol(line + 7, NULL, 16);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* The holder as the operator's pod runs it (uid 0, every capability
+ * dropped, fsGroup 65532, --socket-group 65532) serving a consumer that
+ * runs as uid/gid 65532 with no capabilities either. */
+static int t_operator_profile(void)
+{
+	char grp[16];
+	char *create[] = { "blob",   "create", "--dir",	 shmdir, "--name", "op", "--size", "16M",
+			   "--page", "4k",     "--fill", "seed", "--seed", "9",	 NULL };
+	char *extra[] = { "--socket-group", grp, NULL };
+	struct consume c = { sock, TOKEN, false, -1 };
+	int rc;
+	long caps;
+	pid_t h;
+
+	NEED_SETUP();
+	if (geteuid())
+		return tap_skip("needs root to drop to the operator's profile");
+	snprintf(grp, sizeof(grp), "%d", OPERATOR_GID);
+	spawn_nocaps = true;
+	rc = wait_rc(spawn("create-op", create), 30);
+	h = rc ? -1 : start_holder("serve-op", shmdir, "op", sock, extra);
+	spawn_nocaps = false;
+	CHECK(rc == 0, "create without capabilities: %d %s", rc, slurp("create-op", "err"));
+	CHECK(h > 0, "holder without capabilities did not start");
+	caps = cap_eff(h);
+	rc = in_child(consume_fn, &c, OPERATOR_GID, 30);
+	stop_holder(h);
+	sh("rm -f %s/op", shmdir);
+	CHECK(caps == 0, "holder CapEff %lx", caps);
+	CHECK(rc == 0, "consumer uid %d: rc %d; holder: %s", OPERATOR_GID, rc,
+	      slurp("serve-op", "err"));
+	return TAP_PASS;
+}
+
 /* ---- hugepages ---- */
 
 static long meminfo(const char *key)
@@ -1230,6 +1294,8 @@ static const struct tap_test tests[] = {
 	{ "non-root consumer: refused by socket mode, allowed by group, refused by --allow-uid",
 	  t_nonroot },
 	{ "--read-only holder: consumer mapping is read-only", t_read_only },
+	{ "operator profile: holder uid 0 without capabilities, consumer uid 65532",
+	  t_operator_profile },
 	{ "a consumer's write is caught by the next consumer's fingerprint check",
 	  t_modified_detected },
 	{ "2 MiB hugepages: blob persists after create exits, consumer maps without new pages",
