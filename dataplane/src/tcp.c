@@ -39,7 +39,9 @@
 #include "pfs/tcp.h"
 
 #define RX_BUF (4u << 20)
+#ifndef RX_READ_MAX
 #define RX_READ_MAX (256u << 10)
+#endif
 #define TX_BUF (1u << 20)
 #define TX_FLUSH_EFFECTIVE (8ULL << 20)
 #define TX_PIECE (256u << 10)
