@@ -390,9 +390,9 @@ static void on_request(struct pfs_share_server *s, int i)
 	char tok[PFS_SHARE_TOKEN_MAX + 1], msg[128];
 	struct iovec iov = { req, sizeof(req) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	uint16_t ver, op, tl;
+	struct share_req r;
 	ssize_t n;
-	int ftl;
+	int ftl, err;
 
 	n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -409,26 +409,23 @@ static void on_request(struct pfs_share_server *s, int i)
 		reply(s, c, PFS_SHARE_BAD_REQUEST, msg);
 		goto out_drop;
 	}
-	if (n < PFS_SHARE_REQ_HDR || memcmp(req, SHARE_REQ_MAGIC, 4)) {
+	err = share_req_decode(req, n, &r);
+	if (err == -EPROTO) {
 		reply(s, c, PFS_SHARE_BAD_REQUEST,
 		      "malformed request (not a PacketFS blob request)");
 		goto out_drop;
 	}
-	ver = get16(req + 4);
-	op = get16(req + 6);
-	tl = get16(req + 8);
-	if (ver != PFS_SHARE_VERSION) {
+	if (err == -EPROTONOSUPPORT) {
 		snprintf(msg, sizeof(msg), "protocol version %u not supported (holder speaks %u)",
-			 ver, PFS_SHARE_VERSION);
+			 r.version, PFS_SHARE_VERSION);
 		reply(s, c, PFS_SHARE_BAD_VERSION, msg);
 		goto out_drop;
 	}
-	if ((op != PFS_SHARE_OP_GET && op != PFS_SHARE_OP_PING) || tl > PFS_SHARE_TOKEN_MAX ||
-	    (size_t)n != PFS_SHARE_REQ_HDR + (size_t)tl) {
+	if (err) {
 		reply(s, c, PFS_SHARE_BAD_REQUEST, "malformed request (op or token length)");
 		goto out_drop;
 	}
-	if (op == PFS_SHARE_OP_PING && tl == 0) {
+	if (r.op == PFS_SHARE_OP_PING && r.token_len == 0) {
 		reply(s, c, PFS_SHARE_OK, "");
 		goto out_drop;
 	}
@@ -437,12 +434,12 @@ static void on_request(struct pfs_share_server *s, int i)
 	if (ftl < 0) {
 		pfs_err("blob serve: token file %s: %s", s->token_file, strerror(-ftl));
 		reply(s, c, PFS_SHARE_INTERNAL, "holder cannot read its token file");
-	} else if (!pfs_share_token_equal((const char *)req + PFS_SHARE_REQ_HDR, tl, tok, ftl)) {
+	} else if (!pfs_share_token_equal((const char *)r.token, r.token_len, tok, ftl)) {
 		reply(s, c, PFS_SHARE_BAD_TOKEN,
 		      "token rejected (check --blob-token-file against "
 		      "the blob's Secret)");
 	} else {
-		reply(s, c, PFS_SHARE_OK, op == PFS_SHARE_OP_PING ? "" : NULL);
+		reply(s, c, PFS_SHARE_OK, r.op == PFS_SHARE_OP_PING ? "" : NULL);
 	}
 	memset(tok, 0, sizeof(tok));
 	memset(req, 0, sizeof(req));

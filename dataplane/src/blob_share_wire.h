@@ -63,6 +63,35 @@ static inline size_t share_req_encode(uint8_t *buf, uint16_t version, enum pfs_s
 	return PFS_SHARE_REQ_HDR + token_len;
 }
 
+/* A decoded request; token points into the buffer it was decoded from. */
+struct share_req {
+	uint16_t version;
+	uint16_t op;
+	uint16_t token_len;
+	const uint8_t *token;
+};
+
+/* 0 for a well-formed request of this version; -EPROTO when @buf[0..len)
+ * is not a request at all (length, magic), -EPROTONOSUPPORT for another
+ * version (r->version says which), -EINVAL for an unknown op or a token
+ * length that disagrees with @len or exceeds PFS_SHARE_TOKEN_MAX. */
+static inline int share_req_decode(const uint8_t *buf, size_t len, struct share_req *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (len < PFS_SHARE_REQ_HDR || memcmp(buf, SHARE_REQ_MAGIC, 4))
+		return -EPROTO;
+	r->version = get16(buf + 4);
+	r->op = get16(buf + 6);
+	r->token_len = get16(buf + 8);
+	if (r->version != PFS_SHARE_VERSION)
+		return -EPROTONOSUPPORT;
+	if ((r->op != PFS_SHARE_OP_GET && r->op != PFS_SHARE_OP_PING) ||
+	    r->token_len > PFS_SHARE_TOKEN_MAX || len != PFS_SHARE_REQ_HDR + (size_t)r->token_len)
+		return -EINVAL;
+	r->token = buf + PFS_SHARE_REQ_HDR;
+	return 0;
+}
+
 /* Reply into @buf (SHARE_REPLY_MAX bytes); returns its length. */
 static inline size_t share_reply_encode(uint8_t *buf, const struct pfs_share_meta *m)
 {

@@ -1254,6 +1254,27 @@ static int t_create_replace(void)
 	return TAP_PASS;
 }
 
+/* A short fixed-seed libFuzzer run of the request and reply decoders under
+ * ASan/UBSan (`make fuzz` runs it longer). */
+static int t_fuzz_decoders(void)
+{
+	const char *b = getenv("BUILD") ? getenv("BUILD") : "build";
+	char fz[160], corpus[160];
+	int rc;
+
+	snprintf(fz, sizeof(fz), "%s/fuzz/fuzz_share", b);
+	if (access(fz, X_OK))
+		return tap_skip("%s not built (needs clang with libFuzzer: libclang-rt-14-dev)",
+				fz);
+	NEED_SETUP();
+	snprintf(corpus, sizeof(corpus), "%s/fuzz-corpus", tmpdir);
+	mkdir(corpus, 0700);
+	CHECK(!sh("%s/fuzz/corpus_share %s", b, corpus), "corpus");
+	rc = sh("%s -runs=20000 -seed=1 %s >%s/fuzz.log 2>&1", fz, corpus, tmpdir);
+	CHECK(rc == 0, "fuzzer rc %d: %s", rc, slurp("fuzz", "log"));
+	return TAP_PASS;
+}
+
 /* ---- pure helpers ---- */
 
 static int t_token_helpers(void)
@@ -1308,6 +1329,7 @@ static const struct tap_test tests[] = {
 	{ "pfs send/recv offset mode with both blobs from the holder", t_send_recv_offset },
 	{ "create refuses an existing name; --replace replaces it", t_create_replace },
 	{ "token file reading and constant-time compare", t_token_helpers },
+	{ "libFuzzer: request and reply decoders, 20000 runs, seed 1", t_fuzz_decoders },
 };
 
 TAP_MAIN(tests)
