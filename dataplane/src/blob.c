@@ -584,6 +584,7 @@ static struct pfs_blob *blob_map_fd(int fd, const char *path)
 	struct statfs sfs;
 	struct stat st;
 	void *p;
+	int fl;
 
 	if (fstat(fd, &st) || fstatfs(fd, &sfs))
 		return NULL;
@@ -592,7 +593,10 @@ static struct pfs_blob *blob_map_fd(int fd, const char *path)
 		errno = EINVAL;
 		return NULL;
 	}
-	p = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* A blob holder may share read-only: map what the fd allows. */
+	fl = fcntl(fd, F_GETFL);
+	p = mmap(NULL, st.st_size, fl >= 0 && (fl & O_ACCMODE) == O_RDONLY ? PROT_READ :
+		 PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	b = calloc(1, sizeof(*b));

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "pfs/cli.h"
+#include "pfs/cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 
@@ -14,6 +15,9 @@ static const char blob_usage[] =
 "usage: pfs blob create [--name NAME [--dir DIR]] [blob options] [--result-file PATH]\n"
 "       pfs blob info --name NAME [--dir DIR] [--result-file PATH]\n"
 "       pfs blob rm --name NAME [--dir DIR]\n"
+"       pfs blob serve --name NAME [--dir DIR] --socket PATH --token-file PATH ...\n"
+"       pfs blob ping --socket PATH [--token-file PATH]\n"
+"       pfs blob attach --socket PATH --token-file PATH\n"
 "\n"
 "create  maps, prefaults and fills a blob and prints its page kind, setup\n"
 "        timings and fingerprint. With --name the blob is a file that stays\n"
@@ -21,8 +25,13 @@ static const char blob_usage[] =
 "        /dev/shm otherwise) for other processes (`--blob-name` of send/recv).\n"
 "info    opens a named blob and prints size, page kind and fingerprint.\n"
 "rm      deletes a named blob.\n"
+"serve   holds a named blob and hands its fd to consumers (pfs blob serve -h).\n"
+"ping    asks a holder whether it serves (readiness probe).\n"
+"attach  takes the blob from a holder as a consumer would; prints timings.\n"
 "\n" PFS_CLI_BLOB_HELP
 "  --name NAME, --dir DIR   the named blob to create/inspect/delete\n"
+"  --replace                create: remove an existing blob of that name first\n"
+"                           (an init container that runs again after a restart)\n"
 "  --result-file PATH       also write the JSON result there\n";
 
 static double now_s(void)
@@ -38,7 +47,8 @@ int pfs_cmd_blob(int argc, char **argv)
 	static const struct option lo[] = {
 		PFS_CLI_BLOB_LONGOPTS,
 		{ "name", 1, 0, PFS_OPT_LONG }, { "dir", 1, 0, PFS_OPT_LONG },
-		{ "result-file", 1, 0, PFS_OPT_LONG }, { "help", 0, 0, 'h' }, { 0 },
+		{ "result-file", 1, 0, PFS_OPT_LONG }, { "replace", 0, 0, PFS_OPT_LONG },
+		{ "help", 0, 0, 'h' }, { 0 },
 	};
 	const char *verb = argc > 1 ? argv[1] : "", *result_file = NULL;
 	struct pfs_cli_blob cb;
@@ -48,11 +58,19 @@ int pfs_cmd_blob(int argc, char **argv)
 	uint64_t fp;
 	double t0, fp_s;
 	int c, idx, rc = PFS_EXIT_OK;
+	bool replace = false;
 
 	if (!strcmp(verb, "--help") || !strcmp(verb, "-h") || !strcmp(verb, "help")) {
 		fputs(blob_usage, stdout);
 		return PFS_EXIT_OK;
 	}
+	/* blob-share verbs (src/cli_blob_share.c) parse their own options. */
+	if (!strcmp(verb, "serve"))
+		return pfs_cmd_blob_serve(argc - 1, argv + 1);
+	if (!strcmp(verb, "ping"))
+		return pfs_cmd_blob_ping(argc - 1, argv + 1);
+	if (!strcmp(verb, "attach"))
+		return pfs_cmd_blob_attach(argc - 1, argv + 1);
 	if (strcmp(verb, "create") && strcmp(verb, "info") && strcmp(verb, "rm")) {
 		fprintf(stderr, "pfs blob: unknown or missing verb '%s'\n\n%s", verb, blob_usage);
 		return PFS_EXIT_USAGE;
@@ -80,6 +98,8 @@ int pfs_cmd_blob(int argc, char **argv)
 			cb.opts.dir = optarg;
 		else if (!strcmp(n, "result-file"))
 			result_file = optarg;
+		else if (!strcmp(n, "replace"))
+			replace = true;
 	}
 	if (optind + 1 < argc) {
 		fprintf(stderr, "pfs blob %s: unexpected argument '%s'\n", verb, argv[optind + 1]);
@@ -101,6 +121,15 @@ int pfs_cmd_blob(int argc, char **argv)
 	if (!strcmp(verb, "info")) {
 		cb.open_name = cb.opts.name;
 		cb.open_dir = cb.opts.dir;
+	}
+	if (replace && cb.opts.name) {
+		int err = pfs_blob_remove(cb.opts.dir, cb.opts.name);
+
+		if (!err)
+			pfs_warn("blob create: removed the existing blob '%s' (--replace)",
+				 cb.opts.name);
+		else if (err != -ENOENT)
+			pfs_warn("blob create: --replace: %s", strerror(-err));
 	}
 	blob = pfs_cli_blob_get(&cb, msg, sizeof(msg));
 	pfs_json_begin(&j);

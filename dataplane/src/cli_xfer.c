@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "pfs/cli.h"
+#include "pfs/cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 #include "pfs/tcp.h"
@@ -40,7 +41,7 @@ static const char send_usage[] =
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
 "  --notes TEXT          notes for the result row\n"
-"\n" PFS_CLI_BLOB_HELP
+"\n" PFS_CLI_BLOB_HELP PFS_CLI_SHARE_HELP
 "\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused by the\n"
 "receiver (mode/version/blob), 5 timeout.\n";
 
@@ -60,7 +61,7 @@ static const char recv_usage[] =
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
 "  --notes TEXT          notes for the result row\n"
-"\n" PFS_CLI_BLOB_HELP
+"\n" PFS_CLI_BLOB_HELP PFS_CLI_SHARE_HELP
 "(payload mode needs no blob on the receiver; none is created)\n"
 "\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused the sender\n"
 "(mode/version/blob), 5 timeout.\n";
@@ -71,6 +72,7 @@ struct xfer_args {
 	enum pfs_gram_mode mode;
 	bool mode_set;
 	struct pfs_cli_blob cb;
+	struct pfs_cli_share share;	/* --blob-socket: the blob from a holder */
 	struct pfs_sched_opts sched;
 	uint64_t bytes;
 	uint32_t desc_per_gram, gram_bytes;
@@ -110,7 +112,7 @@ static int parse_secs(const char *s, double *out)
 static int parse_args(int argc, char **argv, struct xfer_args *a)
 {
 	static const struct option lo[] = {
-		PFS_CLI_BLOB_LONGOPTS,
+		PFS_CLI_BLOB_LONGOPTS, PFS_CLI_SHARE_LONGOPTS(PFS_OPT_LONG),
 		{ "connect", 1, 0, PFS_OPT_LONG }, { "listen", 1, 0, PFS_OPT_LONG },
 		{ "mode", 1, 0, PFS_OPT_LONG }, { "bytes", 1, 0, PFS_OPT_LONG },
 		{ "desc-per-gram", 1, 0, PFS_OPT_LONG }, { "min-len", 1, 0, PFS_OPT_LONG },
@@ -139,6 +141,8 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 			goto usage;
 		n = lo[idx].name;
 		r = pfs_cli_blob_opt(&a->cb, n, v);
+		if (!r)
+			r = pfs_cli_share_opt(&a->share, n, v);
 		if (r < 0)
 			return -1;
 		if (r)
@@ -320,7 +324,9 @@ static int run(int argc, char **argv, bool sender)
 		return PFS_EXIT_USAGE;
 	}
 	if (sender || a.mode != PFS_MODE_PAYLOAD) {
-		blob = pfs_cli_blob_get(&a.cb, r.error, sizeof(r.error));
+		blob = pfs_cli_share_set(&a.share) ?
+			       pfs_cli_share_get(&a.share, r.error, sizeof(r.error)) :
+			       pfs_cli_blob_get(&a.cb, r.error, sizeof(r.error));
 		if (!blob) {
 			report(&a, NULL, 0, &r, -ENOMEM, PFS_EXIT_ERROR);
 			return PFS_EXIT_ERROR;

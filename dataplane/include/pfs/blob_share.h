@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Blob sharing: one holder process keeps a named blob and hands its file
+ * descriptor to consumers on the same node over a Unix socket (SCM_RIGHTS),
+ * so consumers map the very same pages: no setup paid again, no hugepages
+ * counted twice. Kubernetes has no cross-pod shared-memory object; a socket
+ * in a per-namespace host directory plus a token from a Secret is the
+ * narrowest channel that carries an fd between pods.
+ *
+ * Wire protocol (AF_UNIX SOCK_SEQPACKET: one request, one reply, each one
+ * message; integers little-endian):
+ *   request  "PFSQ" u16 version u16 op u16 token_len u16 0  token[token_len]
+ *   reply    "PFSA" u16 version u16 status u64 size u64 fingerprint
+ *            u32 page_kind u32 flags u64 accepted u64 refused
+ *            u32 peer_pid u32 peer_uid u32 peer_gid u32 msg_len  msg[msg_len]
+ * op GET with a valid token gets status OK and the blob fd as SCM_RIGHTS;
+ * op PING gets the metadata but never an fd; a PING that carries a token
+ * is refused unless the token is valid (an authenticated readiness check),
+ * one without a token is answered regardless. Any other
+ * request gets a non-zero status and a human-readable msg, then the holder
+ * closes the connection. */
+#ifndef PFS_BLOB_SHARE_H
+#define PFS_BLOB_SHARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pfs/blob.h"
+
+#define PFS_SHARE_VERSION 1
+#define PFS_SHARE_TOKEN_MAX 1024 /* bytes, after trailing whitespace is cut */
+#define PFS_SHARE_MSG_MAX 192
+#define PFS_SHARE_REQ_HDR 12
+#define PFS_SHARE_REPLY_HDR 64
+
+enum pfs_share_op {
+	PFS_SHARE_OP_GET = 1,
+	PFS_SHARE_OP_PING = 2,
+};
+
+enum pfs_share_status {
+	PFS_SHARE_OK = 0,
+	PFS_SHARE_BAD_REQUEST, /* malformed, truncated or oversized */
+	PFS_SHARE_BAD_VERSION,
+	PFS_SHARE_BAD_TOKEN,
+	PFS_SHARE_UID_DENIED, /* peer uid not in --allow-uid */
+	PFS_SHARE_BUSY, /* too many clients at once */
+	PFS_SHARE_TIMEOUT, /* no request within the client timeout */
+	PFS_SHARE_INTERNAL, /* holder-side failure (token file, sendmsg) */
+};
+
+#define PFS_SHARE_F_READ_ONLY 0x1 /* the fd is O_RDONLY: map PROT_READ */
+#define PFS_SHARE_F_FD 0x2 /* an fd rides with this reply */
+
+/* What the holder says about its blob (and what it saw of the caller). */
+struct pfs_share_meta {
+	uint16_t version;
+	enum pfs_share_status status;
+	uint64_t size;
+	uint64_t fingerprint;
+	enum pfs_page_kind page;
+	uint32_t flags;
+	uint64_t accepted, refused; /* holder counters at reply time */
+	uint32_t peer_pid, peer_uid, peer_gid; /* SO_PEERCRED as the holder saw it */
+	char msg[PFS_SHARE_MSG_MAX + 1];
+};
+
+const char *pfs_share_status_str(enum pfs_share_status s);
+
+/* pfs_share_token_read - read a token file (a Kubernetes Secret key), cut
+ * trailing whitespace. Returns the token length, or -errno: ENOENT/EACCES
+ * (open), EINVAL (empty), E2BIG (over PFS_SHARE_TOKEN_MAX). @buf holds at
+ * least PFS_SHARE_TOKEN_MAX + 1 bytes and is NUL-terminated. */
+int pfs_share_token_read(const char *path, char *buf, size_t n);
+
+/* pfs_share_token_equal - compare in time that depends only on the
+ * lengths' upper bound (PFS_SHARE_TOKEN_MAX), never on where they differ. */
+bool pfs_share_token_equal(const char *a, size_t alen, const char *b, size_t blen);
+
+/* ---- consumer side ---- */
+
+/* Options for pfs_blob__from_socket(); NULL means all defaults. */
+struct pfs_share_client_opts {
+	size_t sz; /* sizeof(struct pfs_share_client_opts) */
+	int timeout_ms; /* connect + reply; 0: 5000 */
+	bool no_verify; /* skip recomputing the fingerprint */
+	bool no_prefault; /* skip MADV_POPULATE on the new mapping */
+	struct pfs_share_meta *meta; /* out, optional: the holder's reply */
+	double *attach_s; /* out, optional: seconds from connect to verified */
+};
+
+/* pfs_share_fetch - ask the holder at @path for its fd. On 0, *fd is the
+ * received descriptor (O_CLOEXEC; caller closes). Errors (-errno):
+ * ENOENT/ECONNREFUSED no holder, EACCES socket permission or token/uid
+ * refused (meta->msg says which), EBUSY holder full, ETIMEDOUT, EPROTO
+ * malformed reply or a refusal of our request, ENAMETOOLONG path. @meta is
+ * filled whenever a reply arrived. */
+int pfs_share_fetch(const char *path, const char *token, int timeout_ms, int *fd,
+		    struct pfs_share_meta *meta);
+
+/* pfs_share_ping - the holder answers (metadata only); with @token (may be
+ * NULL) it must also accept that token. 0 or -errno as pfs_share_fetch. */
+int pfs_share_ping(const char *path, const char *token, int timeout_ms,
+		   struct pfs_share_meta *meta);
+
+/* pfs_blob__from_socket - receive the holder's blob fd, map it MAP_SHARED
+ * (read-only when the holder shares it read-only), check the size and the
+ * fingerprint against the holder's record. NULL + errno: as pfs_share_fetch,
+ * plus EINVAL size differs from the record, EIO fingerprint differs (the
+ * blob was modified after the holder started), ENOMEM mapping. The reason
+ * is logged. */
+struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
+				       const struct pfs_share_client_opts *opts);
+
+/* ---- holder side ---- */
+
+struct pfs_share_server_opts {
+	size_t sz; /* sizeof(struct pfs_share_server_opts) */
+	const char *socket_path; /* required; parent dirs created 0755 */
+	const char *token_file; /* required; re-read for every client */
+	const uid_t *allow_uids; /* NULL: any uid the socket mode lets in */
+	int n_allow_uids;
+	unsigned int socket_mode; /* 0: 0660 */
+	gid_t socket_gid; /* (gid_t)-1: leave the holder's gid */
+	int client_timeout_ms; /* 0: 5000 */
+	int max_clients; /* 0: 64 */
+	bool read_only; /* hand out an O_RDONLY fd */
+	const char *ready_file; /* touched once listening, removed on exit */
+};
+
+struct pfs_share_server;
+
+/* pfs_share_server__new - bind the socket for @blob (fingerprint @fp, as
+ * computed by the caller). A socket file left by a dead holder is replaced;
+ * a live holder on the path is not (EADDRINUSE); a non-socket file there is
+ * never removed (EEXIST). NULL + errno: EINVAL options, EADDRINUSE, EEXIST,
+ * EACCES, ENAMETOOLONG, ENOENT token file, ENOMEM. */
+struct pfs_share_server *pfs_share_server__new(const struct pfs_blob *blob, uint64_t fp,
+					       const struct pfs_share_server_opts *opts);
+
+/* pfs_share_server__run - single-threaded poll loop; returns 0 after
+ * SIGTERM or SIGINT (which it blocks and waits for itself), -errno on a
+ * fatal error of the listening socket. */
+int pfs_share_server__run(struct pfs_share_server *s);
+
+void pfs_share_server__counts(const struct pfs_share_server *s, uint64_t *accepted,
+			      uint64_t *refused);
+
+/* Unlinks the socket (and ready file) and frees. */
+void pfs_share_server__free(struct pfs_share_server *s);
+
+#endif /* PFS_BLOB_SHARE_H */
