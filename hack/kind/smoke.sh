@@ -33,7 +33,7 @@ trap cleanup EXIT
 work=$(mktemp -d); trap 'cleanup; rm -rf "$work"' EXIT
 mkdir -p "$work/root/bin"
 cp /bin/busybox "$work/root/bin/busybox"
-for a in sh sleep ping nslookup ip cat; do ln -s busybox "$work/root/bin/$a"; done
+for a in sh sleep ping nslookup ip cat ls wc; do ln -s busybox "$work/root/bin/$a"; done
 "$REPO_ROOT/hack/images/mkimage.sh" "$work/root" "$IMG" "$work/smoke.tar" /bin/sh
 tap "kind load image-archive" "$kind" load image-archive "$work/smoke.tar" --name "$CLUSTER_NAME"
 
@@ -42,11 +42,14 @@ k create namespace "$NS" >/dev/null
 
 # pod <name> <node> [networks-annotation]: a pod that sleeps until deleted.
 pod() {
-  local name=$1 node=$2 nets=${3:-} res=
-  [ -z "$nets" ] || res='"resources": {"limits": {"packetfs.io/pfsdata0": "1", "packetfs.io/pfsdata1": "1"}},'
+  local name=$1 node=$2 nets=${3:-} res= ann='{}'
+  if [ -n "$nets" ]; then
+    res='"resources": {"limits": {"packetfs.io/pfsdata0": "1", "packetfs.io/pfsdata1": "1"}},'
+    ann=$(jq -cn --arg v "$nets" '{"k8s.v1.cni.cncf.io/networks": $v}')
+  fi
   k -n "$NS" apply -f - >/dev/null <<POD
 {"apiVersion": "v1", "kind": "Pod",
- "metadata": {"name": "$name", "annotations": {"k8s.v1.cni.cncf.io/networks": $(jq -Rn --arg v "$nets" '$v')}},
+ "metadata": {"name": "$name", "annotations": $ann},
  "spec": {"nodeName": "$node", "terminationGracePeriodSeconds": 1,
   "containers": [{"name": "c", "image": "$IMG", "imagePullPolicy": "Never", $res
     "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]}}
@@ -59,7 +62,7 @@ pod p0 "${nodes[0]}"; pod p1 "${nodes[1]}"
 tap "pod runs on ${nodes[0]}" ready p0
 tap "pod runs on ${nodes[1]}" ready p1
 tap "CoreDNS resolves the kubernetes Service" sh -c \
-  "$bin/kubectl -n $NS exec p0 -- nslookup kubernetes.default.svc.cluster.local | grep -q 10.96.0.1"
+  "$bin/kubectl -n $NS exec p0 -- nslookup kubernetes.default.svc.cluster.local | grep -qE '^Address:[[:space:]]*10\\.96\\.0\\.1\$'"
 ip1=$(k -n "$NS" get pod p1 -o jsonpath='{.status.podIP}')
 tap "pod to pod across nodes ($ip1)" x p0 ping -c 2 -W 2 "$ip1"
 
