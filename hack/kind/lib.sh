@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash disable=SC2034  # sourced: the variables are used by the scripts
 #
 # Shared settings and helpers of the throwaway kind cluster scripts (sourced,
 # never run). Everything heavy is cached outside the repo under $PFS_CACHE,

@@ -42,7 +42,7 @@ k create namespace "$NS" >/dev/null
 
 # pod <name> <node> [networks-annotation]: a pod that sleeps until deleted.
 pod() {
-  local name=$1 node=$2 nets=${3:-} res= ann='{}'
+  local name=$1 node=$2 nets=${3:-} res='' ann='{}'
   if [ -n "$nets" ]; then
     res='"resources": {"limits": {"packetfs.io/pfsdata0": "1", "packetfs.io/pfsdata1": "1"}},'
     ann=$(jq -cn --arg v "$nets" '{"k8s.v1.cni.cncf.io/networks": $v}')
