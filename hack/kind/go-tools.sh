@@ -39,11 +39,29 @@ MOD
   mv "$dest/etcd.tmp" "$dest/etcd"
 }
 
+# build_wrapped <module> <version> <package> <dest-dir>: build a main package
+# from a wrapper module that requires the exact version. `go install pkg@v`
+# also asks the proxy for the module's version list, which some modules
+# (multus) do not expose here.
+build_wrapped() {
+  local mod=$1 ver=$2 pkg=$3 dest=$4 name=${3##*/}
+  [ -x "$dest/$name" ] && return 0
+  local work="$dest/wrapper"
+  mkdir -p "$work"
+  log "building $pkg $ver (wrapper module)"
+  printf 'module packetfs.io/%s-build\n\ngo 1.24\n\nrequire %s %s\n' "$name" "$mod" "$ver" > "$work/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > "$work/tools.go"
+  (cd "$work" && GOFLAGS=-mod=mod go mod tidy >&2 &&
+    CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$dest/$name.tmp" "$pkg" >&2)
+  mv "$dest/$name.tmp" "$dest/$name"
+}
+
 build_one() {
   case $1 in
     kind) go_install sigs.k8s.io/kind "$KIND_VERSION" "$TOOLS_DIR/kind-$KIND_VERSION" ;;
     coredns) go_install github.com/coredns/coredns "$COREDNS_VERSION" "$TOOLS_DIR/coredns-$COREDNS_VERSION" ;;
-    multus) go_install gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus "$MULTUS_VERSION" "$TOOLS_DIR/multus-$MULTUS_VERSION" ;;
+    multus) build_wrapped gopkg.in/k8snetworkplumbingwg/multus-cni.v4 "$MULTUS_VERSION" \
+      gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus "$TOOLS_DIR/multus-$MULTUS_VERSION" ;;
     etcd) build_etcd ;;
     *) die "unknown tool '$1' (known: kind etcd coredns multus)" ;;
   esac
