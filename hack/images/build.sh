@@ -32,15 +32,14 @@ build_image() {
 }
 
 # copy_with_libs <rootfs> <file...>: a dynamically linked binary plus every
-# shared library it loads, at the same paths.
+# shared library it loads, at the paths the loader reports (the host runs the
+# same Debian release as the node).
 copy_with_libs() {
   local dst=$1; shift
-  local f lib
-  for f in "$@"; do
-    cp -a --parents "$f" "$dst/"
-    for lib in $(ldd "$f" 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*'); do
-      cp -L --parents "$lib" "$dst/" 2>/dev/null || true
-    done
+  local f
+  for f in "$@" $(ldd "$@" 2>/dev/null | grep -oE '/[^ :]+\.so[^ :]*' | sort -u); do
+    mkdir -p "$dst$(dirname "$f")"
+    cp -L "$f" "$dst$f"
   done
 }
 
@@ -55,8 +54,9 @@ proxy_layer() {
   for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
     ln -sf xtables-nft-multi "$dst/usr/sbin/$t"
   done
-  # iptables looks up protocol and service names.
-  cp /etc/protocols /etc/services "$dst/etc/" 2>/dev/null || true
+  # iptables looks up protocol and service names; the loader's cache finds
+  # the libraries in the multiarch directories.
+  cp /etc/protocols /etc/services /etc/ld.so.cache "$dst/etc/"
   cp "$bin/kube-proxy" "$dst/usr/local/bin/"
 }
 
