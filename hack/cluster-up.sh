@@ -19,6 +19,9 @@ bin=$("$REPO_ROOT/hack/k8s-binaries.sh" kubectl)
 kind=$(kind_bin)
 kubectl="$bin/kubectl"
 mkdir -p "$STATE_DIR"
+# fd 4 holds the lock; every command that may start a daemon (podman starts
+# aardvark-dns, which lives as long as the network) runs with fd 4 closed,
+# or the daemon would hold the lock forever.
 exec 4>"$STATE_DIR/.lock"; flock 4
 
 # What we change on the host is recorded first, so a failed bring-up can
@@ -35,22 +38,22 @@ fi
 if "$kind" get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME" &&
    [ "$(podman ps -q --filter "label=io.x-k8s.kind.cluster=$CLUSTER_NAME" | wc -l)" -eq 2 ]; then
   log "cluster $CLUSTER_NAME is already running"
-  "$kind" export kubeconfig --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_PATH" >/dev/null 2>&1
+  "$kind" export kubeconfig --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_PATH" >/dev/null 2>&1 4>&-
 else
   # A half-created cluster (a failed earlier run) is removed first.
-  "$kind" delete cluster --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_PATH" >/dev/null 2>&1 || true
+  "$kind" delete cluster --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_PATH" >/dev/null 2>&1 4>&- || true
   sed -e "s|@NAME@|$CLUSTER_NAME|" -e "s|@IMAGE@|$image|" "$HACK_KIND/cluster.yaml.tmpl" > "$STATE_DIR/kind.yaml"
   log "creating cluster $CLUSTER_NAME from $image"
   "$kind" create cluster --config "$STATE_DIR/kind.yaml" --kubeconfig "$KUBECONFIG_PATH" \
-    ${KIND_RETAIN:+--retain} >&2
+    ${KIND_RETAIN:+--retain} >&2 4>&-
 fi
 chmod 600 "$KUBECONFIG_PATH"
 
 k() { "$kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
 mapfile -t nodes < <(k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
 [ ${#nodes[@]} -eq 2 ] || die "expected 2 nodes, got ${#nodes[@]}: ${nodes[*]}"
-"$HACK_KIND/pod-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}"
-"$HACK_KIND/data-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}"
+"$HACK_KIND/pod-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
+"$HACK_KIND/data-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
 
 log "waiting for nodes and CoreDNS"
 k wait --for=condition=Ready nodes --all --timeout=180s >/dev/null

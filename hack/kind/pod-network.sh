@@ -63,8 +63,7 @@ KC
   "name": "pfs-pods",
   "plugins": [
     {"type": "bridge", "bridge": "cni0", "isDefaultGateway": true, "hairpinMode": true,
-     "ipMasq": false, "ipam": {"type": "host-local", "ranges": [[{"subnet": "${cidr[$n]}"}]],
-     "routes": [{"dst": "0.0.0.0/0"}]}},
+     "ipMasq": false, "ipam": {"type": "host-local", "ranges": [[{"subnet": "${cidr[$n]}"}]]}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
