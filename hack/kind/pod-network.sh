@@ -57,29 +57,22 @@ KC
   on "$n" chmod 600 /etc/cni/net.d/multus.d/multus.kubeconfig
   # Pods get the bridge as eth0; masquerade is ours (below) so that pod IPs
   # stay visible between nodes.
-  on "$n" tee /etc/cni/net.d/10-pfs-bridge.conflist >/dev/null <<CNI
-{
-  "cniVersion": "0.4.0",
-  "name": "pfs-pods",
-  "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isDefaultGateway": true, "hairpinMode": true,
-     "ipMasq": false, "ipam": {"type": "host-local", "ranges": [[{"subnet": "${cidr[$n]}"}]]}},
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-CNI
+  bridge=$(jq -n --arg subnet "${cidr[$n]}" '{
+    cniVersion: "0.4.0", name: "pfs-pods",
+    plugins: [
+      {type: "bridge", bridge: "cni0", isDefaultGateway: true, hairpinMode: true, ipMasq: false,
+       ipam: {type: "host-local", ranges: [[{subnet: $subnet}]]}},
+      {type: "portmap", capabilities: {portMappings: true}}
+    ]}')
+  on "$n" tee /etc/cni/net.d/10-pfs-bridge.conflist >/dev/null <<<"$bridge"
   # containerd uses the first config by name: Multus, which delegates the
-  # default network to the bridge above.
-  on "$n" tee /etc/cni/net.d/00-multus.conf >/dev/null <<CNI
-{
-  "cniVersion": "0.4.0",
-  "name": "multus-cni-network",
-  "type": "multus",
-  "kubeconfig": "/etc/cni/net.d/multus.d/multus.kubeconfig",
-  "clusterNetwork": "/etc/cni/net.d/10-pfs-bridge.conflist",
-  "cniDir": "/var/lib/cni/multus"
-}
-CNI
+  # default network to the bridge. The delegate is inline: Multus keeps only
+  # the fields it knows when it loads a conflist by path.
+  jq -n --argjson bridge "$bridge" '{
+    cniVersion: "0.4.0", name: "multus-cni-network", type: "multus",
+    kubeconfig: "/etc/cni/net.d/multus.d/multus.kubeconfig",
+    cniDir: "/var/lib/cni/multus", delegates: [$bridge]}' |
+    on "$n" tee /etc/cni/net.d/00-multus.conf >/dev/null
   for m in "${nodes[@]}"; do
     [ "$m" = "$n" ] || on "$n" ip route replace "${cidr[$m]}" via "${ip[$m]}"
   done
