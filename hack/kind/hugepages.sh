@@ -4,7 +4,8 @@
 # Reserve 2 MiB hugepages on the host for the cluster (the kubelets read the
 # pool when they start and advertise hugepages-2Mi), and give back exactly
 # what was added. The pool is host-wide and shared by both nodes: each node
-# advertises all of it.
+# advertises all of it. The pages are added on top of whatever the pool
+# holds, since other users of this host may give theirs back at any time.
 # Usage: hugepages.sh reserve <pages> <state-file> | release <state-file>
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -15,15 +16,12 @@ free=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
 case ${1:-} in
   reserve)
     want=$2 state=$3
+    [ -f "$free" ] || die "no 2 MiB hugepage support in this kernel"
     if [ -f "$state" ]; then log "hugepages: already reserved ($(cat "$state") added)"; exit 0; fi
-    have=$(cat "$free") total=$(cat "$pool")
-    add=$(( want > have ? want - have : 0 ))
-    if [ "$add" -gt 0 ]; then
-      echo $((total + add)) > "$pool"
-      got=$(( $(cat "$pool") - total ))
-      [ "$got" -eq "$add" ] || log "hugepages: WARNING asked for $add more pages, the kernel gave $got"
-      add=$got
-    fi
+    total=$(cat "$pool")
+    echo $((total + want)) > "$pool"
+    add=$(( $(cat "$pool") - total ))
+    [ "$add" -eq "$want" ] || log "hugepages: WARNING asked for $want more pages, the kernel gave $add"
     echo "$add" > "$state"
     log "hugepages: $(cat "$free") free 2 MiB pages ($add added)"
     ;;

@@ -79,6 +79,23 @@ tap "pfsdata1 has 4 RX queues and MTU 3500 in the pod" sh -c \
 tap "the scheduler counts packetfs.io/pfsdata0 (capacity 1, 1 in use)" sh -c \
   "$bin/kubectl describe node ${nodes[0]} | grep -A12 'Allocated resources' | grep -q 'packetfs.io/pfsdata0 *1 *1'"
 
+# Hugepages: reserved on the host before the kubelets started.
+for node in "${nodes[@]}"; do
+  tap "$node advertises hugepages-2Mi" sh -c \
+    "[ \"\$($bin/kubectl get node $node -o jsonpath='{.status.allocatable.hugepages-2Mi}')\" != 0 ]"
+done
+k -n "$NS" apply -f - >/dev/null <<POD
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hp"},
+ "spec": {"nodeName": "${nodes[1]}", "terminationGracePeriodSeconds": 1,
+  "volumes": [{"name": "hp", "emptyDir": {"medium": "HugePages-2Mi"}}],
+  "containers": [{"name": "c", "image": "$IMG", "imagePullPolicy": "Never",
+    "resources": {"limits": {"hugepages-2Mi": "4Mi", "memory": "32Mi", "cpu": "100m"}},
+    "volumeMounts": [{"name": "hp", "mountPath": "/hp"}],
+    "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]}}
+POD
+tap "a pod gets a hugepages-2Mi emptyDir" sh -c \
+  "$bin/kubectl -n $NS wait --for=condition=Ready pod/hp --timeout=90s && $bin/kubectl -n $NS exec hp -- cat /proc/mounts | grep -q 'hugetlbfs /hp'"
+
 echo "$((n - failed)) passed, $failed failed"
 log "smoke took $(( $(date +%s) - start ))s"
 [ "$failed" -eq 0 ]
