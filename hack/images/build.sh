@@ -21,11 +21,10 @@ mapfile -t wanted < <("$bin/kubeadm" config images list --kubernetes-version "$K
 [ ${#wanted[@]} -ge 7 ] || die "kubeadm listed ${#wanted[@]} images, expected 7"
 
 # build_image <tag> <name> <entrypoint...>; the rootfs is filled by the caller
-# in $root. Skips images already built for this tag.
+# in $root.
 build_image() {
   local tag=$1 name=$2; shift 2
   local out="$IMAGES_DIR/$name.tar"
-  [ -s "$out" ] && [ "$(cat "$out.tag" 2>/dev/null)" = "$tag" ] && return 0
   log "image $tag"
   "$here/mkimage.sh" "$root" "$tag" "$out" "$@"
   echo "$tag" > "$out.tag"
@@ -64,6 +63,8 @@ root=$(mktemp -d); trap 'rm -rf "$root"' EXIT
 fresh() { rm -rf "$root"; mkdir -p "$root/usr/local/bin" "$root/tmp"; chmod 1777 "$root/tmp"; }
 for tag in "${wanted[@]}"; do
   name=${tag##*/}; name=${name%%:*}
+  # Built earlier for this very tag: nothing to do.
+  [ -s "$IMAGES_DIR/$name.tar" ] && [ "$(cat "$IMAGES_DIR/$name.tar.tag" 2>/dev/null)" = "$tag" ] && continue
   fresh
   case $name in
     kube-apiserver|kube-controller-manager|kube-scheduler)

@@ -24,9 +24,12 @@ images=$("$REPO_ROOT/hack/images/build.sh" "$bin")
 multus="$TOOLS_DIR/multus-$MULTUS_VERSION/multus"
 pause_image=$(grep '/pause:' "$images/images.list")
 
+# The tag hashes the recipe's content and the large inputs' size and mtime
+# (hashing ~700 MB of binaries on every cluster-up would cost seconds).
 hash=$( { echo "$rootfs_tar"
-  sha256sum "$HACK_KIND"/node/* "$HACK_KIND/node-image.sh" "$bin"/kubeadm "$bin"/kubelet \
-    "$bin"/kubectl "$multus" "$images"/*.tar | cut -d' ' -f1; } | sha256sum | cut -c1-12)
+  sha256sum "$HACK_KIND"/node/* "$HACK_KIND/node-image.sh" | cut -d' ' -f1
+  stat -c '%n %s %Y' "$bin"/kubeadm "$bin"/kubelet "$bin"/kubectl "$multus" "$images"/*.tar
+  } | sha256sum | cut -c1-12)
 tag="localhost/packetfs/kind-node:$K8S_VERSION-$hash"
 archive="$NODE_DIR/node-$K8S_VERSION-$hash.tar"
 
@@ -110,4 +113,9 @@ podman import \
   --change 'ENV container=docker' \
   --change 'STOPSIGNAL SIGRTMIN+3' \
   "$archive" "$tag" >&2
+# Older node images are superseded: drop their archives, and their podman
+# images unless a cluster still runs on them.
+for old in "$NODE_DIR"/node-*.tar; do [ "$old" = "$archive" ] || rm -f "$old"; done
+podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/packetfs/kind-node:' |
+  { grep -vx "$tag" || true; } | while read -r old; do podman rmi "$old" >/dev/null 2>&1 || true; done
 echo "$tag"
