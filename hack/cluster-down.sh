@@ -52,5 +52,5 @@ fi
 if [ -f "$STATE_DIR/created-lib-modules" ]; then
   rmdir /lib/modules 2>/dev/null || log "WARNING: /lib/modules is not empty any more; left in place"
 fi
-rm -rf "$STATE_DIR"
+rm -rf "$STATE_DIR"; rmdir "$(dirname "$STATE_DIR")" 2>/dev/null || true
 log "cluster $CLUSTER_NAME is down in $(( $(date +%s) - start ))s"
