@@ -38,6 +38,8 @@ for a in sh sleep ping nslookup ip cat ls wc; do ln -s busybox "$work/root/bin/$
 tap "kind load image-archive" "$kind" load image-archive "$work/smoke.tar" --name "$CLUSTER_NAME"
 
 mapfile -t nodes < <(k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
+# A namespace left by an interrupted run is still terminating: wait it out.
+k delete namespace "$NS" --ignore-not-found --wait=true --timeout=120s >/dev/null
 k create namespace "$NS" >/dev/null
 
 # pod <name> <node> [networks-annotation]: a pod that sleeps until deleted.
@@ -94,7 +96,7 @@ k -n "$NS" apply -f - >/dev/null <<POD
     "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]}]}}
 POD
 tap "a pod gets a hugepages-2Mi emptyDir" sh -c \
-  "$bin/kubectl -n $NS wait --for=condition=Ready pod/hp --timeout=90s && $bin/kubectl -n $NS exec hp -- cat /proc/mounts | grep -q 'hugetlbfs /hp'"
+  "$bin/kubectl -n $NS wait --for=condition=Ready pod/hp --timeout=90s && $bin/kubectl -n $NS exec hp -- cat /proc/mounts | grep -q ' /hp hugetlbfs '"
 
 echo "$((n - failed)) passed, $failed failed"
 log "smoke took $(( $(date +%s) - start ))s"
