@@ -24,6 +24,8 @@ CLUSTER_NAME=${CLUSTER_NAME:-pfs}
 # host (so cluster-down restores exactly that), and nothing else.
 STATE_DIR="$PFS_CACHE/cluster/$CLUSTER_NAME"
 KUBECONFIG_PATH="$STATE_DIR/kubeconfig"
+# kubectl's discovery cache would otherwise land in ~/.kube/cache.
+export KUBECACHEDIR="$STATE_DIR/kubectl-cache"
 
 HACK_KIND="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$HACK_KIND/../.." && pwd)"
