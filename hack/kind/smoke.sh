@@ -68,6 +68,24 @@ tap "CoreDNS resolves the kubernetes Service" sh -c \
 ip1=$(k -n "$NS" get pod p1 -o jsonpath='{.status.podIP}')
 tap "pod to pod across nodes ($ip1)" x p0 ping -c 2 -W 2 "$ip1"
 
+# Native XDP on the data links, in the node namespaces before a pod takes
+# them: proves the MTU and queue counts allow driver mode on veth.
+xdp_native() { # xdp_native <node> <link>
+  local pid
+  pid=$(podman inspect -f '{{.State.Pid}}' "$1")
+  nsenter -t "$pid" -n ip link set dev "$2" xdpdrv obj "$work/xdp_pass.o" sec xdp &&
+    nsenter -t "$pid" -n ip link show dev "$2" | grep -q 'prog/xdp' &&
+    nsenter -t "$pid" -n ip link set dev "$2" xdpdrv off
+}
+if command -v clang >/dev/null &&
+   clang -O2 -target bpf -I/usr/include/x86_64-linux-gnu -c "$HACK_KIND/xdp_pass.c" -o "$work/xdp_pass.o"; then
+  for node in "${nodes[@]}"; do
+    for link in pfsdata0 pfsdata1; do tap "native XDP attaches to $link on $node" xdp_native "$node" "$link"; done
+  done
+else
+  n=$((n + 1)); echo "ok $n # SKIP native XDP on the data links: no clang to build the BPF program"
+fi
+
 data='[{"name":"pfsdata0","namespace":"default","ips":["192.168.77.@/24"]},{"name":"pfsdata1","namespace":"default","ips":["192.168.78.@/24"]}]'
 pod d0 "${nodes[0]}" "${data//@/1}"; pod d1 "${nodes[1]}" "${data//@/2}"
 tap "data pod on ${nodes[0]} gets both veth links" ready d0
