@@ -17,6 +17,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$IMAGES_DIR"
 exec 6>"$IMAGES_DIR/.lock"; flock 6
 
+# jq writes the image configs; a static C toolchain builds pause.
+ensure_pkgs jq gcc libc6-dev
 mapfile -t wanted < <("$bin/kubeadm" config images list --kubernetes-version "$K8S_VERSION")
 [ ${#wanted[@]} -ge 7 ] || die "kubeadm listed ${#wanted[@]} images, expected 7"
 

@@ -10,7 +10,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 need_root
-ensure_pkgs busybox-static
+ensure_pkgs busybox-static jq
 start=$(date +%s)
 bin=$("$REPO_ROOT/hack/k8s-binaries.sh" kubectl)
 kind=$(kind_bin)
