@@ -93,6 +93,27 @@ build: manifests generate ## Build the manager binary.
 run: manifests generate ## Run the manager against the current kubeconfig.
 	$(GO) run ./cmd/manager
 
+##@ Cluster
+
+# A throwaway 2-node kind cluster on podman with an offline node image
+# (docs/cluster.md). Needs root; everything heavy is cached in ~/.cache/packetfs.
+
+.PHONY: cluster-up
+cluster-up: ## Bring up (or reuse) the 2-node kind cluster with Multus and the veth data network; prints the KUBECONFIG path.
+	hack/cluster-up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Delete the kind cluster and restore the host (containers, networks, iptables, hugepages, /lib/modules).
+	hack/cluster-down.sh
+
+.PHONY: node-image
+node-image: ## Build (or reuse) the offline kind node image; prints its tag.
+	hack/kind/node-image.sh
+
+.PHONY: cluster-smoke
+cluster-smoke: ## Smoke-test the running cluster: image load, DNS, pods on both nodes, pings over the veth data network.
+	hack/kind/smoke.sh
+
 ##@ Tools
 
 $(LOCALBIN):

@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash disable=SC2034  # sourced: the variables are used by the scripts
+#
+# Shared settings and helpers of the throwaway kind cluster scripts (sourced,
+# never run). Everything heavy is cached outside the repo under $PFS_CACHE,
+# keyed by version, so a second `make cluster-up` only starts containers.
+
+K8S_VERSION=${K8S_VERSION:-v1.34.4}
+KIND_VERSION=${KIND_VERSION:-v0.30.0}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.8}
+# CoreDNS and pause follow what kubeadm asks for; node-image.sh checks them
+# against `kubeadm config images list` and fails if they drift.
+COREDNS_VERSION=${COREDNS_VERSION:-v1.12.1}
+MULTUS_VERSION=${MULTUS_VERSION:-v4.2.2}
+DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
+
+PFS_CACHE=${PFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/packetfs}
+export PFS_CACHE
+TOOLS_DIR="$PFS_CACHE/tools"
+IMAGES_DIR="$PFS_CACHE/images/$K8S_VERSION"
+NODE_DIR="$PFS_CACHE/kind-node"
+CLUSTER_NAME=${CLUSTER_NAME:-pfs}
+# State of the running cluster: kubeconfig, what cluster-up changed on the
+# host (so cluster-down restores exactly that), and nothing else.
+STATE_DIR="$PFS_CACHE/cluster/$CLUSTER_NAME"
+KUBECONFIG_PATH="$STATE_DIR/kubeconfig"
+# kubectl's discovery cache would otherwise land in ~/.kube/cache.
+export KUBECACHEDIR="$STATE_DIR/kubectl-cache"
+
+HACK_KIND="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$HACK_KIND/../.." && pwd)"
+
+# kind drives podman; the containers.conf works around what root lacks here
+# (CAP_SYS_RESOURCE for a 1M nofile limit) and crun's refusal of the hybrid
+# cgroup layout.
+export KIND_EXPERIMENTAL_PROVIDER=podman
+export CONTAINERS_CONF="$HACK_KIND/containers.conf"
+
+log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ensure_pkgs installs Debian packages only when missing, so `make test`
+# never pulls the cluster's packages unless a cluster is asked for.
+ensure_pkgs() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing ${missing[*]}"
+  local sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# Host packages the cluster needs: podman and its network stack, the tools
+# that build the node image, and containerd's ctr to fill its image store.
+HOST_PKGS=(podman netavark aardvark-dns conmon runc iptables uidmap debootstrap
+  containerd containernetworking-plugins iproute2 jq)
+
+kind_bin() { echo "$TOOLS_DIR/kind-$KIND_VERSION/kind"; }
+
+# go_install builds one main package at an exact version into a cache dir
+# of its own, so builds never touch the repo's go.mod.
+go_install() {
+  local pkg=$1 ver=$2 dest=$3
+  [ -x "$dest/$(basename "${pkg%%@*}")" ] && return 0
+  mkdir -p "$dest"
+  log "building $pkg@$ver (cold: a few minutes on 2 cores)"
+  CGO_ENABLED=0 GOBIN="$dest" GOFLAGS=-trimpath go install -ldflags "-s -w" "$pkg@$ver" >&2
+}
+
+# need_root stops early with a clear message: the cluster changes host state
+# (hugepages, veths in container namespaces, /lib/modules).
+need_root() { [ "$(id -u)" -eq 0 ] || die "run as root (the cluster reserves hugepages and wires veths)"; }
