@@ -74,6 +74,11 @@ struct run {
 	uint64_t ndesc, nframes;	/* per pass */
 	uint64_t total_frames;		/* passes mode; UINT64_MAX: duration */
 	uint32_t wmask;
+	/* Frames in flight past the fold: the result window, and for in-place
+	 * ops never more than one pass, so frame g (pass k+1) is published
+	 * only after frame g - nframes (same bytes, pass k) was folded; two
+	 * pcores never modify the same bytes at once. */
+	uint64_t window;
 	struct frame_result *results;
 	uint64_t *hashes;		/* fnv: W x dpf per-descriptor hashes */
 	struct worker *w;
@@ -268,7 +273,7 @@ static void produce(struct run *run)
 		return;
 	}
 	while (run->next_g < run->total_frames &&
-	       run->next_g - run->fold_g <= run->wmask) {
+	       run->next_g - run->fold_g < run->window) {
 		if (!publish(run, run->next_g)) {
 			run->producer_full_waits++;
 			return;
@@ -440,6 +445,9 @@ static int run_alloc(struct run *run)
 	if (w < 8)
 		w = 8;
 	run->wmask = w - 1;
+	run->window = w;
+	if (pfs_op_is_inplace(o->op) && run->nframes < w)
+		run->window = run->nframes;
 	if (posix_memalign(&mem, PFS_CACHELINE, w * sizeof(*run->results)))
 		return -ENOMEM;
 	run->results = mem;
