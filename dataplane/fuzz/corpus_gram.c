@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Writes a seed corpus for fuzz_gram into a directory: valid grams of every
+ * mode and size class plus control records, each prefixed by a blob size, so
+ * the fuzzer starts from inputs that reach the table parsers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfs/gram.h"
+
+static uint8_t buf[8 + PFS_GRAM_HDR_LEN + 64 * PFS_GRAM_ARITH_DESC_MAX + 64 * 64];
+
+static void emit(const char *dir, int idx, size_t len)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/seed-%03d", dir, idx);
+	f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, len, f) != len) {
+		perror(path);
+		exit(1);
+	}
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	struct pfs_desc d[64];
+	uint64_t blob = 1 << 20;
+	int idx = 0;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR\n", argv[0]);
+		return 2;
+	}
+	memcpy(buf, &blob, 8);
+	for (int m = 0; m <= PFS_MODE_ARITH; m++) {
+		for (int n = 0; n <= 64; n = n ? n * 4 : 1) {
+			size_t len, pay = 0;
+
+			for (int i = 0; i < n; i++) {
+				d[i].len = (i * 37) % 64;
+				d[i].off = (i % 3 == 2) ? blob - d[i].len : (uint64_t)i * 1000;
+				pay += d[i].len;
+			}
+			len = pfs_gram_encode(m, n, d, n, buf + 8, sizeof(buf) - 8);
+			if (m != PFS_MODE_PAYLOAD)
+				pay = 0;
+			memset(buf + 8 + len, 0x5a, pay);
+			emit(argv[1], idx++, 8 + len + pay);
+		}
+	}
+	for (int t = PFS_CTL_HELLO; t <= PFS_CTL_RESULT; t++) {
+		struct pfs_ctl c = { .type = t, .size = blob, .value = 1, .count = 2, .word = 3 };
+
+		pfs_ctl_encode(&c, buf + 8);
+		emit(argv[1], idx++, 8 + PFS_CTL_LEN);
+	}
+	return 0;
+}

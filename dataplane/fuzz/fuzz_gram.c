@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * libFuzzer harness for everything that parses bytes from the wire: the
+ * gram decoder (header, descriptor table, whole gram) and control records.
+ * Input: le64 blob size, then the record. Built with ASan/UBSan, so any
+ * read past the input or any overflow UB aborts the run.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "pfs/gram.h"
+
+static struct pfs_desc out[PFS_GRAM_MAX_DESC];
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pfs_gram_hdr h;
+	struct pfs_ctl c;
+	const uint8_t *pl;
+	uint64_t blob = 1ULL << 30;
+	int n;
+
+	if (size >= 8) {
+		memcpy(&blob, data, 8);
+		data += 8;
+		size -= 8;
+	}
+	n = pfs_gram_decode(data, size, blob, &h, out, PFS_GRAM_MAX_DESC, &pl);
+	if (n >= 0) {
+		for (int i = 0; i < n; i++)
+			if (out[i].off > blob || out[i].len > blob - out[i].off)
+				__builtin_trap();
+		if (pl && (pl < data || pl + h.payload_len > data + size))
+			__builtin_trap();
+	}
+	/* The streaming path: header first, then the table from the rest. */
+	if (!pfs_gram_decode_hdr(data, size, &h) && size - PFS_GRAM_HDR_LEN >= h.desc_len)
+		(void)pfs_gram_decode_desc(&h, data + PFS_GRAM_HDR_LEN, h.desc_len, blob, out,
+					   PFS_GRAM_MAX_DESC);
+	(void)pfs_ctl_decode(data, size, &c);
+	return 0;
+}

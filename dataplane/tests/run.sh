@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs each TAP test program given as an argument, shows its output, and
+# prints one summary over all of them: `N passed, N failed`. A program that
+# crashes or never prints its own summary line counts as one failure.
+set -u
+pass=0 fail=0 skip=0
+for t in "$@"; do
+	echo "# --- $t"
+	out=$("$t" 2>&1); rc=$?
+	printf '%s\n' "$out"
+	sum=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+	if [ -z "$sum" ]; then
+		echo "# $t exited $rc without a summary line"
+		fail=$((fail + 1)); continue
+	fi
+	p=${sum%% passed*}; f=${sum#*, }; f=${f%% failed}
+	pass=$((pass + p)); fail=$((fail + f))
+	s=$(printf '%s\n' "$out" | grep -cE '^ok [0-9]+ .*# SKIP')
+	skip=$((skip + s))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "# $t exited $rc"; fail=$((fail + 1))
+	fi
+done
+echo "# $skip skipped (not counted as passed)"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
