@@ -18,7 +18,9 @@
  * the control thread combines the shares in order after the join, inside
  * the timed interval.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>

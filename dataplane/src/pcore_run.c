@@ -32,7 +32,9 @@
  * thread (after any NUMA policy the caller set); each worker's state is
  * cache-line aligned and written only by that worker until it is joined.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>

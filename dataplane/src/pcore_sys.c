@@ -7,7 +7,9 @@
  * dependency), and thread pinning. Called from the control thread before
  * workers start, except pfs_pcore_pin(), which each worker calls on itself.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>

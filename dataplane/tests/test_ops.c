@@ -13,12 +13,8 @@
 
 #include "pfs/integrity.h"
 #include "pfs/ops.h"
+#include "tap.h"
 
-static char skip_reason[256];
-
-#define SKIP(...) do { snprintf(skip_reason, sizeof(skip_reason), __VA_ARGS__); return 2; } while (0)
-#define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "# %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); return 1; } } while (0)
 
 /* ---------------------------------------------------------- references */
 
@@ -91,7 +87,7 @@ static int test_inplace(enum pfs_ops_isa isa, int add)
 
 	if (!k) {
 		free(a), free(b);
-		SKIP("%s kernels not supported by this CPU or build", pfs_ops_isa_str(isa));
+		return tap_skip("%s kernels not supported by this CPU or build", pfs_ops_isa_str(isa));
 	}
 	CHECK(a && b, "malloc");
 	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
@@ -119,7 +115,7 @@ static int test_counteq(enum pfs_ops_isa isa)
 
 	if (!k) {
 		free(a);
-		SKIP("%s kernels not supported by this CPU or build", pfs_ops_isa_str(isa));
+		return tap_skip("%s kernels not supported by this CPU or build", pfs_ops_isa_str(isa));
 	}
 	CHECK(a, "malloc");
 	fill(a, BUF);
@@ -152,7 +148,7 @@ static int test_fnv(enum pfs_ops_isa isa)
 
 	if (!k) {
 		free(a);
-		SKIP("%s kernels not supported by this CPU or build", pfs_ops_isa_str(isa));
+		return tap_skip("%s kernels not supported by this CPU or build", pfs_ops_isa_str(isa));
 	}
 	CHECK(a, "malloc");
 	fill(a, BUF);
@@ -257,10 +253,7 @@ static int test_dispatch(void)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int (*fn)(void);
-} tests[] = {
+static const struct tap_test tests[] = {
 	{ "dispatch picks the best supported kernels", test_dispatch },
 	{ "xor portable vs reference", test_xor_portable },
 	{ "add portable vs reference", test_add_portable },
@@ -282,25 +275,5 @@ static const struct {
 	{ "crc32c shift/combine equals CRC of concatenation", test_crc_shift },
 };
 
-int main(void)
-{
-	int n = sizeof(tests) / sizeof(tests[0]), passed = 0, failed = 0;
 
-	printf("1..%d\n", n);
-	for (int i = 0; i < n; i++) {
-		int r = tests[i].fn();
-
-		if (r == 2) {
-			printf("ok %d %s # SKIP %s\n", i + 1, tests[i].name, skip_reason);
-		} else if (r == 0) {
-			printf("ok %d %s\n", i + 1, tests[i].name);
-			passed++;
-		} else {
-			printf("not ok %d %s\n", i + 1, tests[i].name);
-			failed++;
-		}
-		fflush(stdout);
-	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
-}
+TAP_MAIN(tests)

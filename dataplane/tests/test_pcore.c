@@ -9,7 +9,9 @@
  * duration mode and an early stop. Runs with as many pcores as the allowed
  * CPU set has (at most 2 here), so it exercises real cross-core rings.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,12 +23,8 @@
 
 #include "pfs/integrity.h"
 #include "pfs/pcore.h"
+#include "tap.h"
 
-static char skip_reason[256];
-
-#define SKIP(...) do { snprintf(skip_reason, sizeof(skip_reason), __VA_ARGS__); return 2; } while (0)
-#define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "# %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); return 1; } } while (0)
 
 /* ---------------------------------------------------------- references */
 
@@ -282,10 +280,10 @@ static int test_hugepage_crossing(void)
 	int rc = 0;
 
 	if (old < 0)
-		SKIP("cannot read /proc/sys/vm/nr_hugepages");
+		return tap_skip("cannot read /proc/sys/vm/nr_hugepages");
 	if (free_hugepages() < HP_PAGES) {
 		if (write_nr_hugepages(old + HP_PAGES) || read_nr_hugepages() < old + HP_PAGES)
-			SKIP("cannot raise nr_hugepages (needs root/CAP_SYS_ADMIN)");
+			return tap_skip("cannot raise nr_hugepages (needs root/CAP_SYS_ADMIN)");
 		raised = true;
 	}
 	mem = mmap(NULL, HP_PAGES * HP_SIZE, PROT_READ | PROT_WRITE,
@@ -293,7 +291,7 @@ static int test_hugepage_crossing(void)
 	if (mem == MAP_FAILED) {
 		if (raised)
 			write_nr_hugepages(old);
-		SKIP("no 2 MiB hugepages available: %s", strerror(errno));
+		return tap_skip("no 2 MiB hugepages available: %s", strerror(errno));
 	}
 	/* Descriptors of 1 MiB + 320 bytes starting 1 MiB + 7 bytes in: most
 	 * of them straddle a 2 MiB page boundary; the range ends mid-page. */
@@ -480,10 +478,7 @@ static int test_bad_opts(void)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int (*fn)(void);
-} tests[] = {
+static const struct tap_test tests[] = {
 	{ "ring wrap-around with a producer and a consumer thread", test_ring_wrap },
 	{ "bad options rejected with a reason", test_bad_opts },
 	{ "pcore xor over odd ranges equals reference", test_xor },
@@ -502,30 +497,14 @@ static const struct {
 	{ "stop request ends the run with partial results", test_stop },
 };
 
+
 int main(void)
 {
-	int n = sizeof(tests) / sizeof(tests[0]), passed = 0, failed = 0;
-
 	ncpus = pfs_pcore_allowed_cpus(cpus, PFS_PCORE_MAX);
 	if (ncpus < 1) {
 		printf("1..0 # SKIP cannot read the allowed CPU set\n0 passed, 0 failed\n");
 		return 0;
 	}
-	printf("1..%d\n# pcores in use: %d\n", n, ncpus < 2 ? ncpus : 2);
-	for (int i = 0; i < n; i++) {
-		int r = tests[i].fn();
-
-		if (r == 2) {
-			printf("ok %d %s # SKIP %s\n", i + 1, tests[i].name, skip_reason);
-		} else if (r == 0) {
-			printf("ok %d %s\n", i + 1, tests[i].name);
-			passed++;
-		} else {
-			printf("not ok %d %s\n", i + 1, tests[i].name);
-			failed++;
-		}
-		fflush(stdout);
-	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	printf("# pcores in use: %d\n", ncpus < 2 ? ncpus : 2);
+	return tap_run(tests, (int)(sizeof(tests) / sizeof(tests[0])));
 }
