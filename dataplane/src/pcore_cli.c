@@ -742,6 +742,9 @@ static int cmd_run(int argc, char **argv)
 		pfs_err("pcore: out of memory");
 		goto out_free;
 	}
+	pfs_info("pcore: running %s on %u pcore(s), %llu bytes from offset %llu, %s kernels",
+		 pfs_op_str(a.o.op), a.o.pcores, (unsigned long long)a.o.range_len,
+		 (unsigned long long)a.o.range_off, a.o.kernels->name);
 	for (unsigned r = 0; r < a.rounds; r++) {
 		err = pfs_pcore__run(&a.o, pfs_blob__data(blob), size, oc.pc);
 		if (err) {
