@@ -117,7 +117,7 @@ static void usage(FILE *f)
 "  --dpf N            descriptors per frame (default 64)\n"
 "  --desc-len N       descriptor length, multiple of --align (default 64K)\n"
 "  --align N          descriptor alignment, power of two (default 64)\n"
-"  --ring-slots N     descriptors per ring, power of two >= dpf (default 4 x dpf)\n"
+"  --ring-slots N     descriptors per ring, power of two >= dpf (default 2 x dpf)\n"
 "  --duration S | --passes P   run time or passes over the range (default 1 pass)\n"
 "  --baseline         also run the plain-threads baseline; report CPUpwn\n"
 "  --rounds N         alternate pcore/baseline N times (1..%d), report medians\n"
@@ -340,7 +340,9 @@ static int parse_args(int argc, char **argv, struct args *a, bool calibrate)
 	if (!have_ring) {
 		uint32_t r = 1;
 
-		while (r < 4 * a->o.dpf)
+		/* Two frames per ring: enough to cover the refill, and a
+		 * preempted pcore strands at most two frames. */
+		while (r < 2 * a->o.dpf)
 			r <<= 1;
 		a->o.ring_slots = r;
 	}
@@ -516,7 +518,8 @@ struct outcome {
 	struct pfs_pcore_result *pc;		/* last round */
 	struct pfs_pcore_result *bl;		/* last round, or NULL */
 	double pc_mbps[MAX_ROUNDS], bl_mbps[MAX_ROUNDS];
-	unsigned rounds;
+	unsigned rounds, bl_rounds;
+	double warmup_s;
 	bool have_crc_after;
 	uint32_t crc_after;
 };
@@ -550,7 +553,8 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 		jput(j, "\"duration_s\":%.3f,", o->duration_s);
 	else
 		jput(j, "\"passes\":%llu,", (unsigned long long)o->passes);
-	jput(j, "\"rounds\":%u,\"complete\":%s,", oc->rounds, pc->complete ? "true" : "false");
+	jput(j, "\"rounds\":%u,\"warmup_s\":%.3f,\"complete\":%s,", oc->rounds, oc->warmup_s,
+	     pc->complete ? "true" : "false");
 	jstr(j, "stopped_by", stop_signal ? "signal" : NULL);
 	for (unsigned i = 0; i < pc->ncores; i++) {
 		cpu_s += pc->core[i].cpu_s;
@@ -565,10 +569,16 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 		jput(j, "\"per_core_MBps\":[");
 		for (unsigned i = 0; i < pc->ncores; i++)
 			jput(j, "%s%.1f", i ? "," : "", mbps(pc->core[i].bytes, pc->seconds));
-		jput(j, "],\"ring_stalls\":{\"producer_full\":%llu,\"consumer_empty\":[",
-		     (unsigned long long)pc->producer_full_waits);
+		jput(j, "],\"per_core_cpu_s\":[");
+		for (unsigned i = 0; i < pc->ncores; i++)
+			jput(j, "%s%.3f", i ? "," : "", pc->core[i].cpu_s);
+		jput(j, "],\"ring_stalls\":{\"window_full\":%llu,\"consumer_empty\":[",
+		     (unsigned long long)pc->window_full_waits);
 		for (unsigned i = 0; i < pc->ncores; i++)
 			jput(j, "%s%llu", i ? "," : "", (unsigned long long)pc->core[i].empty_waits);
+		jput(j, "],\"consumer_wait_s\":[");
+		for (unsigned i = 0; i < pc->ncores; i++)
+			jput(j, "%s%.4f", i ? "," : "", pc->core[i].wait_s);
 		jput(j, "]},");
 	} else {
 		double lo = 1e300, hi = 0;
@@ -580,8 +590,8 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 			hi = m > hi ? m : hi;
 		}
 		jput(j, "\"per_core_MBps\":{\"min\":%.1f,\"max\":%.1f},"
-			"\"ring_stalls\":{\"producer_full\":%llu,\"consumer_empty\":%llu},",
-		     lo, hi, (unsigned long long)pc->producer_full_waits,
+			"\"ring_stalls\":{\"window_full\":%llu,\"consumer_empty\":%llu},",
+		     lo, hi, (unsigned long long)pc->window_full_waits,
 		     (unsigned long long)empty);
 	}
 	jput(j, "\"result\":{");
@@ -606,9 +616,15 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 			     pc->value == bl->value : pc->complete && bl->complete &&
 			     pc->bytes == bl->bytes;
 
+		double bl_cpu = 0;
+
+		for (unsigned i = 0; i < bl->ncores; i++)
+			bl_cpu += bl->core[i].cpu_s;
 		jput(j, "\"baseline\":{\"label\":\"plain threads, static partition\","
-			"\"MBps\":%.1f,\"seconds\":%.6f,\"bytes\":%llu,\"result\":",
-		     bl_m, bl->seconds, (unsigned long long)bl->bytes);
+			"\"MBps\":%.1f,\"MB_per_cpu_s\":%.1f,\"seconds\":%.6f,\"bytes\":%llu,"
+			"\"result\":",
+		     bl_m, bl_cpu > 0 ? bl->bytes / bl_cpu / 1e6 : 0, bl->seconds,
+		     (unsigned long long)bl->bytes);
 		jvalue(j, o->op, bl);
 		jput(j, ",\"result_match\":%s,\"complete\":%s", match ? "true" : "false",
 		     bl->complete ? "true" : "false");
@@ -745,35 +761,59 @@ static int cmd_run(int argc, char **argv)
 	pfs_info("pcore: running %s on %u pcore(s), %llu bytes from offset %llu, %s kernels",
 		 pfs_op_str(a.o.op), a.o.pcores, (unsigned long long)a.o.range_len,
 		 (unsigned long long)a.o.range_off, a.o.kernels->name);
-	for (unsigned r = 0; r < a.rounds; r++) {
-		err = pfs_pcore__run(&a.o, pfs_blob__data(blob), size, oc.pc);
+	/* Untimed warm-up: one read-only sweep of the range on the same
+	 * CPUs, so whichever side runs first does not pay for first touches
+	 * the host still owes us (page backing, TLB, caches). */
+	{
+		struct pfs_pcore_opts w = a.o;
+
+		w.op = PFS_OP_COUNTEQ;
+		w.passes = 1;
+		w.duration_s = 0;
+		err = pfs_pcore__baseline(&w, pfs_blob__data(blob), size, oc.pc);
 		if (err) {
-			if (err == -EINVAL)
-				rc = EXIT_USAGE;
+			rc = err == -EINVAL ? EXIT_USAGE : 1;
 			goto out_free;
 		}
-		oc.pc_mbps[r] = mbps(oc.pc->bytes, oc.pc->seconds);
-		oc.rounds = r + 1;
-		if (r == 0 && pfs_op_is_inplace(a.o.op)) {
-			/* Outside the timed run: the range as the pcores left
-			 * it, before the baseline modifies it again. */
-			oc.crc_after = pfs_crc32c(0, pfs_blob__data(blob) + a.o.range_off,
-						  a.o.range_len);
-			oc.have_crc_after = true;
-		}
-		if (atomic_load(&stop_flag))
-			break;
-		if (a.baseline) {
-			err = pfs_pcore__baseline(&a.o, pfs_blob__data(blob), size, oc.bl);
-			if (err)
-				goto out_free;
-			oc.bl_mbps[r] = mbps(oc.bl->bytes, oc.bl->seconds);
+		oc.warmup_s = oc.pc->seconds;
+	}
+	/* Rounds alternate which side goes first (pcore first in round 0,
+	 * so range_crc32c_after describes the pcores' work). */
+	for (unsigned r = 0; r < a.rounds && !atomic_load(&stop_flag); r++) {
+		for (int side = 0; side < 2; side++) {
+			bool pcore_side = (side == 0) == (r % 2 == 0);
+
 			if (atomic_load(&stop_flag))
 				break;
+			if (!pcore_side) {
+				if (!a.baseline)
+					continue;
+				err = pfs_pcore__baseline(&a.o, pfs_blob__data(blob), size, oc.bl);
+				if (err)
+					goto out_free;
+				oc.bl_mbps[r] = mbps(oc.bl->bytes, oc.bl->seconds);
+				oc.bl_rounds = r + 1;
+				continue;
+			}
+			err = pfs_pcore__run(&a.o, pfs_blob__data(blob), size, oc.pc);
+			if (err) {
+				if (err == -EINVAL)
+					rc = EXIT_USAGE;
+				goto out_free;
+			}
+			oc.pc_mbps[r] = mbps(oc.pc->bytes, oc.pc->seconds);
+			oc.rounds = r + 1;
+			if (r == 0 && pfs_op_is_inplace(a.o.op)) {
+				/* Outside the timed run: the range as the pcores
+				 * left it, before the baseline modifies it. */
+				oc.crc_after = pfs_crc32c(0, pfs_blob__data(blob) + a.o.range_off,
+							  a.o.range_len);
+				oc.have_crc_after = true;
+			}
 		}
 	}
-	if (oc.bl && !oc.bl->seconds)
-		oc.bl = NULL;	/* stopped before the baseline ran */
+	if (oc.bl && oc.bl_rounds < oc.rounds)
+		oc.bl = NULL;	/* stopped before the baseline ran: no ratio */
 	err = output(&oc);
 	if (err)
 		rc = 1;

@@ -9,24 +9,32 @@
  * and needed /dev/shm to share ring state.) The control thread only creates
  * and joins the workers; it takes signals, the workers block them.
  *
- * Producer: there is no producer thread. Pcore 0 is the "lead": between
- * frames it publishes new frames to every ring with room and folds posted
- * results in frame order. On a 2-core machine a separate producer thread
- * would take a core away from the op; folded into pcore 0 the producer costs
- * a few dozen stores per frame (dpf descriptors) against tens of
+ * Producer: there is no producer thread. The producer role floats: a
+ * pcore whose own ring is half empty tries to take the producer lock (a
+ * try-lock, it never waits); the holder folds posted results and publishes
+ * new frames to every ring with room, then drops the lock. On a 2-core
+ * machine a dedicated producer thread would take a core away from the op,
+ * and a producer folded into one fixed pcore stalls every other pcore while
+ * that one is preempted (measured here under load: the followers spun on
+ * empty rings and the run used twice the CPU time of the baseline). With
+ * the floating role any running pcore refills the rings. Producing costs a
+ * few dozen stores per frame (dpf descriptors) against tens of
  * microseconds of op work per frame (frames describe dpf x desc_len bytes,
- * 4 MiB by default), well under 1%.
+ * 4 MiB by default): well under 1%.
  *
- * Rings: pcore i's ring has exactly one producer (pcore 0) and one consumer
- * (pcore i); pcore 0's own ring has the same thread on both ends. The
- * producer gives each frame to the next ring in round-robin order that has
+ * Rings: pcore i's ring has one consumer (pcore i) and one producer at any
+ * moment (the lock holder); the lock's acquire/release hands the
+ * producer-side ring state (tail, cached head) from holder to holder. The
+ * holder gives each frame to the next ring in round-robin order that has
  * room, so a slower core (noise from other tenants) simply gets fewer
  * frames.
  *
  * Results: frame g's result goes to slot g % W of a reorder window; the
  * poster sets done = g + 1 with a release store after writing the result,
- * the lead folds slots in order with acquire loads. The producer never runs
- * more than W frames ahead of the fold, which bounds the window's memory.
+ * the lock holder folds slots in order with acquire loads. The producer
+ * never runs more than W frames ahead of the fold, which bounds the
+ * window's memory. After the workers exit, the control thread folds the
+ * last frames; the timed interval ends after that fold.
  *
  * Memory: rings, window and worker state are allocated here by the control
  * thread (after any NUMA policy the caller set); each worker's state is
@@ -66,7 +74,7 @@ struct worker {
 	const uint8_t **ptrs;		/* fnv scratch, dpf entries */
 	size_t *lens;
 	uint64_t bytes, frames, empty_waits;
-	double cpu_s;
+	double cpu_s, wait_s;
 };
 
 struct run {
@@ -87,13 +95,14 @@ struct run {
 	atomic_uint ready;		/* workers pinned and waiting */
 	atomic_int go;			/* 1: start, -1: abort */
 	atomic_int pin_err;
-	_Alignas(PFS_CACHELINE) atomic_int pub_done;	/* lead: no more frames */
+	_Alignas(PFS_CACHELINE) atomic_int pub_done;	/* no more frames */
+	_Alignas(PFS_CACHELINE) atomic_int prod_lock;	/* producer role */
 
-	/* Lead-only state (pcore 0). */
+	/* Producer state: touched only by the producer lock holder (and by
+	 * the control thread after the workers are joined). */
 	_Alignas(PFS_CACHELINE) uint64_t next_g, fold_g, final_g;
 	unsigned rr;
-	bool lead_done;
-	uint64_t producer_full_waits;
+	uint64_t window_full_waits;
 	double t0, t_end, deadline;
 	uint64_t pass_acc, fold_bytes, fold_descs, passes_done;
 	uint64_t value;
@@ -195,7 +204,7 @@ static void exec_frame(struct worker *w, const struct pfs_pcore_desc *d0,
 	fr->bytes = bytes;
 	fr->value = value;
 	/* Release orders the result (and the fnv hashes) before done: the
-	 * lead that sees done reads a complete result. */
+	 * producer that sees done reads a complete result. */
 	atomic_store_explicit(&fr->done, fid + 1, memory_order_release);
 	w->bytes += bytes;
 	w->frames++;
@@ -225,7 +234,7 @@ static unsigned consume(struct worker *w, unsigned max_frames)
 	return frames;
 }
 
-/* ---------------------------------------------------------------- lead */
+/* ------------------------------------------------------------ producer */
 
 static bool publish(struct run *run, uint64_t g)
 {
@@ -274,12 +283,16 @@ static void produce(struct run *run)
 		finish_publishing(run);
 		return;
 	}
-	while (run->next_g < run->total_frames &&
-	       run->next_g - run->fold_g < run->window) {
-		if (!publish(run, run->next_g)) {
-			run->producer_full_waits++;
+	while (run->next_g < run->total_frames) {
+		if (run->next_g - run->fold_g >= run->window) {
+			/* The fold is behind (a frame still in some ring):
+			 * the one producer-side stall worth counting; full
+			 * rings are ordinary back-pressure. */
+			run->window_full_waits++;
 			return;
 		}
+		if (!publish(run, run->next_g))
+			return;
 		run->next_g++;
 	}
 	if (run->next_g == run->total_frames)
@@ -337,46 +350,63 @@ static void fold(struct run *run)
 	}
 }
 
-static void lead_loop(struct worker *w)
+static inline bool producer_trylock(struct run *run)
 {
-	struct run *run = w->run;
-
-	for (;;) {
-		fold(run);
-		if (!atomic_load_explicit(&run->pub_done, memory_order_relaxed))
-			produce(run);
-		/* One frame at a time: the rings and the fold get attention
-		 * between frames. */
-		if (consume(w, 1))
-			continue;
-		if (atomic_load_explicit(&run->pub_done, memory_order_relaxed) &&
-		    run->fold_g == run->final_g)
-			break;
-		cpu_relax();
-	}
-	run->t_end = now_s();
+	/* Acquire pairs with the release in producer_unlock(): the previous
+	 * holder's producer state and ring tails are visible to us. */
+	return !atomic_load_explicit(&run->prod_lock, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&run->prod_lock, 1, memory_order_acquire);
 }
 
-static void follower_loop(struct worker *w)
+static inline void producer_unlock(struct run *run)
+{
+	atomic_store_explicit(&run->prod_lock, 0, memory_order_release);
+}
+
+/* Descriptors published to this ring and not yet consumed (consumer side). */
+static inline uint32_t ring_pending(struct pfs_pcore_ring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+
+	/* Acquire pairs with the producer's release in __submit(). */
+	r->tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
+	return (uint32_t)(r->tail_cache - head);
+}
+
+static void worker_loop(struct worker *w)
 {
 	struct run *run = w->run;
+	uint32_t low = w->ring.size / 2;
 	bool waiting = false;
+	double wait_t0 = 0;
 	uint64_t idx;
 
 	for (;;) {
-		if (consume(w, UINT32_MAX)) {
+		if (!atomic_load_explicit(&run->pub_done, memory_order_relaxed) &&
+		    ring_pending(&w->ring) <= low && producer_trylock(run)) {
+			fold(run);
+			if (!atomic_load_explicit(&run->pub_done, memory_order_relaxed))
+				produce(run);
+			producer_unlock(run);
+		}
+		/* One frame at a time: the ring level is checked between
+		 * frames. */
+		if (consume(w, 1)) {
+			if (waiting)
+				w->wait_s += now_s() - wait_t0;
 			waiting = false;
 			continue;
-		}
-		if (!waiting) {
-			w->empty_waits++;
-			waiting = true;
 		}
 		/* Acquire pairs with finish_publishing(): after it, one more
 		 * peek sees every frame ever submitted to this ring. */
 		if (atomic_load_explicit(&run->pub_done, memory_order_acquire) &&
 		    !pfs_pcore_ring__peek(&w->ring, 1, &idx))
 			break;
+		if (!waiting) {
+			w->empty_waits++;
+			wait_t0 = now_s();
+			waiting = true;
+		}
 		cpu_relax();
 	}
 }
@@ -401,13 +431,7 @@ static void *worker_main(void *arg)
 	if (atomic_load(&run->go) < 0 || atomic_load(&run->pin_err))
 		return NULL;
 	c0 = thread_cpu_s();
-	if (w->id == 0) {
-		run->t0 = now_s();
-		run->deadline = run->t0 + run->o->duration_s;
-		lead_loop(w);
-	} else {
-		follower_loop(w);
-	}
+	worker_loop(w);
 	w->cpu_s = thread_cpu_s() - c0;
 	return NULL;
 }
@@ -441,8 +465,19 @@ static int run_alloc(struct run *run)
 {
 	const struct pfs_pcore_opts *o = run->o;
 	uint32_t frames_per_ring = o->ring_slots / o->dpf;
-	uint32_t w = next_pow2((uint64_t)o->pcores * frames_per_ring * 2 + 2);
+	uint64_t want = (uint64_t)o->pcores * frames_per_ring * 2 + 2;
+	uint32_t w;
 	void *mem;
+
+	/* A preempted pcore holds up the fold with the frames in its ring;
+	 * a window as long as the whole run (capped at 16384 frames: 1 MiB of
+	 * results, 8 MiB of fnv hashes at dpf 64) lets the running pcores go
+	 * on meanwhile. In-place ops are held to one pass anyway (below). */
+	uint64_t all = run->total_frames < 16384 ? run->total_frames : 16384;
+
+	if (want < all)
+		want = all;
+	w = next_pow2(want);
 
 	if (w < 8)
 		w = 8;
@@ -501,7 +536,7 @@ static void fill_result(struct run *run, struct pfs_pcore_result *res)
 		res->value = run->value;
 		res->value_valid = run->value_valid;
 	}
-	res->producer_full_waits = run->producer_full_waits;
+	res->window_full_waits = run->window_full_waits;
 	res->ncores = o->pcores;
 	for (unsigned i = 0; i < o->pcores; i++) {
 		res->core[i].cpu = run->w[i].cpu;
@@ -509,11 +544,12 @@ static void fill_result(struct run *run, struct pfs_pcore_result *res)
 		res->core[i].frames = run->w[i].frames;
 		res->core[i].empty_waits = run->w[i].empty_waits;
 		res->core[i].cpu_s = run->w[i].cpu_s;
+		res->core[i].wait_s = run->w[i].wait_s;
 	}
 }
 
 /* Workers take no asynchronous signals: SIGTERM must reach the control
- * thread's handler, which asks the lead to stop through opts->stop. */
+ * thread's handler, which asks the producer to stop via opts->stop. */
 static void block_async_signals(sigset_t *old)
 {
 	sigset_t set;
@@ -565,9 +601,14 @@ int pfs_pcore__run(const struct pfs_pcore_opts *opts, uint8_t *base,
 		while (atomic_load(&run.ready) < opts->pcores)
 			sched_yield();
 	}
+	run.t0 = now_s();
+	run.deadline = run.t0 + opts->duration_s;
 	atomic_store(&run.go, err ? -1 : 1);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(run.w[i].th, NULL);
+	/* Every ring is empty and every frame posted: fold the rest. */
+	fold(&run);
+	run.t_end = now_s();
 	if (err) {
 		pfs_err("pcore: cannot start pcore %u: %s", started, strerror(-err));
 		goto out_free;

@@ -154,6 +154,7 @@ struct pfs_pcore_core_stats {
 	uint64_t bytes;
 	uint64_t frames;
 	uint64_t empty_waits;		/* times the ring was found empty */
+	double wait_s;			/* wall time spent waiting on it */
 	double cpu_s;			/* thread CPU time */
 };
 
@@ -161,7 +162,7 @@ struct pfs_pcore_result {
 	uint64_t bytes;			/* bytes the op was applied to */
 	uint64_t descs;
 	uint64_t frames;
-	double seconds;			/* first frame published .. last folded */
+	double seconds;			/* workers released .. last frame folded */
 	uint64_t passes_done;		/* complete passes */
 	bool complete;			/* all requested work done */
 	bool stopped;			/* stopped early by opts->stop */
@@ -171,7 +172,7 @@ struct pfs_pcore_result {
 	uint64_t value;
 	bool value_valid;
 	bool passes_agree;		/* every complete pass gave value */
-	uint64_t producer_full_waits;	/* producer found every ring full */
+	uint64_t window_full_waits;	/* producer held back: fold behind */
 	unsigned ncores;
 	struct pfs_pcore_core_stats core[PFS_PCORE_MAX];
 };
