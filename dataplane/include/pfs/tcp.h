@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* TCP transport: one sender, one receiver, one connection.
+ *
+ * Protocol (docs/wire-format.md): sender HELLO (version, mode, blob size and
+ * fingerprint) -> receiver ACCEPT or REFUSE -> grams -> END (sender's totals
+ * and checksum) -> receiver RESULT (its checksum and verdict).
+ *
+ * Integrity, identical on both ends: CRC32C over the bytes the descriptors
+ * reference, concatenated in stream order (gram by gram, descriptor by
+ * descriptor). The sender reads them from its blob, the receiver from its own
+ * blob (offset, arithmetic) or from the payload slab (payload). */
+#ifndef PFS_TCP_H
+#define PFS_TCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pfs/blob.h"
+#include "pfs/gram.h"
+#include "pfs/schedule.h"
+
+enum pfs_verdict {
+	PFS_VERDICT_NA = 0,	/* no verdict: the transfer did not finish */
+	PFS_VERDICT_OK,
+	PFS_VERDICT_MISMATCH,
+};
+
+/* What one side measured; filled as far as the transfer got. */
+struct pfs_xfer_result {
+	uint64_t bytes;		/* effective bytes (sum of descriptor lengths) */
+	uint64_t descs;
+	uint64_t grams;
+	uint64_t wire_bytes;	/* bytes this side wrote/read on the socket */
+	uint32_t crc;		/* this side's checksum */
+	uint32_t peer_crc;	/* the other side's, when it arrived */
+	bool peer_crc_valid;
+	enum pfs_verdict verdict;
+	double elapsed_s;	/* transfer phase only, setup excluded */
+	double user_s, sys_s;	/* getrusage over the transfer phase */
+	uint64_t peer_blob_size, peer_fingerprint;
+	enum pfs_gram_mode mode;
+	struct pfs_gram_stats stats;
+	char peer[64];
+	char error[320];	/* why it failed, for the result JSON */
+};
+
+struct pfs_tcp_send_opts {
+	size_t sz;			/* sizeof(struct pfs_tcp_send_opts) */
+	const char *host;		/* numeric IPv4/IPv6 address */
+	uint16_t port;
+	enum pfs_gram_mode mode;
+	const struct pfs_blob *blob;
+	uint64_t fingerprint;		/* of blob if already known, 0: compute it */
+	struct pfs_sched_opts sched;	/* blob_size is taken from the blob */
+	uint32_t desc_per_gram;		/* <= PFS_GRAM_MAX_DESC */
+	uint32_t gram_bytes;		/* payload bytes per gram cap (payload mode) */
+	int connect_timeout_ms;		/* retry refused connects this long */
+	int io_timeout_ms;		/* per send/recv call */
+};
+
+struct pfs_tcp_recv_opts {
+	size_t sz;			/* sizeof(struct pfs_tcp_recv_opts) */
+	const char *host;		/* numeric address to bind, "" or NULL = any */
+	uint16_t port;
+	enum pfs_gram_mode mode;	/* the mode this receiver accepts */
+	const struct pfs_blob *blob;	/* required for offset/arith, unused for payload */
+	uint64_t fingerprint;		/* of blob if already known, 0: compute it */
+	int out_fd;			/* -1, or a file to pwrite referenced bytes into */
+	int accept_timeout_ms;
+	int io_timeout_ms;
+};
+
+/* pfs_tcp_send/pfs_tcp_recv - run one transfer. Return 0 when the transfer
+ * completed (check r->verdict), else -errno with r->error set:
+ * -ECONNREFUSED/-ETIMEDOUT/-EHOSTUNREACH connecting, -EPERM refused by the
+ * peer (mode/fingerprint/version; r->error says which), -EPROTO malformed
+ * stream (decode errors are in r->stats), -ECONNRESET peer vanished,
+ * -ETIMEDOUT no data within io_timeout_ms, -EINVAL bad options,
+ * -EADDRINUSE/-EACCES binding. */
+int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r);
+int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r);
+
+#endif /* PFS_TCP_H */

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * `pfs send` and `pfs recv`: one TCP transfer, one JSON result (stdout and
+ * --result-file), optionally one CSV row. Each side reports what it
+ * measured itself: its elapsed time and its own CPU time (getrusage).
+ * Blob setup is timed separately and excluded from the transfer metrics.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pfs/cli.h"
+#include "pfs/integrity.h"
+#include "pfs/log.h"
+#include "pfs/tcp.h"
+
+static const char send_usage[] =
+"usage: pfs send --connect ADDR:PORT --mode MODE [options]\n"
+"\n"
+"Connects to `pfs recv`, proves the blob (version, mode, fingerprint), streams\n"
+"grams of the schedule and prints the result (JSON) once the receiver has\n"
+"returned its checksum and verdict.\n"
+"\n"
+"  --connect ADDR:PORT   numeric IPv4 (1.2.3.4:5000) or IPv6 ([::1]:5000)\n"
+"  --mode MODE           payload | offset | arith\n"
+"  --bytes N             effective bytes to move (default: the blob size)\n"
+"  --desc-per-gram N     descriptors per gram (default 1024, max 65536)\n"
+"  --min-len N --max-len N   descriptor lengths (default 64 .. 256K)\n"
+"  --align N             offset/length alignment, power of 2 (default 64)\n"
+"  --pattern P           seq | random (default seq)\n"
+"  --sched-seed N        schedule seed (default 1)\n"
+"  --gram-bytes N        payload bytes per gram in payload mode (default 4M)\n"
+"  --connect-timeout S   keep retrying a refused connect this long (default 10)\n"
+"  --timeout S           per-I/O timeout in seconds (default 30)\n"
+"  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
+"  --csv PATH            append a CSV row (seed-001 fields)\n"
+"  --notes TEXT          notes for the result row\n"
+"\n" PFS_CLI_BLOB_HELP
+"\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused by the\n"
+"receiver (mode/version/blob), 5 timeout.\n";
+
+static const char recv_usage[] =
+"usage: pfs recv --listen ADDR:PORT --mode MODE [options]\n"
+"\n"
+"Accepts one sender, checks its HELLO (version, mode and, for offset and\n"
+"arith, that the sender's blob fingerprint equals this one's), executes every\n"
+"descriptor (CRC32C over the referenced bytes; payload mode over the payload)\n"
+"and reports OK or MISMATCH against the sender's checksum.\n"
+"\n"
+"  --listen ADDR:PORT    address to bind (0.0.0.0:5000, [::]:5000)\n"
+"  --mode MODE           payload | offset | arith\n"
+"  --out FILE            also write the referenced bytes to FILE at their offsets\n"
+"  --accept-timeout S    wait this long for a sender (default 60)\n"
+"  --timeout S           per-I/O timeout in seconds (default 30)\n"
+"  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
+"  --csv PATH            append a CSV row (seed-001 fields)\n"
+"  --notes TEXT          notes for the result row\n"
+"\n" PFS_CLI_BLOB_HELP
+"(payload mode needs no blob on the receiver; none is created)\n"
+"\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused the sender\n"
+"(mode/version/blob), 5 timeout.\n";
+
+struct xfer_args {
+	bool sender;
+	const char *addr;
+	enum pfs_gram_mode mode;
+	bool mode_set;
+	struct pfs_cli_blob cb;
+	struct pfs_sched_opts sched;
+	uint64_t bytes;
+	uint32_t desc_per_gram, gram_bytes;
+	double connect_timeout, accept_timeout, timeout;
+	const char *out, *result_file, *csv, *notes;
+};
+
+static int split_addr(const char *s, char *host, size_t n, uint16_t *port)
+{
+	const char *colon = strrchr(s, ':');
+	uint64_t p;
+	size_t hl;
+
+	if (!colon || pfs_parse_u64(colon + 1, &p) || p > 65535)
+		return -EINVAL;
+	hl = colon - s;
+	if (hl && s[0] == '[' && s[hl - 1] == ']') {
+		s++;
+		hl -= 2;
+	}
+	if (hl >= n)
+		return -EINVAL;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static int parse_secs(const char *s, double *out)
+{
+	char *end;
+
+	*out = strtod(s, &end);
+	return *end || *out < 0 || *out > 86400 ? -EINVAL : 0;
+}
+
+static int parse_args(int argc, char **argv, struct xfer_args *a)
+{
+	static const struct option lo[] = {
+		PFS_CLI_BLOB_LONGOPTS,
+		{ "connect", 1, 0, PFS_OPT_LONG }, { "listen", 1, 0, PFS_OPT_LONG },
+		{ "mode", 1, 0, PFS_OPT_LONG }, { "bytes", 1, 0, PFS_OPT_LONG },
+		{ "desc-per-gram", 1, 0, PFS_OPT_LONG }, { "min-len", 1, 0, PFS_OPT_LONG },
+		{ "max-len", 1, 0, PFS_OPT_LONG }, { "align", 1, 0, PFS_OPT_LONG },
+		{ "pattern", 1, 0, PFS_OPT_LONG }, { "sched-seed", 1, 0, PFS_OPT_LONG },
+		{ "gram-bytes", 1, 0, PFS_OPT_LONG }, { "connect-timeout", 1, 0, PFS_OPT_LONG },
+		{ "accept-timeout", 1, 0, PFS_OPT_LONG }, { "timeout", 1, 0, PFS_OPT_LONG },
+		{ "out", 1, 0, PFS_OPT_LONG }, { "result-file", 1, 0, PFS_OPT_LONG },
+		{ "csv", 1, 0, PFS_OPT_LONG }, { "notes", 1, 0, PFS_OPT_LONG },
+		{ "help", 0, 0, 'h' }, { 0 },
+	};
+	const char *usage = a->sender ? send_usage : recv_usage;
+	int c, idx;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
+		const char *n, *v = optarg;
+		uint64_t u = 0;
+		int r;
+
+		if (c == 'h') {
+			fputs(usage, stdout);
+			return 1;
+		}
+		if (c != PFS_OPT_LONG)
+			goto usage;
+		n = lo[idx].name;
+		r = pfs_cli_blob_opt(&a->cb, n, v);
+		if (r < 0)
+			return -1;
+		if (r)
+			continue;
+		if (!strcmp(n, a->sender ? "connect" : "listen")) {
+			a->addr = v;
+		} else if (!strcmp(n, "mode")) {
+			if (pfs_mode_parse(v, &a->mode))
+				goto bad;
+			a->mode_set = true;
+		} else if (!strcmp(n, "bytes")) {
+			if (pfs_parse_size(v, &a->bytes) || !a->bytes)
+				goto bad;
+		} else if (!strcmp(n, "desc-per-gram")) {
+			if (pfs_parse_u64(v, &u) || !u || u > PFS_GRAM_MAX_DESC)
+				goto bad;
+			a->desc_per_gram = (uint32_t)u;
+		} else if (!strcmp(n, "min-len") || !strcmp(n, "max-len") || !strcmp(n, "align") ||
+			   !strcmp(n, "gram-bytes")) {
+			if (pfs_parse_size(v, &u) || !u || u > UINT32_MAX)
+				goto bad;
+			if (!strcmp(n, "min-len"))
+				a->sched.min_len = (uint32_t)u;
+			else if (!strcmp(n, "max-len"))
+				a->sched.max_len = (uint32_t)u;
+			else if (!strcmp(n, "align"))
+				a->sched.align = (uint32_t)u;
+			else
+				a->gram_bytes = (uint32_t)u;
+		} else if (!strcmp(n, "pattern")) {
+			if (pfs_pattern_parse(v, &a->sched.pattern))
+				goto bad;
+		} else if (!strcmp(n, "sched-seed")) {
+			if (pfs_parse_u64(v, &a->sched.seed))
+				goto bad;
+		} else if (!strcmp(n, "connect-timeout")) {
+			if (parse_secs(v, &a->connect_timeout))
+				goto bad;
+		} else if (!strcmp(n, "accept-timeout")) {
+			if (parse_secs(v, &a->accept_timeout))
+				goto bad;
+		} else if (!strcmp(n, "timeout")) {
+			if (parse_secs(v, &a->timeout) || a->timeout == 0)
+				goto bad;
+		} else if (!strcmp(n, "out")) {
+			a->out = v;
+		} else if (!strcmp(n, "result-file")) {
+			a->result_file = v;
+		} else if (!strcmp(n, "csv")) {
+			a->csv = v;
+		} else if (!strcmp(n, "notes")) {
+			a->notes = v;
+		} else {
+			goto usage;
+		}
+		continue;
+bad:
+		fprintf(stderr, "pfs %s: invalid --%s '%s'\n", argv[0], n, v);
+		return -1;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pfs %s: unexpected argument '%s'\n", argv[0], argv[optind]);
+		goto usage;
+	}
+	if (!a->addr || !a->mode_set) {
+		fprintf(stderr, "pfs %s: --%s and --mode are required\n", argv[0],
+			a->sender ? "connect" : "listen");
+		goto usage;
+	}
+	if (a->sched.min_len > a->sched.max_len) {
+		fprintf(stderr, "pfs %s: --min-len exceeds --max-len\n", argv[0]);
+		return -1;
+	}
+	return 0;
+usage:
+	fprintf(stderr, "\n%s", usage);
+	return -1;
+}
+
+static int exit_code(int err, const struct pfs_xfer_result *r)
+{
+	if (err == -EPERM)
+		return PFS_EXIT_REFUSED;
+	if (err == -ETIMEDOUT)
+		return PFS_EXIT_TIMEOUT;
+	if (err)
+		return PFS_EXIT_ERROR;
+	return r->verdict == PFS_VERDICT_OK ? PFS_EXIT_OK : PFS_EXIT_MISMATCH;
+}
+
+static const char *verdict_str(const struct pfs_xfer_result *r)
+{
+	return r->verdict == PFS_VERDICT_OK ? "OK" :
+	       r->verdict == PFS_VERDICT_MISMATCH ? "MISMATCH" : "NA";
+}
+
+static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint64_t fp,
+		   const struct pfs_xfer_result *r, int err, int rc)
+{
+	double mb = r->bytes / 1e6, cpu = r->user_s + r->sys_s;
+	double eff = r->elapsed_s > 0 ? mb / r->elapsed_s : 0;
+	double mbcpu = cpu > 0 ? mb / cpu : 0;
+	char label[64], notes[400];
+	struct pfs_json j;
+
+	pfs_label(a->mode, "TCP", label, sizeof(label));
+	snprintf(notes, sizeof(notes), "%s%s%s; %s; blob=%s; %u desc/gram; len %u..%u align %u; "
+		 "pattern=%s; crc32c=%s", a->notes ? a->notes : "", a->notes ? "; " : "",
+		 a->sender ? "sender" : "receiver", r->peer[0] ? r->peer : "no peer",
+		 blob ? pfs_page_kind_str(pfs_blob__page_kind(blob)) : "none", a->desc_per_gram,
+		 a->sched.min_len, a->sched.max_len, a->sched.align,
+		 a->sched.pattern == PFS_PATTERN_RANDOM ? "random" : "seq", pfs_crc32c_impl());
+	pfs_json_begin(&j);
+	pfs_json_bool(&j, "ok", rc == PFS_EXIT_OK);
+	pfs_json_str(&j, "cmd", a->sender ? "send" : "recv", 8);
+	pfs_json_str(&j, "label", label, 64);
+	pfs_json_str(&j, "purpose", pfs_purpose(a->mode), 16);
+	pfs_json_str(&j, "side", a->sender ? "sender" : "receiver", 10);
+	pfs_json_str(&j, "transport", "tcp", 8);
+	pfs_json_str(&j, "mode", pfs_mode_str(a->mode), 10);
+	pfs_json_str(&j, "peer", r->peer[0] ? r->peer : NULL, 64);
+	pfs_json_num(&j, "size_mb", mb, 3);
+	pfs_json_u64(&j, "bytes", r->bytes);
+	pfs_json_num(&j, "elapsed_s", r->elapsed_s, 6);
+	pfs_json_num(&j, "effective_mb_s", eff, 1);
+	pfs_json_num(&j, "user_s", r->user_s, 3);
+	pfs_json_num(&j, "sys_s", r->sys_s, 3);
+	pfs_json_num(&j, "cpu_s", cpu, 3);
+	pfs_json_num(&j, "mb_per_cpu_s", mbcpu, 1);
+	pfs_json_str(&j, "integrity", verdict_str(r), 10);
+	pfs_json_u64(&j, "pthreads", 1);
+	pfs_json_hex(&j, "crc32c", r->crc, 8);
+	if (r->peer_crc_valid)
+		pfs_json_hex(&j, "peer_crc32c", r->peer_crc, 8);
+	else
+		pfs_json_str(&j, "peer_crc32c", NULL, 0);
+	pfs_json_str(&j, "crc32c_impl", pfs_crc32c_impl(), 24);
+	pfs_json_u64(&j, "descs", r->descs);
+	pfs_json_u64(&j, "grams", r->grams);
+	pfs_json_u64(&j, "wire_bytes", r->wire_bytes);
+	pfs_json_u64(&j, "decode_errors", r->stats.errors);
+	if (blob)
+		pfs_cli_blob_json(&j, blob, fp);
+	pfs_json_hex(&j, "peer_fingerprint", r->peer_fingerprint, 16);
+	pfs_json_str(&j, "notes", notes, 400);
+	pfs_json_u64(&j, "exit_code", rc);
+	pfs_json_str(&j, "error", err || rc ? (r->error[0] ? r->error : "integrity MISMATCH") : NULL,
+		     320);
+	if (pfs_result_emit(pfs_json_end(&j), a->result_file))
+		pfs_err("cannot write the result to %s: %s", a->result_file, strerror(errno));
+	if (a->csv) {
+		struct pfs_csv_row row = { label, pfs_purpose(a->mode), mb, r->elapsed_s, eff,
+					   r->user_s, r->sys_s, mbcpu, verdict_str(r), 1, notes };
+
+		if (pfs_csv_append(a->csv, &row))
+			pfs_err("cannot append to %s: %s", a->csv, strerror(errno));
+	}
+}
+
+static int run(int argc, char **argv, bool sender)
+{
+	struct xfer_args a = { .sender = sender, .desc_per_gram = 1024, .gram_bytes = 4u << 20,
+			       .connect_timeout = 10, .accept_timeout = 60, .timeout = 30 };
+	struct pfs_xfer_result r = { 0 };
+	struct pfs_blob *blob = NULL;
+	char host[64];
+	uint16_t port;
+	uint64_t fp = 0;
+	int err, rc, out_fd = -1;
+
+	pfs_cli_blob_init(&a.cb);
+	a.sched = (struct pfs_sched_opts){ .min_len = 64, .max_len = 256 << 10, .align = 64,
+					   .seed = 1 };
+	err = parse_args(argc, argv, &a);
+	if (err)
+		return err > 0 ? PFS_EXIT_OK : PFS_EXIT_USAGE;
+	if (split_addr(a.addr, host, sizeof(host), &port)) {
+		fprintf(stderr, "pfs %s: '%s' is not ADDR:PORT\n", argv[0], a.addr);
+		return PFS_EXIT_USAGE;
+	}
+	if (sender || a.mode != PFS_MODE_PAYLOAD) {
+		blob = pfs_cli_blob_get(&a.cb);
+		if (!blob) {
+			snprintf(r.error, sizeof(r.error), "blob setup failed: %s (details on stderr)",
+				 strerror(errno));
+			report(&a, NULL, 0, &r, -ENOMEM, PFS_EXIT_ERROR);
+			return PFS_EXIT_ERROR;
+		}
+		fp = pfs_blob__fingerprint(blob);
+	}
+	if (a.out) {
+		out_fd = open(a.out, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (out_fd < 0) {
+			pfs_err("cannot open --out %s: %s", a.out, strerror(errno));
+			pfs_blob__close(blob);
+			return PFS_EXIT_ERROR;
+		}
+	}
+	if (sender) {
+		struct pfs_tcp_send_opts so = {
+			.sz = sizeof(so), .host = host, .port = port, .mode = a.mode, .blob = blob,
+			.fingerprint = fp, .sched = a.sched, .desc_per_gram = a.desc_per_gram,
+			.gram_bytes = a.gram_bytes,
+			.connect_timeout_ms = (int)(a.connect_timeout * 1000),
+			.io_timeout_ms = (int)(a.timeout * 1000),
+		};
+
+		so.sched.total_bytes = a.bytes ? a.bytes : pfs_blob__size(blob);
+		err = pfs_tcp_send(&so, &r);
+	} else {
+		struct pfs_tcp_recv_opts ro = {
+			.sz = sizeof(ro), .host = host, .port = port, .mode = a.mode, .blob = blob,
+			.fingerprint = fp, .out_fd = out_fd, .accept_timeout_ms = (int)(a.accept_timeout * 1000),
+			.io_timeout_ms = (int)(a.timeout * 1000),
+		};
+
+		err = pfs_tcp_recv(&ro, &r);
+	}
+	rc = exit_code(err, &r);
+	if (out_fd >= 0 && close(out_fd)) {
+		pfs_err("closing --out %s: %s", a.out, strerror(errno));
+		rc = rc ? rc : PFS_EXIT_ERROR;
+	}
+	report(&a, blob, fp, &r, err, rc);
+	pfs_blob__close(blob);
+	return rc;
+}
+
+int pfs_cmd_send(int argc, char **argv)
+{
+	return run(argc, argv, true);
+}
+
+int pfs_cmd_recv(int argc, char **argv)
+{
+	return run(argc, argv, false);
+}

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * TCP transport end to end over a real veth pair between two network
+ * namespaces that this test creates (and removes at exit): the receiver runs
+ * `pfs recv` in namespace B, the sender `pfs send` in namespace A, each a
+ * child process that joins its namespace with setns() and execs the static
+ * binary. Checks exit codes and the JSON results of both sides.
+ * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN); otherwise every test SKIPs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pfs/blob.h"
+#include "pfs/gram.h"
+#include "tap.h"
+
+static char ns_a[32], ns_b[32], veth_a[16], veth_b[16], ip_a[32], ip_b[32], tmpdir[64];
+static const char *pfs_bin;
+static bool net_ok;
+static char net_skip[200] = "network namespaces not set up";
+static int port = 7400;
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void teardown(void)
+{
+	if (ns_a[0]) {
+		sh("ip netns del %s 2>/dev/null", ns_a);
+		sh("ip netns del %s 2>/dev/null", ns_b);
+	}
+	if (tmpdir[0])
+		sh("rm -rf %s", tmpdir);
+}
+
+static int t_setup(void)
+{
+	int id = getpid() % 250, n = getpid() % 100000;
+
+	pfs_bin = getenv("PFS") ? getenv("PFS") : "build/pfs";
+	if (access(pfs_bin, X_OK)) {
+		snprintf(net_skip, sizeof(net_skip), "pfs binary %s not built", pfs_bin);
+		return tap_skip("%s", net_skip);
+	}
+	if (geteuid()) {
+		snprintf(net_skip, sizeof(net_skip), "needs root for netns/veth");
+		return tap_skip("%s", net_skip);
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pfs-tcp-%d", getpid());
+	mkdir(tmpdir, 0700);
+	snprintf(ns_a, sizeof(ns_a), "pfst-a-%d", getpid());
+	snprintf(ns_b, sizeof(ns_b), "pfst-b-%d", getpid());
+	snprintf(veth_a, sizeof(veth_a), "pfa%d", n);
+	snprintf(veth_b, sizeof(veth_b), "pfb%d", n);
+	snprintf(ip_a, sizeof(ip_a), "10.213.%d.1", id);
+	snprintf(ip_b, sizeof(ip_b), "10.213.%d.2", id);
+	atexit(teardown);
+	if (sh("ip netns add %s && ip netns add %s && "
+	       "ip link add %s type veth peer name %s && "
+	       "ip link set %s netns %s && ip link set %s netns %s && "
+	       "ip -n %s addr add %s/24 dev %s && ip -n %s addr add %s/24 dev %s && "
+	       "ip -n %s link set %s up && ip -n %s link set %s up && "
+	       "ip -n %s link set lo up && ip -n %s link set lo up",
+	       ns_a, ns_b, veth_a, veth_b, veth_a, ns_a, veth_b, ns_b, ns_a, ip_a, veth_a,
+	       ns_b, ip_b, veth_b, ns_a, veth_a, ns_b, veth_b, ns_a, ns_b)) {
+		snprintf(net_skip, sizeof(net_skip), "cannot create netns/veth (ip failed)");
+		return TAP_FAIL;
+	}
+	net_ok = true;
+	tap_diag("veth %s(%s, %s) <-> %s(%s, %s)", veth_a, ns_a, ip_a, veth_b, ns_b, ip_b);
+	return TAP_PASS;
+}
+
+/* Fork, join netns @ns, exec pfs with @args; stdout/stderr to files. */
+static pid_t spawn(const char *ns, const char *tag, char *const args[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char p[128];
+		char *argv[48];
+		int fd, i = 0;
+
+		snprintf(p, sizeof(p), "/run/netns/%s", ns);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || setns(fd, CLONE_NEWNET))
+			_exit(120);
+		snprintf(p, sizeof(p), "%s/%s.json", tmpdir, tag);
+		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1);
+		snprintf(p, sizeof(p), "%s/%s.err", tmpdir, tag);
+		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 2);
+		argv[i++] = (char *)pfs_bin;
+		for (int k = 0; args[k] && i < 47; k++)
+			argv[i++] = args[k];
+		argv[i] = NULL;
+		execv(pfs_bin, argv);
+		_exit(121);
+	}
+	return pid;
+}
+
+static int wait_rc(pid_t pid, int timeout_s)
+{
+	time_t end = time(NULL) + timeout_s;
+	int st;
+
+	while (time(NULL) <= end) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		if (w == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(20000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+static char *slurp(const char *tag, const char *ext)
+{
+	static char buf[2][8192];
+	static int which;
+	char p[128];
+	char *b = buf[which ^= 1];
+	ssize_t n = 0;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s.%s", tmpdir, tag, ext);
+	fd = open(p, O_RDONLY);
+	if (fd >= 0) {
+		n = read(fd, b, sizeof(buf[0]) - 1);
+		close(fd);
+	}
+	b[n > 0 ? n : 0] = '\0';
+	return b;
+}
+
+/* One transfer: receiver args, sender args; returns the two exit codes. */
+static void xfer(const char *tag, char *const rargs[], char *const sargs[], int *rrc, int *src)
+{
+	char rt[64], st[64];
+	pid_t r, s;
+
+	snprintf(rt, sizeof(rt), "%s-recv", tag);
+	snprintf(st, sizeof(st), "%s-send", tag);
+	r = spawn(ns_b, rt, rargs);
+	s = spawn(ns_a, st, sargs);	/* retries its connect until recv listens */
+	*src = wait_rc(s, 60);
+	*rrc = wait_rc(r, 60);
+	if (*rrc || *src) {
+		tap_diag("recv rc %d: %s", *rrc, slurp(rt, "err"));
+		tap_diag("send rc %d: %s", *src, slurp(st, "err"));
+	}
+}
+
+#define NEED_NET() do { if (!net_ok) return tap_skip("%s", net_skip); } while (0)
+
+static int mode_ok(const char *mode, const char *pattern, const char *extra_recv)
+{
+	char listen[64], conn[64], tag[32], out[128], fp[32];
+	int rrc, src;
+
+	NEED_NET();
+	port++;
+	snprintf(listen, sizeof(listen), "%s:%d", ip_b, port);
+	snprintf(conn, sizeof(conn), "%s:%d", ip_b, port);
+	snprintf(tag, sizeof(tag), "%s-%s", mode, pattern);
+	snprintf(out, sizeof(out), "%s/%s.out", tmpdir, tag);
+	{
+		char *rargs[] = { "recv", "--listen", listen, "--mode", (char *)mode, "--size", "64M",
+				  "--page", "4k", "--seed", "7", "--accept-timeout", "30",
+				  "--timeout", "20", extra_recv ? "--out" : NULL, out, NULL };
+		char *sargs[] = { "send", "--connect", conn, "--mode", (char *)mode, "--size", "64M",
+				  "--page", "4k", "--seed", "7", "--bytes", "256M", "--pattern",
+				  (char *)pattern, "--max-len", "1M", "--timeout", "20", NULL };
+
+		if (extra_recv && !strcmp(pattern, "seq"))
+			sargs[12] = "64M";	/* exactly one sweep: the output is the blob */
+		xfer(tag, rargs, sargs, &rrc, &src);
+	}
+	{
+		char rt[64], stg[64];
+		const char *rj, *sj;
+
+		snprintf(rt, sizeof(rt), "%s-recv", tag);
+		snprintf(stg, sizeof(stg), "%s-send", tag);
+		rj = slurp(rt, "json");
+		CHECK(rrc == 0 && src == 0, "exit codes recv %d send %d", rrc, src);
+		CHECK(strstr(rj, "\"integrity\":\"OK\""), "receiver: %s", rj);
+		CHECK(strlen(rj) < 4096, "result over 4 KiB");
+		sj = slurp(stg, "json");
+		CHECK(strstr(sj, "\"integrity\":\"OK\""), "sender: %s", sj);
+		CHECK(strstr(rj, "\"decode_errors\":0"), "decode errors");
+		tap_diag("%s/%s receiver: %.*s", mode, pattern, 160, strstr(rj, "\"size_mb\""));
+		if (extra_recv && !strcmp(pattern, "seq")) {
+			/* The copy-out file must hold exactly the sender's blob. */
+			const char *f = strstr(sj, "\"fingerprint\":\"");
+			int fd = open(out, O_RDONLY);
+			struct stat stt;
+			void *m;
+
+			CHECK(f && fd >= 0 && !fstat(fd, &stt), "out file");
+			m = mmap(NULL, stt.st_size, PROT_READ, MAP_SHARED, fd, 0);
+			CHECK(m != MAP_FAILED, "mmap out");
+			snprintf(fp, sizeof(fp), "0x%016llx",
+				 (unsigned long long)pfs_fingerprint_mem(m, stt.st_size));
+			munmap(m, stt.st_size);
+			close(fd);
+			CHECK(!strncmp(f + 15, fp, 18), "out file %s != sender blob %.18s", fp, f + 15);
+		}
+	}
+	return TAP_PASS;
+}
+
+static int t_payload(void) { return mode_ok("payload", "seq", "out"); }
+static int t_offset(void) { return mode_ok("offset", "seq", "out"); }
+static int t_arith_random(void) { return mode_ok("arith", "random", NULL); }
+static int t_arith_seq(void) { return mode_ok("arith", "seq", NULL); }
+static int t_payload_random(void) { return mode_ok("payload", "random", NULL); }
+
+static int refused(const char *rmode, const char *smode, const char *rseed, const char *want,
+		   int want_rc)
+{
+	char addr[64];
+	int rrc, src;
+
+	NEED_NET();
+	port++;
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, port);
+	{
+		char *rargs[] = { "recv", "--listen", addr, "--mode", (char *)rmode, "--size", "16M",
+				  "--page", "4k", "--seed", (char *)rseed, "--accept-timeout", "30",
+				  NULL };
+		char *sargs[] = { "send", "--connect", addr, "--mode", (char *)smode, "--size", "16M",
+				  "--page", "4k", "--seed", "1", NULL };
+
+		xfer("refuse", rargs, sargs, &rrc, &src);
+	}
+	{
+		const char *re = slurp("refuse-recv", "err"), *se = slurp("refuse-send", "err");
+
+		CHECK(rrc == want_rc && src == want_rc, "exit codes recv %d send %d (want %d)", rrc,
+		      src, want_rc);
+		CHECK(strstr(re, want) && strstr(se, want), "messages lack '%s': recv: %s send: %s",
+		      want, re, se);
+		CHECK(strstr(slurp("refuse-recv", "json"), "\"integrity\":\"NA\""), "verdict NA");
+		tap_diag("sender said: %.200s", strstr(se, "refused"));
+	}
+	return TAP_PASS;
+}
+
+static int t_blob_mismatch(void)
+{
+	return refused("offset", "offset", "2", "blob fingerprint mismatch", 4);
+}
+
+static int t_blob_mismatch_arith(void)
+{
+	return refused("arith", "arith", "3", "blob fingerprint mismatch", 4);
+}
+
+static int t_mode_mismatch(void)
+{
+	return refused("offset", "arith", "1", "mode mismatch", 4);
+}
+
+static int t_accept_timeout(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--accept-timeout", "1",
+			  NULL };
+	time_t t0 = time(NULL);
+	int rc;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	rc = wait_rc(spawn(ns_b, "timeout", rargs), 10);
+	CHECK(rc == 5, "exit %d (want 5): %s", rc, slurp("timeout", "err"));
+	CHECK(time(NULL) - t0 <= 4, "took %ld s", (long)(time(NULL) - t0));
+	CHECK(strstr(slurp("timeout", "json"), "no sender connected"), "json error");
+	return TAP_PASS;
+}
+
+/* A client that says HELLO properly and then sends a gram with a corrupt
+ * descriptor table: the receiver must reject, count and exit cleanly. */
+static int t_malformed_gram(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--accept-timeout", "20",
+			  "--timeout", "5", NULL };
+	pid_t r, c;
+	int rc, crc;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn(ns_b, "malformed", rargs);
+	c = fork();
+	if (c == 0) {
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = PFS_MODE_PAYLOAD, .size = 1 << 20 };
+		struct pfs_desc d = { .off = 0, .len = 100 };
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+		uint8_t rec[PFS_CTL_LEN], g[256];
+		char p[64];
+		int fd, s;
+		ssize_t len;
+
+		snprintf(p, sizeof(p), "/run/netns/%s", ns_a);
+		fd = open(p, O_RDONLY);
+		if (fd < 0 || setns(fd, CLONE_NEWNET))
+			_exit(2);
+		inet_pton(AF_INET, ip_b, &sa.sin_addr);
+		for (int i = 0; i < 100; i++) {
+			s = socket(AF_INET, SOCK_STREAM, 0);
+			if (!connect(s, (struct sockaddr *)&sa, sizeof(sa)))
+				break;
+			close(s);
+			s = -1;
+			usleep(50000);
+		}
+		if (s < 0)
+			_exit(3);
+		pfs_ctl_encode(&h, rec);
+		len = pfs_gram_encode(PFS_MODE_PAYLOAD, 0, &d, 1, g, sizeof(g));
+		g[PFS_GRAM_HDR_LEN + 2] ^= 0x10;	/* table CRC now wrong */
+		if (write(s, rec, sizeof(rec)) != sizeof(rec) || read(s, rec, sizeof(rec)) <= 0 ||
+		    write(s, g, len) != len)
+			_exit(4);
+		sleep(1);
+		_exit(0);
+	}
+	crc = wait_rc(c, 20);
+	rc = wait_rc(r, 20);
+	CHECK(crc == 0, "client exit %d", crc);
+	CHECK(rc == 1, "receiver exit %d (want 1): %s", rc, slurp("malformed", "err"));
+	CHECK(strstr(slurp("malformed", "json"), "\"decode_errors\":1"), "not counted: %s",
+	      slurp("malformed", "json"));
+	CHECK(strstr(slurp("malformed", "err"), "malformed gram"), "not logged");
+	return TAP_PASS;
+}
+
+/* Offset mode between two processes that open the same named blob. */
+static int t_named_blob(void)
+{
+	char addr[64], name[48];
+	int rrc, src;
+
+	NEED_NET();
+	snprintf(name, sizeof(name), "pfs-tcp-test-%d", getpid());
+	if (sh("%s -q blob create --name %s --size 32M --page 4k --seed 9 >/dev/null", pfs_bin,
+	       name))
+		return TAP_FAIL;
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	{
+		char *rargs[] = { "recv", "--listen", addr, "--mode", "offset", "--blob-name", name,
+				  NULL };
+		char *sargs[] = { "send", "--connect", addr, "--mode", "offset", "--blob-name", name,
+				  "--bytes", "128M", NULL };
+
+		xfer("named", rargs, sargs, &rrc, &src);
+	}
+	sh("%s blob rm --name %s", pfs_bin, name);
+	CHECK(rrc == 0 && src == 0, "exit codes %d %d", rrc, src);
+	CHECK(strstr(slurp("named-recv", "json"), "\"integrity\":\"OK\""), "integrity");
+	return TAP_PASS;
+}
+
+static int t_teardown(void)
+{
+	NEED_NET();
+	CHECK(sh("ip netns del %s && ip netns del %s", ns_a, ns_b) == 0, "netns del");
+	CHECK(sh("ip link show %s >/dev/null 2>&1", veth_a) != 0, "veth left behind");
+	ns_a[0] = '\0';
+	return TAP_PASS;
+}
+
+static const struct tap_test tests[] = {
+	{ "create two netns joined by a veth pair", t_setup },
+	{ "payload mode over veth: integrity OK, --out equals sender blob", t_payload },
+	{ "offset mode over veth: integrity OK, --out equals sender blob", t_offset },
+	{ "arithmetic mode, sequential schedule: integrity OK", t_arith_seq },
+	{ "arithmetic mode, random schedule (backward deltas): integrity OK", t_arith_random },
+	{ "payload mode, random schedule: integrity OK", t_payload_random },
+	{ "offset mode against a different blob is refused, clear error", t_blob_mismatch },
+	{ "arithmetic mode against a different blob is refused", t_blob_mismatch_arith },
+	{ "mode mismatch is refused", t_mode_mismatch },
+	{ "receiver without a sender times out (exit 5)", t_accept_timeout },
+	{ "malformed gram: rejected, counted, logged, clean exit", t_malformed_gram },
+	{ "offset mode over one named blob opened by both processes", t_named_blob },
+	{ "remove the namespaces and veth", t_teardown },
+};
+
+TAP_MAIN(tests)
