@@ -88,31 +88,50 @@ for k, label in [("read_MBps_1t", "read, 1 thread"), ("read_MBps_nt", f"read, {c
                  ("fnv_multi_MBps_1core", "FNV-1a interleaved kernel, 1 core")]:
     p(f"| {label} | {cal[k]:.0f} |")
 p("")
-p("| op | pcore MB/s | baseline MB/s | CPUpwn | rounds pcore / baseline (MB/s) | target | target MB/s | met | CPUpwn >= 0.95 | page | result match | seeds (another machine) |")
+p("Wall clock (the targets as stated; preemption by other tenants counts against whoever it hits):")
+p("")
+p("| op | pcore MB/s | baseline MB/s | CPUpwn | rounds pcore vs baseline (MB/s) | target | target MB/s | met | CPUpwn >= 0.95 | page | results match | seeds (another machine) |")
 p("|---|---:|---:|---:|---|---|---:|---|---|---|---|---|")
-allok = True
+cpu_rows = []
+cc = cal["MB_per_cpu_s"]
 for op in ["counteq", "xor", "add", "crc32c", "fnv"]:
     d = json.load(open(os.path.join(out, f"{op}.json")))
     n = d["pcores"]
     b = d["baseline"]
     pc, bl, pwn = d["MBps"], b["MBps"], d["CPUpwn"]
+    pcc, blc = d["MB_per_cpu_s"], b["MB_per_cpu_s"]
     if op == "counteq":
         tgt, name, val = 0.85 * cal["read_MBps_nt"], "0.85 x read bw", pc
+        ctgt, cname = 0.85 * cc["read_nt"], "0.85 x read"
     elif op in ("xor", "add"):
         tgt, name, val = 0.85 * cal["memcpy_MBps_nt"], "0.85 x memcpy bw", pc
+        ctgt, cname = 0.85 * cc["memcpy_nt"], "0.85 x memcpy"
     elif op == "crc32c":
         tgt, name, val = 0.8 * n * cal["crc32c_MBps_1core"], f"0.8 x {n} x 1-core CRC", pc
+        ctgt, cname = 0.8 * cc["crc32c_1core"], "0.8 x 1-core CRC"
     else:
         tgt, name, val = 2 * cal["fnv_naive_MBps_1core"], "per core >= 2 x naive FNV", pc / n
+        ctgt, cname = 2 * cc["fnv_naive_1core"], "2 x naive FNV"
     met = val >= tgt
     pwn_ok = pwn >= 0.95
-    allok &= met and pwn_ok
     rr = "/".join(f"{x:.0f}" for x in d.get("rounds_MBps", [pc])) + " vs " + \
          "/".join(f"{x:.0f}" for x in b.get("rounds_MBps", [bl]))
     shown = f"{val:.0f}" + (" per core" if op == "fnv" else "")
     p(f"| {op} | {pc:.0f} | {bl:.0f} | {pwn:.3f} | {rr} | {name} | {tgt:.0f} (got {shown}) | "
       f"{'PASS' if met else 'MISS'} | {'PASS' if pwn_ok else 'MISS'} | {d['page']} | "
       f"{'yes' if b['result_match'] else 'NO'} | {seeds[op]} |")
+    cpwn = pcc / blc if blc else 0
+    cpu_rows.append(f"| {op} | {pcc:.0f} | {blc:.0f} | {cpwn:.3f} | {cname} = {ctgt:.0f} | "
+                    f"{'PASS' if pcc >= ctgt else 'MISS'} | {'PASS' if cpwn >= 0.95 else 'MISS'} |")
+p("")
+p("Per CPU-second (bytes over the threads' own CPU time, summed over all rounds; the seeds' MB/CPU-s "
+  "unit). Time a thread spends preempted by another tenant is not in it, so it shows what the "
+  "code costs on a shared machine; time a pcore spins on an empty ring is in it:")
+p("")
+p("| op | pcore MB/CPU-s | baseline MB/CPU-s | ratio | target (per CPU-s of the references) | met | ratio >= 0.95 |")
+p("|---|---:|---:|---:|---|---|---|")
+for r in cpu_rows:
+    p(r)
 p("")
 p("CPUpwn = median pcore MB/s / median baseline MB/s over the rounds. The seeds' figures are "
   "64-CPU results from another machine against a baseline without hardware CRC32C or SIMD; "

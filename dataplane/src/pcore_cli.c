@@ -520,6 +520,8 @@ struct outcome {
 	double pc_mbps[MAX_ROUNDS], bl_mbps[MAX_ROUNDS];
 	unsigned rounds, bl_rounds;
 	double warmup_s;
+	/* Over every round: bytes and thread CPU seconds, for MB/CPU-s. */
+	double pc_bytes, pc_cpu, bl_bytes, bl_cpu;
 	bool have_crc_after;
 	uint32_t crc_after;
 };
@@ -562,7 +564,7 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 	}
 	jput(j, "\"bytes\":%llu,\"seconds\":%.6f,\"MBps\":%.1f,\"MB_per_cpu_s\":%.1f,",
 	     (unsigned long long)pc->bytes, pc->seconds, pc_m,
-	     cpu_s > 0 ? pc->bytes / cpu_s / 1e6 : 0);
+	     oc->pc_cpu > 0 ? oc->pc_bytes / oc->pc_cpu / 1e6 : 0);
 	jput(j, "\"passes_done\":%llu,\"frames\":%llu,",
 	     (unsigned long long)pc->passes_done, (unsigned long long)pc->frames);
 	if (per_core) {
@@ -616,14 +618,10 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 			     pc->value == bl->value : pc->complete && bl->complete &&
 			     pc->bytes == bl->bytes;
 
-		double bl_cpu = 0;
-
-		for (unsigned i = 0; i < bl->ncores; i++)
-			bl_cpu += bl->core[i].cpu_s;
 		jput(j, "\"baseline\":{\"label\":\"plain threads, static partition\","
 			"\"MBps\":%.1f,\"MB_per_cpu_s\":%.1f,\"seconds\":%.6f,\"bytes\":%llu,"
 			"\"result\":",
-		     bl_m, bl_cpu > 0 ? bl->bytes / bl_cpu / 1e6 : 0, bl->seconds,
+		     bl_m, oc->bl_cpu > 0 ? oc->bl_bytes / oc->bl_cpu / 1e6 : 0, bl->seconds,
 		     (unsigned long long)bl->bytes);
 		jvalue(j, o->op, bl);
 		jput(j, ",\"result_match\":%s,\"complete\":%s", match ? "true" : "false",
@@ -793,6 +791,9 @@ static int cmd_run(int argc, char **argv)
 					goto out_free;
 				oc.bl_mbps[r] = mbps(oc.bl->bytes, oc.bl->seconds);
 				oc.bl_rounds = r + 1;
+				oc.bl_bytes += oc.bl->bytes;
+				for (unsigned i = 0; i < oc.bl->ncores; i++)
+					oc.bl_cpu += oc.bl->core[i].cpu_s;
 				continue;
 			}
 			err = pfs_pcore__run(&a.o, pfs_blob__data(blob), size, oc.pc);
@@ -803,6 +804,9 @@ static int cmd_run(int argc, char **argv)
 			}
 			oc.pc_mbps[r] = mbps(oc.pc->bytes, oc.pc->seconds);
 			oc.rounds = r + 1;
+			oc.pc_bytes += oc.pc->bytes;
+			for (unsigned i = 0; i < oc.pc->ncores; i++)
+				oc.pc_cpu += oc.pc->core[i].cpu_s;
 			if (r == 0 && pfs_op_is_inplace(a.o.op)) {
 				/* Outside the timed run: the range as the pcores
 				 * left it, before the baseline modifies it. */
@@ -874,11 +878,15 @@ static int cmd_calibrate(int argc, char **argv)
 	       "\"threads\":%u,\"page\":\"%s\",\"crc32c_impl\":\"%s\",\"isa\":\"%s\","
 	       "\"read_MBps_1t\":%.1f,\"read_MBps_nt\":%.1f,\"memcpy_MBps_1t\":%.1f,"
 	       "\"memcpy_MBps_nt\":%.1f,\"memcpy_dst_page\":\"%s\",\"crc32c_MBps_1core\":%.1f,"
-	       "\"fnv_naive_MBps_1core\":%.1f,\"fnv_multi_MBps_1core\":%.1f}\n",
+	       "\"fnv_naive_MBps_1core\":%.1f,\"fnv_multi_MBps_1core\":%.1f,"
+	       "\"MB_per_cpu_s\":{\"read_1t\":%.1f,\"read_nt\":%.1f,\"memcpy_1t\":%.1f,"
+	       "\"memcpy_nt\":%.1f,\"crc32c_1core\":%.1f,\"fnv_naive_1core\":%.1f,"
+	       "\"fnv_multi_1core\":%.1f}}\n",
 	       (unsigned long long)a.o.range_len, (unsigned long long)a.o.passes, c.threads,
 	       pfs_page_kind_str(pfs_blob__page_kind(blob)), pfs_crc32c_impl(),
 	       pfs_ops__best()->name, c.read_1t, c.read_nt, c.memcpy_1t, c.memcpy_nt,
-	       c.memcpy_dst_page, c.crc32c_1core, c.fnv_naive_1core, c.fnv_multi_1core);
+	       c.memcpy_dst_page, c.crc32c_1core, c.fnv_naive_1core, c.fnv_multi_1core,
+	       c.cpu[0], c.cpu[1], c.cpu[2], c.cpu[3], c.cpu[4], c.cpu[5], c.cpu[6]);
 	pfs_blob__close(blob);
 	return 0;
 }

@@ -19,6 +19,8 @@ struct pfs_pcore_calib {
 	double fnv_naive_1core;		/* byte-at-a-time FNV-1a 64, one stream */
 	double fnv_multi_1core;		/* the fnv kernel over 64 KiB descriptors */
 	const char *memcpy_dst_page;	/* page kind of the copy destination */
+	/* The same seven rates in MB per CPU-second, in the order above. */
+	double cpu[7];
 };
 
 /* pfs_pcore_calib__measure - measure every rate over [base, base + len) on
