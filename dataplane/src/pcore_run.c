@@ -84,10 +84,7 @@ struct run {
 	uint64_t ndesc, nframes;	/* per pass */
 	uint64_t total_frames;		/* passes mode; UINT64_MAX: duration */
 	uint32_t wmask;
-	/* Frames in flight past the fold: the result window, and for in-place
-	 * ops never more than one pass, so frame g (pass k+1) is published
-	 * only after frame g - nframes (same bytes, pass k) was folded; two
-	 * pcores never modify the same bytes at once. */
+	/* Frames in flight past the fold (the result window's size). */
 	uint64_t window;
 	struct frame_result *results;
 	uint64_t *hashes;		/* fnv: W x dpf per-descriptor hashes */
@@ -262,6 +259,17 @@ static bool publish(struct run *run, uint64_t g)
 	return false;
 }
 
+static bool frame_done(struct run *run, uint64_t g)
+{
+	if (g < run->fold_g)
+		return true;
+	/* Acquire pairs with the poster's release in exec_frame(): the bytes
+	 * it wrote are visible to us, and through our release in __submit()
+	 * to the pcore that runs the next pass over them. */
+	return atomic_load_explicit(&run->results[g & run->wmask].done,
+				    memory_order_acquire) == (uint32_t)g + 1;
+}
+
 static void finish_publishing(struct run *run)
 {
 	run->final_g = run->next_g;
@@ -288,6 +296,15 @@ static void produce(struct run *run)
 			/* The fold is behind (a frame still in some ring):
 			 * the one producer-side stall worth counting; full
 			 * rings are ordinary back-pressure. */
+			run->window_full_waits++;
+			return;
+		}
+		if (pfs_op_is_inplace(o->op) && run->next_g >= run->nframes &&
+		    !frame_done(run, run->next_g - run->nframes)) {
+			/* In-place ops: frame g (pass k+1) modifies the
+			 * bytes of frame g - nframes (pass k); it waits until
+			 * that one is done, so two pcores never modify the
+			 * same bytes at once. */
 			run->window_full_waits++;
 			return;
 		}
@@ -379,6 +396,7 @@ static void worker_loop(struct worker *w)
 	uint32_t low = w->ring.size / 2;
 	bool waiting = false;
 	double wait_t0 = 0;
+	unsigned spins = 0;
 	uint64_t idx;
 
 	for (;;) {
@@ -406,8 +424,15 @@ static void worker_loop(struct worker *w)
 			w->empty_waits++;
 			wait_t0 = now_s();
 			waiting = true;
+			spins = 0;
 		}
-		cpu_relax();
+		/* Spin briefly (a refill is microseconds away), then give the
+		 * CPU away between polls: on a shared machine a long wait
+		 * means the pcore we wait for was preempted. */
+		if (++spins < 4096)
+			cpu_relax();
+		else
+			sched_yield();
 	}
 }
 
@@ -472,7 +497,7 @@ static int run_alloc(struct run *run)
 	/* A preempted pcore holds up the fold with the frames in its ring;
 	 * a window as long as the whole run (capped at 16384 frames: 1 MiB of
 	 * results, 8 MiB of fnv hashes at dpf 64) lets the running pcores go
-	 * on meanwhile. In-place ops are held to one pass anyway (below). */
+	 * on meanwhile. */
 	uint64_t all = run->total_frames < 16384 ? run->total_frames : 16384;
 
 	if (want < all)
@@ -483,8 +508,6 @@ static int run_alloc(struct run *run)
 		w = 8;
 	run->wmask = w - 1;
 	run->window = w;
-	if (pfs_op_is_inplace(o->op) && run->nframes < w)
-		run->window = run->nframes;
 	if (posix_memalign(&mem, PFS_CACHELINE, w * sizeof(*run->results)))
 		return -ENOMEM;
 	run->results = mem;

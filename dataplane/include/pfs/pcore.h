@@ -172,7 +172,9 @@ struct pfs_pcore_result {
 	uint64_t value;
 	bool value_valid;
 	bool passes_agree;		/* every complete pass gave value */
-	uint64_t window_full_waits;	/* producer held back: fold behind */
+	uint64_t window_full_waits;	/* producer held back: fold behind, or
+					 * an in-place frame waiting for the
+					 * previous pass over its bytes */
 	unsigned ncores;
 	struct pfs_pcore_core_stats core[PFS_PCORE_MAX];
 };
