@@ -147,43 +147,9 @@ static void exec_frame(struct worker *w, const struct pfs_pcore_desc *d0,
 	uint64_t bytes = 0, value = 0;
 	uint32_t crc = 0;
 
-	switch (run->o->op) {
-	case PFS_OP_XOR:
-		for (uint32_t i = 0; i < n; i++) {
-			const struct pfs_pcore_desc *d = pfs_pcore_ring__slot(&w->ring, idx + i);
-
-			k->xor_imm(base + d->off, d->len, imm);
-			bytes += d->len;
-		}
-		break;
-	case PFS_OP_ADD:
-		for (uint32_t i = 0; i < n; i++) {
-			const struct pfs_pcore_desc *d = pfs_pcore_ring__slot(&w->ring, idx + i);
-
-			k->add_imm(base + d->off, d->len, imm);
-			bytes += d->len;
-		}
-		break;
-	case PFS_OP_COUNTEQ:
-		for (uint32_t i = 0; i < n; i++) {
-			const struct pfs_pcore_desc *d = pfs_pcore_ring__slot(&w->ring, idx + i);
-
-			value += k->counteq(base + d->off, d->len, imm);
-			bytes += d->len;
-		}
-		break;
-	case PFS_OP_CRC32C:
-		/* Extending one CRC across the frame's descriptors is the CRC
-		 * of their concatenation, contiguous or not. */
-		for (uint32_t i = 0; i < n; i++) {
-			const struct pfs_pcore_desc *d = pfs_pcore_ring__slot(&w->ring, idx + i);
-
-			crc = pfs_crc32c(crc, base + d->off, d->len);
-			bytes += d->len;
-		}
-		value = crc;
-		break;
-	case PFS_OP_FNV:
+	if (run->o->op == PFS_OP_FNV) {
+		/* Per-descriptor hashes are the op's definition: no
+		 * coalescing; the kernel interleaves the descriptors. */
 		for (uint32_t i = 0; i < n; i++) {
 			const struct pfs_pcore_desc *d = pfs_pcore_ring__slot(&w->ring, idx + i);
 
@@ -193,9 +159,41 @@ static void exec_frame(struct worker *w, const struct pfs_pcore_desc *d0,
 		}
 		k->fnv_multi(w->ptrs, w->lens, n,
 			     &run->hashes[(uint64_t)(fid & run->wmask) * run->o->dpf]);
-		break;
-	default:
-		break;
+	} else {
+		/* Coalesce: descriptors that continue where the previous one
+		 * ended run as one kernel call (for crc32c, extending one CRC
+		 * across descriptors is the CRC of their concatenation
+		 * whether or not they are adjacent). Fewer, longer calls keep
+		 * the kernels in their wide loops. */
+		for (uint32_t i = 0; i < n;) {
+			const struct pfs_pcore_desc *d = pfs_pcore_ring__slot(&w->ring, idx + i);
+			uint64_t off = d->off, len = d->len;
+
+			for (i++; i < n; i++) {
+				const struct pfs_pcore_desc *e = pfs_pcore_ring__slot(&w->ring, idx + i);
+
+				if (e->off != off + len)
+					break;
+				len += e->len;
+			}
+			switch (run->o->op) {
+			case PFS_OP_XOR:
+				k->xor_imm(base + off, len, imm);
+				break;
+			case PFS_OP_ADD:
+				k->add_imm(base + off, len, imm);
+				break;
+			case PFS_OP_COUNTEQ:
+				value += k->counteq(base + off, len, imm);
+				break;
+			default:
+				crc = pfs_crc32c(crc, base + off, len);
+				break;
+			}
+			bytes += len;
+		}
+		if (run->o->op == PFS_OP_CRC32C)
+			value = crc;
 	}
 	fr->ndesc = n;
 	fr->bytes = bytes;
