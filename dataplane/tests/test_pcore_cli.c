@@ -5,7 +5,8 @@
  * binary, without depending on it being built): the JSON result and its
  * value against a CRC of the seed pattern computed here, the 4 KiB bound,
  * --result-file, --pcores beyond the allowed CPU set, bad options, NUMA
- * node checks, SIGTERM with partial results, and calibrate.
+ * node checks, SIGTERM with partial results, calibrate, and the blob-holder
+ * paths (--blob-name, --blob-fd).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -326,6 +327,56 @@ static int test_calibrate(void)
 	return TAP_PASS;
 }
 
+/* The blob-holder paths: a named blob someone else created, and the fd of
+ * a blob inherited from a holder. The pcore xor must land in the holder's
+ * memory (checked here, in the holder) and the CRC must match. */
+static int test_blob_holder(void)
+{
+	char name[64], fdnum[16];
+	struct pfs_blob_opts bo = { .sz = sizeof(bo), .size = 4 << 20, .page = PFS_PAGE_4K,
+				    .fill = PFS_FILL_SEED, .seed = 11, .numa_node = -1 };
+	struct pfs_blob *held;
+	struct child c;
+	char expect[64];
+	uint32_t want;
+	int rc;
+
+	snprintf(name, sizeof(name), "pfs-test-pcore-%d", (int)getpid());
+	bo.name = name;
+	bo.dir = "/dev/shm";
+	held = pfs_blob__create(&bo);
+	if (!held)
+		return tap_skip("cannot create a named blob in /dev/shm: %s", strerror(errno));
+	want = pfs_crc32c(0, pfs_blob__data(held) + 5, 1000000);
+	snprintf(expect, sizeof(expect), "\"value\":\"0x%08x\"", want);
+	{
+		char *argv[] = { "pcore", "run", "--op", "crc32c", "--blob-name", name, "--blob-dir",
+				 "/dev/shm", "--range", "5:1000000", NULL };
+
+		rc = run_pcore(&c, argv, 30000);
+	}
+	if (rc == 0 && jhas(c.obuf, expect)) {
+		/* The holder's fd: one pass of xor 0x0f over the range,
+		 * then check the holder's own mapping shows it. */
+		char *argv[] = { "pcore", "run", "--op", "xor", "--imm", "15", "--blob-fd", fdnum,
+				 "--range", "5:1000000", NULL };
+		uint8_t before = pfs_blob__data(held)[5];
+
+		snprintf(fdnum, sizeof(fdnum), "%d", pfs_blob__fd(held));
+		rc = run_pcore(&c, argv, 30000);
+		if (rc == 0 && pfs_blob__data(held)[5] != (uint8_t)(before ^ 15))
+			rc = -1000;
+	} else if (rc == 0) {
+		rc = -1001;
+	}
+	pfs_blob__close(held);
+	pfs_blob_remove("/dev/shm", name);
+	CHECK(rc != -1001, "named blob CRC: want %s in %s", expect, c.obuf);
+	CHECK(rc != -1000, "xor through the holder's fd is visible to the holder");
+	CHECK(rc == 0, "exit %d: %s", rc, c.ebuf);
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "crc32c JSON result equals CRC of the seed bytes; baseline agrees", test_json_crc },
 	{ "xor in place: range CRC after three passes", test_json_xor },
@@ -334,6 +385,7 @@ static const struct tap_test tests[] = {
 	{ "--numa-node checks the node; single node is a no-op", test_numa },
 	{ "SIGTERM stops the workers and reports partial results", test_sigterm },
 	{ "calibrate measures every reference rate", test_calibrate },
+	{ "named blob and a holder's fd: same bytes, writes visible to the holder", test_blob_holder },
 };
 
 TAP_MAIN(tests)
