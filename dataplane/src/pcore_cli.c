@@ -505,6 +505,8 @@ static double median(const double *v, unsigned n)
 {
 	double s[MAX_ROUNDS];
 
+	if (!n)
+		return 0;
 	memcpy(s, v, n * sizeof(*v));
 	qsort(s, n, sizeof(*s), cmp_double);
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
@@ -774,6 +776,8 @@ static int cmd_run(int argc, char **argv)
 			goto out_free;
 		}
 		oc.warmup_s = oc.pc->seconds;
+		/* A signal during the warm-up leaves no pcore result. */
+		memset(oc.pc, 0, sizeof(*oc.pc));
 	}
 	/* Rounds alternate which side goes first (pcore first in round 0,
 	 * so range_crc32c_after describes the pcores' work). */
