@@ -758,9 +758,6 @@ static int cmd_run(int argc, char **argv)
 		pfs_err("pcore: out of memory");
 		goto out_free;
 	}
-	pfs_info("pcore: running %s on %u pcore(s), %llu bytes from offset %llu, %s kernels",
-		 pfs_op_str(a.o.op), a.o.pcores, (unsigned long long)a.o.range_len,
-		 (unsigned long long)a.o.range_off, a.o.kernels->name);
 	/* Untimed warm-up: one read-only sweep of the range on the same
 	 * CPUs, so whichever side runs first does not pay for first touches
 	 * the host still owes us (page backing, TLB, caches). */
@@ -779,6 +776,9 @@ static int cmd_run(int argc, char **argv)
 		/* A signal during the warm-up leaves no pcore result. */
 		memset(oc.pc, 0, sizeof(*oc.pc));
 	}
+	pfs_info("pcore: running %s on %u pcore(s), %llu bytes from offset %llu, %s kernels",
+		 pfs_op_str(a.o.op), a.o.pcores, (unsigned long long)a.o.range_len,
+		 (unsigned long long)a.o.range_off, a.o.kernels->name);
 	/* Rounds alternate which side goes first (pcore first in round 0,
 	 * so range_crc32c_after describes the pcores' work). */
 	for (unsigned r = 0; r < a.rounds && !atomic_load(&stop_flag); r++) {
