@@ -91,7 +91,8 @@ static long hp_reserve(uint64_t pg, long need)
 	}
 	if (fr >= need)
 		return 0;
-	add = need - fr;
+	/* A margin: other processes may take free pages between now and use. */
+	add = need - fr + (pg == 2 * MiB ? 4 : 0);
 	if (hp_write_nr(pg, nr + add)) {
 		tap_skip("cannot write nr_hugepages (%s): need root", strerror(errno));
 		return -1;

@@ -57,13 +57,18 @@ struct pfs_blob_opts {
 	int numa_node;			/* -1: no binding (0 binds to node 0) */
 	bool mlock;			/* lock in RAM (CAP_IPC_LOCK or memlock limit) */
 	bool no_prefault;		/* skip the prefault pass (fill still faults) */
+	int setup_threads;		/* prefault+fill threads; 0: one per CPU (max 4) */
 };
 
-/* Setup timings in seconds, reported but excluded from transfer metrics. */
+/* Setup timings in seconds, reported but excluded from transfer metrics.
+ * Prefault and fill run fused, 2 MiB at a time, on setup_threads threads
+ * (blobs >= 128 MiB); their wall time is split between prefault_s and
+ * fill_s in proportion to the time the threads spent in each. */
 struct pfs_blob_timings {
 	double map_s;
 	double prefault_s;
 	double fill_s;
+	int setup_threads;	/* threads that prefaulted and filled */
 };
 
 struct pfs_blob;

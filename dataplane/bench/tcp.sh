@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# One benchmark run, side by side, on two paths:
+#   loopback  127.0.0.1 inside a fresh network namespace
+#   veth      a veth pair between two fresh network namespaces
+# For each path: iperf3 (one TCP stream), scp -o Compression=no between tmpfs
+# files (throwaway sshd with throwaway keys), and pfs send/recv in the three
+# modes. Plus `pfs bench`: single-core CRC32C, memset, blob prefault + fill.
+# Prints a table (effective MB/s, MB/CPU-s; receiver-side CPU for every
+# row), computes the target ratios from this same run, and writes
+# docs/benchmarks.md. Everything it creates (namespaces, veth, sshd, keys,
+# tmpfs files, hugepages it reserved) is removed on exit.
+#
+# Environment: PFS (binary), SIZE (blob, default 1G), BYTES (effective bytes
+# per PFS run, default 4G), SCP_BYTES (default 1G), IPERF_SECS (default 5),
+# OUT_MD (default ../docs/benchmarks.md; empty to skip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PFS=${PFS:-$PWD/build/pfs}
+SIZE=${SIZE:-1G}
+BYTES=${BYTES:-4G}
+SCP_BYTES=${SCP_BYTES:-1G}
+IPERF_SECS=${IPERF_SECS:-5}
+OUT_MD=${OUT_MD-$PWD/../docs/benchmarks.md}
+
+die() { echo "bench: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, veth, sshd, hugepages)"
+for t in ip iperf3 jq scp ssh ssh-keygen /usr/sbin/sshd /usr/bin/time nsenter; do
+	command -v "$t" >/dev/null || die "missing $t (run hack/install-deps.sh)"
+done
+[ -x "$PFS" ] || die "build pfs first: make -C dataplane"
+
+id=$$
+nsa=pfsb-a-$id nsb=pfsb-b-$id va=pba$((id % 100000)) vb=pbb$((id % 100000))
+ipa=10.214.$((id % 250)).1 ipb=10.214.$((id % 250)).2
+work=$(mktemp -d /dev/shm/pfs-bench.XXXXXX)
+pids=() hp_added=0 made_run_sshd=0
+
+cleanup() {
+	set +e
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	# Anything still inside our namespaces was started by this script.
+	for n in "$nsa" "$nsb"; do
+		for p in $(ip netns pids "$n" 2>/dev/null); do kill "$p" 2>/dev/null; done
+	done
+	sleep 0.2
+	ip netns del "$nsa" 2>/dev/null
+	ip netns del "$nsb" 2>/dev/null
+	rm -rf "$work"
+	if [ "$hp_added" -gt 0 ]; then
+		cur=$(cat /proc/sys/vm/nr_hugepages)
+		echo $((cur - hp_added)) > /proc/sys/vm/nr_hugepages
+	fi
+	[ "$made_run_sshd" -eq 1 ] && rmdir /run/sshd 2>/dev/null
+}
+trap cleanup EXIT INT TERM
+
+# Run in a namespace. Background jobs use `nsenter ... &` directly so that $!
+# is the process itself (a backgrounded function would be a subshell).
+inns() { local ns=$1; shift; nsenter --net=/run/netns/"$ns" "$@"; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# Hugepages: two 2 MiB-page blobs per transfer (sender, receiver) + bench.
+size_bytes=$(numfmt --from=iec "${SIZE}")
+need=$(( (size_bytes + 2097151) / 2097152 * 2 ))
+free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
+if [ "$free" -lt "$need" ]; then
+	add=$((need - free)); cur=$(cat /proc/sys/vm/nr_hugepages)
+	echo $((cur + add)) > /proc/sys/vm/nr_hugepages
+	hp_added=$(( $(cat /proc/sys/vm/nr_hugepages) - cur ))
+fi
+echo "bench: hugepages free $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages) (added $hp_added)" >&2
+
+ip netns add "$nsa"; ip netns add "$nsb"
+ip link add "$va" type veth peer name "$vb"
+ip link set "$va" netns "$nsa"; ip link set "$vb" netns "$nsb"
+ip -n "$nsa" addr add "$ipa/24" dev "$va"; ip -n "$nsb" addr add "$ipb/24" dev "$vb"
+for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
+ip -n "$nsa" link set "$va" up; ip -n "$nsb" link set "$vb" up
+
+load_start=$(load)
+rows=()	# tab-separated: path label purpose size_mb elapsed eff user sys mbcpu integrity notes
+declare -A R	# R[path.key]=value for the targets
+
+# ---- local rates ----
+echo "bench: pfs bench --size $SIZE --page 2m" >&2
+"$PFS" -q bench --size "$SIZE" --page 2m > "$work/local.json"
+L() { jq -r ".$1" "$work/local.json"; }
+crc=$(L crc32c_mb_s)
+
+# ---- iperf3 ----
+run_iperf() {	# path server_ns client_ns addr
+	local path=$1 sns=$2 cns=$3 addr=$4 port=5201
+	nsenter --net=/run/netns/"$sns" iperf3 -s -1 -B "$addr" -p $port >/dev/null 2>&1 & pids+=($!)
+	sleep 0.5
+	inns "$cns" iperf3 -c "$addr" -p $port -t "$IPERF_SECS" -J > "$work/iperf.$path.json"
+	wait "${pids[-1]}" 2>/dev/null || true
+	local f=$work/iperf.$path.json
+	local bytes secs ru rs
+	bytes=$(jq '.end.sum_received.bytes' "$f"); secs=$(jq '.end.sum_received.seconds' "$f")
+	ru=$(jq '.end.cpu_utilization_percent.remote_user' "$f")
+	rs=$(jq '.end.cpu_utilization_percent.remote_system' "$f")
+	awk -v b="$bytes" -v s="$secs" -v ru="$ru" -v rs="$rs" -v p="$path" 'BEGIN {
+		mb = b / 1e6; u = ru / 100 * s; y = rs / 100 * s
+		printf "%s\tiperf3 (1 TCP stream)\tBaseline\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\tNA\treceiver CPU from iperf3 -J\n",
+			p, mb, s, mb / s, u, y, ((u + y) > 0 ? mb / (u + y) : 0) }'
+}
+
+# ---- scp through a throwaway sshd ----
+ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"
+ssh-keygen -q -t ed25519 -N '' -f "$work/client_key"
+cp "$work/client_key.pub" "$work/authorized_keys"
+[ -d /run/sshd ] || { mkdir -p /run/sshd; made_run_sshd=1; }
+head -c "$(numfmt --from=iec "$SCP_BYTES")" /dev/urandom > "$work/scp.src"
+run_scp() {	# path server_ns client_ns addr
+	local path=$1 sns=$2 cns=$3 addr=$4 port=2222
+	cat > "$work/sshd_config" <<CFG
+ListenAddress $addr:$port
+HostKey $work/host_key
+AuthorizedKeysFile $work/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile $work/sshd.$path.pid
+Subsystem sftp internal-sftp
+CFG
+	nsenter --net=/run/netns/"$sns" /usr/sbin/sshd -D -e -f "$work/sshd_config" \
+		>"$work/sshd.$path.log" 2>&1 & pids+=($!)
+	sleep 0.7
+	rm -f "$work/scp.dst"
+	inns "$cns" /usr/bin/time -f '%e %U %S' -o "$work/scp.$path.time" \
+		scp -q -o Compression=no -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+		-o BatchMode=yes -i "$work/client_key" -P $port "$work/scp.src" "root@$addr:$work/scp.dst" ||
+		{ echo "bench: scp failed; sshd said:" >&2; cat "$work/sshd.$path.log" >&2; }
+	kill "${pids[-1]}" 2>/dev/null; wait "${pids[-1]}" 2>/dev/null || true
+	local integ=MISMATCH
+	cmp -s "$work/scp.src" "$work/scp.dst" && integ=OK
+	read -r e u s < "$work/scp.$path.time"
+	awk -v b="$(stat -c %s "$work/scp.src")" -v e="$e" -v u="$u" -v s="$s" -v p="$path" -v i="$integ" 'BEGIN {
+		mb = b / 1e6
+		printf "%s\tConventional (scp, no-compress)\tTransfer\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\t%s\ttmpfs endpoints; client CPU (scp+ssh); cmp after copy\n",
+			p, mb, e, mb / e, u, s, ((u + s) > 0 ? mb / (u + s) : 0), i }'
+}
+
+# ---- pfs ----
+run_pfs() {	# path recv_ns send_ns addr mode
+	local path=$1 rns=$2 sns=$3 addr=$4 mode=$5 port=7600
+	nsenter --net=/run/netns/"$rns" "$PFS" -q recv --listen "$addr:$port" --mode "$mode" \
+		--size "$SIZE" --page 2m --notes "$path" > "$work/pfs.$path.$mode.recv.json" \
+		2>"$work/pfs.$path.$mode.recv.err" & pids+=($!)
+	inns "$sns" "$PFS" -q send --connect "$addr:$port" --mode "$mode" --size "$SIZE" --page 2m \
+		--bytes "$BYTES" --notes "$path" > "$work/pfs.$path.$mode.send.json" || true
+	wait "${pids[-1]}" || true
+	jq -r --arg p "$path" '[$p, .label, .purpose, .size_mb, .elapsed_s, .effective_mb_s, .user_s, .sys_s, .mb_per_cpu_s, .integrity, "receiver; blob \(.blob.page // "none"); sender CPU \(.user_s)+\(.sys_s)"] | @tsv' \
+		"$work/pfs.$path.$mode.recv.json" > "$work/row"
+	# Sender CPU into the notes, from the sender's own result.
+	local su ss
+	su=$(jq -r .user_s "$work/pfs.$path.$mode.send.json"); ss=$(jq -r .sys_s "$work/pfs.$path.$mode.send.json")
+	sed "s/sender CPU .*/sender CPU ${su}u+${ss}s/" "$work/row"
+}
+
+for path in loopback veth; do
+	if [ $path = loopback ]; then rns=$nsa sns=$nsa addr=127.0.0.1; else rns=$nsb sns=$nsa addr=$ipb; fi
+	echo "bench: $path: iperf3" >&2; rows+=("$(run_iperf $path "$rns" "$sns" "$addr")")
+	echo "bench: $path: scp" >&2; rows+=("$(run_scp $path "$rns" "$sns" "$addr")")
+	for mode in payload offset arith; do
+		echo "bench: $path: pfs $mode" >&2; rows+=("$(run_pfs $path "$rns" "$sns" "$addr" $mode)")
+	done
+done
+load_end=$(load)
+
+# ---- table and targets ----
+get() { printf '%s\n' "${rows[@]}" | awk -F'\t' -v p="$1" -v l="$2" '$1 == p && index($2, l) == 1 { print $'"$3"' }'; }
+verdict() { awk -v a="$1" -v b="$2" 'BEGIN { print (a >= b) ? "PASS" : "MISS" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+table="| Path | Label | Purpose | Size (MB) | Elapsed (s) | Effective (MB/s) | user_s | sys_s | MB/CPU-s | Integrity | Notes |
+|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"
+for r in "${rows[@]}"; do r=${r//|/\\|}; table+=$'\n'"| ${r//$'\t'/ | } |"; done
+
+targets="| Target | Path | Measured | Needed | Result |
+|---|---|---|---|---|"
+for path in loopback veth; do
+	ip3=$(get $path iperf3 6); pay=$(get $path PFS-With-Payload 6)
+	off=$(get $path "Native PFS Offset" 6); offc=$(get $path "Native PFS Offset" 9)
+	ar=$(get $path "Native PFS Arith" 6)
+	targets+=$'\n'"| PFS-With-Payload-TCP >= 0.8x iperf3 | $path | $(ratio "$pay" "$ip3")x ($pay / $ip3 MB/s) | 0.80x | $(verdict "$(ratio "$pay" "$ip3")" 0.8) |"
+	targets+=$'\n'"| Offset-only effective >= 0.7x single-core CRC32C | $path | $(ratio "$off" "$crc")x ($off / $crc MB/s) | 0.70x | $(verdict "$(ratio "$off" "$crc")" 0.7) |"
+	targets+=$'\n'"| Offset-only MB/CPU-s >= 5x 1,075 | $path | $offc | 5375 | $(verdict "$offc" 5375) |"
+	targets+=$'\n'"| (Arithmetic effective vs CRC32C, for reference) | $path | $(ratio "$ar" "$crc")x | - | - |"
+done
+sw=$(L setup_over_memset); sf=$(L first_over_cold_memset)
+targets+=$'\n'"| Blob prefault+fill (2M pages, pool touched before) <= 2x memset (same pages) | local | ${sw}x ($(L prefault_fill_s) s / $(L memset_warm_s) s) | 2.00x | $(awk -v r="$sw" 'BEGIN{print r <= 2 ? "PASS" : "MISS"}') |"
+targets+=$'\n'"| Blob prefault+fill (2M pages, first touch) <= 2x memset (fresh 4K pages) | local | ${sf}x ($(L first_prefault_fill_s) s / $(L memset_cold_4k_s) s) | 2.00x | $(awk -v r="$sf" 'BEGIN{print r <= 2 ? "PASS" : "MISS"}') |"
+
+localt="| Local rate (one core) | MB/s |
+|---|---:|
+| CRC32C $(L crc32c_impl), over the $SIZE blob (out of cache) | $(L crc32c_mb_s) |
+| CRC32C $(L crc32c_impl), 64 KiB in cache | $(L crc32c_incache_mb_s) |
+| CRC32C portable (slicing-by-8) | $(L crc32c_portable_mb_s) |
+| FNV-1a 64 | $(L fnv1a64_mb_s) |
+| memset, same 2M pages (warm) | $(L memset_warm_mb_s) |
+| blob page kind obtained: $(L blob.page) (first creation: $(L first_page)) | - |"
+
+report="Command: \`make -C dataplane bench-tcp\` (SIZE=$SIZE BYTES=$BYTES SCP_BYTES=$SCP_BYTES IPERF_SECS=$IPERF_SECS)
+Date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))
+Load average (1/5/15 min) at start: $load_start; at end: $load_end (other jobs share this machine).
+
+$localt
+
+$table
+
+$targets"
+echo
+echo "$report"
+if [ -n "$OUT_MD" ]; then
+	{
+		echo "<!-- SPDX-License-Identifier: Apache-2.0 -->"
+		echo "# Benchmarks"
+		echo
+		echo "Written by \`dataplane/bench/tcp.sh\` (\`make -C dataplane bench-tcp\`); one run,"
+		echo "every number below measured in that run. MB are decimal (10^6 bytes). MB/CPU-s"
+		echo "uses the receiver's own CPU time (getrusage) for pfs and iperf3, and the client's"
+		echo "(scp and its ssh) for scp. PFS rows move BYTES effective bytes over a SIZE blob on"
+		echo "2 MiB pages; setup (map, prefault, fill, fingerprint) is excluded from their elapsed time."
+		echo "The loopback path is 127.0.0.1 inside a fresh network namespace; veth is a veth pair"
+		echo "between two fresh namespaces."
+		echo
+		echo "$report"
+	} > "$OUT_MD"
+	echo "bench: wrote $OUT_MD" >&2
+fi
