@@ -748,6 +748,15 @@ static int cmd_run(int argc, char **argv)
 			 pfs_pcore_numa_nodes());
 	}
 	a.o.stop = &stop_flag;
+	{
+		const char *why;
+
+		if (pfs_pcore__check_opts(&a.o, size, &why)) {
+			pfs_err("pcore: %s", why);
+			rc = EXIT_USAGE;
+			goto out_blob;
+		}
+	}
 
 	oc.blob = blob;
 	oc.cpus = cpus;

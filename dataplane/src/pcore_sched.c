@@ -72,6 +72,9 @@ int pfs_pcore__check_opts(const struct pfs_pcore_opts *o, uint64_t size,
 		r = "pcores must be 1..256";
 	else if (!(o->duration_s > 0) && !o->passes)
 		r = "need a duration or at least one pass";
+	else if (!(o->duration_s > 0) &&
+		 o->passes > UINT64_MAX / pfs_pcore__ndescs(o))
+		r = "too many passes";
 	if (why)
 		*why = r;
 	return r ? -EINVAL : 0;
