@@ -84,6 +84,7 @@ struct run {
 	uint64_t ndesc, nframes;	/* per pass */
 	uint64_t total_frames;		/* passes mode; UINT64_MAX: duration */
 	uint32_t wmask;
+	uint16_t *owner;		/* ring each frame went to, W entries */
 	/* Frames in flight past the fold (the result window's size). */
 	uint64_t window;
 	struct frame_result *results;
@@ -231,14 +232,16 @@ static unsigned consume(struct worker *w, unsigned max_frames)
 
 /* ------------------------------------------------------------ producer */
 
-static bool publish(struct run *run, uint64_t g)
+/* Publish frame g to the next ring with room, or only to ring @only. */
+static bool publish(struct run *run, uint64_t g, int only)
 {
 	const struct pfs_pcore_opts *o = run->o;
 	uint64_t j = g % run->nframes, d0 = j * o->dpf;
 	uint32_t n = (uint32_t)(run->ndesc - d0 < o->dpf ? run->ndesc - d0 : o->dpf);
+	unsigned tries = only >= 0 ? 1 : o->pcores;
 
-	for (unsigned t = 0; t < o->pcores; t++) {
-		unsigned wi = (run->rr + t) % o->pcores;
+	for (unsigned t = 0; t < tries; t++) {
+		unsigned wi = only >= 0 ? (unsigned)only : (run->rr + t) % o->pcores;
 		struct pfs_pcore_ring *r = &run->w[wi].ring;
 		uint64_t idx;
 
@@ -251,7 +254,9 @@ static bool publish(struct run *run, uint64_t g)
 			d->frame = (uint32_t)g;
 		}
 		pfs_pcore_ring__submit(r, n);
-		run->rr = wi + 1;
+		run->owner[g & run->wmask] = (uint16_t)wi;
+		if (only < 0)
+			run->rr = wi + 1;
 		return true;
 	}
 	return false;
@@ -297,17 +302,22 @@ static void produce(struct run *run)
 			run->window_full_waits++;
 			return;
 		}
+		int only = -1;
+
 		if (pfs_op_is_inplace(o->op) && run->next_g >= run->nframes &&
 		    !frame_done(run, run->next_g - run->nframes)) {
 			/* In-place ops: frame g (pass k+1) modifies the
-			 * bytes of frame g - nframes (pass k); it waits until
-			 * that one is done, so two pcores never modify the
-			 * same bytes at once. */
-			run->window_full_waits++;
+			 * bytes of frame g - nframes (pass k). While that one
+			 * is not done, g goes behind it on the same ring: the
+			 * consumer runs its ring in order, so two pcores never
+			 * modify the same bytes at once and nobody waits. */
+			only = run->owner[(run->next_g - run->nframes) & run->wmask];
+		}
+		if (!publish(run, run->next_g, only)) {
+			if (only >= 0)
+				run->window_full_waits++;
 			return;
 		}
-		if (!publish(run, run->next_g))
-			return;
 		run->next_g++;
 	}
 	if (run->next_g == run->total_frames)
@@ -482,6 +492,7 @@ static void run_free(struct run *run)
 	free(run->w);
 	free(run->results);
 	free(run->hashes);
+	free(run->owner);
 }
 
 static int run_alloc(struct run *run)
@@ -510,6 +521,9 @@ static int run_alloc(struct run *run)
 		return -ENOMEM;
 	run->results = mem;
 	memset(mem, 0, w * sizeof(*run->results));
+	run->owner = calloc(w, sizeof(*run->owner));
+	if (!run->owner)
+		return -ENOMEM;
 	if (o->op == PFS_OP_FNV) {
 		run->hashes = calloc((size_t)w * o->dpf, sizeof(*run->hashes));
 		if (!run->hashes)
