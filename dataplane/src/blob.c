@@ -15,8 +15,7 @@
  * how many bytes really sit on huge pages, and a THP request the kernel
  * served with 4 KiB pages is reported as 4K.
  *
- * The fingerprint is computed by up to 4 short-lived threads, each owning a
- * contiguous range of 1 MiB chunks and its slice of the chunk-CRC array.
+ * The seed fill lives in blob_fill.c, the fingerprint in blob_fingerprint.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,9 +32,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include "pfs/blob.h"
 #include "pfs/integrity.h"
@@ -58,11 +54,22 @@
 #define PFS_MPOL_BIND 2
 #define SZ_2M (2ULL << 20)
 #define SZ_1G (1ULL << 30)
-#define FILL_GOLDEN 0x9e3779b9u
-#define FILL_HI_MUL 0x27d4eb2fu
 /* Prefault/fill step: one 2 MiB page, small enough to stay in cache. */
 #define BLOB_SETUP_CHUNK SZ_2M
 #define BLOB_SETUP_THREADS 4
+
+/* Why the last create/open on this thread failed, for result files. */
+static __thread char last_error[1024];
+
+#define blob_fail(...) do {						\
+	snprintf(last_error, sizeof(last_error), __VA_ARGS__);		\
+	pfs_err("blob: %s", last_error);				\
+} while (0)
+
+const char *pfs_blob_last_error(void)
+{
+	return last_error;
+}
 
 struct pfs_blob {
 	uint8_t *data;
@@ -366,8 +373,8 @@ static int prefault(struct pfs_blob *b, uint64_t off, uint64_t len)
 	if (!madvise(b->data + off, len, MADV_POPULATE_WRITE))
 		return 0;
 	if (errno != EINVAL) {
-		pfs_err("blob: prefault (MADV_POPULATE_WRITE) of %" PRIu64 " bytes at %" PRIu64
-			": %s", len, off, strerror(errno));
+		blob_fail("prefault (MADV_POPULATE_WRITE) of %" PRIu64 " bytes at %" PRIu64
+			  ": %s", len, off, strerror(errno));
 		return -errno;
 	}
 	/* Kernel < 5.14: touch one byte per page (memory is fresh, so zero). */
@@ -439,8 +446,7 @@ static int setup_pages(struct pfs_blob *b, const struct pfs_blob_opts *o)
 	pthread_t th[BLOB_SETUP_THREADS];
 	bool started[BLOB_SETUP_THREADS] = { false };
 	uint64_t chunks = (b->size + BLOB_SETUP_CHUNK - 1) / BLOB_SETUP_CHUNK;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int nw = o->setup_threads ? o->setup_threads : (int)(ncpu < 1 ? 1 : ncpu);
+	int nw = o->setup_threads > 0 ? o->setup_threads : 1;
 	double t0 = now_s(), wall, pf = 0, fl = 0;
 	int err = 0;
 
@@ -485,6 +491,7 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 	double t0, t1;
 	int err = 0;
 
+	last_error[0] = '\0';
 	/* Callers built against an older, shorter struct get zero defaults. */
 	if (!o || o->sz < offsetof(struct pfs_blob_opts, mlock)) {
 		errno = EINVAL;
@@ -493,8 +500,8 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 	memcpy(&opts, o, o->sz < sizeof(opts) ? o->sz : sizeof(opts));
 	if (!opts.size || opts.size > (1ULL << 46) || opts.page > PFS_PAGE_1G ||
 	    opts.fill > PFS_FILL_SEED || (opts.name && !name_ok(opts.name))) {
-		pfs_err("blob: invalid options (size %" PRIu64 ", page %d, name %s)",
-			opts.size, (int)opts.page, opts.name ? opts.name : "-");
+		blob_fail("invalid options (size %" PRIu64 ", page %d, name %s)", opts.size,
+			  (int)opts.page, opts.name ? opts.name : "-");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -531,9 +538,9 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 
 		err = -errno;
 		getrlimit(RLIMIT_MEMLOCK, &rl);
-		pfs_err("blob: mlock of %" PRIu64 " bytes: %s (RLIMIT_MEMLOCK is %llu bytes; "
-			"grant CAP_IPC_LOCK or raise the limit)", size, strerror(-err),
-			(unsigned long long)rl.rlim_cur);
+		blob_fail("mlock of %" PRIu64 " bytes: %s (RLIMIT_MEMLOCK is %llu bytes; "
+			  "grant CAP_IPC_LOCK or raise the limit)", size, strerror(-err),
+			  (unsigned long long)rl.rlim_cur);
 		goto out_unmap;
 	}
 	b->t.prefault_s = now_s() - t1;
@@ -564,8 +571,8 @@ out_unmap:
 	errno = -err;
 	return NULL;
 out_fail:
-	pfs_err("blob: cannot map %" PRIu64 " bytes on %s%s: %s", size,
-		pfs_page_kind_str(opts.page), opts.no_fallback ? " (no fallback)" : "", b->reason);
+	blob_fail("cannot map %" PRIu64 " bytes on %s%s: %s", size, pfs_page_kind_str(opts.page),
+		  opts.no_fallback ? " (no fallback)" : "", b->reason);
 	free(b);
 	errno = err == -EOPNOTSUPP || err == -ENODEV ? ENOMEM : -err;
 	return NULL;
@@ -581,7 +588,7 @@ static struct pfs_blob *blob_map_fd(int fd, const char *path)
 	if (fstat(fd, &st) || fstatfs(fd, &sfs))
 		return NULL;
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0) {
-		pfs_err("blob: %s is not a blob (empty or not a regular file)", path ? path : "fd");
+		blob_fail("%s is not a blob (empty or not a regular file)", path ? path : "fd");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -610,7 +617,10 @@ static struct pfs_blob *blob_map_fd(int fd, const char *path)
 struct pfs_blob *pfs_blob__from_fd(int fd)
 {
 	struct pfs_blob *b;
-	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int d;
+
+	last_error[0] = '\0';
+	d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 
 	if (d < 0)
 		return NULL;
@@ -648,6 +658,7 @@ struct pfs_blob *pfs_blob__open(const char *dir, const char *name)
 	struct pfs_blob *b;
 	int fd, err;
 
+	last_error[0] = '\0';
 	err = find_named(dir, name, path, sizeof(path));
 	if (err) {
 		errno = -err;
@@ -697,196 +708,6 @@ uint64_t pfs_blob__huge_bytes(const struct pfs_blob *b) { return b->huge_bytes; 
 const char *pfs_blob__fallback_reason(const struct pfs_blob *b)
 {
 	return b->reason[0] ? b->reason : NULL;
-}
-
-/* ---- seed fill ---- */
-
-static inline uint32_t fmix32(uint32_t h)
-{
-	h ^= h >> 16;
-	h *= 0x85ebca6bu;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35u;
-	h ^= h >> 16;
-	return h;
-}
-
-static inline uint32_t seed_word(uint64_t i, uint64_t seed)
-{
-	uint32_t k = (uint32_t)(seed >> 32) ^ ((uint32_t)(i >> 32) * FILL_HI_MUL);
-
-	return fmix32(((uint32_t)seed + (uint32_t)i * FILL_GOLDEN) ^ k);
-}
-
-static inline void store_le32(uint8_t *p, uint32_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap32(v);
-#endif
-	memcpy(p, &v, 4);
-}
-
-/* n words starting at word index i (no 2^32-word boundary inside). */
-static void fill_words_scalar(uint8_t *dst, uint64_t i, size_t n, uint64_t seed)
-{
-	for (size_t j = 0; j < n; j++)
-		store_le32(dst + 4 * j, seed_word(i + j, seed));
-}
-
-#if defined(__x86_64__)
-/* Eight words per step; large fills use streaming stores so the pattern
- * does not first read every line it is about to overwrite. */
-__attribute__((target("avx2")))
-static void fill_words_avx2(uint8_t *dst, uint64_t i, size_t n, uint64_t seed)
-{
-	uint32_t k = (uint32_t)(seed >> 32) ^ ((uint32_t)(i >> 32) * FILL_HI_MUL);
-	bool nt = n >= (1u << 20);
-	size_t j = 0;
-	__m256i x, step, kk, m1, m2;
-
-	while (j < n && ((uintptr_t)(dst + 4 * j) & 31)) {
-		store_le32(dst + 4 * j, seed_word(i + j, seed));
-		j++;
-	}
-	x = _mm256_add_epi32(_mm256_set1_epi32((int)((uint32_t)seed + (uint32_t)(i + j) * FILL_GOLDEN)),
-			     _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-						_mm256_set1_epi32((int)FILL_GOLDEN)));
-	step = _mm256_set1_epi32((int)(8 * FILL_GOLDEN));
-	kk = _mm256_set1_epi32((int)k);
-	m1 = _mm256_set1_epi32((int)0x85ebca6bu);
-	m2 = _mm256_set1_epi32((int)0xc2b2ae35u);
-	for (; j + 8 <= n; j += 8) {
-		__m256i h = _mm256_xor_si256(x, kk);
-
-		h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
-		h = _mm256_mullo_epi32(h, m1);
-		h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 13));
-		h = _mm256_mullo_epi32(h, m2);
-		h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
-		if (nt)
-			_mm256_stream_si256((__m256i *)(dst + 4 * j), h);
-		else
-			_mm256_store_si256((__m256i *)(dst + 4 * j), h);
-		x = _mm256_add_epi32(x, step);
-	}
-	if (nt)
-		_mm_sfence();
-	for (; j < n; j++)
-		store_le32(dst + 4 * j, seed_word(i + j, seed));
-}
-#endif
-
-static void fill_words(uint8_t *dst, uint64_t i, uint64_t n, uint64_t seed)
-{
-	while (n) {
-		/* k changes every 2^32 words; keep each call inside one span. */
-		uint64_t span = (1ULL << 32) - (i & 0xffffffffULL);
-		size_t m = n < span ? n : span;
-
-#if defined(__x86_64__)
-		if (__builtin_cpu_supports("avx2"))
-			fill_words_avx2(dst, i, m, seed);
-		else
-#endif
-			fill_words_scalar(dst, i, m, seed);
-		dst += 4 * m;
-		i += m;
-		n -= m;
-	}
-}
-
-void pfs_blob_fill_seed(uint8_t *dst, uint64_t off, uint64_t len, uint64_t seed)
-{
-	uint64_t i = off / 4;
-	unsigned int skip = off % 4;
-	uint8_t w[4];
-
-	if (skip && len) {
-		size_t n = 4 - skip < len ? 4 - skip : len;
-
-		store_le32(w, seed_word(i++, seed));
-		memcpy(dst, w + skip, n);
-		dst += n;
-		len -= n;
-	}
-	fill_words(dst, i, len / 4, seed);
-	dst += len & ~3ULL;
-	i += len / 4;
-	if (len & 3) {
-		store_le32(w, seed_word(i, seed));
-		memcpy(dst, w, len & 3);
-	}
-}
-
-/* ---- fingerprint ---- */
-
-struct fp_work {
-	const uint8_t *data;
-	uint64_t size;
-	uint32_t *crc;		/* one per chunk; this worker owns [first, last) */
-	uint64_t first, last;
-};
-
-static void *fp_worker(void *arg)
-{
-	struct fp_work *w = arg;
-
-	for (uint64_t j = w->first; j < w->last; j++) {
-		uint64_t off = j * PFS_BLOB_FP_CHUNK;
-		uint64_t n = w->size - off < PFS_BLOB_FP_CHUNK ? w->size - off : PFS_BLOB_FP_CHUNK;
-
-		w->crc[j] = pfs_crc32c(0, w->data + off, n);
-	}
-	return NULL;
-}
-
-uint64_t pfs_fingerprint_mem(const uint8_t *data, uint64_t size)
-{
-	uint64_t nchunks = (size + PFS_BLOB_FP_CHUNK - 1) / PFS_BLOB_FP_CHUNK;
-	struct fp_work w[4];
-	pthread_t th[4];
-	bool started[4] = { false };
-	uint32_t *crc, whole, hi;
-	uint8_t le[8];
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int nw = nchunks >= 256 ? (ncpu > 4 ? 4 : ncpu < 1 ? 1 : (int)ncpu) : 1;
-
-	if (!nchunks)
-		return 0;
-	crc = malloc(nchunks * sizeof(*crc));
-	if (!crc) {
-		/* Same value, computed serially without the array. */
-		nw = 0;
-	}
-	for (int t = 0; t < nw; t++) {
-		w[t] = (struct fp_work){ data, size, crc, nchunks * t / nw, nchunks * (t + 1) / nw };
-		if (t > 0 && !pthread_create(&th[t], NULL, fp_worker, &w[t]))
-			started[t] = true;
-	}
-	if (nw) {
-		fp_worker(&w[0]);
-		for (int t = 1; t < nw; t++) {
-			if (started[t])
-				pthread_join(th[t], NULL);
-			else
-				fp_worker(&w[t]);
-		}
-	}
-	for (int i = 0; i < 8; i++)
-		le[i] = (uint8_t)(size >> (8 * i));
-	hi = pfs_crc32c(0, le, 8);
-	whole = 0;
-	for (uint64_t j = 0; j < nchunks; j++) {
-		uint64_t off = j * PFS_BLOB_FP_CHUNK;
-		uint64_t n = size - off < PFS_BLOB_FP_CHUNK ? size - off : PFS_BLOB_FP_CHUNK;
-		uint32_t c = crc ? crc[j] : pfs_crc32c(0, data + off, n);
-		uint8_t c4[4] = { (uint8_t)c, (uint8_t)(c >> 8), (uint8_t)(c >> 16), (uint8_t)(c >> 24) };
-
-		whole = j ? pfs_crc32c_combine(whole, c, n) : c;
-		hi = pfs_crc32c(hi, c4, 4);
-	}
-	free(crc);
-	return (uint64_t)hi << 32 | whole;
 }
 
 uint64_t pfs_blob__fingerprint(const struct pfs_blob *b)

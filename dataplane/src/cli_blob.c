@@ -44,6 +44,7 @@ int pfs_cmd_blob(int argc, char **argv)
 	struct pfs_cli_blob cb;
 	struct pfs_blob *blob;
 	struct pfs_json j;
+	char msg[768];
 	uint64_t fp;
 	double t0, fp_s;
 	int c, idx, rc = PFS_EXIT_OK;
@@ -101,16 +102,12 @@ int pfs_cmd_blob(int argc, char **argv)
 		cb.open_name = cb.opts.name;
 		cb.open_dir = cb.opts.dir;
 	}
-	blob = pfs_cli_blob_get(&cb);
+	blob = pfs_cli_blob_get(&cb, msg, sizeof(msg));
 	pfs_json_begin(&j);
 	if (!blob) {
-		char msg[160];
-
-		snprintf(msg, sizeof(msg), "blob %s failed: %s (details on stderr)", verb,
-			 strerror(errno));
 		pfs_json_bool(&j, "ok", false);
 		pfs_json_str(&j, "cmd", !strcmp(verb, "info") ? "blob-info" : "blob-create", 16);
-		pfs_json_str(&j, "error", msg, 200);
+		pfs_json_str(&j, "error", msg, 1000);
 		pfs_result_emit(pfs_json_end(&j), result_file);
 		return PFS_EXIT_ERROR;
 	}

@@ -92,6 +92,10 @@ int pfs_cli_blob_opt(struct pfs_cli_blob *b, const char *name, const char *val)
 		if (pfs_parse_u64(val, &v) || v > 1023)
 			goto bad;
 		b->opts.numa_node = (int)v;
+	} else if (!strcmp(name, "setup-threads")) {
+		if (pfs_parse_u64(val, &v) || !v || v > 4)
+			goto bad;
+		b->opts.setup_threads = (int)v;
 	} else if (!strcmp(name, "mlock")) {
 		b->opts.mlock = true;
 	} else if (!strcmp(name, "blob-name")) {
@@ -107,24 +111,33 @@ bad:
 	return -1;
 }
 
-struct pfs_blob *pfs_cli_blob_get(const struct pfs_cli_blob *b)
+struct pfs_blob *pfs_cli_blob_get(const struct pfs_cli_blob *b, char *why, size_t n)
 {
 	struct pfs_blob *blob;
+	int e;
 
 	if (b->open_name) {
 		blob = pfs_blob__open(b->open_dir, b->open_name);
-		if (!blob)
-			pfs_err("cannot open blob '%s'%s%s: %s", b->open_name,
-				b->open_dir ? " in " : "", b->open_dir ? b->open_dir : "",
-				strerror(errno));
+		e = errno;
+		if (!blob) {
+			snprintf(why, n, "cannot open blob '%s'%s%s: %s", b->open_name,
+				 b->open_dir ? " in " : "", b->open_dir ? b->open_dir : "",
+				 pfs_blob_last_error()[0] ? pfs_blob_last_error() : strerror(e));
+			pfs_err("%s", why);
+		}
+		errno = e;
 		return blob;
 	}
 	blob = pfs_blob__create(&b->opts);
-	if (!blob && errno == ENOMEM && b->opts.no_fallback)
-		pfs_err("hugepages missing: reserve them (sysctl vm.nr_hugepages, or the pod's "
-			"hugepages-2Mi/1Gi resources) or drop --no-fallback");
-	else if (!blob)
-		pfs_err("cannot create a %" PRIu64 "-byte blob: %s", b->opts.size, strerror(errno));
+	e = errno;
+	if (!blob) {
+		snprintf(why, n, "cannot create a %" PRIu64 "-byte blob: %s", b->opts.size,
+			 pfs_blob_last_error()[0] ? pfs_blob_last_error() : strerror(e));
+		if (e == ENOMEM && b->opts.no_fallback)
+			pfs_err("hugepages missing: reserve them (sysctl vm.nr_hugepages, or the "
+				"pod's hugepages-2Mi/1Gi resources) or drop --no-fallback");
+	}
+	errno = e;
 	return blob;
 }
 
@@ -142,5 +155,6 @@ void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t
 	pfs_json_num(j, "map_s", t->map_s, 4);
 	pfs_json_num(j, "prefault_s", t->prefault_s, 4);
 	pfs_json_num(j, "fill_s", t->fill_s, 4);
+	pfs_json_u64(j, "setup_threads", t->setup_threads);
 	pfs_json_close(j);
 }

@@ -286,7 +286,7 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 	pfs_json_str(&j, "notes", notes, 400);
 	pfs_json_u64(&j, "exit_code", rc);
 	pfs_json_str(&j, "error", err || rc ? (r->error[0] ? r->error : "integrity MISMATCH") : NULL,
-		     320);
+		     700);
 	if (pfs_result_emit(pfs_json_end(&j), a->result_file))
 		pfs_err("cannot write the result to %s: %s", a->result_file, strerror(errno));
 	if (a->csv) {
@@ -320,10 +320,8 @@ static int run(int argc, char **argv, bool sender)
 		return PFS_EXIT_USAGE;
 	}
 	if (sender || a.mode != PFS_MODE_PAYLOAD) {
-		blob = pfs_cli_blob_get(&a.cb);
+		blob = pfs_cli_blob_get(&a.cb, r.error, sizeof(r.error));
 		if (!blob) {
-			snprintf(r.error, sizeof(r.error), "blob setup failed: %s (details on stderr)",
-				 strerror(errno));
 			report(&a, NULL, 0, &r, -ENOMEM, PFS_EXIT_ERROR);
 			return PFS_EXIT_ERROR;
 		}

@@ -24,7 +24,6 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
-#include <arm_acle.h>
 #include <sys/auxv.h>
 #ifndef HWCAP_CRC32
 #define HWCAP_CRC32 (1 << 7)
@@ -191,19 +190,26 @@ static uint32_t crc_sse42(uint32_t crc, const void *buf, size_t len)
 #endif
 
 #if defined(__aarch64__)
-__attribute__((target("+crc")))
+/* Inline asm rather than <arm_acle.h>: its intrinsics need the whole file
+ * built with +crc on some compilers, and this path is chosen at run time. */
 static inline uint64_t arm_crc_u64(uint64_t c, uint64_t v)
 {
-	return __crc32cd((uint32_t)c, v);
+	uint32_t r;
+
+	__asm__(".arch_extension crc\n\tcrc32cx %w0, %w1, %x2"
+		: "=r"(r) : "r"((uint32_t)c), "r"(v));
+	return r;
 }
 
-__attribute__((target("+crc")))
 static inline uint32_t arm_crc_u8(uint32_t c, uint8_t v)
 {
-	return __crc32cb(c, v);
+	uint32_t r;
+
+	__asm__(".arch_extension crc\n\tcrc32cb %w0, %w1, %w2"
+		: "=r"(r) : "r"(c), "r"((uint32_t)v));
+	return r;
 }
 
-__attribute__((target("+crc")))
 static uint32_t crc_armv8(uint32_t crc, const void *buf, size_t len)
 {
 	CRC_3WAY_BODY(arm_crc_u64, arm_crc_u8)

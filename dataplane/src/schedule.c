@@ -35,6 +35,7 @@ int pfs_pattern_parse(const char *str, enum pfs_pattern *p)
 int pfs_sched_init(struct pfs_sched *s, const struct pfs_sched_opts *o)
 {
 	if (!o->align || (o->align & (o->align - 1)) || !o->min_len || o->max_len < o->min_len ||
+	    o->max_len < o->align ||
 	    o->blob_size < o->align || (o->total_bytes && !o->blob_size))
 		return -EINVAL;
 	memset(s, 0, sizeof(*s));

@@ -39,7 +39,9 @@
 #include "pfs/tcp.h"
 
 #define RX_BUF (4u << 20)
+#ifndef RX_READ_MAX
 #define RX_READ_MAX (256u << 10)
+#endif
 #define TX_BUF (1u << 20)
 #define TX_FLUSH_EFFECTIVE (8ULL << 20)
 #define TX_PIECE (256u << 10)
@@ -202,7 +204,11 @@ static int rx_need(struct rx *x, size_t need)
 		x->head = 0;
 	}
 	while (x->tail - x->head < need) {
-		int err = rx_read(x, RX_BUF - x->tail);
+		/* Read what is needed but not much more than RX_READ_MAX, so the
+		 * bytes land in the cache-hot start of the buffer. */
+		size_t want = need - (x->tail - x->head);
+		int err = rx_read(x, want < RX_READ_MAX ? RX_READ_MAX < RX_BUF - x->tail ?
+					     RX_READ_MAX : RX_BUF - x->tail : want);
 
 		if (err)
 			return err;
@@ -328,6 +334,23 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 	}
 	/* Payload mode needs no shared blob: bounds come from the sender's. */
 	*bound = o->mode == PFS_MODE_PAYLOAD ? h.size : size;
+	if (o->out_fd >= 0) {
+		struct stat st;
+
+		/* Size the output now, so a sender claiming an impossible blob is
+		 * refused before any byte is written. */
+		if (!fstat(o->out_fd, &st) && S_ISREG(st.st_mode) &&
+		    (uint64_t)st.st_size < *bound && ftruncate(o->out_fd, *bound)) {
+			int e = errno;
+
+			a.type = PFS_CTL_REFUSE;
+			a.word = PFS_REFUSE_SIZE;
+			send_ctl(x->fd, &a, &r->wire_bytes);
+			return fail(r, -EPERM, "recv: refused %s: cannot size the output to the "
+				    "sender's blob size %" PRIu64 " bytes: %s", r->peer, *bound,
+				    strerror(e));
+		}
+	}
 	err = send_ctl(x->fd, &a, &r->wire_bytes);
 	if (err)
 		return fail(r, err, "recv: sending ACCEPT: %s", io_what(err));
@@ -482,14 +505,6 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 	err = recv_handshake(o, &x, fp, &bound, r);
 	if (err)
 		goto out_close;
-	if (o->out_fd >= 0) {
-		struct stat st;
-
-		if (!fstat(o->out_fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size < bound &&
-		    ftruncate(o->out_fd, bound))
-			pfs_warn("recv: cannot size the output to %" PRIu64 " bytes: %s", bound,
-				 strerror(errno));
-	}
 	pfs_info("recv: %s connected, mode %s, blob %" PRIu64 " bytes", r->peer,
 		 pfs_mode_str(o->mode), bound);
 

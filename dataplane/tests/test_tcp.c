@@ -181,7 +181,7 @@ static void xfer(const char *tag, char *const rargs[], char *const sargs[], int 
 
 static int mode_ok(const char *mode, const char *pattern, const char *extra_recv)
 {
-	char listen[64], conn[64], tag[32], out[128], fp[32];
+	char listen[64], conn[64], tag[32], out[128], fp[32], csv[128];
 	int rrc, src;
 
 	NEED_NET();
@@ -190,10 +190,12 @@ static int mode_ok(const char *mode, const char *pattern, const char *extra_recv
 	snprintf(conn, sizeof(conn), "%s:%d", ip_b, port);
 	snprintf(tag, sizeof(tag), "%s-%s", mode, pattern);
 	snprintf(out, sizeof(out), "%s/%s.out", tmpdir, tag);
+	snprintf(csv, sizeof(csv), "%s/%s.csv", tmpdir, tag);
 	{
 		char *rargs[] = { "recv", "--listen", listen, "--mode", (char *)mode, "--size", "64M",
 				  "--page", "4k", "--seed", "7", "--accept-timeout", "30",
-				  "--timeout", "20", extra_recv ? "--out" : NULL, out, NULL };
+				  "--timeout", "20", "--csv", csv, extra_recv ? "--out" : NULL, out,
+				  NULL };
 		char *sargs[] = { "send", "--connect", conn, "--mode", (char *)mode, "--size", "64M",
 				  "--page", "4k", "--seed", "7", "--bytes", "256M", "--pattern",
 				  (char *)pattern, "--max-len", "1M", "--timeout", "20", NULL };
@@ -215,6 +217,19 @@ static int mode_ok(const char *mode, const char *pattern, const char *extra_recv
 		sj = slurp(stg, "json");
 		CHECK(strstr(sj, "\"integrity\":\"OK\""), "sender: %s", sj);
 		CHECK(strstr(rj, "\"decode_errors\":0"), "decode errors");
+		{
+			char label[64], *c;
+
+			snprintf(label, sizeof(label), "\n\"%s\",",
+				 !strcmp(mode, "payload") ? "PFS-With-Payload-TCP" :
+				 !strcmp(mode, "offset") ? "Native PFS Offset-only Mode - TCP" :
+				 "Native PFS Arithmetic Mode - TCP");
+			snprintf(rt, sizeof(rt), "%s", tag);
+			c = slurp(rt, "csv");
+			CHECK(!strncmp(c, "label,purpose,size_mb,elapsed_s,effective_mb_s,user_s,"
+				       "sys_s,mb_per_cpu_s,integrity,pthreads,notes\n", 85) &&
+			      strstr(c, label) && strstr(c, ",\"OK\",1,"), "csv: %s", c);
+		}
 		tap_diag("%s/%s receiver: %.*s", mode, pattern, 160, strstr(rj, "\"size_mb\""));
 		if (extra_recv && !strcmp(pattern, "seq")) {
 			/* The copy-out file must hold exactly the sender's blob. */
@@ -362,6 +377,57 @@ static int t_malformed_gram(void)
 	return TAP_PASS;
 }
 
+/* A sender that says HELLO and then goes silent: the receiver must give up
+ * after its I/O timeout instead of hanging. */
+static int t_stalled_sender(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--accept-timeout", "20",
+			  "--timeout", "1", NULL };
+	time_t t0;
+	pid_t r, c;
+	int rc;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn(ns_b, "stall", rargs);
+	c = fork();
+	if (c == 0) {
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = PFS_MODE_PAYLOAD, .size = 1 << 20 };
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+		uint8_t rec[PFS_CTL_LEN];
+		char p[64];
+		int fd, s = -1;
+
+		snprintf(p, sizeof(p), "/run/netns/%s", ns_a);
+		fd = open(p, O_RDONLY);
+		if (fd < 0 || setns(fd, CLONE_NEWNET))
+			_exit(2);
+		inet_pton(AF_INET, ip_b, &sa.sin_addr);
+		for (int i = 0; i < 100 && s < 0; i++) {
+			s = socket(AF_INET, SOCK_STREAM, 0);
+			if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+				close(s);
+				s = -1;
+				usleep(50000);
+			}
+		}
+		pfs_ctl_encode(&h, rec);
+		if (s < 0 || write(s, rec, sizeof(rec)) != sizeof(rec))
+			_exit(3);
+		sleep(6);	/* silent, connection open */
+		_exit(0);
+	}
+	t0 = time(NULL);
+	rc = wait_rc(r, 20);
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	CHECK(rc == 5, "receiver exit %d (want 5): %s", rc, slurp("stall", "err"));
+	CHECK(time(NULL) - t0 <= 5, "gave up after %ld s", (long)(time(NULL) - t0));
+	CHECK(strstr(slurp("stall", "json"), "timed out"), "json: %s", slurp("stall", "json"));
+	return TAP_PASS;
+}
+
 /* Offset mode between two processes that open the same named blob. */
 static int t_named_blob(void)
 {
@@ -409,6 +475,7 @@ static const struct tap_test tests[] = {
 	{ "mode mismatch is refused", t_mode_mismatch },
 	{ "receiver without a sender times out (exit 5)", t_accept_timeout },
 	{ "malformed gram: rejected, counted, logged, clean exit", t_malformed_gram },
+	{ "sender stalls mid-stream: receiver times out (exit 5)", t_stalled_sender },
 	{ "offset mode over one named blob opened by both processes", t_named_blob },
 	{ "remove the namespaces and veth", t_teardown },
 };

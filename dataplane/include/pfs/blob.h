@@ -57,7 +57,9 @@ struct pfs_blob_opts {
 	int numa_node;			/* -1: no binding (0 binds to node 0) */
 	bool mlock;			/* lock in RAM (CAP_IPC_LOCK or memlock limit) */
 	bool no_prefault;		/* skip the prefault pass (fill still faults) */
-	int setup_threads;		/* prefault+fill threads; 0: one per CPU (max 4) */
+	int setup_threads;		/* prefault+fill threads (max 4); 0: one. More
+					 * helps only on idle cores: a preempted thread
+					 * delays the whole setup (measured here). */
 };
 
 /* Setup timings in seconds, reported but excluded from transfer metrics.
@@ -123,6 +125,10 @@ void pfs_blob_fill_seed(uint8_t *dst, uint64_t off, uint64_t len, uint64_t seed)
 
 /* pfs_fingerprint_mem - the fingerprint of an arbitrary buffer. */
 uint64_t pfs_fingerprint_mem(const uint8_t *data, uint64_t size);
+
+/* Why the last failed pfs_blob__create/open on this thread failed (may be
+ * empty when the failure was a plain errno from the kernel). */
+const char *pfs_blob_last_error(void);
 
 const char *pfs_page_kind_str(enum pfs_page_kind kind);
 /* Parse "4k", "thp", "2m", "1g" (case-insensitive). 0 or -EINVAL. */

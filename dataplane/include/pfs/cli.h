@@ -6,6 +6,7 @@
 #define PFS_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pfs/blob.h"
@@ -41,8 +42,8 @@ void pfs_cli_blob_init(struct pfs_cli_blob *b);
 /* Handle one blob option (long name without dashes); 1 handled, 0 not a
  * blob option, -1 bad value (message printed). */
 int pfs_cli_blob_opt(struct pfs_cli_blob *b, const char *name, const char *val);
-/* Create or open; NULL with the reason logged. */
-struct pfs_blob *pfs_cli_blob_get(const struct pfs_cli_blob *b);
+/* Create or open; NULL with the reason logged and copied into @why. */
+struct pfs_blob *pfs_cli_blob_get(const struct pfs_cli_blob *b, char *why, size_t n);
 /* The "blob" member of a result. */
 void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t fp);
 
@@ -55,6 +56,7 @@ void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t
 "  --fill KIND        seed | zero | none (default seed)\n" \
 "  --numa NODE        bind the blob to a NUMA node\n" \
 "  --mlock            lock the blob in RAM (CAP_IPC_LOCK or RLIMIT_MEMLOCK)\n" \
+"  --setup-threads N  threads for prefault + fill (default 1, max 4)\n" \
 "  --blob-name NAME   open an existing named blob instead of creating one\n" \
 "  --blob-dir DIR     its directory (default: search /dev/hugepages, /dev/shm)\n"
 
@@ -66,6 +68,6 @@ void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t
 	{ "page", 1, 0, PFS_OPT_LONG }, { "no-fallback", 0, 0, PFS_OPT_LONG }, \
 	{ "fill", 1, 0, PFS_OPT_LONG }, { "numa", 1, 0, PFS_OPT_LONG }, \
 	{ "mlock", 0, 0, PFS_OPT_LONG }, { "blob-name", 1, 0, PFS_OPT_LONG }, \
-	{ "blob-dir", 1, 0, PFS_OPT_LONG }
+	{ "blob-dir", 1, 0, PFS_OPT_LONG }, { "setup-threads", 1, 0, PFS_OPT_LONG }
 
 #endif /* PFS_CLI_H */

@@ -41,7 +41,7 @@ struct pfs_xfer_result {
 	enum pfs_gram_mode mode;
 	struct pfs_gram_stats stats;
 	char peer[64];
-	char error[320];	/* why it failed, for the result JSON */
+	char error[700];	/* why it failed, for the result JSON */
 };
 
 struct pfs_tcp_send_opts {
