@@ -116,8 +116,11 @@ run_iperf() {	# path server_ns client_ns addr
 	rs=$(jq '.end.cpu_utilization_percent.remote_system' "$f")
 	awk -v b="$bytes" -v s="$secs" -v ru="$ru" -v rs="$rs" -v p="$path" 'BEGIN {
 		mb = b / 1e6; u = ru / 100 * s; y = rs / 100 * s
+		# Computed as a statement: inside printf arguments awk reads ">" as
+		# output redirection (it once wrote this row to a file named 0).
+		cpu = u + y; per = cpu > 0 ? mb / cpu : 0
 		printf "%s\tiperf3 (1 TCP stream)\tBaseline\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\tNA\treceiver CPU from iperf3 -J\n",
-			p, mb, s, mb / s, u, y, ((u + y) > 0 ? mb / (u + y) : 0) }'
+			p, mb, s, mb / s, u, y, per }'
 }
 
 # ---- scp through a throwaway sshd ----
@@ -153,9 +156,9 @@ CFG
 	cmp -s "$work/scp.src" "$work/scp.dst" && integ=OK
 	read -r e u s < "$work/scp.$path.time"
 	awk -v b="$(stat -c %s "$work/scp.src")" -v e="$e" -v u="$u" -v s="$s" -v p="$path" -v i="$integ" 'BEGIN {
-		mb = b / 1e6
+		mb = b / 1e6; cpu = u + s; per = cpu > 0 ? mb / cpu : 0
 		printf "%s\tConventional (scp, no-compress)\tTransfer\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\t%s\ttmpfs endpoints; client CPU (scp+ssh); cmp after copy\n",
-			p, mb, e, mb / e, u, s, ((u + s) > 0 ? mb / (u + s) : 0), i }'
+			p, mb, e, mb / e, u, s, per, i }'
 }
 
 # ---- pfs ----

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "pfs/blob.h"
+#include "pfs/cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 #include "pfs/pcore.h"
@@ -99,6 +100,7 @@ struct args {
 	int numa_node;
 	int blob_fd;
 	const char *blob_name, *blob_dir;
+	struct pfs_cli_share share;	/* --blob-socket/--blob-token-file */
 	const char *result_file;
 	enum pfs_ops_isa isa;
 	unsigned rounds;
@@ -127,6 +129,8 @@ static void usage(FILE *f)
 "  --blob-size S --page {4k,thp,2m,1g} --seed N   a fresh seeded blob (default 1G on 2m)\n"
 "  --blob-name NAME [--blob-dir DIR]          an existing named blob\n"
 "  --blob-fd FD                               a blob fd passed by a holder\n"
+"  --blob-socket PATH --blob-token-file PATH  the blob from a holder (pfs blob serve);\n"
+"                                             read-only ops (counteq, fnv, crc32c) only\n"
 "output:\n"
 "  --result-file PATH also write the JSON result there\n",
 		MAX_ROUNDS);
@@ -136,7 +140,7 @@ enum {
 	OPT_OP = 256, OPT_IMM, OPT_RANGE, OPT_PCORES, OPT_DPF, OPT_DESC_LEN,
 	OPT_ALIGN, OPT_RING, OPT_DURATION, OPT_PASSES, OPT_BASELINE, OPT_ROUNDS,
 	OPT_NUMA, OPT_ISA, OPT_BLOB_SIZE, OPT_PAGE, OPT_SEED, OPT_BLOB_NAME,
-	OPT_BLOB_DIR, OPT_BLOB_FD, OPT_RESULT, OPT_THREADS, OPT_HELP,
+	OPT_BLOB_DIR, OPT_BLOB_FD, OPT_BLOB_SHARE, OPT_RESULT, OPT_THREADS, OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -161,6 +165,7 @@ static const struct option long_opts[] = {
 	{ "blob-name", required_argument, NULL, OPT_BLOB_NAME },
 	{ "blob-dir", required_argument, NULL, OPT_BLOB_DIR },
 	{ "blob-fd", required_argument, NULL, OPT_BLOB_FD },
+	PFS_CLI_SHARE_LONGOPTS(OPT_BLOB_SHARE),
 	{ "result-file", required_argument, NULL, OPT_RESULT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -178,7 +183,7 @@ static int parse_args(int argc, char **argv, struct args *a, bool calibrate)
 	uint64_t v;
 	bool have_op = false, have_dur = false, have_passes = false;
 	bool have_ring = false, have_blob_src = false;
-	int c;
+	int c, li = 0;
 
 	memset(a, 0, sizeof(*a));
 	a->o.sz = sizeof(a->o);
@@ -197,7 +202,7 @@ static int parse_args(int argc, char **argv, struct args *a, bool calibrate)
 
 	optind = 0;	/* full getopt reset: callable more than once */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", long_opts, &li)) != -1) {
 		switch (c) {
 		case OPT_OP:
 			if (pfs_op_parse(optarg, &a->o.op))
@@ -306,6 +311,11 @@ static int parse_args(int argc, char **argv, struct args *a, bool calibrate)
 			a->blob_fd = (int)v;
 			have_blob_src = true;
 			break;
+		case OPT_BLOB_SHARE:
+			if (pfs_cli_share_opt(&a->share, long_opts[li].name, optarg) < 0)
+				return -EINVAL;
+			have_blob_src = true;
+			break;
 		case OPT_RESULT:
 			a->result_file = optarg;
 			break;
@@ -334,6 +344,18 @@ static int parse_args(int argc, char **argv, struct args *a, bool calibrate)
 		a->o.passes = 0;
 	if (a->blob_fd >= 0 && a->blob_name) {
 		pfs_err("pcore: give --blob-name or --blob-fd, not both");
+		return -EINVAL;
+	}
+	if (pfs_cli_share_set(&a->share) && (a->blob_fd >= 0 || a->blob_name)) {
+		pfs_err("pcore: give --blob-socket or --blob-name/--blob-fd, not both");
+		return -EINVAL;
+	}
+	/* A holder shares its blob read-only: transfers rely on its bytes
+	 * matching its fingerprint. Refuse here rather than fault mid-run. */
+	if (pfs_cli_share_set(&a->share) && have_op && pfs_op_is_inplace(a->o.op)) {
+		pfs_err("pcore: --op %s writes the blob in place, but a holder's blob "
+			"(--blob-socket) is shared read-only; run it over a private copy "
+			"(--blob-size/--page/--seed) instead", pfs_op_str(a->o.op));
 		return -EINVAL;
 	}
 	(void)have_blob_src;
@@ -395,6 +417,8 @@ static struct pfs_blob *acquire_blob(const struct args *a)
 {
 	struct pfs_blob *blob;
 
+	if (pfs_cli_share_set(&a->share))
+		return pfs_cli_share_get(&a->share, NULL, 0);
 	if (a->blob_fd >= 0) {
 		blob = pfs_blob__from_fd(a->blob_fd);
 		if (!blob)

@@ -793,6 +793,33 @@ static int t_modified_detected(void)
 	return TAP_PASS;
 }
 
+/* `pfs pcore run` over a read-only holder: read-only ops run and see the
+ * holder's bytes; an in-place op is refused up front (exit 2, a message that
+ * says what to do), never a fault mid-run. */
+static int t_pcore_read_only(void)
+{
+	char *extra[] = { "--read-only", NULL };
+	char *crc[] = { "pcore", "run", "--op", "crc32c", "--pcores", "1", "--blob-socket", sock,
+			"--blob-token-file", tokfile, NULL };
+	char *xor[] = { "pcore", "run", "--op", "xor", "--imm", "1", "--pcores", "1",
+			"--blob-socket", sock, "--blob-token-file", tokfile, NULL };
+	int rc_crc, rc_xor;
+	pid_t h;
+
+	NEED_SETUP();
+	h = start_holder("serve-pcore", shmdir, "b4k", sock, extra);
+	CHECK(h > 0, "holder did not start");
+	rc_crc = wait_rc(spawn("pcore-crc", crc), 60);
+	rc_xor = wait_rc(spawn("pcore-xor", xor), 30);
+	stop_holder(h);
+	CHECK(rc_crc == 0 && strstr(slurp("pcore-crc", "json"), "\"op\":\"crc32c\""),
+	      "crc32c over the holder's blob: rc %d %s %s", rc_crc, slurp("pcore-crc", "json"),
+	      slurp("pcore-crc", "err"));
+	CHECK(rc_xor == 2 && strstr(slurp("pcore-xor", "err"), "shared read-only"),
+	      "xor over a read-only holder: rc %d %s", rc_xor, slurp("pcore-xor", "err"));
+	return TAP_PASS;
+}
+
 static long cap_eff(pid_t pid)
 {
 	char p[64], line[128];
@@ -1315,6 +1342,8 @@ static const struct tap_test tests[] = {
 	{ "non-root consumer: refused by socket mode, allowed by group, refused by --allow-uid",
 	  t_nonroot },
 	{ "--read-only holder: consumer mapping is read-only", t_read_only },
+	{ "pcore over a read-only holder: crc32c runs, xor refused with a clear error",
+	  t_pcore_read_only },
 	{ "operator profile: holder uid 0 without capabilities, consumer uid 65532",
 	  t_operator_profile },
 	{ "a consumer's write is caught by the next consumer's fingerprint check",
