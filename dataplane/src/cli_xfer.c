@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * `pfs send` and `pfs recv`: one TCP transfer, one JSON result (stdout and
+ * `pfs send` and `pfs recv`: one transfer over the chosen transport, one JSON result (stdout and
  * --result-file), optionally one CSV row. Each side reports what it
  * measured itself: its elapsed time and its own CPU time (getrusage).
  * Blob setup is timed separately and excluded from the transfer metrics.
@@ -18,7 +18,7 @@
 #include "pfs/cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
-#include "pfs/tcp.h"
+#include "pfs/xfer.h"
 
 static const char send_usage[] =
 "usage: pfs send --connect ADDR:PORT --mode MODE [options]\n"
@@ -29,6 +29,7 @@ static const char send_usage[] =
 "\n"
 "  --connect ADDR:PORT   numeric IPv4 (1.2.3.4:5000) or IPv6 ([::1]:5000)\n"
 "  --mode MODE           payload | offset | arith\n"
+"  --transport T         tcp | udp | afxdp, those built in (default tcp)\n"
 "  --bytes N             effective bytes to move (default: the blob size)\n"
 "  --desc-per-gram N     descriptors per gram (default 1024, max 65536)\n"
 "  --min-len N --max-len N   descriptor lengths (default 64 .. 256K)\n"
@@ -41,6 +42,11 @@ static const char send_usage[] =
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
 "  --notes TEXT          notes for the result row\n"
+"\nLink (udp, afxdp):\n"
+"  --ifname IF           interface to bind or attach to\n"
+"  --queues N            NIC queues to use, one socket and thread each (default 1)\n"
+"  --peer-mac MAC        the peer's MAC when it cannot be resolved (afxdp)\n"
+"  --mtu N               path MTU datagrams must fit (default 1500)\n"
 "\n" PFS_CLI_BLOB_HELP PFS_CLI_SHARE_HELP
 "\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused by the\n"
 "receiver (mode/version/blob), 5 timeout.\n";
@@ -55,12 +61,19 @@ static const char recv_usage[] =
 "\n"
 "  --listen ADDR:PORT    address to bind (0.0.0.0:5000, [::]:5000)\n"
 "  --mode MODE           payload | offset | arith\n"
+"  --transport T         tcp | udp | afxdp, those built in (default tcp)\n"
+"  --ready-file PATH     create PATH once a sender may start (readiness probes)\n"
 "  --out FILE            also write the referenced bytes to FILE at their offsets\n"
 "  --accept-timeout S    wait this long for a sender (default 60)\n"
 "  --timeout S           per-I/O timeout in seconds (default 30)\n"
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
 "  --notes TEXT          notes for the result row\n"
+"\nLink (udp, afxdp):\n"
+"  --ifname IF           interface to bind or attach to\n"
+"  --queues N            NIC queues to use, one socket and thread each (default 1)\n"
+"  --peer-mac MAC        the peer's MAC when it cannot be resolved (afxdp)\n"
+"  --mtu N               path MTU datagrams must fit (default 1500)\n"
 "\n" PFS_CLI_BLOB_HELP PFS_CLI_SHARE_HELP
 "(payload mode needs no blob on the receiver; none is created)\n"
 "\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused the sender\n"
@@ -69,6 +82,7 @@ static const char recv_usage[] =
 struct xfer_args {
 	bool sender;
 	const char *addr;
+	const struct pfs_transport *transport;
 	enum pfs_gram_mode mode;
 	bool mode_set;
 	struct pfs_cli_blob cb;
@@ -77,7 +91,9 @@ struct xfer_args {
 	uint64_t bytes;
 	uint32_t desc_per_gram, gram_bytes;
 	double connect_timeout, accept_timeout, timeout;
-	const char *out, *result_file, *csv, *notes;
+	const char *out, *result_file, *csv, *notes, *ready_file;
+	const char *ifname, *peer_mac;
+	uint32_t queues, mtu;
 };
 
 static int split_addr(const char *s, char *host, size_t n, uint16_t *port)
@@ -122,6 +138,9 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 		{ "accept-timeout", 1, 0, PFS_OPT_LONG }, { "timeout", 1, 0, PFS_OPT_LONG },
 		{ "out", 1, 0, PFS_OPT_LONG }, { "result-file", 1, 0, PFS_OPT_LONG },
 		{ "csv", 1, 0, PFS_OPT_LONG }, { "notes", 1, 0, PFS_OPT_LONG },
+		{ "transport", 1, 0, PFS_OPT_LONG }, { "ready-file", 1, 0, PFS_OPT_LONG },
+		{ "ifname", 1, 0, PFS_OPT_LONG }, { "queues", 1, 0, PFS_OPT_LONG },
+		{ "peer-mac", 1, 0, PFS_OPT_LONG }, { "mtu", 1, 0, PFS_OPT_LONG },
 		{ "help", 0, 0, 'h' }, { 0 },
 	};
 	const char *usage = a->sender ? send_usage : recv_usage;
@@ -195,6 +214,27 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 			a->csv = v;
 		} else if (!strcmp(n, "notes")) {
 			a->notes = v;
+		} else if (!strcmp(n, "transport")) {
+			a->transport = pfs_transport_find(v);
+			if (!a->transport) {
+				fprintf(stderr, "pfs %s: unknown --transport '%s' (this build has: %s)\n",
+					argv[0], v, pfs_transport_names());
+				return -1;
+			}
+		} else if (!strcmp(n, "ready-file") && !a->sender) {
+			a->ready_file = v;
+		} else if (!strcmp(n, "ifname")) {
+			a->ifname = v;
+		} else if (!strcmp(n, "peer-mac")) {
+			a->peer_mac = v;
+		} else if (!strcmp(n, "queues")) {
+			if (pfs_parse_u64(v, &u) || !u || u > 64)
+				goto bad;
+			a->queues = (uint32_t)u;
+		} else if (!strcmp(n, "mtu")) {
+			if (pfs_parse_u64(v, &u) || u < 576 || u > 65535)
+				goto bad;
+			a->mtu = (uint32_t)u;
 		} else {
 			goto usage;
 		}
@@ -248,7 +288,7 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 	char label[64], notes[400];
 	struct pfs_json j;
 
-	pfs_label(a->mode, "TCP", label, sizeof(label));
+	pfs_label(a->mode, a->transport->label, label, sizeof(label));
 	snprintf(notes, sizeof(notes), "%s%s%s; %s; blob=%s; %u desc/gram; len %u..%u align %u; "
 		 "pattern=%s; crc32c=%s", a->notes ? a->notes : "", a->notes ? "; " : "",
 		 a->sender ? "sender" : "receiver", r->peer[0] ? r->peer : "no peer",
@@ -261,7 +301,7 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 	pfs_json_str(&j, "label", label, 64);
 	pfs_json_str(&j, "purpose", pfs_purpose(a->mode), 16);
 	pfs_json_str(&j, "side", a->sender ? "sender" : "receiver", 10);
-	pfs_json_str(&j, "transport", "tcp", 8);
+	pfs_json_str(&j, "transport", a->transport->name, 8);
 	pfs_json_str(&j, "mode", pfs_mode_str(a->mode), 10);
 	pfs_json_str(&j, "peer", r->peer[0] ? r->peer : NULL, 64);
 	pfs_json_num(&j, "size_mb", mb, 3);
@@ -284,6 +324,20 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 	pfs_json_u64(&j, "grams", r->grams);
 	pfs_json_u64(&j, "wire_bytes", r->wire_bytes);
 	pfs_json_u64(&j, "decode_errors", r->stats.errors);
+	if (r->dgrams.sent || r->dgrams.received) {
+		const struct pfs_dgram_stats *g = &r->dgrams;
+
+		pfs_json_obj(&j, "datagrams");
+		pfs_json_u64(&j, "sent", g->sent);
+		pfs_json_u64(&j, "received", g->received);
+		pfs_json_u64(&j, "retransmitted", g->retransmitted);
+		pfs_json_u64(&j, "naks", g->naks);
+		pfs_json_u64(&j, "duplicates", g->duplicates);
+		pfs_json_u64(&j, "out_of_order", g->out_of_order);
+		pfs_json_close(&j);
+	}
+	if (r->path[0])
+		pfs_json_str(&j, "path", r->path, 96);
 	if (blob)
 		pfs_cli_blob_json(&j, blob, fp);
 	pfs_json_hex(&j, "peer_fingerprint", r->peer_fingerprint, 16);
@@ -304,7 +358,7 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 
 static int run(int argc, char **argv, bool sender)
 {
-	struct xfer_args a = { .sender = sender, .desc_per_gram = 1024, .gram_bytes = 4u << 20,
+	struct xfer_args a = { .sender = sender, .transport = pfs_transport_find("tcp"), .desc_per_gram = 1024, .gram_bytes = 4u << 20,
 			       .connect_timeout = 10, .accept_timeout = 60, .timeout = 30 };
 	struct pfs_xfer_result r = { 0 };
 	struct pfs_blob *blob = NULL;
@@ -341,25 +395,20 @@ static int run(int argc, char **argv, bool sender)
 			return PFS_EXIT_ERROR;
 		}
 	}
+	struct pfs_xfer_opts xo = {
+		.sz = sizeof(xo), .host = host, .port = port, .mode = a.mode, .blob = blob,
+		.fingerprint = fp, .sched = a.sched, .desc_per_gram = a.desc_per_gram,
+		.gram_bytes = a.gram_bytes, .connect_timeout_ms = (int)(a.connect_timeout * 1000),
+		.out_fd = out_fd, .accept_timeout_ms = (int)(a.accept_timeout * 1000),
+		.ready_file = a.ready_file, .io_timeout_ms = (int)(a.timeout * 1000),
+		.ifname = a.ifname, .queues = a.queues, .peer_mac = a.peer_mac, .mtu = a.mtu,
+	};
+
 	if (sender) {
-		struct pfs_tcp_send_opts so = {
-			.sz = sizeof(so), .host = host, .port = port, .mode = a.mode, .blob = blob,
-			.fingerprint = fp, .sched = a.sched, .desc_per_gram = a.desc_per_gram,
-			.gram_bytes = a.gram_bytes,
-			.connect_timeout_ms = (int)(a.connect_timeout * 1000),
-			.io_timeout_ms = (int)(a.timeout * 1000),
-		};
-
-		so.sched.total_bytes = a.bytes ? a.bytes : pfs_blob__size(blob);
-		err = pfs_tcp_send(&so, &r);
+		xo.sched.total_bytes = a.bytes ? a.bytes : pfs_blob__size(blob);
+		err = a.transport->send(&xo, &r);
 	} else {
-		struct pfs_tcp_recv_opts ro = {
-			.sz = sizeof(ro), .host = host, .port = port, .mode = a.mode, .blob = blob,
-			.fingerprint = fp, .out_fd = out_fd, .accept_timeout_ms = (int)(a.accept_timeout * 1000),
-			.io_timeout_ms = (int)(a.timeout * 1000),
-		};
-
-		err = pfs_tcp_recv(&ro, &r);
+		err = a.transport->recv(&xo, &r);
 	}
 	rc = exit_code(err, &r);
 	if (out_fd >= 0 && close(out_fd)) {

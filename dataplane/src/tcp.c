@@ -267,6 +267,12 @@ static int recv_accept(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result
 			    " (ports below 1024 need CAP_NET_BIND_SERVICE)" : "");
 	}
 	pfs_info("recv: listening on %s, mode %s", where, pfs_mode_str(o->mode));
+	pr = pfs_xfer_ready(o->ready_file);
+	if (pr) {
+		close(lfd);
+		return fail(r, pr, "recv: cannot create the ready file %s: %s", o->ready_file,
+			    strerror(-pr));
+	}
 	pfd = (struct pollfd){ .fd = lfd, .events = POLLIN };
 	do
 		pr = poll(&pfd, 1, o->accept_timeout_ms);

@@ -18,31 +18,7 @@
 #include "pfs/blob.h"
 #include "pfs/gram.h"
 #include "pfs/schedule.h"
-
-enum pfs_verdict {
-	PFS_VERDICT_NA = 0,	/* no verdict: the transfer did not finish */
-	PFS_VERDICT_OK,
-	PFS_VERDICT_MISMATCH,
-};
-
-/* What one side measured; filled as far as the transfer got. */
-struct pfs_xfer_result {
-	uint64_t bytes;		/* effective bytes (sum of descriptor lengths) */
-	uint64_t descs;
-	uint64_t grams;
-	uint64_t wire_bytes;	/* bytes this side wrote/read on the socket */
-	uint32_t crc;		/* this side's checksum */
-	uint32_t peer_crc;	/* the other side's, when it arrived */
-	bool peer_crc_valid;
-	enum pfs_verdict verdict;
-	double elapsed_s;	/* transfer phase only, setup excluded */
-	double user_s, sys_s;	/* getrusage over the transfer phase */
-	uint64_t peer_blob_size, peer_fingerprint;
-	enum pfs_gram_mode mode;
-	struct pfs_gram_stats stats;
-	char peer[64];
-	char error[700];	/* why it failed, for the result JSON */
-};
+#include "pfs/xfer.h"
 
 struct pfs_tcp_send_opts {
 	size_t sz;			/* sizeof(struct pfs_tcp_send_opts) */
@@ -68,6 +44,7 @@ struct pfs_tcp_recv_opts {
 	int out_fd;			/* -1, or a file to pwrite referenced bytes into */
 	int accept_timeout_ms;
 	int io_timeout_ms;
+	const char *ready_file;		/* NULL, or created once listening */
 };
 
 /* pfs_tcp_send/pfs_tcp_recv - run one transfer. Return 0 when the transfer

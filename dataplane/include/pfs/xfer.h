@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What every gram transport shares: the result one side measured, the
+ * options of one transfer, and the table `pfs send/recv --transport` picks
+ * from. A transport reads the options it uses and ignores the others. */
+#ifndef PFS_XFER_H
+#define PFS_XFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfs/blob.h"
+#include "pfs/gram.h"
+#include "pfs/schedule.h"
+
+enum pfs_verdict {
+	PFS_VERDICT_NA = 0,	/* no verdict: the transfer did not finish */
+	PFS_VERDICT_OK,
+	PFS_VERDICT_MISMATCH,
+};
+
+/* Datagram transports (udp, afxdp): what the repair plane saw. */
+struct pfs_dgram_stats {
+	uint64_t sent;		/* data datagrams/frames sent, repairs included */
+	uint64_t received;
+	uint64_t retransmitted;	/* sent again after a NAK or a timeout */
+	uint64_t naks;		/* NAKs sent (receiver) or received (sender) */
+	uint64_t duplicates;	/* received more than once, dropped */
+	uint64_t out_of_order;	/* received ahead of a gap */
+};
+
+/* What one side measured; filled as far as the transfer got. */
+struct pfs_xfer_result {
+	uint64_t bytes;		/* effective bytes (sum of descriptor lengths) */
+	uint64_t descs;
+	uint64_t grams;
+	uint64_t wire_bytes;	/* bytes this side wrote/read on the socket */
+	uint32_t crc;		/* this side's checksum */
+	uint32_t peer_crc;	/* the other side's, when it arrived */
+	bool peer_crc_valid;
+	enum pfs_verdict verdict;
+	double elapsed_s;	/* transfer phase only, setup excluded */
+	double user_s, sys_s;	/* getrusage over the transfer phase */
+	uint64_t peer_blob_size, peer_fingerprint;
+	enum pfs_gram_mode mode;
+	struct pfs_gram_stats stats;
+	struct pfs_dgram_stats dgrams;	/* datagram transports; all 0 for tcp */
+	char path[96];		/* how the bytes went, e.g. "afxdp copy, 4 queues" */
+	char peer[64];
+	char error[700];	/* why it failed, for the result JSON */
+};
+
+/* One transfer, either side. host/port: where the sender connects or the
+ * receiver binds (numeric IPv4/IPv6; "" binds any). */
+struct pfs_xfer_opts {
+	size_t sz;			/* sizeof(struct pfs_xfer_opts) */
+	const char *host;
+	uint16_t port;
+	enum pfs_gram_mode mode;
+	const struct pfs_blob *blob;	/* sender always; receiver for offset/arith */
+	uint64_t fingerprint;		/* of blob if already known, 0: compute it */
+	/* sender */
+	struct pfs_sched_opts sched;	/* total_bytes set; blob_size from the blob */
+	uint32_t desc_per_gram;
+	uint32_t gram_bytes;		/* payload bytes per gram cap (payload mode) */
+	int connect_timeout_ms;
+	/* receiver */
+	int out_fd;			/* -1, or a file to pwrite referenced bytes into */
+	int accept_timeout_ms;
+	const char *ready_file;		/* NULL, or created once senders can start */
+	/* both */
+	int io_timeout_ms;		/* no progress for this long is an error */
+	/* link-level transports (udp, afxdp); 0/NULL = the transport's default */
+	const char *ifname;		/* interface to bind/attach */
+	uint32_t queues;		/* NIC queues (one socket and thread each) */
+	const char *peer_mac;		/* "aa:bb:cc:dd:ee:ff" when there is no ARP */
+	uint32_t mtu;			/* path MTU the datagrams must fit */
+};
+
+struct pfs_transport {
+	const char *name;		/* --transport value: "tcp" */
+	const char *label;		/* label suffix: "TCP" */
+	int (*send)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
+	int (*recv)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
+};
+
+/* pfs_transport_find - the transport called @name, or NULL. */
+const struct pfs_transport *pfs_transport_find(const char *name);
+/* pfs_transport_names - "tcp | udp | afxdp", for usage messages. */
+const char *pfs_transport_names(void);
+
+/* pfs_xfer_ready - create @path (if not NULL) to tell a readiness probe the
+ * receiver accepts senders now. Atomic (write + rename); 0 or -errno. */
+int pfs_xfer_ready(const char *path);
+
+#endif /* PFS_XFER_H */
