@@ -20,10 +20,11 @@ struct command {
 
 static const struct command commands[] = {
 	{ "blob", pfs_cmd_blob, "create | info | rm a blob (hugepages, THP, 4K)" },
-	{ "recv", pfs_cmd_recv, "receive one TCP transfer and verify its integrity" },
-	{ "send", pfs_cmd_send, "send a schedule of grams over TCP" },
+	{ "recv", pfs_cmd_recv, "receive one transfer and verify its integrity" },
+	{ "send", pfs_cmd_send, "send a schedule of grams to a receiver" },
 	{ "bench", pfs_cmd_bench, "local rates: CRC32C, FNV-1a, memset, blob setup" },
 	{ "pcore", pfs_cmd_pcore, "run byte ops over the blob on pcores" },
+	{ "probe", pfs_cmd_probe, "readiness probe: does a receiver's --ready-file exist" },
 };
 
 static void usage(FILE *f)
