@@ -59,8 +59,9 @@ lint: vet ## Run the linters (go vet, gofmt check, SPDX line in every Go file, s
 test: deps test-go test-dataplane ## Run all tests: Go unit + envtest, data plane.
 
 .PHONY: test-go
-test-go: manifests generate envtest-assets ## Run Go unit and envtest integration tests (real kube-apiserver and etcd).
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./... -count=1 $(GOTESTFLAGS)
+test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integration tests (real kube-apiserver and etcd), and the pod/CLI contract test.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" PFS_BIN="$(CURDIR)/dataplane/build/pfs" \
+	  $(GO) test ./... -count=1 $(GOTESTFLAGS)
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, kubectl and etcd for envtest; honours KUBEBUILDER_ASSETS.
@@ -78,6 +79,10 @@ verify: manifests generate ## Regenerate everything (code, CRDs, RBAC, go.mod) a
 .PHONY: dataplane
 dataplane: ## Build the C data plane (pfs CLI, libpfs, tests).
 	$(MAKE) -C dataplane
+
+.PHONY: pfs
+pfs: ## Build only the static pfs CLI (the operator's contract test runs it).
+	$(MAKE) -C dataplane build/pfs
 
 .PHONY: test-dataplane
 test-dataplane: ## Run the data plane TAP tests.

@@ -41,6 +41,8 @@ int pfs_cmd_probe(int argc, char **argv)
 	}
 	if (!path || optind < argc)
 		goto usage;
+	if (pfs_cli_check_args)
+		return PFS_EXIT_OK;
 	if (stat(path, &st)) {
 		fprintf(stderr, "pfs probe: not ready: %s: %s\n", path, strerror(errno));
 		return PFS_EXIT_ERROR;

@@ -39,6 +39,7 @@ static const char send_usage[] =
 "  --min-len N --max-len N   descriptor lengths (default 64 .. 256K)\n"
 "  --align N             offset/length alignment, power of 2 (default 64)\n"
 "  --pattern P           seq | random (default seq)\n"
+"  --range OFF:LEN       keep descriptors inside this part of the blob (default all)\n"
 "  --sched-seed N        schedule seed (default 1)\n"
 "  --gram-bytes N        payload bytes per gram in payload mode (default 4M)\n"
 "  --connect-timeout S   keep retrying a refused connect this long (default 10)\n"
@@ -148,7 +149,7 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 		{ "transport", 1, 0, PFS_OPT_LONG }, { "ready-file", 1, 0, PFS_OPT_LONG },
 		{ "ifname", 1, 0, PFS_OPT_LONG }, { "queues", 1, 0, PFS_OPT_LONG },
 		{ "peer-mac", 1, 0, PFS_OPT_LONG }, { "mtu", 1, 0, PFS_OPT_LONG },
-		{ "integrity", 1, 0, PFS_OPT_LONG },
+		{ "integrity", 1, 0, PFS_OPT_LONG }, { "range", 1, 0, PFS_OPT_LONG },
 		{ "help", 0, 0, 'h' }, { 0 },
 	};
 	const char *usage = a->sender ? send_usage : recv_usage;
@@ -229,6 +230,17 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 					argv[0], v, pfs_transport_names());
 				return -1;
 			}
+		} else if (!strcmp(n, "range") && a->sender) {
+			char *colon = strchr(v, ':');
+			char off[32];
+
+			if (!colon || (size_t)(colon - v) >= sizeof(off))
+				goto bad;
+			memcpy(off, v, colon - v);
+			off[colon - v] = '\0';
+			if (pfs_parse_size(off, &a->sched.range_off) ||
+			    pfs_parse_size(colon + 1, &a->sched.range_len) || !a->sched.range_len)
+				goto bad;
 		} else if (!strcmp(n, "integrity")) {
 			if (pfs_integrity_parse(v, &a->integrity))
 				goto bad;
@@ -406,6 +418,8 @@ static int run(int argc, char **argv, bool sender)
 		fprintf(stderr, "pfs %s: '%s' is not ADDR:PORT\n", argv[0], a.addr);
 		return PFS_EXIT_USAGE;
 	}
+	if (pfs_cli_check_args)
+		return PFS_EXIT_OK;
 	if (sender || a.mode != PFS_MODE_PAYLOAD) {
 		blob = pfs_cli_share_set(&a.share) ?
 			       pfs_cli_share_get(&a.share, r.error, sizeof(r.error)) :
@@ -435,7 +449,8 @@ static int run(int argc, char **argv, bool sender)
 	};
 
 	if (sender) {
-		xo.sched.total_bytes = a.bytes ? a.bytes : pfs_blob__size(blob);
+		xo.sched.total_bytes = a.bytes ? a.bytes :
+				       a.sched.range_len ? a.sched.range_len : pfs_blob__size(blob);
 		err = a.transport->send(&xo, &r);
 	} else {
 		err = a.transport->recv(&xo, &r);

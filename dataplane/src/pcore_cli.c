@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "pfs/blob.h"
+#include "pfs/cli.h"
 #include "pfs/cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
@@ -97,6 +98,7 @@ struct args {
 	uint64_t blob_size;
 	enum pfs_page_kind page;
 	uint64_t seed;
+	enum pfs_blob_fill fill;
 	int numa_node;
 	int blob_fd;
 	const char *blob_name, *blob_dir;
@@ -127,6 +129,7 @@ static void usage(FILE *f)
 "  --isa NAME         kernels: auto, avx2, sse2, neon, portable (default auto)\n"
 "blob (one of):\n"
 "  --blob-size S --page {4k,thp,2m,1g} --seed N   a fresh seeded blob (default 1G on 2m)\n"
+"  --fill {seed,zero}  how that fresh blob is filled (default seed)\n"
 "  --blob-name NAME [--blob-dir DIR]          an existing named blob\n"
 "  --blob-fd FD                               a blob fd passed by a holder\n"
 "  --blob-socket PATH --blob-token-file PATH  the blob from a holder (pfs blob serve);\n"
@@ -139,7 +142,7 @@ static void usage(FILE *f)
 enum {
 	OPT_OP = 256, OPT_IMM, OPT_RANGE, OPT_PCORES, OPT_DPF, OPT_DESC_LEN,
 	OPT_ALIGN, OPT_RING, OPT_DURATION, OPT_PASSES, OPT_BASELINE, OPT_ROUNDS,
-	OPT_NUMA, OPT_ISA, OPT_BLOB_SIZE, OPT_PAGE, OPT_SEED, OPT_BLOB_NAME,
+	OPT_NUMA, OPT_ISA, OPT_BLOB_SIZE, OPT_PAGE, OPT_SEED, OPT_FILL, OPT_BLOB_NAME,
 	OPT_BLOB_DIR, OPT_BLOB_FD, OPT_BLOB_SHARE, OPT_RESULT, OPT_THREADS, OPT_HELP,
 };
 
@@ -162,6 +165,7 @@ static const struct option long_opts[] = {
 	{ "blob-size", required_argument, NULL, OPT_BLOB_SIZE },
 	{ "page", required_argument, NULL, OPT_PAGE },
 	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "fill", required_argument, NULL, OPT_FILL },
 	{ "blob-name", required_argument, NULL, OPT_BLOB_NAME },
 	{ "blob-dir", required_argument, NULL, OPT_BLOB_DIR },
 	{ "blob-fd", required_argument, NULL, OPT_BLOB_FD },
@@ -195,6 +199,7 @@ static int parse_args(int argc, char **argv, struct args *a, bool calibrate)
 	a->blob_size = 1ULL << 30;
 	a->page = PFS_PAGE_2M;
 	a->seed = 1;
+	a->fill = PFS_FILL_SEED;
 	a->numa_node = -1;
 	a->blob_fd = -1;
 	a->isa = pfs_ops__best()->isa;
@@ -295,6 +300,14 @@ static int parse_args(int argc, char **argv, struct args *a, bool calibrate)
 		case OPT_SEED:
 			if (parse_u64(optarg, &a->seed))
 				return bad("--seed", optarg);
+			break;
+		case OPT_FILL:
+			if (!strcmp(optarg, "seed"))
+				a->fill = PFS_FILL_SEED;
+			else if (!strcmp(optarg, "zero"))
+				a->fill = PFS_FILL_ZERO;
+			else
+				return bad("--fill (seed, zero)", optarg);
 			break;
 		case OPT_BLOB_NAME:
 			a->blob_name = optarg;
@@ -436,7 +449,7 @@ static struct pfs_blob *acquire_blob(const struct args *a)
 		.sz = sizeof(bo),
 		.size = a->blob_size,
 		.page = a->page,
-		.fill = PFS_FILL_SEED,
+		.fill = a->fill,
 		.seed = a->seed,
 		.numa_node = a->numa_node,
 	};
@@ -734,14 +747,6 @@ static int cmd_run(int argc, char **argv)
 	err = parse_args(argc, argv, &a, false);
 	if (err)
 		return err > 0 ? 0 : EXIT_USAGE;
-	err = choose_cpus(&a, cpus);
-	if (err < 0)
-		return EXIT_USAGE;
-	a.o.cpus = cpus;
-	if (!a.have_range) {
-		a.o.range_off = 0;
-		a.o.range_len = a.blob_size;
-	}
 	if (a.o.desc_len % a.o.align) {
 		pfs_err("pcore: --desc-len %u is not a multiple of --align %u", a.o.desc_len, a.o.align);
 		return EXIT_USAGE;
@@ -749,6 +754,17 @@ static int cmd_run(int argc, char **argv)
 	if (a.o.ring_slots < a.o.dpf) {
 		pfs_err("pcore: --ring-slots %u is smaller than --dpf %u", a.o.ring_slots, a.o.dpf);
 		return EXIT_USAGE;
+	}
+	/* Before the CPU choice: the CPUs a pod gets are not this host's. */
+	if (pfs_cli_check_args)
+		return 0;
+	err = choose_cpus(&a, cpus);
+	if (err < 0)
+		return EXIT_USAGE;
+	a.o.cpus = cpus;
+	if (!a.have_range) {
+		a.o.range_off = 0;
+		a.o.range_len = a.blob_size;
 	}
 
 	install_signals(&old_term, &old_int);

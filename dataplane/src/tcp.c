@@ -727,7 +727,9 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 	so.blob_size = pfs_blob__size(o->blob);
 	if (pfs_sched_init(&s, &so))
 		return fail(r, -EINVAL, "send: invalid schedule (align %u must be a power of 2, "
-			    "min %u <= max %u, blob >= align)", so.align, so.min_len, so.max_len);
+			    "min %u <= max %u, range %" PRIu64 ":%" PRIu64 " inside the %" PRIu64
+			    "-byte blob and >= align)", so.align, so.min_len, so.max_len,
+			    so.range_off, so.range_len, so.blob_size);
 	while ((n = pfs_sched_next(&s, d, o->desc_per_gram,
 				   o->mode == PFS_MODE_PAYLOAD ? o->gram_bytes : UINT64_MAX))) {
 		ssize_t len;

@@ -564,6 +564,37 @@ static int t_probe(void)
 	return TAP_PASS;
 }
 
+/* --range: an offset-mode sweep of exactly one 3 MiB range checksums those
+ * bytes and no others. */
+static int t_range(void)
+{
+	struct pfs_blob_opts bo = { .sz = sizeof(bo), .size = 16 << 20, .page = PFS_PAGE_4K,
+				    .fill = PFS_FILL_SEED, .seed = 5, .numa_node = -1 };
+	char addr[64], want[64];
+	struct pfs_blob *b;
+	int rrc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	{
+		char *rargs[] = { "recv", "--listen", addr, "--mode", "offset", "--size", "16M",
+				  "--page", "4k", "--seed", "5", "--accept-timeout", "30", NULL };
+		char *sargs[] = { "send", "--connect", addr, "--mode", "offset", "--size", "16M",
+				  "--page", "4k", "--seed", "5", "--range", "1M:3M", NULL };
+
+		xfer("range", rargs, sargs, &rrc, &src);
+	}
+	CHECK(rrc == 0 && src == 0, "exit codes recv %d send %d", rrc, src);
+	b = pfs_blob__create(&bo);
+	CHECK(b, "local blob");
+	snprintf(want, sizeof(want), "\"crc32c\":\"0x%08x\"",
+		 pfs_crc32c(0, pfs_blob__data(b) + (1 << 20), 3 << 20));
+	pfs_blob__close(b);
+	CHECK(strstr(slurp("range-recv", "json"), want) && strstr(slurp("range-recv", "json"),
+	      "\"bytes\":3145728"), "want %s: %s", want, slurp("range-recv", "json"));
+	return TAP_PASS;
+}
+
 static int t_teardown(void)
 {
 	NEED_NET();
@@ -591,6 +622,7 @@ static const struct tap_test tests[] = {
 	{ "--integrity fnv1a64, offset: OK, checksum = FNV-1a 64 of the blob", t_fnv_offset },
 	{ "--integrity none, arithmetic: counts compared, integrity NA, exit 0", t_none_arith },
 	{ "different --integrity on the two ends is refused, clear error", t_integrity_mismatch },
+	{ "--range: one sweep of a blob range checksums exactly those bytes", t_range },
 	{ "pfs probe: 1 before the receiver is ready, 0 after, 2 without --ready-file", t_probe },
 	{ "remove the namespaces and veth", t_teardown },
 };

@@ -29,7 +29,7 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pfs [-v | -q | --log-level LEVEL] COMMAND [options]\n\n"
+	fprintf(f, "usage: pfs [-v | -q | --log-level LEVEL] [--check-args] COMMAND [options]\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].help);
@@ -46,7 +46,9 @@ int main(int argc, char **argv)
 	/* A vanished peer must surface as EPIPE from send(), not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-v")) {
+		if (!strcmp(argv[i], "--check-args")) {
+			pfs_cli_check_args = true;
+		} else if (!strcmp(argv[i], "-v")) {
 			pfs_log_set_level(PFS_LOG_DEBUG);
 		} else if (!strcmp(argv[i], "-q")) {
 			pfs_log_set_level(PFS_LOG_ERROR);
