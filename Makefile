@@ -101,8 +101,9 @@ helm-rbac: ## Copy config/rbac/role.yaml into the chart (files/manager-role.yaml
 .PHONY: helm-lint
 helm-lint: helm ## Lint the chart strictly (defaults and a values file with every option set).
 	$(HELM) lint --strict $(CHART_DIR)
-	$(HELM) lint --strict $(CHART_DIR) --values test/chart/testdata/full-values.yaml \
-	  --api-versions k8s.cni.cncf.io/v1/NetworkAttachmentDefinition
+	@# helm lint cannot pretend Multus is installed (no --api-versions), so the
+	@# data networks are left out here; test-chart renders them.
+	$(HELM) lint --strict $(CHART_DIR) --values test/chart/testdata/full-values.yaml --set-json 'dataNetworks=[]'
 
 .PHONY: test-chart
 test-chart: helm ## Render the chart with several value sets and check the objects (Go, build tag chart).
