@@ -31,12 +31,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 )
 
 const (
@@ -707,6 +710,133 @@ func TestRejects(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error does not mention %q:\n%v", w, err)
 				}
+			}
+		})
+	}
+}
+
+// renderNotes renders templates/NOTES.txt, which `helm template` skips: on a
+// copy of the chart, the notes become a named template that a comment-only
+// manifest includes.
+func renderNotes(t *testing.T, values string, args ...string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "chart-notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	chart := filepath.Join(dir, "packetfs-operator")
+	if err := os.CopyFS(chart, os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	notes, err := os.ReadFile(filepath.Join(chart, "templates", "NOTES.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped := `{{- define "test.notes" -}}` + string(notes) + "{{- end }}"
+	show := "# {{ include \"test.notes\" . | replace \"\\n\" \"\\n# \" }}\n"
+	for name, text := range map[string]string{"NOTES.txt": "", "test-notes.tpl": wrapped, "test-notes.yaml": show} {
+		f := filepath.Join(chart, "templates", name)
+		if text == "" {
+			err = os.Remove(f)
+		} else {
+			err = os.WriteFile(f, []byte(text), 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	vf := filepath.Join(dir, "values.yaml")
+	if err := os.WriteFile(vf, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(helm(t), append([]string{"template", release, chart, "--namespace", namespace,
+		"--values", vf, "--show-only", "templates/test-notes.yaml"}, args...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("helm template (notes): %s", ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(l, "#"); ok && !strings.HasPrefix(l, "# Source:") {
+			lines = append(lines, strings.TrimPrefix(rest, " "))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestNotes: the sample PfsTransfer the install notes print is a valid object
+// carrying the example values (NUMA policy, network, device resource).
+func TestNotes(t *testing.T) {
+	endpoint := func(network, res string) pfsv1alpha1.Endpoint {
+		return pfsv1alpha1.Endpoint{Network: network, ResourceName: res, Queues: 1}
+	}
+	tests := map[string]struct {
+		values    string
+		args      []string
+		wantSpec  pfsv1alpha1.PfsTransferSpec
+		wantLines []string
+	}{
+		"defaults": {
+			wantSpec: pfsv1alpha1.PfsTransferSpec{Mode: "Payload", Transport: "TCP", NUMA: pfsv1alpha1.NUMAPolicyPreferred,
+				Sender: endpoint("", ""), Receiver: endpoint("", "")},
+			wantLines: []string{
+				"kubectl -n pfs-system rollout status deployment/pfs-packetfs-operator",
+				"Metrics: http://pfs-packetfs-operator-metrics.pfs-system.svc:8080/metrics",
+				"Data-plane pods run packetfs.io/dataplane:v0.1.0 (pull policy IfNotPresent);",
+			},
+		},
+		"AF_XDP on a device pool, NUMA required": {
+			values: `
+dataNetworks: [{name: pfs-data, resourceName: afxdp/pool, config: '{"type":"host-device","device":"pfs0"}'}]
+example: {transport: AFXDP, numa: Required, network: pfs-system/pfs-data, resourceName: afxdp/pool}
+metrics: {enabled: false}
+`,
+			args: []string{"--api-versions", nadAPI},
+			wantSpec: pfsv1alpha1.PfsTransferSpec{Mode: "Payload", Transport: "AFXDP", NUMA: pfsv1alpha1.NUMAPolicyRequired,
+				Sender: endpoint("pfs-system/pfs-data", "afxdp/pool"), Receiver: endpoint("pfs-system/pfs-data", "afxdp/pool")},
+			wantLines: []string{
+				`Data network pfs-data (device resource afxdp/pool): use spec.sender.network and spec.receiver.network "pfs-system/pfs-data".`,
+			},
+		},
+		"SR-IOV device": {
+			values: "example: {transport: UDP, numa: None, network: sriov-data, resourceName: intel.com/sriov_netdevice}\n",
+			wantSpec: pfsv1alpha1.PfsTransferSpec{Mode: "Payload", Transport: "UDP", NUMA: pfsv1alpha1.NUMAPolicyNone,
+				Sender:   endpoint("sriov-data", "intel.com/sriov_netdevice"),
+				Receiver: endpoint("sriov-data", "intel.com/sriov_netdevice")},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			notes := renderNotes(t, tc.values, tc.args...)
+			for _, l := range tc.wantLines {
+				if !strings.Contains(notes, l) {
+					t.Errorf("notes lack %q:\n%s", l, notes)
+				}
+			}
+			if strings.Contains(notes, "Metrics:") != !strings.Contains(tc.values, "enabled: false") {
+				t.Errorf("metrics line present = %v, want it only with metrics enabled:\n%s", strings.Contains(notes, "Metrics:"), notes)
+			}
+			_, rest, ok := strings.Cut(notes, "<<'YAML'\n")
+			sample, _, ok2 := strings.Cut(rest, "\nYAML")
+			if !ok || !ok2 {
+				t.Fatalf("no sample between <<'YAML' and YAML in the notes:\n%s", notes)
+			}
+			var tr pfsv1alpha1.PfsTransfer
+			if err := yaml.UnmarshalStrict([]byte(sample), &tr); err != nil {
+				t.Fatalf("sample PfsTransfer: %v\n%s", err, sample)
+			}
+			if tr.APIVersion != pfsv1alpha1.GroupVersion.String() || tr.Kind != "PfsTransfer" {
+				t.Errorf("sample is %s %s, want %s PfsTransfer", tr.APIVersion, tr.Kind, pfsv1alpha1.GroupVersion)
+			}
+			want := tc.wantSpec
+			want.Range = &pfsv1alpha1.Range{Offset: resource.MustParse("0"), Length: resource.MustParse("64Mi")}
+			if diff := cmp.Diff(want, tr.Spec); diff != "" {
+				t.Errorf("sample spec (-want +got):\n%s", diff)
 			}
 		})
 	}
