@@ -18,6 +18,7 @@
 #include "pfs/cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
+#include "pfs/pcore.h"
 #include "pfs/xfer.h"
 
 #define INTEGRITY_HELP \
@@ -308,6 +309,22 @@ static const char *verdict_str(const struct pfs_xfer_result *r)
 	       r->verdict == PFS_VERDICT_MISMATCH ? "MISMATCH" : "NA";
 }
 
+/* Where this side ran: the CPUs it was allowed (in a Guaranteed pod under the
+ * static CPU manager, the ones Kubernetes assigned) and their NUMA node. */
+static void placement_json(struct pfs_json *j)
+{
+	int cpus[64], n = pfs_pcore_allowed_cpus(cpus, 64), node;
+
+	if (n <= 0)
+		return;
+	node = pfs_pcore_cpus_node(cpus, n);
+	/* Up to 64 CPUs; a wider set is summarised by its node alone. */
+	if (n < 64)
+		pfs_json_ints(j, "cpus", cpus, n);
+	if (node >= 0)
+		pfs_json_u64(j, "numa_node", (uint64_t)node);
+}
+
 static void checksum_json(struct pfs_json *j, const char *key, const char *peer_key,
 			  const struct pfs_xfer_result *r, int digits)
 {
@@ -379,6 +396,7 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 	}
 	if (r->path[0])
 		pfs_json_str(&j, "path", r->path, 96);
+	placement_json(&j);
 	if (blob)
 		pfs_cli_blob_json(&j, blob, fp);
 	pfs_json_hex(&j, "peer_fingerprint", r->peer_fingerprint, 16);

@@ -586,6 +586,12 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 	jstr(j, "page", pfs_page_kind_str(pfs_blob__page_kind(oc->blob)));
 	jstr(j, "page_fallback", pfs_blob__fallback_reason(oc->blob));
 	jstr(j, "numa", oc->numa_note);
+	{
+		int node = pfs_pcore_cpus_node(oc->cpus, (int)o->pcores);
+
+		if (node >= 0)
+			jput(j, "\"numa_node\":%d,", node);
+	}
 	jput(j, "\"range_off\":%llu,\"range_len\":%llu,\"desc_len\":%u,\"dpf\":%u,"
 		"\"align\":%u,\"ring_slots\":%u,",
 	     (unsigned long long)o->range_off, (unsigned long long)o->range_len,

@@ -218,6 +218,9 @@ static int mode_ok(const char *mode, const char *pattern, const char *extra_recv
 		sj = slurp(stg, "json");
 		CHECK(strstr(sj, "\"integrity\":\"OK\""), "sender: %s", sj);
 		CHECK(strstr(rj, "\"decode_errors\":0"), "decode errors");
+		/* Placement for the operator's status: allowed CPUs and their node. */
+		CHECK(strstr(rj, "\"cpus\":[") && strstr(rj, "\"numa_node\":") &&
+		      strstr(sj, "\"cpus\":["), "placement: %s", rj);
 		{
 			char label[64], *c;
 
