@@ -68,7 +68,7 @@ func TestDecideTransfer(t *testing.T) {
 		attempts int32
 		conds    map[string]string
 		plan     transferPlan
-		msg      string // Failed or Succeeded message, when checked
+		msg      string   // Failed or Succeeded message, when checked
 		events   []string // Event reasons in order, when checked
 	}
 	tests := map[string]struct {

@@ -170,6 +170,23 @@ func generatedRules(t *testing.T) []rbacv1.PolicyRule {
 	return r.Rules
 }
 
+// leaderElectionRules are the rules of config/rbac/leader_election_role.yaml.
+func leaderElectionRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	b, err := os.ReadFile(root + "/config/rbac/leader_election_role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r rbacv1.Role
+	if err := yaml.UnmarshalStrict(b, &r); err != nil {
+		t.Fatalf("config/rbac/leader_election_role.yaml: %v", err)
+	}
+	if len(r.Rules) != 3 {
+		t.Fatalf("config/rbac/leader_election_role.yaml has %d rules, want 3", len(r.Rules))
+	}
+	return r.Rules
+}
+
 // mainGo is cmd/manager/main.go, where the flags and the lease name live.
 func mainGo(t *testing.T) string {
 	t.Helper()
@@ -398,14 +415,14 @@ func TestRender(t *testing.T) {
 
 				var role rbacv1.Role
 				o.get(t, "Role", full+"-leader-election", &role)
-				wantRules := []rbacv1.PolicyRule{
-					{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-					{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
-						ResourceNames: []string{leaseName(t)}, Verbs: []string{"get", "update"}},
-					{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-				}
+				// The same rules as config/rbac/leader_election_role.yaml, which
+				// the manager's envtest runs under; its lease is main.go's.
+				wantRules := leaderElectionRules(t)
 				if diff := cmp.Diff(wantRules, role.Rules); diff != "" {
-					t.Errorf("leader-election Role rules (-want +got):\n%s", diff)
+					t.Errorf("leader-election Role rules differ from config/rbac/leader_election_role.yaml (-want +got):\n%s", diff)
+				}
+				if got := wantRules[1].ResourceNames; len(got) != 1 || got[0] != leaseName(t) {
+					t.Errorf("config/rbac/leader_election_role.yaml names lease %v, main.go uses %q", got, leaseName(t))
 				}
 				if role.Namespace != namespace {
 					t.Errorf("leader-election Role in %q, want %q", role.Namespace, namespace)
