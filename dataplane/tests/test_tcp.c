@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -94,8 +95,9 @@ static int t_setup(void)
 	return TAP_PASS;
 }
 
-/* Fork, join netns @ns, exec pfs with @args; stdout/stderr to files. */
-static pid_t spawn(const char *ns, const char *tag, char *const args[])
+/* Fork, join netns @ns, exec pfs with @args as @uid (0: stay root);
+ * stdout/stderr to files opened before dropping privileges. */
+static pid_t spawn_as(const char *ns, const char *tag, uid_t uid, char *const args[])
 {
 	pid_t pid = fork();
 
@@ -114,6 +116,8 @@ static pid_t spawn(const char *ns, const char *tag, char *const args[])
 		snprintf(p, sizeof(p), "%s/%s.err", tmpdir, tag);
 		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		dup2(fd, 2);
+		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
+			_exit(122);
 		argv[i++] = (char *)pfs_bin;
 		for (int k = 0; args[k] && i < 47; k++)
 			argv[i++] = args[k];
@@ -122,6 +126,11 @@ static pid_t spawn(const char *ns, const char *tag, char *const args[])
 		_exit(121);
 	}
 	return pid;
+}
+
+static pid_t spawn(const char *ns, const char *tag, char *const args[])
+{
+	return spawn_as(ns, tag, 0, args);
 }
 
 static int wait_rc(pid_t pid, int timeout_s)
@@ -598,6 +607,30 @@ static int t_range(void)
 	return TAP_PASS;
 }
 
+/* Both sides as an unprivileged user (65534, no capabilities): TCP needs
+ * none, and a 4 KiB blob needs no memlock. */
+static int t_nonroot(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--listen", addr, "--mode", "offset", "--size", "16M", "--page",
+			  "4k", "--accept-timeout", "30", NULL };
+	char *sargs[] = { "send", "--connect", addr, "--mode", "offset", "--size", "16M", "--page",
+			  "4k", "--bytes", "64M", NULL };
+	pid_t r, s;
+	int rrc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn_as(ns_b, "nonroot-recv", 65534, rargs);
+	s = spawn_as(ns_a, "nonroot-send", 65534, sargs);
+	src = wait_rc(s, 60);
+	rrc = wait_rc(r, 60);
+	CHECK(rrc == 0 && src == 0, "exit codes recv %d send %d: %s %s", rrc, src,
+	      slurp("nonroot-recv", "err"), slurp("nonroot-send", "err"));
+	CHECK(strstr(slurp("nonroot-recv", "json"), "\"integrity\":\"OK\""), "integrity");
+	return TAP_PASS;
+}
+
 static int t_teardown(void)
 {
 	NEED_NET();
@@ -625,6 +658,7 @@ static const struct tap_test tests[] = {
 	{ "--integrity fnv1a64, offset: OK, checksum = FNV-1a 64 of the blob", t_fnv_offset },
 	{ "--integrity none, arithmetic: counts compared, integrity NA, exit 0", t_none_arith },
 	{ "different --integrity on the two ends is refused, clear error", t_integrity_mismatch },
+	{ "offset mode with both sides unprivileged (uid 65534, no capabilities)", t_nonroot },
 	{ "--range: one sweep of a blob range checksums exactly those bytes", t_range },
 	{ "pfs probe: 1 before the receiver is ready, 0 after, 2 without --ready-file", t_probe },
 	{ "remove the namespaces and veth", t_teardown },
