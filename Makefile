@@ -145,6 +145,21 @@ docker-build: build dataplane ## Build the operator ($(IMG)) and data-plane ($(D
 	$(CONTAINER_TOOL) build -t $(IMG) -f Dockerfile .
 	$(CONTAINER_TOOL) build -t $(DATAPLANE_IMG) -f dataplane/Dockerfile dataplane
 
+# Image archives (docker-archive format: `ctr images import` and
+# `kind load image-archive` read it), written from the images docker-build made.
+IMAGES_DIR ?= $(CURDIR)/bin/images
+
+.PHONY: images
+images: docker-build ## Build both images and write them as archives to $(IMAGES_DIR) (offline, no registry).
+	@mkdir -p $(IMAGES_DIR)
+	@for pair in "$(IMG) operator" "$(DATAPLANE_IMG) dataplane"; do set -- $$pair; \
+	  out=$(IMAGES_DIR)/$$2.tar; rm -f "$$out"; \
+	  case "$(CONTAINER_TOOL)" in \
+	    docker) docker save -o "$$out" "$$1" ;; \
+	    buildah) buildah push -q "$$1" "docker-archive:$$out:$$1" ;; \
+	    podman) podman save -q --format docker-archive -o "$$out" "$$1" ;; \
+	  esac; echo "$$out ($$1)"; done
+
 ##@ Cluster
 
 # A throwaway 2-node kind cluster on podman with an offline node image
@@ -161,6 +176,14 @@ cluster-down: ## Delete the kind cluster and restore the host (containers, netwo
 .PHONY: node-image
 node-image: ## Build (or reuse) the offline kind node image; prints its tag.
 	hack/kind/node-image.sh
+
+.PHONY: kind-load
+kind-load: images ## Load the operator and data-plane image archives into the kind cluster's nodes (no pull ever happens).
+	hack/kind/load-images.sh $(IMAGES_DIR)/operator.tar $(IMAGES_DIR)/dataplane.tar
+
+.PHONY: demo
+demo: ## Run the main job: build, cluster-up, load images, helm install, a PfsBlob, PfsTransfers and a PcoreJob; prints kubectl get.
+	hack/demo.sh
 
 .PHONY: cluster-smoke
 cluster-smoke: ## Smoke-test the running cluster: image load, DNS, pods on both nodes, pings over the veth data network.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -38,6 +39,7 @@ type options struct {
 	dataplaneImage          string
 	dataplanePullPolicy     string
 	dataplaneBinary         string
+	holderCPU               string
 	maxConcurrentReconciles int
 	unschedulableTimeout    time.Duration
 	backoffBase             time.Duration
@@ -59,6 +61,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Pull policy of the data-plane image: Always, IfNotPresent or Never.")
 	fs.StringVar(&o.dataplaneBinary, "dataplane-binary", podspec.DefaultBinary,
 		"Absolute path of the pfs binary in the data-plane image.")
+	fs.StringVar(&o.holderCPU, "holder-cpu", "1",
+		"CPU request and limit of each blob holder pod (a quantity such as 1 or 200m; a fraction leaves the node's exclusive CPUs to transfers and pcores).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 2,
 		"Reconciles each controller runs in parallel.")
 	fs.DurationVar(&o.unschedulableTimeout, "unschedulable-timeout", controllers.DefaultTiming.UnschedulableTimeout,
@@ -81,6 +85,9 @@ func (o *options) validate() error {
 	}
 	if o.dataplaneBinary == "" || o.dataplaneBinary[0] != '/' {
 		errs = append(errs, fmt.Errorf("--dataplane-binary %q: want an absolute path", o.dataplaneBinary))
+	}
+	if q, err := resource.ParseQuantity(o.holderCPU); err != nil || q.Sign() <= 0 || q.MilliValue() < 10 {
+		errs = append(errs, fmt.Errorf("--holder-cpu %q: want a CPU quantity of at least 10m, such as 1 or 200m", o.holderCPU))
 	}
 	if o.unschedulableTimeout <= 0 || o.backoffBase <= 0 || o.backoffMax < o.backoffBase {
 		errs = append(errs, errors.New("--unschedulable-timeout and --retry-backoff must be positive and --retry-backoff-max at least --retry-backoff"))
@@ -108,7 +115,7 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 			Recorder:  mgr.GetEventRecorderFor(name),
 			Clock:     clock.RealClock{},
 			Pods: podspec.Config{Image: o.dataplaneImage, PullPolicy: corev1.PullPolicy(o.dataplanePullPolicy),
-				Binary: o.dataplaneBinary},
+				Binary: o.dataplaneBinary, HolderCPU: resource.MustParse(o.holderCPU)},
 			Timing: controllers.Timing{UnschedulableTimeout: o.unschedulableTimeout,
 				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax},
 		}

@@ -52,7 +52,7 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 		blobVol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory,
 			SizeLimit: resource.NewQuantity(tmpfs, resource.BinarySI)}
 	}
-	res := guaranteed(1, memory, extra)
+	res := guaranteedQ(cfg.holderCPU(), memory, extra)
 
 	createArgs := []string{"blob", "create", "--dir", BlobDir, "--name", b.Name,
 		"--size", strconv.FormatInt(size, 10), "--page", cliPage(page)}

@@ -18,6 +18,20 @@ type Config struct {
 	PullPolicy corev1.PullPolicy
 	// Binary is the absolute path of pfs in the image.
 	Binary string
+	// HolderCPU is the CPU request (== limit) of a blob holder's containers;
+	// zero means one whole CPU. A holder fills its blob once and then only
+	// answers fd requests, so on small nodes a fraction (e.g. 200m) leaves the
+	// node's exclusive CPUs to the transfers and pcores; it stays in the
+	// Guaranteed QoS class either way.
+	HolderCPU resource.Quantity
+}
+
+// holderCPU is the holder's CPU quantity: cfg.HolderCPU, else 1.
+func (cfg Config) holderCPU() resource.Quantity {
+	if cfg.HolderCPU.IsZero() {
+		return *resource.NewQuantity(1, resource.DecimalSI)
+	}
+	return cfg.HolderCPU.DeepCopy()
 }
 
 // DefaultBinary is where the data-plane image installs pfs.
@@ -97,8 +111,13 @@ func podSecurity() *corev1.PodSecurityContext {
 // guaranteed returns requests == limits, so the pod is in the Guaranteed QoS
 // class and, with whole CPUs, the static CPU manager pins it.
 func guaranteed(cpu int64, memory resource.Quantity, extra corev1.ResourceList) corev1.ResourceRequirements {
+	return guaranteedQ(*resource.NewQuantity(cpu, resource.DecimalSI), memory, extra)
+}
+
+// guaranteedQ is guaranteed with a CPU quantity that may be a fraction.
+func guaranteedQ(cpu, memory resource.Quantity, extra corev1.ResourceList) corev1.ResourceRequirements {
 	rl := corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
+		corev1.ResourceCPU:    cpu,
 		corev1.ResourceMemory: memory,
 	}
 	for k, v := range extra {

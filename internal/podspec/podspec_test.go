@@ -61,6 +61,7 @@ var afxdp = &corev1.SecurityContext{
 func TestBlobHolderDaemonSet(t *testing.T) {
 	tests := map[string]struct {
 		blob       *pfsv1alpha1.PfsBlob
+		holderCPU  string
 		wantRes    corev1.ResourceList
 		wantVolume corev1.VolumeSource
 		wantCreate string
@@ -70,6 +71,13 @@ func TestBlobHolderDaemonSet(t *testing.T) {
 			wantRes:    rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "4Mi"),
 			wantVolume: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: "HugePages-2Mi"}},
 			wantCreate: "blob create --dir /dev/hugepages-blob --name b --size 3145728 --page 2m --fill seed --seed 7 --replace --result-file /dev/termination-log",
+		},
+		"holder CPU set to a fraction (small nodes)": {
+			blob:       blob(pfsv1alpha1.PageSize2Mi, "4Mi"),
+			holderCPU:  "200m",
+			wantRes:    rl("cpu", "200m", "memory", "64Mi", "hugepages-2Mi", "4Mi"),
+			wantVolume: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: "HugePages-2Mi"}},
+			wantCreate: "blob create --dir /dev/hugepages-blob --name b --size 4194304 --page 2m --fill seed --seed 7 --replace --result-file /dev/termination-log",
 		},
 		"1Gi pages": {
 			blob:       blob(pfsv1alpha1.PageSize1Gi, "1Gi"),
@@ -97,7 +105,11 @@ func TestBlobHolderDaemonSet(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			ds := BlobHolderDaemonSet(cfg, tc.blob)
+			c := cfg
+			if tc.holderCPU != "" {
+				c.HolderCPU = q(tc.holderCPU)
+			}
+			ds := BlobHolderDaemonSet(c, tc.blob)
 			spec := ds.Spec.Template.Spec
 			create, serve := spec.InitContainers[0], spec.Containers[0]
 			for _, c := range []corev1.Container{create, serve} {
