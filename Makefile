@@ -86,6 +86,12 @@ verify: manifests generate ## Regenerate everything (code, CRDs, RBAC, go.mod) a
 	  if [ -n "$$changed" ]; then echo "generated files are out of date (run make manifests generate; go mod tidy; commit):"; \
 	  echo "$$changed"; git --no-pager diff -- api config charts go.mod go.sum; exit 1; fi
 
+# KEEP_CLUSTER=1 keeps a cluster test-e2e brought up; one that was running already is always kept.
+.PHONY: test-e2e
+test-e2e: images helm ## Run the end-to-end tests on the throwaway kind cluster (brought up if absent, then torn down again); docs/e2e.md.
+	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) \
+	  $(GO) test -tags e2e ./test/e2e/... -count=1 -v -timeout 80m $(GOTESTFLAGS)
+
 ##@ Helm chart
 
 .PHONY: helm-crds
@@ -147,13 +153,13 @@ docker-build: build dataplane ## Build the operator ($(IMG)) and data-plane ($(D
 
 # Image archives (docker-archive format: `ctr images import` and
 # `kind load image-archive` read it), written from the images docker-build made.
-IMAGES_DIR ?= $(CURDIR)/bin/images
+IMAGE_ARCHIVES ?= $(CURDIR)/bin/images
 
 .PHONY: images
-images: docker-build ## Build both images and write them as archives to $(IMAGES_DIR) (offline, no registry).
-	@mkdir -p $(IMAGES_DIR)
+images: docker-build ## Build both images and write them as archives to $(IMAGE_ARCHIVES) (offline, no registry).
+	@mkdir -p $(IMAGE_ARCHIVES)
 	@for pair in "$(IMG) operator" "$(DATAPLANE_IMG) dataplane"; do set -- $$pair; \
-	  out=$(IMAGES_DIR)/$$2.tar; rm -f "$$out"; \
+	  out=$(IMAGE_ARCHIVES)/$$2.tar; rm -f "$$out"; \
 	  case "$(CONTAINER_TOOL)" in \
 	    docker) docker save -o "$$out" "$$1" ;; \
 	    buildah) buildah push -q "$$1" "docker-archive:$$out:$$1" ;; \
@@ -179,11 +185,11 @@ node-image: ## Build (or reuse) the offline kind node image; prints its tag.
 
 .PHONY: kind-load
 kind-load: images ## Load the operator and data-plane image archives into the kind cluster's nodes (no pull ever happens).
-	hack/kind/load-images.sh $(IMAGES_DIR)/operator.tar $(IMAGES_DIR)/dataplane.tar
+	hack/kind/load-images.sh $(IMAGE_ARCHIVES)/operator.tar $(IMAGE_ARCHIVES)/dataplane.tar
 
 .PHONY: demo
-demo: ## Run the main job: build, cluster-up, load images, helm install, a PfsBlob, PfsTransfers and a PcoreJob; prints kubectl get.
-	hack/demo.sh
+demo: deps images helm ## Run the main job: build, cluster-up, load images, helm install, a PfsBlob, PfsTransfers and a PcoreJob; prints kubectl get.
+	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) hack/demo.sh
 
 .PHONY: cluster-smoke
 cluster-smoke: ## Smoke-test the running cluster: image load, DNS, pods on both nodes, pings over the veth data network.

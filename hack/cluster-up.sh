@@ -52,6 +52,9 @@ chmod 600 "$KUBECONFIG_PATH"
 k() { "$kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
 mapfile -t nodes < <(k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
 [ ${#nodes[@]} -eq 2 ] || die "expected 2 nodes, got ${#nodes[@]}: ${nodes[*]}"
+# Both nodes run PacketFS pods: blob holders (a DaemonSet, which does not
+# tolerate the control-plane taint) and one side of every transfer.
+k taint nodes "$CLUSTER_NAME-control-plane" node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null 2>&1 || true
 "$HACK_KIND/pod-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
 "$HACK_KIND/data-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
 

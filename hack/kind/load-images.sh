@@ -21,10 +21,10 @@ for a in "$@"; do
   "$kind" load image-archive "$a" --name "$CLUSTER_NAME" >&2
   for tag in $(tar -xOf "$a" manifest.json | jq -r '.[].RepoTags[]'); do
     for n in "${nodes[@]}"; do
-      # containerd names a docker.io image without its registry in the
-      # archive's tag; match on the tag's suffix.
-      podman exec "$n" ctr -n k8s.io images ls -q | grep -q -- "$tag\$" ||
-        die "$tag is not in $n's containerd after kind load"
+      # (listed first, then matched: grep -q closing the pipe early would
+      # fail the pipeline under pipefail)
+      have=$(podman exec "$n" ctr -n k8s.io images ls -q)
+      grep -qx -- "$tag" <<<"$have" || die "$tag is not in $n's containerd after kind load"
     done
     log "loaded $tag into ${nodes[*]}"
   done

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/podspec"
+)
+
+const (
+	blobName = "e2e-blob"
+	blobSize = 128 << 20
+	passes   = 8
+	// The receiver's address on the data link (hack/demo/values.yaml).
+	dataLinkReceiverIP = "192.168.77.2"
+)
+
+var modes = []pfsv1alpha1.TransferMode{pfsv1alpha1.ModePayload, pfsv1alpha1.ModeOffset, pfsv1alpha1.ModeArithmetic}
+
+// TestE2E runs the steps in order on one installation: each step relies on
+// the ones before (the chart, the blob), and uninstalling comes last.
+func TestE2E(t *testing.T) {
+	ctx := context.Background()
+	if !t.Run("helm install", testHelmInstall) {
+		t.Fatal("the chart did not install; nothing else can run")
+	}
+	if !t.Run("PfsBlob Ready with one fingerprint on both nodes", func(t *testing.T) { testBlob(ctx, t) }) {
+		t.Fatal("no blob; the transfers and the pcore job need it")
+	}
+	t.Run("invalid PfsTransfer rejected with the CEL message", testInvalid)
+	transports := imageTransports(ctx, t)
+	for _, tr := range []pfsv1alpha1.Transport{pfsv1alpha1.TransportTCP, pfsv1alpha1.TransportUDP, pfsv1alpha1.TransportAFXDP} {
+		for _, m := range modes {
+			t.Run(fmt.Sprintf("PfsTransfer %s %s over the veth data link", tr, m), func(t *testing.T) {
+				if cli := cliTransport(tr); !transports[cli] {
+					t.Skipf("pfs in %s has no %s transport (it has: %s)", env.dataplaneImage, cli, keys(transports))
+				}
+				testTransfer(ctx, t, tr, m, true)
+			})
+		}
+	}
+	t.Run("PfsTransfer TCP Payload over the pod network", func(t *testing.T) {
+		testTransfer(ctx, t, pfsv1alpha1.TransportTCP, pfsv1alpha1.ModePayload, false)
+	})
+	t.Run("PcoreJob reports CPUpwn", func(t *testing.T) { testPcore(ctx, t) })
+	t.Run("receiver deleted mid-transfer: retried, then Succeeded", func(t *testing.T) { testReceiverDeleted(ctx, t) })
+	t.Run("helm uninstall leaves no pods", func(t *testing.T) { testUninstall(ctx, t) })
+}
+
+func testHelmInstall(t *testing.T) {
+	_, statusErr := run(env.helm, "status", releaseName, "-n", releaseNS)
+	if out, err := run(env.helm, "upgrade", "--install", releaseName, "charts/packetfs-operator", "-n", releaseNS,
+		"--create-namespace", "-f", "hack/demo/values.yaml", "--wait", "--timeout", "5m"); err != nil {
+		t.Fatalf("helm upgrade --install: %v\n%s", err, out)
+	}
+	if statusErr == nil {
+		// Installed before (e.g. by make demo): the image tag is the same but
+		// its bytes may be new, so restart onto the image just loaded.
+		if out, err := kubectl("-n", releaseNS, "rollout", "restart", "deployment", "-l", "app.kubernetes.io/instance="+releaseName); err != nil {
+			t.Fatalf("rollout restart: %v\n%s", err, out)
+		}
+	}
+	if out, err := kubectl("-n", releaseNS, "rollout", "status", "deployment", "-l", "app.kubernetes.io/instance="+releaseName, "--timeout=180s"); err != nil {
+		t.Fatalf("the operator is not available: %v\n%s", err, out)
+	}
+	// A fresh namespace: blobs mount a hostPath, which needs the privileged level.
+	if out, err := kubectl("delete", "namespace", testNS, "--ignore-not-found", "--wait=true", "--timeout=180s"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := kubectl("create", "namespace", testNS); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := kubectl("label", "namespace", testNS, "pod-security.kubernetes.io/enforce=privileged"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+func testBlob(ctx context.Context, t *testing.T) {
+	b := &pfsv1alpha1.PfsBlob{
+		ObjectMeta: metav1.ObjectMeta{Name: blobName, Namespace: testNS},
+		Spec: pfsv1alpha1.PfsBlobSpec{Size: *resource.NewQuantity(blobSize, resource.BinarySI),
+			PageSize: pfsv1alpha1.PageSize2Mi, Fill: pfsv1alpha1.BlobFill{Type: pfsv1alpha1.FillSeed, Seed: ptr.To(int64(42))}},
+	}
+	if err := env.c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	err := poll(ctx, 5*time.Minute, func() (bool, error) {
+		if err := env.c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionTrue(b.Status.Conditions, pfsv1alpha1.ConditionReady), nil
+	})
+	if err != nil {
+		t.Fatalf("blob not Ready: %v; status %+v\n%s", err, b.Status, describe("pfsblob", blobName))
+	}
+	if b.Status.ReadyNodes != 2 || len(b.Status.Nodes) != 2 {
+		t.Fatalf("readyNodes %d, %d node entries; want 2 and 2: %+v", b.Status.ReadyNodes, len(b.Status.Nodes), b.Status.Nodes)
+	}
+	nodes := map[string]bool{}
+	for _, n := range b.Status.Nodes {
+		nodes[n.Node] = true
+		if n.Fingerprint == "" || n.Fingerprint != b.Status.Fingerprint {
+			t.Errorf("node %s fingerprint %q, blob fingerprint %q: want one fingerprint", n.Node, n.Fingerprint, b.Status.Fingerprint)
+		}
+	}
+	if !nodes[env.cpNode] || !nodes[env.worker] {
+		t.Errorf("blob held on %v, want %s and %s", nodes, env.cpNode, env.worker)
+	}
+	row := getRow(t, "pfsblob", blobName, "-o", "wide")
+	if row["READY"] != "True" || row["NODES"] != "2" || row["FINGERPRINT"] != b.Status.Fingerprint {
+		t.Errorf("kubectl get pfsblob -o wide: %v", row)
+	}
+	t.Logf("blob %s Ready on %d nodes, fingerprint %s", blobName, b.Status.ReadyNodes, b.Status.Fingerprint)
+}
+
+func testInvalid(t *testing.T) {
+	out, err := kubectlIn(`apiVersion: pfs.packetfs.io/v1alpha1
+kind: PfsTransfer
+metadata: {name: no-blob}
+spec: {mode: Offset, range: {length: 1Gi}}
+`, "-n", testNS, "apply", "-f", "-")
+	if err == nil {
+		t.Fatalf("the apiserver accepted an Offset transfer without a blob: %s", out)
+	}
+	const want = "blobRef is required when mode is Offset or Arithmetic"
+	if !strings.Contains(out, want) || !strings.Contains(out, "is invalid") {
+		t.Fatalf("kubectl apply said %q, want the CEL message containing %q", out, want)
+	}
+}
+
+// transferSpec is a transfer of passes x the blob from the control-plane node
+// to the worker, on the data link pfsdata0 or on the pod network.
+func transferSpec(name string, tr pfsv1alpha1.Transport, m pfsv1alpha1.TransferMode, dataLink bool) *pfsv1alpha1.PfsTransfer {
+	x := &pfsv1alpha1.PfsTransfer{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS},
+		Spec: pfsv1alpha1.PfsTransferSpec{
+			BlobRef: &pfsv1alpha1.BlobReference{Name: blobName}, Mode: m, Transport: tr, Passes: ptr.To(int32(passes)),
+			Sender:                pfsv1alpha1.Endpoint{NodeSelector: map[string]string{"kubernetes.io/hostname": env.cpNode}},
+			Receiver:              pfsv1alpha1.Endpoint{NodeSelector: map[string]string{"kubernetes.io/hostname": env.worker}},
+			BackoffLimit:          ptr.To(int32(0)),
+			ActiveDeadlineSeconds: ptr.To(int64(600)),
+		},
+	}
+	if dataLink {
+		x.Spec.Sender.Network, x.Spec.Receiver.Network = releaseNS+"/pfsdata0-tx", releaseNS+"/pfsdata0-rx"
+		x.Spec.Sender.ResourceName, x.Spec.Receiver.ResourceName = "packetfs.io/pfsdata0", "packetfs.io/pfsdata0"
+	}
+	return x
+}
+
+func testTransfer(ctx context.Context, t *testing.T, tr pfsv1alpha1.Transport, m pfsv1alpha1.TransferMode, dataLink bool) {
+	name := strings.ToLower(fmt.Sprintf("%s-%s", tr, m))
+	if !dataLink {
+		name += "-podnet"
+	}
+	x := transferSpec(name, tr, m, dataLink)
+	if err := env.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	waitTransfer(ctx, t, x, 8*time.Minute)
+	st := x.Status
+	if st.Phase != pfsv1alpha1.PhaseSucceeded {
+		t.Fatalf("phase %s, want Succeeded: %s\n%s", st.Phase, conditions(st.Conditions), transferLogs(x))
+	}
+	if st.Integrity == nil || st.Integrity.Result != pfsv1alpha1.IntegrityOK {
+		t.Errorf("integrity %+v, want OK", st.Integrity)
+	}
+	if want := int64(passes * blobSize); st.EffectiveBytes != want {
+		t.Errorf("effectiveBytes %d, want %d", st.EffectiveBytes, want)
+	}
+	if mbps, err := strconv.ParseFloat(st.EffectiveMBps, 64); err != nil || mbps <= 0 {
+		t.Errorf("effectiveMBps %q, want > 0", st.EffectiveMBps)
+	}
+	if st.Sender == nil || st.Receiver == nil || st.Sender.Node == st.Receiver.Node {
+		t.Errorf("sender %+v receiver %+v: want pods on two nodes", st.Sender, st.Receiver)
+	}
+	if dataLink {
+		// The sender connected to the receiver's address on the veth link,
+		// which Multus reported in the receiver's network-status annotation.
+		send := &corev1.Pod{}
+		if err := env.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: st.Sender.Pod}, send); err != nil {
+			t.Fatal(err)
+		}
+		if args := strings.Join(send.Spec.Containers[0].Args, " "); !strings.Contains(args, dataLinkReceiverIP+":") {
+			t.Errorf("sender args %q do not connect to the data link address %s", args, dataLinkReceiverIP)
+		}
+	}
+	row := getRow(t, "pfstransfer", name, "-o", "wide")
+	mbps, _ := strconv.ParseFloat(row["MB/S"], 64)
+	if row["PHASE"] != "Succeeded" || row["INTEGRITY"] != "OK" || mbps <= 0 {
+		t.Errorf("kubectl get pfstransfer -o wide: %v; want Succeeded, OK, MB/S > 0", row)
+	}
+	t.Logf("%s: %s MB/s, %s MB/CPU-s, integrity %s (%s), %s -> %s", name, st.EffectiveMBps, st.MBPerCPUSecond,
+		st.Integrity.Result, st.Integrity.Algorithm, st.Sender.Node, st.Receiver.Node)
+}
+
+func testPcore(ctx context.Context, t *testing.T) {
+	j := &pfsv1alpha1.PcoreJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "crc32c-1p", Namespace: testNS},
+		Spec: pfsv1alpha1.PcoreJobSpec{BlobRef: pfsv1alpha1.BlobReference{Name: blobName}, Op: pfsv1alpha1.PcoreOp("crc32c"),
+			Pcores: 1, Duration: &metav1.Duration{Duration: 3 * time.Second}, Baseline: pfsv1alpha1.BaselinePolicy("Threads")},
+	}
+	if err := env.c.Create(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	err := poll(ctx, 5*time.Minute, func() (bool, error) {
+		if err := env.c.Get(ctx, client.ObjectKeyFromObject(j), j); err != nil {
+			return false, err
+		}
+		return j.Status.Phase == pfsv1alpha1.PhaseSucceeded || j.Status.Phase == pfsv1alpha1.PhaseFailed, nil
+	})
+	if err != nil || j.Status.Phase != pfsv1alpha1.PhaseSucceeded {
+		t.Fatalf("pcore job: %v, phase %s: %s\n%s", err, j.Status.Phase, conditions(j.Status.Conditions), describe("pcorejob", j.Name))
+	}
+	pwn, err := strconv.ParseFloat(j.Status.CPUpwn, 64)
+	if err != nil || pwn <= 0 {
+		t.Errorf("cpupwn %q, want a positive ratio", j.Status.CPUpwn)
+	}
+	row := getRow(t, "pcorejob", j.Name, "-o", "wide")
+	if row["PHASE"] != "Succeeded" || row["CPUPWN"] != j.Status.CPUpwn {
+		t.Errorf("kubectl get pcorejob -o wide: %v", row)
+	}
+	t.Logf("pcore crc32c: %s MB/s, baseline %s MB/s, CPUpwn %s", j.Status.ThroughputMBps, j.Status.BaselineMBps, j.Status.CPUpwn)
+}
+
+// testReceiverDeleted deletes the first attempt's receiver pod while the
+// sender streams to it: the attempt fails (PodFailed), the operator retries
+// after the backoff, and the transfer ends Succeeded, or Failed with
+// BackoffLimitExceeded naming the last reason once the one retry is spent.
+func testReceiverDeleted(ctx context.Context, t *testing.T) {
+	x := transferSpec("retry", pfsv1alpha1.TransportTCP, pfsv1alpha1.ModePayload, true)
+	x.Spec.Passes = nil
+	x.Spec.TotalBytes = ptr.To(resource.MustParse(retryBytes))
+	x.Spec.BackoffLimit = ptr.To(int32(1))
+	if err := env.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	sender := podspec.TransferPodName(x.Name, 0, podspec.ComponentSender)
+	receiver := podspec.TransferPodName(x.Name, 0, podspec.ComponentReceiver)
+	err := poll(ctx, 5*time.Minute, func() (bool, error) {
+		p := &corev1.Pod{}
+		if err := env.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: sender}, p); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return false, fmt.Errorf("sender %s ended (%s) before the receiver could be deleted: raise retryBytes", sender, p.Status.Phase)
+		}
+		return p.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the sender to stream: %v\n%s", err, describe("pfstransfer", x.Name))
+	}
+	time.Sleep(2 * time.Second) // well into the stream
+	if out, err := kubectl("-n", testNS, "delete", "pod", receiver, "--wait=false"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("deleted receiver %s mid-transfer", receiver)
+	waitTransfer(ctx, t, x, 10*time.Minute)
+	st := x.Status
+	if st.FailedAttempts < 1 {
+		t.Errorf("failedAttempts %d, want the deleted receiver to count as a failed attempt", st.FailedAttempts)
+	}
+	if err := env.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: podspec.TransferPodName(x.Name, 1, podspec.ComponentReceiver)}, &corev1.Pod{}); err != nil {
+		t.Errorf("no receiver pod of attempt 1 (the retry): %v", err)
+	}
+	switch st.Phase {
+	case pfsv1alpha1.PhaseSucceeded:
+		if st.Integrity == nil || st.Integrity.Result != pfsv1alpha1.IntegrityOK {
+			t.Errorf("retry succeeded with integrity %+v, want OK", st.Integrity)
+		}
+		t.Logf("retried after %d failed attempt(s), then Succeeded at %s MB/s", st.FailedAttempts, st.EffectiveMBps)
+	case pfsv1alpha1.PhaseFailed:
+		c := meta.FindStatusCondition(st.Conditions, pfsv1alpha1.ConditionFailed)
+		if c == nil || c.Reason != pfsv1alpha1.ReasonBackoffLimitExceeded || c.Message == "" {
+			t.Errorf("Failed without a clear reason: %s", conditions(st.Conditions))
+		}
+		t.Logf("retried, then Failed: %s: %s", c.Reason, c.Message)
+	default:
+		t.Errorf("phase %s: %s", st.Phase, conditions(st.Conditions))
+	}
+}
+
+// retryBytes makes one attempt of the retry transfer last long enough (tens
+// of seconds at the rates measured on the 2-CPU VM) to delete its receiver mid-stream.
+const retryBytes = "24Gi"
+
+func testUninstall(ctx context.Context, t *testing.T) {
+	// The CRDs stay after helm uninstall (Helm never deletes crds/), and so
+	// would the objects and the pods they own: delete the objects first, as
+	// a user does; the garbage collector removes their pods.
+	if out, err := kubectl("-n", testNS, "delete", "pfstransfers,pcorejobs,pfsblobs", "--all", "--wait=true", "--timeout=180s"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := run(env.helm, "uninstall", releaseName, "-n", releaseNS, "--wait", "--timeout", "3m"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	selectors := map[string][]client.ListOption{
+		"the release namespace " + releaseNS: {client.InNamespace(releaseNS)},
+		"the test namespace " + testNS:       {client.InNamespace(testNS)},
+		"pods managed by the operator":       {client.MatchingLabels{podspec.LabelManagedBy: podspec.ManagedBy}},
+	}
+	for what, opts := range selectors {
+		var left []string
+		err := poll(ctx, 3*time.Minute, func() (bool, error) {
+			pods := &corev1.PodList{}
+			if err := env.c.List(ctx, pods, opts...); err != nil {
+				return false, err
+			}
+			left = left[:0]
+			for _, p := range pods.Items {
+				left = append(left, p.Name)
+			}
+			return len(left) == 0, nil
+		})
+		if err != nil {
+			t.Errorf("pods left in %s: %v (%v)", what, left, err)
+		}
+	}
+	if err := env.c.Get(ctx, client.ObjectKey{Name: "pfs-packetfs-operator", Namespace: releaseNS}, &corev1.ServiceAccount{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the operator's ServiceAccount is still there after uninstall (err %v)", err)
+	}
+}
+
+// waitTransfer waits until x is Succeeded or Failed; x holds the last status read.
+func waitTransfer(ctx context.Context, t *testing.T, x *pfsv1alpha1.PfsTransfer, timeout time.Duration) {
+	t.Helper()
+	err := poll(ctx, timeout, func() (bool, error) {
+		if err := env.c.Get(ctx, client.ObjectKeyFromObject(x), x); err != nil {
+			return false, err
+		}
+		return x.Status.Phase == pfsv1alpha1.PhaseSucceeded || x.Status.Phase == pfsv1alpha1.PhaseFailed, nil
+	})
+	if err != nil {
+		t.Fatalf("transfer %s: %v; phase %s: %s\n%s", x.Name, err, x.Status.Phase, conditions(x.Status.Conditions), transferLogs(x))
+	}
+}
+
+// imageTransports asks pfs in the data-plane image which transports it has:
+// `pfs send --transport list` refuses the name and lists them.
+func imageTransports(ctx context.Context, t *testing.T) map[string]bool {
+	t.Helper()
+	const pod = "pfs-transports"
+	_, _ = kubectl("-n", testNS, "delete", "pod", pod, "--ignore-not-found", "--wait=true")
+	if out, err := kubectl("-n", testNS, "run", pod, "--image="+env.dataplaneImage, "--image-pull-policy=Never",
+		"--restart=Never", "--command", "--", podspec.DefaultBinary, "send", "--transport", "list"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	defer func() { _, _ = kubectl("-n", testNS, "delete", "pod", pod, "--wait=false") }()
+	_ = poll(ctx, 2*time.Minute, func() (bool, error) {
+		p := &corev1.Pod{}
+		if err := env.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: pod}, p); err != nil {
+			return false, err
+		}
+		return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded, nil
+	})
+	out, _ := kubectl("-n", testNS, "logs", pod)
+	m := regexp.MustCompile(`this build has: ([^)]*)\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("cannot tell the transports of %s; pfs send --transport list said: %q", env.dataplaneImage, out)
+	}
+	have := map[string]bool{}
+	for _, f := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' }) {
+		have[f] = true
+	}
+	return have
+}
+
+func cliTransport(t pfsv1alpha1.Transport) string { return strings.ToLower(string(t)) }
+
+func keys(m map[string]bool) string {
+	var s []string
+	for k := range m {
+		s = append(s, k)
+	}
+	return strings.Join(s, ", ")
+}
+
+func conditions(cs []metav1.Condition) string {
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%s=%s %s: %s; ", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
+}
+
+func describe(kind, name string) string {
+	out, _ := kubectl("-n", testNS, "describe", kind, name)
+	return out
+}
+
+// transferLogs is what explains a failed transfer: its description and the
+// logs of its pods.
+func transferLogs(x *pfsv1alpha1.PfsTransfer) string {
+	b := describe("pfstransfer", x.Name)
+	pods, _ := kubectl("-n", testNS, "get", "pods", "-o", "wide", "-l", podspec.LabelTransferUID+"="+string(x.UID))
+	b += "\n" + pods
+	for _, name := range strings.Fields(func() string {
+		out, _ := kubectl("-n", testNS, "get", "pods", "-o", "name", "-l", podspec.LabelTransferUID+"="+string(x.UID))
+		return out
+	}()) {
+		logs, _ := kubectl("-n", testNS, "logs", name)
+		b += fmt.Sprintf("\n--- %s\n%s", name, logs)
+	}
+	return b
+}
+
+// getRow is `kubectl get <kind> <name> [args]` as a map from column header
+// to cell. Cells are cut at the header's column offsets: kubectl's printer
+// left-aligns each cell under its header, and a cell (e.g. LABEL) may hold
+// spaces.
+func getRow(t *testing.T, kind, name string, args ...string) map[string]string {
+	t.Helper()
+	out, err := kubectl(append([]string{"-n", testNS, "get", kind, name}, args...)...)
+	if err != nil {
+		t.Fatalf("kubectl get %s %s: %v\n%s", kind, name, err, out)
+	}
+	t.Logf("$ kubectl get %s %s %s\n%s", kind, name, strings.Join(args, " "), out)
+	lines := strings.Split(out, "\n")
+	if len(lines) != 2 {
+		t.Fatalf("kubectl get %s %s: want a header and one row:\n%s", kind, name, out)
+	}
+	return parseRow(lines[0], lines[1])
+}
+
+func parseRow(header, row string) map[string]string {
+	var starts []int
+	for i := range header {
+		if header[i] != ' ' && (i == 0 || header[i-1] == ' ') {
+			starts = append(starts, i)
+		}
+	}
+	cells := map[string]string{}
+	for k, s := range starts {
+		end := len(header)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		col := strings.TrimSpace(header[s:end])
+		if s >= len(row) {
+			cells[col] = ""
+			continue
+		}
+		if k+1 == len(starts) || end > len(row) {
+			end = len(row)
+		}
+		cells[col] = strings.TrimSpace(row[s:end])
+	}
+	return cells
+}
