@@ -54,6 +54,10 @@ const (
 // GramSpec shapes the grams: how many descriptors each carries and how large
 // its slab is. Defaults follow the original benchmarks (1024 descriptors per
 // 1 MiB gram, descriptors up to 256 KiB, 64-byte alignment).
+//
+// The quantities are omitzero: omitempty does not omit a struct, so a Go
+// client leaving them unset would send "0", which skips the CRD defaults and
+// fails validation (found by the e2e tests, which create transfers from Go).
 type GramSpec struct {
 	// descriptorsPerGram is how many (offset, length) descriptors one gram holds,
 	// from 1 to 65536. Defaults to 1024.
@@ -68,7 +72,7 @@ type GramSpec struct {
 	// +optional
 	// +kubebuilder:default="1Mi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('4Ki')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0)",message="gram.slabBytes must be a whole number of bytes from 4Ki to 64Mi (e.g. 1Mi)"
-	SlabBytes resource.Quantity `json:"slabBytes,omitempty"`
+	SlabBytes resource.Quantity `json:"slabBytes,omitempty,omitzero"`
 
 	// maxDescriptorLength is the largest length one descriptor may cover, a
 	// quantity from 64 bytes to 64Mi; in Payload mode at most slabBytes, since
@@ -76,7 +80,7 @@ type GramSpec struct {
 	// +optional
 	// +kubebuilder:default="256Ki"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('64')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0)",message="gram.maxDescriptorLength must be a whole number of bytes from 64 to 64Mi (e.g. 256Ki)"
-	MaxDescriptorLength resource.Quantity `json:"maxDescriptorLength,omitempty"`
+	MaxDescriptorLength resource.Quantity `json:"maxDescriptorLength,omitempty,omitzero"`
 
 	// align is the byte alignment of descriptor offsets and lengths, a power
 	// of two from 1 to 4096. Defaults to 64 (one cache line).

@@ -5,6 +5,7 @@ package api
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
@@ -51,5 +52,25 @@ func TestTypedUpdateOfUserSpelling(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestTypedCreateTakesDefaults: a PfsTransfer built in Go with every
+// optional field unset (as the e2e suite and any Go client builds one) is
+// accepted and gets the CRD defaults; zero quantities must not reach the
+// apiserver as "0".
+func TestTypedCreateTakesDefaults(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx)
+	x := &pfsv1alpha1.PfsTransfer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "typed-"},
+		Spec: pfsv1alpha1.PfsTransferSpec{BlobRef: &pfsv1alpha1.BlobReference{Name: "b"}, Mode: pfsv1alpha1.ModeOffset},
+	}
+	if err := env.Client.Create(ctx, x); err != nil {
+		t.Fatalf("a typed PfsTransfer without gram settings was rejected: %v", err)
+	}
+	g := x.Spec.Gram
+	if g.SlabBytes.String() != "1Mi" || g.MaxDescriptorLength.String() != "256Ki" || g.DescriptorsPerGram != 1024 || g.Align != 64 {
+		t.Errorf("gram %+v, want the CRD defaults (1Mi, 256Ki, 1024, 64)", g)
 	}
 }
