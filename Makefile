@@ -68,7 +68,7 @@ lint: vet ## Run the linters (go vet, gofmt check, SPDX line in every Go file, s
 	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
-test: deps test-go test-chart helm-lint test-dataplane ## Run all tests: Go unit + envtest, Helm chart (lint and template tests), data plane.
+test: deps test-go test-chart helm-lint test-dataplane test-e2e ## Run all tests: Go unit + envtest, Helm chart (lint and template tests), data plane, end-to-end on kind.
 
 .PHONY: test-go
 test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integration tests (real kube-apiserver and etcd), and the pod/CLI contract test.

@@ -55,6 +55,9 @@ mapfile -t nodes < <(k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{
 # Both nodes run PacketFS pods: blob holders (a DaemonSet, which does not
 # tolerate the control-plane taint) and one side of every transfer.
 k taint nodes "$CLUSTER_NAME-control-plane" node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null 2>&1 || true
+# One CoreDNS is plenty here; the second one's 100m of CPU requests is what a
+# blob holder next to a 1-CPU transfer pod needs on the control-plane node.
+k -n kube-system scale deployment coredns --replicas=1 >/dev/null
 "$HACK_KIND/pod-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
 "$HACK_KIND/data-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
 

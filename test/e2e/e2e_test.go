@@ -315,7 +315,6 @@ func testUninstall(ctx context.Context, t *testing.T) {
 	selectors := map[string][]client.ListOption{
 		"the release namespace " + releaseNS: {client.InNamespace(releaseNS)},
 		"the test namespace " + testNS:       {client.InNamespace(testNS)},
-		"pods managed by the operator":       {client.MatchingLabels{podspec.LabelManagedBy: podspec.ManagedBy}},
 	}
 	for what, opts := range selectors {
 		var left []string

@@ -64,7 +64,7 @@ func TestTypedCreateTakesDefaults(t *testing.T) {
 	ns := newNamespace(t, ctx)
 	x := &pfsv1alpha1.PfsTransfer{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "typed-"},
-		Spec: pfsv1alpha1.PfsTransferSpec{BlobRef: &pfsv1alpha1.BlobReference{Name: "b"}, Mode: pfsv1alpha1.ModeOffset},
+		Spec:       pfsv1alpha1.PfsTransferSpec{BlobRef: &pfsv1alpha1.BlobReference{Name: "b"}, Mode: pfsv1alpha1.ModeOffset},
 	}
 	if err := env.Client.Create(ctx, x); err != nil {
 		t.Fatalf("a typed PfsTransfer without gram settings was rejected: %v", err)
