@@ -146,7 +146,7 @@ CONTAINER_TOOL ?= $(shell if docker info >/dev/null 2>&1; then echo docker; \
   elif command -v buildah >/dev/null; then echo buildah; elif command -v podman >/dev/null; then echo podman; fi)
 
 .PHONY: docker-build
-docker-build: build dataplane ## Build the operator ($(IMG)) and data-plane ($(DATAPLANE_IMG)) images from the binaries just built; offline.
+docker-build: deps build dataplane ## Build the operator ($(IMG)) and data-plane ($(DATAPLANE_IMG)) images from the binaries just built; offline.
 	@[ -n "$(CONTAINER_TOOL)" ] || { echo "no container engine: start docker, or apt-get install -y buildah"; exit 1; }
 	$(CONTAINER_TOOL) build -t $(IMG) -f Dockerfile .
 	$(CONTAINER_TOOL) build -t $(DATAPLANE_IMG) -f dataplane/Dockerfile dataplane

@@ -56,9 +56,10 @@ k label namespace "$NS" pod-security.kubernetes.io/enforce=privileged >/dev/null
 k -n "$NS" run pfs-transports --image="$DATAPLANE_IMG" --image-pull-policy=Never --restart=Never \
   --command -- /usr/local/bin/pfs send --transport list >/dev/null
 k -n "$NS" wait --for=jsonpath='{.status.phase}'=Failed pod/pfs-transports --timeout=120s >/dev/null || true
-transports=$(k -n "$NS" logs pfs-transports 2>&1 | sed -n 's/.*this build has: \([^)]*\)).*/\1/p' | tr -d ,)
+said=$(k -n "$NS" logs pfs-transports 2>&1 || true)
 k -n "$NS" delete pod pfs-transports --wait=false >/dev/null
-[ -n "$transports" ] || die "cannot tell the transports of $DATAPLANE_IMG (pfs send --transport list said: $(k -n "$NS" logs pfs-transports 2>&1 || true))"
+transports=$(sed -n 's/.*this build has: \([^)]*\)).*/\1/p' <<<"$said" | tr -d ,)
+[ -n "$transports" ] || die "cannot tell the transports of $DATAPLANE_IMG (pfs send --transport list said: $said)"
 log "pfs in $DATAPLANE_IMG has the transports: $transports"
 has() { [[ " $transports " == *" $1 "* ]]; }
 

@@ -275,6 +275,9 @@ func testReceiverDeleted(ctx context.Context, t *testing.T) {
 	t.Logf("deleted receiver %s mid-transfer", receiver)
 	waitTransfer(ctx, t, x, 10*time.Minute)
 	st := x.Status
+	events, _ := kubectl("-n", testNS, "get", "events", "--field-selector", "involvedObject.kind=PfsTransfer,involvedObject.name="+x.Name,
+		"--sort-by=.lastTimestamp", "-o", "custom-columns=REASON:.reason,MESSAGE:.message")
+	t.Logf("events of pfstransfer/%s:\n%s", x.Name, events)
 	if st.FailedAttempts < 1 {
 		t.Errorf("failedAttempts %d, want the deleted receiver to count as a failed attempt", st.FailedAttempts)
 	}
