@@ -5,6 +5,7 @@ package controllers
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 
@@ -27,8 +28,16 @@ import (
 	"packetfs.io/operator/internal/podspec"
 )
 
-// tokenBytes is the size of a blob's random token.
+// tokenBytes is how many random bytes a blob's token holds; the Secret
+// stores them as 2*tokenBytes hex digits (see encodeToken).
 const tokenBytes = 32
+
+// encodeToken turns random bytes into the token text the data plane reads:
+// lowercase hex. pfs reads token files as text (it cuts trailing whitespace
+// and passes the token as a C string), so raw random bytes broke whenever
+// they held a NUL (the holder refused every client, about one blob in eight)
+// or ended in whitespace; found by the e2e tests.
+func encodeToken(raw []byte) []byte { return []byte(hex.EncodeToString(raw)) }
 
 // PfsBlobReconciler materialises a PfsBlob on the selected nodes through a
 // holder DaemonSet and reports each node's copy.
@@ -103,7 +112,7 @@ func (r *PfsBlobReconciler) ensureToken(ctx context.Context, blob *pfsv1alpha1.P
 	if _, err := io.ReadFull(src, token); err != nil {
 		return fmt.Errorf("generating the blob token: %w", err)
 	}
-	sec := podspec.BlobTokenSecret(blob, token)
+	sec := podspec.BlobTokenSecret(blob, encodeToken(token))
 	if err := ctrl.SetControllerReference(blob, sec, r.Client.Scheme()); err != nil {
 		return err
 	}

@@ -86,8 +86,12 @@ apply blob.yaml
 if k -n "$NS" wait --for=condition=Ready pfsblob/demo-blob --timeout=300s >/dev/null; then
   log "pfsblob/demo-blob: Ready, fingerprint $(k -n "$NS" get pfsblob demo-blob -o jsonpath='{.status.fingerprint}')"
 else
-  failed+=(pfsblob/demo-blob)
-  log "pfsblob/demo-blob is not Ready: $(k -n "$NS" get pfsblob demo-blob -o jsonpath='{.status.conditions}')"
+  # Every transfer and the pcore job need the blob: stop here.
+  log "pfsblob/demo-blob is not Ready after 5 minutes:"
+  k -n "$NS" get pfsblob demo-blob -o wide
+  k -n "$NS" get pods -o wide
+  k -n "$NS" describe pods -l app.kubernetes.io/component=blob-holder | sed -n '/^Events:/,/^$/p' | tail -20
+  die "the blob did not become Ready; the cluster stays up for inspection (KUBECONFIG=$kubeconfig)"
 fi
 
 # Transfers run one after the other: each node has one exclusive CPU and

@@ -190,7 +190,7 @@ struct pfs_share_server *pfs_share_server__new(const struct pfs_blob *blob, uint
 	tl = pfs_share_token_read(opts->token_file, tok, sizeof(tok));
 	if (tl < 0) {
 		pfs_err("blob serve: token file %s: %s", opts->token_file,
-			tl == -EINVAL ? "empty" : strerror(-tl));
+			pfs_share_token_strerror(tl));
 		errno = -tl == EINVAL ? EINVAL : -tl;
 		return NULL;
 	}

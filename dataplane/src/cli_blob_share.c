@@ -305,7 +305,7 @@ int pfs_cmd_blob_ping(int argc, char **argv)
 
 		if (tl < 0) {
 			pfs_err("blob ping: --token-file %s: %s", token_file,
-				tl == -EINVAL ? "empty" : strerror(-tl));
+				pfs_share_token_strerror(tl));
 			return PFS_EXIT_ERROR;
 		}
 	}
@@ -412,7 +412,7 @@ int pfs_cmd_blob_attach(int argc, char **argv)
 	tl = pfs_share_token_read(token_file, tok, sizeof(tok));
 	if (tl < 0) {
 		pfs_err("blob attach: --token-file %s: %s", token_file,
-			tl == -EINVAL ? "empty" : strerror(-tl));
+			pfs_share_token_strerror(tl));
 		return PFS_EXIT_ERROR;
 	}
 	hp0 = hugepages_free();
@@ -482,7 +482,7 @@ struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s, char *why, siz
 	tl = pfs_share_token_read(s->token_file, tok, sizeof(tok));
 	if (tl < 0) {
 		snprintf(buf, sizeof(buf), "--blob-token-file %s: %s", s->token_file,
-			 tl == -EINVAL ? "empty" : strerror(-tl));
+			 pfs_share_token_strerror(tl));
 		pfs_err("%s", buf);
 		e = -tl;
 		goto out_fail;

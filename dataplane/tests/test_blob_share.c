@@ -1325,6 +1325,17 @@ static int t_token_helpers(void)
 	CHECK(!write_file(path, big, 0600), "write");
 	CHECK(pfs_share_token_read(path, buf, sizeof(buf)) == -E2BIG, "oversized token accepted");
 	CHECK(pfs_share_token_read("/nonexistent/x", buf, sizeof(buf)) == -ENOENT, "missing");
+	/* 32 random bytes with a NUL inside, as the operator once wrote them:
+	 * refused with EILSEQ rather than silently cut short by the client. */
+	{
+		static const char bin[] = { '\x8a', '\x9a', 'q', '\0', '\x90', '5' };
+		int fd = open(path, O_WRONLY | O_TRUNC);
+
+		CHECK(fd >= 0 && write(fd, bin, sizeof(bin)) == (ssize_t)sizeof(bin), "write binary");
+		close(fd);
+		CHECK(pfs_share_token_read(path, buf, sizeof(buf)) == -EILSEQ, "token with a NUL accepted");
+		CHECK(strstr(pfs_share_token_strerror(-EILSEQ), "NUL"), "message");
+	}
 	return TAP_PASS;
 }
 

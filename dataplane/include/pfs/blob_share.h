@@ -69,10 +69,16 @@ struct pfs_share_meta {
 const char *pfs_share_status_str(enum pfs_share_status s);
 
 /* pfs_share_token_read - read a token file (a Kubernetes Secret key), cut
- * trailing whitespace. Returns the token length, or -errno: ENOENT/EACCES
- * (open), EINVAL (empty), E2BIG (over PFS_SHARE_TOKEN_MAX). @buf holds at
- * least PFS_SHARE_TOKEN_MAX + 1 bytes and is NUL-terminated. */
+ * trailing whitespace. A token is text: it is passed on as a C string.
+ * Returns the token length, or -errno: ENOENT/EACCES (open), EINVAL
+ * (empty), E2BIG (over PFS_SHARE_TOKEN_MAX), EILSEQ (a NUL byte in the
+ * token). @buf holds at least PFS_SHARE_TOKEN_MAX + 1 bytes and is
+ * NUL-terminated. */
 int pfs_share_token_read(const char *path, char *buf, size_t n);
+
+/* pfs_share_token_strerror - what a pfs_share_token_read() error means, for
+ * messages ("empty", "contains a NUL byte ...", else strerror). */
+const char *pfs_share_token_strerror(int err);
 
 /* pfs_share_token_equal - compare in time that depends only on the
  * lengths' upper bound (PFS_SHARE_TOKEN_MAX), never on where they differ. */

@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -49,8 +50,8 @@ func TestBlobCreatesDaemonSetAndToken(t *testing.T) {
 	sec := &corev1.Secret{}
 	eventually(t, "token Secret", func() error { return get(ctx, ns, podspec.TokenSecretName(blob.Name), sec) })
 	assertControlledBy(t, sec.OwnerReferences, "PfsBlob", blob.Name)
-	if n := len(sec.Data[podspec.TokenKey]); n != 32 {
-		t.Errorf("token has %d bytes, want 32", n)
+	if tok := string(sec.Data[podspec.TokenKey]); !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(tok) {
+		t.Errorf("token %q, want 64 lowercase hex digits (32 random bytes as text)", tok)
 	}
 	// nodeSelector is the one mutable field: the DaemonSet follows it.
 	eventually(t, "changing spec.nodeSelector", func() error {
