@@ -45,6 +45,7 @@ func TestE2E(t *testing.T) {
 	if !t.Run("PfsBlob Ready with one fingerprint on both nodes", func(t *testing.T) { testBlob(ctx, t) }) {
 		t.Fatal("no blob; the transfers and the pcore job need it")
 	}
+	t.Run("eight more PfsBlobs Ready at once", func(t *testing.T) { testManyBlobs(ctx, t) })
 	t.Run("invalid PfsTransfer rejected with the CEL message", testInvalid)
 	transports := imageTransports(ctx, t)
 	for _, tr := range []pfsv1alpha1.Transport{pfsv1alpha1.TransportTCP, pfsv1alpha1.TransportUDP, pfsv1alpha1.TransportAFXDP} {
@@ -129,6 +130,52 @@ func testBlob(ctx context.Context, t *testing.T) {
 		t.Errorf("kubectl get pfsblob -o wide: %v", row)
 	}
 	t.Logf("blob %s Ready on %d nodes, fingerprint %s", blobName, b.Status.ReadyNodes, b.Status.Fingerprint)
+}
+
+// testManyBlobs creates small blobs side by side: each gets its own token
+// Secret and holders, and every one must become Ready. One blob in eight
+// once hung (a random binary token with a NUL byte), so eight catch a
+// regression most of the time. They are deleted again.
+func testManyBlobs(ctx context.Context, t *testing.T) {
+	const n = 8
+	var blobs []*pfsv1alpha1.PfsBlob
+	for i := range n {
+		b := &pfsv1alpha1.PfsBlob{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("small-%d", i), Namespace: testNS},
+			Spec: pfsv1alpha1.PfsBlobSpec{Size: resource.MustParse("2Mi"), PageSize: pfsv1alpha1.PageSize2Mi,
+				Fill: pfsv1alpha1.BlobFill{Type: pfsv1alpha1.FillSeed, Seed: ptr.To(int64(i))}},
+		}
+		if err := env.c.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		blobs = append(blobs, b)
+	}
+	defer func() {
+		for _, b := range blobs {
+			_ = env.c.Delete(ctx, b)
+		}
+	}()
+	var notReady []string
+	err := poll(ctx, 3*time.Minute, func() (bool, error) {
+		notReady = notReady[:0]
+		for _, b := range blobs {
+			if err := env.c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+				return false, err
+			}
+			if !meta.IsStatusConditionTrue(b.Status.Conditions, pfsv1alpha1.ConditionReady) {
+				notReady = append(notReady, b.Name)
+			}
+		}
+		return len(notReady) == 0, nil
+	})
+	if err != nil {
+		pods, _ := kubectl("-n", testNS, "get", "pods", "-o", "wide", "-l", podspec.LabelBlobUID)
+		first := ""
+		if len(notReady) > 0 {
+			first = describe("pfsblob", notReady[0])
+		}
+		t.Fatalf("blobs not Ready: %v (%v)\n%s\n%s", notReady, err, first, pods)
+	}
 }
 
 func testInvalid(t *testing.T) {
