@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "send", pfs_cmd_send, "send a schedule of grams over TCP" },
 	{ "bench", pfs_cmd_bench, "local rates: CRC32C, FNV-1a, memset, blob setup" },
 	{ "pcore", pfs_cmd_pcore, "run byte ops over the blob on pcores" },
+	{ "xsk", pfs_cmd_xsk, "AF_XDP link probe: sink | blast test frames, detach" },
 };
 
 static void usage(FILE *f)

@@ -25,6 +25,7 @@ int pfs_cmd_blob(int argc, char **argv);
 int pfs_cmd_send(int argc, char **argv);
 int pfs_cmd_recv(int argc, char **argv);
 int pfs_cmd_bench(int argc, char **argv);
+int pfs_cmd_xsk(int argc, char **argv);
 
 /* "4096", "64K", "1G", "2GiB", "1.5M" (binary multiples), "1GB" (decimal).
  * 0 or -EINVAL. */
