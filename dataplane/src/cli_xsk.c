@@ -70,13 +70,15 @@ static const char xsk_usage[] =
 "  --count N          frames per queue (default 100000)\n"
 "  --size N           UDP payload bytes, >= 16 (default 64)\n"
 "  --no-udp-csum4     IPv4: send UDP checksum 0\n"
+"  --pps N            pace each queue to N frames/s (default: as fast as possible;\n"
+"                     AF_XDP has no flow control, a slower receiver drops)\n"
 "\nExit: 0 OK, 1 error, 2 usage, 3 bad frames received, 5 timeout (fewer than --count).\n";
 
 struct xsk_args {
 	const char *cmd, *ifname, *result_file, *ready_file, *dst, *peer_mac;
 	uint16_t port, src_port;
 	uint32_t queues, frames, frame_size, size;
-	uint64_t count;
+	uint64_t count, pps;
 	double timeout, idle;
 	enum pfs_xdp_attach attach;
 	enum pfs_xsk_bind bind;
@@ -203,6 +205,18 @@ static void *blast_worker(void *arg)
 		unsigned int n = left < PFS_XSK_BATCH ? (unsigned int)left : PFS_XSK_BATCH;
 		int k;
 
+		if (w->a->pps) {
+			/* pace: never ahead of count/pps; bursts of at most 16 */
+			double ahead = (double)seq / (double)w->a->pps - (now_s() - w->first);
+
+			if (ahead > 0) {
+				usleep((useconds_t)(ahead * 1e6));
+				continue;
+			}
+			if (n > 16)
+				n = 16;
+		}
+
 		for (unsigned int i = 0; i < n; i++) {
 			uint64_t s = seq + i;
 
@@ -251,7 +265,7 @@ static int parse_args(int argc, char **argv, struct xsk_args *a)
 		{ "attach", 1, 0, 0 }, { "count", 1, 0, 0 }, { "idle", 1, 0, 0 },
 		{ "verify-csum", 0, 0, 0 }, { "ready-file", 1, 0, 0 }, { "dst", 1, 0, 0 },
 		{ "peer-mac", 1, 0, 0 }, { "src-port", 1, 0, 0 }, { "size", 1, 0, 0 },
-		{ "no-udp-csum4", 0, 0, 0 }, { "help", 0, 0, 'h' }, { 0 }
+		{ "no-udp-csum4", 0, 0, 0 }, { "pps", 1, 0, 0 }, { "help", 0, 0, 'h' }, { 0 }
 	};
 	int c, idx;
 
@@ -325,8 +339,8 @@ static int parse_args(int argc, char **argv, struct xsk_args *a)
 				goto bad;
 			*(!strcmp(n, "frames") ? &a->frames :
 			  !strcmp(n, "size") ? &a->size : &a->frame_size) = (uint32_t)u;
-		} else if (!strcmp(n, "count")) {
-			if (pfs_parse_size(v, &a->count))
+		} else if (!strcmp(n, "count") || !strcmp(n, "pps")) {
+			if (pfs_parse_size(v, !strcmp(n, "count") ? &a->count : &a->pps))
 				goto bad;
 		} else if (!strcmp(n, "timeout") || !strcmp(n, "idle")) {
 			double d = strtod(v, &end);

@@ -244,6 +244,8 @@ int pfs_frame_parse(const uint8_t *f, size_t len, uint16_t port, uint32_t flags,
 		return -EINVAL;
 	fi->src_port = get16(f + l4);
 	fi->dst_port = get16(f + l4 + 2);
+	if (port && fi->dst_port != port)
+		return -ENOENT;	/* not ours: not worth a checksum */
 	if (flags & PFS_FRAME_VERIFY_CSUM) {
 		uint16_t stored = get16(f + l4 + 6);
 
@@ -254,8 +256,6 @@ int pfs_frame_parse(const uint8_t *f, size_t len, uint16_t port, uint32_t flags,
 				return -EBADMSG;
 		}
 	}
-	if (port && fi->dst_port != port)
-		return -ENOENT;
 	fi->payload_off = (uint16_t)(l4 + 8);
 	fi->payload_len = (uint16_t)(ulen - 8);
 	return 0;
