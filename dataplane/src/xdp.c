@@ -66,7 +66,7 @@ const char *pfs_xsk_last_error(void)
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char msg[sizeof(libbpf_last)];
+	char msg[16384];	/* the verifier log comes as one message */
 	size_t n;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -74,8 +74,15 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = '\0';
 	if (level == LIBBPF_WARN)
-		memcpy(libbpf_last, msg, sizeof(msg));
-	pfs_debug("libbpf: %s", msg);
+		snprintf(libbpf_last, sizeof(libbpf_last), "%s", msg);
+	if (pfs_log_get_level() < PFS_LOG_DEBUG)
+		return 0;
+	for (char *line = msg, *nl; line && *line; line = nl) {	/* the log line is 1 KiB */
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = '\0';
+		pfs_debug("libbpf: %s", line);
+	}
 	return 0;
 }
 
