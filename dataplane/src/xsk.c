@@ -18,9 +18,12 @@
  * index avoid touching the shared cache line on every call.
  *
  * Frame ownership: a UMEM frame is always in exactly one place: fill ring,
- * kernel RX, rx ring, the caller (between rx_burst and rx_release), the TX
- * free stack, tx ring/kernel TX, comp ring. The fill ring has room for every
- * RX frame, so giving frames back can never fail.
+ * kernel RX, rx ring, the caller (between rx_burst and rx_release), the
+ * fill stash, the TX free stack, tx ring/kernel TX, comp ring. The fill ring
+ * is twice the RX frame count, because the kernel publishes its fill
+ * consumer index lazily (a frame can already be in our hands while its old
+ * fill slot still looks taken); if it still looks full, frames wait in the
+ * stash and go in on the next rx_burst, so none is ever lost.
  *
  * Why not libxdp's xsk helpers: they are the same ~100 lines of ring code,
  * while linking libxdp pulls in its dispatcher and pinning logic, which does
@@ -81,6 +84,8 @@ struct pfs_xsk {
 	uint32_t frame_size, nframes, rx_frames;
 	uint64_t *free_tx;	/* stack of free TX frame addresses */
 	uint32_t nfree;
+	uint64_t *stash;	/* RX frames waiting for room in the fill ring */
+	uint32_t nstash;
 	uint32_t tx_outstanding;	/* in the tx ring, kernel or comp ring */
 	uint32_t parse_flags;
 	uint16_t rx_port;
@@ -234,7 +239,7 @@ static void socket_close(struct pfs_xsk *x)
  * (reason set, except for the bind error the caller may retry). */
 static int socket_open(struct pfs_xsk *x, uint16_t bind_flags)
 {
-	uint32_t rx_n = x->rx_frames ? x->rx_frames : 64;
+	uint32_t rx_n = x->rx_frames ? 2 * x->rx_frames : 64;	/* fill ring, see top */
 	uint32_t tx_n = x->nframes - x->rx_frames;
 	struct xdp_umem_reg reg;
 	struct xdp_mmap_offsets off;
@@ -441,7 +446,8 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 
 	/* Frames [0, rx_frames) to the fill ring, the rest to the TX pool. */
 	x->free_tx = calloc(x->nframes - x->rx_frames, sizeof(*x->free_tx));
-	if (!x->free_tx) {
+	x->stash = calloc(x->rx_frames ? x->rx_frames : 1, sizeof(*x->stash));
+	if (!x->free_tx || !x->stash) {
 		rc = -ENOMEM;
 		goto out_close;
 	}
@@ -450,7 +456,7 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 	if (x->rx_frames) {
 		uint64_t *fq = x->fill.descs;
 
-		/* the ring is empty and exactly rx_frames big: no need to check room */
+		/* the ring is empty and twice rx_frames big: no need to check room */
 		for (uint32_t i = 0; i < x->rx_frames; i++)
 			fq[(x->fill.cached_prod + i) & x->fill.mask] = (uint64_t)i * x->frame_size;
 		prod_submit(&x->fill, x->rx_frames);
@@ -480,6 +486,7 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 
 out_free_tx:
 	free(x->free_tx);
+	free(x->stash);
 out_close:
 	socket_close(x);
 out_unmap:
@@ -499,6 +506,7 @@ void pfs_xsk__close(struct pfs_xsk *x)
 	socket_close(x);
 	munmap(x->umem, x->umem_len);
 	free(x->free_tx);
+	free(x->stash);
 	free(x);
 }
 
@@ -610,19 +618,39 @@ int pfs_xsk__tx_drain(struct pfs_xsk *x, int timeout_ms)
 
 /* ---- RX ---- */
 
-/* Give frames back to the fill ring; there is always room (see top). */
-static void fill_frames(struct pfs_xsk *x, const uint64_t *addr, uint32_t n)
+/* Put up to @n frames in the fill ring (peek room -> write -> submit);
+ * returns how many went in. */
+static uint32_t fill_put(struct pfs_xsk *x, const uint64_t *addr, uint32_t n)
 {
 	uint64_t *fq = x->fill.descs;
 	uint32_t room = prod_free(&x->fill, n);
 
-	if (room < n) {	/* cannot happen: frame accounting broken */
-		pfs_err("queue %u: fill ring has %u slots for %u frames", x->queue, room, n);
+	if (n > room)
 		n = room;
-	}
 	for (uint32_t i = 0; i < n; i++)
 		fq[(x->fill.cached_prod + i) & x->fill.mask] = addr[i];
-	prod_submit(&x->fill, n);
+	if (n)
+		prod_submit(&x->fill, n);
+	return n;
+}
+
+/* Give frames back: the stash first (oldest), then @addr; whatever finds
+ * no room waits in the stash (it holds every RX frame, so it cannot
+ * overflow). */
+static void fill_frames(struct pfs_xsk *x, const uint64_t *addr, uint32_t n)
+{
+	uint32_t k;
+
+	if (x->nstash) {
+		k = fill_put(x, x->stash, x->nstash);
+		memmove(x->stash, x->stash + k, (x->nstash - k) * sizeof(*x->stash));
+		x->nstash -= k;
+	}
+	if (!n)
+		return;
+	k = x->nstash ? 0 : fill_put(x, addr, n);
+	memcpy(x->stash + x->nstash, addr + k, (n - k) * sizeof(*addr));
+	x->nstash += n - k;
 }
 
 int pfs_xsk__rx_burst(struct pfs_xsk *x, struct pfs_dgram *out, unsigned int n)
@@ -635,6 +663,8 @@ int pfs_xsk__rx_burst(struct pfs_xsk *x, struct pfs_dgram *out, unsigned int n)
 		return 0;
 	if (n > PFS_XSK_BATCH)
 		n = PFS_XSK_BATCH;
+	if (x->nstash)
+		fill_frames(x, NULL, 0);
 	got = cons_peek(&x->rx, n);
 	if (!got) {
 		/* The driver may wait for a syscall before it uses new fill entries. */
