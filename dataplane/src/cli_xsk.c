@@ -70,6 +70,9 @@ static const char xsk_usage[] =
 "  --count N          frames per queue (default 100000)\n"
 "  --size N           UDP payload bytes, >= 16 (default 64)\n"
 "  --no-udp-csum4     IPv4: send UDP checksum 0\n"
+"  --vlan N           tag frames with 802.1Q VLAN N (inline tag)\n"
+"  --in-place         build frames in UMEM (tx_reserve/tx_submit) instead of\n"
+"                     copying each payload (tx_burst)\n"
 "  --pps N            pace each queue to N frames/s (default: as fast as possible;\n"
 "                     AF_XDP has no flow control, a slower receiver drops)\n"
 "\nExit: 0 OK, 1 error, 2 usage, 3 bad frames received, 5 timeout (fewer than --count).\n";
@@ -77,13 +80,13 @@ static const char xsk_usage[] =
 struct xsk_args {
 	const char *cmd, *ifname, *result_file, *ready_file, *dst, *peer_mac;
 	uint16_t port, src_port;
-	uint32_t queues, frames, frame_size, size;
+	uint32_t queues, frames, frame_size, size, vlan;
 	uint64_t count, pps;
 	double timeout, idle;
 	enum pfs_xdp_attach attach;
 	enum pfs_xsk_bind bind;
 	enum pfs_xsk_page page;
-	bool verify_csum, no_csum4;
+	bool verify_csum, no_csum4, in_place;
 };
 
 struct worker {
@@ -182,6 +185,30 @@ static void *sink_worker(void *arg)
 	return NULL;
 }
 
+/* The in-place path: reserve, write pattern + seq into UMEM, submit. */
+static int send_in_place(struct pfs_xsk *x, const uint8_t *pat, uint32_t size, uint64_t seq,
+			 unsigned int n)
+{
+	struct pfs_xsk_txslot sl[PFS_XSK_BATCH];
+	uint32_t lens[PFS_XSK_BATCH];
+	int k = pfs_xsk__tx_reserve(x, sl, n);
+
+	if (k <= 0)
+		return k;
+	if (size > sl[0].cap) {
+		pfs_xsk__tx_submit(x, lens, 0);	/* give the frames back */
+		return -EMSGSIZE;
+	}
+	for (int i = 0; i < k; i++) {
+		uint64_t s = seq + (uint64_t)i;
+
+		memcpy(sl[i].payload, pat, size);
+		memcpy(sl[i].payload + 8, &s, 8);
+		lens[i] = size;
+	}
+	return pfs_xsk__tx_submit(x, lens, (unsigned int)k);
+}
+
 static void *blast_worker(void *arg)
 {
 	struct worker *w = arg;
@@ -222,7 +249,10 @@ static void *blast_worker(void *arg)
 
 			memcpy(buf + (size_t)i * size + 8, &s, 8);
 		}
-		k = pfs_xsk__tx_burst(w->x, iov, n);
+		if (w->a->in_place)
+			k = send_in_place(w->x, buf, size, seq, n);
+		else
+			k = pfs_xsk__tx_burst(w->x, iov, n);
 		if (k < 0) {
 			w->err = k;
 			break;
@@ -265,7 +295,8 @@ static int parse_args(int argc, char **argv, struct xsk_args *a)
 		{ "attach", 1, 0, 0 }, { "count", 1, 0, 0 }, { "idle", 1, 0, 0 },
 		{ "verify-csum", 0, 0, 0 }, { "ready-file", 1, 0, 0 }, { "dst", 1, 0, 0 },
 		{ "peer-mac", 1, 0, 0 }, { "src-port", 1, 0, 0 }, { "size", 1, 0, 0 },
-		{ "no-udp-csum4", 0, 0, 0 }, { "pps", 1, 0, 0 }, { "help", 0, 0, 'h' }, { 0 }
+		{ "no-udp-csum4", 0, 0, 0 }, { "pps", 1, 0, 0 }, { "vlan", 1, 0, 0 },
+		{ "in-place", 0, 0, 0 }, { "help", 0, 0, 'h' }, { 0 }
 	};
 	int c, idx;
 
@@ -354,6 +385,12 @@ static int parse_args(int argc, char **argv, struct xsk_args *a)
 			a->ready_file = v;
 		} else if (!strcmp(n, "verify-csum")) {
 			a->verify_csum = true;
+		} else if (!strcmp(n, "vlan")) {
+			if (pfs_parse_u64(v, &u) || !u || u > 4094)
+				goto bad;
+			a->vlan = (uint32_t)u;
+		} else if (!strcmp(n, "in-place")) {
+			a->in_place = true;
 		} else if (!strcmp(n, "no-udp-csum4")) {
 			a->no_csum4 = true;
 		} else if (!strcmp(n, "dst")) {
@@ -498,6 +535,7 @@ static int run(const struct xsk_args *a, const char *ifname, struct pfs_json *j)
 		}
 		peer.src_port = a->src_port;
 		peer.dst_port = a->port;
+		peer.vlan = (uint16_t)a->vlan;
 		rc = pfs_netdev_hwaddr(ifname, peer.src_mac);
 		if (!rc)
 			rc = pfs_netdev_src_ip(ifname, peer.family, peer.dst_ip, peer.src_ip);

@@ -86,6 +86,8 @@ struct pfs_xsk {
 	uint32_t nfree;
 	uint64_t *stash;	/* RX frames waiting for room in the fill ring */
 	uint32_t nstash;
+	uint64_t resv[PFS_XSK_BATCH];	/* TX frames between tx_reserve and tx_submit */
+	uint32_t nresv;
 	uint32_t tx_outstanding;	/* in the tx ring, kernel or comp ring */
 	uint32_t parse_flags;
 	uint16_t rx_port;
@@ -144,7 +146,7 @@ static inline bool needs_wakeup(const struct ring *r)
 }
 
 static int ring_map(int fd, struct ring *r, const struct xdp_ring_offset *off, uint32_t size,
-		    size_t desc_sz, off_t pgoff, bool producer)
+		    size_t desc_sz, off_t pgoff)
 {
 	r->map_len = off->desc + size * desc_sz;
 	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, pgoff);
@@ -160,7 +162,6 @@ static int ring_map(int fd, struct ring *r, const struct xdp_ring_offset *off, u
 	r->mask = size - 1;
 	r->cached_prod = *r->producer;
 	r->cached_cons = *r->consumer;
-	(void)producer;
 	return 0;
 }
 
@@ -285,17 +286,16 @@ static int socket_open(struct pfs_xsk *x, uint16_t bind_flags)
 		pfs_xsk_errorf("XDP_MMAP_OFFSETS: %s", strerror(-rc));
 		goto out_close;
 	}
-	rc = ring_map(x->fd, &x->fill, &off.fr, rx_n, sizeof(uint64_t), XDP_UMEM_PGOFF_FILL_RING,
-		      true);
+	rc = ring_map(x->fd, &x->fill, &off.fr, rx_n, sizeof(uint64_t), XDP_UMEM_PGOFF_FILL_RING);
 	if (!rc)
 		rc = ring_map(x->fd, &x->comp, &off.cr, tx_n, sizeof(uint64_t),
-			      XDP_UMEM_PGOFF_COMPLETION_RING, false);
+			      XDP_UMEM_PGOFF_COMPLETION_RING);
 	if (!rc)
 		rc = ring_map(x->fd, &x->tx, &off.tx, tx_n, sizeof(struct xdp_desc),
-			      XDP_PGOFF_TX_RING, true);
+			      XDP_PGOFF_TX_RING);
 	if (!rc && x->rx_frames)
 		rc = ring_map(x->fd, &x->rx, &off.rx, x->rx_frames, sizeof(struct xdp_desc),
-			      XDP_PGOFF_RX_RING, false);
+			      XDP_PGOFF_RX_RING);
 	if (rc) {
 		pfs_xsk_errorf("mapping the AF_XDP rings: %s", strerror(-rc));
 		goto out_close;
@@ -468,7 +468,6 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 			goto out_free_tx;
 		}
 	}
-	x->parse_flags |= 0;
 	x->tmpl.flags = o->frame_flags;
 	if (x->xdp) {
 		rc = pfs_xdp__add_xsk(x->xdp, x->queue, x->fd);
@@ -547,48 +546,87 @@ static void tx_kick(struct pfs_xsk *x)
 		pfs_debug("queue %u: TX kick: %s", x->queue, strerror(errno));
 }
 
-int pfs_xsk__tx_burst(struct pfs_xsk *x, const struct iovec *p, unsigned int n)
+int pfs_xsk__tx_reserve(struct pfs_xsk *x, struct pfs_xsk_txslot *slots, unsigned int n)
 {
-	struct xdp_desc *d = x->tx.descs;
-	uint32_t k = 0, room;
+	uint32_t cap = pfs_xsk__max_payload(x), room;
 
 	if (!x->have_peer)
 		return -ENOTCONN;
+	if (x->nresv)
+		return -EBUSY;
 	if (x->tx_outstanding)
 		tx_reclaim(x);
-	/* peek (free frames) -> reserve (tx slots) -> process -> submit */
+	/* peek (free frames) -> reserve (tx slots); process and submit follow
+	 * in pfs_xsk__tx_submit */
+	if (n > PFS_XSK_BATCH)
+		n = PFS_XSK_BATCH;
 	if (n > x->nfree)
 		n = x->nfree;
 	room = prod_free(&x->tx, n);
 	if (n > room)
 		n = room;
-	for (; k < n; k++) {
-		uint64_t addr = x->free_tx[x->nfree - 1];
-		int len = pfs_frame_build(&x->tmpl, x->umem + addr, x->frame_size, p[k].iov_base,
-					  p[k].iov_len);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t addr = x->free_tx[--x->nfree];
 
-		if (len < 0 || p[k].iov_len > pfs_xsk__max_payload(x)) {
-			if (!k) {
-				tx_kick(x);
-				return -EMSGSIZE;
-			}
-			break;
-		}
-		x->nfree--;
-		d[(x->tx.cached_prod + k) & x->tx.mask] = (struct xdp_desc){
+		x->resv[i] = addr;
+		slots[i] = (struct pfs_xsk_txslot){ x->umem + addr + x->tmpl.hlen, cap };
+	}
+	x->nresv = n;
+	if (!n) {
+		x->st.tx_ring_full++;
+		tx_kick(x);	/* a full ring drains only by kicks (copy mode) */
+	}
+	return (int)n;
+}
+
+int pfs_xsk__tx_submit(struct pfs_xsk *x, const uint32_t *lens, unsigned int m)
+{
+	struct xdp_desc *d = x->tx.descs;
+	uint32_t cap = pfs_xsk__max_payload(x);
+
+	if (m > x->nresv)
+		return -EINVAL;
+	for (uint32_t i = 0; i < m; i++)
+		if (lens[i] > cap)
+			return -EMSGSIZE;	/* nothing submitted, reservation kept */
+	for (uint32_t i = 0; i < m; i++) {
+		uint64_t addr = x->resv[i];
+		/* the payload is in place: only the header is written */
+		int len = pfs_frame_build(&x->tmpl, x->umem + addr, x->frame_size, NULL, lens[i]);
+
+		d[(x->tx.cached_prod + i) & x->tx.mask] = (struct xdp_desc){
 			.addr = addr, .len = (uint32_t)len, .options = 0 };
 		x->st.tx_bytes += (uint64_t)len;
 	}
-	if (k) {
-		prod_submit(&x->tx, k);
-		x->tx_outstanding += k;
-		x->st.tx_frames += k;
-	} else {
-		x->st.tx_ring_full++;
+	for (uint32_t i = x->nresv; i-- > m;)	/* unused: back on the free stack */
+		x->free_tx[x->nfree++] = x->resv[i];
+	x->nresv = 0;
+	if (m) {
+		prod_submit(&x->tx, m);
+		x->tx_outstanding += m;
+		x->st.tx_frames += m;
 	}
-	/* Kick also when nothing new went in: a full ring drains only by kicks. */
 	tx_kick(x);
-	return (int)k;
+	return (int)m;
+}
+
+int pfs_xsk__tx_burst(struct pfs_xsk *x, const struct iovec *p, unsigned int n)
+{
+	struct pfs_xsk_txslot slot[PFS_XSK_BATCH];
+	uint32_t lens[PFS_XSK_BATCH];
+	unsigned int m = 0;
+	int k;
+
+	if (n && p[0].iov_len > pfs_xsk__max_payload(x))
+		return x->have_peer ? -EMSGSIZE : -ENOTCONN;
+	k = pfs_xsk__tx_reserve(x, slot, n);
+	if (k <= 0)
+		return k;
+	for (; m < (unsigned int)k && p[m].iov_len <= slot[m].cap; m++) {
+		memcpy(slot[m].payload, p[m].iov_base, p[m].iov_len);
+		lens[m] = (uint32_t)p[m].iov_len;
+	}
+	return pfs_xsk__tx_submit(x, lens, m);
 }
 
 static double now_ms(void)

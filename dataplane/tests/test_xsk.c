@@ -353,8 +353,8 @@ static void sink_blast(const struct pair *p, const char *tag, const char *sink_c
 }
 
 /* One delivery check: every frame arrives intact, program gone after. */
-static int delivery(const struct pair *p, const char *tag, const char *attach, bool v6,
-		    unsigned size, bool check_queue)
+static int delivery_x(const struct pair *p, const char *tag, const char *attach, bool v6,
+		      unsigned size, bool check_queue, const char *extra)
 {
 	char sa[200], ba[200];
 	unsigned per_q = 1000, total = per_q * (unsigned)p->queues;
@@ -363,8 +363,8 @@ static int delivery(const struct pair *p, const char *tag, const char *attach, b
 	NEED_NET();
 	snprintf(sa, sizeof(sa), "--attach %s --queues %d --count %u --verify-csum", attach,
 		 p->queues, total);
-	snprintf(ba, sizeof(ba), "--dst %s --queues %d --count %u --size %u --pps 20000",
-		 v6 ? p->ip6_b : p->ip4_b, p->queues, per_q, size);
+	snprintf(ba, sizeof(ba), "--dst %s --queues %d --count %u --size %u --pps 20000 %s",
+		 v6 ? p->ip6_b : p->ip4_b, p->queues, per_q, size, extra);
 	sink_blast(p, tag, NULL, NULL, sa, ba, &r);
 	CHECK(r.sink_rc == 0 && r.blast_rc == 0, "exit codes sink %d blast %d", r.sink_rc,
 	      r.blast_rc);
@@ -385,12 +385,31 @@ static int delivery(const struct pair *p, const char *tag, const char *attach, b
 	return TAP_PASS;
 }
 
+static int delivery(const struct pair *p, const char *tag, const char *attach, bool v6,
+		    unsigned size, bool check_queue)
+{
+	return delivery_x(p, tag, attach, v6, size, check_queue, "");
+}
+
 static int t_native_1q_v4(void) { return delivery(&p1, "n1v4", "native", false, 64, true); }
 static int t_generic_1q_v4(void) { return delivery(&p1, "g1v4", "generic", false, 1472, true); }
 static int t_native_1q_v6(void) { return delivery(&p1, "n1v6", "native", true, 1452, true); }
 static int t_generic_1q_v6(void) { return delivery(&p1, "g1v6", "generic", true, 64, true); }
 static int t_native_4q_v4(void) { return delivery(&p4, "n4v4", "native", false, 256, true); }
-static int t_native_4q_v6(void) { return delivery(&p4, "n4v6", "native", true, 1000, true); }
+static int t_native_4q_v6(void)
+{
+	return delivery_x(&p4, "n4v6", "native", true, 1000, true, "--in-place");
+}
+
+static int t_vlan_native(void)
+{
+	return delivery_x(&p1, "vlan-n", "native", false, 300, true, "--vlan 100 --in-place");
+}
+
+static int t_vlan_generic(void)
+{
+	return delivery_x(&p1, "vlan-g", "generic", true, 300, true, "--vlan 4094");
+}
 static int t_generic_4q_v4(void) { return delivery(&p4, "g4v4", "generic", false, 512, false); }
 
 /* Run @fn in a child that joined namespace @ns; its exit code. */
@@ -862,7 +881,9 @@ static const struct tap_test tests[] = {
 	{ "native XDP, 1 queue, IPv6 1452 B", t_native_1q_v6 },
 	{ "generic XDP, 1 queue, IPv6 64 B", t_generic_1q_v6 },
 	{ "native XDP, 4 queues, IPv4: each frame on its queue's socket", t_native_4q_v4 },
-	{ "native XDP, 4 queues, IPv6", t_native_4q_v6 },
+	{ "native XDP, 4 queues, IPv6, frames built in place (tx_reserve/submit)", t_native_4q_v6 },
+	{ "native XDP, 802.1Q-tagged IPv4 frames redirected", t_vlan_native },
+	{ "generic XDP, 802.1Q-tagged IPv6 frames redirected", t_vlan_generic },
 	{ "generic XDP, 4 queues, IPv4: all frames delivered", t_generic_4q_v4 },
 	{ "attached: ARP+ICMP, ND+ICMPv6, other UDP port pass; IPv4 options redirected; SIGTERM detaches",
 	  t_coexist },

@@ -91,12 +91,33 @@ void pfs_xsk__close(struct pfs_xsk *x);
 /* pfs_xsk__set_peer - (re)set the TX flow. 0 or -EINVAL. */
 int pfs_xsk__set_peer(struct pfs_xsk *x, const struct pfs_frame_addr *peer);
 
-/* pfs_xsk__tx_burst - queue up to @n payloads as frames, then kick the
- * kernel if it needs_wakeup. Reclaims completed frames first. Returns how
- * many were queued (0 when the TX ring or frame pool is full: call again),
- * or -ENOTCONN (no peer set), -EMSGSIZE (the first payload does not fit
+/* pfs_xsk__tx_burst - queue up to @n payloads (at most PFS_XSK_BATCH per
+ * call) as frames, copying each into a UMEM frame behind the flow's header,
+ * then kick the kernel if it needs_wakeup. Reclaims completed frames first.
+ * Returns how many were queued (0 when the TX ring or frame pool is full:
+ * call again; fewer than @n when a later payload is too big), or -ENOTCONN
+ * (no peer set), -EMSGSIZE (the first payload exceeds
  * pfs_xsk__max_payload). */
 int pfs_xsk__tx_burst(struct pfs_xsk *x, const struct iovec *payloads, unsigned int n);
+
+/* Building frames in place, without the copy of tx_burst: reserve frames,
+ * write each payload (e.g. encode a gram) at slot.payload, then submit the
+ * lengths. The header is written at submit. */
+struct pfs_xsk_txslot {
+	uint8_t *payload;	/* in UMEM, behind the Ethernet/IP/UDP header */
+	uint32_t cap;		/* bytes that fit (pfs_xsk__max_payload) */
+};
+
+/* pfs_xsk__tx_reserve - up to @n (<= PFS_XSK_BATCH) frames for in-place
+ * building. Returns how many (0: ring/pool full, call again), -ENOTCONN (no
+ * peer), -EBUSY (the previous reservation was not submitted). */
+int pfs_xsk__tx_reserve(struct pfs_xsk *x, struct pfs_xsk_txslot *slots, unsigned int n);
+
+/* pfs_xsk__tx_submit - send the first @m reserved frames with payload
+ * lengths @lens; reserved frames beyond @m go back to the pool. Kicks if
+ * needs_wakeup. Returns @m, or -EINVAL (@m > reserved), -EMSGSIZE (a length
+ * over cap: nothing sent, the reservation stays). */
+int pfs_xsk__tx_submit(struct pfs_xsk *x, const uint32_t *lens, unsigned int m);
 
 /* pfs_xsk__tx_drain - kick and reclaim until every queued frame completed
  * or @timeout_ms passed. 0 or -ETIMEDOUT. */
