@@ -62,6 +62,8 @@ static const char xsk_usage[] =
 "  --count N          stop after N frames in total (default: until --idle)\n"
 "  --idle S           stop S seconds after the last frame (default 2)\n"
 "  --verify-csum      check IPv4 header and UDP checksums in user space\n"
+"  --spin             busy-poll the RX ring while frames flow (default: poll(2)\n"
+"                     whenever it is empty, which leaves the CPU to the softirq)\n"
 "  --ready-file PATH  create PATH once the sockets are registered\n"
 "blast:\n"
 "  --dst IP           receiver address (IPv4 or IPv6)\n"
@@ -86,7 +88,7 @@ struct xsk_args {
 	enum pfs_xdp_attach attach;
 	enum pfs_xsk_bind bind;
 	enum pfs_xsk_page page;
-	bool verify_csum, no_csum4, in_place;
+	bool verify_csum, no_csum4, in_place, spin;
 };
 
 struct worker {
@@ -161,7 +163,7 @@ static void *sink_worker(void *arg)
 			t = now_s();
 			if (t > end || (w->a->idle > 0 && w->frames && t - w->last > w->a->idle))
 				break;
-			if (w->frames == 0 || t - w->last > 0.001)
+			if (!w->a->spin || w->frames == 0 || t - w->last > 0.001)
 				pfs_xsk__wait(w->x, 50);
 			continue;
 		}
@@ -295,7 +297,7 @@ static int parse_args(int argc, char **argv, struct xsk_args *a)
 		{ "attach", 1, 0, 0 }, { "count", 1, 0, 0 }, { "idle", 1, 0, 0 },
 		{ "verify-csum", 0, 0, 0 }, { "ready-file", 1, 0, 0 }, { "dst", 1, 0, 0 },
 		{ "peer-mac", 1, 0, 0 }, { "src-port", 1, 0, 0 }, { "size", 1, 0, 0 },
-		{ "no-udp-csum4", 0, 0, 0 }, { "pps", 1, 0, 0 }, { "vlan", 1, 0, 0 },
+		{ "no-udp-csum4", 0, 0, 0 }, { "pps", 1, 0, 0 }, { "vlan", 1, 0, 0 }, { "spin", 0, 0, 0 },
 		{ "in-place", 0, 0, 0 }, { "help", 0, 0, 'h' }, { 0 }
 	};
 	int c, idx;
@@ -389,6 +391,8 @@ static int parse_args(int argc, char **argv, struct xsk_args *a)
 			if (pfs_parse_u64(v, &u) || !u || u > 4094)
 				goto bad;
 			a->vlan = (uint32_t)u;
+		} else if (!strcmp(n, "spin")) {
+			a->spin = true;
 		} else if (!strcmp(n, "in-place")) {
 			a->in_place = true;
 		} else if (!strcmp(n, "no-udp-csum4")) {
