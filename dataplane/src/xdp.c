@@ -158,9 +158,11 @@ static int detach_stale(int ifindex, const char *ifname, uint32_t *id_out)
 	}
 	prog_name(id, name, sizeof(name));
 	if (strcmp(name, PFS_XDP_PROG_NAME)) {
-		pfs_xsk_errorf("%s already runs XDP program id %u '%s'; pfs does not replace a "
-			       "program it does not own (detach it: ip link set dev %s xdp off)",
-			       ifname, id, name, ifname);
+		pfs_xsk_errorf("%s already runs XDP program id %u '%s' (%s mode); pfs does not "
+			       "replace a program it does not own (detach it: ip link set dev %s "
+			       "%s off)", ifname, id, name,
+			       flags == XDP_FLAGS_DRV_MODE ? "native" : "generic", ifname,
+			       flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric");
 		return -EBUSY;
 	}
 	rc = bpf_xdp_detach(ifindex, flags, NULL);

@@ -698,6 +698,34 @@ static int t_stale_replaced(void)
 	return TAP_PASS;
 }
 
+/* A program that is not ours is never replaced, and stays attached. */
+static int t_foreign(void)
+{
+	char obj[300], a[300], *out;
+	const char *b = getenv("BUILD") ? getenv("BUILD") : "build";
+	pid_t s;
+	int rc;
+
+	NEED_NET();
+	snprintf(obj, sizeof(obj), "%s/tests/xdp_foreign.bpf.o", b);
+	if (access(obj, R_OK))
+		return tap_skip("%s not built (clang missing)", obj);
+	if (sh("nsenter --net=/run/netns/%s ip link set dev %s xdpgeneric obj %s sec xdp",
+	       p1.ns_b, p1.if_b, obj))
+		return tap_skip("iproute2 cannot load an XDP object here");
+	snprintf(a, sizeof(a), "sink --ifname %s --timeout 0.3", p1.if_b);
+	s = spawn(p1.ns_b, NULL, "foreign", NULL, "%s", a);
+	rc = wait_rc(s, 15);
+	out = slurp("foreign", "json");
+	CHECK(rc == 1 && strstr(out, "'not_pfs'") && strstr(out, "does not replace"),
+	      "rc %d %s", rc, out);
+	rc = sh("ip -n %s link show dev %s | grep -q 'name not_pfs'", p1.ns_b, p1.if_b);
+	sh("ip -n %s link set dev %s xdpgeneric off", p1.ns_b, p1.if_b);
+	CHECK(rc == 0, "the foreign program was removed");
+	CHECK(!xdp_attached(&p1), "cleanup");
+	return TAP_PASS;
+}
+
 #define NEED_SETPRIV() do { if (!have_setpriv) \
 	return tap_skip("setpriv (util-linux) not installed"); } while (0)
 
@@ -888,6 +916,7 @@ static const struct tap_test tests[] = {
 	{ "attached: ARP+ICMP, ND+ICMPv6, other UDP port pass; IPv4 options redirected; SIGTERM detaches",
 	  t_coexist },
 	{ "a stale program (SIGKILLed run) is replaced", t_stale_replaced },
+	{ "a foreign XDP program is refused and left attached", t_foreign },
 	{ "uid 65534 with CAP_NET_ADMIN,CAP_NET_RAW,CAP_BPF receives; CAP_NET_RAW sends",
 	  t_nonroot_caps },
 	{ "without CAP_BPF / CAP_NET_ADMIN / CAP_NET_RAW: refused, capability named", t_no_cap_bpf },
