@@ -59,6 +59,11 @@ void pfs_xsk_errorf(const char *fmt, ...)
 	pfs_err("%s", last_error);
 }
 
+void pfs_xsk_error_clear(void)
+{
+	last_error[0] = '\0';
+}
+
 const char *pfs_xsk_last_error(void)
 {
 	return last_error;

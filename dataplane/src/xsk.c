@@ -236,15 +236,13 @@ static void socket_close(struct pfs_xsk *x)
 	x->fd = -1;
 }
 
-/* Socket, UMEM registration, rings, bind with @bind_flags. 0 or -errno
- * (reason set, except for the bind error the caller may retry). */
-static int socket_open(struct pfs_xsk *x, uint16_t bind_flags)
+/* Socket, UMEM registration, rings. 0 or -errno with the reason set. */
+static int socket_open(struct pfs_xsk *x)
 {
 	uint32_t rx_n = x->rx_frames ? 2 * x->rx_frames : 64;	/* fill ring, see top */
 	uint32_t tx_n = x->nframes - x->rx_frames;
 	struct xdp_umem_reg reg;
 	struct xdp_mmap_offsets off;
-	struct sockaddr_xdp sa;
 	socklen_t ol = sizeof(off);
 	int rc;
 
@@ -300,19 +298,38 @@ static int socket_open(struct pfs_xsk *x, uint16_t bind_flags)
 		pfs_xsk_errorf("mapping the AF_XDP rings: %s", strerror(-rc));
 		goto out_close;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sxdp_family = AF_XDP;
-	sa.sxdp_ifindex = (uint32_t)x->ifindex;
-	sa.sxdp_queue_id = x->queue;
-	sa.sxdp_flags = bind_flags | XDP_USE_NEED_WAKEUP;
-	if (bind(x->fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		rc = -errno;
-		goto out_close;
-	}
 	return 0;
 
 out_close:
 	socket_close(x);
+	return rc;
+}
+
+/* Bind with @flags. A failed bind leaves the socket (and its registered
+ * UMEM) ready for another try, so zero-copy falls back to copy on the same
+ * socket: closing it and registering a second UMEM would charge the memlock
+ * budget twice until the kernel's deferred release of the first (seen here:
+ * a second process of the same user then failed with ENOBUFS).
+ * The kernel also releases a closed socket's buffer pool from its queue in
+ * a workqueue, so a run that starts right after another one closed (or
+ * failed) can find the queue still taken: EBUSY for a few ms (seen here
+ * after a run that failed half-way). Retried for up to 2 s. */
+static int do_bind(struct pfs_xsk *x, uint16_t flags)
+{
+	struct sockaddr_xdp sa;
+	int rc = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sxdp_family = AF_XDP;
+	sa.sxdp_ifindex = (uint32_t)x->ifindex;
+	sa.sxdp_queue_id = x->queue;
+	sa.sxdp_flags = flags | XDP_USE_NEED_WAKEUP;
+	for (int i = 0; i < 100; i++) {
+		rc = bind(x->fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+		if (rc != -EBUSY)
+			break;
+		usleep(20000);
+	}
 	return rc;
 }
 
@@ -323,8 +340,8 @@ static void bind_error(struct pfs_xsk *x, int rc, const char *mode)
 			       "exist? see ethtool -l %s)", mode, x->ifname, x->queue,
 			       strerror(-rc), x->ifname);
 	else if (rc == -EBUSY)
-		pfs_xsk_errorf("%s queue %u already has an AF_XDP socket or UMEM (EBUSY)",
-			       x->ifname, x->queue);
+		pfs_xsk_errorf("%s queue %u already has an AF_XDP socket (EBUSY for 2 s: another "
+			       "process uses it)", x->ifname, x->queue);
 	else if (rc == -EPERM)
 		pfs_xsk_errorf("binding an AF_XDP socket was refused: missing CAP_NET_RAW");
 	else
@@ -358,6 +375,7 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 	char why[300];
 	int rc;
 
+	pfs_xsk_error_clear();
 	if (!o || o->sz < sizeof(*o) || !o->ifname) {
 		pfs_xsk_errorf("xsk: bad options");
 		errno = EINVAL;
@@ -415,12 +433,15 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 	if (o->page == PFS_XSK_PAGE_4K)
 		x->page_reason[0] = '\0';
 
+	rc = socket_open(x);
+	if (rc)
+		goto out_unmap;
 	if (o->bind == PFS_XSK_BIND_COPY) {
-		rc = socket_open(x, XDP_COPY);
-		if (rc && x->fd < 0 && !pfs_xsk_last_error()[0])
+		rc = do_bind(x, XDP_COPY);
+		if (rc)
 			bind_error(x, rc, "copy");
 	} else {
-		rc = socket_open(x, XDP_ZEROCOPY);
+		rc = do_bind(x, XDP_ZEROCOPY);
 		if (rc == -EOPNOTSUPP || rc == -EINVAL || rc == -EPROTONOSUPPORT) {
 			snprintf(x->bind_reason, sizeof(x->bind_reason),
 				 "zero-copy bind on %s queue %u: %s", x->ifname, x->queue,
@@ -429,18 +450,18 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 				pfs_xsk_errorf("%s (the driver does not support AF_XDP zero-copy)",
 					       x->bind_reason);
 				rc = -EOPNOTSUPP;
-				goto out_unmap;
+				goto out_close;
 			}
 			pfs_debug("%s; using copy mode", x->bind_reason);
-			rc = socket_open(x, XDP_COPY);
-			if (rc && rc != -ENOBUFS && rc != -ENOMEM)
+			rc = do_bind(x, XDP_COPY);
+			if (rc)
 				bind_error(x, rc, "copy");
-		} else if (rc && rc != -ENOBUFS && rc != -ENOMEM) {
+		} else if (rc) {
 			bind_error(x, rc, "zero-copy");
 		}
 	}
 	if (rc)
-		goto out_unmap;
+		goto out_close;
 	if (!getsockopt(x->fd, SOL_XDP, XDP_OPTIONS, &xo, &xol))
 		x->zerocopy = xo.flags & XDP_OPTIONS_ZEROCOPY;
 

@@ -5,5 +5,6 @@
 #define PFS_XSK_ERR_H
 
 void pfs_xsk_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pfs_xsk_error_clear(void);
 
 #endif
