@@ -95,6 +95,7 @@ struct worker {
 	struct pfs_xsk *x;
 	const struct xsk_args *a;
 	uint64_t frames, bytes, bad, wrong_queue;
+	uint64_t last_seq;	/* sink: seq of the last good frame */
 	double first, last;	/* CLOCK_MONOTONIC seconds */
 	int err;
 	pthread_t th;
@@ -177,6 +178,8 @@ static void *sink_worker(void *arg)
 			w->bad += r == 1;
 			w->wrong_queue += r == 2;
 			w->bytes += d[i].len;
+			if (r != 1)
+				memcpy(&w->last_seq, d[i].data + 8, 8);
 		}
 		w->frames += (uint64_t)n;
 		pfs_xsk__rx_release(w->x, d, (unsigned int)n);
@@ -448,7 +451,7 @@ static int result(struct pfs_json *j, const struct xsk_args *a, struct worker *w
 	struct pfs_xsk_stats s, sum;
 	uint64_t frames = 0, bytes = 0, bad = 0, wrongq = 0;
 	double first = 0, last = 0, el;
-	char perq[XSK_MAX_QUEUES * 21 + 1] = "";
+	char perq[XSK_MAX_QUEUES * 21 + 1] = "", lastseq[XSK_MAX_QUEUES * 21 + 1] = "";
 	int err = 0;
 
 	memset(&sum, 0, sizeof(sum));
@@ -465,8 +468,11 @@ static int result(struct pfs_json *j, const struct xsk_args *a, struct worker *w
 			err = w[q].err;
 		snprintf(perq + strlen(perq), sizeof(perq) - strlen(perq), "%s%" PRIu64,
 			 q ? "," : "", w[q].frames);
+		snprintf(lastseq + strlen(lastseq), sizeof(lastseq) - strlen(lastseq), "%s%" PRIu64,
+			 q ? "," : "", w[q].last_seq);
 		pfs_xsk__stats(w[q].x, &s);
 		sum.rx_bad += s.rx_bad;
+		sum.fill_stashed += s.fill_stashed;
 		sum.tx_kicks += s.tx_kicks;
 		sum.tx_ring_full += s.tx_ring_full;
 		sum.k_rx_dropped += s.k_rx_dropped;
@@ -484,9 +490,11 @@ static int result(struct pfs_json *j, const struct xsk_args *a, struct worker *w
 	pfs_json_num(j, "payload_gbit_s", el > 0 ? (double)bytes * 8 / el / 1e9 : 0, 3);
 	pfs_json_u64(j, "payload_size", sink ? (frames ? bytes / frames : 0) : a->size);
 	if (sink) {
+		pfs_json_str(j, "last_seq", lastseq, sizeof(lastseq));
 		pfs_json_u64(j, "bad", bad);
 		pfs_json_u64(j, "wrong_queue", wrongq);
 		pfs_json_u64(j, "rx_unparsed", sum.rx_bad);
+		pfs_json_u64(j, "fill_stashed", sum.fill_stashed);
 		pfs_json_u64(j, "k_rx_dropped", sum.k_rx_dropped);
 		pfs_json_u64(j, "k_rx_ring_full", sum.k_rx_ring_full);
 		pfs_json_u64(j, "k_fill_empty", sum.k_fill_empty);

@@ -710,6 +710,7 @@ static void fill_frames(struct pfs_xsk *x, const uint64_t *addr, uint32_t n)
 	k = x->nstash ? 0 : fill_put(x, addr, n);
 	memcpy(x->stash + x->nstash, addr + k, (n - k) * sizeof(*addr));
 	x->nstash += n - k;
+	x->st.fill_stashed += n - k;
 }
 
 int pfs_xsk__rx_burst(struct pfs_xsk *x, struct pfs_dgram *out, unsigned int n)

@@ -67,6 +67,7 @@ struct pfs_xsk_stats {
 	uint64_t tx_completed;
 	uint64_t tx_kicks, rx_kicks;	/* syscalls made because needs_wakeup said so */
 	uint64_t tx_ring_full;		/* tx_burst calls that found no room */
+	uint64_t fill_stashed;		/* RX frames that waited for fill-ring room */
 	/* from the kernel (XDP_STATISTICS) */
 	uint64_t k_rx_dropped, k_rx_invalid, k_tx_invalid, k_rx_ring_full, k_fill_empty,
 		k_tx_ring_empty;
