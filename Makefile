@@ -9,6 +9,17 @@ LOCALBIN ?= $(shell pwd)/bin
 CONTROLLER_TOOLS_VERSION ?= v0.19.0
 # The binary name carries the version, so bumping the pin reinstalls it.
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+# helm, built from the Go module proxy (helm.sh/helm/v3) at this version.
+HELM_VERSION ?= v3.19.0
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+# The ldflags helm's own Makefile sets: its version, and the Kubernetes version
+# `helm template` and `helm lint` assume without a cluster (helm v3.19 is built
+# against client-go v0.34, i.e. Kubernetes 1.34; `go install` alone leaves 1.20).
+HELM_LDFLAGS ?= -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+  -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34 \
+  -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=34
+# The Helm chart; its crds/ and files/manager-role.yaml are copies of generated files.
+CHART_DIR ?= charts/packetfs-operator
 # Kubernetes version of the binaries envtest runs (built from source, cached
 # outside the repo by hack/k8s-binaries.sh).
 K8S_VERSION ?= v1.34.4
@@ -34,8 +45,9 @@ deps: ## Install the OS packages and tools the build and tests need (idempotent)
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs and RBAC from the Go markers.
+manifests: controller-gen ## Generate CRDs and RBAC from the Go markers (and their copies in the Helm chart).
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	@$(MAKE) --no-print-directory helm-crds helm-rbac
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
@@ -56,11 +68,12 @@ lint: vet ## Run the linters (go vet, gofmt check, SPDX line in every Go file, s
 	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
-test: deps test-go test-dataplane ## Run all tests: Go unit + envtest, data plane.
+test: deps test-go test-chart helm-lint test-dataplane ## Run all tests: Go unit + envtest, Helm chart (lint and template tests), data plane.
 
 .PHONY: test-go
-test-go: manifests generate envtest-assets ## Run Go unit and envtest integration tests (real kube-apiserver and etcd).
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./... -count=1 $(GOTESTFLAGS)
+test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integration tests (real kube-apiserver and etcd), and the pod/CLI contract test.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" PFS_BIN="$(CURDIR)/dataplane/build/pfs" \
+	  $(GO) test ./... -count=1 $(GOTESTFLAGS)
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, kubectl and etcd for envtest; honours KUBEBUILDER_ASSETS.
@@ -73,11 +86,39 @@ verify: manifests generate ## Regenerate everything (code, CRDs, RBAC, go.mod) a
 	  if [ -n "$$changed" ]; then echo "generated files are out of date (run make manifests generate; go mod tidy; commit):"; \
 	  echo "$$changed"; git --no-pager diff -- api config charts go.mod go.sum; exit 1; fi
 
+##@ Helm chart
+
+.PHONY: helm-crds
+helm-crds: ## Copy config/crd/bases/*.yaml into the chart's crds/ (run by manifests; verify catches drift).
+	@mkdir -p $(CHART_DIR)/crds
+	@rm -f $(CHART_DIR)/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART_DIR)/crds/
+
+.PHONY: helm-rbac
+helm-rbac: ## Copy config/rbac/role.yaml into the chart (files/manager-role.yaml, read by the ClusterRole template; run by manifests).
+	@mkdir -p $(CHART_DIR)/files
+	cp config/rbac/role.yaml $(CHART_DIR)/files/manager-role.yaml
+
+.PHONY: helm-lint
+helm-lint: helm ## Lint the chart strictly (defaults and a values file with every option set).
+	$(HELM) lint --strict $(CHART_DIR)
+	@# helm lint cannot pretend Multus is installed (no --api-versions), so the
+	@# data networks are left out here; test-chart renders them.
+	$(HELM) lint --strict $(CHART_DIR) --values test/chart/testdata/full-values.yaml --set-json 'dataNetworks=[]'
+
+.PHONY: test-chart
+test-chart: helm ## Render the chart with several value sets and check the objects (Go, build tag chart).
+	HELM=$(HELM) $(GO) test -tags chart ./test/chart/... -count=1 $(GOTESTFLAGS)
+
 ##@ Data plane
 
 .PHONY: dataplane
 dataplane: ## Build the C data plane (pfs CLI, libpfs, tests).
 	$(MAKE) -C dataplane
+
+.PHONY: pfs
+pfs: ## Build only the static pfs CLI (the operator's contract test runs it).
+	$(MAKE) -C dataplane build/pfs
 
 .PHONY: test-dataplane
 test-dataplane: ## Run the data plane TAP tests.
@@ -92,6 +133,17 @@ build: manifests generate ## Build the manager binary.
 .PHONY: run
 run: manifests generate ## Run the manager against the current kubeconfig.
 	$(GO) run ./cmd/manager
+
+# The engine that builds images: docker when its daemon answers, else buildah,
+# else podman (Debian packages). Evaluated only when docker-build runs.
+CONTAINER_TOOL ?= $(shell if docker info >/dev/null 2>&1; then echo docker; \
+  elif command -v buildah >/dev/null; then echo buildah; elif command -v podman >/dev/null; then echo podman; fi)
+
+.PHONY: docker-build
+docker-build: build dataplane ## Build the operator ($(IMG)) and data-plane ($(DATAPLANE_IMG)) images from the binaries just built; offline.
+	@[ -n "$(CONTAINER_TOOL)" ] || { echo "no container engine: start docker, or apt-get install -y buildah"; exit 1; }
+	$(CONTAINER_TOOL) build -t $(IMG) -f Dockerfile .
+	$(CONTAINER_TOOL) build -t $(DATAPLANE_IMG) -f dataplane/Dockerfile dataplane
 
 ##@ Cluster
 
@@ -124,3 +176,9 @@ controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+
+.PHONY: helm
+helm: $(HELM) ## Install helm into ./bin (from the Go module proxy).
+$(HELM): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) $(GO) install -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $(HELM)

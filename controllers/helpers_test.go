@@ -71,6 +71,16 @@ func unschedulable(since time.Time) podOpt {
 }
 
 // condSummary reduces conditions to "Type=Status/Reason" for comparisons.
+// hasReason reports whether any condition carries @reason.
+func hasReason(conds []metav1.Condition, reason string) bool {
+	for _, c := range conds {
+		if c.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
 func condSummary(conds []metav1.Condition) map[string]string {
 	out := map[string]string{}
 	for _, c := range conds {

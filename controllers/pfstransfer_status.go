@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
@@ -185,7 +186,7 @@ func (d *transferDecision) run() {
 		d.st.StartTime = &metav1.Time{Time: now.Truncate(time.Second)}
 		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "sender pod created, waiting to be scheduled")
 		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonRunning, "the receiver listens; the sender is starting")
-		d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonReceiverNotReady,
+		d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonRunning,
 			fmt.Sprintf("Receiver %s listens at %s; created sender pod %s", obs.Receiver.Name, addr.HostPort(podspec.ReceiverPort), sendName))
 		return
 	}
@@ -196,8 +197,11 @@ func (d *transferDecision) run() {
 		return
 	}
 	if obs.Receiver.Spec.NodeName != "" && obs.Sender.Spec.NodeName != "" {
-		d.cond(pfsv1alpha1.ConditionPlaced, true, pfsv1alpha1.ReasonPodsScheduled,
-			fmt.Sprintf("receiver on node %s, sender on node %s", obs.Receiver.Spec.NodeName, obs.Sender.Spec.NodeName))
+		msg := fmt.Sprintf("receiver on node %s, sender on node %s", obs.Receiver.Spec.NodeName, obs.Sender.Spec.NodeName)
+		if !meta.IsStatusConditionTrue(d.x.Status.Conditions, pfsv1alpha1.ConditionPlaced) {
+			d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonPodsScheduled, "Both pods scheduled: "+msg)
+		}
+		d.cond(pfsv1alpha1.ConditionPlaced, true, pfsv1alpha1.ReasonPodsScheduled, msg)
 	} else if so.State == podUnschedulable {
 		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, so.Detail)
 		d.plan.RequeueAfter = so.RetryAt.Sub(now)
@@ -208,6 +212,9 @@ func (d *transferDecision) run() {
 		return
 	}
 	if so.State == podRunning || so.State == podReady || so.State == podSucceeded {
+		if d.x.Status.Phase != pfsv1alpha1.PhaseRunning {
+			d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonRunning, "Sender "+obs.Sender.Name+" is running: moving bytes")
+		}
 		d.st.Phase = pfsv1alpha1.PhaseRunning
 		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonRunning, "moving bytes")
 	}

@@ -68,7 +68,8 @@ func TestDecideTransfer(t *testing.T) {
 		attempts int32
 		conds    map[string]string
 		plan     transferPlan
-		msg      string // Failed or Succeeded message, when checked
+		msg      string   // Failed or Succeeded message, when checked
+		events   []string // Event reasons in order, when checked
 	}
 	tests := map[string]struct {
 		x    *pfsv1alpha1.PfsTransfer
@@ -134,8 +135,9 @@ func TestDecideTransfer(t *testing.T) {
 			want: want{phase: "Failed", attempts: 1, conds: map[string]string{"Failed": "True/TopologyAffinityError", "Succeeded": "False/TopologyAffinityError"},
 				plan: transferPlan{DeleteActivePods: true}}},
 		"both sides running": {x: base(status(bothCreated)),
-			obs:  transferObservation{Receiver: recvReady, Sender: testPod("x-a0-send", "sender", onNode("n2"), isRunning(false))},
-			want: want{phase: "Running", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "False/Running"}}},
+			obs: transferObservation{Receiver: recvReady, Sender: testPod("x-a0-send", "sender", onNode("n2"), isRunning(false))},
+			want: want{phase: "Running", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "False/Running"},
+				events: []string{"PodsScheduled", "Running"}}},
 		"both succeeded: results merged": {x: base(status(bothCreated)), obs: transferObservation{Receiver: okRecv, Sender: okSend},
 			want: want{phase: "Succeeded", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "True/Completed"},
 				plan: transferPlan{DeleteActivePods: true},
@@ -192,6 +194,20 @@ func TestDecideTransfer(t *testing.T) {
 			for _, e := range plan.Events {
 				if e.Reason == "" || (e.Type != corev1.EventTypeNormal && e.Type != corev1.EventTypeWarning) {
 					t.Errorf("bad event %+v", e)
+				}
+				// An Event names the step with the reason of the condition
+				// that step set, so `kubectl describe` and status agree.
+				if !hasReason(st.Conditions, e.Reason) {
+					t.Errorf("event reason %s matches no condition: %v", e.Reason, condSummary(st.Conditions))
+				}
+			}
+			if tc.want.events != nil {
+				var got []string
+				for _, e := range plan.Events {
+					got = append(got, e.Reason)
+				}
+				if diff := cmp.Diff(tc.want.events, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("event reasons (-want +got):\n%s", diff)
 				}
 			}
 		})

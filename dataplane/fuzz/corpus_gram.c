@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 			emit(argv[1], idx++, 8 + len + pay);
 		}
 	}
-	for (int t = PFS_CTL_HELLO; t <= PFS_CTL_RESULT; t++) {
+	for (int t = PFS_CTL_HELLO; t <= PFS_CTL_DIGEST; t++) {
 		struct pfs_ctl c = { .type = t, .size = blob, .value = 1, .count = 2, .word = 3 };
 
 		pfs_ctl_encode(&c, buf + 8);

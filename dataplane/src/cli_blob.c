@@ -109,6 +109,8 @@ int pfs_cmd_blob(int argc, char **argv)
 		fprintf(stderr, "pfs blob %s: --name is required\n", verb);
 		return PFS_EXIT_USAGE;
 	}
+	if (pfs_cli_check_args)
+		return PFS_EXIT_OK;
 	if (!strcmp(verb, "rm")) {
 		int err = pfs_blob_remove(cb.opts.dir, cb.opts.name);
 

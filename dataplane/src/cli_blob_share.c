@@ -214,6 +214,8 @@ bad:
 		fprintf(stderr, "pfs blob serve: --name, --socket and --token-file are required\n");
 		goto usage;
 	}
+	if (pfs_cli_check_args)
+		return PFS_EXIT_OK;
 
 	/* Block SIGTERM/SIGINT from here on: one that arrives during the
 	 * fingerprint pass stays pending for the server's signalfd instead of
@@ -296,6 +298,8 @@ int pfs_cmd_blob_ping(int argc, char **argv)
 	}
 	if (optind < argc || !path)
 		goto usage;
+	if (pfs_cli_check_args)
+		return PFS_EXIT_OK;
 	if (token_file) {
 		int tl = pfs_share_token_read(token_file, tok, sizeof(tok));
 

@@ -158,3 +158,5 @@ void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t
 	pfs_json_u64(j, "setup_threads", t->setup_threads);
 	pfs_json_close(j);
 }
+
+bool pfs_cli_check_args;

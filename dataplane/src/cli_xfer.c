@@ -18,7 +18,12 @@
 #include "pfs/cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
+#include "pfs/pcore.h"
 #include "pfs/xfer.h"
+
+#define INTEGRITY_HELP \
+"  --integrity K         crc32c | fnv1a64 | none (default crc32c); both ends must\n" \
+"                        agree (the receiver refuses another); none compares counts\n"
 
 static const char send_usage[] =
 "usage: pfs send --connect ADDR:PORT --mode MODE [options]\n"
@@ -35,10 +40,12 @@ static const char send_usage[] =
 "  --min-len N --max-len N   descriptor lengths (default 64 .. 256K)\n"
 "  --align N             offset/length alignment, power of 2 (default 64)\n"
 "  --pattern P           seq | random (default seq)\n"
+"  --range OFF:LEN       keep descriptors inside this part of the blob (default all)\n"
 "  --sched-seed N        schedule seed (default 1)\n"
 "  --gram-bytes N        payload bytes per gram in payload mode (default 4M)\n"
 "  --connect-timeout S   keep retrying a refused connect this long (default 10)\n"
 "  --timeout S           per-I/O timeout in seconds (default 30)\n"
+INTEGRITY_HELP
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
 "  --notes TEXT          notes for the result row\n"
@@ -66,6 +73,7 @@ static const char recv_usage[] =
 "  --out FILE            also write the referenced bytes to FILE at their offsets\n"
 "  --accept-timeout S    wait this long for a sender (default 60)\n"
 "  --timeout S           per-I/O timeout in seconds (default 30)\n"
+INTEGRITY_HELP
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
 "  --notes TEXT          notes for the result row\n"
@@ -94,6 +102,7 @@ struct xfer_args {
 	const char *out, *result_file, *csv, *notes, *ready_file;
 	const char *ifname, *peer_mac;
 	uint32_t queues, mtu;
+	enum pfs_integrity integrity;
 };
 
 static int split_addr(const char *s, char *host, size_t n, uint16_t *port)
@@ -141,6 +150,7 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 		{ "transport", 1, 0, PFS_OPT_LONG }, { "ready-file", 1, 0, PFS_OPT_LONG },
 		{ "ifname", 1, 0, PFS_OPT_LONG }, { "queues", 1, 0, PFS_OPT_LONG },
 		{ "peer-mac", 1, 0, PFS_OPT_LONG }, { "mtu", 1, 0, PFS_OPT_LONG },
+		{ "integrity", 1, 0, PFS_OPT_LONG }, { "range", 1, 0, PFS_OPT_LONG },
 		{ "help", 0, 0, 'h' }, { 0 },
 	};
 	const char *usage = a->sender ? send_usage : recv_usage;
@@ -221,6 +231,20 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 					argv[0], v, pfs_transport_names());
 				return -1;
 			}
+		} else if (!strcmp(n, "range") && a->sender) {
+			char *colon = strchr(v, ':');
+			char off[32];
+
+			if (!colon || (size_t)(colon - v) >= sizeof(off))
+				goto bad;
+			memcpy(off, v, colon - v);
+			off[colon - v] = '\0';
+			if (pfs_parse_size(off, &a->sched.range_off) ||
+			    pfs_parse_size(colon + 1, &a->sched.range_len) || !a->sched.range_len)
+				goto bad;
+		} else if (!strcmp(n, "integrity")) {
+			if (pfs_integrity_parse(v, &a->integrity))
+				goto bad;
 		} else if (!strcmp(n, "ready-file") && !a->sender) {
 			a->ready_file = v;
 		} else if (!strcmp(n, "ifname")) {
@@ -252,6 +276,11 @@ bad:
 			a->sender ? "connect" : "listen");
 		goto usage;
 	}
+	if (!pfs_transport_has_integrity(a->transport, a->integrity)) {
+		fprintf(stderr, "pfs %s: --transport %s runs only --integrity crc32c, not %s\n",
+			argv[0], a->transport->name, pfs_integrity_str(a->integrity));
+		return -1;
+	}
 	if (a->sched.min_len > a->sched.max_len) {
 		fprintf(stderr, "pfs %s: --min-len exceeds --max-len\n", argv[0]);
 		return -1;
@@ -270,13 +299,40 @@ static int exit_code(int err, const struct pfs_xfer_result *r)
 		return PFS_EXIT_TIMEOUT;
 	if (err)
 		return PFS_EXIT_ERROR;
-	return r->verdict == PFS_VERDICT_OK ? PFS_EXIT_OK : PFS_EXIT_MISMATCH;
+	/* NA: --integrity none and the counts agreed. */
+	return r->verdict == PFS_VERDICT_MISMATCH ? PFS_EXIT_MISMATCH : PFS_EXIT_OK;
 }
 
 static const char *verdict_str(const struct pfs_xfer_result *r)
 {
 	return r->verdict == PFS_VERDICT_OK ? "OK" :
 	       r->verdict == PFS_VERDICT_MISMATCH ? "MISMATCH" : "NA";
+}
+
+/* Where this side ran: the CPUs it was allowed (in a Guaranteed pod under the
+ * static CPU manager, the ones Kubernetes assigned) and their NUMA node. */
+static void placement_json(struct pfs_json *j)
+{
+	int cpus[64], n = pfs_pcore_allowed_cpus(cpus, 64), node;
+
+	if (n <= 0)
+		return;
+	node = pfs_pcore_cpus_node(cpus, n);
+	/* Up to 64 CPUs; a wider set is summarised by its node alone. */
+	if (n < 64)
+		pfs_json_ints(j, "cpus", cpus, n);
+	if (node >= 0)
+		pfs_json_u64(j, "numa_node", (uint64_t)node);
+}
+
+static void checksum_json(struct pfs_json *j, const char *key, const char *peer_key,
+			  const struct pfs_xfer_result *r, int digits)
+{
+	pfs_json_hex(j, key, r->crc, digits);
+	if (r->peer_crc_valid)
+		pfs_json_hex(j, peer_key, r->peer_crc, digits);
+	else
+		pfs_json_str(j, peer_key, NULL, 0);
 }
 
 static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint64_t fp,
@@ -290,11 +346,12 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 
 	pfs_label(a->mode, a->transport->label, label, sizeof(label));
 	snprintf(notes, sizeof(notes), "%s%s%s; %s; blob=%s; %u desc/gram; len %u..%u align %u; "
-		 "pattern=%s; crc32c=%s", a->notes ? a->notes : "", a->notes ? "; " : "",
+		 "pattern=%s; integrity=%s; crc32c=%s", a->notes ? a->notes : "", a->notes ? "; " : "",
 		 a->sender ? "sender" : "receiver", r->peer[0] ? r->peer : "no peer",
 		 blob ? pfs_page_kind_str(pfs_blob__page_kind(blob)) : "none", a->desc_per_gram,
 		 a->sched.min_len, a->sched.max_len, a->sched.align,
-		 a->sched.pattern == PFS_PATTERN_RANDOM ? "random" : "seq", pfs_crc32c_impl());
+		 a->sched.pattern == PFS_PATTERN_RANDOM ? "random" : "seq",
+		 pfs_integrity_str(a->integrity), pfs_crc32c_impl());
 	pfs_json_begin(&j);
 	pfs_json_bool(&j, "ok", rc == PFS_EXIT_OK);
 	pfs_json_str(&j, "cmd", a->sender ? "send" : "recv", 8);
@@ -314,11 +371,12 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 	pfs_json_num(&j, "mb_per_cpu_s", mbcpu, 1);
 	pfs_json_str(&j, "integrity", verdict_str(r), 10);
 	pfs_json_u64(&j, "pthreads", 1);
-	pfs_json_hex(&j, "crc32c", r->crc, 8);
-	if (r->peer_crc_valid)
-		pfs_json_hex(&j, "peer_crc32c", r->peer_crc, 8);
-	else
-		pfs_json_str(&j, "peer_crc32c", NULL, 0);
+	pfs_json_str(&j, "integrity_alg", pfs_integrity_str(a->integrity), 8);
+	/* "crc32c"/"peer_crc32c" stay for readers that predate --integrity. */
+	if (a->integrity == PFS_INTEGRITY_CRC32C)
+		checksum_json(&j, "crc32c", "peer_crc32c", r, 8);
+	if (a->integrity != PFS_INTEGRITY_NONE)
+		checksum_json(&j, "checksum", "peer_checksum", r, 16);
 	pfs_json_str(&j, "crc32c_impl", pfs_crc32c_impl(), 24);
 	pfs_json_u64(&j, "descs", r->descs);
 	pfs_json_u64(&j, "grams", r->grams);
@@ -338,6 +396,7 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 	}
 	if (r->path[0])
 		pfs_json_str(&j, "path", r->path, 96);
+	placement_json(&j);
 	if (blob)
 		pfs_cli_blob_json(&j, blob, fp);
 	pfs_json_hex(&j, "peer_fingerprint", r->peer_fingerprint, 16);
@@ -377,6 +436,8 @@ static int run(int argc, char **argv, bool sender)
 		fprintf(stderr, "pfs %s: '%s' is not ADDR:PORT\n", argv[0], a.addr);
 		return PFS_EXIT_USAGE;
 	}
+	if (pfs_cli_check_args)
+		return PFS_EXIT_OK;
 	if (sender || a.mode != PFS_MODE_PAYLOAD) {
 		blob = pfs_cli_share_set(&a.share) ?
 			       pfs_cli_share_get(&a.share, r.error, sizeof(r.error)) :
@@ -402,10 +463,12 @@ static int run(int argc, char **argv, bool sender)
 		.out_fd = out_fd, .accept_timeout_ms = (int)(a.accept_timeout * 1000),
 		.ready_file = a.ready_file, .io_timeout_ms = (int)(a.timeout * 1000),
 		.ifname = a.ifname, .queues = a.queues, .peer_mac = a.peer_mac, .mtu = a.mtu,
+		.integrity = a.integrity,
 	};
 
 	if (sender) {
-		xo.sched.total_bytes = a.bytes ? a.bytes : pfs_blob__size(blob);
+		xo.sched.total_bytes = a.bytes ? a.bytes :
+				       a.sched.range_len ? a.sched.range_len : pfs_blob__size(blob);
 		err = a.transport->send(&xo, &r);
 	} else {
 		err = a.transport->recv(&xo, &r);

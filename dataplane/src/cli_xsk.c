@@ -649,6 +649,8 @@ int pfs_cmd_xsk(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? PFS_EXIT_OK : rc;
+	if (pfs_cli_check_args)	/* options valid; touch nothing */
+		return PFS_EXIT_OK;
 	pfs_json_begin(&j);
 	pfs_json_str(&j, "cmd", !strcmp(a.cmd, "sink") ? "xsk sink" :
 		     !strcmp(a.cmd, "blast") ? "xsk blast" : "xsk detach", 16);

@@ -17,9 +17,11 @@
  * point from the CPU's features (cpuid via __builtin_cpu_supports on x86,
  * getauxval(AT_HWCAP) on arm64).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -297,4 +299,26 @@ uint64_t pfs_fnv1a64(uint64_t h, const void *buf, size_t len)
 	while (len--)
 		h = (h ^ *p++) * PFS_FNV1A64_PRIME;
 	return h;
+}
+
+static const char *const integrity_names[] = {
+	[PFS_INTEGRITY_CRC32C] = "crc32c",
+	[PFS_INTEGRITY_FNV1A64] = "fnv1a64",
+	[PFS_INTEGRITY_NONE] = "none",
+};
+
+int pfs_integrity_parse(const char *s, enum pfs_integrity *k)
+{
+	for (size_t i = 0; i < sizeof(integrity_names) / sizeof(integrity_names[0]); i++)
+		if (!strcasecmp(s, integrity_names[i])) {
+			*k = (enum pfs_integrity)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *pfs_integrity_str(enum pfs_integrity k)
+{
+	return (unsigned)k < sizeof(integrity_names) / sizeof(integrity_names[0]) ?
+		       integrity_names[k] : "unknown";
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "pfs/blob.h"
+#include "pfs/cli.h"
 #include "pfs/cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
@@ -97,6 +98,7 @@ struct args {
 	uint64_t blob_size;
 	enum pfs_page_kind page;
 	uint64_t seed;
+	enum pfs_blob_fill fill;
 	int numa_node;
 	int blob_fd;
 	const char *blob_name, *blob_dir;
@@ -127,6 +129,7 @@ static void usage(FILE *f)
 "  --isa NAME         kernels: auto, avx2, sse2, neon, portable (default auto)\n"
 "blob (one of):\n"
 "  --blob-size S --page {4k,thp,2m,1g} --seed N   a fresh seeded blob (default 1G on 2m)\n"
+"  --fill {seed,zero}  how that fresh blob is filled (default seed)\n"
 "  --blob-name NAME [--blob-dir DIR]          an existing named blob\n"
 "  --blob-fd FD                               a blob fd passed by a holder\n"
 "  --blob-socket PATH --blob-token-file PATH  the blob from a holder (pfs blob serve);\n"
@@ -139,7 +142,7 @@ static void usage(FILE *f)
 enum {
 	OPT_OP = 256, OPT_IMM, OPT_RANGE, OPT_PCORES, OPT_DPF, OPT_DESC_LEN,
 	OPT_ALIGN, OPT_RING, OPT_DURATION, OPT_PASSES, OPT_BASELINE, OPT_ROUNDS,
-	OPT_NUMA, OPT_ISA, OPT_BLOB_SIZE, OPT_PAGE, OPT_SEED, OPT_BLOB_NAME,
+	OPT_NUMA, OPT_ISA, OPT_BLOB_SIZE, OPT_PAGE, OPT_SEED, OPT_FILL, OPT_BLOB_NAME,
 	OPT_BLOB_DIR, OPT_BLOB_FD, OPT_BLOB_SHARE, OPT_RESULT, OPT_THREADS, OPT_HELP,
 };
 
@@ -162,6 +165,7 @@ static const struct option long_opts[] = {
 	{ "blob-size", required_argument, NULL, OPT_BLOB_SIZE },
 	{ "page", required_argument, NULL, OPT_PAGE },
 	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "fill", required_argument, NULL, OPT_FILL },
 	{ "blob-name", required_argument, NULL, OPT_BLOB_NAME },
 	{ "blob-dir", required_argument, NULL, OPT_BLOB_DIR },
 	{ "blob-fd", required_argument, NULL, OPT_BLOB_FD },
@@ -195,6 +199,7 @@ static int parse_args(int argc, char **argv, struct args *a, bool calibrate)
 	a->blob_size = 1ULL << 30;
 	a->page = PFS_PAGE_2M;
 	a->seed = 1;
+	a->fill = PFS_FILL_SEED;
 	a->numa_node = -1;
 	a->blob_fd = -1;
 	a->isa = pfs_ops__best()->isa;
@@ -295,6 +300,14 @@ static int parse_args(int argc, char **argv, struct args *a, bool calibrate)
 		case OPT_SEED:
 			if (parse_u64(optarg, &a->seed))
 				return bad("--seed", optarg);
+			break;
+		case OPT_FILL:
+			if (!strcmp(optarg, "seed"))
+				a->fill = PFS_FILL_SEED;
+			else if (!strcmp(optarg, "zero"))
+				a->fill = PFS_FILL_ZERO;
+			else
+				return bad("--fill (seed, zero)", optarg);
 			break;
 		case OPT_BLOB_NAME:
 			a->blob_name = optarg;
@@ -436,7 +449,7 @@ static struct pfs_blob *acquire_blob(const struct args *a)
 		.sz = sizeof(bo),
 		.size = a->blob_size,
 		.page = a->page,
-		.fill = PFS_FILL_SEED,
+		.fill = a->fill,
 		.seed = a->seed,
 		.numa_node = a->numa_node,
 	};
@@ -558,7 +571,6 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 	const struct pfs_pcore_opts *o = &a->o;
 	const struct pfs_pcore_result *pc = oc->pc;
 	double pc_m = median(oc->pc_mbps, oc->rounds);
-	double cpu_s = 0;
 	uint64_t empty = 0;
 
 	jput(j, "{");
@@ -573,6 +585,12 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 	jstr(j, "page", pfs_page_kind_str(pfs_blob__page_kind(oc->blob)));
 	jstr(j, "page_fallback", pfs_blob__fallback_reason(oc->blob));
 	jstr(j, "numa", oc->numa_note);
+	{
+		int node = pfs_pcore_cpus_node(oc->cpus, (int)o->pcores);
+
+		if (node >= 0)
+			jput(j, "\"numa_node\":%d,", node);
+	}
 	jput(j, "\"range_off\":%llu,\"range_len\":%llu,\"desc_len\":%u,\"dpf\":%u,"
 		"\"align\":%u,\"ring_slots\":%u,",
 	     (unsigned long long)o->range_off, (unsigned long long)o->range_len,
@@ -584,10 +602,8 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 	jput(j, "\"rounds\":%u,\"warmup_s\":%.3f,\"complete\":%s,", oc->rounds, oc->warmup_s,
 	     pc->complete ? "true" : "false");
 	jstr(j, "stopped_by", stop_signal ? "signal" : NULL);
-	for (unsigned i = 0; i < pc->ncores; i++) {
-		cpu_s += pc->core[i].cpu_s;
+	for (unsigned i = 0; i < pc->ncores; i++)
 		empty += pc->core[i].empty_waits;
-	}
 	jput(j, "\"bytes\":%llu,\"seconds\":%.6f,\"MBps\":%.1f,\"MB_per_cpu_s\":%.1f,",
 	     (unsigned long long)pc->bytes, pc->seconds, pc_m,
 	     oc->pc_cpu > 0 ? oc->pc_bytes / oc->pc_cpu / 1e6 : 0);
@@ -734,14 +750,6 @@ static int cmd_run(int argc, char **argv)
 	err = parse_args(argc, argv, &a, false);
 	if (err)
 		return err > 0 ? 0 : EXIT_USAGE;
-	err = choose_cpus(&a, cpus);
-	if (err < 0)
-		return EXIT_USAGE;
-	a.o.cpus = cpus;
-	if (!a.have_range) {
-		a.o.range_off = 0;
-		a.o.range_len = a.blob_size;
-	}
 	if (a.o.desc_len % a.o.align) {
 		pfs_err("pcore: --desc-len %u is not a multiple of --align %u", a.o.desc_len, a.o.align);
 		return EXIT_USAGE;
@@ -749,6 +757,17 @@ static int cmd_run(int argc, char **argv)
 	if (a.o.ring_slots < a.o.dpf) {
 		pfs_err("pcore: --ring-slots %u is smaller than --dpf %u", a.o.ring_slots, a.o.dpf);
 		return EXIT_USAGE;
+	}
+	/* Before the CPU choice: the CPUs a pod gets are not this host's. */
+	if (pfs_cli_check_args)
+		return 0;
+	err = choose_cpus(&a, cpus);
+	if (err < 0)
+		return EXIT_USAGE;
+	a.o.cpus = cpus;
+	if (!a.have_range) {
+		a.o.range_off = 0;
+		a.o.range_len = a.blob_size;
 	}
 
 	install_signals(&old_term, &old_int);

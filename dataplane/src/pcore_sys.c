@@ -117,6 +117,31 @@ int pfs_pcore_node_filter(int node, int *cpus, int n)
 	return w;
 }
 
+int pfs_pcore_cpus_node(const int *cpus, int n)
+{
+	unsigned char nodes[MAX_NODES / 8], bits[8192 / 8];
+	char path[96];
+
+	if (n <= 0)
+		return -1;
+	if (parse_list("/sys/devices/system/node/online", nodes, MAX_NODES))
+		return 0;
+	for (int node = 0; node < MAX_NODES; node++) {
+		int i = 0;
+
+		if (!((nodes[node / 8] >> (node % 8)) & 1))
+			continue;
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
+		if (parse_list(path, bits, 8192))
+			continue;
+		while (i < n && cpus[i] >= 0 && cpus[i] < 8192 && (bits[cpus[i] / 8] >> (cpus[i] % 8)) & 1)
+			i++;
+		if (i == n)
+			return node;
+	}
+	return -1;
+}
+
 int pfs_pcore_numa_bind(int node, void *addr, size_t len, char *note,
 			size_t note_len)
 {

@@ -102,6 +102,15 @@ void pfs_json_bool(struct pfs_json *j, const char *k, bool v)
 	put(j, "%s", v ? "true" : "false");
 }
 
+void pfs_json_ints(struct pfs_json *j, const char *k, const int *v, int n)
+{
+	key(j, k);
+	put(j, "[");
+	for (int i = 0; i < n; i++)
+		put(j, "%s%d", i ? "," : "", v[i]);
+	put(j, "]");
+}
+
 void pfs_json_obj(struct pfs_json *j, const char *k)
 {
 	key(j, k);

@@ -3,7 +3,7 @@
  * Descriptor schedules. A schedule is owned by one sender thread; its state
  * is three integers, so producing a descriptor costs a few instructions and
  * never touches the blob. Lengths are uniform in [min_len, max_len] rounded
- * down to the alignment, clamped at the blob end; the final descriptor is cut
+ * down to the alignment, clamped at the range end; the final descriptor is cut
  * so the lengths sum exactly to total_bytes.
  */
 #include <errno.h>
@@ -34,12 +34,17 @@ int pfs_pattern_parse(const char *str, enum pfs_pattern *p)
 
 int pfs_sched_init(struct pfs_sched *s, const struct pfs_sched_opts *o)
 {
+	uint64_t len = o->range_len ? o->range_len : o->blob_size;
+	uint64_t off = o->range_len ? o->range_off : 0;
+
 	if (!o->align || (o->align & (o->align - 1)) || !o->min_len || o->max_len < o->min_len ||
-	    o->max_len < o->align ||
-	    o->blob_size < o->align || (o->total_bytes && !o->blob_size))
+	    o->max_len < o->align || len < o->align || (o->total_bytes && !o->blob_size) ||
+	    off > o->blob_size || len > o->blob_size - off)
 		return -EINVAL;
 	memset(s, 0, sizeof(*s));
 	s->o = *o;
+	s->o.range_off = off;
+	s->o.range_len = len;
 	s->left = o->total_bytes;
 	s->rng = o->seed;
 	return 0;
@@ -56,20 +61,21 @@ uint32_t pfs_sched_next(struct pfs_sched *s, struct pfs_desc *d, uint32_t max, u
 
 		if (!len)
 			len = o->align;
+		/* off is relative to the range until it is stored. */
 		if (o->pattern == PFS_PATTERN_RANDOM) {
-			off = (splitmix64(&s->rng) % o->blob_size) & mask;
+			off = (splitmix64(&s->rng) % o->range_len) & mask;
 		} else {
-			if (s->cursor >= o->blob_size)
+			if (s->cursor >= o->range_len)
 				s->cursor = 0;
 			off = s->cursor;
 		}
-		if (len > o->blob_size - off)
-			len = o->blob_size - off;
+		if (len > o->range_len - off)
+			len = o->range_len - off;
 		if (len > s->left)
 			len = s->left;
 		if (len > byte_cap)
 			len = byte_cap;
-		d[n].off = off;
+		d[n].off = o->range_off + off;
 		d[n].len = (uint32_t)len;
 		d[n].rsvd = 0;
 		n++;

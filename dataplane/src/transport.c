@@ -19,6 +19,7 @@ static int tcp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 		.blob = o->blob, .fingerprint = o->fingerprint, .sched = o->sched,
 		.desc_per_gram = o->desc_per_gram, .gram_bytes = o->gram_bytes,
 		.connect_timeout_ms = o->connect_timeout_ms, .io_timeout_ms = o->io_timeout_ms,
+		.integrity = o->integrity,
 	};
 
 	return pfs_tcp_send(&so, r);
@@ -30,14 +31,15 @@ static int tcp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 		.sz = sizeof(ro), .host = o->host, .port = o->port, .mode = o->mode,
 		.blob = o->blob, .fingerprint = o->fingerprint, .out_fd = o->out_fd,
 		.accept_timeout_ms = o->accept_timeout_ms, .io_timeout_ms = o->io_timeout_ms,
-		.ready_file = o->ready_file,
+		.ready_file = o->ready_file, .integrity = o->integrity,
 	};
 
 	return pfs_tcp_recv(&ro, r);
 }
 
 static const struct pfs_transport transports[] = {
-	{ "tcp", "TCP", tcp_send, tcp_recv },
+	{ "tcp", "TCP", tcp_send, tcp_recv,
+	  1u << PFS_INTEGRITY_FNV1A64 | 1u << PFS_INTEGRITY_NONE },
 };
 
 const struct pfs_transport *pfs_transport_find(const char *name)
@@ -46,6 +48,11 @@ const struct pfs_transport *pfs_transport_find(const char *name)
 		if (!strcmp(transports[i].name, name))
 			return &transports[i];
 	return NULL;
+}
+
+bool pfs_transport_has_integrity(const struct pfs_transport *t, enum pfs_integrity k)
+{
+	return k == PFS_INTEGRITY_CRC32C || (t->integrity_mask & (1u << k));
 }
 
 const char *pfs_transport_names(void)

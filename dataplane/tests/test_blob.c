@@ -10,7 +10,9 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <grp.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -436,6 +438,44 @@ static int t_from_fd(void)
 	return TAP_PASS;
 }
 
+/* A non-root process without CAP_IPC_LOCK asking for --mlock over its
+ * RLIMIT_MEMLOCK: creation fails and the reason names the limit and the
+ * capability, so an operator knows what to grant. */
+static int t_mlock_over_limit_nonroot(void)
+{
+	pid_t pid;
+	int st;
+
+	if (geteuid())
+		return tap_skip("needs root to drop to an unprivileged user");
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { 64 << 10, 64 << 10 };
+		struct pfs_blob_opts o = { .sz = sizeof(o), .size = 4 << 20, .page = PFS_PAGE_4K,
+					   .fill = PFS_FILL_ZERO, .numa_node = -1, .mlock = true };
+		struct pfs_blob *b;
+		const char *why;
+
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) ||
+		    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		b = pfs_blob__create(&o);
+		why = pfs_blob_last_error();
+		if (b)
+			_exit(11);
+		if (!why || !strstr(why, "CAP_IPC_LOCK") || !strstr(why, "RLIMIT_MEMLOCK"))
+			_exit(12);
+		/* Without --mlock the same user gets its blob. */
+		o.mlock = false;
+		b = pfs_blob__create(&o);
+		_exit(b ? 0 : 13);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork/wait");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child exit %d (10 setup, 11 created, "
+	      "12 unclear message, 13 plain blob failed)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "invalid options rejected with EINVAL", t_invalid_opts },
 	{ "4K blob: rounding, fd, seed fill == reference", t_4k_fill_reference },
@@ -449,6 +489,7 @@ static const struct tap_test tests[] = {
 	{ "named 2M blob without hugetlbfs falls back to /dev/shm", t_named_2m_without_hugetlbfs },
 	{ "named 2M blob on a hugetlbfs mount, second process", t_named_hugetlbfs },
 	{ "blob from fd shares pages", t_from_fd },
+	{ "non-root --mlock over RLIMIT_MEMLOCK: refused, message names CAP_IPC_LOCK", t_mlock_over_limit_nonroot },
 };
 
 TAP_MAIN(tests)

@@ -300,8 +300,9 @@ static int t_ctl_roundtrip(void)
 {
 	uint8_t rec[PFS_CTL_LEN];
 
-	for (int t = PFS_CTL_HELLO; t <= PFS_CTL_RESULT; t++) {
-		struct pfs_ctl c = { .type = t, .mode = PFS_MODE_ARITH, .flags = PFS_CTL_F_OK,
+	for (int t = PFS_CTL_HELLO; t <= PFS_CTL_DIGEST; t++) {
+		struct pfs_ctl c = { .type = t, .mode = PFS_MODE_ARITH,
+				     .flags = PFS_CTL_F_OK | PFS_CTL_F_INTEGRITY(PFS_INTEGRITY_NONE),
 				     .size = 1ULL << 40, .value = 0x0123456789abcdefULL,
 				     .count = 42, .word = 0xdeadbeef }, d;
 
@@ -316,9 +317,16 @@ static int t_ctl_roundtrip(void)
 		CHECK(pfs_ctl_decode(rec, sizeof(rec), &d) == -EILSEQ, "crc");
 	}
 	{
-		struct pfs_ctl c = { .type = 9 };
+		struct pfs_ctl c = { .type = 9 }, d;
 
 		CHECK(pfs_ctl_encode(&c, rec) == -EINVAL, "bad type encodes");
+		c = (struct pfs_ctl){ .type = PFS_CTL_HELLO,
+				      .flags = PFS_CTL_F_INTEGRITY(PFS_INTEGRITY_FNV1A64) };
+		CHECK(pfs_ctl_encode(&c, rec) == PFS_CTL_LEN && !pfs_ctl_decode(rec, sizeof(rec), &d) &&
+		      PFS_CTL_INTEGRITY(d.flags) == PFS_INTEGRITY_FNV1A64, "integrity kind in flags");
+		rec[7] |= 0x80;
+		put32(rec + 36, pfs_crc32c(0, rec, 36));
+		CHECK(pfs_ctl_decode(rec, sizeof(rec), &d) == -EPROTO, "undefined flag bit refused");
 	}
 	return TAP_PASS;
 }

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 #include "pfs/blob.h"
 #include "pfs/gram.h"
+#include "pfs/integrity.h"
 #include "tap.h"
 
 static char ns_a[32], ns_b[32], veth_a[16], veth_b[16], ip_a[32], ip_b[32], tmpdir[64];
@@ -93,8 +95,9 @@ static int t_setup(void)
 	return TAP_PASS;
 }
 
-/* Fork, join netns @ns, exec pfs with @args; stdout/stderr to files. */
-static pid_t spawn(const char *ns, const char *tag, char *const args[])
+/* Fork, join netns @ns, exec pfs with @args as @uid (0: stay root);
+ * stdout/stderr to files opened before dropping privileges. */
+static pid_t spawn_as(const char *ns, const char *tag, uid_t uid, char *const args[])
 {
 	pid_t pid = fork();
 
@@ -113,6 +116,8 @@ static pid_t spawn(const char *ns, const char *tag, char *const args[])
 		snprintf(p, sizeof(p), "%s/%s.err", tmpdir, tag);
 		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		dup2(fd, 2);
+		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
+			_exit(122);
 		argv[i++] = (char *)pfs_bin;
 		for (int k = 0; args[k] && i < 47; k++)
 			argv[i++] = args[k];
@@ -121,6 +126,11 @@ static pid_t spawn(const char *ns, const char *tag, char *const args[])
 		_exit(121);
 	}
 	return pid;
+}
+
+static pid_t spawn(const char *ns, const char *tag, char *const args[])
+{
+	return spawn_as(ns, tag, 0, args);
 }
 
 static int wait_rc(pid_t pid, int timeout_s)
@@ -217,6 +227,9 @@ static int mode_ok(const char *mode, const char *pattern, const char *extra_recv
 		sj = slurp(stg, "json");
 		CHECK(strstr(sj, "\"integrity\":\"OK\""), "sender: %s", sj);
 		CHECK(strstr(rj, "\"decode_errors\":0"), "decode errors");
+		/* Placement for the operator's status: allowed CPUs and their node. */
+		CHECK(strstr(rj, "\"cpus\":[") && strstr(rj, "\"numa_node\":") &&
+		      strstr(sj, "\"cpus\":["), "placement: %s", rj);
 		{
 			char label[64], *c;
 
@@ -454,6 +467,170 @@ static int t_named_blob(void)
 	return TAP_PASS;
 }
 
+/* --integrity fnv1a64 and none, payload and offset: one sweep of a 16 MiB
+ * seeded blob, so the stream is the blob and its FNV-1a 64 is known here. */
+static int integrity_run(const char *mode, const char *kind)
+{
+	struct pfs_blob_opts bo = { .sz = sizeof(bo), .size = 16 << 20, .page = PFS_PAGE_4K,
+				    .fill = PFS_FILL_SEED, .seed = 5, .numa_node = -1 };
+	char addr[64], tag[48], want[64], rt[64], st[64];
+	const char *rj, *sj;
+	struct pfs_blob *b;
+	int rrc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	snprintf(tag, sizeof(tag), "integ-%s-%s", mode, kind);
+	{
+		char *rargs[] = { "recv", "--listen", addr, "--mode", (char *)mode, "--size", "16M",
+				  "--page", "4k", "--seed", "5", "--integrity", (char *)kind,
+				  "--accept-timeout", "30", NULL };
+		char *sargs[] = { "send", "--connect", addr, "--mode", (char *)mode, "--size", "16M",
+				  "--page", "4k", "--seed", "5", "--bytes", "16M",
+				  "--integrity", (char *)kind, NULL };
+
+		xfer(tag, rargs, sargs, &rrc, &src);
+	}
+	snprintf(rt, sizeof(rt), "%s-recv", tag);
+	snprintf(st, sizeof(st), "%s-send", tag);
+	rj = slurp(rt, "json");
+	sj = slurp(st, "json");
+	CHECK(rrc == 0 && src == 0, "exit codes recv %d send %d", rrc, src);
+	snprintf(want, sizeof(want), "\"integrity_alg\":\"%s\"", kind);
+	CHECK(strstr(rj, want) && strstr(sj, want), "alg: %s", rj);
+	if (!strcmp(kind, "none")) {
+		CHECK(strstr(rj, "\"integrity\":\"NA\"") && strstr(sj, "\"integrity\":\"NA\""),
+		      "none must report NA: %s", rj);
+		CHECK(!strstr(rj, "\"checksum\"") && !strstr(rj, "\"crc32c\""), "checksum: %s", rj);
+		return TAP_PASS;
+	}
+	CHECK(strstr(rj, "\"integrity\":\"OK\"") && strstr(sj, "\"integrity\":\"OK\""),
+	      "verdicts: %s | %s", rj, sj);
+	b = pfs_blob__create(&bo);
+	CHECK(b, "local blob");
+	snprintf(want, sizeof(want), "\"checksum\":\"0x%016llx\"",
+		 (unsigned long long)pfs_fnv1a64(PFS_FNV1A64_INIT, pfs_blob__data(b), 16 << 20));
+	pfs_blob__close(b);
+	CHECK(strstr(rj, want) && strstr(sj, want), "want %s: %s", want, rj);
+	snprintf(want, sizeof(want), "\"peer_checksum\":\"0x%016llx\"", strtoull(
+		 strstr(rj, "\"checksum\":\"") + 12, NULL, 16));
+	CHECK(strstr(rj, want) && strstr(sj, want), "peer checksums: %s", sj);
+	return TAP_PASS;
+}
+
+static int t_fnv_payload(void) { return integrity_run("payload", "fnv1a64"); }
+static int t_fnv_offset(void) { return integrity_run("offset", "fnv1a64"); }
+static int t_none_arith(void) { return integrity_run("arith", "none"); }
+
+static int t_integrity_mismatch(void)
+{
+	char addr[64];
+	int rrc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	{
+		char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--integrity",
+				  "fnv1a64", "--accept-timeout", "30", NULL };
+		char *sargs[] = { "send", "--connect", addr, "--mode", "payload", "--size", "16M",
+				  "--page", "4k", NULL };
+
+		xfer("integ-refuse", rargs, sargs, &rrc, &src);
+	}
+	CHECK(rrc == 4 && src == 4, "exit codes recv %d send %d (want 4)", rrc, src);
+	CHECK(strstr(slurp("integ-refuse-recv", "err"), "integrity checksum mismatch") &&
+	      strstr(slurp("integ-refuse-send", "err"), "integrity checksum mismatch") &&
+	      strstr(slurp("integ-refuse-send", "err"), "same --integrity"),
+	      "messages: %s", slurp("integ-refuse-send", "err"));
+	return TAP_PASS;
+}
+
+/* The receiver pod's readiness probe: 1 before --ready-file exists, 0 once
+ * the receiver listens, 2 without the option. */
+static int t_probe(void)
+{
+	char addr[64], ready[128];
+	char *probe[] = { "probe", "--ready-file", ready, NULL };
+	char *bare[] = { "probe", NULL };
+	char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--ready-file", ready,
+			  "--accept-timeout", "20", NULL };
+	pid_t r;
+	int rc = 1;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	snprintf(ready, sizeof(ready), "%s/ready", tmpdir);
+	CHECK(wait_rc(spawn(ns_b, "probe0", probe), 10) == 1, "probe before recv: %s",
+	      slurp("probe0", "err"));
+	CHECK(strstr(slurp("probe0", "err"), "not ready"), "message");
+	CHECK(wait_rc(spawn(ns_b, "probe2", bare), 10) == 2, "probe without --ready-file");
+	r = spawn(ns_b, "probe-recv", rargs);
+	for (int i = 0; i < 200 && rc; i++) {
+		rc = wait_rc(spawn(ns_b, "probe1", probe), 10);
+		if (rc)
+			usleep(25000);
+	}
+	kill(r, SIGTERM);
+	waitpid(r, NULL, 0);
+	CHECK(rc == 0, "probe never saw the receiver ready");
+	return TAP_PASS;
+}
+
+/* --range: an offset-mode sweep of exactly one 3 MiB range checksums those
+ * bytes and no others. */
+static int t_range(void)
+{
+	struct pfs_blob_opts bo = { .sz = sizeof(bo), .size = 16 << 20, .page = PFS_PAGE_4K,
+				    .fill = PFS_FILL_SEED, .seed = 5, .numa_node = -1 };
+	char addr[64], want[64];
+	struct pfs_blob *b;
+	int rrc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	{
+		char *rargs[] = { "recv", "--listen", addr, "--mode", "offset", "--size", "16M",
+				  "--page", "4k", "--seed", "5", "--accept-timeout", "30", NULL };
+		char *sargs[] = { "send", "--connect", addr, "--mode", "offset", "--size", "16M",
+				  "--page", "4k", "--seed", "5", "--range", "1M:3M", NULL };
+
+		xfer("range", rargs, sargs, &rrc, &src);
+	}
+	CHECK(rrc == 0 && src == 0, "exit codes recv %d send %d", rrc, src);
+	b = pfs_blob__create(&bo);
+	CHECK(b, "local blob");
+	snprintf(want, sizeof(want), "\"crc32c\":\"0x%08x\"",
+		 pfs_crc32c(0, pfs_blob__data(b) + (1 << 20), 3 << 20));
+	pfs_blob__close(b);
+	CHECK(strstr(slurp("range-recv", "json"), want) && strstr(slurp("range-recv", "json"),
+	      "\"bytes\":3145728"), "want %s: %s", want, slurp("range-recv", "json"));
+	return TAP_PASS;
+}
+
+/* Both sides as an unprivileged user (65534, no capabilities): TCP needs
+ * none, and a 4 KiB blob needs no memlock. */
+static int t_nonroot(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--listen", addr, "--mode", "offset", "--size", "16M", "--page",
+			  "4k", "--accept-timeout", "30", NULL };
+	char *sargs[] = { "send", "--connect", addr, "--mode", "offset", "--size", "16M", "--page",
+			  "4k", "--bytes", "64M", NULL };
+	pid_t r, s;
+	int rrc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn_as(ns_b, "nonroot-recv", 65534, rargs);
+	s = spawn_as(ns_a, "nonroot-send", 65534, sargs);
+	src = wait_rc(s, 60);
+	rrc = wait_rc(r, 60);
+	CHECK(rrc == 0 && src == 0, "exit codes recv %d send %d: %s %s", rrc, src,
+	      slurp("nonroot-recv", "err"), slurp("nonroot-send", "err"));
+	CHECK(strstr(slurp("nonroot-recv", "json"), "\"integrity\":\"OK\""), "integrity");
+	return TAP_PASS;
+}
+
 static int t_teardown(void)
 {
 	NEED_NET();
@@ -477,6 +654,13 @@ static const struct tap_test tests[] = {
 	{ "malformed gram: rejected, counted, logged, clean exit", t_malformed_gram },
 	{ "sender stalls mid-stream: receiver times out (exit 5)", t_stalled_sender },
 	{ "offset mode over one named blob opened by both processes", t_named_blob },
+	{ "--integrity fnv1a64, payload: OK, checksum = FNV-1a 64 of the blob", t_fnv_payload },
+	{ "--integrity fnv1a64, offset: OK, checksum = FNV-1a 64 of the blob", t_fnv_offset },
+	{ "--integrity none, arithmetic: counts compared, integrity NA, exit 0", t_none_arith },
+	{ "different --integrity on the two ends is refused, clear error", t_integrity_mismatch },
+	{ "offset mode with both sides unprivileged (uid 65534, no capabilities)", t_nonroot },
+	{ "--range: one sweep of a blob range checksums exactly those bytes", t_range },
+	{ "pfs probe: 1 before the receiver is ready, 0 after, 2 without --ready-file", t_probe },
 	{ "remove the namespaces and veth", t_teardown },
 };
 

@@ -20,16 +20,19 @@ struct command {
 
 static const struct command commands[] = {
 	{ "blob", pfs_cmd_blob, "create | info | rm a blob (hugepages, THP, 4K)" },
-	{ "recv", pfs_cmd_recv, "receive one TCP transfer and verify its integrity" },
-	{ "send", pfs_cmd_send, "send a schedule of grams over TCP" },
+	{ "recv", pfs_cmd_recv, "receive one transfer and verify its integrity" },
+	{ "send", pfs_cmd_send, "send a schedule of grams to a receiver" },
 	{ "bench", pfs_cmd_bench, "local rates: CRC32C, FNV-1a, memset, blob setup" },
 	{ "pcore", pfs_cmd_pcore, "run byte ops over the blob on pcores" },
+	{ "probe", pfs_cmd_probe, "readiness probe: does a receiver's --ready-file exist" },
+#ifndef PFS_NO_AFXDP	/* the arm64 cross build has no libbpf */
 	{ "xsk", pfs_cmd_xsk, "AF_XDP link probe: sink | blast test frames, detach" },
+#endif
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pfs [-v | -q | --log-level LEVEL] COMMAND [options]\n\n"
+	fprintf(f, "usage: pfs [-v | -q | --log-level LEVEL] [--check-args] COMMAND [options]\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].help);
@@ -46,7 +49,9 @@ int main(int argc, char **argv)
 	/* A vanished peer must surface as EPIPE from send(), not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-v")) {
+		if (!strcmp(argv[i], "--check-args")) {
+			pfs_cli_check_args = true;
+		} else if (!strcmp(argv[i], "-v")) {
 			pfs_log_set_level(PFS_LOG_DEBUG);
 		} else if (!strcmp(argv[i], "-q")) {
 			pfs_log_set_level(PFS_LOG_ERROR);

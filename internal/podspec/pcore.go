@@ -101,17 +101,21 @@ func PcorePod(cfg Config, j *pfsv1alpha1.PcoreJob, blob *pfsv1alpha1.PfsBlob, bl
 }
 
 // privateBlob adds the arguments and resources of a pcore job that builds its
-// own copy of the blob: same size, page size and seed as the PfsBlob, so the
-// bytes match the holder's for seed fills.
+// own copy of the blob: same size, page size and fill as the PfsBlob, so its
+// bytes start equal to the holder's.
 func privateBlob(args []string, blob *pfsv1alpha1.PfsBlob, pcores int64) ([]string, corev1.ResourceRequirements) {
 	size := blob.Spec.Size.Value()
 	page := blob.Spec.PageSize
-	var seed int64
-	if blob.Spec.Fill.Seed != nil {
-		seed = *blob.Spec.Fill.Seed
+	args = append(args, "--blob-size", strconv.FormatInt(size, 10), "--page", cliPage(page))
+	if blob.Spec.Fill.Type == pfsv1alpha1.FillZero {
+		args = append(args, "--fill", "zero")
+	} else {
+		var seed int64
+		if blob.Spec.Fill.Seed != nil {
+			seed = *blob.Spec.Fill.Seed
+		}
+		args = append(args, "--fill", "seed", "--seed", strconv.FormatInt(seed, 10))
 	}
-	args = append(args, "--blob-size", strconv.FormatInt(size, 10), "--page", cliPage(page),
-		"--seed", strconv.FormatInt(seed, 10))
 	memory := podBaseMemory.DeepCopy()
 	extra := corev1.ResourceList{}
 	if hp := hugePageBytes(page); hp > 0 {

@@ -190,6 +190,7 @@ func TestTransferPods(t *testing.T) {
 		wantSendRes corev1.ResourceList
 		wantSec     *corev1.SecurityContext
 		wantAnnot   map[string]string
+		wantRecvAnn map[string]string // receiver's, when it differs from the sender's
 		wantNodes   int
 	}{
 		"offset over TCP with a blob": {
@@ -226,6 +227,7 @@ func TestTransferPods(t *testing.T) {
 			wantSendRes: rl("cpu", "2", "memory", "256Mi", "hugepages-2Mi", "4Mi"),
 			wantSec:     nonRoot,
 			wantAnnot:   map[string]string{AnnotationOwner: "x", AnnotationNetworks: "datanet"},
+			wantRecvAnn: map[string]string{AnnotationOwner: "x"},
 		},
 		"arithmetic over AF_XDP with devices and a range": {
 			x: func() *pfsv1alpha1.PfsTransfer {
@@ -271,6 +273,10 @@ func TestTransferPods(t *testing.T) {
 				if diff := cmp.Diff(tc.wantSec, ctr.SecurityContext); diff != "" {
 					t.Errorf("%s security (-want +got):\n%s", c.compName, diff)
 				}
+				// The result travels in the termination message, read from the file.
+				if ctr.TerminationMessagePolicy != corev1.TerminationMessageReadFile || ctr.TerminationMessagePath != TerminationLog {
+					t.Errorf("%s termination message %q at %q", c.compName, ctr.TerminationMessagePolicy, ctr.TerminationMessagePath)
+				}
 				if c.pod.Name != c.name || c.pod.Spec.RestartPolicy != corev1.RestartPolicyNever ||
 					*c.pod.Spec.AutomountServiceAccountToken || c.pod.Labels[LabelComponent] != c.compName {
 					t.Errorf("%s: name %q restart %q labels %v", c.compName, c.pod.Name, c.pod.Spec.RestartPolicy, c.pod.Labels)
@@ -288,6 +294,13 @@ func TestTransferPods(t *testing.T) {
 			if diff := cmp.Diff(tc.wantAnnot, send.Annotations); diff != "" {
 				t.Errorf("sender annotations (-want +got):\n%s", diff)
 			}
+			wantRecv := tc.wantRecvAnn
+			if wantRecv == nil {
+				wantRecv = tc.wantAnnot
+			}
+			if diff := cmp.Diff(wantRecv, recv.Annotations); diff != "" {
+				t.Errorf("receiver annotations (-want +got):\n%s", diff)
+			}
 			probe := recv.Spec.Containers[0].ReadinessProbe.Exec.Command
 			if diff := cmp.Diff([]string{"/pfs", "probe", "--ready-file", "/run/pfs/ready"}, probe); diff != "" {
 				t.Errorf("receiver readiness probe (-want +got):\n%s", diff)
@@ -304,13 +317,22 @@ func TestPcorePod(t *testing.T) {
 		wantCPU    string
 		wantHuge   string // hugepages-2Mi of a private blob copy, or ""
 		wantNoSock bool   // no holder socket mounted
+		zeroBlob   bool   // the PfsBlob is zero-filled
 	}{
+		"add over a zero-filled blob: the private copy is zero-filled too": {
+			spec:       pfsv1alpha1.PcoreJobSpec{Op: pfsv1alpha1.OpAdd, Imm: ptr.To(int32(1)), Pcores: 1, Passes: ptr.To(int32(2)), Baseline: pfsv1alpha1.BaselineNone},
+			zeroBlob:   true,
+			wantArgs:   "pcore run --op add --imm 1 --pcores 1 --passes 2 --blob-size 67108864 --page 2m --fill zero --result-file /dev/termination-log",
+			wantCPU:    "1",
+			wantHuge:   "64Mi",
+			wantNoSock: true,
+		},
 		"xor with range, duration and baseline": {
 			spec: pfsv1alpha1.PcoreJobSpec{Op: pfsv1alpha1.OpXor, Imm: ptr.To(int32(255)), Pcores: 4,
 				Range: &pfsv1alpha1.Range{Offset: q("0"), Length: q("32Mi")}, Duration: &metav1.Duration{Duration: 1500 * 1e6},
 				DescriptorsPerFrame: 64, Align: 64, RingSlots: 65536, Baseline: pfsv1alpha1.BaselineThreads},
 			// xor writes in place: a private copy, never the shared holder's blob.
-			wantArgs:   "pcore run --op xor --imm 255 --range 0:33554432 --pcores 4 --dpf 64 --align 64 --ring-slots 65536 --duration 1.5 --baseline --blob-size 67108864 --page 2m --seed 7 --result-file /dev/termination-log",
+			wantArgs:   "pcore run --op xor --imm 255 --range 0:33554432 --pcores 4 --dpf 64 --align 64 --ring-slots 65536 --duration 1.5 --baseline --blob-size 67108864 --page 2m --fill seed --seed 7 --result-file /dev/termination-log",
 			wantCPU:    "4",
 			wantHuge:   "64Mi",
 			wantNoSock: true,
@@ -330,10 +352,18 @@ func TestPcorePod(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tc.spec.BlobRef = pfsv1alpha1.BlobReference{Name: "b"}
 			j := &pfsv1alpha1.PcoreJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns", UID: "uid-j"}, Spec: tc.spec}
-			pod := PcorePod(cfg, j, b, []string{"n1"})
+			bb := b
+			if tc.zeroBlob {
+				bb = b.DeepCopy()
+				bb.Spec.Fill = pfsv1alpha1.BlobFill{Type: pfsv1alpha1.FillZero}
+			}
+			pod := PcorePod(cfg, j, bb, []string{"n1"})
 			c := pod.Spec.Containers[0]
 			if got := strings.Join(c.Args, " "); got != tc.wantArgs {
 				t.Errorf("args\n got %s\nwant %s", got, tc.wantArgs)
+			}
+			if c.TerminationMessagePolicy != corev1.TerminationMessageReadFile || c.TerminationMessagePath != TerminationLog {
+				t.Errorf("termination message %q at %q", c.TerminationMessagePolicy, c.TerminationMessagePath)
 			}
 			want := rl("cpu", tc.wantCPU, "memory", "256Mi")
 			if tc.wantHuge != "" {

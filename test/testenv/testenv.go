@@ -159,6 +159,21 @@ func (e *Env) UserConfig(name string, groups []string) (*rest.Config, error) {
 	return user.Config(), nil
 }
 
+// UserKubeconfig adds an apiserver user with the given groups and writes a
+// kubeconfig file for it, for binaries that take --kubeconfig.
+func (e *Env) UserKubeconfig(name string, groups []string) (string, error) {
+	user, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding envtest user %s: %w", name, err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	path := filepath.Join(e.tmp, "kubeconfig-"+name)
+	return path, os.WriteFile(path, kc, 0o600)
+}
+
 // Kubectl runs the kubectl binary from the assets directory against the
 // apiserver as a cluster admin and returns its stdout and stderr.
 func (e *Env) Kubectl(ctx context.Context, args ...string) (string, string, error) {

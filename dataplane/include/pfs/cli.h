@@ -25,7 +25,14 @@ int pfs_cmd_blob(int argc, char **argv);
 int pfs_cmd_send(int argc, char **argv);
 int pfs_cmd_recv(int argc, char **argv);
 int pfs_cmd_bench(int argc, char **argv);
+int pfs_cmd_probe(int argc, char **argv);
 int pfs_cmd_xsk(int argc, char **argv);
+
+/* `pfs --check-args COMMAND ...`: every command parses and validates its
+ * options as usual, then exits 0 before touching memory, sockets or files.
+ * The operator's tests run the exact argument lists its pods get through
+ * it, so a pod can never be built with an option the binary lacks. */
+extern bool pfs_cli_check_args;
 
 /* "4096", "64K", "1G", "2GiB", "1.5M" (binary multiples), "1GB" (decimal).
  * 0 or -EINVAL. */

@@ -68,6 +68,8 @@ enum pfs_ctl_type {
 	PFS_CTL_REFUSE = 3,	/* receiver -> sender, then close */
 	PFS_CTL_END = 4,	/* sender -> receiver, after the last gram */
 	PFS_CTL_RESULT = 5,	/* receiver -> sender, its verdict */
+	PFS_CTL_DIGEST = 6,	/* either way, right before END or RESULT when the
+				 * checksum is wider than END's 32-bit word */
 };
 
 /* Why a receiver refused (pfs_ctl.word of PFS_CTL_REFUSE). */
@@ -76,9 +78,15 @@ enum pfs_refuse_code {
 	PFS_REFUSE_MODE = 2,
 	PFS_REFUSE_FINGERPRINT = 3,
 	PFS_REFUSE_SIZE = 4,
+	PFS_REFUSE_INTEGRITY = 5,	/* the two ends run different checksums */
 };
 
 #define PFS_CTL_F_OK 0x01	/* RESULT: receiver's checksum matched */
+/* HELLO/ACCEPT: bits 1-2 carry the checksum kind (enum pfs_integrity). */
+#define PFS_CTL_F_INTEGRITY_SHIFT 1
+#define PFS_CTL_F_INTEGRITY_MASK 0x06
+#define PFS_CTL_F_INTEGRITY(k) ((uint8_t)(((k) << PFS_CTL_F_INTEGRITY_SHIFT) & PFS_CTL_F_INTEGRITY_MASK))
+#define PFS_CTL_INTEGRITY(flags) (((flags) & PFS_CTL_F_INTEGRITY_MASK) >> PFS_CTL_F_INTEGRITY_SHIFT)
 
 /* One control record. Field meaning per type:
  *            size            value          count            word
@@ -86,7 +94,10 @@ enum pfs_refuse_code {
  *   ACCEPT   blob size       fingerprint    0                0
  *   REFUSE   blob size       fingerprint    0                refuse code
  *   END      effective bytes descriptors    grams            sender CRC32C
- *   RESULT   effective bytes descriptors    decode errors    receiver CRC32C */
+ *   RESULT   effective bytes descriptors    decode errors    receiver CRC32C
+ *   DIGEST   0               64-bit digest  0                checksum kind
+ * END/RESULT carry the low 32 bits of a 64-bit checksum (FNV-1a 64); the
+ * whole value travels in a DIGEST record sent just before them. */
 struct pfs_ctl {
 	uint8_t type;
 	uint8_t mode;

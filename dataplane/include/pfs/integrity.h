@@ -33,4 +33,33 @@ uint32_t pfs_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 /* pfs_fnv1a64 - extend hash @h (PFS_FNV1A64_INIT for a fresh one). */
 uint64_t pfs_fnv1a64(uint64_t h, const void *buf, size_t len);
 
+/* The checksum a transfer runs end to end (`--integrity`). The value is the
+ * wire code carried in the HELLO flags, so it must not be renumbered. */
+enum pfs_integrity {
+	PFS_INTEGRITY_CRC32C = 0,	/* default */
+	PFS_INTEGRITY_FNV1A64 = 1,	/* the seeds' checksum: serial, ~10x slower */
+	PFS_INTEGRITY_NONE = 2,		/* no checksum: only counts are compared */
+};
+
+/* "crc32c", "fnv1a64", "none" (any case): 0 or -EINVAL. */
+int pfs_integrity_parse(const char *s, enum pfs_integrity *k);
+const char *pfs_integrity_str(enum pfs_integrity k);
+
+/* A running digest of kind @k: start from pfs_digest_init(), extend with
+ * pfs_digest(). CRC32C values fit the low 32 bits; NONE stays 0. */
+static inline uint64_t pfs_digest_init(enum pfs_integrity k)
+{
+	return k == PFS_INTEGRITY_FNV1A64 ? PFS_FNV1A64_INIT : 0;
+}
+
+static inline uint64_t pfs_digest(enum pfs_integrity k, uint64_t acc, const void *buf,
+				  size_t len)
+{
+	if (k == PFS_INTEGRITY_CRC32C)
+		return pfs_crc32c((uint32_t)acc, buf, len);
+	if (k == PFS_INTEGRITY_FNV1A64)
+		return pfs_fnv1a64(acc, buf, len);
+	return 0;
+}
+
 #endif /* PFS_INTEGRITY_H */

@@ -218,6 +218,10 @@ int pfs_pcore_numa_nodes(void);
  * @node; returns the new count or -errno (-EINVAL: node not online). */
 int pfs_pcore_node_filter(int node, int *cpus, int n);
 
+/* pfs_pcore_cpus_node - the NUMA node holding every CPU of @cpus (0 on a
+ * machine without NUMA sysfs), or -1 when they span nodes or none is given. */
+int pfs_pcore_cpus_node(const int *cpus, int n);
+
 /* pfs_pcore_numa_bind - bind this thread's future allocations and the pages
  * of [addr, addr + len) to @node (set_mempolicy + mbind, pages moved).
  * On a single-node machine binding node 0 is a no-op and @note says so.

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Descriptor schedules: the deterministic stream of (offset, length) pairs a
  * sender turns into grams. Sequential schedules sweep the blob and wrap;
- * random ones jump anywhere (arithmetic deltas then go backwards too). */
+ * random ones jump anywhere (arithmetic deltas then go backwards too). Both
+ * stay inside an optional range of the blob. */
 #ifndef PFS_SCHEDULE_H
 #define PFS_SCHEDULE_H
 
@@ -22,6 +23,9 @@ struct pfs_sched_opts {
 	uint32_t align;		/* offsets and lengths are multiples (power of 2) */
 	enum pfs_pattern pattern;
 	uint64_t seed;
+	/* The part of the blob descriptors stay in; range_len 0 is the whole
+	 * blob. Offsets are range_off plus multiples of align. */
+	uint64_t range_off, range_len;
 };
 
 struct pfs_sched {

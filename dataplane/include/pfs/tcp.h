@@ -5,7 +5,8 @@
  * fingerprint) -> receiver ACCEPT or REFUSE -> grams -> END (sender's totals
  * and checksum) -> receiver RESULT (its checksum and verdict).
  *
- * Integrity, identical on both ends: CRC32C over the bytes the descriptors
+ * Integrity, identical on both ends: the checksum (CRC32C by default,
+ * FNV-1a 64, or none) over the bytes the descriptors
  * reference, concatenated in stream order (gram by gram, descriptor by
  * descriptor). The sender reads them from its blob, the receiver from its own
  * blob (offset, arithmetic) or from the payload slab (payload). */
@@ -17,6 +18,7 @@
 
 #include "pfs/blob.h"
 #include "pfs/gram.h"
+#include "pfs/integrity.h"
 #include "pfs/schedule.h"
 #include "pfs/xfer.h"
 
@@ -32,6 +34,7 @@ struct pfs_tcp_send_opts {
 	uint32_t gram_bytes;		/* payload bytes per gram cap (payload mode) */
 	int connect_timeout_ms;		/* retry refused connects this long */
 	int io_timeout_ms;		/* per send/recv call */
+	enum pfs_integrity integrity;	/* checksum; the receiver must run the same */
 };
 
 struct pfs_tcp_recv_opts {
@@ -45,6 +48,7 @@ struct pfs_tcp_recv_opts {
 	int accept_timeout_ms;
 	int io_timeout_ms;
 	const char *ready_file;		/* NULL, or created once listening */
+	enum pfs_integrity integrity;	/* checksum; a sender running another is refused */
 };
 
 /* pfs_tcp_send/pfs_tcp_recv - run one transfer. Return 0 when the transfer

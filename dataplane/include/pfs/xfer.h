@@ -11,6 +11,7 @@
 
 #include "pfs/blob.h"
 #include "pfs/gram.h"
+#include "pfs/integrity.h"
 #include "pfs/schedule.h"
 
 enum pfs_verdict {
@@ -35,8 +36,8 @@ struct pfs_xfer_result {
 	uint64_t descs;
 	uint64_t grams;
 	uint64_t wire_bytes;	/* bytes this side wrote/read on the socket */
-	uint32_t crc;		/* this side's checksum */
-	uint32_t peer_crc;	/* the other side's, when it arrived */
+	uint64_t crc;		/* this side's checksum (CRC32C in the low 32 bits) */
+	uint64_t peer_crc;	/* the other side's, when it arrived */
 	bool peer_crc_valid;
 	enum pfs_verdict verdict;
 	double elapsed_s;	/* transfer phase only, setup excluded */
@@ -75,6 +76,7 @@ struct pfs_xfer_opts {
 	uint32_t queues;		/* NIC queues (one socket and thread each) */
 	const char *peer_mac;		/* "aa:bb:cc:dd:ee:ff" when there is no ARP */
 	uint32_t mtu;			/* path MTU the datagrams must fit */
+	enum pfs_integrity integrity;	/* end-to-end checksum (CRC32C default) */
 };
 
 struct pfs_transport {
@@ -82,10 +84,14 @@ struct pfs_transport {
 	const char *label;		/* label suffix: "TCP" */
 	int (*send)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
 	int (*recv)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
+	/* checksums besides CRC32C it runs: bit (1 << enum pfs_integrity) */
+	unsigned int integrity_mask;
 };
 
 /* pfs_transport_find - the transport called @name, or NULL. */
 const struct pfs_transport *pfs_transport_find(const char *name);
+/* pfs_transport_has_integrity - whether @t runs checksum @k (all run CRC32C). */
+bool pfs_transport_has_integrity(const struct pfs_transport *t, enum pfs_integrity k);
 /* pfs_transport_names - "tcp | udp | afxdp", for usage messages. */
 const char *pfs_transport_names(void);
 

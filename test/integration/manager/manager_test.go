@@ -1,25 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package manager runs the real manager binary against a real apiserver: it
-// must start, win leader election, report ready and stop cleanly on SIGTERM.
+// Package manager runs the real manager binary against a real apiserver, as
+// a user holding only the generated ClusterRole and the leader-election Role
+// from config/rbac: it must start, win leader election, serve metrics,
+// report ready and stop cleanly on SIGTERM.
 package manager
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"packetfs.io/operator/test/testenv"
 )
@@ -67,6 +75,47 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// leastPrivilege binds a fresh user to config/rbac's ClusterRole
+// (cluster-wide) and leader-election Role (in ns only) and returns a
+// kubeconfig for it.
+func leastPrivilege(ctx context.Context, t *testing.T, ns string) string {
+	t.Helper()
+	const user = "pfs-manager-test"
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	cr := &rbacv1.ClusterRole{}
+	readYAML(t, "role.yaml", cr)
+	cr.Name = "pfs-manager-test"
+	role := &rbacv1.Role{}
+	readYAML(t, "leader_election_role.yaml", role)
+	role.Namespace = ns
+	for _, o := range []client.Object{cr, role,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cr.Name}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: ns}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}},
+	} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc, err := env.UserKubeconfig(user, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+func readYAML(t *testing.T, name string, into any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(env.Root, "config", "rbac", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, into); err != nil {
+		t.Fatalf("config/rbac/%s: %v", name, err)
+	}
+}
+
 func TestManagerStartsAndStops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -77,18 +126,16 @@ func TestManagerStartsAndStops(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/manager: %v\n%s", err, out)
 	}
-	kubeconfig, err := env.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ns, err := env.CreateNamespace(ctx, "mgr")
 	if err != nil {
 		t.Fatal(err)
 	}
+	kubeconfig := leastPrivilege(ctx, t, ns)
 
 	probe := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	var logs lockedBuffer
-	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0",
+	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--metrics-bind-address="+metrics,
 		"--health-probe-bind-address="+probe, "--leader-elect", "--leader-election-namespace="+ns)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -137,6 +184,22 @@ func TestManagerStartsAndStops(t *testing.T) {
 			t.Fatalf("no leader election lease: %v\n%s", err, logs.String())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Metrics: the controllers' reconcile counters are exported.
+	resp, err := http.Get("http://" + metrics + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v\n%s", err, logs.String())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`controller_runtime_reconcile_total{controller="pfstransfer"`, `controller_runtime_reconcile_total{controller="pfsblob"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(logs.String(), "forbidden") {
+		t.Errorf("the manager was refused something under its least-privilege RBAC:\n%s", logs.String())
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
