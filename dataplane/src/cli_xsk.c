@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ static const char xsk_usage[] =
 "  --frames N         UMEM frames per queue, power of 2 (default 2048)\n"
 "  --frame-size N     2048 | 4096 (default: by MTU)\n"
 "  --timeout S        give up after S seconds (default 30)\n"
+"  --pin              pin queue q's thread to the q-th allowed CPU (modulo)\n"
 "  --result-file PATH also write the JSON there\n"
 "sink:\n"
 "  --attach MODE      auto | native | generic (default auto: native, else generic)\n"
@@ -88,7 +90,7 @@ struct xsk_args {
 	enum pfs_xdp_attach attach;
 	enum pfs_xsk_bind bind;
 	enum pfs_xsk_page page;
-	bool verify_csum, no_csum4, in_place, spin;
+	bool verify_csum, no_csum4, in_place, spin, pin;
 };
 
 struct worker {
@@ -278,6 +280,21 @@ static void *blast_worker(void *arg)
 	return NULL;
 }
 
+/* The @q-th CPU (modulo) of this process's allowed set, or -1. */
+static int nth_cpu(uint32_t q)
+{
+	cpu_set_t set;
+	int n, k;
+
+	if (sched_getaffinity(0, sizeof(set), &set) || !(n = CPU_COUNT(&set)))
+		return -1;
+	k = (int)(q % (uint32_t)n);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set) && k-- == 0)
+			return c;
+	return -1;
+}
+
 static int parse_ip(const char *s, int *family, uint8_t *ip)
 {
 	if (inet_pton(AF_INET, s, ip) == 1) {
@@ -300,7 +317,7 @@ static int parse_args(int argc, char **argv, struct xsk_args *a)
 		{ "attach", 1, 0, 0 }, { "count", 1, 0, 0 }, { "idle", 1, 0, 0 },
 		{ "verify-csum", 0, 0, 0 }, { "ready-file", 1, 0, 0 }, { "dst", 1, 0, 0 },
 		{ "peer-mac", 1, 0, 0 }, { "src-port", 1, 0, 0 }, { "size", 1, 0, 0 },
-		{ "no-udp-csum4", 0, 0, 0 }, { "pps", 1, 0, 0 }, { "vlan", 1, 0, 0 }, { "spin", 0, 0, 0 },
+		{ "no-udp-csum4", 0, 0, 0 }, { "pps", 1, 0, 0 }, { "vlan", 1, 0, 0 }, { "spin", 0, 0, 0 }, { "pin", 0, 0, 0 },
 		{ "in-place", 0, 0, 0 }, { "help", 0, 0, 'h' }, { 0 }
 	};
 	int c, idx;
@@ -396,6 +413,8 @@ static int parse_args(int argc, char **argv, struct xsk_args *a)
 			a->vlan = (uint32_t)u;
 		} else if (!strcmp(n, "spin")) {
 			a->spin = true;
+		} else if (!strcmp(n, "pin")) {
+			a->pin = true;
 		} else if (!strcmp(n, "in-place")) {
 			a->in_place = true;
 		} else if (!strcmp(n, "no-udp-csum4")) {
@@ -529,7 +548,7 @@ static int run(const struct xsk_args *a, const char *ifname, struct pfs_json *j)
 	struct pfs_xdp *xdp = NULL;
 	struct pfs_frame_addr peer;
 	uint32_t started = 0, opened = 0;
-	char why[700];
+	char why[700], pins[XSK_MAX_QUEUES * 5 + 1] = "";
 	int code = PFS_EXIT_ERROR;
 
 	memset(&peer, 0, sizeof(peer));
@@ -603,13 +622,28 @@ static int run(const struct xsk_args *a, const char *ifname, struct pfs_json *j)
 	}
 	if (sink && a->ready_file && pfs_xfer_ready(a->ready_file))
 		pfs_warn("cannot create ready file %s", a->ready_file);
-	for (; started < a->queues; started++)
+	for (; started < a->queues; started++) {
 		if (pthread_create(&w[started].th, NULL, sink ? sink_worker : blast_worker,
 				   &w[started])) {
 			snprintf(why, sizeof(why), "cannot start worker threads");
 			done = 1;
 			break;
 		}
+		if (a->pin) {
+			int cpu = nth_cpu(started);
+			cpu_set_t one;
+
+			CPU_ZERO(&one);
+			if (cpu >= 0)
+				CPU_SET(cpu, &one);
+			if (cpu < 0 || pthread_setaffinity_np(w[started].th, sizeof(one), &one))
+				pfs_warn("queue %u: cannot pin its thread", started);
+			snprintf(pins + strlen(pins), sizeof(pins) - strlen(pins), "%s%d",
+				 started ? "," : "", cpu);
+		}
+	}
+	if (a->pin)
+		pfs_json_str(j, "pinned_cpus", pins, sizeof(pins));
 	for (uint32_t q = 0; q < started; q++)
 		pthread_join(w[q].th, NULL);
 	if (started == a->queues) {

@@ -705,7 +705,23 @@ static int t_stale_replaced(void)
 	      old_id, r.sink);
 	CHECK(ju(r.sink, "frames") == 500, "frames: %s", r.sink);
 	CHECK(!xdp_attached(p), "program left attached");
-	(void)out;
+
+	/* the other way out of a crash: `pfs xsk detach` */
+	unlink(ready);
+	s = spawn(p->ns_b, NULL, "crash2", NULL, "sink --ifname %s --ready-file %s --timeout 30 "
+		  "--idle 0", p->if_b, ready);
+	CHECK(wait_file(ready, s, 10), "sink did not start: %s", slurp("crash2", "err"));
+	kill(s, SIGKILL);
+	wait_rc(s, 5);
+	CHECK(xdp_attached(p), "SIGKILL should leave the program attached");
+	s = spawn(p->ns_b, NULL, "detach", NULL, "detach --ifname %s", p->if_b);
+	CHECK(wait_rc(s, 10) == 0, "detach failed: %s", slurp("detach", "json"));
+	out = slurp("detach", "json");
+	CHECK(strstr(out, "\"detached\":true"), "detach: %s", out);
+	CHECK(!xdp_attached(p), "program still attached after pfs xsk detach");
+	s = spawn(p->ns_b, NULL, "detach2", NULL, "detach --ifname %s", p->if_b);
+	CHECK(wait_rc(s, 10) == 0 && strstr(slurp("detach2", "json"), "\"detached\":false"),
+	      "detach with nothing attached: %s", slurp("detach2", "json"));
 	return TAP_PASS;
 }
 
@@ -1003,7 +1019,8 @@ static const struct tap_test tests[] = {
 	{ "generic XDP, 4 queues, IPv4: all frames delivered", t_generic_4q_v4 },
 	{ "attached: ARP+ICMP, ND+ICMPv6, other UDP port pass; IPv4 options redirected; SIGTERM detaches",
 	  t_coexist },
-	{ "a stale program (SIGKILLed run) is replaced", t_stale_replaced },
+	{ "a stale program (SIGKILLed run) is replaced; or removed by pfs xsk detach",
+	  t_stale_replaced },
 	{ "a foreign XDP program is refused and left attached", t_foreign },
 	{ "non-root uid with CAP_NET_ADMIN,CAP_NET_RAW,CAP_BPF receives; CAP_NET_RAW sends",
 	  t_nonroot_caps },
