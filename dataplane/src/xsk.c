@@ -62,6 +62,10 @@
 #endif
 #define HUGE_2M (2UL << 20)
 #define XDP_HEADROOM 256	/* XDP_PACKET_HEADROOM: what copy mode leaves in front */
+#define PFS_XDP_MAX_TX_SKB_BUDGET 9	/* linux/if_xdp.h since 6.17 */
+#ifndef PFS_XSK_TX_BUDGET
+#define PFS_XSK_TX_BUDGET 256	/* frames per copy-mode sendto() we ask for */
+#endif
 
 struct ring {
 	uint32_t *producer, *consumer, *flags;
@@ -92,6 +96,7 @@ struct pfs_xsk {
 	uint32_t parse_flags;
 	uint16_t rx_port;
 	bool have_peer, zerocopy, huge, registered;
+	uint32_t tx_budget;	/* copy-mode frames per kick we got, 0: kernel default */
 	struct pfs_frame_tmpl tmpl;
 	struct pfs_xsk_stats st;
 	char ifname[IF_NAMESIZE];
@@ -278,6 +283,15 @@ static int socket_open(struct pfs_xsk *x)
 		rc = -errno;
 		pfs_xsk_errorf("AF_XDP ring setup: %s", strerror(-rc));
 		goto out_close;
+	}
+	/* Copy mode sends at most this many frames per sendto() (32 by
+	 * default); kernels >= 6.17 let a socket raise it once its TX ring
+	 * exists. Older kernels refuse the option: harmless. */
+	{
+		uint32_t budget = PFS_XSK_TX_BUDGET < tx_n ? PFS_XSK_TX_BUDGET : tx_n;
+
+		x->tx_budget = setsockopt(x->fd, SOL_XDP, PFS_XDP_MAX_TX_SKB_BUDGET, &budget,
+					  sizeof(budget)) ? 0 : budget;
 	}
 	if (getsockopt(x->fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &ol)) {
 		rc = -errno;
