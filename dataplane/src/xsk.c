@@ -496,6 +496,7 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 			fq[(x->fill.cached_prod + i) & x->fill.mask] = (uint64_t)i * x->frame_size;
 		prod_submit(&x->fill, x->rx_frames);
 	}
+	x->tmpl.flags = o->frame_flags;	/* kept by set_peer */
 	if (o->peer) {
 		rc = pfs_xsk__set_peer(x, o->peer);
 		if (rc) {
@@ -503,7 +504,6 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 			goto out_free_tx;
 		}
 	}
-	x->tmpl.flags = o->frame_flags;
 	if (x->xdp) {
 		rc = pfs_xdp__add_xsk(x->xdp, x->queue, x->fd);
 		if (rc) {
@@ -546,11 +546,17 @@ void pfs_xsk__close(struct pfs_xsk *x)
 
 int pfs_xsk__set_peer(struct pfs_xsk *x, const struct pfs_frame_addr *peer)
 {
-	uint32_t flags = x->tmpl.flags;
-	int rc = pfs_frame_tmpl_init(&x->tmpl, peer, flags);
+	struct pfs_frame_tmpl t;
+	int rc;
 
-	x->have_peer = !rc;
-	return rc;
+	if (x->nresv)
+		return -EBUSY;	/* reserved payloads sit behind the old header */
+	rc = pfs_frame_tmpl_init(&t, peer, x->tmpl.flags);
+	if (rc)
+		return rc;
+	x->tmpl = t;
+	x->have_peer = true;
+	return 0;
 }
 
 /* ---- TX ---- */

@@ -89,7 +89,8 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o);
 /* pfs_xsk__close - unregister, close, unmap. NULL is a no-op. */
 void pfs_xsk__close(struct pfs_xsk *x);
 
-/* pfs_xsk__set_peer - (re)set the TX flow. 0 or -EINVAL. */
+/* pfs_xsk__set_peer - (re)set the TX flow. 0, -EINVAL (bad address; the
+ * old flow stays), -EBUSY (between tx_reserve and tx_submit). */
 int pfs_xsk__set_peer(struct pfs_xsk *x, const struct pfs_frame_addr *peer);
 
 /* pfs_xsk__tx_burst - queue up to @n payloads (at most PFS_XSK_BATCH per
