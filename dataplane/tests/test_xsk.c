@@ -1040,6 +1040,36 @@ static int xdp_parser(const char *attach)
 	return TAP_PASS;
 }
 
+/* The probe's own check: a payload byte flipped is a MISMATCH (exit 3). */
+static int t_sink_detects_corruption(void)
+{
+	const struct pair *p = &p1;
+	struct rawjob j = { .ifname = p->if_a };
+	struct rawframe *f;
+	char ready[128], *out;
+	pid_t s;
+	int rc;
+
+	NEED_NET();
+	raw_add(&j, p, false, 0, 7600);
+	f = raw_add(&j, p, false, 0, 7600);
+	f->b[f->len - 5] ^= 0x40;	/* UDP checksum now wrong too: no --verify-csum */
+	snprintf(ready, sizeof(ready), "%s/corrupt.ready", tmpdir);
+	unlink(ready);
+	s = spawn(p->ns_b, NULL, "corrupt", NULL, "sink --ifname %s --ready-file %s --timeout 30 "
+		  "--idle 0", p->if_b, ready);
+	CHECK(wait_file(ready, s, 10), "sink did not start: %s", slurp("corrupt", "err"));
+	rc = in_ns(p->ns_a, raw_send_fn, &j);
+	CHECK(rc == 0, "AF_PACKET send failed: %d", rc);
+	usleep(300000);
+	kill(s, SIGTERM);
+	rc = wait_rc(s, 10);
+	out = slurp("corrupt", "json");
+	CHECK(rc == 3 && ju(out, "frames") == 2 && ju(out, "bad") == 1 &&
+	      js(out, "verdict", "MISMATCH"), "rc %d %s", rc, out);
+	return TAP_PASS;
+}
+
 static int t_xdp_parser_native(void) { return xdp_parser("native"); }
 static int t_xdp_parser_generic(void) { return xdp_parser("generic"); }
 
@@ -1163,6 +1193,7 @@ static const struct tap_test tests[] = {
 	{ "XDP parser, native: 3 redirected (incl. VLAN + IPv4 options), fragment/QinQ/"
 	  "IPv6 ext/other port passed, 4 malformed counted", t_xdp_parser_native },
 	{ "XDP parser, generic: the same frames, the same verdicts", t_xdp_parser_generic },
+	{ "a corrupted payload byte: sink reports MISMATCH (exit 3)", t_sink_detects_corruption },
 	{ "32 RX frames under an unpaced blast: drops counted, no frame lost to the fill path",
 	  t_overload_small_umem },
 	{ "queue 1 on a 1-queue veth: clear error; an immediate rerun binds (EBUSY retried)",
