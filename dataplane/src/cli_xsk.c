@@ -593,11 +593,28 @@ static int run(const struct xsk_args *a, const char *ifname, struct pfs_json *j)
 				fprintf(stderr, "pfs xsk: invalid --peer-mac '%s'\n", a->peer_mac);
 				return PFS_EXIT_USAGE;
 			}
-		} else if ((rc = pfs_neigh_resolve(ifindex, ifname, peer.family, peer.dst_ip,
-						   peer.dst_mac, 3000))) {
-			snprintf(why, sizeof(why), "cannot resolve the MAC of %s on %s (%s); pass "
-				 "--peer-mac", a->dst, ifname, strerror(-rc));
-			return emit_error(j, a, why, PFS_EXIT_ERROR);
+		} else {
+			uint8_t hop[16];
+			char hs[INET6_ADDRSTRLEN] = "";
+			int oif = 0;
+
+			/* off-link receivers: the gateway's MAC */
+			rc = pfs_netdev_next_hop(peer.family, peer.dst_ip, hop, &oif);
+			if (!rc && oif && oif != ifindex)
+				pfs_warn("the route to %s leaves through ifindex %d, not %s", a->dst, oif,
+					 ifname);
+			if (rc)
+				memcpy(hop, peer.dst_ip, sizeof(hop));
+			inet_ntop(peer.family, hop, hs, sizeof(hs));
+			rc = pfs_neigh_resolve(ifindex, ifname, peer.family, hop, peer.dst_mac, 3000);
+			if (rc) {
+				snprintf(why, sizeof(why), "cannot resolve the MAC of %s (next hop to "
+					 "%s) on %s (%s); pass --peer-mac", hs, a->dst, ifname,
+					 strerror(-rc));
+				return emit_error(j, a, why, PFS_EXIT_ERROR);
+			}
+			if (strcmp(hs, a->dst))
+				pfs_json_str(j, "next_hop", hs, sizeof(hs));
 		}
 	} else {
 		struct pfs_xdp_opts xo = { .sz = sizeof(xo), .ifname = ifname, .port = a->port,

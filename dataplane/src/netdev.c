@@ -299,6 +299,69 @@ out_close:
 	return rc;
 }
 
+int pfs_netdev_next_hop(int family, const uint8_t *dst, uint8_t *hop, int *oif)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct rtmsg rt;
+		char attrs[64];
+	} req;
+	static _Thread_local char buf[8192];
+	size_t alen = family == AF_INET ? 4 : 16;
+	struct rtattr *a;
+	ssize_t len;
+	int fd, rc = -ENETUNREACH;
+
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+	req.nh.nlmsg_type = RTM_GETROUTE;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;
+	req.nh.nlmsg_seq = 1;
+	req.rt.rtm_family = (uint8_t)family;
+	req.rt.rtm_dst_len = (uint8_t)(alen * 8);
+	a = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
+	a->rta_type = RTA_DST;
+	a->rta_len = (unsigned short)RTA_LENGTH(alen);
+	memcpy(RTA_DATA(a), dst, alen);
+	req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(a->rta_len);
+	memcpy(hop, dst, alen);	/* on-link unless a gateway says otherwise */
+	if (oif)
+		*oif = 0;
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	if (send(fd, &req, req.nh.nlmsg_len, 0) < 0 || (len = recv(fd, buf, sizeof(buf), 0)) < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)len);
+	     nh = NLMSG_NEXT(nh, len)) {
+		struct rtmsg *rt = NLMSG_DATA(nh);
+		int left;
+
+		if (nh->nlmsg_type == NLMSG_ERROR) {
+			struct nlmsgerr *e = NLMSG_DATA(nh);
+
+			rc = e->error ? e->error : -ENETUNREACH;
+			break;
+		}
+		if (nh->nlmsg_type != RTM_NEWROUTE)
+			continue;
+		rc = 0;
+		left = (int)RTM_PAYLOAD(nh);
+		for (a = RTM_RTA(rt); RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+			if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == alen)
+				memcpy(hop, RTA_DATA(a), alen);
+			else if (a->rta_type == RTA_OIF && oif && RTA_PAYLOAD(a) == sizeof(int))
+				memcpy(oif, RTA_DATA(a), sizeof(int));
+		}
+		break;
+	}
+out_close:
+	close(fd);
+	return rc;
+}
+
 int pfs_neigh_resolve(int ifindex, const char *ifname, int family, const uint8_t *ip,
 		      uint8_t mac[6], int timeout_ms)
 {

@@ -1118,6 +1118,35 @@ static int t_overload_small_umem(void)
 	return TAP_PASS;
 }
 
+/* A receiver behind a router: the blaster puts the gateway's MAC on the
+ * frames (route lookup, then the gateway's neighbour entry). B plays the
+ * router here; its XDP program takes the frames by port, whatever the IP. */
+static int t_off_link(void)
+{
+	const struct pair *p = &p1;
+	char off4[48], off6[64], ba[256];
+	struct run r;
+
+	NEED_NET();
+	snprintf(off4, sizeof(off4), "10.250.%d.7", getpid() % 250);
+	snprintf(off6, sizeof(off6), "fd99:%x::7", getpid() % 0xffff);
+	CHECK(!sh("ip -n %s route add %s/32 via %s dev %s && ip -n %s -6 route add %s/128 via %s "
+		  "dev %s", p->ns_a, off4, p->ip4_b, p->if_a, p->ns_a, off6, p->ip6_b, p->if_a),
+	      "cannot add the routes");
+	snprintf(ba, sizeof(ba), "--dst %s --count 300 --pps 20000", off4);
+	sink_blast(p, "offlink4", NULL, NULL, "--count 300", ba, &r);
+	CHECK(r.sink_rc == 0 && r.blast_rc == 0 && ju(r.sink, "frames") == 300, "IPv4: %d %d %s",
+	      r.sink_rc, r.blast_rc, r.sink);
+	CHECK(js(r.blast, "next_hop", p->ip4_b), "IPv4 next hop: %s", r.blast);
+	snprintf(ba, sizeof(ba), "--dst %s --count 300 --pps 20000", off6);
+	sink_blast(p, "offlink6", NULL, NULL, "--count 300", ba, &r);
+	CHECK(r.sink_rc == 0 && r.blast_rc == 0 && ju(r.sink, "frames") == 300, "IPv6: %d %d %s",
+	      r.sink_rc, r.blast_rc, r.sink);
+	CHECK(js(r.blast, "next_hop", p->ip6_b), "IPv6 next hop: %s", r.blast);
+	sh("ip -n %s route del %s/32; ip -n %s -6 route del %s/128", p->ns_a, off4, p->ns_a, off6);
+	return TAP_PASS;
+}
+
 /* A queue the veth does not have: clear error, program detached; a run
  * right after it must not trip over the kernel's deferred release of the
  * first queue (EBUSY, retried). */
@@ -1196,6 +1225,7 @@ static const struct tap_test tests[] = {
 	{ "a corrupted payload byte: sink reports MISMATCH (exit 3)", t_sink_detects_corruption },
 	{ "32 RX frames under an unpaced blast: drops counted, no frame lost to the fill path",
 	  t_overload_small_umem },
+	{ "receiver behind a gateway (IPv4, IPv6): frames carry the gateway's MAC", t_off_link },
 	{ "queue 1 on a 1-queue veth: clear error; an immediate rerun binds (EBUSY retried)",
 	  t_bad_queue_then_rerun },
 	{ "interface from AFXDP_DEVICES_<POOL>; none set: usage error naming the variables",

@@ -33,6 +33,12 @@ int pfs_netdev_hwaddr(const char *ifname, uint8_t mac[6]);
  * connected UDP socket (no packet is sent). 0 or -errno (ENETUNREACH). */
 int pfs_netdev_src_ip(const char *ifname, int family, const uint8_t *dst, uint8_t *src);
 
+/* pfs_netdev_next_hop - the address whose MAC frames to @dst must carry:
+ * the route's gateway, or @dst itself when it is on-link (netlink
+ * RTM_GETROUTE in the current network namespace). @oif (may be NULL): the
+ * route's output interface index. 0, or -ENETUNREACH / -errno. */
+int pfs_netdev_next_hop(int family, const uint8_t *dst, uint8_t *hop, int *oif);
+
 /* pfs_neigh_resolve - the MAC of @ip on @ifindex from the neighbour table
  * (netlink RTM_GETNEIGH). When absent, nudges the kernel to resolve it (one
  * empty UDP datagram to port 9, discard, through the normal stack: ARP or
