@@ -76,6 +76,7 @@ enum pfs_refuse_code {
 	PFS_REFUSE_MODE = 2,
 	PFS_REFUSE_FINGERPRINT = 3,
 	PFS_REFUSE_SIZE = 4,
+	PFS_REFUSE_PARAMS = 5,	/* transport parameters (udp: fragment size, window) */
 };
 
 #define PFS_CTL_F_OK 0x01	/* RESULT: receiver's checksum matched */
