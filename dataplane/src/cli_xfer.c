@@ -38,7 +38,7 @@ static const char send_usage[] =
 "  --sched-seed N        schedule seed (default 1)\n"
 "  --gram-bytes N        payload bytes per gram in payload mode (default 4M)\n"
 "  --connect-timeout S   keep retrying a refused connect this long (default 10)\n"
-"  --timeout S           per-I/O timeout in seconds (default 30)\n"
+"  --timeout S           no progress for S seconds is an error (default: tcp 30, udp 5)\n"
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
 "  --notes TEXT          notes for the result row\n"
@@ -65,7 +65,7 @@ static const char recv_usage[] =
 "  --ready-file PATH     create PATH once a sender may start (readiness probes)\n"
 "  --out FILE            also write the referenced bytes to FILE at their offsets\n"
 "  --accept-timeout S    wait this long for a sender (default 60)\n"
-"  --timeout S           per-I/O timeout in seconds (default 30)\n"
+"  --timeout S           no progress for S seconds is an error (default: tcp 30, udp 5)\n"
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
 "  --notes TEXT          notes for the result row\n"
@@ -359,7 +359,7 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 static int run(int argc, char **argv, bool sender)
 {
 	struct xfer_args a = { .sender = sender, .transport = pfs_transport_find("tcp"), .desc_per_gram = 1024, .gram_bytes = 4u << 20,
-			       .connect_timeout = 10, .accept_timeout = 60, .timeout = 30 };
+			       .connect_timeout = 10, .accept_timeout = 60 };
 	struct pfs_xfer_result r = { 0 };
 	struct pfs_blob *blob = NULL;
 	char host[64];
@@ -373,6 +373,8 @@ static int run(int argc, char **argv, bool sender)
 	err = parse_args(argc, argv, &a);
 	if (err)
 		return err > 0 ? PFS_EXIT_OK : PFS_EXIT_USAGE;
+	if (!a.timeout)	/* udp repairs within ms; a dead path should not take 30 s */
+		a.timeout = !strcmp(a.transport->name, "udp") ? 5 : 30;
 	if (split_addr(a.addr, host, sizeof(host), &port)) {
 		fprintf(stderr, "pfs %s: '%s' is not ADDR:PORT\n", argv[0], a.addr);
 		return PFS_EXIT_USAGE;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "pfs/tcp.h"
+#include "pfs/udp.h"
 #include "pfs/xfer.h"
 
 static int tcp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
@@ -38,6 +39,7 @@ static int tcp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 
 static const struct pfs_transport transports[] = {
 	{ "tcp", "TCP", tcp_send, tcp_recv },
+	{ "udp", "UDP", pfs_udp_send, pfs_udp_recv },
 };
 
 const struct pfs_transport *pfs_transport_find(const char *name)
