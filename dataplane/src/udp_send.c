@@ -236,24 +236,36 @@ static int tx_send(struct tx *t, double now)
 	}
 	if (!m)
 		return 0;
-	sent = sendmmsg(t->ufd, t->msgs, m, 0);
-	if (sent < 0 && t->gso && (errno == EIO || errno == EINVAL)) {
-		int zero = 0;
+	sent = 0;
+	while (sent < m) {
+		int k = sendmmsg(t->ufd, t->msgs + sent, m - sent, 0);
 
-		/* The device cannot segment for us: one datagram per message. */
-		snprintf(t->gso_note, sizeof(t->gso_note), "no gso (%s)", strerror(errno));
-		pfs_warn("send: UDP GSO failed (%s); sending without it", strerror(errno));
-		setsockopt(t->ufd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero));
-		t->gso = false;
-		t->segs = 1;
-		sent = 0;
-	} else if (sent < 0) {
+		if (k > 0) {
+			sent += k;
+			continue;
+		}
+		if (errno == EPERM) {
+			/* A local firewall rule dropped it: as good as lost on the path. */
+			sent++;
+			continue;
+		}
+		if (t->gso && (errno == EIO || errno == EINVAL)) {
+			int zero = 0;
+
+			/* The device cannot segment for us: one datagram per message. */
+			snprintf(t->gso_note, sizeof(t->gso_note), "no gso (%s)", strerror(errno));
+			pfs_warn("send: UDP GSO failed (%s); sending without it", strerror(errno));
+			setsockopt(t->ufd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero));
+			t->gso = false;
+			t->segs = 1;
+			break;
+		}
 		if (errno == ECONNREFUSED)
 			return -ECONNREFUSED;
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ENOBUFS)
 			return pfs_xfer_fail(r, -errno, "send: sendmmsg to %s: %s", r->peer,
 					     strerror(errno));
-		sent = 0;
+		break;
 	}
 	for (int i = 0; i < m; i++) {
 		if (i < sent) {
