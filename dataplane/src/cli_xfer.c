@@ -334,6 +334,7 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 		pfs_json_u64(&j, "naks", g->naks);
 		pfs_json_u64(&j, "duplicates", g->duplicates);
 		pfs_json_u64(&j, "out_of_order", g->out_of_order);
+		pfs_json_u64(&j, "socket_drops", g->dropped);
 		pfs_json_close(&j);
 	}
 	if (r->path[0])

@@ -21,15 +21,20 @@
  * Repair: every UDP_TICK_S the receiver sends an ACK (grams executed,
  * datagrams received, socket drops, an echo of the newest sender timestamp
  * for the sender's RTT) and NAKs for holes that already existed at the
- * previous tick: a fragment missing below the highest (gram, fragment)
- * position seen one tick ago, or anything missing once END has said how many
- * grams there are. Reordering shorter than a tick therefore costs nothing;
- * a gram's holes are asked for at most every UDP_RENAK_S (the sender also
- * ignores asks within its RTT). No progress (no new fragment, no executed
+ * `grace` ticks ago: a fragment missing below the highest (gram, fragment)
+ * position seen `grace` ticks ago, or anything missing once END has said how
+ * many grams there are (and a tick has passed). `grace` starts at 2 ticks
+ * (4 ms) and adapts like TCP RACK's reorder window: a fresh fragment that
+ * arrives after the path had already passed it for N ticks raises it to
+ * N + 1 (at most 31 ticks); it shrinks by one every 250 ms. Reordering
+ * within the allowance therefore costs no repair; a gram's holes are asked
+ * for again at most every max(UDP_RENAK_S, 2 x the measured NAK-to-repair
+ * time) (the sender also ignores asks within its own RTT). No progress (no new fragment, no executed
  * gram) for io_timeout_ms ends the transfer with -ETIMEDOUT.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
@@ -51,6 +56,8 @@
 #define RX_BATCH 32
 #define RX_BUFSZ 65536
 #define NAK_BUF (64 << 10)
+#define HW_HIST 32		/* ticks of history: reordering up to 62 ms tolerated */
+#define GRACE_MIN 2
 
 struct rslot {
 	uint64_t seq;
@@ -70,9 +77,16 @@ struct rx {
 	uint32_t words;		/* bitmap words per slot */
 	struct rslot slots[UDP_WINDOW];
 	uint64_t cum;		/* grams executed = the next gram to execute */
-	uint64_t hw_seq, prev_seq;	/* highest position seen: now, at the last tick */
+	/* highest (gram, fragment) position seen, now and at each of the last
+	 * HW_HIST ticks; holes older than `grace` ticks are NAKed */
+	uint64_t hw_seq, prev_seq;
 	uint32_t hw_frag, prev_frag;
 	bool hw_any, prev_any;
+	struct { uint64_t seq; uint32_t frag; bool any; } hist[HW_HIST];
+	uint64_t ticks;
+	uint32_t grace, grace_max;
+	double grace_at;
+	double nak_rtt;		/* NAK -> first repair, smoothed: paces re-asking */
 	bool end_known;
 	double end_at;
 	struct pfs_ctl end;
@@ -169,6 +183,12 @@ static void place(struct rx *x, const uint8_t *p, size_t len, double now)
 		x->r->dgrams.duplicates++;
 		return;
 	}
+	if ((f.flags & PFS_UDP_F_REPAIR) && s->nak_seq == f.seq && s->last_nak > 0) {
+		double rtt = now - s->last_nak;
+
+		x->nak_rtt = x->nak_rtt ? 0.875 * x->nak_rtt + 0.125 * rtt : rtt;
+		s->last_nak = -s->last_nak;	/* one sample per NAK */
+	}
 	s->bits[idx / 64] |= 1ULL << (idx % 64);
 	memcpy(s->buf + f.frag_off, p + PFS_UDP_FRAG_LEN, f.frag_len);
 	s->have++;
@@ -181,7 +201,24 @@ static void place(struct rx *x, const uint8_t *p, size_t len, double now)
 		x->hw_frag = idx;
 		x->hw_any = true;
 	} else if (!(f.flags & PFS_UDP_F_REPAIR)) {
+		uint32_t lag = 0;
+
+		/* For how many ticks had the path already passed this fragment?
+		 * Widen the NAK allowance past that (RACK-style reorder window). */
 		x->r->dgrams.out_of_order++;
+		while (lag + 1 < HW_HIST && lag < x->ticks) {
+			typeof(x->hist[0]) *h = &x->hist[(x->ticks - lag) % HW_HIST];
+
+			if (!h->any || !pos_lt(f.seq, idx, h->seq, h->frag))
+				break;
+			lag++;
+		}
+		if (lag + 1 > x->grace) {
+			x->grace = lag + 1 < HW_HIST - 1 ? lag + 1 : HW_HIST - 1;
+			x->grace_at = now;
+			if (x->grace > x->grace_max)
+				x->grace_max = x->grace;
+		}
 	}
 }
 
@@ -226,6 +263,7 @@ static int rx_burst(struct rx *x, double now)
 					memcpy(&d, CMSG_DATA(c), sizeof(d));
 					if (d > x->ovfl)
 						x->ovfl = d;
+					x->r->dgrams.dropped = x->ovfl;
 				}
 			}
 			x->r->wire_bytes += len;
@@ -301,12 +339,13 @@ static int rx_exec(struct rx *x)
 }
 
 /* ACK every tick when something changed (else every 50 ms), then NAK the
- * holes that were already there at the previous tick. */
+ * holes that were already there `grace` ticks ago. */
 static int rx_tick(struct rx *x, double now)
 {
 	struct pfs_xfer_result *r = x->r;
 	size_t fill = 0;
-	bool all = x->end_known && now - x->end_at >= UDP_TICK_S;
+	bool all = x->end_known && now - x->end_at >= x->grace * UDP_TICK_S;
+	double renak = 2 * x->nak_rtt > UDP_RENAK_S ? 2 * x->nak_rtt : UDP_RENAK_S;
 	uint64_t last;
 
 	if (x->cum != x->acked_cum || r->dgrams.received != x->acked_rx || now - x->last_ack > 0.05) {
@@ -336,7 +375,7 @@ static int rx_tick(struct rx *x, double now)
 
 		if (used && s->have == s->nfrags)
 			continue;
-		if (s->nak_seq == seq && now - s->last_nak < UDP_RENAK_S)
+		if (s->nak_seq == seq && now - fabs(s->last_nak) < renak)
 			continue;
 		if (!used) {
 			rg[nak.n++] = (struct pfs_udp_range){ 0, PFS_UDP_WHOLE_GRAM };
@@ -361,9 +400,22 @@ static int rx_tick(struct rx *x, double now)
 		s->last_nak = now;
 		r->dgrams.naks++;
 	}
-	x->prev_seq = x->hw_seq;
-	x->prev_frag = x->hw_frag;
-	x->prev_any = x->hw_any;
+	x->ticks++;
+	x->hist[x->ticks % HW_HIST].seq = x->hw_seq;
+	x->hist[x->ticks % HW_HIST].frag = x->hw_frag;
+	x->hist[x->ticks % HW_HIST].any = x->hw_any;
+	/* The reorder allowance shrinks back one tick every 250 ms it was not needed. */
+	if (x->grace > GRACE_MIN && now - x->grace_at > 0.25) {
+		x->grace--;
+		x->grace_at = now;
+	}
+	if (x->ticks >= x->grace) {
+		uint64_t k = (x->ticks - x->grace) % HW_HIST;
+
+		x->prev_seq = x->hist[k].seq;
+		x->prev_frag = x->hist[k].frag;
+		x->prev_any = x->hist[k].any;
+	}
 	if (fill) {
 		int err = pfs_xfer_write_full(x->cfd, x->nakbuf, fill, &r->wire_bytes);
 
@@ -553,6 +605,7 @@ int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 	x->r = r;
 	x->cfd = -1;
 	x->base = o->blob ? pfs_blob__data(o->blob) : NULL;
+	x->grace = GRACE_MIN;
 	x->cin = malloc(sizeof(*x->cin));
 	x->rbuf = malloc((size_t)RX_BATCH * RX_BUFSZ);
 	x->nakbuf = malloc(NAK_BUF);
@@ -612,6 +665,10 @@ int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 	r->user_s = u1 - u0;
 	r->sys_s = s1 - s0;
 	r->crc = x->crc;
+	pfs_info("recv: %" PRIu64 " datagrams, %" PRIu64 " duplicates, %" PRIu64 " out of order, "
+		 "%" PRIu64 " NAKs, %" PRIu64 " socket drops; reorder allowance %.0f ms (widest %.0f ms)",
+		 r->dgrams.received, r->dgrams.duplicates, r->dgrams.out_of_order, r->dgrams.naks,
+		 r->dgrams.dropped, x->grace * UDP_TICK_S * 1e3, x->grace_max * UDP_TICK_S * 1e3);
 	if (err)
 		goto out_close_ctl;
 	r->peer_crc = x->end.word;

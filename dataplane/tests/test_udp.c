@@ -1,0 +1,622 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * UDP transport end to end over a real veth pair between two network
+ * namespaces this test creates and removes (tests/netns.h): `pfs recv
+ * --transport udp` in namespace B, `pfs send --transport udp` in A.
+ *
+ * The path is impaired on A's side of the veth (everything A sends: data
+ * and A's half of the control connection), by one of two real kernel
+ * mechanisms, chosen once at setup:
+ *   netem   `tc qdisc replace dev VETH_A root netem ...` when sch_netem exists;
+ *   netfilter  when it does not (kernels built without sch_netem, like this
+ *           project's VMs): loss = iptables `statistic` DROP, duplication =
+ *           iptables TEE to the receiver, delay and reordering = an NFQUEUE
+ *           holder in this program that releases each packet after a fixed
+ *           delay (a random 25% an extra 1 ms later for reordering).
+ * Both act on real packets in the kernel's path; nothing is mocked. Without
+ * either the impaired cases SKIP with the reason.
+ *
+ * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN); otherwise every test SKIPs.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_queue.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include "pfs/blob.h"
+#include "pfs/gram.h"
+#include "pfs/integrity.h"
+#include "pfs/udp.h"
+#include "netns.h"
+
+static int port = 7700;
+static enum { IMP_NONE, IMP_NETEM, IMP_NETFILTER } backend;
+static char imp_skip[200] = "no impairment backend";
+static pid_t nfq_pid = -1;
+
+struct impair {
+	const char *name;
+	const char *netem;	/* netem arguments */
+	double loss, dup, reorder;
+	int delay_us, reorder_us;
+};
+
+static const struct impair imp_clean = { "0% loss", "delay 0ms", .loss = 0 };
+static const struct impair imp_loss1 = { "1% loss", "loss 1%", .loss = 0.01 };
+static const struct impair imp_loss5 = { "5% loss", "loss 5%", .loss = 0.05 };
+static const struct impair imp_reorder = { "25% reordering", "delay 1ms reorder 75% 50%",
+					   .reorder = 0.25, .reorder_us = 1000 };
+static const struct impair imp_dup = { "1% duplication", "duplicate 1%", .dup = 0.01 };
+static const struct impair imp_delay = { "1% loss + 10 ms delay", "loss 1% delay 10ms",
+					 .loss = 0.01, .delay_us = 10000 };
+
+/* ---- NFQUEUE holder: delay/reorder without netem ---- */
+
+#define NFQ_NUM 7
+
+static int nfq_send(int fd, uint8_t type, const void *attrs, size_t alen)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct nfgenmsg g;
+		uint8_t a[64];
+	} m = { 0 };
+
+	m.nh.nlmsg_len = NLMSG_LENGTH(sizeof(m.g) + alen);
+	m.nh.nlmsg_type = (NFNL_SUBSYS_QUEUE << 8) | type;
+	m.nh.nlmsg_flags = NLM_F_REQUEST;
+	m.g.nfgen_family = AF_UNSPEC;
+	m.g.version = NFNETLINK_V0;
+	m.g.res_id = htons(NFQ_NUM);
+	memcpy(m.a, attrs, alen);
+	return send(fd, &m, m.nh.nlmsg_len, 0) < 0 ? -errno : 0;
+}
+
+/* One netlink attribute into @p; returns its aligned size. */
+static size_t nla(uint8_t *p, uint16_t type, const void *v, uint16_t len)
+{
+	struct nlattr a = { .nla_len = NLA_HDRLEN + len, .nla_type = type };
+
+	memcpy(p, &a, sizeof(a));
+	memcpy(p + NLA_HDRLEN, v, len);
+	return NLA_ALIGN(a.nla_len);
+}
+
+static int nfq_verdict(int fd, uint32_t id)
+{
+	struct nfqnl_msg_verdict_hdr v = { .verdict = htonl(NF_ACCEPT), .id = htonl(id) };
+	uint8_t a[16];
+
+	return nfq_send(fd, NFQNL_MSG_VERDICT, a, nla(a, NFQA_VERDICT_HDR, &v, sizeof(v)));
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Runs in a child inside ns_a until killed. Two FIFOs, one per delay, so
+ * each is in release order. Writes one byte to @ready once bound. */
+static int nfq_loop(const struct impair *im, int ready)
+{
+	static struct { uint32_t id; double at; } q[2][1 << 16];
+	static uint8_t buf[1 << 16];
+	uint32_t head[2] = { 0 }, tail[2] = { 0 };
+	uint64_t rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct nfqnl_msg_config_cmd cmd = { .command = NFQNL_CFG_CMD_BIND };
+	struct nfqnl_msg_config_params prm = { .copy_range = 0, .copy_mode = NFQNL_COPY_META };
+	uint32_t maxlen = htonl(1 << 15), flags = htonl(NFQA_CFG_F_FAIL_OPEN);
+	uint8_t a[64];
+	size_t al;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER), sz = 16 << 20;
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return 2;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz));
+	if (nfq_send(fd, NFQNL_MSG_CONFIG, a, nla(a, NFQA_CFG_CMD, &cmd, sizeof(cmd))))
+		return 3;
+	al = nla(a, NFQA_CFG_PARAMS, &prm, sizeof(prm));
+	al += nla(a + al, NFQA_CFG_QUEUE_MAXLEN, &maxlen, sizeof(maxlen));
+	al += nla(a + al, NFQA_CFG_FLAGS, &flags, sizeof(flags));
+	al += nla(a + al, NFQA_CFG_MASK, &flags, sizeof(flags));
+	if (nfq_send(fd, NFQNL_MSG_CONFIG, a, al))
+		return 4;
+	if (write(ready, "r", 1) != 1)
+		return 5;
+	for (;;) {
+		double now = mono(), next = now + 0.1;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct timespec ts;
+		ssize_t n;
+
+		for (int c = 0; c < 2; c++) {
+			while (head[c] != tail[c] && q[c][head[c] % (1 << 16)].at <= now)
+				nfq_verdict(fd, q[c][head[c]++ % (1 << 16)].id);
+			if (head[c] != tail[c] && q[c][head[c] % (1 << 16)].at < next)
+				next = q[c][head[c] % (1 << 16)].at;
+		}
+		ts = (struct timespec){ 0, next > now ? (long)((next - now) * 1e9) : 0 };
+		ppoll(&p, 1, &ts, NULL);
+		/* One read per round, so releases are never starved by arrivals. */
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n <= 0)
+			continue;
+		now = mono();
+		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
+		     nh = NLMSG_NEXT(nh, n)) {
+			uint8_t *at = (uint8_t *)NLMSG_DATA(nh) + NLMSG_ALIGN(sizeof(struct nfgenmsg));
+			uint8_t *end = (uint8_t *)nh + nh->nlmsg_len;
+
+			if (nh->nlmsg_type != ((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET))
+				continue;
+			while (at + NLA_HDRLEN <= end) {
+				struct nlattr na;
+
+				memcpy(&na, at, sizeof(na));
+				if (na.nla_len < NLA_HDRLEN)
+					break;
+				if ((na.nla_type & NLA_TYPE_MASK) == NFQA_PACKET_HDR) {
+					struct nfqnl_msg_packet_hdr ph;
+					int c;
+
+					memcpy(&ph, at + NLA_HDRLEN, sizeof(ph));
+					rng ^= rng << 13;
+					rng ^= rng >> 7;
+					rng ^= rng << 17;
+					c = (rng % 10000) < im->reorder * 10000;
+					if (!im->delay_us && !c) {
+						nfq_verdict(fd, ntohl(ph.packet_id));
+					} else {
+						q[c][tail[c] % (1 << 16)].id = ntohl(ph.packet_id);
+						q[c][tail[c]++ % (1 << 16)].at = now + (im->delay_us +
+							(c ? im->reorder_us : 0)) * 1e-6;
+					}
+					break;
+				}
+				at += NLA_ALIGN(na.nla_len);
+			}
+		}
+	}
+}
+
+static void impair_clear(void)
+{
+	if (nfq_pid > 0) {
+		kill(nfq_pid, SIGKILL);
+		waitpid(nfq_pid, NULL, 0);
+		nfq_pid = -1;
+	}
+	if (backend == IMP_NETEM)
+		sh("tc -n %s qdisc del dev %s root 2>/dev/null", ns_a, veth_a);
+	else if (backend == IMP_NETFILTER)
+		sh("ip netns exec %s iptables -F OUTPUT; ip netns exec %s iptables -t mangle -F "
+		   "POSTROUTING", ns_a, ns_a);
+}
+
+static int impair_apply(const struct impair *im)
+{
+	impair_clear();
+	if (backend == IMP_NETEM)
+		return sh("tc -n %s qdisc replace dev %s root netem %s", ns_a, veth_a, im->netem);
+	if (im->loss > 0 && sh("ip netns exec %s iptables -A OUTPUT -o %s -m statistic --mode "
+			       "random --probability %.4f -j DROP", ns_a, veth_a, im->loss))
+		return -1;
+	if (im->dup > 0 && sh("ip netns exec %s iptables -t mangle -A POSTROUTING -o %s -m "
+			      "statistic --mode random --probability %.4f -j TEE --gateway %s",
+			      ns_a, veth_a, im->dup, ip_b))
+		return -1;
+	if (im->delay_us || im->reorder > 0) {
+		int pfd[2];
+		char c;
+
+		if (pipe(pfd))
+			return -1;
+		nfq_pid = fork();
+		if (nfq_pid == 0) {
+			close(pfd[0]);
+			_exit(netns_enter(ns_a) ? 1 : nfq_loop(im, pfd[1]));
+		}
+		close(pfd[1]);
+		if (read(pfd[0], &c, 1) != 1) {
+			close(pfd[0]);
+			return -1;
+		}
+		close(pfd[0]);
+		if (sh("ip netns exec %s iptables -A OUTPUT -o %s -j NFQUEUE --queue-num %d "
+		       "--queue-bypass", ns_a, veth_a, NFQ_NUM))
+			return -1;
+	}
+	return 0;
+}
+
+static int t_setup(void)
+{
+	int rc = netns_setup("u", 215);
+
+	if (rc != TAP_PASS)
+		return rc;
+	if (!sh("tc -n %s qdisc add dev %s root netem delay 0ms 2>/dev/null", ns_a, veth_a)) {
+		backend = IMP_NETEM;
+		impair_clear();
+		tap_diag("impairment: tc netem on %s", veth_a);
+	} else if (!sh("ip netns exec %s iptables -A OUTPUT -o %s -m statistic --mode random "
+		       "--probability 0.5 -j ACCEPT 2>/dev/null && ip netns exec %s iptables -F "
+		       "OUTPUT", ns_a, veth_a, ns_a)) {
+		backend = IMP_NETFILTER;
+		tap_diag("impairment: sch_netem is not in this kernel; using netfilter on %s "
+			 "(iptables statistic DROP, TEE, NFQUEUE delay)", veth_a);
+	} else {
+		snprintf(imp_skip, sizeof(imp_skip), "neither sch_netem nor iptables (statistic, "
+			 "TEE, NFQUEUE) available to impair the veth");
+		tap_diag("%s", imp_skip);
+	}
+	return TAP_PASS;
+}
+
+/* Fingerprint of a file, as a "0x%016llx" string, or "" on error. */
+static const char *file_fp(const char *path)
+{
+	static char out[32];
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+	void *m;
+
+	out[0] = '\0';
+	if (fd < 0 || fstat(fd, &st) || !st.st_size) {
+		if (fd >= 0)
+			close(fd);
+		return out;
+	}
+	m = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (m != MAP_FAILED) {
+		snprintf(out, sizeof(out), "0x%016llx",
+			 (unsigned long long)pfs_fingerprint_mem(m, st.st_size));
+		munmap(m, st.st_size);
+	}
+	close(fd);
+	return out;
+}
+
+static unsigned long long json_u64(const char *j, const char *key)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(j, k);
+	return p ? strtoull(p + strlen(k), NULL, 10) : 0;
+}
+
+/* One transfer of @mode across impairment @im; integrity OK on both ends. */
+static int udp_case(const struct impair *im, const char *mode)
+{
+	char addr[64], tag[32], out[128], rt[48], st[48];
+	bool payload = !strcmp(mode, "payload");
+	int rrc, src;
+	const char *rj, *sj;
+
+	NEED_NET();
+	if (backend == IMP_NONE && im != &imp_clean)
+		return tap_skip("%s", imp_skip);
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	snprintf(tag, sizeof(tag), "%s-%d", mode, port);
+	snprintf(out, sizeof(out), "%s/%s.out", tmpdir, tag);
+	CHECK(!impair_apply(im), "cannot apply impairment %s", im->name);
+	{
+		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", (char *)mode,
+				  "--size", "64M", "--page", "4k", "--seed", "7", "--accept-timeout",
+				  "30", "--timeout", "10", payload ? "--out" : NULL, out, NULL };
+		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
+				  (char *)mode, "--size", "64M", "--page", "4k", "--seed", "7",
+				  "--bytes", "64M", "--timeout", "10",
+				  payload ? NULL : "--max-len", "2K", "--desc-per-gram", "256", NULL };
+
+		xfer(tag, rargs, sargs, &rrc, &src);
+	}
+	impair_clear();
+	snprintf(rt, sizeof(rt), "%s-recv", tag);
+	snprintf(st, sizeof(st), "%s-send", tag);
+	rj = slurp(rt, "json");
+	sj = slurp(st, "json");
+	CHECK(rrc == 0 && src == 0, "exit codes recv %d send %d", rrc, src);
+	CHECK(strstr(rj, "\"integrity\":\"OK\"") && strstr(sj, "\"integrity\":\"OK\""),
+	      "integrity: recv %s send %s", rj, sj);
+	CHECK(strlen(rj) < 4096 && strlen(sj) < 4096, "result over 4 KiB");
+	CHECK(strstr(rj, "\"decode_errors\":0"), "decode errors: %s", rj);
+	CHECK(strstr(rj, "-UDP\"") || strstr(rj, "- UDP\""), "label: %s", rj);
+	if (payload) {
+		const char *ofp = file_fp(out);
+
+		CHECK(ofp[0] && strstr(sj, ofp), "--out %s (fingerprint %s) is not the sender's "
+		      "blob", out, ofp);
+	}
+	if (im->loss >= 0.05 && payload)
+		CHECK(json_u64(sj, "retransmitted") > 0, "5%% loss but nothing re-sent: %s", sj);
+	if (payload)
+		unlink(out);
+
+	tap_diag("%s %s: %.0f MB/s; sender sent %llu retransmitted %llu NAKs %llu; receiver got "
+		 "%llu duplicates %llu out-of-order %llu", im->name, mode,
+		 strtod(strstr(rj, "\"effective_mb_s\":") + 17, NULL), json_u64(sj, "sent"),
+		 json_u64(sj, "retransmitted"), json_u64(sj, "naks"), json_u64(rj, "received"),
+		 json_u64(rj, "duplicates"), json_u64(rj, "out_of_order"));
+	if (getenv("PFS_TEST_VERBOSE"))
+		tap_diag("receiver log: %s", slurp(rt, "err"));
+	return TAP_PASS;
+}
+
+#define CASES(fn, im)								\
+	static int fn##_payload(void) { return udp_case(&im, "payload"); }	\
+	static int fn##_offset(void) { return udp_case(&im, "offset"); }	\
+	static int fn##_arith(void) { return udp_case(&im, "arith"); }
+CASES(clean, imp_clean)
+CASES(loss1, imp_loss1)
+CASES(loss5, imp_loss5)
+CASES(reorder, imp_reorder)
+CASES(dup, imp_dup)
+CASES(delay, imp_delay)
+
+/* Without GSO/GRO (PFS_UDP_OFFLOAD=off): one datagram per message, 1% loss. */
+static int t_no_offload(void)
+{
+	char addr[64];
+	int rrc, src;
+
+	NEED_NET();
+	if (backend == IMP_NONE)
+		return tap_skip("%s", imp_skip);
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	CHECK(!impair_apply(&imp_loss1), "impairment");
+	setenv("PFS_UDP_OFFLOAD", "off", 1);
+	{
+		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
+				  "--accept-timeout", "30", NULL };
+		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
+				  "payload", "--size", "16M", "--page", "4k", "--bytes", "32M", NULL };
+
+		xfer("nooff", rargs, sargs, &rrc, &src);
+	}
+	unsetenv("PFS_UDP_OFFLOAD");
+	impair_clear();
+	CHECK(rrc == 0 && src == 0, "exit codes %d %d", rrc, src);
+	CHECK(strstr(slurp("nooff-recv", "json"), "\"integrity\":\"OK\""), "integrity");
+	CHECK(strstr(slurp("nooff-send", "json"), "no gso") &&
+	      strstr(slurp("nooff-recv", "json"), "no gro"), "path: %s",
+	      slurp("nooff-send", "json"));
+	return TAP_PASS;
+}
+
+static int t_refused(void)
+{
+	char addr[64];
+	int rrc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	{
+		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "offset",
+				  "--size", "16M", "--page", "4k", "--seed", "2", NULL };
+		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode", "offset",
+				  "--size", "16M", "--page", "4k", "--seed", "1", NULL };
+
+		xfer("refuse", rargs, sargs, &rrc, &src);
+	}
+	CHECK(rrc == 4 && src == 4, "exit codes recv %d send %d (want 4)", rrc, src);
+	CHECK(strstr(slurp("refuse-send", "err"), "blob fingerprint mismatch") &&
+	      strstr(slurp("refuse-recv", "err"), "blob fingerprint mismatch"), "messages: %s",
+	      slurp("refuse-send", "err"));
+	return TAP_PASS;
+}
+
+/* Kill -9 the receiver mid-transfer: the sender must exit non-zero, soon,
+ * saying what happened. */
+static int t_receiver_killed(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
+			  "--accept-timeout", "30", NULL };
+	char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode", "payload",
+			  "--size", "64M", "--page", "4k", "--bytes", "1T", NULL };
+	pid_t r, s;
+	double t0;
+	int rc;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn(ns_b, "killed-recv", rargs);
+	s = spawn(ns_a, "killed-send", sargs);
+	sleep(2);
+	CHECK(waitpid(s, NULL, WNOHANG) == 0, "sender ended before the kill: %s",
+	      slurp("killed-send", "err"));
+	kill(r, SIGKILL);
+	waitpid(r, NULL, 0);
+	t0 = mono();
+	rc = wait_rc(s, 15);
+	tap_diag("sender exited %d after %.2f s: %.300s", rc, mono() - t0,
+		 slurp("killed-send", "err"));
+	CHECK(rc > 0 && rc < 128, "sender exit %d (want a clean non-zero exit)", rc);
+	CHECK(mono() - t0 < 6, "sender took %.1f s to notice", mono() - t0);
+	CHECK(strstr(slurp("killed-send", "err"), "receiver") &&
+	      strstr(slurp("killed-send", "json"), "\"ok\":false"), "message: %s",
+	      slurp("killed-send", "err"));
+	return TAP_PASS;
+}
+
+/* The path dies mid-transfer (everything A sends is dropped): both ends end
+ * with a clear error within their io timeout instead of hanging. */
+static int t_path_dies(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
+			  "--accept-timeout", "30", "--timeout", "2", NULL };
+	char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode", "payload",
+			  "--size", "64M", "--page", "4k", "--bytes", "1T", "--timeout", "2", NULL };
+	struct impair dead = { "100% loss", "loss 100%", .loss = 1.0 };
+	pid_t r, s;
+	double t0;
+	int rrc, src;
+
+	NEED_NET();
+	if (backend == IMP_NONE)
+		return tap_skip("%s", imp_skip);
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn(ns_b, "dies-recv", rargs);
+	s = spawn(ns_a, "dies-send", sargs);
+	sleep(2);
+	CHECK(!impair_apply(&dead), "impairment");
+	t0 = mono();
+	rrc = wait_rc(r, 15);
+	src = wait_rc(s, 15);
+	impair_clear();
+	tap_diag("after %.2f s: recv %d: %.200s", mono() - t0, rrc, slurp("dies-recv", "err"));
+	tap_diag("send %d: %.300s", src, slurp("dies-send", "err"));
+	CHECK(rrc == 5, "receiver exit %d (want 5, timeout)", rrc);
+	CHECK(src == 5 || src == 1, "sender exit %d (want 5, or 1 when it saw the receiver "
+	      "leave first)", src);
+	CHECK(mono() - t0 < 8, "took %.1f s", mono() - t0);
+	CHECK(strstr(slurp("dies-recv", "json"), "no progress"), "receiver message: %s",
+	      slurp("dies-recv", "json"));
+	return TAP_PASS;
+}
+
+/* A hand-made sender: proper handshake, then garbage datagrams, then one
+ * valid one-fragment gram and END. The receiver must drop and count the
+ * garbage (decode_errors), log it, and still finish with integrity OK. */
+static int t_malformed(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
+			  "--accept-timeout", "20", "--timeout", "5", NULL };
+	pid_t r, c;
+	int rc, crc;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn(ns_b, "malformed", rargs);
+	c = fork();
+	if (c == 0) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) }, la;
+		socklen_t ll = sizeof(la);
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = PFS_MODE_PAYLOAD, .size = 1 << 20,
+				     .word = 1 }, e;
+		struct pfs_desc d = { .off = 4096, .len = 100 };
+		struct pfs_udp_frag f = { 0 };
+		uint8_t rec[PFS_CTL_LEN + PFS_UDP_REC_LEN], dg[512], g[256];
+		int s = -1, u;
+		ssize_t gl;
+
+		if (netns_enter(ns_a))
+			_exit(2);
+		inet_pton(AF_INET, ip_b, &sa.sin_addr);
+		u = socket(AF_INET, SOCK_DGRAM, 0);
+		if (connect(u, (struct sockaddr *)&sa, sizeof(sa)) ||
+		    getsockname(u, (struct sockaddr *)&la, &ll))
+			_exit(3);
+		for (int i = 0; i < 100 && s < 0; i++) {
+			s = socket(AF_INET, SOCK_STREAM, 0);
+			if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+				close(s);
+				s = -1;
+				usleep(50000);
+			}
+		}
+		{
+			struct pfs_udp_rec p = { .type = PFS_UDP_PARAMS, .a = 4096,
+						 .b = ntohs(la.sin_port), .d = 1440, .e = 32 };
+
+			pfs_ctl_encode(&h, rec);
+			pfs_udp_rec_encode(&p, NULL, rec + PFS_CTL_LEN);
+		}
+		if (s < 0 || write(s, rec, sizeof(rec)) != sizeof(rec) ||
+		    read(s, rec, PFS_CTL_LEN) != PFS_CTL_LEN)
+			_exit(4);
+		gl = pfs_gram_encode(PFS_MODE_PAYLOAD, 0, &d, 1, g, sizeof(g));
+		memset(g + gl, 0x5a, 100);
+		gl += 100;
+		/* 1: too short; 2: bad magic; 3: header CRC broken; 4: fragment
+		 * beyond its gram; then the real one. */
+		memset(dg, 0xee, sizeof(dg));
+		(void)!send(u, dg, 10, 0);
+		(void)!send(u, dg, 100, 0);
+		f = (struct pfs_udp_frag){ .frag_len = (uint16_t)gl, .gram_len = (uint32_t)gl };
+		pfs_udp_frag_encode(&f, dg);
+		memcpy(dg + PFS_UDP_FRAG_LEN, g, gl);
+		dg[9] ^= 1;
+		(void)!send(u, dg, PFS_UDP_FRAG_LEN + gl, 0);
+		f.frag_off = 1440;
+		pfs_udp_frag_encode(&f, dg);
+		(void)!send(u, dg, PFS_UDP_FRAG_LEN + gl, 0);
+		f.frag_off = 0;
+		pfs_udp_frag_encode(&f, dg);
+		(void)!send(u, dg, PFS_UDP_FRAG_LEN + gl, 0);
+		e = (struct pfs_ctl){ .type = PFS_CTL_END, .size = 100, .value = 1, .count = 1,
+				      .word = pfs_crc32c(0, g + gl - 100, 100) };
+		pfs_ctl_encode(&e, rec);
+		if (write(s, rec, PFS_CTL_LEN) != PFS_CTL_LEN)
+			_exit(5);
+		/* Drain ACKs until RESULT (a PFSC record) or EOF. */
+		for (;;) {
+			uint8_t b[4096];
+			ssize_t n = read(s, b, sizeof(b));
+
+			if (n <= 0)
+				break;
+		}
+		_exit(0);
+	}
+	crc = wait_rc(c, 20);
+	rc = wait_rc(r, 20);
+	CHECK(crc == 0, "client exit %d", crc);
+	CHECK(rc == 0, "receiver exit %d (want 0): %s", rc, slurp("malformed", "err"));
+	CHECK(strstr(slurp("malformed", "json"), "\"integrity\":\"OK\""), "json: %s",
+	      slurp("malformed", "json"));
+	CHECK(strstr(slurp("malformed", "json"), "\"decode_errors\":4"), "not counted: %s",
+	      slurp("malformed", "json"));
+	CHECK(strstr(slurp("malformed", "err"), "dropped a malformed datagram"), "not logged: %s",
+	      slurp("malformed", "err"));
+	return TAP_PASS;
+}
+
+static int t_teardown(void)
+{
+	NEED_NET();
+	impair_clear();
+	CHECK(sh("ip netns del %s && ip netns del %s", ns_a, ns_b) == 0, "netns del");
+	CHECK(sh("ip link show %s >/dev/null 2>&1", veth_a) != 0, "veth left behind");
+	ns_a[0] = '\0';
+	return TAP_PASS;
+}
+
+#define ROWS(fn, what)								\
+	{ "payload, " what ": integrity OK, --out equals the blob", fn##_payload },	\
+	{ "offset, " what ": integrity OK", fn##_offset },			\
+	{ "arith, " what ": integrity OK", fn##_arith },
+
+static const struct tap_test tests[] = {
+	{ "create two netns joined by a veth pair; pick the impairment backend", t_setup },
+	ROWS(clean, "0% loss")
+	ROWS(loss1, "1% loss")
+	ROWS(loss5, "5% loss")
+	ROWS(reorder, "25% reordering (1 ms)")
+	ROWS(dup, "1% duplication")
+	ROWS(delay, "1% loss + 10 ms delay")
+	{ "no GSO/GRO (PFS_UDP_OFFLOAD=off), 1% loss: integrity OK, path says so", t_no_offload },
+	{ "offset mode against a different blob is refused over udp too", t_refused },
+	{ "malformed datagrams: dropped, counted, logged; transfer still OK", t_malformed },
+	{ "receiver killed mid-transfer: sender exits non-zero within seconds", t_receiver_killed },
+	{ "path dies mid-transfer: both ends time out with a clear error", t_path_dies },
+	{ "remove the namespaces and veth", t_teardown },
+};
+
+TAP_MAIN(tests)
