@@ -20,17 +20,17 @@
  *
  * Repair: every UDP_TICK_S the receiver sends an ACK (grams executed,
  * datagrams received, socket drops, an echo of the newest sender timestamp
- * for the sender's RTT) and NAKs for holes that already existed at the
- * `grace` ticks ago: a fragment missing below the highest (gram, fragment)
- * position seen `grace` ticks ago, or anything missing once END has said how
- * many grams there are (and a tick has passed). `grace` starts at 2 ticks
- * (4 ms) and adapts like TCP RACK's reorder window: a fresh fragment that
- * arrives after the path had already passed it for N ticks raises it to
- * N + 1 (at most 31 ticks); it shrinks by one every 250 ms. Reordering
- * within the allowance therefore costs no repair; a gram's holes are asked
- * for again at most every max(UDP_RENAK_S, 2 x the measured NAK-to-repair
- * time) (the sender also ignores asks within its own RTT). No progress (no new fragment, no executed
- * gram) for io_timeout_ms ends the transfer with -ETIMEDOUT.
+ * for the sender's RTT) and NAKs for holes older than `grace` ticks: a
+ * fragment missing below the highest (gram, fragment) position seen `grace`
+ * ticks ago, or anything missing once END has said how many grams there are
+ * and `grace` ticks have passed. `grace` starts at 2 ticks (4 ms) and adapts
+ * like TCP RACK's reorder window: a fresh fragment that arrives after the
+ * path had already passed it for N ticks raises it to N + 1 (at most 31);
+ * it shrinks by one every 250 ms. Reordering within the allowance costs no
+ * repair. A gram's holes are asked for again at most every
+ * max(UDP_RENAK_S, 2 x the measured NAK-to-repair time); the sender also
+ * ignores asks within its own RTT. No progress (no new fragment, no
+ * executed gram) for io_timeout_ms ends the transfer with -ETIMEDOUT.
  */
 #include <errno.h>
 #include <inttypes.h>
