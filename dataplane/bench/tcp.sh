@@ -255,6 +255,10 @@ if [ -n "$OUT_MD" ]; then
 		echo "CPU-normalised rows compare CPU cost per byte and do not."
 		echo
 		echo "$report"
-	} > "$OUT_MD"
+		# Keep the sections other benchmarks wrote (bench/udp.sh).
+		[ -f "$OUT_MD" ] && sed -n '/<!-- bench-udp:begin -->/,/<!-- bench-udp:end -->/p' "$OUT_MD" |
+			{ read -r first && { echo; echo "$first"; cat; }; } || true
+	} > "$work/md"
+	cp "$work/md" "$OUT_MD"
 	echo "bench: wrote $OUT_MD" >&2
 fi

@@ -58,6 +58,7 @@
 #define NAK_BUF (64 << 10)
 #define HW_HIST 32		/* ticks of history: reordering up to 62 ms tolerated */
 #define GRACE_MIN 2
+#define EXEC_STEP (4u << 20)	/* referenced bytes executed per loop turn */
 
 struct rslot {
 	uint64_t seq;
@@ -92,7 +93,10 @@ struct rx {
 	struct pfs_ctl end;
 	uint64_t bound;
 	const uint8_t *base;
-	struct pfs_desc *d;
+	struct pfs_desc *d;	/* descriptors of gram `cum` while it executes */
+	uint32_t cur_n, cur_i;	/* its descriptor count + 1 (0: none decoded), next one */
+	uint64_t cur_off, cur_at;	/* bytes done of descriptor cur_i, of the slab */
+	const uint8_t *cur_pl;
 	uint32_t crc;
 	int decode_fails;
 	/* ACK state */
@@ -281,61 +285,74 @@ static int rx_burst(struct rx *x, double now)
 	return total;
 }
 
-/* Execute every complete gram at the front of the window, in order. */
+/* Execute the complete grams at the front of the window, in order, at most
+ * EXEC_STEP referenced bytes per call: an offset-mode gram can reference
+ * 100+ MiB, and the socket must not go unread (nor ACKs unsent) that long. */
 static int rx_exec(struct rx *x)
 {
 	struct pfs_xfer_result *r = x->r;
+	uint64_t budget = EXEC_STEP;
+	int err;
 
-	for (;;) {
+	while (budget) {
 		struct rslot *s = slot_of(x, x->cum);
-		struct pfs_gram_hdr h;
-		const uint8_t *pl;
-		int n, err;
 
-		if (!s->used || s->seq != x->cum || s->have < s->nfrags)
-			return 0;
-		n = pfs_gram_decode(s->buf, s->len, x->bound, &h, x->d, PFS_GRAM_MAX_DESC, &pl);
-		if (n >= 0 && (h.seq != s->seq || h.mode != x->o->mode))
-			n = -EBADMSG;
-		pfs_gram_stats_count(&r->stats, n);
-		if (n < 0) {
-			s->used = false;	/* asked for again by the next NAK scan */
-			pfs_warn("recv: gram %" PRIu64 " reassembled but does not decode: %s "
-				 "(attempt %d)", s->seq, strerror(-n), x->decode_fails + 1);
-			if (++x->decode_fails > 3)
-				return pfs_xfer_fail(r, -EPROTO, "recv: gram %" PRIu64 " from %s "
-						     "failed to decode %d times: %s", s->seq, r->peer,
-						     x->decode_fails, strerror(-n));
-			return 0;
-		}
-		x->decode_fails = 0;
-		if (x->o->mode == PFS_MODE_PAYLOAD) {
-			uint64_t at = 0;
+		if (!x->cur_n) {
+			struct pfs_gram_hdr h;
+			int n;
 
-			x->crc = pfs_crc32c(x->crc, pl, h.payload_len);
-			if (x->o->out_fd >= 0)
-				for (int i = 0; i < n; at += x->d[i].len, i++)
-					if ((err = out_write(x->o->out_fd, pl + at, x->d[i].len,
-							     x->d[i].off, r)))
-						return err;
-			r->bytes += h.payload_len;
-		} else {
-			for (int i = 0; i < n; i++) {
-				x->crc = pfs_crc32c(x->crc, x->base + x->d[i].off, x->d[i].len);
-				r->bytes += x->d[i].len;
+			if (!s->used || s->seq != x->cum || s->have < s->nfrags)
+				return 0;
+			n = pfs_gram_decode(s->buf, s->len, x->bound, &h, x->d, PFS_GRAM_MAX_DESC,
+					    &x->cur_pl);
+			if (n >= 0 && (h.seq != s->seq || h.mode != x->o->mode))
+				n = -EBADMSG;
+			pfs_gram_stats_count(&r->stats, n);
+			if (n < 0) {
+				s->used = false;	/* asked for again by the next NAK scan */
+				pfs_warn("recv: gram %" PRIu64 " reassembled but does not decode: %s "
+					 "(attempt %d)", s->seq, strerror(-n), x->decode_fails + 1);
+				if (++x->decode_fails > 3)
+					return pfs_xfer_fail(r, -EPROTO, "recv: gram %" PRIu64 " from "
+							     "%s failed to decode %d times: %s", s->seq,
+							     r->peer, x->decode_fails, strerror(-n));
+				return 0;
 			}
-			if (x->o->out_fd >= 0)
-				for (int i = 0; i < n; i++)
-					if ((err = out_write(x->o->out_fd, x->base + x->d[i].off,
-							     x->d[i].len, x->d[i].off, r)))
-						return err;
+			x->decode_fails = 0;
+			x->cur_n = n + 1;	/* + 1: a gram of zero descriptors is still a gram */
+			x->cur_i = 0;
+			x->cur_off = 0;
+			x->cur_at = 0;
 		}
-		r->descs += n;
+		while (x->cur_i < x->cur_n - 1 && budget) {
+			const struct pfs_desc *d = &x->d[x->cur_i];
+			uint64_t n = d->len - x->cur_off < budget ? d->len - x->cur_off : budget;
+			const uint8_t *p = x->o->mode == PFS_MODE_PAYLOAD ? x->cur_pl + x->cur_at :
+					   x->base + d->off + x->cur_off;
+
+			x->crc = pfs_crc32c(x->crc, p, n);
+			if (x->o->out_fd >= 0 &&
+			    (err = out_write(x->o->out_fd, p, n, d->off + x->cur_off, r)))
+				return err;
+			r->bytes += n;
+			x->cur_off += n;
+			x->cur_at += n;
+			budget -= n;
+			if (x->cur_off == d->len) {
+				x->cur_i++;
+				x->cur_off = 0;
+			}
+		}
+		if (x->cur_i < x->cur_n - 1)
+			return 0;
+		r->descs += x->cur_n - 1;
 		r->grams++;
+		x->cur_n = 0;
 		s->used = false;
 		x->cum++;
 		x->progress_at = pfs_xfer_now();
 	}
+	return 0;
 }
 
 /* ACK every tick when something changed (else every 50 ms), then NAK the
@@ -489,7 +506,7 @@ static int rx_loop(struct rx *x)
 					     used ? s->have : 0, used ? s->nfrags : 0,
 					     x->r->dgrams.received, x->r->dgrams.naks);
 		}
-		if (n == 0) {
+		if (n == 0 && !x->cur_n) {
 			struct pollfd p[2] = { { .fd = x->ufd, .events = POLLIN },
 					       { .fd = x->cfd, .events = POLLIN } };
 			double w = next_tick - now;

@@ -72,6 +72,7 @@
 #define RATE_MIN 4e6
 #define RATE_MAX 8e9
 #define RATE_STEP 4e6
+#define HASH_STEP (4u << 20)
 
 struct sslot {
 	uint64_t seq;
@@ -95,6 +96,7 @@ struct tx {
 	struct pfs_sched sched;
 	bool sched_done, end_sent, got_result;
 	uint64_t acked, produced, fresh_seq, hashed;
+	uint32_t hash_desc, hash_off;	/* progress inside gram `hashed` */
 	const uint8_t *base;
 	uint32_t crc;
 	struct pfs_ctl res;
@@ -170,15 +172,32 @@ static int tx_produce(struct tx *t)
 	return 0;
 }
 
-/* Offset/arithmetic: hash the referenced bytes of grams already sent. */
+/* Offset/arithmetic: hash the referenced bytes of grams already sent, at
+ * most HASH_STEP bytes per call, so ACKs and NAKs are never kept waiting
+ * behind a 100 MiB gram (that would also inflate the measured RTT). */
 static void tx_hash(struct tx *t)
 {
-	while (t->hashed < t->fresh_seq) {
+	uint64_t budget = HASH_STEP;
+
+	while (t->hashed < t->fresh_seq && budget) {
 		struct sslot *s = slot_of(t, t->hashed);
 
-		for (uint32_t i = 0; i < s->nd; i++)
-			t->crc = pfs_crc32c(t->crc, t->base + s->d[i].off, s->d[i].len);
-		t->hashed++;
+		while (t->hash_desc < s->nd && budget) {
+			const struct pfs_desc *d = &s->d[t->hash_desc];
+			uint64_t n = d->len - t->hash_off < budget ? d->len - t->hash_off : budget;
+
+			t->crc = pfs_crc32c(t->crc, t->base + d->off + t->hash_off, n);
+			t->hash_off += n;
+			budget -= n;
+			if (t->hash_off == d->len) {
+				t->hash_desc++;
+				t->hash_off = 0;
+			}
+		}
+		if (t->hash_desc == s->nd) {
+			t->hashed++;
+			t->hash_desc = 0;
+		}
 	}
 }
 
@@ -464,7 +483,7 @@ static int tx_loop(struct tx *t)
 					     "dead or receiver stuck)", r->peer, io_ms / 1000.0, t->acked,
 					     t->produced, t->end_sent ? ", END sent" : "",
 					     r->dgrams.naks, r->dgrams.retransmitted);
-		if (n > 0)
+		if (n > 0 || t->hashed < t->fresh_seq)
 			continue;
 		/* Nothing went out: wait for tokens, or for the receiver. */
 		wait = 0.005;
