@@ -28,9 +28,9 @@
  * GSO (UDP_SEGMENT, probed at run time, dropped on the first EIO/EINVAL, or
  * PFS_UDP_OFFLOAD=off) one message carries up to UDP_MAX_SEGS datagrams.
  *
- * Pacing (rate-based AIMD): a token bucket at `rate` bytes/s (burst: 2 ms
- * of rate or two GSO messages). Each ACK (every 2 ms) either grows the rate
- * (x1.1 until the first congestion signal, then +4 MB/s per ACK) or, on a
+ * Pacing (rate-based AIMD): a token bucket at `rate` bytes/s, starting at
+ * 128 MB/s (burst: 2 ms of rate or two GSO messages). Each ACK (every 2 ms) either grows the rate
+ * (x1.25 until the first congestion signal, then +4 MB/s per ACK) or, on a
  * congestion signal, cuts it to 0.7x at most once per RTT. The congestion
  * signal is the receiver's socket dropping datagrams (SO_RXQ_OVFL, carried
  * in the ACK) or a NAKed share above 25% of what was sent since the last
@@ -41,8 +41,9 @@
  * what a slow receiver can be owed.
  *
  * Repairs: a NAK names missing fragments; each is queued unless it was sent
- * less than max(2 ms, 1.5 RTT + 1 ms) ago (the receiver re-asks every
- * 4 ms; the RTT comes from the timestamps the ACKs echo). Repairs go before
+ * less than max(2 ms, 1.5 RTT + 1 ms) ago (the receiver re-asks a gram no
+ * sooner than 4 ms or two of its NAK-to-repair times; the RTT comes from the
+ * timestamps the ACKs echo). Repairs go before
  * fresh data and are paced like it. No ACK progress for io_timeout_ms, or
  * the control connection closing, ends the transfer with an error.
  */
@@ -68,7 +69,7 @@
 
 #define TX_BATCH 16
 #define RQ_CAP (1u << 16)
-#define RATE_START 64e6
+#define RATE_START 128e6
 #define RATE_MIN 4e6
 #define RATE_MAX 8e9
 #define RATE_STEP 4e6
@@ -338,7 +339,7 @@ static void tx_rate_on_ack(struct tx *t, const struct pfs_udp_rec *a, double now
 			t->slow_start = false;
 		}
 	} else {
-		t->rate = t->slow_start ? t->rate * 1.1 : t->rate + RATE_STEP;
+		t->rate = t->slow_start ? t->rate * 1.25 : t->rate + RATE_STEP;
 		if (t->rate > RATE_MAX)
 			t->rate = RATE_MAX;
 	}
