@@ -352,8 +352,8 @@ static void tx_on_nak(struct tx *t, const struct pfs_udp_rec *n, const struct pf
 	double guard = 1.5 * t->srtt + 0.001;
 
 	t->r->dgrams.naks++;
-	if (n->a < t->acked || n->a >= t->produced)
-		return;		/* executed already, or not ours: stale */
+	if (n->a < t->acked || n->a > t->fresh_seq || n->a >= t->produced)
+		return;		/* executed already, or never sent: stale or bogus */
 	s = slot_of(t, n->a);
 	if (guard < 0.002)
 		guard = 0.002;
