@@ -397,6 +397,51 @@ static int t_no_offload(void)
 	return TAP_PASS;
 }
 
+/* A receiver without CAP_NET_ADMIN gets socket buffers capped by
+ * net.core.rmem_max: bursts may overflow its socket. Whatever the kernel
+ * drops there is repaired, reported as socket_drops, and is the signal that
+ * slows the sender (AIMD). */
+static int t_capped_rcvbuf(void)
+{
+	char addr[64], *rj, *sj;
+	int rrc, src;
+
+	NEED_NET();
+	if (sh("setpriv --help >/dev/null 2>&1"))
+		return tap_skip("setpriv (util-linux) missing: cannot drop CAP_NET_ADMIN");
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	{
+		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
+				  "--accept-timeout", "30", NULL };
+		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
+				  "payload", "--size", "64M", "--page", "4k", "--bytes", "512M", NULL };
+		const char *real = pfs_bin;
+		char *wrapped[] = { "--bounding-set", "-net_admin", "--inh-caps=-net_admin",
+				    (char *)real, rargs[0], rargs[1], rargs[2], rargs[3], rargs[4],
+				    rargs[5], rargs[6], rargs[7], rargs[8], NULL };
+		pid_t r, s;
+
+		/* spawn() execs pfs_bin: run the receiver through setpriv. */
+		pfs_bin = "/usr/bin/setpriv";
+		r = spawn(ns_b, "capped-recv", wrapped);
+		pfs_bin = real;
+		s = spawn(ns_a, "capped-send", sargs);
+		src = wait_rc(s, 60);
+		rrc = wait_rc(r, 60);
+	}
+	rj = slurp("capped-recv", "json");
+	sj = slurp("capped-send", "json");
+	CHECK(rrc == 0 && src == 0, "exit codes recv %d send %d: %s", rrc, src,
+	      slurp("capped-recv", "err"));
+	CHECK(strstr(rj, "\"integrity\":\"OK\"") && strstr(sj, "\"integrity\":\"OK\""),
+	      "integrity: %s", rj);
+	CHECK(strstr(slurp("capped-recv", "err"), "socket buffers capped"), "no warning: %s",
+	      slurp("capped-recv", "err"));
+	tap_diag("socket drops %llu, re-sent %llu; sender %.120s", json_u64(rj, "socket_drops"),
+		 json_u64(sj, "retransmitted"), strstr(sj, "\"path\""));
+	return TAP_PASS;
+}
+
 static int t_refused(void)
 {
 	char addr[64];
@@ -612,6 +657,8 @@ static const struct tap_test tests[] = {
 	ROWS(dup, "1% duplication")
 	ROWS(delay, "1% loss + 10 ms delay")
 	{ "no GSO/GRO (PFS_UDP_OFFLOAD=off), 1% loss: integrity OK, path says so", t_no_offload },
+	{ "receiver socket buffer capped (no CAP_NET_ADMIN): drops repaired, integrity OK",
+	  t_capped_rcvbuf },
 	{ "offset mode against a different blob is refused over udp too", t_refused },
 	{ "malformed datagrams: dropped, counted, logged; transfer still OK", t_malformed },
 	{ "receiver killed mid-transfer: sender exits non-zero within seconds", t_receiver_killed },
