@@ -537,7 +537,8 @@ static int rx_handshake(struct rx *x, uint64_t fp)
 	if (!err) {
 		err = pfs_xfer_read_full(x->cfd, prm, sizeof(prm), &r->wire_bytes);
 		if (err)
-			return pfs_xfer_fail(r, err, "recv: waiting for PARAMS from %s: %s", r->peer,
+			return pfs_xfer_fail(r, err, "recv: waiting for PARAMS from %s: %s (is the "
+					     "sender running --transport udp?)", r->peer,
 					     pfs_xfer_io_what(err));
 		if (pfs_udp_rec_decode_hdr(prm, sizeof(prm), &p) || p.type != PFS_UDP_PARAMS)
 			return pfs_xfer_fail(r, -EPROTO, "recv: %s sent no valid PARAMS after HELLO "
