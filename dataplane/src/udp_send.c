@@ -67,7 +67,7 @@
 #define UDP_SEGMENT 103
 #endif
 
-#define TX_BATCH 16
+#define TX_BATCH 64
 #define RQ_CAP (1u << 16)
 #define RATE_START 128e6
 #define RATE_MIN 4e6
