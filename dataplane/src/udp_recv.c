@@ -28,8 +28,11 @@
  * path had already passed it for N ticks raises it to N + 1 (at most 31);
  * it shrinks by one every 250 ms. Reordering within the allowance costs no
  * repair. A gram's holes are asked for again at most every
- * max(UDP_RENAK_S, 2 x the measured NAK-to-repair time); the sender also
- * ignores asks within its own RTT. No progress (no new fragment, no
+ * max(UDP_RENAK_S, 2 x the measured NAK-to-repair time, 1.5 x the current
+ * queueing delay + 2 ms), the queueing delay being the one-way delay of the
+ * newest datagram (tsval) above the smallest seen, so a repair stuck behind
+ * a full socket is not asked for twice; the sender also ignores asks within
+ * its own RTT. No progress (no new fragment, no
  * executed gram) for io_timeout_ms ends the transfer with -ETIMEDOUT.
  */
 #include <errno.h>
@@ -88,6 +91,12 @@ struct rx {
 	uint32_t grace, grace_max;
 	double grace_at;
 	double nak_rtt;		/* NAK -> first repair, smoothed: paces re-asking */
+	/* One-way delay of the newest datagram relative to the smallest seen
+	 * (clock offsets cancel): how long a repair will queue behind data. */
+	uint32_t owd0;
+	int32_t owd_min;
+	bool owd_init;
+	double qdelay;
 	bool end_known;
 	double end_at;
 	struct pfs_ctl end;
@@ -196,6 +205,19 @@ static void place(struct rx *x, const uint8_t *p, size_t len, double now)
 	s->bits[idx / 64] |= 1ULL << (idx % 64);
 	memcpy(s->buf + f.frag_off, p + PFS_UDP_FRAG_LEN, f.frag_len);
 	s->have++;
+	{
+		uint32_t raw = pfs_udp_usec32(now) - f.tsval;
+		int32_t rel;
+
+		if (!x->owd_init) {
+			x->owd0 = raw;
+			x->owd_init = true;
+		}
+		rel = (int32_t)(raw - x->owd0);
+		if (rel < x->owd_min)
+			x->owd_min = rel;
+		x->qdelay = (rel - x->owd_min) * 1e-6;
+	}
 	x->progress_at = now;
 	x->echo_ts = f.tsval;
 	x->echo_at = now;
@@ -362,7 +384,7 @@ static int rx_tick(struct rx *x, double now)
 	struct pfs_xfer_result *r = x->r;
 	size_t fill = 0;
 	bool all = x->end_known && now - x->end_at >= x->grace * UDP_TICK_S;
-	double renak = 2 * x->nak_rtt > UDP_RENAK_S ? 2 * x->nak_rtt : UDP_RENAK_S;
+	double renak = fmax(UDP_RENAK_S, fmax(2 * x->nak_rtt, 1.5 * x->qdelay + 0.002));
 	uint64_t last;
 
 	if (x->cum != x->acked_cum || r->dgrams.received != x->acked_rx || now - x->last_ack > 0.05) {

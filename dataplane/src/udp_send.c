@@ -42,9 +42,9 @@
  *
  * Repairs: a NAK names missing fragments; each is queued unless it was sent
  * less than max(2 ms, 1.5 RTT + 1 ms) ago (the receiver re-asks a gram no
- * sooner than 4 ms or two of its NAK-to-repair times; the RTT comes from the
- * timestamps the ACKs echo). Repairs go before
- * fresh data and are paced like it. No ACK progress for io_timeout_ms, or
+ * sooner than 4 ms, two of its NAK-to-repair times, or 1.5x the queueing
+ * delay it sees + 2 ms; the RTT comes from the timestamps the ACKs echo).
+ * Repairs go before fresh data and are paced like it. No ACK progress for io_timeout_ms, or
  * the control connection closing, ends the transfer with an error.
  */
 #include <errno.h>
