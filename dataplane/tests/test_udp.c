@@ -240,6 +240,65 @@ static int impair_apply(const struct impair *im)
 	return 0;
 }
 
+/* ---- wire codec (no network) ---- */
+
+static int t_frag_codec(void)
+{
+	struct pfs_udp_frag f = { .flags = PFS_UDP_F_REPAIR, .frag_len = 100, .seq = 1ULL << 40,
+				  .gram_len = 1540, .frag_off = 1440, .tsval = 0xdeadbeef }, g;
+	uint8_t b[PFS_UDP_FRAG_LEN + 100];
+
+	pfs_udp_frag_encode(&f, b);
+	CHECK(!pfs_udp_frag_decode(b, sizeof(b), &g), "round trip");
+	CHECK(g.flags == f.flags && g.frag_len == 100 && g.seq == f.seq && g.gram_len == 1540 &&
+	      g.frag_off == 1440 && g.tsval == 0xdeadbeef, "fields");
+	CHECK(pfs_udp_frag_decode(b, PFS_UDP_FRAG_LEN - 1, &g) == -EMSGSIZE, "short");
+	CHECK(pfs_udp_frag_decode(b, sizeof(b) - 1, &g) == -EMSGSIZE, "frag_len != length");
+	b[8] ^= 1;
+	CHECK(pfs_udp_frag_decode(b, sizeof(b), &g) == -EILSEQ, "header crc");
+	b[8] ^= 1;
+	b[0] ^= 1;
+	CHECK(pfs_udp_frag_decode(b, sizeof(b), &g) == -EBADMSG, "magic");
+	f.flags = 0x80;
+	pfs_udp_frag_encode(&f, b);
+	CHECK(pfs_udp_frag_decode(b, sizeof(b), &g) == -EPROTO, "unknown flag");
+	f.flags = 0;
+	f.frag_off = 1500;	/* 1500 + 100 > 1540 */
+	pfs_udp_frag_encode(&f, b);
+	CHECK(pfs_udp_frag_decode(b, sizeof(b), &g) == -ERANGE, "outside the gram");
+	f.frag_off = 0xffffffc0u;	/* no wrap-around: 63 bytes left, 100 claimed */
+	f.gram_len = 0xffffffffu;
+	pfs_udp_frag_encode(&f, b);
+	CHECK(pfs_udp_frag_decode(b, sizeof(b), &g) == -ERANGE, "offset + length past 2^32");
+	return TAP_PASS;
+}
+
+static int t_rec_codec(void)
+{
+	struct pfs_udp_range rg[3] = { { 0, 1 }, { 7, 44 }, { 0, PFS_UDP_WHOLE_GRAM } }, out[3];
+	struct pfs_udp_rec r = { .type = PFS_UDP_NAK, .n = 3, .a = 12345 }, q;
+	uint8_t b[PFS_UDP_REC_LEN + 8 * PFS_UDP_MAX_RANGES + 8];
+	int len = pfs_udp_rec_encode(&r, rg, b);
+
+	CHECK(len == PFS_UDP_REC_LEN + 24, "length %d", len);
+	CHECK(!pfs_udp_rec_decode_hdr(b, len, &q) && q.type == PFS_UDP_NAK && q.n == 3 &&
+	      q.a == 12345, "header");
+	CHECK(!pfs_udp_rec_decode_ranges(b, len, &q, out) && out[1].first == 7 &&
+	      out[1].count == 44 && out[2].count == PFS_UDP_WHOLE_GRAM, "ranges");
+	CHECK(pfs_udp_rec_decode_ranges(b, len - 1, &q, out) == -EMSGSIZE, "truncated ranges");
+	b[PFS_UDP_REC_LEN + 3] ^= 1;
+	CHECK(pfs_udp_rec_decode_ranges(b, len, &q, out) == -EILSEQ, "range crc");
+	b[4] = 9;
+	CHECK(pfs_udp_rec_decode_hdr(b, len, &q) == -EILSEQ, "header crc first");
+	r = (struct pfs_udp_rec){ .type = PFS_UDP_ACK, .a = 1, .b = 2, .c = 3, .d = 4, .e = 5 };
+	len = pfs_udp_rec_encode(&r, NULL, b);
+	CHECK(len == PFS_UDP_REC_LEN && !pfs_udp_rec_decode_hdr(b, len, &q) && q.c == 3 &&
+	      q.e == 5, "ack");
+	r.n = PFS_UDP_MAX_RANGES + 1;
+	CHECK(pfs_udp_rec_encode(&r, NULL, b) == -E2BIG, "too many ranges");
+	return TAP_PASS;
+}
+
 static int t_setup(void)
 {
 	int rc = netns_setup("u", 215);
@@ -439,6 +498,32 @@ static int t_capped_rcvbuf(void)
 	      slurp("capped-recv", "err"));
 	tap_diag("socket drops %llu, re-sent %llu; sender %.120s", json_u64(rj, "socket_drops"),
 		 json_u64(sj, "retransmitted"), strstr(sj, "\"path\""));
+	return TAP_PASS;
+}
+
+/* IPv6: the fragment size follows from a 40-byte IP header (1452-byte
+ * datagrams at MTU 1500). */
+static int t_ipv6(void)
+{
+	char addr[64];
+	int rrc, src;
+
+	NEED_NET();
+	if (sh("ip -n %s addr add fd00:215::1/64 dev %s nodad && ip -n %s addr add fd00:215::2/64 "
+	       "dev %s nodad", ns_a, veth_a, ns_b, veth_b))
+		return tap_skip("cannot add IPv6 addresses (IPv6 disabled?)");
+	snprintf(addr, sizeof(addr), "[fd00:215::2]:%d", ++port);
+	{
+		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
+				  "--accept-timeout", "30", NULL };
+		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
+				  "payload", "--size", "16M", "--page", "4k", "--bytes", "64M", NULL };
+
+		xfer("v6", rargs, sargs, &rrc, &src);
+	}
+	CHECK(rrc == 0 && src == 0, "exit codes %d %d", rrc, src);
+	CHECK(strstr(slurp("v6-recv", "json"), "\"integrity\":\"OK\""), "integrity");
+	CHECK(strstr(slurp("v6-send", "json"), "udp 1452B"), "path: %s", slurp("v6-send", "json"));
 	return TAP_PASS;
 }
 
@@ -649,6 +734,8 @@ static int t_teardown(void)
 	{ "arith, " what ": integrity OK", fn##_arith },
 
 static const struct tap_test tests[] = {
+	{ "udp fragment header: round trip and every rejection", t_frag_codec },
+	{ "udp repair records: round trip, ranges, CRCs, limits", t_rec_codec },
 	{ "create two netns joined by a veth pair; pick the impairment backend", t_setup },
 	ROWS(clean, "0% loss")
 	ROWS(loss1, "1% loss")
@@ -659,6 +746,7 @@ static const struct tap_test tests[] = {
 	{ "no GSO/GRO (PFS_UDP_OFFLOAD=off), 1% loss: integrity OK, path says so", t_no_offload },
 	{ "receiver socket buffer capped (no CAP_NET_ADMIN): drops repaired, integrity OK",
 	  t_capped_rcvbuf },
+	{ "IPv6: 1452-byte datagrams at MTU 1500, integrity OK", t_ipv6 },
 	{ "offset mode against a different blob is refused over udp too", t_refused },
 	{ "malformed datagrams: dropped, counted, logged; transfer still OK", t_malformed },
 	{ "receiver killed mid-transfer: sender exits non-zero within seconds", t_receiver_killed },
