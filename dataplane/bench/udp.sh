@@ -201,7 +201,13 @@ setup excluded; iperf3: bytes that reached the iperf3 receiver). MB/CPU-s uses t
 receiver's CPU time. iperf3 UDP sends one ${DGRAM}-byte datagram per system call;
 pfs sends the same datagram size but hands the kernel up to 44 at a time (UDP GSO,
 received with UDP GRO) when the kernel offers it; the pfs rows' notes give the path
-it used and its repair counters.
+it used and its repair counters. \`iperf3 -u -b 0\` offers more than its receiver
+can take, so its goodput is what survived the receiver's socket (the loss is in
+its notes); pfs paces itself and repairs, so its rows are complete transfers with
+integrity checked. The row without GSO/GRO is the like-for-like comparison with
+iperf3's one datagram per kernel call; it is reported, not a target. Wall-clock
+rows depend on how much CPU other jobs leave (sender and receiver each need a
+core); compare the load averages.
 
 $report
 <!-- bench-udp:end -->"
