@@ -7,9 +7,9 @@
 #   the iperf3 receiver; iperf3 TCP (one stream); PFS-With-Payload-UDP;
 #   Native PFS Offset-only Mode - UDP; PFS-With-Payload-UDP without GSO/GRO
 #   (for reference); then PFS-With-Payload-UDP with 1% loss
-#   on the veth (tc netem when the kernel has it, else an iptables
-#   `statistic` DROP rule: both drop what the sender's side of the veth
-#   transmits, a GSO burst as a unit).
+#   on the veth (tc netem on the sender's side when the kernel has it, else
+#   an iptables `statistic` DROP rule on the receiver's side; either drops a
+#   GSO burst as a unit).
 # Prints a table (effective MB/s, MB per receiver CPU-second) and the two
 # targets computed from this same run, and writes them into the "UDP
 # transport" section of docs/benchmarks.md (between the bench-udp markers;
@@ -89,9 +89,11 @@ if tc -n "$nsa" qdisc add dev "$va" root netem delay 0ms 2>/dev/null; then
 	loss_on() { tc -n "$nsa" qdisc add dev "$va" root netem loss 1%; }
 	loss_off() { tc -n "$nsa" qdisc del dev "$va" root; }
 elif command -v iptables >/dev/null; then
-	loss_how="iptables statistic DROP p=0.01 on $va (this kernel has no sch_netem)"
-	loss_on() { ip netns exec "$nsa" iptables -A OUTPUT -o "$va" -m statistic --mode random --probability 0.01 -j DROP; }
-	loss_off() { ip netns exec "$nsa" iptables -F OUTPUT; }
+	# On the receiving end of the veth: a drop in the sender's own OUTPUT chain
+	# fails its send with EPERM, which real path loss never does.
+	loss_how="iptables statistic DROP p=0.01 on $vb input (this kernel has no sch_netem)"
+	loss_on() { ip netns exec "$nsb" iptables -A INPUT -i "$vb" -m statistic --mode random --probability 0.01 -j DROP; }
+	loss_off() { ip netns exec "$nsb" iptables -F INPUT; }
 else
 	die "neither sch_netem nor iptables: cannot impose 1% loss"
 fi

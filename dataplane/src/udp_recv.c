@@ -22,18 +22,19 @@
  * datagrams received, socket drops, an echo of the newest sender timestamp
  * for the sender's RTT) and NAKs for holes older than `grace` ticks: a
  * fragment missing below the highest (gram, fragment) position seen `grace`
- * ticks ago, or anything missing once END has said how many grams there are
- * and `grace` ticks have passed. `grace` starts at 2 ticks (4 ms) and adapts
- * like TCP RACK's reorder window: a fresh fragment that arrives after the
- * path had already passed it for N ticks raises it to N + 1 (at most 31);
- * it shrinks by one every 250 ms. Reordering within the allowance costs no
- * repair. A gram's holes are asked for again at most every
- * max(UDP_RENAK_S, 2 x the measured NAK-to-repair time, 1.5 x the current
- * queueing delay + 2 ms), the queueing delay being the one-way delay of the
- * newest datagram (tsval) above the smallest seen, so a repair stuck behind
- * a full socket is not asked for twice; the sender also ignores asks within
- * its own RTT. No progress (no new fragment, no
- * executed gram) for io_timeout_ms ends the transfer with -ETIMEDOUT.
+ * ticks ago, or anything missing once END has said how many grams there
+ * are, `grace` ticks have passed and the socket has nothing left to read.
+ * `grace` starts at 2 ticks (2-3 ms) and adapts like TCP RACK's reorder
+ * window: a fresh fragment that arrives after the path had already passed
+ * it for N ticks raises it to N + 1 (at most 63); it shrinks by one every
+ * 250 ms. Reordering within the allowance costs no repair. A gram's holes
+ * are asked for again at most every max(UDP_RENAK_S, 2 x the measured
+ * NAK-to-repair time, 1.5 x the current queueing delay + 2 ms), the
+ * queueing delay being the one-way delay of the newest datagram (tsval)
+ * above the smallest seen, so a repair stuck behind a full socket is not
+ * asked for twice; the sender also ignores asks within its own RTT. No
+ * progress (no new fragment, no executed gram) for io_timeout_ms ends the
+ * transfer with -ETIMEDOUT.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,7 +61,7 @@
 #define RX_BATCH 32
 #define RX_BUFSZ 65536
 #define NAK_BUF (64 << 10)
-#define HW_HIST 32		/* ticks of history: reordering up to 62 ms tolerated */
+#define HW_HIST 64		/* ticks of history: reordering up to 63 ms tolerated */
 #define GRACE_MIN 2
 #define EXEC_STEP (4u << 20)	/* referenced bytes executed per loop turn */
 
@@ -377,13 +379,26 @@ static int rx_exec(struct rx *x)
 	return 0;
 }
 
+/* Is there a gram to execute right now? */
+static bool rx_runnable(struct rx *x)
+{
+	struct rslot *s = slot_of(x, x->cum);
+
+	return x->cur_n || (s->used && s->seq == x->cum && s->have == s->nfrags);
+}
+
 /* ACK every tick when something changed (else every 50 ms), then NAK the
  * holes that were already there `grace` ticks ago. */
 static int rx_tick(struct rx *x, double now)
 {
 	struct pfs_xfer_result *r = x->r;
 	size_t fill = 0;
-	bool all = x->end_known && now - x->end_at >= x->grace * UDP_TICK_S;
+	int queued = 0;
+	/* After END everything missing is asked for, but only once the socket
+	 * is drained: END overtakes data still queued in our socket, and a
+	 * full window of it takes a while to read. */
+	bool all = x->end_known && now - x->end_at >= x->grace * UDP_TICK_S &&
+		   !ioctl(x->ufd, FIONREAD, &queued) && !queued;
 	double renak = fmax(UDP_RENAK_S, fmax(2 * x->nak_rtt, 1.5 * x->qdelay + 0.002));
 	uint64_t last;
 
@@ -528,7 +543,7 @@ static int rx_loop(struct rx *x)
 					     used ? s->have : 0, used ? s->nfrags : 0,
 					     x->r->dgrams.received, x->r->dgrams.naks);
 		}
-		if (n == 0 && !x->cur_n) {
+		if (n == 0 && !rx_runnable(x)) {
 			struct pollfd p[2] = { { .fd = x->ufd, .events = POLLIN },
 					       { .fd = x->cfd, .events = POLLIN } };
 			double w = next_tick - now;
@@ -567,13 +582,13 @@ static int rx_handshake(struct rx *x, uint64_t fp)
 					     "(is it a udp sender?)", r->peer);
 		x->cfg = (struct pfs_udp_cfg){ .payload = p.d + PFS_UDP_FRAG_LEN, .frag = p.d,
 					       .window = p.e, .max_gram = (uint32_t)p.a };
-		if (p.d < 64 || p.d > 65507 - PFS_UDP_FRAG_LEN || p.e != UDP_WINDOW ||
+		if (p.d < 64 || p.d > 65507 - PFS_UDP_FRAG_LEN || !p.e || p.e > UDP_WINDOW ||
 		    p.a < PFS_GRAM_HDR_LEN || p.a > UDP_MAX_GRAM || p.b == 0 || p.b > 65535) {
 			a.type = PFS_CTL_REFUSE;
 			a.word = PFS_REFUSE_PARAMS;
 			err = pfs_xfer_fail(r, -EPERM, "recv: refused %s: transport parameters not "
 					    "acceptable: fragment %" PRIu32 " bytes (64..65475), window "
-					    "%" PRIu32 " (this receiver: %u), max gram %" PRIu64 " bytes "
+					    "%" PRIu32 " (this receiver: 1..%u), max gram %" PRIu64 " bytes "
 					    "(<= %u)", r->peer, p.d, p.e, UDP_WINDOW, p.a, UDP_MAX_GRAM);
 		} else {
 			/* Only the sender's data socket may feed ours. */
@@ -611,6 +626,8 @@ static int rx_alloc(struct rx *x)
 		x->slots[i].nak_seq = UINT64_MAX;
 		if (!x->slots[i].buf || !x->slots[i].bits)
 			return -ENOMEM;
+		/* Fault the slots in now: setup, not transfer time. */
+		memset(x->slots[i].buf, 0, x->cfg.max_gram);
 	}
 	return 0;
 }

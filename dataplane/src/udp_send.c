@@ -29,12 +29,13 @@
  * PFS_UDP_OFFLOAD=off) one message carries up to UDP_MAX_SEGS datagrams.
  *
  * Pacing (rate-based AIMD): a token bucket at `rate` bytes/s, starting at
- * 128 MB/s (burst: 2 ms of rate or two GSO messages). Each ACK (every 2 ms) either grows the rate
- * (x1.25 until the first congestion signal, then +4 MB/s per ACK) or, on a
- * congestion signal, cuts it to 0.7x at most once per RTT. The congestion
+ * 128 MB/s (burst: 2 ms of rate or two GSO messages). Each ACK (every 1 ms)
+ * either grows the rate (x1.25 until the first congestion signal, then
+ * +4 MB/s per ACK) or, on a congestion signal, cuts it to 0.7x at most once
+ * per RTT. The congestion
  * signal is the receiver's socket dropping datagrams (SO_RXQ_OVFL, carried
- * in the ACK) or a NAKed share above 25% of what was sent since the last
- * ACK. Random loss on the path (netem 1-5%) is repaired but not read as
+ * in the ACK) or a NAKed share above 25% of the last >= 1024 datagrams
+ * sent. Random loss on the path (netem 1-5%) is repaired but not read as
  * congestion: halving on every loss, as TCP Reno does, would collapse the
  * rate on a lossy but idle path, and a receiver too slow for us shows up
  * first as its own socket overflowing. The window (UDP_WINDOW grams) bounds
@@ -68,12 +69,14 @@
 #endif
 
 #define TX_BATCH 64
+#define TX_BYTES (1u << 20)	/* fresh bytes per sendmmsg call, at most */
 #define RQ_CAP (1u << 16)
 #define RATE_START 128e6
 #define RATE_MIN 4e6
 #define RATE_MAX 8e9
 #define RATE_STEP 4e6
 #define HASH_STEP (4u << 20)
+#define LOSS_SPAN 1024		/* datagrams a loss share is measured over */
 
 struct sslot {
 	uint64_t seq;
@@ -107,7 +110,7 @@ struct tx {
 	/* pacing */
 	double rate, tokens, tok_at, last_dec, srtt;
 	bool slow_start;
-	uint64_t ovfl_seen, sent_since_ack, naked_since_ack;
+	uint64_t ovfl_seen, loss_sent, loss_naked;
 	double progress_at;
 	/* GSO */
 	bool gso;
@@ -243,7 +246,10 @@ static int tx_send(struct tx *t, double now)
 			continue;
 		add_msg(t, m++, slot_of(t, e.seq), e.frag, 1, true, now);
 	}
-	while (m < TX_BATCH && t->tokens > 0 && t->fresh_seq < t->produced) {
+	/* At most TX_BYTES per call: on veth the receive path runs inside our
+	 * sendmmsg, and NAKs wait until it returns. */
+	while (m < TX_BATCH && t->tokens > 0 && t->fresh_seq < t->produced &&
+	       (m + 1) * t->segs * t->cfg.payload <= TX_BYTES) {
 		struct sslot *s = slot_of(t, t->fresh_seq);
 		uint32_t n = s->nfrags - s->next_fresh;
 
@@ -311,7 +317,7 @@ static int tx_send(struct tx *t, double now)
 			break;
 		}
 	}
-	t->sent_since_ack += dgrams;
+	t->loss_sent += dgrams;
 	return dgrams;
 }
 
@@ -329,9 +335,14 @@ static void tx_rate_on_ack(struct tx *t, const struct pfs_udp_rec *a, double now
 		cong = true;
 		t->ovfl_seen = a->c;
 	}
-	if (t->sent_since_ack >= 32 && t->naked_since_ack * 4 > t->sent_since_ack)
-		cong = true;
-	t->sent_since_ack = t->naked_since_ack = 0;
+	/* Loss share over at least LOSS_SPAN datagrams: counted per ACK, a
+	 * window stall (little sent while a hole is repaired) would look like
+	 * heavy loss. */
+	if (t->loss_sent >= LOSS_SPAN) {
+		if (t->loss_naked * 4 > t->loss_sent)
+			cong = true;
+		t->loss_sent = t->loss_naked = 0;
+	}
 	if (cong) {
 		if (now - t->last_dec > (t->srtt > 0.005 ? t->srtt : 0.005)) {
 			t->rate = t->rate * 0.7 > RATE_MIN ? t->rate * 0.7 : RATE_MIN;
@@ -372,7 +383,7 @@ static void tx_on_nak(struct tx *t, const struct pfs_udp_rec *n, const struct pf
 				continue;
 			s->sent_at[f] = now;
 			t->rq[t->rq_tail++ % RQ_CAP] = (struct rq_ent){ s->seq, f };
-			t->naked_since_ack++;
+			t->loss_naked++;
 		}
 	}
 }
@@ -525,6 +536,8 @@ static int tx_cfg(struct tx *t, int family)
 		s->d = malloc(o->desc_per_gram * sizeof(*s->d));
 		if (!s->buf || !s->sent_at || !s->d)
 			return -ENOMEM;
+		/* Fault the slots in now: setup, not transfer time. */
+		memset(s->buf, 0, t->cfg.max_gram);
 	}
 	t->rq = malloc(RQ_CAP * sizeof(*t->rq));
 	return t->rq ? 0 : -ENOMEM;

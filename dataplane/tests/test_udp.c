@@ -9,7 +9,8 @@
  * mechanisms, chosen once at setup:
  *   netem   `tc qdisc replace dev VETH_A root netem ...` when sch_netem exists;
  *   netfilter  when it does not (kernels built without sch_netem, like this
- *           project's VMs): loss = iptables `statistic` DROP, duplication =
+ *           project's VMs): loss = iptables `statistic` DROP on B's input
+ *           (the far end of the same veth), duplication =
  *           iptables TEE to the receiver, delay and reordering = an NFQUEUE
  *           holder in this program that releases each packet after a fixed
  *           delay (a random 25% an extra 1 ms later for reordering).
@@ -201,7 +202,7 @@ static void impair_clear(void)
 		sh("tc -n %s qdisc del dev %s root 2>/dev/null", ns_a, veth_a);
 	else if (backend == IMP_NETFILTER)
 		sh("ip netns exec %s iptables -F OUTPUT; ip netns exec %s iptables -t mangle -F "
-		   "POSTROUTING", ns_a, ns_a);
+		   "POSTROUTING; ip netns exec %s iptables -F INPUT", ns_a, ns_a, ns_b);
 }
 
 static int impair_apply(const struct impair *im)
@@ -209,8 +210,11 @@ static int impair_apply(const struct impair *im)
 	impair_clear();
 	if (backend == IMP_NETEM)
 		return sh("tc -n %s qdisc replace dev %s root netem %s", ns_a, veth_a, im->netem);
-	if (im->loss > 0 && sh("ip netns exec %s iptables -A OUTPUT -o %s -m statistic --mode "
-			       "random --probability %.4f -j DROP", ns_a, veth_a, im->loss))
+	/* Loss where the wire ends (B's input), not in A's output: a packet A's
+	 * own firewall drops fails A's send with EPERM, and the sender would
+	 * know about it, which a lossy network never tells it. */
+	if (im->loss > 0 && sh("ip netns exec %s iptables -A INPUT -i %s -m statistic --mode "
+			       "random --probability %.4f -j DROP", ns_b, veth_b, im->loss))
 		return -1;
 	if (im->dup > 0 && sh("ip netns exec %s iptables -t mangle -A POSTROUTING -o %s -m "
 			      "statistic --mode random --probability %.4f -j TEE --gateway %s",
@@ -313,8 +317,9 @@ static int t_setup(void)
 		       "--probability 0.5 -j ACCEPT 2>/dev/null && ip netns exec %s iptables -F "
 		       "OUTPUT", ns_a, veth_a, ns_a)) {
 		backend = IMP_NETFILTER;
-		tap_diag("impairment: sch_netem is not in this kernel; using netfilter on %s "
-			 "(iptables statistic DROP, TEE, NFQUEUE delay)", veth_a);
+		tap_diag("impairment: sch_netem is not in this kernel; using netfilter (iptables "
+			 "statistic DROP on %s input, TEE and NFQUEUE delay on %s output)", veth_b,
+			 veth_a);
 	} else {
 		snprintf(imp_skip, sizeof(imp_skip), "neither sch_netem nor iptables (statistic, "
 			 "TEE, NFQUEUE) available to impair the veth");
