@@ -20,33 +20,39 @@
  * Offset/arithmetic grams are tiny (a descriptor table); a repair re-sends
  * the missing part of that table. A slot is reused only after the receiver's
  * cumulative ACK has passed its gram (and, offset/arithmetic, after its
- * bytes were hashed: hashing runs right after the gram's fragments went out,
- * so the receiver works meanwhile).
+ * bytes were hashed: hashing runs after the gram's fragments went out, at
+ * most HASH_STEP bytes per loop turn, so the receiver works meanwhile and
+ * ACKs/NAKs are read promptly). Slots are faulted in during setup.
  *
  * Fragments: gram bytes are cut every cfg.frag bytes (MTU - IP/UDP headers -
- * 32-byte fragment header); sendmmsg sends up to TX_BATCH messages; with UDP
- * GSO (UDP_SEGMENT, probed at run time, dropped on the first EIO/EINVAL, or
- * PFS_UDP_OFFLOAD=off) one message carries up to UDP_MAX_SEGS datagrams.
+ * 32-byte fragment header); sendmmsg sends up to TX_BATCH messages and at
+ * most TX_BYTES of new data per call (on veth the receiver's softirq runs
+ * inside our call); with UDP GSO (UDP_SEGMENT, probed at run time, dropped
+ * on the first EIO/EINVAL, or PFS_UDP_OFFLOAD=off) one message carries up
+ * to UDP_MAX_SEGS datagrams. A datagram our own host's firewall drops
+ * (EPERM) counts as lost, not as an error.
  *
  * Pacing (rate-based AIMD): a token bucket at `rate` bytes/s, starting at
  * 128 MB/s (burst: 2 ms of rate or two GSO messages). Each ACK (every 1 ms)
  * either grows the rate (x1.25 until the first congestion signal, then
- * +4 MB/s per ACK) or, on a congestion signal, cuts it to 0.7x at most once
- * per RTT. The congestion
- * signal is the receiver's socket dropping datagrams (SO_RXQ_OVFL, carried
- * in the ACK) or a NAKed share above 25% of the last >= 1024 datagrams
- * sent. Random loss on the path (netem 1-5%) is repaired but not read as
- * congestion: halving on every loss, as TCP Reno does, would collapse the
- * rate on a lossy but idle path, and a receiver too slow for us shows up
- * first as its own socket overflowing. The window (UDP_WINDOW grams) bounds
- * what a slow receiver can be owed.
+ * +4 MB/s per ACK, at most RATE_MAX) or, on a congestion signal, cuts it to
+ * 0.7x at most once per RTT. The congestion signal is the receiver's socket
+ * dropping datagrams (SO_RXQ_OVFL, carried in the ACK) or a NAKed share
+ * above 25% of the last >= LOSS_SPAN datagrams sent. Random loss on the
+ * path (netem 1-5%) is repaired but not read as congestion: halving on
+ * every loss, as TCP Reno does, would collapse the rate on a lossy but idle
+ * path, and a receiver too slow for us shows up first as its own socket
+ * overflowing. The window (UDP_WINDOW grams, 64 MiB of payload) bounds what
+ * a slow receiver can be owed; it is sized to keep sending while holes are
+ * repaired, and the receiver's socket buffer is sized to hold it.
  *
  * Repairs: a NAK names missing fragments; each is queued unless it was sent
  * less than max(2 ms, 1.5 RTT + 1 ms) ago (the receiver re-asks a gram no
  * sooner than 4 ms, two of its NAK-to-repair times, or 1.5x the queueing
  * delay it sees + 2 ms; the RTT comes from the timestamps the ACKs echo).
- * Repairs go before fresh data and are paced like it. No ACK progress for io_timeout_ms, or
- * the control connection closing, ends the transfer with an error.
+ * Repairs go before fresh data and are paced like it. No ACK progress for
+ * io_timeout_ms, or the control connection closing, ends the transfer with
+ * an error.
  */
 #include <errno.h>
 #include <inttypes.h>
