@@ -15,8 +15,11 @@
  *
  * Grams execute strictly in seq order (the integrity CRC is defined over
  * the stream order): when the gram `cum` is complete it is decoded with
- * pfs_gram_decode, executed, and its slot freed. A gram that fails to decode
- * is counted and asked for again; the fourth failure ends the transfer.
+ * pfs_gram_decode, executed (at most EXEC_STEP referenced bytes per loop
+ * turn, so an offset-mode gram of 100+ MiB never keeps the socket unread),
+ * and its slot freed. A gram that fails to decode is counted and asked for
+ * again; the fourth failure ends the transfer. Slots are faulted in during
+ * setup.
  *
  * Repair: every UDP_TICK_S the receiver sends an ACK (grams executed,
  * datagrams received, socket drops, an echo of the newest sender timestamp
