@@ -588,6 +588,38 @@ static int t_receiver_killed(void)
 	return TAP_PASS;
 }
 
+/* Kill -9 the sender mid-transfer: the receiver must notice at once. */
+static int t_sender_killed(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
+			  "--accept-timeout", "30", NULL };
+	char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode", "payload",
+			  "--size", "64M", "--page", "4k", "--bytes", "1T", NULL };
+	pid_t r, s;
+	double t0;
+	int rc;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn(ns_b, "skilled-recv", rargs);
+	s = spawn(ns_a, "skilled-send", sargs);
+	sleep(2);
+	CHECK(waitpid(r, NULL, WNOHANG) == 0, "receiver ended before the kill: %s",
+	      slurp("skilled-recv", "err"));
+	kill(s, SIGKILL);
+	waitpid(s, NULL, 0);
+	t0 = mono();
+	rc = wait_rc(r, 15);
+	tap_diag("receiver exited %d after %.2f s: %.300s", rc, mono() - t0,
+		 slurp("skilled-recv", "err"));
+	CHECK(rc > 0 && rc < 128, "receiver exit %d (want a clean non-zero exit)", rc);
+	CHECK(mono() - t0 < 6, "receiver took %.1f s to notice", mono() - t0);
+	CHECK(strstr(slurp("skilled-recv", "json"), "closed the control connection"), "json: %s",
+	      slurp("skilled-recv", "json"));
+	return TAP_PASS;
+}
+
 /* The path dies mid-transfer (everything A sends is dropped): both ends end
  * with a clear error within their io timeout instead of hanging. */
 static int t_path_dies(void)
@@ -755,6 +787,7 @@ static const struct tap_test tests[] = {
 	{ "offset mode against a different blob is refused over udp too", t_refused },
 	{ "malformed datagrams: dropped, counted, logged; transfer still OK", t_malformed },
 	{ "receiver killed mid-transfer: sender exits non-zero within seconds", t_receiver_killed },
+	{ "sender killed mid-transfer: receiver exits non-zero at once", t_sender_killed },
 	{ "path dies mid-transfer: both ends time out with a clear error", t_path_dies },
 	{ "remove the namespaces and veth", t_teardown },
 };
