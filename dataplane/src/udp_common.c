@@ -2,11 +2,15 @@
 /*
  * Pieces both ends of the udp transport use: the non-blocking reader of the
  * TCP control connection (one per side, owned by that side's only thread),
- * UDP socket creation with large buffers, and rate-limited logging of
+ * UDP socket creation with large buffers (bound to --ifname when given),
+ * the interface MTU, and rate-limited logging of
  * dropped datagrams (nothing is logged per packet after the first few).
  */
 #include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,7 +74,7 @@ int pfs_udp_ctl_next(struct pfs_udp_ctlin *c, const uint8_t **rec, size_t *len)
 	}
 }
 
-int pfs_udp_socket(int family, const char **why)
+int pfs_udp_socket(int family, const char *ifname, const char **why)
 {
 	int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), sz = UDP_SOCKBUF, got;
 	socklen_t sl = sizeof(got);
@@ -78,6 +82,12 @@ int pfs_udp_socket(int family, const char **why)
 	*why = NULL;
 	if (fd < 0)
 		return -errno;
+	if (ifname && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, strlen(ifname) + 1)) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
 	/* FORCE needs CAP_NET_ADMIN; without it the sysctl caps (rmem_max) apply. */
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
@@ -101,4 +111,18 @@ void pfs_udp_drop(struct pfs_udp_droplog *dl, int err, const char *what)
 	else
 		return;
 	dl->last = now;
+}
+
+int pfs_udp_if_mtu(const char *ifname)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFMTU, &ifr))
+		err = -errno;
+	close(fd);
+	return err ? err : ifr.ifr_mtu;
 }

@@ -47,9 +47,14 @@ struct pfs_udp_ctlin {
  * unknown or malformed record, -errno from recv. Never blocks. */
 int pfs_udp_ctl_next(struct pfs_udp_ctlin *c, const uint8_t **rec, size_t *len);
 
-/* UDP socket of @family with big buffers; *why gets a note when they were
- * capped. fd or -errno. */
-int pfs_udp_socket(int family, const char **why);
+/* UDP socket of @family with big buffers, bound to device @ifname when not
+ * NULL (SO_BINDTODEVICE); *why gets a note when the buffers were capped.
+ * fd or -errno (-ENODEV: no such interface, -EPERM: binding needs
+ * CAP_NET_RAW). */
+int pfs_udp_socket(int family, const char *ifname, const char **why);
+
+/* MTU of interface @ifname, or -errno. */
+int pfs_udp_if_mtu(const char *ifname);
 
 /* Log a dropped datagram: the first few with detail, then a summary at most
  * once a second. */

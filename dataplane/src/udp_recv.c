@@ -675,11 +675,14 @@ int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 		goto out_free;
 	}
 	/* The data socket first, so it exists before a sender can connect. */
-	x->ufd = pfs_udp_socket(ss.ss_family, &why);
+	x->ufd = pfs_udp_socket(ss.ss_family, o->ifname, &why);
 	if (x->ufd < 0) {
-		err = pfs_xfer_fail(r, x->ufd, "recv: udp socket: %s", strerror(-x->ufd));
+		err = pfs_xfer_fail(r, x->ufd, "recv: udp socket%s%s: %s", o->ifname ? " on " : "",
+				    o->ifname ? o->ifname : "", strerror(-x->ufd));
 		goto out_free;
 	}
+	if (o->queues > 1)
+		pfs_warn("recv: udp uses one socket and thread; --queues %u ignored", o->queues);
 	if (why)
 		pfs_warn("recv: %s", why);
 	if (bind(x->ufd, (struct sockaddr *)&ss, sl)) {

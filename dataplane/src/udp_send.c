@@ -520,7 +520,9 @@ static int tx_loop(struct tx *t)
 static int tx_cfg(struct tx *t, int family)
 {
 	const struct pfs_xfer_opts *o = t->o;
-	uint32_t mtu = o->mtu ? o->mtu : PFS_UDP_DEFAULT_MTU;
+	/* --mtu, else the MTU of --ifname, else 1500. */
+	int ifmtu = !o->mtu && o->ifname ? pfs_udp_if_mtu(o->ifname) : 0;
+	uint32_t mtu = o->mtu ? o->mtu : ifmtu > 0 ? (uint32_t)ifmtu : PFS_UDP_DEFAULT_MTU;
 	uint32_t ip = family == AF_INET6 ? 48 : 28;
 	uint64_t cap = o->mode == PFS_MODE_PAYLOAD ?
 		       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes : UDP_GRAM_PAYLOAD_MAX) : 0;
@@ -623,11 +625,14 @@ int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 			goto out_free;
 		}
 	}
-	t->ufd = pfs_udp_socket(ss.ss_family, &why);
+	t->ufd = pfs_udp_socket(ss.ss_family, o->ifname, &why);
 	if (t->ufd < 0) {
-		err = pfs_xfer_fail(r, t->ufd, "send: udp socket: %s", strerror(-t->ufd));
+		err = pfs_xfer_fail(r, t->ufd, "send: udp socket%s%s: %s", o->ifname ? " on " : "",
+				    o->ifname ? o->ifname : "", strerror(-t->ufd));
 		goto out_free;
 	}
+	if (o->queues > 1)
+		pfs_warn("send: udp uses one socket and thread; --queues %u ignored", o->queues);
 	if (why)
 		pfs_warn("send: %s", why);
 	if (connect(t->ufd, (struct sockaddr *)&ss, sl) ||

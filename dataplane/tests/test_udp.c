@@ -495,14 +495,15 @@ static int t_capped_rcvbuf(void)
 	}
 	rj = slurp("capped-recv", "json");
 	sj = slurp("capped-send", "json");
-	CHECK(rrc == 0 && src == 0, "exit codes recv %d send %d: %s", rrc, src,
-	      slurp("capped-recv", "err"));
+	tap_diag("socket drops %llu, duplicates %llu, re-sent %llu; sender %.90s",
+		 json_u64(rj, "socket_drops"), json_u64(rj, "duplicates"),
+		 json_u64(sj, "retransmitted"), strstr(sj, "\"path\""));
 	CHECK(strstr(rj, "\"integrity\":\"OK\"") && strstr(sj, "\"integrity\":\"OK\""),
 	      "integrity: %s", rj);
+	CHECK(rrc == 0 && src == 0, "exit codes recv %d send %d: %s", rrc, src,
+	      slurp("capped-recv", "err"));
 	CHECK(strstr(slurp("capped-recv", "err"), "socket buffers capped"), "no warning: %s",
 	      slurp("capped-recv", "err"));
-	tap_diag("socket drops %llu, re-sent %llu; sender %.120s", json_u64(rj, "socket_drops"),
-		 json_u64(sj, "retransmitted"), strstr(sj, "\"path\""));
 	return TAP_PASS;
 }
 
@@ -529,6 +530,46 @@ static int t_ipv6(void)
 	CHECK(rrc == 0 && src == 0, "exit codes %d %d", rrc, src);
 	CHECK(strstr(slurp("v6-recv", "json"), "\"integrity\":\"OK\""), "integrity");
 	CHECK(strstr(slurp("v6-send", "json"), "udp 1452B"), "path: %s", slurp("v6-send", "json"));
+	return TAP_PASS;
+}
+
+/* --ifname: the data socket is bound to the veth and, without --mtu, the
+ * datagrams follow the device MTU (9000 here: 8972-byte datagrams). A
+ * device that does not exist is a clear error. */
+static int t_ifname_mtu(void)
+{
+	char addr[64], *rj;
+	int rrc, src;
+
+	NEED_NET();
+	CHECK(!sh("ip -n %s link set %s mtu 9000 && ip -n %s link set %s mtu 9000", ns_a, veth_a,
+		  ns_b, veth_b), "set mtu 9000");
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	{
+		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
+				  "--ifname", veth_b, "--accept-timeout", "30", NULL };
+		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
+				  "payload", "--ifname", veth_a, "--size", "16M", "--page", "4k",
+				  "--bytes", "64M", NULL };
+
+		xfer("jumbo", rargs, sargs, &rrc, &src);
+	}
+	sh("ip -n %s link set %s mtu 1500; ip -n %s link set %s mtu 1500", ns_a, veth_a, ns_b,
+	   veth_b);
+	rj = slurp("jumbo-recv", "json");
+	CHECK(rrc == 0 && src == 0, "exit codes %d %d", rrc, src);
+	CHECK(strstr(rj, "\"integrity\":\"OK\"") && strstr(rj, "udp 8972B"), "recv: %s", rj);
+	CHECK(strstr(slurp("jumbo-send", "json"), "gso x7"), "send: %s", slurp("jumbo-send", "json"));
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	{
+		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
+				  "payload", "--ifname", "pfs-no-such", "--size", "16M", "--page",
+				  "4k", NULL };
+
+		src = wait_rc(spawn(ns_a, "nodev-send", sargs), 20);
+	}
+	CHECK(src == 1 && strstr(slurp("nodev-send", "err"), "pfs-no-such"), "exit %d: %s", src,
+	      slurp("nodev-send", "err"));
 	return TAP_PASS;
 }
 
@@ -784,6 +825,8 @@ static const struct tap_test tests[] = {
 	{ "receiver socket buffer capped (no CAP_NET_ADMIN): drops repaired, integrity OK",
 	  t_capped_rcvbuf },
 	{ "IPv6: 1452-byte datagrams at MTU 1500, integrity OK", t_ipv6 },
+	{ "--ifname binds the veth and follows its MTU (9000: 8972-byte datagrams, gso x7)",
+	  t_ifname_mtu },
 	{ "offset mode against a different blob is refused over udp too", t_refused },
 	{ "malformed datagrams: dropped, counted, logged; transfer still OK", t_malformed },
 	{ "receiver killed mid-transfer: sender exits non-zero within seconds", t_receiver_killed },

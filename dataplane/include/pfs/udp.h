@@ -94,14 +94,17 @@ int pfs_udp_rec_decode_ranges(const void *buf, size_t len, const struct pfs_udp_
 			      struct pfs_udp_range *rg);
 
 /* pfs_udp_send/pfs_udp_recv - one transfer (options: struct pfs_xfer_opts;
- * mtu 0 = 1500, io_timeout_ms 0 = 5 s). Return 0 when the transfer
+ * mtu 0 = the MTU of ifname, or 1500 without one; ifname binds the data
+ * socket to that device; io_timeout_ms 0 = 5 s; queues is ignored: one
+ * socket, one thread). Return 0 when the transfer
  * completed (check r->verdict), else -errno with r->error set:
  * -ECONNREFUSED/-ETIMEDOUT/-EHOSTUNREACH connecting, -EPERM refused by the
  * peer (mode/fingerprint/version/params), -EPROTO malformed control stream or
  * a gram that keeps failing to decode, -ECONNRESET peer vanished (control
  * connection closed or the data port unreachable), -ETIMEDOUT no progress
  * within io_timeout_ms, -EINVAL bad options, -ENOMEM, -EADDRINUSE/-EACCES
- * binding. Malformed datagrams are dropped and counted in r->stats. */
+ * binding, -ENODEV no such --ifname. Malformed datagrams are dropped and
+ * counted in r->stats. */
 int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
 int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
 
