@@ -46,7 +46,8 @@ static const char send_usage[] =
 "  --ifname IF           interface to bind or attach to\n"
 "  --queues N            NIC queues to use, one socket and thread each (default 1)\n"
 "  --peer-mac MAC        the peer's MAC when it cannot be resolved (afxdp)\n"
-"  --mtu N               path MTU datagrams must fit (default 1500)\n"
+"  --mtu N               path MTU datagrams must fit (default: the MTU of\n"
+"                        --ifname for udp, else 1500)\n"
 "\n" PFS_CLI_BLOB_HELP PFS_CLI_SHARE_HELP
 "\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused by the\n"
 "receiver (mode/version/blob), 5 timeout.\n";
@@ -73,7 +74,8 @@ static const char recv_usage[] =
 "  --ifname IF           interface to bind or attach to\n"
 "  --queues N            NIC queues to use, one socket and thread each (default 1)\n"
 "  --peer-mac MAC        the peer's MAC when it cannot be resolved (afxdp)\n"
-"  --mtu N               path MTU datagrams must fit (default 1500)\n"
+"  --mtu N               path MTU datagrams must fit (default: the MTU of\n"
+"                        --ifname for udp, else 1500)\n"
 "\n" PFS_CLI_BLOB_HELP PFS_CLI_SHARE_HELP
 "(payload mode needs no blob on the receiver; none is created)\n"
 "\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused the sender\n"
