@@ -258,6 +258,10 @@ if [ -n "$OUT_MD" ]; then
 		echo "machine leaves to the benchmark (payload mode needs a core per side; in offset and"
 		echo "arithmetic modes the sender takes its CRC32C from its blob's CRC index and needs"
 		echo "little); the CPU-normalised rows compare CPU cost per byte and do not."
+		echo "The first-touch blob row measures the first creation after the hugepage pool was"
+		echo "(re)reserved: on this VM the host may not have backed those pages yet, which costs"
+		echo "seconds per GiB in the kernel's page faults and swings that row from 0.2x to 4x"
+		echo "between runs; the warm-pool row above it is the steady state of a node."
 		echo
 		echo "$report"
 	} > "$OUT_MD"

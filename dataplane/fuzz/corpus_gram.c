@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pfs/gram.h"
+#include "pfs/udp.h"
 
 static uint8_t buf[8 + PFS_GRAM_HDR_LEN + 64 * PFS_GRAM_ARITH_DESC_MAX + 64 * 64];
 
@@ -56,6 +57,19 @@ int main(int argc, char **argv)
 
 		pfs_ctl_encode(&c, buf + 8);
 		emit(argv[1], idx++, 8 + PFS_CTL_LEN);
+	}
+	/* udp: a fragment header with its bytes, and repair records. */
+	{
+		struct pfs_udp_frag f = { .frag_len = 64, .seq = 3, .gram_len = 200, .frag_off = 128 };
+		struct pfs_udp_range rg[3] = { { 0, 1 }, { 5, 2 }, { 0, PFS_UDP_WHOLE_GRAM } };
+		struct pfs_udp_rec r = { .type = PFS_UDP_NAK, .a = 7, .n = 3 };
+
+		pfs_udp_frag_encode(&f, buf + 8);
+		memset(buf + 8 + PFS_UDP_FRAG_LEN, 0x11, 64);
+		emit(argv[1], idx++, 8 + PFS_UDP_FRAG_LEN + 64);
+		emit(argv[1], idx++, 8 + pfs_udp_rec_encode(&r, rg, buf + 8));
+		r = (struct pfs_udp_rec){ .type = PFS_UDP_ACK, .a = 9, .b = 100, .c = 1 };
+		emit(argv[1], idx++, 8 + pfs_udp_rec_encode(&r, NULL, buf + 8));
 	}
 	return 0;
 }

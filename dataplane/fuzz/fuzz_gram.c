@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer harness for everything that parses bytes from the wire: the
- * gram decoder (header, descriptor table, whole gram) and control records.
+ * gram decoder (header, descriptor table, whole gram), control records, and
+ * the udp fragment header and repair records.
  * Input: le64 blob size, then the record. Built with ASan/UBSan, so any
  * read past the input or any overflow UB aborts the run.
  */
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "pfs/gram.h"
+#include "pfs/udp.h"
 
 static struct pfs_desc out[PFS_GRAM_MAX_DESC];
 
@@ -38,5 +40,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)pfs_gram_decode_desc(&h, data + PFS_GRAM_HDR_LEN, h.desc_len, blob, out,
 					   PFS_GRAM_MAX_DESC);
 	(void)pfs_ctl_decode(data, size, &c);
+	/* udp: the fragment header and the repair records. */
+	{
+		struct pfs_udp_frag f;
+		struct pfs_udp_rec r;
+		static struct pfs_udp_range rg[PFS_UDP_MAX_RANGES];
+
+		if (!pfs_udp_frag_decode(data, size, &f) &&
+		    (f.frag_len != size - PFS_UDP_FRAG_LEN || f.frag_off >= f.gram_len ||
+		     f.frag_len > f.gram_len - f.frag_off))
+			__builtin_trap();
+		if (!pfs_udp_rec_decode_hdr(data, size, &r))
+			(void)pfs_udp_rec_decode_ranges(data, size, &r, rg);
+	}
 	return 0;
 }

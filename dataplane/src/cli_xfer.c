@@ -44,7 +44,7 @@ static const char send_usage[] =
 "  --sched-seed N        schedule seed (default 1)\n"
 "  --gram-bytes N        payload bytes per gram in payload mode (default 4M)\n"
 "  --connect-timeout S   keep retrying a refused connect this long (default 10)\n"
-"  --timeout S           per-I/O timeout in seconds (default 30)\n"
+"  --timeout S           no progress for S seconds is an error (default: tcp 30, udp 5)\n"
 INTEGRITY_HELP
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
@@ -53,7 +53,8 @@ INTEGRITY_HELP
 "  --ifname IF           interface to bind or attach to\n"
 "  --queues N            NIC queues to use, one socket and thread each (default 1)\n"
 "  --peer-mac MAC        the peer's MAC when it cannot be resolved (afxdp)\n"
-"  --mtu N               path MTU datagrams must fit (default 1500)\n"
+"  --mtu N               path MTU datagrams must fit (default: the MTU of\n"
+"                        --ifname for udp, else 1500)\n"
 "\n" PFS_CLI_BLOB_HELP PFS_CLI_SHARE_HELP
 "\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused by the\n"
 "receiver (mode/version/blob), 5 timeout.\n";
@@ -72,7 +73,7 @@ static const char recv_usage[] =
 "  --ready-file PATH     create PATH once a sender may start (readiness probes)\n"
 "  --out FILE            also write the referenced bytes to FILE at their offsets\n"
 "  --accept-timeout S    wait this long for a sender (default 60)\n"
-"  --timeout S           per-I/O timeout in seconds (default 30)\n"
+"  --timeout S           no progress for S seconds is an error (default: tcp 30, udp 5)\n"
 INTEGRITY_HELP
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
@@ -81,7 +82,8 @@ INTEGRITY_HELP
 "  --ifname IF           interface to bind or attach to\n"
 "  --queues N            NIC queues to use, one socket and thread each (default 1)\n"
 "  --peer-mac MAC        the peer's MAC when it cannot be resolved (afxdp)\n"
-"  --mtu N               path MTU datagrams must fit (default 1500)\n"
+"  --mtu N               path MTU datagrams must fit (default: the MTU of\n"
+"                        --ifname for udp, else 1500)\n"
 "\n" PFS_CLI_BLOB_HELP PFS_CLI_SHARE_HELP
 "(payload mode needs no blob on the receiver; none is created)\n"
 "\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused the sender\n"
@@ -392,6 +394,7 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 		pfs_json_u64(&j, "naks", g->naks);
 		pfs_json_u64(&j, "duplicates", g->duplicates);
 		pfs_json_u64(&j, "out_of_order", g->out_of_order);
+		pfs_json_u64(&j, "socket_drops", g->dropped);
 		pfs_json_close(&j);
 	}
 	if (r->path[0])
@@ -418,7 +421,7 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 static int run(int argc, char **argv, bool sender)
 {
 	struct xfer_args a = { .sender = sender, .transport = pfs_transport_find("tcp"), .desc_per_gram = 1024, .gram_bytes = 4u << 20,
-			       .connect_timeout = 10, .accept_timeout = 60, .timeout = 30 };
+			       .connect_timeout = 10, .accept_timeout = 60 };
 	struct pfs_xfer_result r = { 0 };
 	struct pfs_blob *blob = NULL;
 	char host[64];
@@ -432,6 +435,8 @@ static int run(int argc, char **argv, bool sender)
 	err = parse_args(argc, argv, &a);
 	if (err)
 		return err > 0 ? PFS_EXIT_OK : PFS_EXIT_USAGE;
+	if (!a.timeout)	/* udp repairs within ms; a dead path should not take 30 s */
+		a.timeout = !strcmp(a.transport->name, "udp") ? 5 : 30;
 	if (split_addr(a.addr, host, sizeof(host), &port)) {
 		fprintf(stderr, "pfs %s: '%s' is not ADDR:PORT\n", argv[0], a.addr);
 		return PFS_EXIT_USAGE;

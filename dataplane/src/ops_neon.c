@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * NEON op kernels (AArch64, where Advanced SIMD is architectural, so no
- * run-time check is needed). Not built into the x86-64 binary; compiled and
- * tested only on arm64 hosts (none in this project's CI yet). FNV uses the
- * shared scalar 4-lane interleave (NEON has no 64-bit multiply either).
+ * run-time check is needed). Empty in the x86-64 build; on x86 hosts
+ * `make test` cross-builds it into build/arm64/ and runs test_ops and
+ * test_pcore under qemu-aarch64 (tests/arm64.sh). FNV uses the shared
+ * scalar 4-lane interleave (NEON has no 64-bit multiply either).
  */
 #if defined(__aarch64__)
 #include <arm_neon.h>

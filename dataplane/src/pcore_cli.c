@@ -571,7 +571,6 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 	const struct pfs_pcore_opts *o = &a->o;
 	const struct pfs_pcore_result *pc = oc->pc;
 	double pc_m = median(oc->pc_mbps, oc->rounds);
-	double cpu_s = 0;
 	uint64_t empty = 0;
 
 	jput(j, "{");
@@ -603,10 +602,8 @@ static void emit_json(struct jbuf *j, const struct outcome *oc, bool per_core)
 	jput(j, "\"rounds\":%u,\"warmup_s\":%.3f,\"complete\":%s,", oc->rounds, oc->warmup_s,
 	     pc->complete ? "true" : "false");
 	jstr(j, "stopped_by", stop_signal ? "signal" : NULL);
-	for (unsigned i = 0; i < pc->ncores; i++) {
-		cpu_s += pc->core[i].cpu_s;
+	for (unsigned i = 0; i < pc->ncores; i++)
 		empty += pc->core[i].empty_waits;
-	}
 	jput(j, "\"bytes\":%llu,\"seconds\":%.6f,\"MBps\":%.1f,\"MB_per_cpu_s\":%.1f,",
 	     (unsigned long long)pc->bytes, pc->seconds, pc_m,
 	     oc->pc_cpu > 0 ? oc->pc_bytes / oc->pc_cpu / 1e6 : 0);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "pfs/tcp.h"
+#include "pfs/udp.h"
 #include "pfs/xfer.h"
 
 static int tcp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
@@ -40,6 +41,8 @@ static int tcp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 static const struct pfs_transport transports[] = {
 	{ "tcp", "TCP", tcp_send, tcp_recv,
 	  1u << PFS_INTEGRITY_FNV1A64 | 1u << PFS_INTEGRITY_NONE },
+	/* udp: CRC32C only (its receiver folds fragments into one CRC32C). */
+	{ "udp", "UDP", pfs_udp_send, pfs_udp_recv, 0 },
 };
 
 const struct pfs_transport *pfs_transport_find(const char *name)

@@ -3,11 +3,17 @@
 # Runs each TAP test program given as an argument, shows its output, and
 # prints one summary over all of them: `N passed, N failed`. A program that
 # crashes or never prints its own summary line counts as one failure.
+# `--via RUNNER` runs every later program as `RUNNER PROG` (tests/arm64.sh
+# runs the cross-built aarch64 programs under qemu).
 set -u
-pass=0 fail=0 skip=0
-for t in "$@"; do
-	echo "# --- $t"
-	out=$("$t" 2>&1); rc=$?
+pass=0 fail=0 skip=0 via=
+while [ $# -gt 0 ]; do
+	t=$1; shift
+	if [ "$t" = --via ]; then
+		via=$1; shift; continue
+	fi
+	echo "# --- $t${via:+ (via $via)}"
+	out=$(${via:+"$via"} "$t" 2>&1); rc=$?
 	printf '%s\n' "$out"
 	sum=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
 	if [ -z "$sum" ]; then

@@ -3,9 +3,18 @@
  * CRC32C and FNV-1a 64: standard vectors, accelerated == portable == a
  * bit-at-a-time reference over random buffers, lengths and alignments, and
  * the combine algebra. Single-threaded; buffers are heap-owned by each test.
+ * The implementation under test (sse4.2-3way, armv8-crc-3way or
+ * portable-slice8) is printed as a diagnostic and must be the one the CPU
+ * allows; on x86 hosts the aarch64 build runs under qemu (tests/arm64.sh).
  */
 #include <stdint.h>
 #include <stdlib.h>
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7)
+#endif
+#endif
 
 #include "pfs/integrity.h"
 #include "tap.h"
@@ -80,14 +89,32 @@ static int t_fnv_vectors(void)
 	return TAP_PASS;
 }
 
+/* The accelerated path must be chosen whenever the CPU has the instruction
+ * (cpuid on x86, AT_HWCAP on arm64) and PFS_CRC32C_IMPL does not force the
+ * portable one; a CPU without it is a SKIP, since nothing accelerated runs. */
 static int t_crc_impl_named(void)
 {
 	const char *impl = pfs_crc32c_impl();
+	const char *force = getenv("PFS_CRC32C_IMPL");
 
 	tap_diag("crc32c implementation: %s", impl);
+	if (force && !strcmp(force, "portable")) {
+		CHECK(!strcmp(impl, "portable-slice8"), "forced portable but impl is %s", impl);
+		return TAP_PASS;
+	}
 #if defined(__x86_64__)
-	if (__builtin_cpu_supports("sse4.2") && !getenv("PFS_CRC32C_IMPL"))
-		CHECK(!strcmp(impl, "sse4.2-3way"), "cpu has sse4.2 but impl is %s", impl);
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("sse4.2"))
+		return tap_skip("cpu has no sse4.2 crc32; %s in use", impl);
+	CHECK(!strcmp(impl, "sse4.2-3way"), "cpu has sse4.2 but impl is %s", impl);
+#elif defined(__aarch64__)
+	tap_diag("AT_HWCAP 0x%lx (HWCAP_CRC32 %s)", getauxval(AT_HWCAP),
+		 getauxval(AT_HWCAP) & HWCAP_CRC32 ? "set" : "clear");
+	if (!(getauxval(AT_HWCAP) & HWCAP_CRC32))
+		return tap_skip("HWCAP_CRC32 clear; %s in use", impl);
+	CHECK(!strcmp(impl, "armv8-crc-3way"), "HWCAP_CRC32 set but impl is %s", impl);
+#else
+	return tap_skip("no accelerated crc32c on this architecture; %s in use", impl);
 #endif
 	return TAP_PASS;
 }
@@ -99,6 +126,7 @@ static int t_crc_accel_eq_portable(void)
 	uint8_t *buf = malloc(cap);
 
 	CHECK(buf, "malloc");
+	tap_diag("accelerated = %s", pfs_crc32c_impl());
 	for (size_t i = 0; i < cap; i++)
 		buf[i] = rng();
 	for (size_t len = 0; len <= 2000; len++) {

@@ -6,6 +6,8 @@
  * must be drained (> 255 vector iterations), FNV batches of unequal and
  * empty descriptors, the FNV fold and the CRC32C shift operator.
  * Single-threaded; buffers are malloc'd and guarded by canaries.
+ * The NEON variant runs in the aarch64 build of this program, which
+ * `make test` cross-builds and runs under qemu on x86 hosts (tests/arm64.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +82,18 @@ static const size_t lens[] = {
 	255 * 128 + 1, 255 * 128 * 2 + 77, BUF - 2 * GUARD - 64,
 };
 
+/* A variant this CPU or build cannot run; NEON on x86 runs in the aarch64
+ * build of this program instead (build/arm64/tests/test_ops under qemu). */
+static int skip_isa(enum pfs_ops_isa isa)
+{
+#if !defined(__aarch64__)
+	if (isa == PFS_ISA_NEON)
+		return tap_skip("neon kernels are not in this build; the aarch64 build of "
+				"test_ops runs them (tests/arm64.sh)");
+#endif
+	return tap_skip("%s kernels not supported by this CPU or build", pfs_ops_isa_str(isa));
+}
+
 static int test_inplace(enum pfs_ops_isa isa, int add)
 {
 	const struct pfs_ops_kernels *k = pfs_ops__kernels(isa);
@@ -87,7 +101,7 @@ static int test_inplace(enum pfs_ops_isa isa, int add)
 
 	if (!k) {
 		free(a), free(b);
-		return tap_skip("%s kernels not supported by this CPU or build", pfs_ops_isa_str(isa));
+		return skip_isa(isa);
 	}
 	CHECK(a && b, "malloc");
 	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
@@ -115,7 +129,7 @@ static int test_counteq(enum pfs_ops_isa isa)
 
 	if (!k) {
 		free(a);
-		return tap_skip("%s kernels not supported by this CPU or build", pfs_ops_isa_str(isa));
+		return skip_isa(isa);
 	}
 	CHECK(a, "malloc");
 	fill(a, BUF);
@@ -148,7 +162,7 @@ static int test_fnv(enum pfs_ops_isa isa)
 
 	if (!k) {
 		free(a);
-		return tap_skip("%s kernels not supported by this CPU or build", pfs_ops_isa_str(isa));
+		return skip_isa(isa);
 	}
 	CHECK(a, "malloc");
 	fill(a, BUF);
@@ -245,7 +259,11 @@ static int test_dispatch(void)
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx2"))
 		CHECK(b->isa == PFS_ISA_AVX2, "AVX2 CPU must get AVX2 kernels, got %s", b->name);
+#elif defined(__aarch64__)
+	/* Advanced SIMD is architectural on AArch64: NEON is always the best. */
+	CHECK(b->isa == PFS_ISA_NEON, "AArch64 must get NEON kernels, got %s", b->name);
 #endif
+	tap_diag("best kernels: %s", b->name);
 	CHECK(!pfs_op_parse("crc32c", &op) && op == PFS_OP_CRC32C, "parse crc32c");
 	CHECK(pfs_op_parse("mul", &op) == -22, "unknown op rejected");
 	CHECK(!pfs_ops_isa_parse("auto", &isa) && isa == b->isa, "auto isa");

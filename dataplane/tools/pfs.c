@@ -25,6 +25,9 @@ static const struct command commands[] = {
 	{ "bench", pfs_cmd_bench, "local rates: CRC32C, FNV-1a, memset, blob setup" },
 	{ "pcore", pfs_cmd_pcore, "run byte ops over the blob on pcores" },
 	{ "probe", pfs_cmd_probe, "readiness probe: does a receiver's --ready-file exist" },
+#ifndef PFS_NO_AFXDP	/* the arm64 cross build has no libbpf */
+	{ "xsk", pfs_cmd_xsk, "AF_XDP link probe: sink | blast test frames, detach" },
+#endif
 };
 
 static void usage(FILE *f)

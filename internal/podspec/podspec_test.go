@@ -202,6 +202,7 @@ func TestTransferPods(t *testing.T) {
 		wantSendRes corev1.ResourceList
 		wantSec     *corev1.SecurityContext
 		wantAnnot   map[string]string
+		wantRecvAnn map[string]string // receiver's, when it differs from the sender's
 		wantNodes   int
 	}{
 		"offset over TCP with a blob": {
@@ -238,6 +239,7 @@ func TestTransferPods(t *testing.T) {
 			wantSendRes: rl("cpu", "2", "memory", "256Mi", "hugepages-2Mi", "4Mi"),
 			wantSec:     nonRoot,
 			wantAnnot:   map[string]string{AnnotationOwner: "x", AnnotationNetworks: "datanet"},
+			wantRecvAnn: map[string]string{AnnotationOwner: "x"},
 		},
 		"arithmetic over AF_XDP with devices and a range": {
 			x: func() *pfsv1alpha1.PfsTransfer {
@@ -283,6 +285,10 @@ func TestTransferPods(t *testing.T) {
 				if diff := cmp.Diff(tc.wantSec, ctr.SecurityContext); diff != "" {
 					t.Errorf("%s security (-want +got):\n%s", c.compName, diff)
 				}
+				// The result travels in the termination message, read from the file.
+				if ctr.TerminationMessagePolicy != corev1.TerminationMessageReadFile || ctr.TerminationMessagePath != TerminationLog {
+					t.Errorf("%s termination message %q at %q", c.compName, ctr.TerminationMessagePolicy, ctr.TerminationMessagePath)
+				}
 				if c.pod.Name != c.name || c.pod.Spec.RestartPolicy != corev1.RestartPolicyNever ||
 					*c.pod.Spec.AutomountServiceAccountToken || c.pod.Labels[LabelComponent] != c.compName {
 					t.Errorf("%s: name %q restart %q labels %v", c.compName, c.pod.Name, c.pod.Spec.RestartPolicy, c.pod.Labels)
@@ -299,6 +305,13 @@ func TestTransferPods(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantAnnot, send.Annotations); diff != "" {
 				t.Errorf("sender annotations (-want +got):\n%s", diff)
+			}
+			wantRecv := tc.wantRecvAnn
+			if wantRecv == nil {
+				wantRecv = tc.wantAnnot
+			}
+			if diff := cmp.Diff(wantRecv, recv.Annotations); diff != "" {
+				t.Errorf("receiver annotations (-want +got):\n%s", diff)
 			}
 			probe := recv.Spec.Containers[0].ReadinessProbe.Exec.Command
 			if diff := cmp.Diff([]string{"/pfs", "probe", "--ready-file", "/run/pfs/ready"}, probe); diff != "" {
@@ -360,6 +373,9 @@ func TestPcorePod(t *testing.T) {
 			c := pod.Spec.Containers[0]
 			if got := strings.Join(c.Args, " "); got != tc.wantArgs {
 				t.Errorf("args\n got %s\nwant %s", got, tc.wantArgs)
+			}
+			if c.TerminationMessagePolicy != corev1.TerminationMessageReadFile || c.TerminationMessagePath != TerminationLog {
+				t.Errorf("termination message %q at %q", c.TerminationMessagePolicy, c.TerminationMessagePath)
 			}
 			want := rl("cpu", tc.wantCPU, "memory", "256Mi")
 			if tc.wantHuge != "" {

@@ -78,7 +78,8 @@ enum pfs_refuse_code {
 	PFS_REFUSE_MODE = 2,
 	PFS_REFUSE_FINGERPRINT = 3,
 	PFS_REFUSE_SIZE = 4,
-	PFS_REFUSE_INTEGRITY = 5,	/* the two ends run different checksums */
+	PFS_REFUSE_PARAMS = 5,		/* transport parameters (udp: fragment size, window) */
+	PFS_REFUSE_INTEGRITY = 6,	/* the two ends run different checksums */
 };
 
 #define PFS_CTL_F_OK 0x01	/* RESULT: receiver's checksum matched */

@@ -28,6 +28,8 @@ struct pfs_dgram_stats {
 	uint64_t naks;		/* NAKs sent (receiver) or received (sender) */
 	uint64_t duplicates;	/* received more than once, dropped */
 	uint64_t out_of_order;	/* received ahead of a gap */
+	uint64_t dropped;	/* receiver: packets its kernel dropped, socket full (SO_RXQ_OVFL;
+				 * a GRO burst of datagrams counts once) */
 };
 
 /* What one side measured; filled as far as the transfer got. */

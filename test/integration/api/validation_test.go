@@ -76,6 +76,8 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.mode", `Unsupported value: "Teleport"`, `"Payload", "Offset", "Arithmetic"`}},
 		"transfer unknown transport": {xfer, "blobRef: {name: b}\nmode: Offset\ntransport: QUIC",
 			[]string{"spec.transport", `Unsupported value: "QUIC"`}},
+		"transfer FNV over UDP": {xfer, "blobRef: {name: b}\nmode: Offset\ntransport: UDP\nintegrity: FNV1a64",
+			[]string{"integrity FNV1a64 and None are available over TCP only", "set it to CRC32C"}},
 		"transfer unknown integrity": {xfer, "blobRef: {name: b}\nmode: Offset\nintegrity: MD5",
 			[]string{"spec.integrity", `Unsupported value: "MD5"`}},
 		"transfer unknown numa policy": {xfer, "blobRef: {name: b}\nmode: Offset\nnuma: Sometimes",

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# UDP benchmark, one run, side by side over a veth pair between two fresh
+# network namespaces:
+#   iperf3 UDP (-u -b 0 -l <same datagram size as pfs>), goodput counted at
+#   the iperf3 receiver; iperf3 TCP (one stream); PFS-With-Payload-UDP;
+#   Native PFS Offset-only Mode - UDP; PFS-With-Payload-UDP without GSO/GRO
+#   (for reference); then PFS-With-Payload-UDP with 1% loss
+#   on the veth (tc netem on the sender's side when the kernel has it, else
+#   an iptables `statistic` DROP rule on the receiver's side; either drops a
+#   GSO burst as a unit).
+# Prints a table (effective MB/s, MB per receiver CPU-second) and the two
+# targets computed from this same run, and writes them into the "UDP
+# transport" section of docs/bench-udp.md (between the bench-udp markers;
+# the rest of the file is kept). Everything it creates (namespaces, veth,
+# rules, hugepages it reserved) is removed on exit.
+#
+# Environment: PFS (binary), SIZE (blob, default 1G), BYTES (effective bytes
+# per PFS run, default 4G), IPERF_SECS (default 5), REPS (runs per row, the
+# median by effective MB/s is reported with the range; default 3), MTU
+# (default 1500: 1472-byte UDP payload), OUT_MD (default ../docs/bench-udp.md;
+# empty to skip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PFS=${PFS:-$PWD/build/pfs}
+SIZE=${SIZE:-1G}
+BYTES=${BYTES:-4G}
+IPERF_SECS=${IPERF_SECS:-5}
+REPS=${REPS:-3}
+MTU=${MTU:-1500}
+OUT_MD=${OUT_MD-$PWD/../docs/bench-udp.md}
+DGRAM=$((MTU - 28))
+
+die() { echo "bench-udp: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, veth, tc/iptables, hugepages)"
+for t in ip iperf3 jq nsenter; do
+	command -v "$t" >/dev/null || die "missing $t (run hack/install-deps.sh)"
+done
+[ -x "$PFS" ] || die "build pfs first: make -C dataplane"
+
+id=$$
+nsa=pfsbu-a-$id nsb=pfsbu-b-$id va=pua$((id % 100000)) vb=pub$((id % 100000))
+ipa=10.216.$((id % 250)).1 ipb=10.216.$((id % 250)).2
+work=$(mktemp -d /dev/shm/pfs-bench-udp.XXXXXX)
+pids=() hp_added=0
+
+cleanup() {
+	set +e
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	for n in "$nsa" "$nsb"; do
+		for p in $(ip netns pids "$n" 2>/dev/null); do kill "$p" 2>/dev/null; done
+	done
+	sleep 0.2
+	ip netns del "$nsa" 2>/dev/null
+	ip netns del "$nsb" 2>/dev/null
+	rm -rf "$work"
+	if [ "$hp_added" -gt 0 ]; then
+		cur=$(cat /proc/sys/vm/nr_hugepages)
+		echo $((cur - hp_added)) > /proc/sys/vm/nr_hugepages
+	fi
+}
+trap cleanup EXIT INT TERM
+
+inns() { local ns=$1; shift; nsenter --net=/run/netns/"$ns" "$@"; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# Hugepages for two blobs (sender, receiver in offset mode).
+size_bytes=$(numfmt --from=iec "$SIZE")
+need=$(( (size_bytes + 2097151) / 2097152 * 2 ))
+free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
+if [ "$free" -lt "$need" ]; then
+	cur=$(cat /proc/sys/vm/nr_hugepages)
+	echo $((cur + need - free)) > /proc/sys/vm/nr_hugepages
+	hp_added=$(( $(cat /proc/sys/vm/nr_hugepages) - cur ))
+fi
+
+ip netns add "$nsa"; ip netns add "$nsb"
+ip link add "$va" type veth peer name "$vb"
+ip link set "$va" netns "$nsa"; ip link set "$vb" netns "$nsb"
+ip -n "$nsa" addr add "$ipa/24" dev "$va"; ip -n "$nsb" addr add "$ipb/24" dev "$vb"
+for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
+ip -n "$nsa" link set "$va" up; ip -n "$nsb" link set "$vb" up
+
+# 1% loss: netem if this kernel has sch_netem, else netfilter.
+if tc -n "$nsa" qdisc add dev "$va" root netem delay 0ms 2>/dev/null; then
+	tc -n "$nsa" qdisc del dev "$va" root
+	loss_how="tc netem loss 1% on $va"
+	loss_on() { tc -n "$nsa" qdisc add dev "$va" root netem loss 1%; }
+	loss_off() { tc -n "$nsa" qdisc del dev "$va" root; }
+elif command -v iptables >/dev/null; then
+	# On the receiving end of the veth: a drop in the sender's own OUTPUT chain
+	# fails its send with EPERM, which real path loss never does.
+	loss_how="iptables statistic DROP p=0.01 on $vb input (this kernel has no sch_netem)"
+	loss_on() { ip netns exec "$nsb" iptables -A INPUT -i "$vb" -m statistic --mode random --probability 0.01 -j DROP; }
+	loss_off() { ip netns exec "$nsb" iptables -F INPUT; }
+else
+	die "neither sch_netem nor iptables: cannot impose 1% loss"
+fi
+
+load_start=$(load)
+rows=()
+
+median_row() {
+	sort -t$'\t' -k6,6g | awk -F'\t' -v OFS='\t' '{ r[NR] = $0; e[NR] = $6 }
+		END { m = int((NR + 1) / 2); $0 = r[m]
+		      $11 = $11 "; median of " NR " runs, " e[1] ".." e[NR] " MB/s"; print }'
+}
+
+run_iperf() {	# udp|tcp
+	local kind=$1 port=5201 args=() label
+	if [ "$kind" = udp ]; then
+		args=(-u -b 0 -l "$DGRAM"); label="iperf3 UDP (-b 0 -l $DGRAM)"
+	else
+		label="iperf3 TCP (1 stream)"
+	fi
+	nsenter --net=/run/netns/"$nsb" iperf3 -s -1 -B "$ipb" -p $port >/dev/null 2>&1 & pids+=($!)
+	sleep 0.5
+	inns "$nsa" iperf3 -c "$ipb" -p $port -t "$IPERF_SECS" "${args[@]}" -J > "$work/iperf.json" 2>/dev/null || true
+	wait "${pids[-1]}" 2>/dev/null || true
+	jq -r --arg l "$label" '.end as $e |
+		($e.sum_received.bytes) as $b | ($e.sum_received.seconds) as $s |
+		($e.cpu_utilization_percent.remote_user / 100 * $s) as $u |
+		($e.cpu_utilization_percent.remote_system / 100 * $s) as $y |
+		["veth", $l, "Baseline", ($b / 1e6 * 100 | round / 100), ($s * 1000 | round / 1000),
+		 ($b / 1e6 / $s * 10 | round / 10), ($u * 1000 | round / 1000), ($y * 1000 | round / 1000),
+		 (if ($u + $y) > 0 then ($b / 1e6 / ($u + $y) * 10 | round / 10) else 0 end), "NA",
+		 "goodput at the iperf3 receiver; receiver CPU from iperf3 -J" +
+		 (if $e.sum.lost_percent then "; \($e.sum.lost_percent | . * 10 | round / 10)% datagrams lost" else "" end)] | @tsv' \
+		"$work/iperf.json"
+}
+
+run_pfs() {	# mode tag
+	local mode=$1 tag=$2 port=7800
+	nsenter --net=/run/netns/"$nsb" "$PFS" -q recv --transport udp --listen "$ipb:$port" \
+		--mode "$mode" --size "$SIZE" --page 2m --mtu "$MTU" --notes "$tag" \
+		> "$work/recv.json" 2>"$work/recv.err" & pids+=($!)
+	inns "$nsa" "$PFS" -q send --transport udp --connect "$ipb:$port" --mode "$mode" \
+		--size "$SIZE" --page 2m --bytes "$BYTES" --mtu "$MTU" --notes "$tag" \
+		> "$work/send.json" 2>"$work/send.err" || true
+	wait "${pids[-1]}" || true
+	jq -r --arg t "$tag" --slurpfile s "$work/send.json" '["veth", .label, .purpose, .size_mb,
+		.elapsed_s, .effective_mb_s, .user_s, .sys_s, .mb_per_cpu_s, .integrity,
+		"\($t); receiver CPU; sender CPU \($s[0].user_s)u+\($s[0].sys_s)s; sent \($s[0].datagrams.sent // 0) re-sent \($s[0].datagrams.retransmitted // 0) NAKs \(.datagrams.naks // 0) dup \(.datagrams.duplicates // 0) sock-drops \(.datagrams.socket_drops // 0); \($s[0].path // "")" +
+		(if .error then "; error: \(.error)" else "" end)] | @tsv' "$work/recv.json"
+}
+
+echo "bench-udp: iperf3 UDP x$REPS" >&2
+rows+=("$(for i in $(seq "$REPS"); do run_iperf udp; done | median_row)")
+echo "bench-udp: iperf3 TCP x$REPS" >&2
+rows+=("$(for i in $(seq "$REPS"); do run_iperf tcp; done | median_row)")
+echo "bench-udp: pfs payload x$REPS" >&2
+rows+=("$(for i in $(seq "$REPS"); do run_pfs payload "0% loss"; done | median_row)")
+echo "bench-udp: pfs offset x$REPS" >&2
+rows+=("$(for i in $(seq "$REPS"); do run_pfs offset "0% loss"; done | median_row)")
+echo "bench-udp: pfs payload without GSO/GRO x$REPS" >&2
+rows+=("$(for i in $(seq "$REPS"); do PFS_UDP_OFFLOAD=off run_pfs payload "no GSO/GRO (PFS_UDP_OFFLOAD=off), 0% loss"; done | median_row)")
+echo "bench-udp: pfs payload, 1% loss x$REPS" >&2
+loss_on
+rows+=("$(for i in $(seq "$REPS"); do run_pfs payload "1% loss"; done | median_row)")
+loss_off
+load_end=$(load)
+
+get() { printf '%s\n' "${rows[@]}" | awk -F'\t' -v l="$1" -v n="$2" 'index($2, l) == 1 && index($11, n) == 1 { print $'"$3"'; exit }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+verdict() { awk -v a="$1" -v b="$2" 'BEGIN { print (a >= b) ? "PASS" : "MISS" }'; }
+
+ip3=$(get "iperf3 UDP" "" 6)
+pay=$(get "PFS-With-Payload-UDP" "0% loss" 6)
+payl=$(get "PFS-With-Payload-UDP" "1% loss" 6)
+payl_i=$(get "PFS-With-Payload-UDP" "1% loss" 10)
+payn=$(get "PFS-With-Payload-UDP" "no GSO" 6)
+r1=$(ratio "$pay" "$ip3"); r2=$(ratio "$payl" "$pay")
+v2=$(verdict "$r2" 0.5); [ "$payl_i" = OK ] || v2="MISS (integrity $payl_i)"
+
+table="| Path | Label | Purpose | Size (MB) | Elapsed (s) | Effective (MB/s) | user_s | sys_s | MB/CPU-s | Integrity | Notes |
+|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"
+for r in "${rows[@]}"; do r=${r//|/\\|}; table+=$'\n'"| ${r//$'\t'/ | } |"; done
+targets="| Target | Measured | Needed | Result |
+|---|---|---|---|
+| PFS-With-Payload-UDP >= 0.8x iperf3 UDP receiver goodput (0% loss) | ${r1}x ($pay / $ip3 MB/s) | 0.80x | $(verdict "$r1" 0.8) |
+| PFS-With-Payload-UDP at 1% loss >= 0.5x its 0% figure, integrity OK | ${r2}x ($payl / $pay MB/s, integrity $payl_i) | 0.50x | $v2 |
+| (reference, not a target) PFS-With-Payload-UDP without GSO/GRO vs iperf3 UDP, both one datagram per kernel message | $(ratio "$payn" "$ip3")x ($payn / $ip3 MB/s) | (0.80x) | $(verdict "$(ratio "$payn" "$ip3")" 0.8) |"
+
+report="Command: \`make -C dataplane bench-udp\` (SIZE=$SIZE BYTES=$BYTES IPERF_SECS=$IPERF_SECS REPS=$REPS MTU=$MTU: ${DGRAM}-byte UDP payloads)
+Date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))
+Load average (1/5/15 min) at start: $load_start; at end: $load_end (other jobs share this machine).
+Loss: $loss_how.
+
+$table
+
+$targets"
+echo
+echo "$report"
+if [ -n "$OUT_MD" ]; then
+	section="<!-- bench-udp:begin -->
+## UDP transport
+
+Written by \`dataplane/bench/udp.sh\` (\`make -C dataplane bench-udp\`); one run, every
+number measured in that run, over a veth pair between two fresh namespaces. MB are
+decimal. Effective MB/s is the receiver's (PFS: effective bytes over its transfer time,
+setup excluded; iperf3: bytes that reached the iperf3 receiver). MB/CPU-s uses the
+receiver's CPU time. iperf3 UDP sends one ${DGRAM}-byte datagram per system call;
+pfs sends the same datagram size but hands the kernel up to 44 at a time (UDP GSO,
+received with UDP GRO) when the kernel offers it; the pfs rows' notes give the path
+it used and its repair counters. \`iperf3 -u -b 0\` offers more than its receiver
+can take, so its goodput is what survived the receiver's socket (the loss is in
+its notes); pfs paces itself and repairs, so its rows are complete transfers with
+integrity checked. The row without GSO/GRO is the like-for-like comparison with
+iperf3's one datagram per kernel call; it is reported, not a target. Wall-clock
+rows depend on how much CPU other jobs leave (sender and receiver each need a
+core); compare the load averages.
+
+$report
+<!-- bench-udp:end -->"
+	touch "$OUT_MD"
+	if grep -q '<!-- bench-udp:begin -->' "$OUT_MD"; then
+		S="$section" awk '/<!-- bench-udp:begin -->/ { print ENVIRON["S"]; skip = 1; next }
+			/<!-- bench-udp:end -->/ { skip = 0; next } !skip' "$OUT_MD" > "$work/md"
+	else
+		{ cat "$OUT_MD"; echo; echo "$section"; } > "$work/md"
+	fi
+	cp "$work/md" "$OUT_MD"
+	echo "bench-udp: wrote the UDP section of $OUT_MD" >&2
+fi

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* UDP transport: grams cut into datagrams on a UDP socket, with a TCP
+ * control connection (same port number) for the handshake, the repair plane
+ * (cumulative ACKs, selective NAKs) and the verdict. docs/wire-format.md,
+ * "UDP", describes the bytes; src/udp_send.c and src/udp_recv.c the design.
+ *
+ * Wire records defined here (all little-endian):
+ *
+ * Fragment header, in front of every data datagram (PFS_UDP_FRAG_LEN bytes):
+ *    0 4 magic "PFSD"   4 1 version 1   5 1 flags (bit 0: repair)
+ *    6 2 frag_len (bytes after the header)
+ *    8 8 gram seq      16 4 gram_len (encoded gram: header + table + slab)
+ *   20 4 frag_off (offset of these bytes in the gram, a multiple of the
+ *        fragment size)
+ *   24 4 tsval (sender clock, microseconds, low 32 bits; echoed in ACKs)
+ *   28 4 hdr_crc (CRC32C of bytes 0..27)
+ *
+ * Repair-plane record, on the TCP control connection (PFS_UDP_REC_LEN
+ * bytes, then n ranges of le32 first, le32 count):
+ *    0 4 magic "PFSR"   4 1 type   5 1 flags   6 2 n
+ *    8 8 a   16 8 b   24 8 c   32 4 d   36 4 e
+ *   40 4 body_crc (CRC32C of the ranges; 0 when n = 0)
+ *   44 4 hdr_crc (CRC32C of bytes 0..43)
+ *            a               b                c               d            e
+ *   PARAMS   max gram len    sender UDP port  0               frag bytes   window grams
+ *   ACK      grams executed  datagrams recvd  socket drops    echo tsval   held us
+ *   NAK      gram seq        0                0               0            0
+ * NAK ranges name missing fragment indexes; count PFS_UDP_WHOLE_GRAM asks
+ * for the whole gram (the receiver never saw a fragment of it). */
+#ifndef PFS_UDP_H
+#define PFS_UDP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfs/xfer.h"
+
+#define PFS_UDP_FRAG_MAGIC 0x44534650u	/* "PFSD" */
+#define PFS_UDP_REC_MAGIC 0x52534650u	/* "PFSR" */
+#define PFS_UDP_FRAG_LEN 32
+#define PFS_UDP_REC_LEN 48
+#define PFS_UDP_MAX_RANGES 256		/* per NAK record */
+#define PFS_UDP_WHOLE_GRAM 0xffffffffu
+#define PFS_UDP_F_REPAIR 0x01		/* fragment flag: a retransmission */
+#define PFS_UDP_F_ECHO 0x01		/* ACK flag: d/e hold a tsval echo */
+#define PFS_UDP_DEFAULT_MTU 1500	/* -> 1472-byte UDP payload over IPv4 */
+
+enum pfs_udp_rec_type {
+	PFS_UDP_PARAMS = 1,	/* sender -> receiver, right after HELLO */
+	PFS_UDP_ACK = 2,	/* receiver -> sender, every tick */
+	PFS_UDP_NAK = 3,	/* receiver -> sender, missing fragments of one gram */
+};
+
+struct pfs_udp_frag {
+	uint8_t flags;
+	uint16_t frag_len;
+	uint64_t seq;
+	uint32_t gram_len;
+	uint32_t frag_off;
+	uint32_t tsval;
+};
+
+struct pfs_udp_range {
+	uint32_t first;
+	uint32_t count;
+};
+
+struct pfs_udp_rec {
+	uint8_t type;
+	uint8_t flags;
+	uint16_t n;		/* ranges (NAK) */
+	uint64_t a, b, c;
+	uint32_t d, e;
+};
+
+/* pfs_udp_frag_encode - write the 32-byte header of @f into @out. */
+void pfs_udp_frag_encode(const struct pfs_udp_frag *f, void *out);
+/* pfs_udp_frag_decode - validate a datagram of @len bytes and fill @f.
+ * -EMSGSIZE shorter than the header or frag_len != len - 32, -EBADMSG magic,
+ * -EILSEQ header CRC, -EPROTONOSUPPORT version, -EPROTO unknown flags,
+ * -ERANGE the fragment lies outside gram_len. Never reads past @len. */
+int pfs_udp_frag_decode(const void *buf, size_t len, struct pfs_udp_frag *f);
+
+/* pfs_udp_rec_encode - header + @rec->n ranges into @out (PFS_UDP_REC_LEN +
+ * 8 * n bytes; n <= PFS_UDP_MAX_RANGES). Returns the length or -E2BIG. */
+int pfs_udp_rec_encode(const struct pfs_udp_rec *rec, const struct pfs_udp_range *rg,
+		       void *out);
+/* pfs_udp_rec_decode_hdr - validate the 48-byte header. 0 or -EMSGSIZE,
+ * -EBADMSG (magic), -EILSEQ (CRC), -EPROTO (type), -E2BIG (n too big). */
+int pfs_udp_rec_decode_hdr(const void *buf, size_t len, struct pfs_udp_rec *rec);
+/* pfs_udp_rec_decode_ranges - the @rec->n ranges after a validated header
+ * (@buf points at the header; @len bytes available). 0, -EMSGSIZE, -EILSEQ. */
+int pfs_udp_rec_decode_ranges(const void *buf, size_t len, const struct pfs_udp_rec *rec,
+			      struct pfs_udp_range *rg);
+
+/* pfs_udp_send/pfs_udp_recv - one transfer (options: struct pfs_xfer_opts;
+ * mtu 0 = the MTU of ifname, or 1500 without one; ifname binds the data
+ * socket to that device; io_timeout_ms 0 = 5 s; queues is ignored: one
+ * socket, one thread). Return 0 when the transfer
+ * completed (check r->verdict), else -errno with r->error set:
+ * -ECONNREFUSED/-ETIMEDOUT/-EHOSTUNREACH connecting, -EPERM refused by the
+ * peer (mode/fingerprint/version/params), -EPROTO malformed control stream or
+ * a gram that keeps failing to decode, -ECONNRESET peer vanished (control
+ * connection closed or the data port unreachable), -ETIMEDOUT no progress
+ * within io_timeout_ms, -EINVAL bad options, -ENOMEM, -EADDRINUSE/-EACCES
+ * binding, -ENODEV no such --ifname. Malformed datagrams are dropped and
+ * counted in r->stats. */
+int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
+int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
+
+#endif /* PFS_UDP_H */

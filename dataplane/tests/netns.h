@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Shared by the transport tests: two network namespaces joined by a veth
+ * pair (created by netns_setup, removed at exit), running `pfs` inside one
+ * of them (spawn joins the namespace with setns() and execs the static
+ * binary, stdout/stderr into files under tmpdir), waiting with a deadline,
+ * and reading those files back. Single-threaded test programs only. */
+#ifndef PFS_TESTS_NETNS_H
+#define PFS_TESTS_NETNS_H
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+static char ns_a[32], ns_b[32], veth_a[16], veth_b[16], ip_a[32], ip_b[32], tmpdir[64];
+static const char *pfs_bin;
+static bool net_ok;
+static char net_skip[200] = "network namespaces not set up";
+
+__attribute__((format(printf, 1, 2), unused))
+static int sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void netns_teardown(void)
+{
+	if (ns_a[0]) {
+		sh("ip netns del %s 2>/dev/null", ns_a);
+		sh("ip netns del %s 2>/dev/null", ns_b);
+	}
+	if (tmpdir[0])
+		sh("rm -rf %s", tmpdir);
+}
+
+/* Create pfs<tag>-a/b-PID joined by a veth pair, 10.@net.X.1/.2. Returns
+ * TAP_PASS, TAP_SKIP (no pfs binary, not root) or TAP_FAIL. */
+__attribute__((unused))
+static int netns_setup(const char *tag, int net)
+{
+	int id = getpid() % 250, n = getpid() % 100000;
+
+	pfs_bin = getenv("PFS") ? getenv("PFS") : "build/pfs";
+	if (access(pfs_bin, X_OK)) {
+		snprintf(net_skip, sizeof(net_skip), "pfs binary %s not built", pfs_bin);
+		return tap_skip("%s", net_skip);
+	}
+	if (geteuid()) {
+		snprintf(net_skip, sizeof(net_skip), "needs root for netns/veth");
+		return tap_skip("%s", net_skip);
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pfs-%s-%d", tag, getpid());
+	mkdir(tmpdir, 0700);
+	snprintf(ns_a, sizeof(ns_a), "pfs%s-a-%d", tag, getpid());
+	snprintf(ns_b, sizeof(ns_b), "pfs%s-b-%d", tag, getpid());
+	snprintf(veth_a, sizeof(veth_a), "p%.1sa%d", tag, n);
+	snprintf(veth_b, sizeof(veth_b), "p%.1sb%d", tag, n);
+	snprintf(ip_a, sizeof(ip_a), "10.%d.%d.1", net, id);
+	snprintf(ip_b, sizeof(ip_b), "10.%d.%d.2", net, id);
+	atexit(netns_teardown);
+	if (sh("ip netns add %s && ip netns add %s && "
+	       "ip link add %s type veth peer name %s && "
+	       "ip link set %s netns %s && ip link set %s netns %s && "
+	       "ip -n %s addr add %s/24 dev %s && ip -n %s addr add %s/24 dev %s && "
+	       "ip -n %s link set %s up && ip -n %s link set %s up && "
+	       "ip -n %s link set lo up && ip -n %s link set lo up",
+	       ns_a, ns_b, veth_a, veth_b, veth_a, ns_a, veth_b, ns_b, ns_a, ip_a, veth_a,
+	       ns_b, ip_b, veth_b, ns_a, veth_a, ns_b, veth_b, ns_a, ns_b)) {
+		snprintf(net_skip, sizeof(net_skip), "cannot create netns/veth (ip failed)");
+		return TAP_FAIL;
+	}
+	net_ok = true;
+	tap_diag("veth %s(%s, %s) <-> %s(%s, %s)", veth_a, ns_a, ip_a, veth_b, ns_b, ip_b);
+	return TAP_PASS;
+}
+
+/* Join netns @ns (in a child). 0 or -1. */
+__attribute__((unused))
+static int netns_enter(const char *ns)
+{
+	char p[128];
+	int fd;
+
+	snprintf(p, sizeof(p), "/run/netns/%s", ns);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET))
+		return -1;
+	close(fd);
+	return 0;
+}
+
+/* Fork, join netns @ns, exec pfs with @args as @uid (0: stay root);
+ * stdout/stderr to tmpdir/@tag.json and tmpdir/@tag.err, opened before
+ * privileges are dropped. */
+__attribute__((unused))
+static pid_t spawn_as(const char *ns, const char *tag, uid_t uid, char *const args[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char p[128];
+		char *argv[48];
+		int fd, i = 0;
+
+		if (netns_enter(ns))
+			_exit(120);
+		snprintf(p, sizeof(p), "%s/%s.json", tmpdir, tag);
+		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1);
+		snprintf(p, sizeof(p), "%s/%s.err", tmpdir, tag);
+		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 2);
+		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
+			_exit(122);
+		argv[i++] = (char *)pfs_bin;
+		for (int k = 0; args[k] && i < 47; k++)
+			argv[i++] = args[k];
+		argv[i] = NULL;
+		execv(pfs_bin, argv);
+		_exit(121);
+	}
+	return pid;
+}
+
+__attribute__((unused))
+static pid_t spawn(const char *ns, const char *tag, char *const args[])
+{
+	return spawn_as(ns, tag, 0, args);
+}
+
+/* Exit code of @pid, 128+signal, or -1 after killing it at the deadline. */
+__attribute__((unused))
+static int wait_rc(pid_t pid, int timeout_s)
+{
+	time_t end = time(NULL) + timeout_s;
+	int st;
+
+	while (time(NULL) <= end) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		if (w == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(20000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+/* tmpdir/@tag.@ext, up to 8 KiB; two buffers alternate. */
+__attribute__((unused))
+static char *slurp(const char *tag, const char *ext)
+{
+	static char buf[2][8192];
+	static int which;
+	char p[128];
+	char *b = buf[which ^= 1];
+	ssize_t n = 0;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s.%s", tmpdir, tag, ext);
+	fd = open(p, O_RDONLY);
+	if (fd >= 0) {
+		n = read(fd, b, sizeof(buf[0]) - 1);
+		close(fd);
+	}
+	b[n > 0 ? n : 0] = '\0';
+	return b;
+}
+
+/* One transfer: receiver in ns_b, sender in ns_a; the two exit codes. */
+__attribute__((unused))
+static void xfer(const char *tag, char *const rargs[], char *const sargs[], int *rrc, int *src)
+{
+	char rt[64], st[64];
+	pid_t r, s;
+
+	snprintf(rt, sizeof(rt), "%s-recv", tag);
+	snprintf(st, sizeof(st), "%s-send", tag);
+	r = spawn(ns_b, rt, rargs);
+	s = spawn(ns_a, st, sargs);	/* retries its connect until recv listens */
+	*src = wait_rc(s, 60);
+	*rrc = wait_rc(r, 60);
+	if (*rrc || *src) {
+		tap_diag("recv rc %d: %s", *rrc, slurp(rt, "err"));
+		tap_diag("send rc %d: %s", *src, slurp(st, "err"));
+	}
+}
+
+#define NEED_NET() do { if (!net_ok) return tap_skip("%s", net_skip); } while (0)
+
+#endif /* PFS_TESTS_NETNS_H */
