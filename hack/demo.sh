@@ -58,7 +58,7 @@ k -n "$NS" run pfs-transports --image="$DATAPLANE_IMG" --image-pull-policy=Never
 k -n "$NS" wait --for=jsonpath='{.status.phase}'=Failed pod/pfs-transports --timeout=120s >/dev/null || true
 said=$(k -n "$NS" logs pfs-transports 2>&1 || true)
 k -n "$NS" delete pod pfs-transports --wait=false >/dev/null
-transports=$(sed -n 's/.*this build has: \([^)]*\)).*/\1/p' <<<"$said" | tr -d ,)
+transports=$(sed -n 's/.*this build has: \([^)]*\)).*/\1/p' <<<"$said" | tr ',|' '  ' | xargs)
 [ -n "$transports" ] || die "cannot tell the transports of $DATAPLANE_IMG (pfs send --transport list said: $said)"
 log "pfs in $DATAPLANE_IMG has the transports: $transports"
 has() { [[ " $transports " == *" $1 "* ]]; }

@@ -403,7 +403,8 @@ func waitTransfer(ctx context.Context, t *testing.T, x *pfsv1alpha1.PfsTransfer,
 }
 
 // imageTransports asks pfs in the data-plane image which transports it has:
-// `pfs send --transport list` refuses the name and lists them.
+// `pfs send --transport list` refuses the name and lists them ("this build
+// has: tcp | udp"; earlier builds separated them with commas).
 func imageTransports(ctx context.Context, t *testing.T) map[string]bool {
 	t.Helper()
 	const pod = "pfs-transports"
@@ -426,7 +427,7 @@ func imageTransports(ctx context.Context, t *testing.T) map[string]bool {
 		t.Fatalf("cannot tell the transports of %s; pfs send --transport list said: %q", env.dataplaneImage, out)
 	}
 	have := map[string]bool{}
-	for _, f := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' }) {
+	for _, f := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' || r == '|' }) {
 		have[f] = true
 	}
 	return have
