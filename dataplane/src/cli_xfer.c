@@ -395,10 +395,14 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 		pfs_json_u64(&j, "duplicates", g->duplicates);
 		pfs_json_u64(&j, "out_of_order", g->out_of_order);
 		pfs_json_u64(&j, "socket_drops", g->dropped);
+		if (g->test_dropped)
+			pfs_json_u64(&j, "test_dropped", g->test_dropped);
 		pfs_json_close(&j);
 	}
 	if (r->path[0])
-		pfs_json_str(&j, "path", r->path, 96);
+		pfs_json_str(&j, "path", r->path, sizeof(r->path));
+	if (r->afxdp_mode[0])
+		pfs_json_str(&j, "afxdp_mode", r->afxdp_mode, sizeof(r->afxdp_mode));
 	placement_json(&j);
 	if (blob)
 		pfs_cli_blob_json(&j, blob, fp);
