@@ -80,6 +80,8 @@ struct pfs_xfer_opts {
 	const char *ifname;		/* interface to bind/attach */
 	uint32_t queues;		/* NIC queues (one socket and thread each) */
 	const char *peer_mac;		/* "aa:bb:cc:dd:ee:ff" when there is no ARP */
+	int xdp_attach;			/* afxdp receiver: enum pfs_xdp_attach (0 auto) */
+	int umem_page;			/* afxdp: enum pfs_xsk_page (0 auto) */
 	uint32_t mtu;			/* path MTU the datagrams must fit */
 	enum pfs_integrity integrity;	/* end-to-end checksum (CRC32C default) */
 };
