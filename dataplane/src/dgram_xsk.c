@@ -257,7 +257,9 @@ static int xsk_open_queues(struct xsk_io *s, const struct pfs_xfer_opts *o,
 
 		s->q[i] = pfs_xsk__create(&so);
 		if (!s->q[i]) {
-			int e = errno ? errno : EINVAL;
+			/* EPERM is "refused by the peer" to the CLI (exit 4): a missing
+			 * local capability is a plain error */
+			int e = errno == EPERM ? EACCES : errno ? errno : EINVAL;
 
 			s->nq = i;	/* close what was opened */
 			return pfs_xfer_fail(r, -e, "%s: AF_XDP socket on %s queue %u: %s", side,
@@ -362,7 +364,7 @@ static int xsk_open_rx(const struct pfs_xfer_opts *o, const struct sockaddr_stor
 	xo.ifname = s->ifname;
 	s->xdp = pfs_xdp__attach(&xo);
 	if (!s->xdp) {
-		int e = errno ? errno : EINVAL;
+		int e = errno == EPERM ? EACCES : errno ? errno : EINVAL;
 
 		err = pfs_xfer_fail(r, -e, "recv: attaching the XDP program to %s: %s", s->ifname,
 				    pfs_xsk_last_error());

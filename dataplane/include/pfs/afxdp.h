@@ -13,7 +13,7 @@
  * environment, pfs/netdev.h); queues: AF_XDP sockets on queues 0..N-1 (1
  * when 0; at most 16); peer_mac: the receiver's (or next hop's) MAC when the
  * neighbour table cannot give it; xdp_attach: the receiver's XDP mode.
- * Returns what pfs_udp_send/pfs_udp_recv return, plus: -EPERM a capability
+ * Returns what pfs_udp_send/pfs_udp_recv return, plus: -EACCES a capability
  * is missing (named in r->error: the sender needs CAP_NET_RAW, the receiver
  * CAP_NET_ADMIN + CAP_NET_RAW + CAP_BPF, either CAP_IPC_LOCK for a UMEM over
  * RLIMIT_MEMLOCK), -EBUSY another XDP program is attached, -EINTR the
