@@ -32,7 +32,7 @@
 #endif
 
 struct pair {
-	char ns_a[32], ns_b[32], if_a[16], if_b[16], ip_a[32], ip_b[32];
+	char ns_a[32], ns_b[32], if_a[16], if_b[16], ip_a[32], ip_b[32], ip6_b[48];
 	int queues;
 };
 
@@ -114,16 +114,20 @@ static int t_setup(void)
 	snprintf(p4.if_b, sizeof(p4.if_b), "q4b%d", n);
 	snprintf(p4.ip_a, sizeof(p4.ip_a), "10.220.%d.1", getpid() % 250);
 	snprintf(p4.ip_b, sizeof(p4.ip_b), "10.220.%d.2", getpid() % 250);
+	snprintf(p4.ip6_b, sizeof(p4.ip6_b), "fd20:%x::2", getpid() % 0xffff);
 	if (sh("ip netns add %s && ip netns add %s && "
 	       "ip link add %s numtxqueues 4 numrxqueues 4 type veth peer name %s "
 	       "numtxqueues 4 numrxqueues 4 && "
 	       "ip link set %s netns %s && ip link set %s netns %s && "
 	       "ip -n %s addr add %s/24 dev %s && ip -n %s addr add %s/24 dev %s && "
 	       "ip -n %s link set %s up && ip -n %s link set %s up && "
-	       "ip -n %s link set lo up && ip -n %s link set lo up",
+	       "ip -n %s link set lo up && ip -n %s link set lo up && "
+	       "ip -n %s -6 addr add fd20:%x::1/64 dev %s nodad && "
+	       "ip -n %s -6 addr add %s/64 dev %s nodad",
 	       p4.ns_a, p4.ns_b, p4.if_a, p4.if_b, p4.if_a, p4.ns_a, p4.if_b, p4.ns_b,
 	       p4.ns_a, p4.ip_a, p4.if_a, p4.ns_b, p4.ip_b, p4.if_b, p4.ns_a, p4.if_a,
-	       p4.ns_b, p4.if_b, p4.ns_a, p4.ns_b)) {
+	       p4.ns_b, p4.if_b, p4.ns_a, p4.ns_b, p4.ns_a, getpid() % 0xffff, p4.if_a,
+	       p4.ns_b, p4.ip6_b, p4.if_b)) {
 		net_ok = false;
 		snprintf(net_skip, sizeof(net_skip), "cannot create the 4-queue veth pair");
 		return TAP_FAIL;
@@ -217,6 +221,7 @@ struct xcase {
 	uint32_t drop_ppm;	/* PFS_TEST_RX_DROP_PPM */
 	const char *rcaps, *scaps;	/* NULL: root */
 	bool env_ifname;	/* AFXDP_DEVICES_* instead of --ifname */
+	bool v6;		/* over the pair's IPv6 addresses */
 };
 
 /* One transfer; integrity OK on both ends, the program detached after. */
@@ -224,7 +229,7 @@ static int xfer_case(const struct xcase *c)
 {
 	const struct pair *p = c->p;
 	char tag[48], rt[64], st[64], ready[128], env[160] = "", renv[200], rif[48] = "",
-	     sif[48] = "", extra[64] = "";
+	     sif[48] = "", extra[64] = "", addr[64];
 	bool payload = !strcmp(c->mode, "payload");
 	const char *rj, *sj;
 	int rrc, src;
@@ -245,17 +250,21 @@ static int xfer_case(const struct xcase *c)
 		snprintf(sif, sizeof(sif), "--ifname %s", p->if_a);
 	}
 	snprintf(renv, sizeof(renv), "%s PFS_TEST_RX_DROP_PPM=%u", env, c->drop_ppm);
+	if (c->v6)
+		snprintf(addr, sizeof(addr), "[%s]:%d", p->ip6_b, port);
+	else
+		snprintf(addr, sizeof(addr), "%s:%d", p->ip_b, port);
 	if (!payload)
 		snprintf(extra, sizeof(extra), "--max-len 2K --desc-per-gram 256");
-	r = run_pfs(p->ns_b, c->rcaps, rt, renv, "recv --transport afxdp %s --listen %s:%d "
+	r = run_pfs(p->ns_b, c->rcaps, rt, renv, "recv --transport afxdp %s --listen %s "
 		    "--mode %s --attach %s --queues %d --umem-page 4k --ready-file %s "
-		    "--accept-timeout 20 --timeout 10 " BLOB, rif, p->ip_b, port, c->mode,
-		    c->attach, p->queues, ready);
+		    "--accept-timeout 20 --timeout 10 " BLOB, rif, addr, c->mode, c->attach,
+		    p->queues, ready);
 	CHECK(wait_file(ready, r, 10), "receiver did not start: %s %s", slurp(rt, "json"),
 	      slurp(rt, "err"));
-	s = run_pfs(p->ns_a, c->scaps, st, NULL, "send --transport afxdp %s --connect %s:%d "
+	s = run_pfs(p->ns_a, c->scaps, st, NULL, "send --transport afxdp %s --connect %s "
 		    "--mode %s --queues %d --umem-page 4k --bytes %s --timeout 10 %s " BLOB, sif,
-		    p->ip_b, port, c->mode, p->queues, payload ? "48M" : "256M", extra);
+		    addr, c->mode, p->queues, payload ? "48M" : "256M", extra);
 	src = reap(s, 60);
 	rrc = reap(r, 30);
 	rj = slurp(rt, "json");
@@ -277,6 +286,9 @@ static int xfer_case(const struct xcase *c)
 		snprintf(want, sizeof(want), "%s xdp, copy, %d queue", c->attach, p->queues);
 		CHECK(strstr(rj, want) && strstr(rj, "umem 4k"), "path lacks '%s': %s", want, rj);
 	}
+	if (c->v6)
+		CHECK(strstr(rj, "1452B datagrams"), "IPv6 at MTU 1500 should carry 1452 bytes: %s",
+		      rj);
 	if (c->drop_ppm) {
 		CHECK(ju(rj, "test_dropped") > 0 && ju(sj, "retransmitted") > 0,
 		      "loss injected but nothing dropped/re-sent: %s %s", rj, sj);
@@ -300,6 +312,8 @@ CASE(t_1q_generic_offset, .p = &p1, .mode = "offset", .attach = "generic")
 CASE(t_4q_native_payload, .p = &p4, .mode = "payload", .attach = "native")
 CASE(t_4q_native_offset, .p = &p4, .mode = "offset", .attach = "native")
 CASE(t_4q_generic_arith, .p = &p4, .mode = "arith", .attach = "generic", .env_ifname = true)
+CASE(t_4q_v6_payload, .p = &p4, .mode = "payload", .attach = "native", .v6 = true,
+     .drop_ppm = 10000)
 CASE(t_loss1_payload, .p = &p1, .mode = "payload", .attach = "native", .drop_ppm = 10000)
 CASE(t_loss1_offset, .p = &p1, .mode = "offset", .attach = "native", .drop_ppm = 10000)
 CASE(t_loss1_arith, .p = &p1, .mode = "arith", .attach = "native", .drop_ppm = 10000)
@@ -517,6 +531,8 @@ static const struct tap_test tests[] = {
 	{ "4 queues, native XDP, offset: integrity OK, detached", t_4q_native_offset },
 	{ "4 queues, generic XDP, arith, receiver interface from AFXDP_DEVICES_POOL",
 	  t_4q_generic_arith },
+	{ "IPv6, 4 queues, payload, 1% injected loss: 1452-byte datagrams, integrity OK",
+	  t_4q_v6_payload },
 	{ "1% injected loss, payload: repaired, integrity OK", t_loss1_payload },
 	{ "1% injected loss, offset: repaired, integrity OK", t_loss1_offset },
 	{ "1% injected loss, arith: repaired, integrity OK", t_loss1_arith },
