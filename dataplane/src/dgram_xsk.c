@@ -36,8 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 
 #include "dgram_io.h"
 #include "pfs/afxdp.h"
@@ -206,6 +210,24 @@ static const struct pfs_dgram_io_ops xsk_ops = {
 	.drops = xsk_drops, .wait = xsk_wait, .close = xsk_close,
 };
 
+/* RX queues of @ifname (ETHTOOL_GCHANNELS: rx + combined), or -errno. Not
+ * sysfs: `nsenter --net` keeps the sysfs of another namespace. */
+static int rx_queue_count(const char *ifname)
+{
+	struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (void *)&ch;
+	rc = ioctl(fd, SIOCETHTOOL, &ifr) ? -errno : (int)(ch.rx_count + ch.combined_count);
+	close(fd);
+	return rc;
+}
+
 /* Allocate, resolve the interface (--ifname, AFXDP_DEVICES_*, PCIDEVICE_*). */
 static struct xsk_io *xsk_new(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 			      const char *side, int *err)
@@ -236,6 +258,17 @@ static struct xsk_io *xsk_new(const struct pfs_xfer_opts *o, struct pfs_xfer_res
 				     "%s", side, how);
 		free(s);
 		return NULL;
+	}
+	if (!strcmp(side, "recv")) {
+		int k = rx_queue_count(s->ifname);
+
+		/* The NIC (RSS) may put our one flow on any RX queue: by default
+		 * listen on all of them. */
+		if (!o->queues && k > 1)
+			s->nq = k < XSK_IO_MAX_QUEUES ? (uint32_t)k : XSK_IO_MAX_QUEUES;
+		if (k > (int)s->nq)
+			pfs_warn("recv: %s has %d RX queues, sockets on %u: frames landing on the "
+				 "others pass to the kernel and are lost", s->ifname, k, s->nq);
 	}
 	pfs_info("%s: afxdp on %s (%s), %u queue(s)", side, s->ifname, how, s->nq);
 	return s;

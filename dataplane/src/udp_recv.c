@@ -485,7 +485,9 @@ static int rx_loop(struct rx *x)
 
 		if (n < 0)
 			return n;
-		if ((err = rx_exec(x)) || (err = rx_ctl(x, now)))
+		/* The control connection only carries END (and EOF): read it when
+		 * idle or once per tick, not after every burst (a recv(2) each). */
+		if ((err = rx_exec(x)) || ((n == 0 || now >= next_tick) && (err = rx_ctl(x, now))))
 			return err;
 		if (x->end_known && x->cum == x->end.count)
 			return 0;

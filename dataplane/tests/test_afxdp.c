@@ -222,6 +222,7 @@ struct xcase {
 	const char *rcaps, *scaps;	/* NULL: root */
 	bool env_ifname;	/* AFXDP_DEVICES_* instead of --ifname */
 	bool v6;		/* over the pair's IPv6 addresses */
+	bool rq_default;	/* receiver without --queues: all the interface's RX queues */
 };
 
 /* One transfer; integrity OK on both ends, the program detached after. */
@@ -229,7 +230,7 @@ static int xfer_case(const struct xcase *c)
 {
 	const struct pair *p = c->p;
 	char tag[48], rt[64], st[64], ready[128], env[160] = "", renv[200], rif[48] = "",
-	     sif[48] = "", extra[64] = "", addr[64];
+	     sif[48] = "", extra[64] = "", addr[64], rq[24] = "";
 	bool payload = !strcmp(c->mode, "payload");
 	const char *rj, *sj;
 	int rrc, src;
@@ -250,6 +251,8 @@ static int xfer_case(const struct xcase *c)
 		snprintf(sif, sizeof(sif), "--ifname %s", p->if_a);
 	}
 	snprintf(renv, sizeof(renv), "%s PFS_TEST_RX_DROP_PPM=%u", env, c->drop_ppm);
+	if (!c->rq_default)
+		snprintf(rq, sizeof(rq), "--queues %d", p->queues);
 	if (c->v6)
 		snprintf(addr, sizeof(addr), "[%s]:%d", p->ip6_b, port);
 	else
@@ -257,9 +260,9 @@ static int xfer_case(const struct xcase *c)
 	if (!payload)
 		snprintf(extra, sizeof(extra), "--max-len 2K --desc-per-gram 256");
 	r = run_pfs(p->ns_b, c->rcaps, rt, renv, "recv --transport afxdp %s --listen %s "
-		    "--mode %s --attach %s --queues %d --umem-page 4k --ready-file %s "
+		    "--mode %s --attach %s %s --umem-page 4k --ready-file %s "
 		    "--accept-timeout 20 --timeout 10 " BLOB, rif, addr, c->mode, c->attach,
-		    p->queues, ready);
+		    rq, ready);
 	CHECK(wait_file(ready, r, 10), "receiver did not start: %s %s", slurp(rt, "json"),
 	      slurp(rt, "err"));
 	s = run_pfs(p->ns_a, c->scaps, st, NULL, "send --transport afxdp %s --connect %s "
@@ -310,7 +313,7 @@ CASE(t_1q_native_arith, .p = &p1, .mode = "arith", .attach = "native")
 CASE(t_1q_generic_payload, .p = &p1, .mode = "payload", .attach = "generic")
 CASE(t_1q_generic_offset, .p = &p1, .mode = "offset", .attach = "generic")
 CASE(t_4q_native_payload, .p = &p4, .mode = "payload", .attach = "native")
-CASE(t_4q_native_offset, .p = &p4, .mode = "offset", .attach = "native")
+CASE(t_4q_native_offset, .p = &p4, .mode = "offset", .attach = "native", .rq_default = true)
 CASE(t_4q_generic_arith, .p = &p4, .mode = "arith", .attach = "generic", .env_ifname = true)
 CASE(t_4q_v6_payload, .p = &p4, .mode = "payload", .attach = "native", .v6 = true,
      .drop_ppm = 10000)
@@ -528,7 +531,8 @@ static const struct tap_test tests[] = {
 	{ "1 queue, generic XDP, payload: integrity OK, detached", t_1q_generic_payload },
 	{ "1 queue, generic XDP, offset: integrity OK, detached", t_1q_generic_offset },
 	{ "4 queues, native XDP, payload: integrity OK, detached", t_4q_native_payload },
-	{ "4 queues, native XDP, offset: integrity OK, detached", t_4q_native_offset },
+	{ "4 queues, native XDP, offset; receiver without --queues takes all 4 RX queues",
+	  t_4q_native_offset },
 	{ "4 queues, generic XDP, arith, receiver interface from AFXDP_DEVICES_POOL",
 	  t_4q_generic_arith },
 	{ "IPv6, 4 queues, payload, 1% injected loss: 1452-byte datagrams, integrity OK",
