@@ -56,6 +56,9 @@ struct pfs_dgram_io_ops {
 	/* Sleep until data or @ctl_fd is readable, at most @timeout_s. */
 	void (*wait)(struct pfs_dgram_io *io, int ctl_fd, double timeout_s);
 	void (*close)(struct pfs_dgram_io *io);
+	/* Receiver: has a signal asked to stop (then leave through close)? May
+	 * be NULL. */
+	bool (*stop_requested)(void);
 };
 
 struct pfs_dgram_io {

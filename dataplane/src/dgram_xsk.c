@@ -208,6 +208,7 @@ static void xsk_close(struct pfs_dgram_io *io)
 static const struct pfs_dgram_io_ops xsk_ops = {
 	.send = xsk_send, .flush = xsk_flush, .recv = xsk_recv, .rx_pending = xsk_rx_pending,
 	.drops = xsk_drops, .wait = xsk_wait, .close = xsk_close,
+	.stop_requested = pfs_xdp_stop_requested,
 };
 
 /* RX queues of @ifname (ETHTOOL_GCHANNELS: rx + combined), or -errno. Not

@@ -656,9 +656,9 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		err = lfd;
 		goto out_close_io;
 	}
-	x->cfd = pfs_xfer_accept(lfd, o->accept_timeout_ms,
-				 o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
-				 o->ready_file, r);
+	x->cfd = pfs_xfer_accept_stop(lfd, o->accept_timeout_ms,
+				      o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
+				      o->ready_file, x->io->ops->stop_requested, r);
 	if (x->cfd < 0) {
 		err = x->cfd;
 		goto out_close_io;

@@ -467,6 +467,33 @@ static int t_arp_icmp_sigterm(void)
 	return TAP_PASS;
 }
 
+/* SIGTERM a receiver that is still waiting for its sender: it stops at
+ * once, exit 1, program detached. */
+static int t_sigterm_idle(void)
+{
+	char ready[128];
+	double t0;
+	pid_t r;
+	int rc;
+
+	NEED_NET();
+	snprintf(ready, sizeof(ready), "%s/idle.ready", tmpdir);
+	r = run_pfs(p1.ns_b, NULL, "idle-recv", NULL, "recv --transport afxdp --ifname %s "
+		    "--listen %s:%d --mode payload --umem-page 4k --ready-file %s "
+		    "--accept-timeout 60", p1.if_b, p1.ip_b, ++port, ready);
+	CHECK(wait_file(ready, r, 10), "receiver did not start: %s", slurp("idle-recv", "err"));
+	CHECK(xdp_attached(&p1), "program not attached while waiting");
+	t0 = mono();
+	kill(r, SIGTERM);
+	rc = reap(r, 10);
+	CHECK(rc == 1, "exit %d after SIGTERM, want 1: %s", rc, slurp("idle-recv", "err"));
+	CHECK(mono() - t0 < 3, "took %.1f s to stop", mono() - t0);
+	CHECK(strstr(slurp("idle-recv", "json"), "stopped by a signal"), "message: %s",
+	      slurp("idle-recv", "json"));
+	CHECK(!xdp_attached(&p1), "program left attached");
+	return TAP_PASS;
+}
+
 /* SIGKILL the receiver: its TCP control connection closes, the sender must
  * exit non-zero within seconds. SIGKILL leaves the program attached (netlink
  * attachment outlives the process; its sockets are gone, so it passes
@@ -546,6 +573,8 @@ static const struct tap_test tests[] = {
 	{ "non-root: receiver with exactly NET_ADMIN+NET_RAW+BPF, sender NET_RAW", t_nonroot },
 	{ "non-root receiver without CAP_BPF fails naming CAP_BPF", t_no_cap_bpf },
 	{ "ARP and ICMP work while attached and after; SIGTERM detaches", t_arp_icmp_sigterm },
+	{ "SIGTERM while waiting for a sender: stops at once, program detached",
+	  t_sigterm_idle },
 	{ "receiver killed mid-transfer: sender exits non-zero within seconds; stale program "
 	  "replaced by the next run", t_receiver_killed },
 	{ "remove the namespaces and veth pairs", t_teardown },
