@@ -467,6 +467,39 @@ static int t_arp_icmp_sigterm(void)
 	return TAP_PASS;
 }
 
+/* SIGKILL the sender: the receiver sees its control connection close, exits
+ * non-zero at once and detaches its program. */
+static int t_sender_killed(void)
+{
+	char ready[128];
+	double t0;
+	pid_t r, s;
+	int rc;
+
+	NEED_NET();
+	snprintf(ready, sizeof(ready), "%s/skill.ready", tmpdir);
+	r = run_pfs(p1.ns_b, NULL, "skill-recv", NULL, "recv --transport afxdp --ifname %s "
+		    "--listen %s:%d --mode payload --umem-page 4k --ready-file %s", p1.if_b,
+		    p1.ip_b, ++port, ready);
+	CHECK(wait_file(ready, r, 10), "receiver did not start: %s", slurp("skill-recv", "err"));
+	s = run_pfs(p1.ns_a, NULL, "skill-send", NULL, "send --transport afxdp --ifname %s "
+		    "--connect %s:%d --mode payload --umem-page 4k --bytes 1T " BLOB, p1.if_a,
+		    p1.ip_b, port);
+	usleep(800000);
+	CHECK(waitpid(r, NULL, WNOHANG) == 0, "receiver ended early: %s", slurp("skill-recv", "err"));
+	kill(s, SIGKILL);
+	reap(s, 5);
+	t0 = mono();
+	rc = reap(r, 15);
+	CHECK(rc > 0 && rc < 128, "receiver exit %d (want a clean non-zero exit): %s", rc,
+	      slurp("skill-recv", "err"));
+	CHECK(mono() - t0 < 3, "receiver took %.1f s to notice", mono() - t0);
+	CHECK(strstr(slurp("skill-recv", "json"), "sender"), "message: %s",
+	      slurp("skill-recv", "json"));
+	CHECK(!xdp_attached(&p1), "program left attached");
+	return TAP_PASS;
+}
+
 /* SIGTERM a receiver that is still waiting for its sender: it stops at
  * once, exit 1, program detached. */
 static int t_sigterm_idle(void)
@@ -573,6 +606,8 @@ static const struct tap_test tests[] = {
 	{ "non-root: receiver with exactly NET_ADMIN+NET_RAW+BPF, sender NET_RAW", t_nonroot },
 	{ "non-root receiver without CAP_BPF fails naming CAP_BPF", t_no_cap_bpf },
 	{ "ARP and ICMP work while attached and after; SIGTERM detaches", t_arp_icmp_sigterm },
+	{ "sender killed mid-transfer: receiver exits non-zero at once, program detached",
+	  t_sender_killed },
 	{ "SIGTERM while waiting for a sender: stops at once, program detached",
 	  t_sigterm_idle },
 	{ "receiver killed mid-transfer: sender exits non-zero within seconds; stale program "
