@@ -6,8 +6,9 @@
 # copy mode: veth has no zero-copy; UMEMs and blobs on 4 KiB pages, so the
 # machine's hugepage pool is not touched):
 #   1. the raw AF_XDP loop: `pfs xsk blast` -> `pfs xsk sink`, unpaced, frames
-#      of the same UDP payload size as PFS (MTU 1500: 1472 bytes) - the limit
-#      of this path;
+#      of the same UDP payload size as PFS (MTU 1500: 1472 bytes), the sink
+#      with the same UMEM as a PFS receiver (8192 frames, 4096 on the fill
+#      ring) - the limit of this path;
 #   2. PFS-With-Payload-AF_XDP;
 #   3. Native PFS Offset-only Mode - AF_XDP;
 #   4. PFS-With-Payload-UDP (the kernel UDP path, GSO/GRO), for reference.
@@ -22,7 +23,7 @@
 #
 # Environment: PFS (binary), COUNT (raw frames, default 1000000), SIZE
 # (blob, default 256M), BYTES (payload-mode bytes, default 1G), OBYTES
-# (offset-mode effective bytes, default 8G), REPS (default 3).
+# (offset-mode effective bytes, default 8G), REPS (default 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PFS=${PFS:-$PWD/build/pfs}
@@ -30,7 +31,7 @@ COUNT=${COUNT:-1000000}
 SIZE=${SIZE:-256M}
 BYTES=${BYTES:-1G}
 OBYTES=${OBYTES:-8G}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 OUT_MD=${OUT_MD-$PWD/../docs/bench-afxdp.md}
 DGRAM=1472
 
@@ -67,7 +68,7 @@ load0=$(load)
 run_raw() {
 	rm -f "$work/ready"
 	/usr/bin/time -o "$work/time" -f '%U %S' $B "$PFS" -q xsk sink --ifname "$vb" \
-		--attach native --page 4k --idle 1 --timeout 60 --ready-file "$work/ready" \
+		--attach native --page 4k --frames 8192 --idle 1 --timeout 60 --ready-file "$work/ready" \
 		>"$work/sink.json" 2>/dev/null & pids+=($!)
 	for _ in $(seq 100); do [ -e "$work/ready" ] && break; sleep 0.05; done
 	$A "$PFS" -q xsk blast --ifname "$va" --dst "$ipb" --count "$COUNT" --size "$DGRAM" \
@@ -151,7 +152,8 @@ if [ -n "$OUT_MD" ]; then
 		echo 'two fresh namespaces: native XDP, copy mode (veth has no zero-copy), UMEMs and blobs on'
 		echo "4 KiB pages, UDP payload $DGRAM bytes per frame (MTU 1500) in every row."
 		echo
-		echo '- raw AF_XDP loop: `pfs xsk blast` (unpaced) -> `pfs xsk sink`, the limit of the path;'
+		echo '- raw AF_XDP loop: `pfs xsk blast` (unpaced) -> `pfs xsk sink --frames 8192` (the UMEM a'
+		echo '  PFS receiver with CAP_IPC_LOCK uses on one queue), the limit of the path;'
 		echo '  frames/s is the rate the sink received (first to last frame), MB/s its payload bytes'
 		echo '  per second, CPU the whole sink process (setup included).'
 		echo '- PFS rows: frames/s = data datagrams the receiver got / its transfer time; effective'
