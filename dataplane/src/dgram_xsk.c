@@ -22,14 +22,14 @@
  * Receiver: our XDP program on the interface (native, else generic), one
  * socket per queue in its XSKMAP; this one thread polls all N sockets
  * (rx_burst -> place each datagram -> rx_release). Drops for lack of room
- * (the XDP socket's rx_dropped + fill_empty + rx_ring_full) are the
- * congestion signal in the ACKs. SIGTERM/SIGINT/SIGHUP set a flag
+ * (the XDP sockets' rx_dropped + rx_ring_full, + fill_empty in zero-copy
+ * mode) are the congestion signal in the ACKs. The UMEM (rx_frames()) is
+ * sized so the fill ring rides out the thread being descheduled. SIGTERM/SIGINT/SIGHUP set a flag
  * (pfs_xdp_catch_signals) that recv turns into an error, so the transport
  * leaves through its cleanup path: sockets closed, then the program
  * detached.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
