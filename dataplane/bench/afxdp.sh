@@ -80,7 +80,7 @@ run_raw() {
 		["raw AF_XDP loop (xsk blast -> sink)", .pps, ($mb / .elapsed_s * 10 | round / 10),
 		 ($mb / (($u | tonumber) + ($s | tonumber)) * 10 | round / 10),
 		 (if .bad == 0 then "OK" else "MISMATCH" end),
-		 "\(.xdp_mode)/\(.bind); received \(.frames) of \($c) (the rest dropped: fill ring empty); CPU: whole sink process"] | @tsv' \
+		 "\(.xdp_mode)/\(.bind); received \(.frames) of \($c)\(if .frames < ($c | tonumber) then " (the rest dropped: fill ring empty)" else "" end); CPU: whole sink process"] | @tsv' \
 		"$work/sink.json"
 }
 
