@@ -339,6 +339,32 @@ static int t_nonroot(void)
 	return xfer_case(&c);
 }
 
+/* Non-root, 4 queues: the receiver's 4 UMEMs (16 MiB) are over the 8 MiB
+ * memlock limit: with CAP_IPC_LOCK added it works, without it the receiver
+ * fails naming CAP_IPC_LOCK. */
+static int t_nonroot_ipc_lock(void)
+{
+	const struct xcase c = { .p = &p4, .mode = "offset", .attach = "native",
+				 .rcaps = "+net_admin,+net_raw,+bpf,+ipc_lock", .scaps = "+net_raw" };
+	char *j;
+	pid_t r;
+	int rc;
+
+	NEED_SETPRIV();
+	rc = xfer_case(&c);
+	if (rc != TAP_PASS)
+		return rc;
+	r = run_pfs(p4.ns_b, "+net_admin,+net_raw,+bpf", "noipclock", NULL, "recv --transport "
+		    "afxdp --ifname %s --listen %s:%d --mode payload --queues 4 --umem-page 4k "
+		    "--accept-timeout 5", p4.if_b, p4.ip_b, ++port);
+	rc = reap(r, 15);
+	j = slurp("noipclock", "json");
+	CHECK(rc == 1, "exit %d, want 1: %s %s", rc, j, slurp("noipclock", "err"));
+	CHECK(strstr(j, "CAP_IPC_LOCK"), "error does not name CAP_IPC_LOCK: %s", j);
+	CHECK(!xdp_attached(&p4), "program left attached");
+	return TAP_PASS;
+}
+
 static int t_no_cap_bpf(void)
 {
 	char tag[] = "nobpf", *j;
@@ -605,6 +631,8 @@ static const struct tap_test tests[] = {
 	{ "5% injected loss, arith, generic XDP: repaired, integrity OK", t_loss5_arith },
 	{ "non-root: receiver with exactly NET_ADMIN+NET_RAW+BPF, sender NET_RAW", t_nonroot },
 	{ "non-root receiver without CAP_BPF fails naming CAP_BPF", t_no_cap_bpf },
+	{ "non-root, 4 queues (16 MiB of UMEM): works with CAP_IPC_LOCK, fails naming it without",
+	  t_nonroot_ipc_lock },
 	{ "ARP and ICMP work while attached and after; SIGTERM detaches", t_arp_icmp_sigterm },
 	{ "sender killed mid-transfer: receiver exits non-zero at once, program detached",
 	  t_sender_killed },
