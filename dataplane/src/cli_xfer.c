@@ -44,17 +44,24 @@ static const char send_usage[] =
 "  --sched-seed N        schedule seed (default 1)\n"
 "  --gram-bytes N        payload bytes per gram in payload mode (default 4M)\n"
 "  --connect-timeout S   keep retrying a refused connect this long (default 10)\n"
-"  --timeout S           no progress for S seconds is an error (default: tcp 30, udp 5)\n"
+"  --timeout S           no progress for S seconds is an error (default: tcp 30,\n"
+"                        udp and afxdp 5)\n"
 INTEGRITY_HELP
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
 "  --notes TEXT          notes for the result row\n"
 "\nLink (udp, afxdp):\n"
-"  --ifname IF           interface to bind or attach to\n"
-"  --queues N            NIC queues to use, one socket and thread each (default 1)\n"
+"  --ifname IF           interface to bind or attach to; afxdp also takes it from\n"
+"                        AFXDP_DEVICES_* or PCIDEVICE_* (device plugins)\n"
+"  --queues N            afxdp: AF_XDP sockets on queues 0..N-1 (default 1, max\n"
+"                        16); a gram's fragments go out on queue seq % N\n"
 "  --peer-mac MAC        the peer's MAC when it cannot be resolved (afxdp)\n"
+"  --umem-page P         afxdp UMEM pages: auto | 2m | 4k (default auto: 2 MiB\n"
+"                        hugepages when the pool has them)\n"
 "  --mtu N               path MTU datagrams must fit (default: the MTU of\n"
-"                        --ifname for udp, else 1500)\n"
+"                        --ifname for udp and afxdp, else 1500)\n"
+"  afxdp sending needs CAP_NET_RAW (+CAP_IPC_LOCK for a UMEM over the memlock\n"
+"  limit); control, ACKs and NAKs use TCP over the same interface.\n"
 "\n" PFS_CLI_BLOB_HELP PFS_CLI_SHARE_HELP
 "\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused by the\n"
 "receiver (mode/version/blob), 5 timeout.\n";
@@ -73,17 +80,29 @@ static const char recv_usage[] =
 "  --ready-file PATH     create PATH once a sender may start (readiness probes)\n"
 "  --out FILE            also write the referenced bytes to FILE at their offsets\n"
 "  --accept-timeout S    wait this long for a sender (default 60)\n"
-"  --timeout S           no progress for S seconds is an error (default: tcp 30, udp 5)\n"
+"  --timeout S           no progress for S seconds is an error (default: tcp 30,\n"
+"                        udp and afxdp 5)\n"
 INTEGRITY_HELP
 "  --result-file PATH    also write the JSON there (e.g. /dev/termination-log)\n"
 "  --csv PATH            append a CSV row (seed-001 fields)\n"
 "  --notes TEXT          notes for the result row\n"
 "\nLink (udp, afxdp):\n"
-"  --ifname IF           interface to bind or attach to\n"
-"  --queues N            NIC queues to use, one socket and thread each (default 1)\n"
-"  --peer-mac MAC        the peer's MAC when it cannot be resolved (afxdp)\n"
+"  --ifname IF           interface to bind or attach to; afxdp also takes it from\n"
+"                        AFXDP_DEVICES_* or PCIDEVICE_* (device plugins)\n"
+"  --queues N            afxdp: AF_XDP sockets on queues 0..N-1, all polled by one\n"
+"                        thread (default: every RX queue of the interface, max 16)\n"
+"  --attach MODE         afxdp: auto | native | generic XDP (default auto: native,\n"
+"                        else generic with the reason logged)\n"
+"  --umem-page P         afxdp UMEM pages: auto | 2m | 4k (default auto: 2 MiB\n"
+"                        hugepages when the pool has them)\n"
 "  --mtu N               path MTU datagrams must fit (default: the MTU of\n"
 "                        --ifname for udp, else 1500)\n"
+"  afxdp receiving needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF (+CAP_IPC_LOCK\n"
+"  for a UMEM over the memlock limit); the program is detached on exit and on\n"
+"  SIGTERM/SIGINT/SIGHUP.\n"
+"  Test only: PFS_TEST_RX_DROP_PPM=N in the environment drops N per million\n"
+"  received data datagrams on purpose (udp, afxdp) to exercise the repair\n"
+"  plane where netem/netfilter cannot reach (AF_XDP bypasses both).\n"
 "\n" PFS_CLI_BLOB_HELP PFS_CLI_SHARE_HELP
 "(payload mode needs no blob on the receiver; none is created)\n"
 "\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused the sender\n"
@@ -104,6 +123,7 @@ struct xfer_args {
 	const char *out, *result_file, *csv, *notes, *ready_file;
 	const char *ifname, *peer_mac;
 	uint32_t queues, mtu;
+	int xdp_attach, umem_page;
 	enum pfs_integrity integrity;
 };
 
@@ -153,6 +173,7 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 		{ "ifname", 1, 0, PFS_OPT_LONG }, { "queues", 1, 0, PFS_OPT_LONG },
 		{ "peer-mac", 1, 0, PFS_OPT_LONG }, { "mtu", 1, 0, PFS_OPT_LONG },
 		{ "integrity", 1, 0, PFS_OPT_LONG }, { "range", 1, 0, PFS_OPT_LONG },
+		{ "attach", 1, 0, PFS_OPT_LONG }, { "umem-page", 1, 0, PFS_OPT_LONG },
 		{ "help", 0, 0, 'h' }, { 0 },
 	};
 	const char *usage = a->sender ? send_usage : recv_usage;
@@ -257,6 +278,24 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 			if (pfs_parse_u64(v, &u) || !u || u > 64)
 				goto bad;
 			a->queues = (uint32_t)u;
+		} else if (!strcmp(n, "umem-page")) {
+			if (!strcmp(v, "auto"))
+				a->umem_page = 0;
+			else if (!strcmp(v, "2m"))
+				a->umem_page = 1;	/* PFS_XSK_PAGE_2M */
+			else if (!strcmp(v, "4k"))
+				a->umem_page = 2;	/* PFS_XSK_PAGE_4K */
+			else
+				goto bad;
+		} else if (!strcmp(n, "attach") && !a->sender) {
+			if (!strcmp(v, "auto"))
+				a->xdp_attach = 0;
+			else if (!strcmp(v, "native"))
+				a->xdp_attach = 1;	/* PFS_XDP_NATIVE */
+			else if (!strcmp(v, "generic"))
+				a->xdp_attach = 2;	/* PFS_XDP_GENERIC */
+			else
+				goto bad;
 		} else if (!strcmp(n, "mtu")) {
 			if (pfs_parse_u64(v, &u) || u < 576 || u > 65535)
 				goto bad;
@@ -395,10 +434,14 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 		pfs_json_u64(&j, "duplicates", g->duplicates);
 		pfs_json_u64(&j, "out_of_order", g->out_of_order);
 		pfs_json_u64(&j, "socket_drops", g->dropped);
+		if (g->test_dropped)
+			pfs_json_u64(&j, "test_dropped", g->test_dropped);
 		pfs_json_close(&j);
 	}
 	if (r->path[0])
-		pfs_json_str(&j, "path", r->path, 96);
+		pfs_json_str(&j, "path", r->path, sizeof(r->path));
+	if (r->afxdp_mode[0])
+		pfs_json_str(&j, "afxdp_mode", r->afxdp_mode, sizeof(r->afxdp_mode));
 	placement_json(&j);
 	if (blob)
 		pfs_cli_blob_json(&j, blob, fp);
@@ -436,7 +479,7 @@ static int run(int argc, char **argv, bool sender)
 	if (err)
 		return err > 0 ? PFS_EXIT_OK : PFS_EXIT_USAGE;
 	if (!a.timeout)	/* udp repairs within ms; a dead path should not take 30 s */
-		a.timeout = !strcmp(a.transport->name, "udp") ? 5 : 30;
+		a.timeout = strcmp(a.transport->name, "tcp") ? 5 : 30;
 	if (split_addr(a.addr, host, sizeof(host), &port)) {
 		fprintf(stderr, "pfs %s: '%s' is not ADDR:PORT\n", argv[0], a.addr);
 		return PFS_EXIT_USAGE;
@@ -468,6 +511,7 @@ static int run(int argc, char **argv, bool sender)
 		.out_fd = out_fd, .accept_timeout_ms = (int)(a.accept_timeout * 1000),
 		.ready_file = a.ready_file, .io_timeout_ms = (int)(a.timeout * 1000),
 		.ifname = a.ifname, .queues = a.queues, .peer_mac = a.peer_mac, .mtu = a.mtu,
+		.xdp_attach = a.xdp_attach, .umem_page = a.umem_page,
 		.integrity = a.integrity,
 	};
 

@@ -9,6 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifndef PFS_NO_AFXDP
+#include "pfs/afxdp.h"
+#endif
 #include "pfs/tcp.h"
 #include "pfs/udp.h"
 #include "pfs/xfer.h"
@@ -43,6 +46,11 @@ static const struct pfs_transport transports[] = {
 	  1u << PFS_INTEGRITY_FNV1A64 | 1u << PFS_INTEGRITY_NONE },
 	/* udp: CRC32C only (its receiver folds fragments into one CRC32C). */
 	{ "udp", "UDP", pfs_udp_send, pfs_udp_recv, 0 },
+#ifndef PFS_NO_AFXDP
+	/* afxdp: the udp repair plane over AF_XDP sockets; CRC32C only, like udp.
+	 * The label suffix matches api/v1alpha1/labels.go. */
+	{ "afxdp", "AF_XDP", pfs_afxdp_send, pfs_afxdp_recv, 0 },
+#endif
 };
 
 const struct pfs_transport *pfs_transport_find(const char *name)

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * UDP transport, receiver. One thread owns everything: the TCP control
- * connection, the UDP socket, UDP_WINDOW reassembly slots and the
- * descriptor array. No locks.
+ * Datagram transports (udp, afxdp), receiver. One thread owns everything:
+ * the TCP control connection, the datagram I/O (dgram_io.h: a UDP socket
+ * with recvmmsg/GRO, or one AF_XDP socket per queue, all polled by this
+ * thread), UDP_WINDOW reassembly slots and the descriptor array. No locks.
  *
- * Data: recvmmsg batches of up to RX_BATCH buffers of 64 KiB. With UDP_GRO
- * (probed at run time; PFS_UDP_OFFLOAD=off disables it) one buffer holds
- * several datagrams of the size the UDP_GRO cmsg reports; without it, one.
- * SO_RXQ_OVFL reports datagrams the kernel dropped because our socket
- * buffer was full: that count goes back to the sender as its congestion
- * signal. Every fragment is checked (pfs_udp_frag_decode, window, gram
+ * Data: the io hands over each datagram that arrived (place()); what its
+ * device dropped for lack of room (SO_RXQ_OVFL on a socket, the XDP
+ * socket's drop counters over AF_XDP) goes back to the sender in every ACK
+ * as its congestion signal. PFS_TEST_RX_DROP_PPM (tests only) drops that
+ * share of datagrams here on purpose, to exercise the repair plane where
+ * no netem/netfilter can (AF_XDP bypasses both). Every fragment is checked
+ * (pfs_udp_frag_decode, window, gram
  * length) and copied into the slot of its gram (slot = seq % UDP_WINDOW); a
  * bad one is dropped, counted in r->stats and logged (rate-limited).
  *
@@ -43,7 +45,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <netinet/in.h>
-#include <netinet/udp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,15 +55,10 @@
 #include <unistd.h>
 
 #include "pfs/integrity.h"
+#include "dgram_io.h"
 #include "pfs/log.h"
 #include "udp_impl.h"
 
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-
-#define RX_BATCH 32
-#define RX_BUFSZ 65536
 #define NAK_BUF (64 << 10)
 #define HW_HIST 64		/* ticks of history: reordering up to 63 ms tolerated */
 #define GRACE_MIN 2
@@ -81,7 +77,8 @@ struct rslot {
 struct rx {
 	const struct pfs_xfer_opts *o;
 	struct pfs_xfer_result *r;
-	int ufd, cfd;
+	int cfd;
+	struct pfs_dgram_io *io;
 	struct pfs_udp_cfg cfg;
 	uint32_t words;		/* bitmap words per slot */
 	struct rslot slots[UDP_WINDOW];
@@ -121,13 +118,10 @@ struct rx {
 	double last_ack, progress_at;
 	struct pfs_udp_droplog dl;
 	struct pfs_udp_ctlin *cin;
-	/* recvmmsg */
-	struct mmsghdr msgs[RX_BATCH];
-	struct iovec iov[RX_BATCH];
-	uint8_t ctl[RX_BATCH][64];
-	uint8_t *rbuf;
 	uint8_t *nakbuf;
-	bool gro;
+	double now;		/* of the current rx_burst, for place() */
+	uint32_t drop_ppm;	/* PFS_TEST_RX_DROP_PPM */
+	uint64_t drop_rng;
 };
 
 static struct rslot *slot_of(struct rx *x, uint64_t seq)
@@ -253,63 +247,29 @@ static void place(struct rx *x, const uint8_t *p, size_t len, double now)
 	}
 }
 
-/* Drain the socket: up to a few recvmmsg calls. Returns datagram buffers
- * read, or -errno. */
+/* The io's callback: one datagram. Test-only loss first (xorshift64, so a
+ * run is repeatable). */
+static void place_cb(void *ctx, const uint8_t *p, size_t len)
+{
+	struct rx *x = ctx;
+
+	if (x->drop_ppm) {
+		x->drop_rng ^= x->drop_rng << 13;
+		x->drop_rng ^= x->drop_rng >> 7;
+		x->drop_rng ^= x->drop_rng << 17;
+		if (x->drop_rng % 1000000 < x->drop_ppm) {
+			x->r->dgrams.test_dropped++;
+			return;
+		}
+	}
+	place(x, p, len, x->now);
+}
+
+/* Read what the io has. Returns buffers read, or -errno. */
 static int rx_burst(struct rx *x, double now)
 {
-	int total = 0;
-
-	for (int round = 0; round < 8; round++) {
-		int n;
-
-		for (int i = 0; i < RX_BATCH; i++) {
-			x->iov[i] = (struct iovec){ x->rbuf + (size_t)i * RX_BUFSZ, RX_BUFSZ };
-			x->msgs[i].msg_hdr = (struct msghdr){ .msg_iov = &x->iov[i], .msg_iovlen = 1,
-							      .msg_control = x->ctl[i],
-							      .msg_controllen = sizeof(x->ctl[i]) };
-		}
-		n = recvmmsg(x->ufd, x->msgs, RX_BATCH, MSG_DONTWAIT, NULL);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-				break;
-			if (errno == ECONNREFUSED)	/* an ICMP error for our late repairs ask */
-				continue;
-			return pfs_xfer_fail(x->r, -errno, "recv: recvmmsg: %s", strerror(errno));
-		}
-		for (int i = 0; i < n; i++) {
-			struct msghdr *mh = &x->msgs[i].msg_hdr;
-			size_t len = x->msgs[i].msg_len, seg = len;
-			const uint8_t *p = mh->msg_iov->iov_base;
-
-			for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-				if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
-					int g;
-
-					memcpy(&g, CMSG_DATA(c), sizeof(g));
-					if (g > 0)
-						seg = g;
-				} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
-					uint32_t d;
-
-					memcpy(&d, CMSG_DATA(c), sizeof(d));
-					if (d > x->ovfl)
-						x->ovfl = d;
-					x->r->dgrams.dropped = x->ovfl;
-				}
-			}
-			x->r->wire_bytes += len;
-			if (mh->msg_flags & MSG_TRUNC) {
-				drop(x, -EMSGSIZE, "oversized");
-				continue;
-			}
-			for (size_t off = 0; off < len; off += seg)
-				place(x, p + off, len - off < seg ? len - off : seg, now);
-		}
-		total += n;
-		if (n < RX_BATCH)
-			break;
-	}
-	return total;
+	x->now = now;
+	return x->io->ops->recv(x->io, place_cb, x);
 }
 
 /* Execute the complete grams at the front of the window, in order, at most
@@ -396,15 +356,16 @@ static int rx_tick(struct rx *x, double now)
 {
 	struct pfs_xfer_result *r = x->r;
 	size_t fill = 0;
-	int queued = 0;
 	/* After END everything missing is asked for, but only once the socket
 	 * is drained: END overtakes data still queued in our socket, and a
 	 * full window of it takes a while to read. */
 	bool all = x->end_known && now - x->end_at >= x->grace * UDP_TICK_S &&
-		   !ioctl(x->ufd, FIONREAD, &queued) && !queued;
+		   !x->io->ops->rx_pending(x->io);
 	double renak = fmax(UDP_RENAK_S, fmax(2 * x->nak_rtt, 1.5 * x->qdelay + 0.002));
 	uint64_t last;
 
+	x->ovfl = x->io->ops->drops(x->io);
+	r->dgrams.dropped = x->ovfl;
 	if (x->cum != x->acked_cum || r->dgrams.received != x->acked_rx || now - x->last_ack > 0.05) {
 		struct pfs_udp_rec a = { .type = PFS_UDP_ACK, .a = x->cum, .b = r->dgrams.received,
 					 .c = x->ovfl };
@@ -524,7 +485,9 @@ static int rx_loop(struct rx *x)
 
 		if (n < 0)
 			return n;
-		if ((err = rx_exec(x)) || (err = rx_ctl(x, now)))
+		/* The control connection only carries END (and EOF): read it when
+		 * idle or once per tick, not after every burst (a recv(2) each). */
+		if ((err = rx_exec(x)) || ((n == 0 || now >= next_tick) && (err = rx_ctl(x, now))))
 			return err;
 		if (x->end_known && x->cum == x->end.count)
 			return 0;
@@ -546,19 +509,13 @@ static int rx_loop(struct rx *x)
 					     used ? s->have : 0, used ? s->nfrags : 0,
 					     x->r->dgrams.received, x->r->dgrams.naks);
 		}
-		if (n == 0 && !rx_runnable(x)) {
-			struct pollfd p[2] = { { .fd = x->ufd, .events = POLLIN },
-					       { .fd = x->cfd, .events = POLLIN } };
-			double w = next_tick - now;
-			struct timespec ts = { 0, w > 0 ? (long)(w * 1e9) : 0 };
-
-			ppoll(p, 2, &ts, NULL);
-		}
+		if (n == 0 && !rx_runnable(x))
+			x->io->ops->wait(x->io, x->cfd, next_tick - now);
 	}
 }
 
 /* HELLO -> judge; PARAMS -> judge; ACCEPT or REFUSE. */
-static int rx_handshake(struct rx *x, uint64_t fp)
+static int rx_handshake(struct rx *x, uint64_t fp, const char *tname)
 {
 	struct pfs_xfer_result *r = x->r;
 	const struct pfs_xfer_opts *o = x->o;
@@ -578,11 +535,11 @@ static int rx_handshake(struct rx *x, uint64_t fp)
 		err = pfs_xfer_read_full(x->cfd, prm, sizeof(prm), &r->wire_bytes);
 		if (err)
 			return pfs_xfer_fail(r, err, "recv: waiting for PARAMS from %s: %s (is the "
-					     "sender running --transport udp?)", r->peer,
-					     pfs_xfer_io_what(err));
+					     "sender running --transport %s?)", r->peer,
+					     pfs_xfer_io_what(err), tname);
 		if (pfs_udp_rec_decode_hdr(prm, sizeof(prm), &p) || p.type != PFS_UDP_PARAMS)
 			return pfs_xfer_fail(r, -EPROTO, "recv: %s sent no valid PARAMS after HELLO "
-					     "(is it a udp sender?)", r->peer);
+					     "(is it a %s sender?)", r->peer, tname);
 		x->cfg = (struct pfs_udp_cfg){ .payload = p.d + PFS_UDP_FRAG_LEN, .frag = p.d,
 					       .window = p.e, .max_gram = (uint32_t)p.a };
 		if (p.d < 64 || p.d > 65507 - PFS_UDP_FRAG_LEN || !p.e || p.e > UDP_WINDOW ||
@@ -603,9 +560,11 @@ static int rx_handshake(struct rx *x, uint64_t fp)
 				((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)p.b);
 			else
 				((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)p.b);
-			if (connect(x->ufd, (struct sockaddr *)&ss, sl))
+			if (x->io->ops->connect &&
+			    (err = x->io->ops->connect(x->io, (struct sockaddr *)&ss, sl)))
 				pfs_warn("recv: cannot connect the data socket to the sender: %s",
-					 strerror(errno));
+					 strerror(-err));
+			err = 0;
 		}
 	}
 	if (err) {
@@ -635,7 +594,16 @@ static int rx_alloc(struct rx *x)
 	return 0;
 }
 
-int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
+uint32_t pfs_dgram_test_drop_ppm(void)
+{
+	const char *v = getenv("PFS_TEST_RX_DROP_PPM");
+	unsigned long n = v ? strtoul(v, NULL, 10) : 0;
+
+	return n > 1000000 ? 1000000 : (uint32_t)n;
+}
+
+int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
+		   const struct pfs_dgram_backend *be)
 {
 	struct rx *x = NULL;
 	struct sockaddr_storage ss;
@@ -643,8 +611,7 @@ int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 	double t0, u0, s0, u1, s1;
 	struct pfs_ctl res = { .type = PFS_CTL_RESULT };
 	uint64_t fp = 0;
-	const char *why, *off = getenv("PFS_UDP_OFFLOAD");
-	int lfd = -1, one = 1, err;
+	int lfd = -1, err;
 
 	memset(r, 0, sizeof(*r));
 	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH)
@@ -666,47 +633,38 @@ int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 	x->cfd = -1;
 	x->base = o->blob ? pfs_blob__data(o->blob) : NULL;
 	x->grace = GRACE_MIN;
+	x->drop_ppm = pfs_dgram_test_drop_ppm();
+	x->drop_rng = 0x9e3779b97f4a7c15ULL;
+	if (x->drop_ppm)
+		pfs_warn("recv: PFS_TEST_RX_DROP_PPM=%u: dropping that share of data datagrams on "
+			 "purpose (test only)", x->drop_ppm);
 	x->cin = malloc(sizeof(*x->cin));
-	x->rbuf = malloc((size_t)RX_BATCH * RX_BUFSZ);
 	x->nakbuf = malloc(NAK_BUF);
 	x->d = malloc(PFS_GRAM_MAX_DESC * sizeof(*x->d));
-	if (!x->cin || !x->rbuf || !x->nakbuf || !x->d) {
+	if (!x->cin || !x->nakbuf || !x->d) {
 		err = pfs_xfer_fail(r, -ENOMEM, "recv: out of memory");
 		goto out_free;
 	}
-	/* The data socket first, so it exists before a sender can connect. */
-	x->ufd = pfs_udp_socket(ss.ss_family, o->ifname, &why);
-	if (x->ufd < 0) {
-		err = pfs_xfer_fail(r, x->ufd, "recv: udp socket%s%s: %s", o->ifname ? " on " : "",
-				    o->ifname ? o->ifname : "", strerror(-x->ufd));
+	/* The data side first, so it exists before a sender can connect. */
+	err = be->open_rx(o, &ss, sl, &x->io, r);
+	if (err)
 		goto out_free;
-	}
-	if (o->queues > 1)
-		pfs_warn("recv: udp uses one socket and thread; --queues %u ignored", o->queues);
-	if (why)
-		pfs_warn("recv: %s", why);
-	if (bind(x->ufd, (struct sockaddr *)&ss, sl)) {
-		err = pfs_xfer_fail(r, -errno, "recv: bind udp port %u: %s", o->port,
-				    strerror(errno));
-		goto out_close_udp;
-	}
-	setsockopt(x->ufd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
-	x->gro = !(off && !strcmp(off, "off")) &&
-		 !setsockopt(x->ufd, SOL_UDP, UDP_GRO, &one, sizeof(one));
-	lfd = pfs_xfer_listen(o->host, o->port, "udp (control on tcp, same port)", r);
+	lfd = pfs_xfer_listen(o->host, o->port, !strcmp(be->name, "udp") ?
+			      "udp (control on tcp, same port)" :
+			      "afxdp (control on tcp, same port)", r);
 	if (lfd < 0) {
 		err = lfd;
-		goto out_close_udp;
+		goto out_close_io;
 	}
-	x->cfd = pfs_xfer_accept(lfd, o->accept_timeout_ms,
-				 o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
-				 o->ready_file, r);
+	x->cfd = pfs_xfer_accept_stop(lfd, o->accept_timeout_ms,
+				      o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
+				      o->ready_file, x->io->ops->stop_requested, r);
 	if (x->cfd < 0) {
 		err = x->cfd;
-		goto out_close_udp;
+		goto out_close_io;
 	}
 	*x->cin = (struct pfs_udp_ctlin){ .fd = x->cfd, .wire = &r->wire_bytes };
-	err = rx_handshake(x, fp);
+	err = rx_handshake(x, fp, be->name);
 	if (err)
 		goto out_close_ctl;
 	err = rx_alloc(x);
@@ -715,8 +673,9 @@ int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 				    UDP_WINDOW, x->cfg.max_gram);
 		goto out_close_ctl;
 	}
-	snprintf(r->path, sizeof(r->path), "udp %uB datagrams, recvmmsg x%d, %s", x->cfg.payload,
-		 RX_BATCH, x->gro ? "gro" : "no gro");
+	snprintf(r->path, sizeof(r->path), "%s %uB datagrams, %s", be->name, x->cfg.payload,
+		 x->io->path);
+	snprintf(r->afxdp_mode, sizeof(r->afxdp_mode), "%s", x->io->afxdp_mode);
 	pfs_info("recv: %s connected, mode %s, blob %" PRIu64 " bytes, %s", r->peer,
 		 pfs_mode_str(o->mode), x->bound, r->path);
 
@@ -728,6 +687,7 @@ int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 	r->user_s = u1 - u0;
 	r->sys_s = s1 - s0;
 	r->crc = x->crc;
+	r->dgrams.dropped = x->io->ops->drops(x->io);
 	pfs_info("recv: %" PRIu64 " datagrams, %" PRIu64 " duplicates, %" PRIu64 " out of order, "
 		 "%" PRIu64 " NAKs, %" PRIu64 " socket drops; reorder allowance %.0f ms (widest %.0f ms)",
 		 r->dgrams.received, r->dgrams.duplicates, r->dgrams.out_of_order, r->dgrams.naks,
@@ -755,8 +715,8 @@ int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 	err = 0;
 out_close_ctl:
 	close(x->cfd);
-out_close_udp:
-	close(x->ufd);
+out_close_io:
+	x->io->ops->close(x->io);	/* afxdp: sockets, then the program is detached */
 out_free:
 	for (int i = 0; i < UDP_WINDOW; i++) {
 		free(x->slots[i].buf);
@@ -764,8 +724,12 @@ out_free:
 	}
 	free(x->d);
 	free(x->nakbuf);
-	free(x->rbuf);
 	free(x->cin);
 	free(x);
 	return err;
+}
+
+int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
+{
+	return pfs_dgram_recv(o, r, &pfs_dgram_sock);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * UDP transport, sender. One thread owns everything: the TCP control
- * connection, the connected UDP socket, UDP_WINDOW send slots, the repair
- * queue and the pacer. No locks.
+ * Datagram transports (udp, afxdp), sender. One thread owns everything: the
+ * TCP control connection, the datagram I/O (dgram_io.h: a connected UDP
+ * socket, or AF_XDP sockets), UDP_WINDOW send slots, the repair queue and
+ * the pacer. No locks.
  *
  * Why a TCP control connection (same port number as the data): the
  * handshake, END and the verdict must arrive exactly once and in order, and
@@ -25,12 +26,10 @@
  * ACKs/NAKs are read promptly). Slots are faulted in during setup.
  *
  * Fragments: gram bytes are cut every cfg.frag bytes (MTU - IP/UDP headers -
- * 32-byte fragment header); sendmmsg sends up to TX_BATCH messages and at
- * most TX_BYTES of new data per call (on veth the receiver's softirq runs
- * inside our call); with UDP GSO (UDP_SEGMENT, probed at run time, dropped
- * on the first EIO/EINVAL, or PFS_UDP_OFFLOAD=off) one message carries up
- * to UDP_MAX_SEGS datagrams. A datagram our own host's firewall drops
- * (EPERM) counts as lost, not as an error.
+ * 32-byte fragment header); one call of the io's send takes up to TX_BATCH
+ * messages and at most TX_BYTES of new data (on veth the receiver's softirq
+ * runs inside our call); a message is io->segs fragments at most (UDP GSO
+ * on a socket, see dgram_sock.c; 1 over AF_XDP, see dgram_xsk.c).
  *
  * Pacing (rate-based AIMD): a token bucket at `rate` bytes/s, starting at
  * 128 MB/s (burst: 2 ms of rate or two GSO messages). Each ACK (every 1 ms)
@@ -57,7 +56,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <netinet/udp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,12 +65,9 @@
 #include <unistd.h>
 
 #include "pfs/integrity.h"
+#include "dgram_io.h"
 #include "pfs/log.h"
 #include "udp_impl.h"
-
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
 
 #define TX_BATCH 64
 #define TX_BYTES (1u << 20)	/* fresh bytes per sendmmsg call, at most */
@@ -100,7 +95,8 @@ struct rq_ent {
 struct tx {
 	const struct pfs_xfer_opts *o;
 	struct pfs_xfer_result *r;
-	int ufd, cfd;
+	int cfd;
+	struct pfs_dgram_io *io;
 	struct pfs_udp_cfg cfg;
 	struct sslot slots[UDP_WINDOW];
 	struct pfs_sched sched;
@@ -118,16 +114,10 @@ struct tx {
 	bool slow_start;
 	uint64_t ovfl_seen, loss_sent, loss_naked;
 	double progress_at;
-	/* GSO */
-	bool gso;
-	int segs;
-	char gso_note[48];
-	/* sendmmsg batch */
-	struct mmsghdr msgs[TX_BATCH];
-	struct iovec iov[TX_BATCH][2 * UDP_MAX_SEGS];
-	uint8_t hdr[TX_BATCH][UDP_MAX_SEGS][PFS_UDP_FRAG_LEN];
-	/* what each message holds, to roll back a partial send */
-	struct { bool repair; uint64_t seq; uint32_t frag, n; } what[TX_BATCH];
+	bool io_full;		/* the last send left messages behind (device full) */
+	/* the batch for io->ops->send; also what to roll back after a partial send */
+	struct pfs_dgram_msg what[TX_BATCH];
+	uint32_t what_bytes[TX_BATCH];
 	struct pfs_udp_ctlin *cin;
 };
 
@@ -215,26 +205,19 @@ static void tx_hash(struct tx *t)
 static void add_msg(struct tx *t, int m, struct sslot *s, uint32_t frag, uint32_t n,
 		    bool repair, double now)
 {
-	uint32_t ts = pfs_udp_usec32(now), bytes = 0;
+	uint32_t bytes = 0;
 
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t off = (frag + k) * t->cfg.frag;
 		uint32_t fl = s->len - off < t->cfg.frag ? s->len - off : t->cfg.frag;
-		struct pfs_udp_frag f = { .flags = repair ? PFS_UDP_F_REPAIR : 0,
-					  .frag_len = (uint16_t)fl, .seq = s->seq,
-					  .gram_len = s->len, .frag_off = off, .tsval = ts };
 
-		pfs_udp_frag_encode(&f, t->hdr[m][k]);
-		t->iov[m][2 * k] = (struct iovec){ t->hdr[m][k], PFS_UDP_FRAG_LEN };
-		t->iov[m][2 * k + 1] = (struct iovec){ s->buf + off, fl };
 		s->sent_at[frag + k] = now;
 		bytes += PFS_UDP_FRAG_LEN + fl;
 	}
-	t->msgs[m].msg_hdr = (struct msghdr){ .msg_iov = t->iov[m], .msg_iovlen = 2 * n };
-	t->what[m].repair = repair;
-	t->what[m].seq = s->seq;
-	t->what[m].frag = frag;
-	t->what[m].n = n;
+	t->what[m] = (struct pfs_dgram_msg){ .gram = s->buf, .seq = s->seq, .gram_len = s->len,
+					     .frag = frag, .n = n, .frag_size = t->cfg.frag,
+					     .repair = repair };
+	t->what_bytes[m] = bytes;
 	t->tokens -= bytes;
 }
 
@@ -255,50 +238,24 @@ static int tx_send(struct tx *t, double now)
 	/* At most TX_BYTES per call: on veth the receive path runs inside our
 	 * sendmmsg, and NAKs wait until it returns. */
 	while (m < TX_BATCH && t->tokens > 0 && t->fresh_seq < t->produced &&
-	       (m + 1) * t->segs * t->cfg.payload <= TX_BYTES) {
+	       (m + 1) * t->io->segs * t->cfg.payload <= TX_BYTES) {
 		struct sslot *s = slot_of(t, t->fresh_seq);
 		uint32_t n = s->nfrags - s->next_fresh;
 
-		if (n > (uint32_t)t->segs)
-			n = t->segs;
+		if (n > (uint32_t)t->io->segs)
+			n = t->io->segs;
 		add_msg(t, m++, s, s->next_fresh, n, false, now);
 		s->next_fresh += n;
 		if (s->next_fresh == s->nfrags)
 			t->fresh_seq++;
 	}
+	t->io_full = false;
 	if (!m)
 		return 0;
-	sent = 0;
-	while (sent < m) {
-		int k = sendmmsg(t->ufd, t->msgs + sent, m - sent, 0);
-
-		if (k > 0) {
-			sent += k;
-			continue;
-		}
-		if (errno == EPERM) {
-			/* A local firewall rule dropped it: as good as lost on the path. */
-			sent++;
-			continue;
-		}
-		if (t->gso && (errno == EIO || errno == EINVAL)) {
-			int zero = 0;
-
-			/* The device cannot segment for us: one datagram per message. */
-			snprintf(t->gso_note, sizeof(t->gso_note), "no gso (%s)", strerror(errno));
-			pfs_warn("send: UDP GSO failed (%s); sending without it", strerror(errno));
-			setsockopt(t->ufd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero));
-			t->gso = false;
-			t->segs = 1;
-			break;
-		}
-		if (errno == ECONNREFUSED)
-			return -ECONNREFUSED;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ENOBUFS)
-			return pfs_xfer_fail(r, -errno, "send: sendmmsg to %s: %s", r->peer,
-					     strerror(errno));
-		break;
-	}
+	sent = t->io->ops->send(t->io, t->what, m, pfs_udp_usec32(now));
+	if (sent < 0)
+		return sent;
+	t->io_full = sent < m;
 	for (int i = 0; i < m; i++) {
 		if (i < sent) {
 			uint32_t n = t->what[i].n;
@@ -307,8 +264,7 @@ static int tx_send(struct tx *t, double now)
 			r->dgrams.sent += n;
 			if (t->what[i].repair)
 				r->dgrams.retransmitted += n;
-			for (uint32_t k = 0; k < t->msgs[i].msg_hdr.msg_iovlen; k++)
-				r->wire_bytes += t->iov[i][k].iov_len;
+			r->wire_bytes += t->what_bytes[i] + (uint64_t)n * t->io->wire_hdr;
 			continue;
 		}
 		/* Not sent: fresh data goes back to the cursor, repairs are asked
@@ -459,8 +415,8 @@ static int tx_loop(struct tx *t)
 		t->tokens += t->rate * (now - t->tok_at);
 		t->tok_at = now;
 		burst = t->rate * 0.002;
-		if (burst < 2.0 * t->segs * t->cfg.payload)
-			burst = 2.0 * t->segs * t->cfg.payload;
+		if (burst < 2.0 * t->io->segs * t->cfg.payload)
+			burst = 2.0 * t->io->segs * t->cfg.payload;
 		if (t->tokens > burst)
 			t->tokens = burst;
 		while (!t->sched_done && t->produced < t->acked + UDP_WINDOW &&
@@ -484,6 +440,8 @@ static int tx_loop(struct tx *t)
 		tx_hash(t);
 		if (t->sched_done && !t->end_sent && t->fresh_seq == t->produced &&
 		    t->hashed == t->produced) {
+			if (t->io->ops->flush && (err = t->io->ops->flush(t->io)))
+				return err;
 			struct pfs_ctl end = { .type = PFS_CTL_END, .mode = o->mode, .size = r->bytes,
 					       .value = r->descs, .count = r->grams, .word = t->crc };
 
@@ -507,6 +465,8 @@ static int tx_loop(struct tx *t)
 		wait = 0.005;
 		if (t->tokens <= 0 && (t->rq_head != t->rq_tail || t->fresh_seq < t->produced))
 			wait = (1.0 - t->tokens) / t->rate;
+		else if (t->io_full && t->io->full_wait_s < wait)
+			wait = t->io->full_wait_s;	/* the device drains in microseconds */
 		{
 			struct pollfd p = { .fd = t->cfd, .events = POLLIN };
 			struct timespec ts = { (time_t)wait, (long)((wait - (time_t)wait) * 1e9) };
@@ -516,21 +476,28 @@ static int tx_loop(struct tx *t)
 	}
 }
 
-/* Fragment size from the MTU: IPv4 20 / IPv6 40 bytes, UDP 8 bytes. */
-static int tx_cfg(struct tx *t, int family)
+/* The UDP payload the MTU allows: IPv4 20 / IPv6 40 bytes, UDP 8 bytes.
+ * --mtu, else the MTU of --ifname, else 1500. 0 when out of range. */
+static uint32_t tx_payload(const struct pfs_xfer_opts *o, int family)
 {
-	const struct pfs_xfer_opts *o = t->o;
-	/* --mtu, else the MTU of --ifname, else 1500. */
 	int ifmtu = !o->mtu && o->ifname ? pfs_udp_if_mtu(o->ifname) : 0;
 	uint32_t mtu = o->mtu ? o->mtu : ifmtu > 0 ? (uint32_t)ifmtu : PFS_UDP_DEFAULT_MTU;
 	uint32_t ip = family == AF_INET6 ? 48 : 28;
+
+	if (mtu < 576 || mtu > 65535)
+		return 0;
+	return mtu - ip > 65507 ? 65507 : mtu - ip;
+}
+
+/* Fragment size from the payload the io carries; the send slots. */
+static int tx_cfg(struct tx *t, uint32_t payload)
+{
+	const struct pfs_xfer_opts *o = t->o;
 	uint64_t cap = o->mode == PFS_MODE_PAYLOAD ?
 		       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes : UDP_GRAM_PAYLOAD_MAX) : 0;
 	uint32_t maxf;
 
-	if (mtu < 576 || mtu > 65535)
-		return -EINVAL;
-	t->cfg.payload = mtu - ip > 65507 ? 65507 : mtu - ip;
+	t->cfg.payload = payload;
 	t->cfg.frag = t->cfg.payload - PFS_UDP_FRAG_LEN;
 	t->cfg.window = UDP_WINDOW;
 	t->cfg.max_gram = (uint32_t)(PFS_GRAM_HDR_LEN +
@@ -551,15 +518,16 @@ static int tx_cfg(struct tx *t, int family)
 	return t->rq ? 0 : -ENOMEM;
 }
 
-static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport)
+static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport, const char *tname)
 {
 	const struct pfs_xfer_opts *o = t->o;
 	struct pfs_xfer_result *r = t->r;
 	struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = o->mode,
 			     .size = pfs_blob__size(o->blob), .value = fp,
 			     .count = o->sched.total_bytes, .word = o->desc_per_gram };
-	struct pfs_udp_rec p = { .type = PFS_UDP_PARAMS, .flags = t->gso, .a = t->cfg.max_gram,
-				 .b = uport, .d = t->cfg.frag, .e = t->cfg.window };
+	struct pfs_udp_rec p = { .type = PFS_UDP_PARAMS, .flags = t->io->segs > 1,
+				 .a = t->cfg.max_gram, .b = uport, .d = t->cfg.frag,
+				 .e = t->cfg.window };
 	uint8_t out[PFS_CTL_LEN + PFS_UDP_REC_LEN], ans[PFS_CTL_LEN];
 	int err;
 
@@ -571,19 +539,21 @@ static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport)
 				     pfs_xfer_io_what(err));
 	err = pfs_xfer_read_full(t->cfd, ans, sizeof(ans), &r->wire_bytes);
 	if (err)
-		return pfs_xfer_fail(r, err, "send: waiting for the receiver's answer: %s%s",
+		return pfs_xfer_fail(r, err, "send: waiting for the receiver's answer: %s%s%s%s",
 				     pfs_xfer_io_what(err), err == -ECONNRESET ?
-				     " (is the receiver running --transport udp?)" : "");
+				     " (is the receiver running --transport " : "",
+				     err == -ECONNRESET ? tname : "", err == -ECONNRESET ? "?)" : "");
 	return pfs_xfer_answer_check(ans, &h, fp, r);
 }
 
-int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
+int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
+		   const struct pfs_dgram_backend *be)
 {
 	struct tx *t = NULL;
-	struct sockaddr_storage ss, ls;
-	socklen_t sl, lsl = sizeof(ls);
+	struct sockaddr_storage ss;
+	socklen_t sl;
 	double t0, u0, s0, u1, s1;
-	const char *why, *off = getenv("PFS_UDP_OFFLOAD");
+	uint32_t payload;
 	uint64_t fp;
 	int err;
 
@@ -597,6 +567,9 @@ int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 	if (pfs_xfer_parse_addr(o->host, o->port, &ss, &sl) || !o->host || !*o->host)
 		return pfs_xfer_fail(r, -EINVAL, "send: '%s' is not a numeric IPv4/IPv6 address",
 				     o->host ? o->host : "");
+	payload = tx_payload(o, ss.ss_family);
+	if (!payload)
+		return pfs_xfer_fail(r, -EINVAL, "send: --mtu %u out of range 576..65535", o->mtu);
 	fp = o->fingerprint ? o->fingerprint : pfs_blob__fingerprint(o->blob);
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -607,13 +580,6 @@ int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 	t->base = pfs_blob__data(o->blob);
 	t->rate = RATE_START;
 	t->slow_start = true;
-	t->cin = malloc(sizeof(*t->cin));
-	err = t->cin ? tx_cfg(t, ss.ss_family) : -ENOMEM;
-	if (err) {
-		err = pfs_xfer_fail(r, err, err == -EINVAL ? "send: --mtu %u out of range "
-				    "576..65535" : "send: out of memory (mtu %u)", o->mtu);
-		goto out_free;
-	}
 	{
 		struct pfs_sched_opts so = o->sched;
 
@@ -625,48 +591,23 @@ int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 			goto out_free;
 		}
 	}
-	t->ufd = pfs_udp_socket(ss.ss_family, o->ifname, &why);
-	if (t->ufd < 0) {
-		err = pfs_xfer_fail(r, t->ufd, "send: udp socket%s%s: %s", o->ifname ? " on " : "",
-				    o->ifname ? o->ifname : "", strerror(-t->ufd));
+	err = be->open_tx(o, &ss, sl, payload, &t->io, r);
+	if (err)
 		goto out_free;
-	}
-	if (o->queues > 1)
-		pfs_warn("send: udp uses one socket and thread; --queues %u ignored", o->queues);
-	if (why)
-		pfs_warn("send: %s", why);
-	if (connect(t->ufd, (struct sockaddr *)&ss, sl) ||
-	    getsockname(t->ufd, (struct sockaddr *)&ls, &lsl)) {
-		err = pfs_xfer_fail(r, -errno, "send: udp connect to %s: %s", o->host,
-				    strerror(errno));
-		goto out_close_udp;
-	}
-	/* GSO: probe with the socket option; the first send confirms it. */
-	t->segs = 1;
-	snprintf(t->gso_note, sizeof(t->gso_note), "no gso (%s)",
-		 off && !strcmp(off, "off") ? "PFS_UDP_OFFLOAD=off" : "unsupported");
-	if (!(off && !strcmp(off, "off"))) {
-		int g = (int)t->cfg.payload;
-
-		if (!setsockopt(t->ufd, SOL_UDP, UDP_SEGMENT, &g, sizeof(g))) {
-			t->gso = true;
-			t->segs = 65507 / t->cfg.payload < UDP_MAX_SEGS ?
-				  65507 / t->cfg.payload : UDP_MAX_SEGS;
-			if (t->segs < 1)
-				t->segs = 1;
-			snprintf(t->gso_note, sizeof(t->gso_note), "gso x%d", t->segs);
-		}
+	t->cin = malloc(sizeof(*t->cin));
+	err = t->cin ? tx_cfg(t, t->io->payload) : -ENOMEM;
+	if (err) {
+		err = pfs_xfer_fail(r, err, "send: out of memory (mtu %u)", o->mtu);
+		goto out_close_io;
 	}
 	t->cfd = pfs_xfer_connect(o->host, o->port, o->connect_timeout_ms,
 				  o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS, r);
 	if (t->cfd < 0) {
 		err = t->cfd;
-		goto out_close_udp;
+		goto out_close_io;
 	}
 	*t->cin = (struct pfs_udp_ctlin){ .fd = t->cfd, .wire = &r->wire_bytes };
-	err = tx_handshake(t, fp, ntohs(ls.ss_family == AF_INET ?
-					((struct sockaddr_in *)&ls)->sin_port :
-					((struct sockaddr_in6 *)&ls)->sin6_port));
+	err = tx_handshake(t, fp, t->io->src_port, be->name);
 	if (err)
 		goto out_close_ctl;
 
@@ -678,9 +619,9 @@ int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 	r->user_s = u1 - u0;
 	r->sys_s = s1 - s0;
 	r->crc = t->crc;
-	snprintf(r->path, sizeof(r->path), "udp %uB, sendmmsg x%d, %.32s, aimd end %u MB/s, "
-		 "rtt %u us", t->cfg.payload, TX_BATCH, t->gso_note, (unsigned)(t->rate / 1e6),
-		 (unsigned)(t->srtt * 1e6));
+	snprintf(r->path, sizeof(r->path), "%s, aimd end %u MB/s, rtt %u us", t->io->path,
+		 (unsigned)(t->rate / 1e6), (unsigned)(t->srtt * 1e6));
+	snprintf(r->afxdp_mode, sizeof(r->afxdp_mode), "%s", t->io->afxdp_mode);
 	if (err)
 		goto out_close_ctl;
 	r->peer_crc = t->res.word;
@@ -692,8 +633,8 @@ int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 			"0x%08x", r->peer, (uint32_t)r->crc, t->res.word);
 out_close_ctl:
 	close(t->cfd);
-out_close_udp:
-	close(t->ufd);
+out_close_io:
+	t->io->ops->close(t->io);
 out_free:
 	for (int i = 0; i < UDP_WINDOW; i++) {
 		free(t->slots[i].buf);
@@ -704,4 +645,9 @@ out_free:
 	free(t->cin);
 	free(t);
 	return err;
+}
+
+int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
+{
+	return pfs_dgram_send(o, r, &pfs_dgram_sock);
 }

@@ -215,6 +215,12 @@ int pfs_xfer_listen(const char *host, uint16_t port, const char *who,
 int pfs_xfer_accept(int lfd, int accept_timeout_ms, int io_timeout_ms, const char *ready_file,
 		    struct pfs_xfer_result *r)
 {
+	return pfs_xfer_accept_stop(lfd, accept_timeout_ms, io_timeout_ms, ready_file, NULL, r);
+}
+
+int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms,
+			 const char *ready_file, bool (*stop)(void), struct pfs_xfer_result *r)
+{
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
@@ -231,11 +237,14 @@ int pfs_xfer_accept(int lfd, int accept_timeout_ms, int io_timeout_ms, const cha
 	}
 	do
 		pr = poll(&pfd, 1, accept_timeout_ms);
-	while (pr < 0 && errno == EINTR);
+	while (pr < 0 && errno == EINTR && !(stop && stop()));
 	if (pr <= 0) {
 		int e = errno;
 
 		close(lfd);
+		if (pr < 0 && e == EINTR)
+			return pfs_xfer_fail(r, -EINTR, "recv: stopped by a signal while waiting for "
+					     "a sender on %s", where);
 		if (pr == 0)
 			return pfs_xfer_fail(r, -ETIMEDOUT, "recv: no sender connected to %s within "
 					     "%.1f s", where, accept_timeout_ms / 1000.0);

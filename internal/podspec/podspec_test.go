@@ -313,6 +313,15 @@ func TestTransferPods(t *testing.T) {
 			if diff := cmp.Diff(wantRecv, recv.Annotations); diff != "" {
 				t.Errorf("receiver annotations (-want +got):\n%s", diff)
 			}
+			// The control connection is TCP for every transport; UDP adds its datagrams.
+			ports := recv.Spec.Containers[0].Ports
+			wantPorts := []corev1.ContainerPort{{Name: "control", ContainerPort: ReceiverPort, Protocol: corev1.ProtocolTCP}}
+			if tc.x.Spec.Transport == pfsv1alpha1.TransportUDP {
+				wantPorts = append(wantPorts, corev1.ContainerPort{Name: "grams", ContainerPort: ReceiverPort, Protocol: corev1.ProtocolUDP})
+			}
+			if diff := cmp.Diff(wantPorts, ports); diff != "" {
+				t.Errorf("receiver ports (-want +got):\n%s", diff)
+			}
 			probe := recv.Spec.Containers[0].ReadinessProbe.Exec.Command
 			if diff := cmp.Diff([]string{"/pfs", "probe", "--ready-file", "/run/pfs/ready"}, probe); diff != "" {
 				t.Errorf("receiver readiness probe (-want +got):\n%s", diff)

@@ -106,12 +106,13 @@ func ReceiverPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs) *cor
 			Command: []string{cfg.Binary, "probe", "--ready-file", ReadyFile}}},
 		PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 1,
 	}
-	proto := corev1.ProtocolTCP
+	// Every transport opens its control connection (handshake, repair
+	// requests, verdict) on the TCP port; UDP carries the grams on the
+	// same port number, AF_XDP in frames our XDP program takes off the
+	// secondary interface before the kernel's stack (no port to declare).
+	c.Ports = []corev1.ContainerPort{{Name: "control", ContainerPort: ReceiverPort, Protocol: corev1.ProtocolTCP}}
 	if x.Spec.Transport == pfsv1alpha1.TransportUDP {
-		proto = corev1.ProtocolUDP
-	}
-	if x.Spec.Transport != pfsv1alpha1.TransportAFXDP {
-		c.Ports = []corev1.ContainerPort{{Name: "grams", ContainerPort: ReceiverPort, Protocol: proto}}
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: "grams", ContainerPort: ReceiverPort, Protocol: corev1.ProtocolUDP})
 	}
 	return pod
 }

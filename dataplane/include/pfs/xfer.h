@@ -29,7 +29,9 @@ struct pfs_dgram_stats {
 	uint64_t duplicates;	/* received more than once, dropped */
 	uint64_t out_of_order;	/* received ahead of a gap */
 	uint64_t dropped;	/* receiver: packets its kernel dropped, socket full (SO_RXQ_OVFL;
-				 * a GRO burst of datagrams counts once) */
+				 * a GRO burst of datagrams counts once); afxdp: the XDP socket
+				 * statistics' rx_dropped + fill_empty + rx_ring_full */
+	uint64_t test_dropped;	/* receiver: dropped on purpose (PFS_TEST_RX_DROP_PPM, tests only) */
 };
 
 /* What one side measured; filled as far as the transfer got. */
@@ -48,7 +50,8 @@ struct pfs_xfer_result {
 	enum pfs_gram_mode mode;
 	struct pfs_gram_stats stats;
 	struct pfs_dgram_stats dgrams;	/* datagram transports; all 0 for tcp */
-	char path[96];		/* how the bytes went, e.g. "afxdp copy, 4 queues" */
+	char path[128];		/* how the bytes went, e.g. "afxdp native, copy, 4 queues, ..." */
+	char afxdp_mode[12];	/* afxdp: the bind mode obtained, "copy" | "zerocopy"; else "" */
 	char peer[64];
 	char error[700];	/* why it failed, for the result JSON */
 };
@@ -77,6 +80,8 @@ struct pfs_xfer_opts {
 	const char *ifname;		/* interface to bind/attach */
 	uint32_t queues;		/* NIC queues (one socket and thread each) */
 	const char *peer_mac;		/* "aa:bb:cc:dd:ee:ff" when there is no ARP */
+	int xdp_attach;			/* afxdp receiver: enum pfs_xdp_attach (0 auto) */
+	int umem_page;			/* afxdp: enum pfs_xsk_page (0 auto) */
 	uint32_t mtu;			/* path MTU the datagrams must fit */
 	enum pfs_integrity integrity;	/* end-to-end checksum (CRC32C default) */
 };
