@@ -239,6 +239,14 @@ func testTransfer(ctx context.Context, t *testing.T, tr pfsv1alpha1.Transport, m
 	if st.Sender == nil || st.Receiver == nil || st.Sender.Node == st.Receiver.Node {
 		t.Errorf("sender %+v receiver %+v: want pods on two nodes", st.Sender, st.Receiver)
 	}
+	if tr == pfsv1alpha1.TransportAFXDP {
+		// Asking for zero-copy can silently give copy mode (always on veth):
+		// the mode obtained must be reported for both sides.
+		if st.Sender.AFXDPBindMode == "" || st.Receiver.AFXDPBindMode == "" {
+			t.Errorf("AF_XDP bind mode not reported: sender %q, receiver %q", st.Sender.AFXDPBindMode, st.Receiver.AFXDPBindMode)
+		}
+		t.Logf("AF_XDP bind mode: sender %s, receiver %s", st.Sender.AFXDPBindMode, st.Receiver.AFXDPBindMode)
+	}
 	if dataLink {
 		// The sender connected to the receiver's address on the veth link,
 		// which Multus reported in the receiver's network-status annotation.
