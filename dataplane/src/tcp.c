@@ -133,25 +133,6 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 	return 0;
 }
 
-static int out_write(int fd, const uint8_t *p, size_t len, uint64_t off,
-		     struct pfs_xfer_result *r)
-{
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return pfs_xfer_fail(r, -errno, "recv: writing output at %" PRIu64 ": %s", off,
-				    strerror(errno));
-		}
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
 /* Payload: hash (and copy out) the slab as it arrives, descriptor by descriptor. */
 static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x,
 			const struct pfs_desc *d, int n, uint64_t *sum, struct pfs_xfer_result *r)
@@ -174,7 +155,7 @@ static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x,
 			take = d[i].len - done < avail ? d[i].len - done : avail;
 			*sum = pfs_digest(o->integrity, *sum, x->buf + x->head, take);
 			if (o->out_fd >= 0 &&
-			    (err = out_write(o->out_fd, x->buf + x->head, take, d[i].off + done, r)))
+			    (err = pfs_xfer_out_write(o->out_fd, x->buf + x->head, take, d[i].off + done, r)))
 				return err;
 			x->head += take;
 			done += take;
@@ -242,7 +223,7 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 			}
 			if (o->out_fd >= 0)
 				for (int i = 0; i < n; i++)
-					if ((err = out_write(o->out_fd, base + d[i].off, d[i].len,
+					if ((err = pfs_xfer_out_write(o->out_fd, base + d[i].off, d[i].len,
 							     d[i].off, r)))
 						return err;
 		}

@@ -140,25 +140,6 @@ static void drop(struct rx *x, int err, const char *what)
 	pfs_udp_drop(&x->dl, err, what);
 }
 
-static int out_write(int fd, const uint8_t *p, size_t len, uint64_t off,
-		     struct pfs_xfer_result *r)
-{
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return pfs_xfer_fail(r, -errno, "recv: writing output at %" PRIu64 ": %s",
-					     off, strerror(errno));
-		}
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
 /* One fragment (header + bytes) from the socket. */
 static void place(struct rx *x, const uint8_t *p, size_t len, double now)
 {
@@ -319,7 +300,7 @@ static int rx_exec(struct rx *x)
 
 			x->crc = pfs_crc32c(x->crc, p, n);
 			if (x->o->out_fd >= 0 &&
-			    (err = out_write(x->o->out_fd, p, n, d->off + x->cur_off, r)))
+			    (err = pfs_xfer_out_write(x->o->out_fd, p, n, d->off + x->cur_off, r)))
 				return err;
 			r->bytes += n;
 			x->cur_off += n;

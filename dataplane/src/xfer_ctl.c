@@ -383,3 +383,22 @@ int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t 
 				     "; start both ends with the same --integrity" : "");
 	return 0;
 }
+
+int pfs_xfer_out_write(int fd, const uint8_t *p, size_t len, uint64_t off,
+		       struct pfs_xfer_result *r)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return pfs_xfer_fail(r, -errno, "recv: writing output at %" PRIu64 ": %s",
+					     off, strerror(errno));
+		}
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}

@@ -36,6 +36,10 @@ int pfs_xfer_write_full(int fd, const void *buf, size_t len, uint64_t *wire);
 /* Blocking full read of @len bytes: 0, -ECONNRESET on EOF, -ETIMEDOUT. */
 int pfs_xfer_read_full(int fd, void *buf, size_t len, uint64_t *wire);
 int pfs_xfer_send_ctl(int fd, const struct pfs_ctl *c, uint64_t *wire);
+/* Receiver --out: pwrite @len bytes at @off, retrying short writes. 0 or
+ * -errno with r->error set. */
+int pfs_xfer_out_write(int fd, const uint8_t *p, size_t len, uint64_t off,
+		       struct pfs_xfer_result *r);
 
 /* Receiver: bind + listen on host:port (TCP). Returns the listening fd or
  * -errno (-EINVAL address, -EADDRINUSE, -EACCES) with r->error set. */
