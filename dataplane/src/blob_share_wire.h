@@ -10,44 +10,12 @@
 #include <string.h>
 
 #include "pfs/blob_share.h"
+#include "wire_le.h"
 
 #define SHARE_REQ_MAGIC "PFSQ"
 #define SHARE_REPLY_MAGIC "PFSA"
 #define SHARE_REQ_MAX (PFS_SHARE_REQ_HDR + PFS_SHARE_TOKEN_MAX)
 #define SHARE_REPLY_MAX (PFS_SHARE_REPLY_HDR + PFS_SHARE_MSG_MAX)
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 /* Request into @buf (SHARE_REQ_MAX bytes); returns its length. */
 static inline size_t share_req_encode(uint8_t *buf, uint16_t version, enum pfs_share_op op,

@@ -11,21 +11,7 @@
 
 #include "pfs/integrity.h"
 #include "pfs/udp.h"
-
-static void put16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = v >> (8 * i); }
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = v >> (8 * i); }
-static uint16_t get16(const uint8_t *p) { return p[0] | (uint16_t)p[1] << 8; }
-
-static uint32_t get32(const uint8_t *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
+#include "wire_le.h"
 
 void pfs_udp_frag_encode(const struct pfs_udp_frag *f, void *out)
 {
