@@ -19,7 +19,9 @@
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 #include "pfs/pcore.h"
+#include "pfs/xdp.h"
 #include "pfs/xfer.h"
+#include "pfs/xsk.h"
 
 #define INTEGRITY_HELP \
 "  --integrity K         crc32c | fnv1a64 | none (default crc32c); both ends must\n" \
@@ -123,7 +125,8 @@ struct xfer_args {
 	const char *out, *result_file, *csv, *notes, *ready_file;
 	const char *ifname, *peer_mac;
 	uint32_t queues, mtu;
-	int xdp_attach, umem_page;
+	enum pfs_xdp_attach xdp_attach;
+	enum pfs_xsk_page umem_page;
 	enum pfs_integrity integrity;
 };
 
@@ -279,22 +282,10 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 				goto bad;
 			a->queues = (uint32_t)u;
 		} else if (!strcmp(n, "umem-page")) {
-			if (!strcmp(v, "auto"))
-				a->umem_page = 0;
-			else if (!strcmp(v, "2m"))
-				a->umem_page = 1;	/* PFS_XSK_PAGE_2M */
-			else if (!strcmp(v, "4k"))
-				a->umem_page = 2;	/* PFS_XSK_PAGE_4K */
-			else
+			if (pfs_xsk_page_parse(v, &a->umem_page))
 				goto bad;
 		} else if (!strcmp(n, "attach") && !a->sender) {
-			if (!strcmp(v, "auto"))
-				a->xdp_attach = 0;
-			else if (!strcmp(v, "native"))
-				a->xdp_attach = 1;	/* PFS_XDP_NATIVE */
-			else if (!strcmp(v, "generic"))
-				a->xdp_attach = 2;	/* PFS_XDP_GENERIC */
-			else
+			if (pfs_xdp_attach_parse(v, &a->xdp_attach))
 				goto bad;
 		} else if (!strcmp(n, "mtu")) {
 			if (pfs_parse_u64(v, &u) || u < 576 || u > 65535)

@@ -383,22 +383,10 @@ static int parse_args(int argc, char **argv, struct xsk_args *a)
 			else
 				goto bad;
 		} else if (!strcmp(n, "page")) {
-			if (!strcmp(v, "auto"))
-				a->page = PFS_XSK_PAGE_AUTO;
-			else if (!strcmp(v, "2m"))
-				a->page = PFS_XSK_PAGE_2M;
-			else if (!strcmp(v, "4k"))
-				a->page = PFS_XSK_PAGE_4K;
-			else
+			if (pfs_xsk_page_parse(v, &a->page))
 				goto bad;
 		} else if (!strcmp(n, "attach")) {
-			if (!strcmp(v, "auto"))
-				a->attach = PFS_XDP_AUTO;
-			else if (!strcmp(v, "native"))
-				a->attach = PFS_XDP_NATIVE;
-			else if (!strcmp(v, "generic"))
-				a->attach = PFS_XDP_GENERIC;
-			else
+			if (pfs_xdp_attach_parse(v, &a->attach))
 				goto bad;
 		} else if (!strcmp(n, "frames") || !strcmp(n, "frame-size") || !strcmp(n, "size")) {
 			if (pfs_parse_size(v, &u) || !u || u > (1u << 24))

@@ -10,12 +10,27 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum pfs_xdp_attach {
 	PFS_XDP_AUTO = 0,	/* native, else generic (the reason is reported) */
 	PFS_XDP_NATIVE,		/* driver mode only */
 	PFS_XDP_GENERIC,	/* skb mode only */
 };
+
+/* "auto" | "native" | "generic" (the --attach values): 0 or -1. Inline so
+ * builds without the XDP code (arm64 cross build) can still parse it. */
+static inline int pfs_xdp_attach_parse(const char *s, enum pfs_xdp_attach *m)
+{
+	static const char *const names[] = { "auto", "native", "generic" };
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(s, names[i])) {
+			*m = (enum pfs_xdp_attach)i;
+			return 0;
+		}
+	return -1;
+}
 
 struct pfs_xdp_opts {
 	size_t sz;			/* sizeof(struct pfs_xdp_opts) */

@@ -37,6 +37,19 @@ enum pfs_xsk_page {
 	PFS_XSK_PAGE_4K,
 };
 
+/* "auto" | "2m" | "4k" (the --umem-page / --page values): 0 or -1. */
+static inline int pfs_xsk_page_parse(const char *s, enum pfs_xsk_page *p)
+{
+	static const char *const names[] = { "auto", "2m", "4k" };
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(s, names[i])) {
+			*p = (enum pfs_xsk_page)i;
+			return 0;
+		}
+	return -1;
+}
+
 struct pfs_xsk_opts {
 	size_t sz;			/* sizeof(struct pfs_xsk_opts) */
 	const char *ifname;
