@@ -140,6 +140,11 @@ build: manifests generate ## Build the manager binary.
 run: manifests generate ## Run the manager against the current kubeconfig.
 	$(GO) run ./cmd/manager
 
+# Every podman/buildah command of the project reads the project's
+# containers.conf (network backend pinned to netavark, ulimits and runtime
+# this host needs), never whatever the host or an earlier run left.
+export CONTAINERS_CONF := $(CURDIR)/hack/kind/containers.conf
+
 # The engine that builds images: docker when its daemon answers, else buildah,
 # else podman (Debian packages). Evaluated only when docker-build runs.
 CONTAINER_TOOL ?= $(shell if docker info >/dev/null 2>&1; then echo docker; \

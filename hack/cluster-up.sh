@@ -13,6 +13,7 @@ source "$(dirname "$0")/kind/lib.sh"
 HUGEPAGES=${HUGEPAGES:-512}
 need_root
 ensure_pkgs "${HOST_PKGS[@]}"
+check_network_backend
 start=$(date +%s)
 image=$("$HACK_KIND/node-image.sh")
 bin=$("$REPO_ROOT/hack/k8s-binaries.sh" kubectl)

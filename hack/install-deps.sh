@@ -12,7 +12,12 @@ pkgs=(
   # test programs run under user-mode qemu by `make -C dataplane test-arm64`.
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
   # make images (make demo, make test-e2e) when no docker daemon answers.
-  buildah
+  # netavark and aardvark-dns come in the same transaction as buildah: the
+  # first buildah/podman command that opens containers storage records the
+  # network backend it found (/var/lib/containers/storage/defaultNetworkBackend)
+  # and keeps it forever; without netavark that is CNI, whose networks have no
+  # DNS, and the kind worker then cannot resolve the control plane.
+  buildah netavark aardvark-dns
 )
 missing=()
 for p in "${pkgs[@]}"; do

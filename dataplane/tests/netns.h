@@ -20,10 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pfs_copy.h"
 #include "tap.h"
 
 static char ns_a[32], ns_b[32], veth_a[16], veth_b[16], ip_a[32], ip_b[32], tmpdir[64];
 static const char *pfs_bin;
+static char pfs_bin_copy[256];
 static bool net_ok;
 static char net_skip[200] = "network namespaces not set up";
 
@@ -69,13 +71,18 @@ static int netns_setup(const char *tag, int net)
 	}
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pfs-%s-%d", tag, getpid());
 	mkdir(tmpdir, 0700);
+	atexit(netns_teardown);
+	pfs_bin = pfs_copy(pfs_bin, tmpdir, pfs_bin_copy, sizeof(pfs_bin_copy));
+	if (!pfs_bin) {
+		snprintf(net_skip, sizeof(net_skip), "%.190s", pfs_bin_copy);
+		return TAP_FAIL;
+	}
 	snprintf(ns_a, sizeof(ns_a), "pfs%s-a-%d", tag, getpid());
 	snprintf(ns_b, sizeof(ns_b), "pfs%s-b-%d", tag, getpid());
 	snprintf(veth_a, sizeof(veth_a), "p%.1sa%d", tag, n);
 	snprintf(veth_b, sizeof(veth_b), "p%.1sb%d", tag, n);
 	snprintf(ip_a, sizeof(ip_a), "10.%d.%d.1", net, id);
 	snprintf(ip_b, sizeof(ip_b), "10.%d.%d.2", net, id);
-	atexit(netns_teardown);
 	if (sh("ip netns add %s && ip netns add %s && "
 	       "ip link add %s type veth peer name %s && "
 	       "ip link set %s netns %s && ip link set %s netns %s && "
@@ -120,21 +127,32 @@ static pid_t spawn_as(const char *ns, const char *tag, uid_t uid, char *const ar
 		char *argv[48];
 		int fd, i = 0;
 
-		if (netns_enter(ns))
-			_exit(120);
 		snprintf(p, sizeof(p), "%s/%s.json", tmpdir, tag);
 		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		dup2(fd, 1);
 		snprintf(p, sizeof(p), "%s/%s.err", tmpdir, tag);
 		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		dup2(fd, 2);
-		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
+		/* Failures before pfs runs are said in words in the .err file the
+		 * test prints, not left as a bare exit code. */
+		if (netns_enter(ns)) {
+			fprintf(stderr, "test harness: cannot join netns %s: %s\n", ns,
+				strerror(errno));
+			_exit(120);
+		}
+		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))) {
+			fprintf(stderr, "test harness: cannot become uid %u: %s\n", (unsigned)uid,
+				strerror(errno));
 			_exit(122);
+		}
 		argv[i++] = (char *)pfs_bin;
 		for (int k = 0; args[k] && i < 47; k++)
 			argv[i++] = args[k];
 		argv[i] = NULL;
 		execv(pfs_bin, argv);
+		fprintf(stderr, "test harness: cannot exec %s as uid %u: %s%s\n", pfs_bin,
+			(unsigned)uid, strerror(errno),
+			errno == EACCES ? " (a directory on its path is not searchable by that user)" : "");
 		_exit(121);
 	}
 	return pid;

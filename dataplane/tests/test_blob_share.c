@@ -32,6 +32,7 @@
 #include "pfs/blob.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
+#include "pfs_copy.h"
 #include "tap.h"
 
 #define BLOB_SIZE (16ULL << 20)
@@ -41,6 +42,7 @@
 #define OPERATOR_GID 65532 /* the operator's non-root uid/gid and fsGroup */
 
 static const char *pfs_bin;
+static char pfs_bin_copy[256];
 static char tmpdir[48], shmdir[64], tokfile[96], badtok[96], sock[100];
 static char create_fp[32]; /* fingerprint from create's JSON */
 static bool setup_ok;
@@ -98,10 +100,14 @@ static pid_t spawn(const char *tag, char *const args[])
 			/* An empty bounding set: exec gives uid 0 no capabilities. */
 			for (int cap = 0; cap < 64; cap++)
 				prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
-			if (setgroups(1, &g) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+			if (setgroups(1, &g) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+				fprintf(stderr, "test harness: cannot drop capabilities: %s\n",
+					strerror(errno));
 				_exit(122);
+			}
 		}
 		execv(pfs_bin, argv);
+		fprintf(stderr, "test harness: cannot exec %s: %s\n", pfs_bin, strerror(errno));
 		_exit(121);
 	}
 	return pid;
@@ -316,6 +322,8 @@ static int t_setup(void)
 	/* 0755: the setuid-nobody consumers must reach the socket dir. */
 	CHECK(!mkdir(tmpdir, 0755) && !chmod(tmpdir, 0755), "mkdir %s: %s", tmpdir,
 	      strerror(errno));
+	pfs_bin = pfs_copy(pfs_bin, tmpdir, pfs_bin_copy, sizeof(pfs_bin_copy));
+	CHECK(pfs_bin, "%s", pfs_bin_copy);
 	CHECK(!mkdir(shmdir, 0700), "mkdir %s: %s", shmdir, strerror(errno));
 	snprintf(tokfile, sizeof(tokfile), "%s/token", tmpdir);
 	snprintf(badtok, sizeof(badtok), "%s/badtoken", tmpdir);

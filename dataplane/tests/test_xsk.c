@@ -36,6 +36,7 @@
 #include <net/if.h>
 
 #include "pfs/frame.h"
+#include "pfs_copy.h"
 #include "tap.h"
 
 #ifndef AF_XDP
@@ -51,6 +52,7 @@ struct pair {
 static struct pair p1, p4;
 static char tmpdir[64];
 static const char *pfs_bin;
+static char pfs_bin_copy[256];
 static bool net_ok, have_setpriv;
 static char net_skip[200] = "network namespaces not set up";
 static int huge_added;
@@ -187,6 +189,11 @@ static int t_setup(void)
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pfs-xsk-%d", getpid());
 	mkdir(tmpdir, 0777);
 	chmod(tmpdir, 0777);	/* the setpriv runs (test_uid) write ready files here */
+	pfs_bin = pfs_copy(pfs_bin, tmpdir, pfs_bin_copy, sizeof(pfs_bin_copy));
+	if (!pfs_bin) {
+		snprintf(net_skip, sizeof(net_skip), "%.190s", pfs_bin_copy);
+		return TAP_FAIL;
+	}
 	if (make_pair(&p1, "1", 0, 1) || make_pair(&p4, "4", 1, 4)) {
 		snprintf(net_skip, sizeof(net_skip), "cannot create netns/veth (ip failed)");
 		return TAP_FAIL;

@@ -58,6 +58,35 @@ ensure_pkgs() {
 HOST_PKGS=(podman netavark aardvark-dns conmon runc iptables uidmap debootstrap
   containerd containernetworking-plugins iproute2 jq)
 
+# check_network_backend stops with an explanation when podman would run the
+# cluster on another network backend than the netavark pinned in
+# containers.conf, and drops a leftover `kind` network that has no DNS (made
+# by an earlier run on the CNI backend) while no container uses it: kind
+# recreates it, with DNS, on the next create.
+check_network_backend() {
+  local backend chosen=/var/lib/containers/storage/defaultNetworkBackend
+  backend=$(podman info --format '{{.Host.NetworkBackend}}' 2>/dev/null) ||
+    die "podman info failed; run it by hand with CONTAINERS_CONF=$CONTAINERS_CONF to see why"
+  if [ "$backend" != netavark ]; then
+    die "podman uses the '$backend' network backend, the cluster needs netavark (pinned in $CONTAINERS_CONF):" \
+      "its networks have no DNS and the kind worker cannot resolve the control plane." \
+      "Install netavark and aardvark-dns (apt-get install netavark aardvark-dns) and run again."
+  fi
+  if [ "$(cat "$chosen" 2>/dev/null)" = cni ]; then
+    log "note: $chosen says cni (podman or buildah first ran on this host before netavark was installed);" \
+      "the project's containers.conf overrides it with netavark, so CNI networks made earlier are not used"
+  fi
+  if podman network exists kind 2>/dev/null &&
+     [ "$(podman network inspect kind --format '{{.DNSEnabled}}' 2>/dev/null)" != true ]; then
+    if [ -n "$(podman ps -aq --filter network=kind)" ]; then
+      die "podman network 'kind' has DNS disabled (made on another backend) and containers still use it:" \
+        "run 'make cluster-down' (or remove them and 'podman network rm kind') and try again"
+    fi
+    log "removing podman network 'kind': it has DNS disabled (made on another backend); kind recreates it"
+    podman network rm kind >/dev/null
+  fi
+}
+
 kind_bin() { echo "$TOOLS_DIR/kind-$KIND_VERSION/kind"; }
 
 # go_install builds one main package at an exact version into a cache dir
