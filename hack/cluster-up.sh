@@ -63,7 +63,16 @@ k -n kube-system scale deployment coredns --replicas=1 >/dev/null
 "$HACK_KIND/data-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
 
 log "waiting for nodes and CoreDNS"
-k wait --for=condition=Ready nodes --all --timeout=180s >/dev/null
+if ! k wait --for=condition=Ready nodes --all --timeout=300s >/dev/null; then
+  # Say why, not just that it timed out: each node's Ready condition and the
+  # kubelet's last words (CNI not ready, runtime errors, certificate trouble).
+  k get nodes -o jsonpath='{range .items[*]}{.metadata.name}: {range .status.conditions[?(@.type=="Ready")]}{.reason}: {.message}{end}{"\n"}{end}' >&2 || true
+  for n in "${nodes[@]}"; do
+    log "last kubelet log lines on $n:"
+    podman exec "$n" journalctl -u kubelet -n 15 --no-pager >&2 4>&- || true
+  done
+  die "nodes not Ready after 300 s (above: their Ready condition and kubelet logs); 'make cluster-down' cleans up"
+fi
 k -n kube-system rollout status deployment/coredns --timeout=180s >/dev/null
 log "cluster $CLUSTER_NAME is up in $(( $(date +%s) - start ))s"
 echo "$KUBECONFIG_PATH"
