@@ -17,23 +17,6 @@ import (
 	"packetfs.io/operator/internal/result"
 )
 
-// Timing bounds waits and retries; it comes from the manager's flags.
-type Timing struct {
-	// UnschedulableTimeout is how long a pod may stay unschedulable before
-	// its attempt fails with reason Unschedulable.
-	UnschedulableTimeout time.Duration
-	// BackoffBase and BackoffMax bound the exponential delay between attempts.
-	BackoffBase, BackoffMax time.Duration
-}
-
-// DefaultTiming follows the Job controller's retry delays.
-var DefaultTiming = Timing{UnschedulableTimeout: 5 * time.Minute, BackoffBase: 10 * time.Second, BackoffMax: 6 * time.Minute}
-
-// event is an Event to record; Reason is a condition reason.
-type event struct {
-	Type, Reason, Message string
-}
-
 // transferObservation is what the transfer controller gathered.
 type transferObservation struct {
 	Now time.Time
@@ -43,6 +26,9 @@ type transferObservation struct {
 	// (confirmed against the apiserver, not only the cache).
 	Receiver, Sender *corev1.Pod
 	Timing           Timing
+	// CreateFailed is set when the pod the first decision asked for was not
+	// created; the controller then decides again with it.
+	CreateFailed *createFailure
 }
 
 // transferPlan is what the controller must do after decideTransfer.
@@ -66,6 +52,13 @@ type transferPlan struct {
 // Order: receiver first; the sender only once the receiver is Ready (it
 // listens); results once both pods succeeded.
 func decideTransfer(x *pfsv1alpha1.PfsTransfer, obs transferObservation) (pfsv1alpha1.PfsTransferStatus, transferPlan) {
+	if f := obs.CreateFailed; f != nil {
+		// Keep the old status (it must not name a pod that does not exist);
+		// Placed says why.
+		st, plan := *x.Status.DeepCopy(), transferPlan{}
+		st.Conditions, plan.Events = decideCreateFailed(st.Conditions, x.Generation, obs.Now, f)
+		return st, plan
+	}
 	d := &transferDecision{x: x, obs: obs, st: *x.Status.DeepCopy()}
 	d.run()
 	return d.st, d.plan
@@ -97,31 +90,18 @@ func (d *transferDecision) run() {
 		d.afterFinish()
 		return
 	}
-	if s := x.Spec.ActiveDeadlineSeconds; s != nil && !now.Before(x.CreationTimestamp.Add(time.Duration(*s)*time.Second)) {
-		d.fail(pfsv1alpha1.ReasonDeadlineExceeded, fmt.Sprintf("the transfer ran longer than spec.activeDeadlineSeconds (%ds)", *s))
+	podsExist := obs.Receiver != nil || obs.Sender != nil
+	in := &runInputs{Kind: "transfer", Namespace: x.Namespace, Created: x.CreationTimestamp.Time, Now: now,
+		ActiveDeadlineSeconds: x.Spec.ActiveDeadlineSeconds, BlobRef: x.Spec.BlobRef, Range: x.Spec.Range, Blob: obs.Blob,
+		PodsExist: podsExist, Launched: podsExist}
+	if in.BlobRef != nil && in.Blob != nil {
+		in.BlobNodes = placement.ReadyBlobNodes(in.Blob)
+	}
+	if v := runPreconditions.evaluate(in); v != nil {
+		d.stop(v)
 		return
 	}
-	podsExist := obs.Receiver != nil || obs.Sender != nil
-	if ref := x.Spec.BlobRef; ref != nil {
-		if obs.Blob == nil {
-			if podsExist {
-				d.fail(pfsv1alpha1.ReasonBlobDeleted, fmt.Sprintf("PfsBlob %s was deleted while the transfer used it", ref.Name))
-				return
-			}
-			d.wait(pfsv1alpha1.ReasonBlobNotFound, fmt.Sprintf("PfsBlob %s not found in namespace %s", ref.Name, x.Namespace))
-			return
-		}
-		if r := x.Spec.Range; r != nil && r.Offset.Value()+r.Length.Value() > obs.Blob.Spec.Size.Value() {
-			d.fail(pfsv1alpha1.ReasonRangeOutOfBounds, fmt.Sprintf("range [%d, %d) ends past the end of PfsBlob %s (%d bytes)",
-				r.Offset.Value(), r.Offset.Value()+r.Length.Value(), ref.Name, obs.Blob.Spec.Size.Value()))
-			return
-		}
-		d.plan.BlobNodes = placement.ReadyBlobNodes(obs.Blob)
-		if len(d.plan.BlobNodes) == 0 && !podsExist {
-			d.wait(pfsv1alpha1.ReasonBlobNotReady, fmt.Sprintf("PfsBlob %s has no node with a Ready copy yet", ref.Name))
-			return
-		}
-	}
+	d.plan.BlobNodes = in.BlobNodes
 	if d.st.FailedAttempts > 0 && d.st.LastFailureTime != nil && !podsExist {
 		at := d.st.LastFailureTime.Add(backoff(d.st.FailedAttempts, obs.Timing.BackoffBase, obs.Timing.BackoffMax))
 		if now.Before(at) {
@@ -234,6 +214,15 @@ func (d *transferDecision) place(es **pfsv1alpha1.EndpointStatus, pod *corev1.Po
 		*es = &pfsv1alpha1.EndpointStatus{}
 	}
 	(*es).Pod, (*es).Node = pod.Name, pod.Spec.NodeName
+}
+
+// stop follows a precondition's verdict.
+func (d *transferDecision) stop(v *verdict) {
+	if v.Fail {
+		d.fail(v.Reason, v.Message)
+		return
+	}
+	d.wait(v.Reason, v.Message)
 }
 
 // wait keeps the transfer Pending for an input it needs.
