@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,12 +38,19 @@ func commitStatus[S any](ctx context.Context, d *Deps, obj client.Object, stored
 	return nil
 }
 
+// conflictRecheck is when a reconcile whose status write conflicted looks
+// again, should the cache's own event for the newer object not come first.
+const conflictRecheck = time.Second
+
 // requeueOnConflict turns a stale-object conflict on a status write into a
 // quiet requeue: the cache lagged behind the apiserver, and the next
-// reconcile recomputes status from the fresh object.
+// reconcile recomputes status from the fresh object. The newer object's
+// watch event normally brings that reconcile at once; conflictRecheck is
+// the fallback. (A rate-limited requeue, Result.Requeue, is deprecated by
+// controller-runtime; returning the error would log every conflict.)
 func requeueOnConflict(err error) (ctrl.Result, error) {
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}
 	return ctrl.Result{}, err
 }

@@ -50,17 +50,14 @@ type Timing struct {
 var DefaultTiming = Timing{UnschedulableTimeout: 5 * time.Minute, BackoffBase: 10 * time.Second, BackoffMax: 6 * time.Minute}
 
 // backoff is the delay before attempt n+1 after n failures: base, 2*base,
-// 4*base ... capped at max.
-func backoff(failures int32, base, max time.Duration) time.Duration {
+// 4*base ... capped at ceiling.
+func backoff(failures int32, base, ceiling time.Duration) time.Duration {
 	if failures < 1 {
 		return 0
 	}
 	d := base
-	for i := int32(1); i < failures && d < max; i++ {
+	for i := int32(1); i < failures && d < ceiling; i++ {
 		d *= 2
 	}
-	if d > max {
-		d = max
-	}
-	return d
+	return min(d, ceiling)
 }

@@ -100,7 +100,7 @@ func condMessage(conds []metav1.Condition, typ string) string {
 
 // eventReasons lists the reasons of events in order.
 func eventReasons(events []event) []string {
-	var out []string
+	out := make([]string, 0, len(events))
 	for _, e := range events {
 		out = append(out, e.Reason)
 	}

@@ -22,13 +22,16 @@ import (
 	"packetfs.io/operator/internal/result"
 )
 
-func side(role string, bytes int64, elapsed, user, sys float64, crc, verdict string) string {
+// sideBytes is what every side() report moves.
+const sideBytes = 100_000_000
+
+func side(role string, elapsed, user, sys float64, crc, verdict string) string {
 	errField := "null"
 	if verdict != "OK" {
 		errField = `"integrity MISMATCH"`
 	}
 	return fmt.Sprintf(`{"ok":%t,"side":%q,"bytes":%d,"wire_bytes":%d,"elapsed_s":%g,"user_s":%g,"sys_s":%g,"integrity":%q,"crc32c":"0x%s","grams":4,"decode_errors":0,"error":%s}`,
-		verdict == "OK", role, bytes, bytes/1000, elapsed, user, sys, verdict, crc, errField)
+		verdict == "OK", role, sideBytes, sideBytes/1000, elapsed, user, sys, verdict, crc, errField)
 }
 
 func readyBlobObj(size string, nodes ...string) *pfsv1alpha1.PfsBlob {
@@ -66,9 +69,8 @@ func TestDecideTransfer(t *testing.T) {
 	bothCreated := *recvCreated.DeepCopy()
 	bothCreated.Sender = &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{Pod: "x-a0-send"}}
 	recvReady := testPod("x-a0-recv", "receiver", onNode("n1"), withIP("10.0.0.5"), isRunning(true))
-	const n = 100_000_000
-	okRecv := testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(0, "Completed", side("receiver", n, 0.5, 0.1, 0.2, "abcd", "OK")))
-	okSend := testPod("x-a0-send", "sender", onNode("n2"), isTerminated(0, "Completed", side("sender", n, 0.4, 0.05, 0.15, "abcd", "OK")))
+	okRecv := testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(0, "Completed", side("receiver", 0.5, 0.1, 0.2, "abcd", "OK")))
+	okSend := testPod("x-a0-send", "sender", onNode("n2"), isTerminated(0, "Completed", side("sender", 0.4, 0.05, 0.15, "abcd", "OK")))
 
 	type want struct {
 		phase    pfsv1alpha1.Phase
@@ -163,8 +165,8 @@ func TestDecideTransfer(t *testing.T) {
 				msg:  "sender pod x-a0-send: termination message is truncated JSON (22 bytes; the kubelet keeps at most 4096)"}},
 		"both sides report a mismatch": {x: base(status(bothCreated), func(x *pfsv1alpha1.PfsTransfer) { x.Spec.BackoffLimit = ptr.To(int32(3)) }),
 			obs: transferObservation{
-				Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(3, "Error", side("receiver", n, 0.5, 0.1, 0.2, "ffff", "MISMATCH"))),
-				Sender:   testPod("x-a0-send", "sender", onNode("n2"), isTerminated(3, "Error", side("sender", n, 0.5, 0.1, 0.2, "abcd", "MISMATCH")))},
+				Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(3, "Error", side("receiver", 0.5, 0.1, 0.2, "ffff", "MISMATCH"))),
+				Sender:   testPod("x-a0-send", "sender", onNode("n2"), isTerminated(3, "Error", side("sender", 0.5, 0.1, 0.2, "abcd", "MISMATCH")))},
 			want: want{phase: "Failed", attempts: 1, conds: map[string]string{"Placed": "True/PodsScheduled", "Failed": "True/IntegrityMismatch", "Succeeded": "False/IntegrityMismatch"},
 				plan: transferPlan{DeleteActivePods: true}, msg: "CRC32C checksums differ: sender abcd, receiver ffff"}},
 		"deadline passed": {x: base(func(x *pfsv1alpha1.PfsTransfer) { x.Spec.ActiveDeadlineSeconds = ptr.To(int64(60)) }),
