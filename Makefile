@@ -18,8 +18,20 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 HELM_LDFLAGS ?= -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
   -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34 \
   -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=34
+# golangci-lint with kube-api-linter compiled in as a module plugin, built
+# from hack/tools/golangci-lint: its go.mod pins both versions (bump them
+# there; the binary's name carries both, so a bump rebuilds it). This is
+# what `golangci-lint custom` builds, without the git clone of golangci-lint
+# that `custom` starts with (only the Go module proxy is reachable here).
+GOLANGCI_LINT_DIR := hack/tools/golangci-lint
+GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/v2" {print $$2}' $(GOLANGCI_LINT_DIR)/go.mod)
+KUBE_API_LINTER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kube-api-linter" {print $$2}' $(GOLANGCI_LINT_DIR)/go.mod)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)-kal-$(lastword $(subst -, ,$(KUBE_API_LINTER_VERSION)))
 # The Helm chart; its crds/ and files/manager-role.yaml are copies of generated files.
 CHART_DIR ?= charts/packetfs-operator
+# Everything a generator or go mod tidy writes (verify checks it is current).
+GENERATED ?= 'api/*zz_generated.*.go' config/crd/bases config/rbac/role.yaml config/webhook \
+  $(CHART_DIR)/crds $(CHART_DIR)/files/manager-role.yaml go.mod go.sum $(GOLANGCI_LINT_DIR)/go.mod $(GOLANGCI_LINT_DIR)/go.sum
 # Kubernetes version of the binaries envtest runs (built from source, cached
 # outside the repo by hack/k8s-binaries.sh).
 K8S_VERSION ?= v1.34.4
@@ -62,13 +74,17 @@ vet: ## Run go vet.
 	$(GO) vet ./...
 
 .PHONY: lint
-lint: vet ## Run the linters (go vet, gofmt check, SPDX line in every Go file, script and sample).
+lint: lint-go ## Run the linters (lint-go; the data plane's C check joins here).
+
+.PHONY: lint-go
+lint-go: vet golangci-lint ## Lint the Go code: go vet, golangci-lint (.golangci.yml; kube-api-linter on api/), gofmt, an SPDX line in every Go file, script and sample.
+	$(GOLANGCI_LINT) run ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
-	@out=$$(for f in $$(git ls-files '*.go' '*.sh' 'hack/*' 'config/samples/*'); do head -n 5 "$$f" | grep -q 'SPDX-License-Identifier' || echo "$$f"; done); \
+	@out=$$(for f in $$(git ls-files '*.go' '*.sh' 'hack/*' 'config/samples/*' ':!*go.sum'); do head -n 5 "$$f" | grep -q 'SPDX-License-Identifier' || echo "$$f"; done); \
 	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
-test: deps test-go test-chart helm-lint test-dataplane test-e2e ## Run all tests: Go unit + envtest, Helm chart (lint and template tests), data plane, end-to-end on kind.
+test: deps lint verify test-go test-chart helm-lint test-dataplane test-e2e ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, end-to-end on kind.
 
 .PHONY: test-go
 test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integration tests (real kube-apiserver and etcd), and the pod/CLI contract test.
@@ -79,12 +95,24 @@ test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integr
 envtest-assets: ## Build (or reuse) kube-apiserver, kubectl and etcd for envtest; honours KUBEBUILDER_ASSETS.
 	@hack/envtest-assets.sh >/dev/null
 
+# verify compares the generated files before and after regenerating them,
+# tracked and untracked alike (git ls-files -co), so it works in a fresh
+# clone (CI) and in a tree with uncommitted edits, where it fails only when
+# the edits left a generated file stale.
 .PHONY: verify
-verify: manifests generate ## Regenerate everything (code, CRDs, RBAC, go.mod) and fail if the tree changed.
-	$(GO) mod tidy
-	@changed=$$(git status --porcelain -- api config charts go.mod go.sum); \
-	  if [ -n "$$changed" ]; then echo "generated files are out of date (run make manifests generate; go mod tidy; commit):"; \
-	  echo "$$changed"; git --no-pager diff -- api config charts go.mod go.sum; exit 1; fi
+verify: controller-gen ## Regenerate deepcopy, CRDs, RBAC, the chart's copies and go.mod/go.sum (here and in the lint tool), and fail if that changed anything.
+	@before=$$(mktemp -d); trap 'rm -rf "$$before"' EXIT; \
+	  list() { git ls-files -co --exclude-standard -- $(GENERATED) | sort -u | while read -r f; do [ ! -e "$$f" ] || echo "$$f"; done; }; \
+	  list > "$$before/.files"; tar -cf - -T "$$before/.files" | tar -xf - -C "$$before"; \
+	  $(MAKE) --no-print-directory manifests generate; \
+	  $(GO) mod tidy; $(GO) -C $(GOLANGCI_LINT_DIR) mod tidy; \
+	  changed=$$(list | while read -r f; do cmp -s "$$f" "$$before/$$f" || echo "$$f"; done; \
+	    list | comm -13 - "$$before/.files"); \
+	  if [ -n "$$changed" ]; then \
+	    echo "verify: these generated files were out of date and have been regenerated:"; echo "$$changed" | sed 's/^/  /'; \
+	    { for f in $$changed; do diff -u "$$before/$$f" "$$f" 2>/dev/null || true; done; } | head -n 200 || true; \
+	    echo "verify: run 'make manifests generate', 'go mod tidy' and 'go -C $(GOLANGCI_LINT_DIR) mod tidy', then commit the result"; exit 1; fi; \
+	  echo "verify: generated files are up to date"
 
 # KEEP_CLUSTER=1 keeps a cluster test-e2e brought up; one that was running already is always kept.
 .PHONY: test-e2e
@@ -210,6 +238,11 @@ controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint with kube-api-linter into ./bin (from the Go module proxy; versions in $(GOLANGCI_LINT_DIR)/go.mod).
+$(GOLANGCI_LINT): $(GOLANGCI_LINT_DIR)/go.mod $(GOLANGCI_LINT_DIR)/go.sum $(GOLANGCI_LINT_DIR)/main.go | $(LOCALBIN)
+	$(GO) -C $(GOLANGCI_LINT_DIR) build -buildvcs=false -o $(GOLANGCI_LINT) .
 
 .PHONY: helm
 helm: $(HELM) ## Install helm into ./bin (from the Go module proxy).

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -31,22 +31,6 @@ func boolStatus(b bool) metav1.ConditionStatus {
 	return metav1.ConditionFalse
 }
 
-// backoff is the delay before attempt n+1 after n failures: base, 2*base,
-// 4*base ... capped at max.
-func backoff(failures int32, base, max time.Duration) time.Duration {
-	if failures < 1 {
-		return 0
-	}
-	d := base
-	for i := int32(1); i < failures && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	return d
-}
-
 // podRefused handles an apiserver that refuses a pod for reasons of its own
 // (Pod Security Admission, quota, validation). It returns a copy of the
 // object's current conditions with Placed=False saying why; the caller keeps
@@ -64,4 +48,27 @@ func podRefused(conds []metav1.Condition, gen int64, now time.Time, pod string, 
 
 func refusedMessage(pod string, err error) string {
 	return fmt.Sprintf("the apiserver refused to create pod %s (retrying): %v", pod, err)
+}
+
+// createFailure is what applying a plan reports when the apiserver did not
+// create the pod the plan asked for. The controller then decides again with
+// it as an input, so the status and Events of a refused pod come from the
+// decide functions like every other outcome.
+type createFailure struct {
+	// Pod is the name of the pod that was not created.
+	Pod string
+	Err error
+}
+
+// decideCreateFailed is the decision after a failed create, for any Kind:
+// the old conditions with Placed=False naming the refusal and a Warning
+// Event with the same reason; the caller keeps the rest of the old status.
+// An error that is not a refusal (a conflict, a timeout) changes nothing:
+// it is only retried.
+func decideCreateFailed(conds []metav1.Condition, gen int64, now time.Time, f *createFailure) ([]metav1.Condition, []event) {
+	out, ok := podRefused(conds, gen, now, f.Pod, f.Err)
+	if !ok {
+		return conds, nil
+	}
+	return out, []event{{Type: corev1.EventTypeWarning, Reason: pfsv1alpha1.ReasonPodsPending, Message: refusedMessage(f.Pod, f.Err)}}
 }

@@ -70,8 +70,7 @@ func unschedulable(since time.Time) podOpt {
 	}
 }
 
-// condSummary reduces conditions to "Type=Status/Reason" for comparisons.
-// hasReason reports whether any condition carries @reason.
+// hasReason reports whether any condition carries reason.
 func hasReason(conds []metav1.Condition, reason string) bool {
 	for _, c := range conds {
 		if c.Reason == reason {
@@ -81,6 +80,7 @@ func hasReason(conds []metav1.Condition, reason string) bool {
 	return false
 }
 
+// condSummary reduces conditions to "Type=Status/Reason" for comparisons.
 func condSummary(conds []metav1.Condition) map[string]string {
 	out := map[string]string{}
 	for _, c := range conds {
@@ -96,4 +96,13 @@ func condMessage(conds []metav1.Condition, typ string) string {
 		}
 	}
 	return ""
+}
+
+// eventReasons lists the reasons of events in order.
+func eventReasons(events []event) []string {
+	out := make([]string, 0, len(events))
+	for _, e := range events {
+		out = append(out, e.Reason)
+	}
+	return out
 }

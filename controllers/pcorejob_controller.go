@@ -6,9 +6,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -35,7 +32,7 @@ type PcoreJobReconciler struct {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile gathers the blob and the job's pod, decides with decidePcore,
-// applies the plan and writes status once.
+// applies the plan, writes status once and then records the decided Events.
 func (r *PcoreJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	j := &pfsv1alpha1.PcoreJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, j); err != nil {
@@ -44,54 +41,52 @@ func (r *PcoreJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if !j.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the pod goes with its owner reference
 	}
-	obs := pcoreObservation{Now: r.Clock.Now(), Timing: r.Timing}
-	blob := &pfsv1alpha1.PfsBlob{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: j.Namespace, Name: j.Spec.BlobRef.Name}, blob)
-	switch {
-	case err == nil:
-		obs.Blob = blob
-	case !apierrors.IsNotFound(err):
+	obs, err := r.gather(ctx, j)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if obs.Pod, err = getPod(ctx, &r.Deps, j.Namespace, podspec.PcorePodName(j.Name)); err != nil {
-		return ctrl.Result{}, err
-	}
-
 	st, plan := decidePcore(j, obs)
-
-	if plan.CreatePod {
-		pod := podspec.PcorePod(r.Pods, j, obs.Blob, plan.BlobNodes)
-		if err := ctrl.SetControllerReference(j, pod, r.Client.Scheme()); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.Client.Create(ctx, pod); ignoreAlreadyExists(err) != nil {
-			if conds, ok := podRefused(j.Status.Conditions, j.Generation, obs.Now, pod.Name, err); ok {
-				r.Recorder.Event(j, corev1.EventTypeWarning, pfsv1alpha1.ReasonPodsPending, refusedMessage(pod.Name, err))
-				j.Status.Conditions = conds
-				if uerr := r.Client.Status().Update(ctx, j); uerr != nil {
-					return requeueOnConflict(uerr)
-				}
-			}
-			return ctrl.Result{}, err
-		}
-		logf.FromContext(ctx).Info("Created Pod", "pod", client.ObjectKeyFromObject(pod))
+	if obs.CreateFailed, err = r.apply(ctx, j, obs, plan); err != nil {
+		return ctrl.Result{}, err
 	}
-	if plan.DeleteActivePod && obs.Pod != nil && !podEnded(obs.Pod) && obs.Pod.DeletionTimestamp.IsZero() {
-		if err := r.Client.Delete(ctx, obs.Pod); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, err
-		}
-		logf.FromContext(ctx).Info("Deleted Pod", "pod", client.ObjectKeyFromObject(obs.Pod))
+	if obs.CreateFailed != nil {
+		st, plan = decidePcore(j, obs) // a refusal shows in Placed
 	}
-	for _, e := range plan.Events {
-		r.Recorder.Event(j, e.Type, e.Reason, e.Message)
+	if err := commitStatus(ctx, &r.Deps, j, &j.Status, st, plan.Events); err != nil {
+		return requeueOnConflict(err)
 	}
-	if !equality.Semantic.DeepEqual(st, j.Status) {
-		j.Status = st
-		if err := r.Client.Status().Update(ctx, j); err != nil {
-			return requeueOnConflict(err)
-		}
+	if f := obs.CreateFailed; f != nil {
+		return ctrl.Result{}, f.Err // retried with the controller's backoff
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// gather reads the referenced blob and the job's pod.
+func (r *PcoreJobReconciler) gather(ctx context.Context, j *pfsv1alpha1.PcoreJob) (pcoreObservation, error) {
+	obs := pcoreObservation{Now: r.Clock.Now(), Timing: r.Timing}
+	var err error
+	if obs.Blob, err = getBlob(ctx, &r.Deps, j.Namespace, j.Spec.BlobRef.Name); err != nil {
+		return obs, err
+	}
+	obs.Pod, err = getPod(ctx, &r.Deps, j.Namespace, podspec.PcorePodName(j.Name))
+	return obs, err
+}
+
+// apply creates the pod the plan asks for (a failed create comes back as
+// the createFailure to decide with) or deletes the job's pod that still runs.
+func (r *PcoreJobReconciler) apply(ctx context.Context, j *pfsv1alpha1.PcoreJob, obs pcoreObservation, plan pcorePlan) (*createFailure, error) {
+	if plan.CreatePod {
+		if f := createPod(ctx, &r.Deps, j, podspec.PcorePod(r.Pods, j, obs.Blob, plan.BlobNodes)); f != nil {
+			return f, nil
+		}
+	}
+	if p := obs.Pod; plan.DeleteActivePod && p != nil && !podEnded(p) && p.DeletionTimestamp.IsZero() {
+		if err := r.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		logf.FromContext(ctx).Info("Deleted Pod", "pod", client.ObjectKeyFromObject(p))
+	}
+	return nil, nil
 }
 
 // SetupWithManager watches jobs, their pods and the blobs they use.

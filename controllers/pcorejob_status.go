@@ -24,6 +24,9 @@ type pcoreObservation struct {
 	// Pod is the job's pod; nil when absent (confirmed against the apiserver).
 	Pod    *corev1.Pod
 	Timing Timing
+	// CreateFailed is set when the pod the first decision asked for was not
+	// created; the controller then decides again with it.
+	CreateFailed *createFailure
 }
 
 // pcorePlan is what the controller must do after decidePcore.
@@ -42,6 +45,12 @@ func decidePcore(j *pfsv1alpha1.PcoreJob, obs pcoreObservation) (pfsv1alpha1.Pco
 	st := *j.Status.DeepCopy()
 	var plan pcorePlan
 	now := obs.Now
+	if f := obs.CreateFailed; f != nil {
+		// Keep the old status (it must not name a pod that does not exist);
+		// Placed says why.
+		st.Conditions, plan.Events = decideCreateFailed(st.Conditions, j.Generation, now, f)
+		return st, plan
+	}
 	cond := func(typ string, ok bool, reason, msg string) {
 		setCondition(&st.Conditions, typ, boolStatus(ok), reason, msg, j.Generation, now)
 	}
@@ -67,34 +76,30 @@ func decidePcore(j *pfsv1alpha1.PcoreJob, obs pcoreObservation) (pfsv1alpha1.Pco
 		plan.DeleteActivePod = true
 		return st, plan
 	}
-	if s := j.Spec.ActiveDeadlineSeconds; s != nil && !now.Before(j.CreationTimestamp.Add(time.Duration(*s)*time.Second)) {
-		fail(pfsv1alpha1.ReasonDeadlineExceeded, fmt.Sprintf("the job ran longer than spec.activeDeadlineSeconds (%ds)", *s))
-		return st, plan
-	}
-	if obs.Blob == nil {
-		if obs.Pod != nil {
-			fail(pfsv1alpha1.ReasonBlobDeleted, fmt.Sprintf("PfsBlob %s was deleted while the job used it", j.Spec.BlobRef.Name))
-		} else {
-			wait(pfsv1alpha1.ReasonBlobNotFound, fmt.Sprintf("PfsBlob %s not found in namespace %s", j.Spec.BlobRef.Name, j.Namespace))
-		}
-		return st, plan
-	}
-	if r := j.Spec.Range; r != nil && r.Offset.Value()+r.Length.Value() > obs.Blob.Spec.Size.Value() {
-		fail(pfsv1alpha1.ReasonRangeOutOfBounds, fmt.Sprintf("range [%d, %d) ends past the end of PfsBlob %s (%d bytes)",
-			r.Offset.Value(), r.Offset.Value()+r.Length.Value(), j.Spec.BlobRef.Name, obs.Blob.Spec.Size.Value()))
-		return st, plan
-	}
-	plan.BlobNodes = placement.ReadyBlobNodes(obs.Blob)
 	name := podspec.PcorePodName(j.Name)
+	// A pod that status names but that is gone counts as launched: the job
+	// fails for it below rather than waiting for the blob.
+	lost := obs.Pod == nil && st.Placement != nil && st.Placement.Pod == name
+	in := &runInputs{Kind: "job", Namespace: j.Namespace, Created: j.CreationTimestamp.Time, Now: now,
+		ActiveDeadlineSeconds: j.Spec.ActiveDeadlineSeconds, BlobRef: &j.Spec.BlobRef, Range: j.Spec.Range, Blob: obs.Blob,
+		PodsExist: obs.Pod != nil, Launched: obs.Pod != nil || lost}
+	if in.Blob != nil {
+		in.BlobNodes = placement.ReadyBlobNodes(in.Blob)
+	}
+	if v := runPreconditions.evaluate(in); v != nil {
+		if v.Fail {
+			fail(v.Reason, v.Message)
+		} else {
+			wait(v.Reason, v.Message)
+		}
+		return st, plan
+	}
+	plan.BlobNodes = in.BlobNodes
+	if lost {
+		fail(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("pod %s was deleted before the job finished", name))
+		return st, plan
+	}
 	if obs.Pod == nil {
-		if st.Placement != nil && st.Placement.Pod == name {
-			fail(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("pod %s was deleted before the job finished", name))
-			return st, plan
-		}
-		if len(plan.BlobNodes) == 0 {
-			wait(pfsv1alpha1.ReasonBlobNotReady, fmt.Sprintf("PfsBlob %s has no node with a Ready copy yet", j.Spec.BlobRef.Name))
-			return st, plan
-		}
 		plan.CreatePod = true
 		st.Phase = pfsv1alpha1.PhasePlacing
 		st.Placement = &pfsv1alpha1.Placement{Pod: name}

@@ -3,13 +3,16 @@
 package controllers
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
@@ -35,10 +38,11 @@ func TestDecidePcore(t *testing.T) {
 	}
 	blob := readyBlobObj("256Mi", "n1")
 	type want struct {
-		phase pfsv1alpha1.Phase
-		conds map[string]string
-		plan  pcorePlan
-		msg   string
+		phase  pfsv1alpha1.Phase
+		conds  map[string]string
+		plan   pcorePlan
+		msg    string
+		events []string // Event reasons in order, when checked
 	}
 	tests := map[string]struct {
 		j    *pfsv1alpha1.PcoreJob
@@ -76,6 +80,15 @@ func TestDecidePcore(t *testing.T) {
 		"malformed result": {j: job(created), obs: pcoreObservation{Blob: blob, Pod: testPod("j-pcore", "pcore", onNode("n1"), isTerminated(0, "Completed", "core dumped"))},
 			want: want{phase: "Failed", conds: map[string]string{"Placed": "True/PodsScheduled", "Failed": "True/ResultInvalid", "Succeeded": "False/ResultInvalid"},
 				plan: pcorePlan{DeleteActivePod: true, BlobNodes: []string{"n1"}}}},
+		"pod deleted while the blob has no Ready copy: still failed": {j: job(created), obs: pcoreObservation{Blob: readyBlobObj("256Mi")},
+			want: want{phase: "Failed", conds: map[string]string{"Failed": "True/PodFailed", "Succeeded": "False/PodFailed"},
+				plan: pcorePlan{DeleteActivePod: true}, msg: "pod j-pcore was deleted before the job finished", events: []string{"PodFailed"}}},
+		"the apiserver refused the pod: the old status, Placed says why": {j: job(), obs: pcoreObservation{Blob: blob,
+			CreateFailed: &createFailure{Pod: "j-pcore", Err: refusedByPSA}},
+			want: want{conds: map[string]string{"Placed": "False/PodsPending"}, events: []string{"PodsPending"}}},
+		"a create that failed otherwise changes nothing": {j: job(), obs: pcoreObservation{Blob: blob,
+			CreateFailed: &createFailure{Pod: "j-pcore", Err: apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "j-pcore", errors.New("x"))}},
+			want: want{events: []string{}}},
 		"finished: nothing more": {j: job(func(j *pfsv1alpha1.PcoreJob) { j.Status.Phase = "Succeeded" }), obs: pcoreObservation{Blob: blob},
 			want: want{phase: "Succeeded", plan: pcorePlan{DeleteActivePod: true}}},
 	}
@@ -103,6 +116,11 @@ func TestDecidePcore(t *testing.T) {
 				}
 				if got != tc.want.msg {
 					t.Errorf("message\n got %q\nwant %q", got, tc.want.msg)
+				}
+			}
+			if tc.want.events != nil {
+				if diff := cmp.Diff(tc.want.events, eventReasons(plan.Events), cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("event reasons (-want +got):\n%s", diff)
 				}
 			}
 			if name == "succeeded" {

@@ -11,9 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -55,10 +53,12 @@ type PfsBlobReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile ensures the token Secret and the holder DaemonSet, then derives
-// status from the holder pods' init-container results.
+// Reconcile ensures the token Secret and the holder DaemonSet, then decides
+// status from the holder pods' init-container results with decideBlob,
+// writes it once and records the decided Events. The children come first:
+// the blob always wants the same ones (built by podspec), and its status is
+// read from them.
 func (r *PfsBlobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
 	blob := &pfsv1alpha1.PfsBlob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, blob); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -69,30 +69,23 @@ func (r *PfsBlobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.ensureToken(ctx, blob); err != nil {
 		return ctrl.Result{}, err
 	}
-	ds, err := r.ensureDaemonSet(ctx, blob)
-	if err != nil {
+	obs := blobObservation{}
+	var err error
+	if obs.DaemonSet, obs.CreatedDaemonSet, err = r.ensureDaemonSet(ctx, blob); err != nil {
 		return ctrl.Result{}, err
 	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(blob.Namespace), client.MatchingLabels(podspec.BlobHolderLabels(blob))); err != nil {
 		return ctrl.Result{}, err
 	}
-	st := computeBlobStatus(blob, blobObservation{DaemonSet: ds, Pods: pods.Items, Now: r.Clock.Now()})
-	if equality.Semantic.DeepEqual(st, blob.Status) {
-		return ctrl.Result{}, nil
-	}
-	oldReady := meta.FindStatusCondition(blob.Status.Conditions, pfsv1alpha1.ConditionReady)
-	oldDegraded := meta.FindStatusCondition(blob.Status.Conditions, pfsv1alpha1.ConditionDegraded)
-	blob.Status = st
-	if err := r.Client.Status().Update(ctx, blob); err != nil {
+	obs.Pods, obs.Now = pods.Items, r.Clock.Now()
+	st, plan := decideBlob(blob, obs)
+	if err := commitStatus(ctx, &r.Deps, blob, &blob.Status, st, plan.Events); err != nil {
 		return requeueOnConflict(err)
 	}
-	if c := meta.FindStatusCondition(st.Conditions, pfsv1alpha1.ConditionReady); c != nil && (oldReady == nil || oldReady.Reason != c.Reason) {
-		r.Recorder.Event(blob, corev1.EventTypeNormal, c.Reason, c.Message)
-		log.Info("Blob readiness changed", "ready", c.Status, "reason", c.Reason, "readyNodes", st.ReadyNodes, "desiredNodes", st.DesiredNodes)
-	}
-	if c := meta.FindStatusCondition(st.Conditions, pfsv1alpha1.ConditionDegraded); c != nil && c.Status == "True" && (oldDegraded == nil || oldDegraded.Reason != c.Reason) {
-		r.Recorder.Event(blob, corev1.EventTypeWarning, c.Reason, c.Message)
+	if c := plan.ReadinessChanged; c != nil {
+		logf.FromContext(ctx).Info("Blob readiness changed", "ready", c.Status, "reason", c.Reason,
+			"readyNodes", st.ReadyNodes, "desiredNodes", st.DesiredNodes)
 	}
 	return ctrl.Result{}, nil
 }
@@ -123,37 +116,36 @@ func (r *PfsBlobReconciler) ensureToken(ctx context.Context, blob *pfsv1alpha1.P
 	return nil
 }
 
-// ensureDaemonSet creates the holder DaemonSet or updates it when the
-// desired template changed (e.g. spec.nodeSelector).
-func (r *PfsBlobReconciler) ensureDaemonSet(ctx context.Context, blob *pfsv1alpha1.PfsBlob) (*appsv1.DaemonSet, error) {
+// ensureDaemonSet creates the holder DaemonSet (created says so) or updates
+// it when the desired template changed (e.g. spec.nodeSelector).
+func (r *PfsBlobReconciler) ensureDaemonSet(ctx context.Context, blob *pfsv1alpha1.PfsBlob) (ds *appsv1.DaemonSet, created bool, err error) {
 	want := podspec.BlobHolderDaemonSet(r.Pods, blob)
 	if err := ctrl.SetControllerReference(blob, want, r.Client.Scheme()); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	have := &appsv1.DaemonSet{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	err = r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := r.Client.Create(ctx, want); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		logf.FromContext(ctx).Info("Created DaemonSet", "daemonset", client.ObjectKeyFromObject(want))
-		r.Recorder.Eventf(blob, corev1.EventTypeNormal, pfsv1alpha1.ReasonMaterializing, "Created holder DaemonSet %s", want.Name)
-		return want, nil
+		return want, true, nil
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	}
 	if have.Annotations[podspec.AnnotationTemplateHash] == want.Annotations[podspec.AnnotationTemplateHash] {
-		return have, nil
+		return have, false, nil
 	}
 	have.Annotations = want.Annotations
 	have.Labels = want.Labels
 	have.Spec.Template = want.Spec.Template
 	if err := r.Client.Update(ctx, have); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	logf.FromContext(ctx).Info("Updated DaemonSet", "daemonset", client.ObjectKeyFromObject(have))
-	return have, nil
+	return have, false, nil
 }
 
 // SetupWithManager watches blobs, their DaemonSets and the holder pods (which

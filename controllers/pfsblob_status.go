@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
@@ -21,9 +22,37 @@ import (
 type blobObservation struct {
 	// DaemonSet is the holder DaemonSet; nil before it exists.
 	DaemonSet *appsv1.DaemonSet
+	// CreatedDaemonSet says this reconcile created the DaemonSet.
+	CreatedDaemonSet bool
 	// Pods are the holder pods (any node, any age).
 	Pods []corev1.Pod
 	Now  time.Time
+}
+
+// blobPlan is what the controller must do after decideBlob.
+type blobPlan struct {
+	Events []event
+	// ReadinessChanged is the new Ready condition when its reason changed.
+	ReadinessChanged *metav1.Condition
+}
+
+// decideBlob is computeBlobStatus with the Events to record: the holder
+// DaemonSet created, a new Ready reason, a new reason for Degraded=True.
+func decideBlob(b *pfsv1alpha1.PfsBlob, obs blobObservation) (pfsv1alpha1.PfsBlobStatus, blobPlan) {
+	st := computeBlobStatus(b, obs)
+	var plan blobPlan
+	if obs.CreatedDaemonSet {
+		plan.Events = append(plan.Events, event{Type: corev1.EventTypeNormal, Reason: pfsv1alpha1.ReasonMaterializing,
+			Message: "Created holder DaemonSet " + obs.DaemonSet.Name})
+	}
+	if c := reasonChanged(b.Status.Conditions, st.Conditions, pfsv1alpha1.ConditionReady); c != nil {
+		plan.Events = append(plan.Events, event{Type: corev1.EventTypeNormal, Reason: c.Reason, Message: c.Message})
+		plan.ReadinessChanged = c
+	}
+	if c := reasonChanged(b.Status.Conditions, st.Conditions, pfsv1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		plan.Events = append(plan.Events, event{Type: corev1.EventTypeWarning, Reason: c.Reason, Message: c.Message})
+	}
+	return st, plan
 }
 
 // computeBlobStatus derives a blob's status from its holder DaemonSet and
@@ -109,6 +138,20 @@ func computeBlobStatus(b *pfsv1alpha1.PfsBlob, obs blobObservation) pfsv1alpha1.
 		degraded(false, pfsv1alpha1.ReasonAsExpected, "every node holds the blob as asked")
 	}
 	return st
+}
+
+// reasonChanged returns the new condition of type typ when there is one and
+// its reason differs from the old one's (or there was none).
+func reasonChanged(old, cur []metav1.Condition, typ string) *metav1.Condition {
+	c := meta.FindStatusCondition(cur, typ)
+	if c == nil {
+		return nil
+	}
+	if o := meta.FindStatusCondition(old, typ); o != nil && o.Reason == c.Reason {
+		return nil
+	}
+	out := *c
+	return &out
 }
 
 // describeGroups writes "fp1 on a, b; fp2 on c" in a stable order.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -149,6 +150,61 @@ func TestComputeBlobStatus(t *testing.T) {
 			b.Status = st
 			if diff := cmp.Diff(st, computeBlobStatus(b, blobObservation{DaemonSet: tc.ds, Pods: tc.pods, Now: t0.Add(time.Hour)})); diff != "" {
 				t.Errorf("status not stable (-first +second):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecideBlobEvents: the Events a blob reconcile records after its
+// status write: the DaemonSet it created, a new Ready reason, a new reason
+// for Degraded=True; nothing when the reasons stay.
+func TestDecideBlobEvents(t *testing.T) {
+	created := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "b-holder", Generation: 1}}
+	rolled := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "b-holder", Generation: 1},
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 1}}
+	const fpA = "00000000000000aa"
+	ready := []corev1.Pod{holder("a", time.Minute, 0, blobCreateMsg(fpA, "2M", ""), true)}
+	fellBack := []corev1.Pod{holder("a", time.Minute, 0, blobCreateMsg(fpA, "4K", "hugetlb 2M: 0 free"), true)}
+	conds := func(ready, degraded string) []metav1.Condition {
+		return []metav1.Condition{{Type: "Ready", Status: "False", Reason: ready}, {Type: "Degraded", Status: "True", Reason: degraded}}
+	}
+	tests := map[string]struct {
+		old       []metav1.Condition
+		obs       blobObservation
+		want      []event
+		wantReady string // reason of plan.ReadinessChanged; "" none
+	}{
+		"DaemonSet created: that, then the first Ready reason": {obs: blobObservation{DaemonSet: created, CreatedDaemonSet: true},
+			want: []event{{"Normal", "Materializing", "Created holder DaemonSet b-holder"},
+				{"Normal", "Materializing", "waiting for the holder DaemonSet to be rolled out"}},
+			wantReady: "Materializing"},
+		"same Ready reason: no Event": {old: conds("Materializing", "AsExpected"), obs: blobObservation{DaemonSet: created}},
+		"Ready now": {old: conds("Materializing", "AsExpected"), obs: blobObservation{DaemonSet: rolled, Pods: ready},
+			want:      []event{{"Normal", "Materialized", "1 of 1 nodes hold the blob, fingerprint " + fpA}},
+			wantReady: "Materialized"},
+		"Degraded=True with a new reason: a Warning": {old: conds("Materialized", "AsExpected"), obs: blobObservation{DaemonSet: rolled, Pods: fellBack},
+			want: []event{{"Warning", "PageSizeFallback", "node(s) a mapped smaller pages than 2Mi: see status.nodes[].fallbackReason"}}},
+		"Degraded=True, same reason: no Event": {old: conds("Materialized", "PageSizeFallback"), obs: blobObservation{DaemonSet: rolled, Pods: fellBack}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			b := &pfsv1alpha1.PfsBlob{ObjectMeta: metav1.ObjectMeta{Name: "b", Generation: 1},
+				Spec:   pfsv1alpha1.PfsBlobSpec{Size: resource.MustParse("64Mi"), PageSize: pfsv1alpha1.PageSize2Mi, PageFallback: pfsv1alpha1.PageFallbackAllow},
+				Status: pfsv1alpha1.PfsBlobStatus{Conditions: tc.old}}
+			tc.obs.Now = t0
+			st, plan := decideBlob(b, tc.obs)
+			if diff := cmp.Diff(computeBlobStatus(b, tc.obs), st); diff != "" {
+				t.Errorf("status differs from computeBlobStatus (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, plan.Events, cmp.AllowUnexported(event{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			gotReady := ""
+			if c := plan.ReadinessChanged; c != nil {
+				gotReady = c.Reason
+			}
+			if gotReady != tc.wantReady {
+				t.Errorf("readiness changed to %q, want %q", gotReady, tc.wantReady)
 			}
 		})
 	}

@@ -6,9 +6,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -38,9 +35,9 @@ type PfsTransferReconciler struct {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile gathers the blob and the current attempt's pods, decides with
-// decideTransfer, applies the plan and writes status once.
+// decideTransfer, applies the plan, writes status once and then records the
+// decided Events.
 func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
 	x := &pfsv1alpha1.PfsTransfer{}
 	if err := r.Client.Get(ctx, req.NamespacedName, x); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -48,31 +45,52 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !x.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // pods go with their owner references
 	}
-	obs := transferObservation{Now: r.Clock.Now(), Timing: r.Timing}
-	if ref := x.Spec.BlobRef; ref != nil {
-		blob := &pfsv1alpha1.PfsBlob{}
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: x.Namespace, Name: ref.Name}, blob)
-		switch {
-		case err == nil:
-			obs.Blob = blob
-		case !apierrors.IsNotFound(err):
-			return ctrl.Result{}, err
-		}
+	obs, err := r.gather(ctx, x)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if !x.Status.Phase.IsTerminal() {
-		attempt := x.Status.FailedAttempts
-		var err error
-		if obs.Receiver, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentReceiver)); err != nil {
-			return ctrl.Result{}, err
-		}
-		if obs.Sender, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentSender)); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-
 	st, plan := decideTransfer(x, obs)
+	if obs.CreateFailed, err = r.apply(ctx, x, obs, st.FailedAttempts, plan); err != nil {
+		return ctrl.Result{}, err
+	}
+	if obs.CreateFailed != nil {
+		st, plan = decideTransfer(x, obs) // a refusal shows in Placed
+	}
+	if err := commitStatus(ctx, &r.Deps, x, &x.Status, st, plan.Events); err != nil {
+		return requeueOnConflict(err)
+	}
+	if f := obs.CreateFailed; f != nil {
+		return ctrl.Result{}, f.Err // retried with the controller's backoff
+	}
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
 
-	in := podspec.TransferInputs{Attempt: st.FailedAttempts, Blob: obs.Blob, BlobNodes: plan.BlobNodes}
+// gather reads the referenced blob and, while the transfer runs, the
+// current attempt's pods.
+func (r *PfsTransferReconciler) gather(ctx context.Context, x *pfsv1alpha1.PfsTransfer) (transferObservation, error) {
+	obs := transferObservation{Now: r.Clock.Now(), Timing: r.Timing}
+	var err error
+	if ref := x.Spec.BlobRef; ref != nil {
+		if obs.Blob, err = getBlob(ctx, &r.Deps, x.Namespace, ref.Name); err != nil {
+			return obs, err
+		}
+	}
+	if x.Status.Phase.IsTerminal() {
+		return obs, nil
+	}
+	attempt := x.Status.FailedAttempts
+	if obs.Receiver, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentReceiver)); err != nil {
+		return obs, err
+	}
+	obs.Sender, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentSender))
+	return obs, err
+}
+
+// apply creates the pod the plan asks for (a failed create comes back as
+// the createFailure to decide with) and deletes the pods it names.
+func (r *PfsTransferReconciler) apply(ctx context.Context, x *pfsv1alpha1.PfsTransfer, obs transferObservation,
+	attempt int32, plan transferPlan) (*createFailure, error) {
+	in := podspec.TransferInputs{Attempt: attempt, Blob: obs.Blob, BlobNodes: plan.BlobNodes}
 	var create *corev1.Pod
 	switch {
 	case plan.CreateReceiver:
@@ -81,46 +99,14 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		create = podspec.SenderPod(r.Pods, x, in, plan.ReceiverAddr)
 	}
 	if create != nil {
-		if err := r.createPod(ctx, x, create); err != nil {
-			// Keep the old status (it must not claim a pod that does not
-			// exist), say why in Placed, and retry with backoff.
-			if conds, ok := podRefused(x.Status.Conditions, x.Generation, obs.Now, create.Name, err); ok {
-				r.Recorder.Event(x, corev1.EventTypeWarning, pfsv1alpha1.ReasonPodsPending, refusedMessage(create.Name, err))
-				x.Status.Conditions = conds
-				if uerr := r.Client.Status().Update(ctx, x); uerr != nil {
-					return requeueOnConflict(uerr)
-				}
-			}
-			return ctrl.Result{}, err
+		if f := createPod(ctx, &r.Deps, x, create); f != nil {
+			return f, nil
 		}
 	}
 	if plan.DeleteActivePods || plan.DeleteAllPods {
-		if err := r.deletePods(ctx, x, plan.DeleteAllPods); err != nil {
-			return ctrl.Result{}, err
-		}
+		return nil, r.deletePods(ctx, x, plan.DeleteAllPods)
 	}
-	for _, e := range plan.Events {
-		r.Recorder.Event(x, e.Type, e.Reason, e.Message)
-	}
-	if !equality.Semantic.DeepEqual(st, x.Status) {
-		x.Status = st
-		if err := r.Client.Status().Update(ctx, x); err != nil {
-			return requeueOnConflict(err)
-		}
-		log.V(1).Info("Updated status", "phase", st.Phase, "failedAttempts", st.FailedAttempts)
-	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
-}
-
-func (r *PfsTransferReconciler) createPod(ctx context.Context, x *pfsv1alpha1.PfsTransfer, pod *corev1.Pod) error {
-	if err := ctrl.SetControllerReference(x, pod, r.Client.Scheme()); err != nil {
-		return err
-	}
-	if err := r.Client.Create(ctx, pod); err != nil {
-		return ignoreAlreadyExists(err)
-	}
-	logf.FromContext(ctx).Info("Created Pod", "pod", client.ObjectKeyFromObject(pod), "component", pod.Labels[podspec.LabelComponent])
-	return nil
+	return nil, nil
 }
 
 // deletePods deletes the transfer's pods that still run, or all of them.

@@ -17,23 +17,6 @@ import (
 	"packetfs.io/operator/internal/result"
 )
 
-// Timing bounds waits and retries; it comes from the manager's flags.
-type Timing struct {
-	// UnschedulableTimeout is how long a pod may stay unschedulable before
-	// its attempt fails with reason Unschedulable.
-	UnschedulableTimeout time.Duration
-	// BackoffBase and BackoffMax bound the exponential delay between attempts.
-	BackoffBase, BackoffMax time.Duration
-}
-
-// DefaultTiming follows the Job controller's retry delays.
-var DefaultTiming = Timing{UnschedulableTimeout: 5 * time.Minute, BackoffBase: 10 * time.Second, BackoffMax: 6 * time.Minute}
-
-// event is an Event to record; Reason is a condition reason.
-type event struct {
-	Type, Reason, Message string
-}
-
 // transferObservation is what the transfer controller gathered.
 type transferObservation struct {
 	Now time.Time
@@ -43,6 +26,9 @@ type transferObservation struct {
 	// (confirmed against the apiserver, not only the cache).
 	Receiver, Sender *corev1.Pod
 	Timing           Timing
+	// CreateFailed is set when the pod the first decision asked for was not
+	// created; the controller then decides again with it.
+	CreateFailed *createFailure
 }
 
 // transferPlan is what the controller must do after decideTransfer.
@@ -66,6 +52,13 @@ type transferPlan struct {
 // Order: receiver first; the sender only once the receiver is Ready (it
 // listens); results once both pods succeeded.
 func decideTransfer(x *pfsv1alpha1.PfsTransfer, obs transferObservation) (pfsv1alpha1.PfsTransferStatus, transferPlan) {
+	if f := obs.CreateFailed; f != nil {
+		// Keep the old status (it must not name a pod that does not exist);
+		// Placed says why.
+		st, plan := *x.Status.DeepCopy(), transferPlan{}
+		st.Conditions, plan.Events = decideCreateFailed(st.Conditions, x.Generation, obs.Now, f)
+		return st, plan
+	}
 	d := &transferDecision{x: x, obs: obs, st: *x.Status.DeepCopy()}
 	d.run()
 	return d.st, d.plan
@@ -86,8 +79,9 @@ func (d *transferDecision) emit(typ, reason, msg string) {
 	d.plan.Events = append(d.plan.Events, event{Type: typ, Reason: reason, Message: msg})
 }
 
+// run walks the steps in order: the first step that decides ends it.
 func (d *transferDecision) run() {
-	x, obs, now := d.x, d.obs, d.obs.Now
+	x := d.x
 	d.st.ObservedGeneration = x.Generation
 	d.st.Label = pfsv1alpha1.TransferLabel(x.Spec.Mode, x.Spec.Transport)
 	if d.st.Phase == "" {
@@ -97,47 +91,57 @@ func (d *transferDecision) run() {
 		d.afterFinish()
 		return
 	}
-	if s := x.Spec.ActiveDeadlineSeconds; s != nil && !now.Before(x.CreationTimestamp.Add(time.Duration(*s)*time.Second)) {
-		d.fail(pfsv1alpha1.ReasonDeadlineExceeded, fmt.Sprintf("the transfer ran longer than spec.activeDeadlineSeconds (%ds)", *s))
+	if !d.mayRun() {
 		return
 	}
-	podsExist := obs.Receiver != nil || obs.Sender != nil
-	if ref := x.Spec.BlobRef; ref != nil {
-		if obs.Blob == nil {
-			if podsExist {
-				d.fail(pfsv1alpha1.ReasonBlobDeleted, fmt.Sprintf("PfsBlob %s was deleted while the transfer used it", ref.Name))
-				return
-			}
-			d.wait(pfsv1alpha1.ReasonBlobNotFound, fmt.Sprintf("PfsBlob %s not found in namespace %s", ref.Name, x.Namespace))
-			return
-		}
-		if r := x.Spec.Range; r != nil && r.Offset.Value()+r.Length.Value() > obs.Blob.Spec.Size.Value() {
-			d.fail(pfsv1alpha1.ReasonRangeOutOfBounds, fmt.Sprintf("range [%d, %d) ends past the end of PfsBlob %s (%d bytes)",
-				r.Offset.Value(), r.Offset.Value()+r.Length.Value(), ref.Name, obs.Blob.Spec.Size.Value()))
-			return
-		}
-		d.plan.BlobNodes = placement.ReadyBlobNodes(obs.Blob)
-		if len(d.plan.BlobNodes) == 0 && !podsExist {
-			d.wait(pfsv1alpha1.ReasonBlobNotReady, fmt.Sprintf("PfsBlob %s has no node with a Ready copy yet", ref.Name))
-			return
-		}
+	ro, ok := d.receiver()
+	if !ok {
+		return
 	}
+	if d.obs.Sender == nil {
+		d.startSender(ro)
+		return
+	}
+	d.progress(ro)
+}
+
+// mayRun evaluates the preconditions and waits out the backoff after a
+// failed attempt.
+func (d *transferDecision) mayRun() bool {
+	x, obs, now := d.x, d.obs, d.obs.Now
+	podsExist := obs.Receiver != nil || obs.Sender != nil
+	in := &runInputs{Kind: "transfer", Namespace: x.Namespace, Created: x.CreationTimestamp.Time, Now: now,
+		ActiveDeadlineSeconds: x.Spec.ActiveDeadlineSeconds, BlobRef: x.Spec.BlobRef, Range: x.Spec.Range, Blob: obs.Blob,
+		PodsExist: podsExist, Launched: podsExist}
+	if in.BlobRef != nil && in.Blob != nil {
+		in.BlobNodes = placement.ReadyBlobNodes(in.Blob)
+	}
+	if v := runPreconditions.evaluate(in); v != nil {
+		d.stop(v)
+		return false
+	}
+	d.plan.BlobNodes = in.BlobNodes
 	if d.st.FailedAttempts > 0 && d.st.LastFailureTime != nil && !podsExist {
 		at := d.st.LastFailureTime.Add(backoff(d.st.FailedAttempts, obs.Timing.BackoffBase, obs.Timing.BackoffMax))
 		if now.Before(at) {
 			d.st.Phase = pfsv1alpha1.PhasePending
 			d.plan.RequeueAfter = at.Sub(now)
-			return
+			return false
 		}
 	}
+	return true
+}
 
+// receiver creates the attempt's receiver, or records where it runs and
+// classifies it; ok is false when that decided the step.
+func (d *transferDecision) receiver() (ro podOutcome, ok bool) {
+	x, obs := d.x, d.obs
 	attempt := d.st.FailedAttempts
 	recvName := podspec.TransferPodName(x.Name, attempt, podspec.ComponentReceiver)
-	sendName := podspec.TransferPodName(x.Name, attempt, podspec.ComponentSender)
 	if obs.Receiver == nil {
 		if d.st.Receiver != nil && d.st.Receiver.Pod == recvName {
 			d.attemptFailed(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("receiver pod %s was deleted before the transfer finished", recvName), true)
-			return
+			return ro, false
 		}
 		d.plan.CreateReceiver = true
 		d.st.Phase = pfsv1alpha1.PhasePlacing
@@ -146,50 +150,60 @@ func (d *transferDecision) run() {
 		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod created, waiting to be scheduled")
 		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, "waiting for the receiver to listen")
 		d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonPodsPending, fmt.Sprintf("Created receiver pod %s (attempt %d)", recvName, attempt+1))
-		return
+		return ro, false
 	}
 	d.place(&d.st.Receiver, obs.Receiver)
-	ro := classifyPod(obs.Receiver, podspec.ContainerReceiver, now, obs.Timing.UnschedulableTimeout, x.Spec.NUMA, placement.RetryOnTopologyError)
+	ro = classifyPod(obs.Receiver, podspec.ContainerReceiver, obs.Now, obs.Timing.UnschedulableTimeout, x.Spec.NUMA, placement.RetryOnTopologyError)
 	if ro.State == podFailed && !d.bothEnded(ro) {
 		d.attemptFailed(ro.Reason, "receiver: "+ro.Detail, ro.Retriable)
-		return
+		return ro, false
 	}
+	return ro, true
+}
 
-	if obs.Sender == nil {
-		if d.st.Sender != nil && d.st.Sender.Pod == sendName {
-			d.attemptFailed(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("sender pod %s was deleted before the transfer finished", sendName), true)
-			return
-		}
-		d.st.Phase = pfsv1alpha1.PhasePlacing
-		switch ro.State {
-		case podSucceeded:
-			d.attemptFailed(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("receiver pod %s exited before the sender started", obs.Receiver.Name), true)
-			return
-		case podUnschedulable:
-			d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, ro.Detail)
-			d.plan.RequeueAfter = ro.RetryAt.Sub(now)
-			return
-		case podReady:
-		default:
-			d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod "+obs.Receiver.Name+" is starting; the sender is created once it listens")
-			d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, "waiting for the receiver to listen")
-			return
-		}
-		addr, err := placement.ReceiverAddress(obs.Receiver, x.Spec.Receiver.Network)
-		if err != nil {
-			d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod "+obs.Receiver.Name+" listens; the sender is created once its address is known")
-			d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, err.Error())
-			return
-		}
-		d.plan.CreateSender, d.plan.ReceiverAddr = true, addr
-		d.st.Sender = &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{Pod: sendName}}
-		d.st.StartTime = &metav1.Time{Time: now.Truncate(time.Second)}
-		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "sender pod created, waiting to be scheduled")
-		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonRunning, "the receiver listens; the sender is starting")
-		d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonRunning,
-			fmt.Sprintf("Receiver %s listens at %s; created sender pod %s", obs.Receiver.Name, addr.HostPort(podspec.ReceiverPort), sendName))
+// startSender creates the sender once the receiver listens at a known
+// address; the transfer stays Placing until then.
+func (d *transferDecision) startSender(ro podOutcome) {
+	x, obs, now := d.x, d.obs, d.obs.Now
+	sendName := podspec.TransferPodName(x.Name, d.st.FailedAttempts, podspec.ComponentSender)
+	if d.st.Sender != nil && d.st.Sender.Pod == sendName {
+		d.attemptFailed(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("sender pod %s was deleted before the transfer finished", sendName), true)
 		return
 	}
+	d.st.Phase = pfsv1alpha1.PhasePlacing
+	switch ro.State {
+	case podSucceeded:
+		d.attemptFailed(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("receiver pod %s exited before the sender started", obs.Receiver.Name), true)
+		return
+	case podUnschedulable:
+		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, ro.Detail)
+		d.plan.RequeueAfter = ro.RetryAt.Sub(now)
+		return
+	case podReady:
+	default:
+		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod "+obs.Receiver.Name+" is starting; the sender is created once it listens")
+		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, "waiting for the receiver to listen")
+		return
+	}
+	addr, err := placement.ReceiverAddress(obs.Receiver, x.Spec.Receiver.Network)
+	if err != nil {
+		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod "+obs.Receiver.Name+" listens; the sender is created once its address is known")
+		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, err.Error())
+		return
+	}
+	d.plan.CreateSender, d.plan.ReceiverAddr = true, addr
+	d.st.Sender = &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{Pod: sendName}}
+	d.st.StartTime = &metav1.Time{Time: now.Truncate(time.Second)}
+	d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "sender pod created, waiting to be scheduled")
+	d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonRunning, "the receiver listens; the sender is starting")
+	d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonRunning,
+		fmt.Sprintf("Receiver %s listens at %s; created sender pod %s", obs.Receiver.Name, addr.HostPort(podspec.ReceiverPort), sendName))
+}
+
+// progress follows both pods: placement, the sender's failure, running,
+// and the results once both ended.
+func (d *transferDecision) progress(ro podOutcome) {
+	x, obs, now := d.x, d.obs, d.obs.Now
 	d.place(&d.st.Sender, obs.Sender)
 	so := classifyPod(obs.Sender, podspec.ContainerSender, now, obs.Timing.UnschedulableTimeout, x.Spec.NUMA, placement.RetryOnTopologyError)
 	if so.State == podFailed && !d.bothEnded(so) {
@@ -234,6 +248,15 @@ func (d *transferDecision) place(es **pfsv1alpha1.EndpointStatus, pod *corev1.Po
 		*es = &pfsv1alpha1.EndpointStatus{}
 	}
 	(*es).Pod, (*es).Node = pod.Name, pod.Spec.NodeName
+}
+
+// stop follows a precondition's verdict.
+func (d *transferDecision) stop(v *verdict) {
+	if v.Fail {
+		d.fail(v.Reason, v.Message)
+		return
+	}
+	d.wait(v.Reason, v.Message)
 }
 
 // wait keeps the transfer Pending for an input it needs.

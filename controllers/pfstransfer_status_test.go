@@ -3,6 +3,7 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -10,8 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
@@ -19,13 +22,16 @@ import (
 	"packetfs.io/operator/internal/result"
 )
 
-func side(role string, bytes int64, elapsed, user, sys float64, crc, verdict string) string {
+// sideBytes is what every side() report moves.
+const sideBytes = 100_000_000
+
+func side(role string, elapsed, user, sys float64, crc, verdict string) string {
 	errField := "null"
 	if verdict != "OK" {
 		errField = `"integrity MISMATCH"`
 	}
 	return fmt.Sprintf(`{"ok":%t,"side":%q,"bytes":%d,"wire_bytes":%d,"elapsed_s":%g,"user_s":%g,"sys_s":%g,"integrity":%q,"crc32c":"0x%s","grams":4,"decode_errors":0,"error":%s}`,
-		verdict == "OK", role, bytes, bytes/1000, elapsed, user, sys, verdict, crc, errField)
+		verdict == "OK", role, sideBytes, sideBytes/1000, elapsed, user, sys, verdict, crc, errField)
 }
 
 func readyBlobObj(size string, nodes ...string) *pfsv1alpha1.PfsBlob {
@@ -35,6 +41,10 @@ func readyBlobObj(size string, nodes ...string) *pfsv1alpha1.PfsBlob {
 	}
 	return b
 }
+
+// refusedByPSA is how the apiserver refuses a pod that Pod Security
+// Admission does not allow.
+var refusedByPSA = apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New(`violates PodSecurity "baseline:latest"`))
 
 func TestDecideTransfer(t *testing.T) {
 	base := func(mut ...func(*pfsv1alpha1.PfsTransfer)) *pfsv1alpha1.PfsTransfer {
@@ -59,9 +69,8 @@ func TestDecideTransfer(t *testing.T) {
 	bothCreated := *recvCreated.DeepCopy()
 	bothCreated.Sender = &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{Pod: "x-a0-send"}}
 	recvReady := testPod("x-a0-recv", "receiver", onNode("n1"), withIP("10.0.0.5"), isRunning(true))
-	const n = 100_000_000
-	okRecv := testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(0, "Completed", side("receiver", n, 0.5, 0.1, 0.2, "abcd", "OK")))
-	okSend := testPod("x-a0-send", "sender", onNode("n2"), isTerminated(0, "Completed", side("sender", n, 0.4, 0.05, 0.15, "abcd", "OK")))
+	okRecv := testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(0, "Completed", side("receiver", 0.5, 0.1, 0.2, "abcd", "OK")))
+	okSend := testPod("x-a0-send", "sender", onNode("n2"), isTerminated(0, "Completed", side("sender", 0.4, 0.05, 0.15, "abcd", "OK")))
 
 	type want struct {
 		phase    pfsv1alpha1.Phase
@@ -109,6 +118,13 @@ func TestDecideTransfer(t *testing.T) {
 			want: want{phase: "Pending", attempts: 1, conds: map[string]string{"Succeeded": "False/PodFailed"},
 				plan: transferPlan{DeleteActivePods: true, RequeueAfter: 10 * time.Second},
 				msg:  "attempt 1 failed: receiver pod x-a0-recv was deleted before the transfer finished; retrying in 10s"}},
+		"receiver deleted while the blob has no Ready copy: wait for the blob": {x: base(withBlob, status(recvCreated)),
+			obs:  transferObservation{Blob: readyBlobObj("64Mi")},
+			want: want{phase: "Pending", conds: map[string]string{"Placed": "False/BlobNotReady", "Succeeded": "False/BlobNotReady"}, events: []string{}}},
+		"blob deleted under the pods: fail": {x: base(withBlob, status(recvCreated)),
+			obs: transferObservation{Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), isRunning(false))},
+			want: want{phase: "Failed", conds: map[string]string{"Failed": "True/BlobDeleted", "Succeeded": "False/BlobDeleted"},
+				plan: transferPlan{DeleteActivePods: true}, msg: "PfsBlob b was deleted while the transfer used it", events: []string{"BlobDeleted"}}},
 		"backoff not over: wait": {
 			x: base(func(x *pfsv1alpha1.PfsTransfer) {
 				x.Spec.BackoffLimit = ptr.To(int32(2))
@@ -149,8 +165,8 @@ func TestDecideTransfer(t *testing.T) {
 				msg:  "sender pod x-a0-send: termination message is truncated JSON (22 bytes; the kubelet keeps at most 4096)"}},
 		"both sides report a mismatch": {x: base(status(bothCreated), func(x *pfsv1alpha1.PfsTransfer) { x.Spec.BackoffLimit = ptr.To(int32(3)) }),
 			obs: transferObservation{
-				Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(3, "Error", side("receiver", n, 0.5, 0.1, 0.2, "ffff", "MISMATCH"))),
-				Sender:   testPod("x-a0-send", "sender", onNode("n2"), isTerminated(3, "Error", side("sender", n, 0.5, 0.1, 0.2, "abcd", "MISMATCH")))},
+				Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(3, "Error", side("receiver", 0.5, 0.1, 0.2, "ffff", "MISMATCH"))),
+				Sender:   testPod("x-a0-send", "sender", onNode("n2"), isTerminated(3, "Error", side("sender", 0.5, 0.1, 0.2, "abcd", "MISMATCH")))},
 			want: want{phase: "Failed", attempts: 1, conds: map[string]string{"Placed": "True/PodsScheduled", "Failed": "True/IntegrityMismatch", "Succeeded": "False/IntegrityMismatch"},
 				plan: transferPlan{DeleteActivePods: true}, msg: "CRC32C checksums differ: sender abcd, receiver ffff"}},
 		"deadline passed": {x: base(func(x *pfsv1alpha1.PfsTransfer) { x.Spec.ActiveDeadlineSeconds = ptr.To(int64(60)) }),
@@ -160,6 +176,15 @@ func TestDecideTransfer(t *testing.T) {
 			x.Spec.TTLSecondsAfterFinished = ptr.To(int32(60))
 			x.Status = pfsv1alpha1.PfsTransferStatus{Phase: "Succeeded", CompletionTime: &metav1.Time{Time: t0.Add(-20 * time.Second)}}
 		}), want: want{phase: "Succeeded", plan: transferPlan{DeleteActivePods: true, RequeueAfter: 40 * time.Second}}},
+		"the apiserver refused the receiver: the old status, Placed says why": {x: base(),
+			obs:  transferObservation{CreateFailed: &createFailure{Pod: "x-a0-recv", Err: refusedByPSA}},
+			want: want{conds: map[string]string{"Placed": "False/PodsPending"}, events: []string{"PodsPending"}}},
+		"the apiserver refused the sender: status names no sender": {x: base(status(recvCreated)),
+			obs:  transferObservation{Receiver: recvReady, CreateFailed: &createFailure{Pod: "x-a0-send", Err: refusedByPSA}},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending"}, events: []string{"PodsPending"}}},
+		"a create that failed otherwise changes nothing": {x: base(status(recvCreated)),
+			obs:  transferObservation{Receiver: recvReady, CreateFailed: &createFailure{Pod: "x-a0-send", Err: apierrors.NewTimeoutError("slow", 1)}},
+			want: want{phase: "Placing", events: []string{}}},
 		"finished, TTL over: pods go, the transfer stays": {x: base(func(x *pfsv1alpha1.PfsTransfer) {
 			x.Spec.TTLSecondsAfterFinished = ptr.To(int32(60))
 			x.Status = pfsv1alpha1.PfsTransferStatus{Phase: "Failed", CompletionTime: &metav1.Time{Time: t0.Add(-time.Minute)}}
@@ -169,6 +194,9 @@ func TestDecideTransfer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tc.obs.Now, tc.obs.Timing = t0, timing
 			st, plan := decideTransfer(tc.x, tc.obs)
+			if tc.obs.CreateFailed != nil && st.Sender != nil {
+				t.Errorf("status names sender %+v, which was not created", st.Sender)
+			}
 			if st.Phase != tc.want.phase || st.FailedAttempts != tc.want.attempts {
 				t.Errorf("phase %q attempts %d, want %q %d", st.Phase, st.FailedAttempts, tc.want.phase, tc.want.attempts)
 			}
@@ -202,11 +230,7 @@ func TestDecideTransfer(t *testing.T) {
 				}
 			}
 			if tc.want.events != nil {
-				var got []string
-				for _, e := range plan.Events {
-					got = append(got, e.Reason)
-				}
-				if diff := cmp.Diff(tc.want.events, got, cmpopts.EquateEmpty()); diff != "" {
+				if diff := cmp.Diff(tc.want.events, eventReasons(plan.Events), cmpopts.EquateEmpty()); diff != "" {
 					t.Errorf("event reasons (-want +got):\n%s", diff)
 				}
 			}

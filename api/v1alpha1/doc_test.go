@@ -99,7 +99,7 @@ func TestConditionConstants(t *testing.T) {
 				if !conditionValue.MatchString(v) {
 					t.Errorf("%s = %q is not CamelCase", id.Name, v)
 				}
-				if prev, dup := seen[v]; dup && !(isType(prev) != isType(id.Name)) {
+				if prev, dup := seen[v]; dup && isType(prev) == isType(id.Name) {
 					t.Errorf("%s and %s both have the value %q", prev, id.Name, v)
 				}
 				seen[v] = id.Name

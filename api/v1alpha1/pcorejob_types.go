@@ -163,6 +163,13 @@ type PcoreJobSpec struct {
 // Rates use decimal megabytes (1 MB = 1,000,000 bytes) and are written as
 // decimal strings so that `kubectl get` shows them as measured.
 type PcoreJobStatus struct {
+	// conditions are Placed, Succeeded and Failed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
 	// observedGeneration is the spec generation this status describes.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -237,13 +244,6 @@ type PcoreJobStatus struct {
 	// completionTime is when the job reached Succeeded or Failed.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
-
-	// conditions are Placed, Succeeded and Failed.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // PcoreJob runs a byte op (xor, add, counteq, fnv, crc32c) over a blob range

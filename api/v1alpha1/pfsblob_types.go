@@ -193,6 +193,14 @@ type BlobNodeStatus struct {
 
 // PfsBlobStatus is the observed state of a blob across nodes.
 type PfsBlobStatus struct {
+	// conditions are Ready (every selected node holds the bytes) and Degraded
+	// (some node fell back to another page size, failed or disagrees).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
 	// observedGeneration is the spec generation this status describes.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -226,14 +234,6 @@ type PfsBlobStatus struct {
 	// +listMapKey=node
 	// +kubebuilder:validation:MaxItems=5000
 	Nodes []BlobNodeStatus `json:"nodes,omitempty"`
-
-	// conditions are Ready (every selected node holds the bytes) and Degraded
-	// (some node fell back to another page size, failed or disagrees).
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // PfsBlob is a shared memory blob materialised on nodes: one large,

@@ -334,6 +334,13 @@ type EndpointStatus struct {
 // transfer. Rates use decimal megabytes (1 MB = 1,000,000 bytes) and are
 // written as decimal strings so that `kubectl get` shows them as measured.
 type PfsTransferStatus struct {
+	// conditions are Placed, Succeeded and Failed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
 	// observedGeneration is the spec generation this status describes.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -420,13 +427,6 @@ type PfsTransferStatus struct {
 	// completionTime is when the transfer reached Succeeded or Failed.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
-
-	// conditions are Placed, Succeeded and Failed.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // PfsTransfer is one gram transfer between a sender pod and a receiver pod.

@@ -76,18 +76,18 @@ const (
 )
 
 // ChildName derives a child's name from its owner's name and a suffix,
-// keeping it within max characters (a DNS label for pods: 63). A name that
-// would be too long is cut and given a hash of the full name, so two owners
-// never share a child name.
-func ChildName(owner, suffix string, max int) string {
+// keeping it within maxLen characters (a DNS label for pods: 63). A name
+// that would be too long is cut and given a hash of the full name, so two
+// owners never share a child name.
+func ChildName(owner, suffix string, maxLen int) string {
 	name := owner + "-" + suffix
-	if len(name) <= max {
+	if len(name) <= maxLen {
 		return name
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(name))
 	tail := fmt.Sprintf("-%08x-%s", h.Sum32(), suffix)
-	cut := max - len(tail)
+	cut := maxLen - len(tail)
 	if cut < 1 {
 		cut = 1
 	}

@@ -79,7 +79,7 @@ func ParseBlobCreate(msg string) (*BlobCreate, error) {
 	default:
 		return nil, fmt.Errorf("field \"blob.page\": %q is not 4K, THP, 2M or 1G", *j.Blob.Page)
 	}
-	fp, err := hexValue("blob.fingerprint", *j.Blob.Fingerprint, 16)
+	fp, err := hexValue("blob.fingerprint", *j.Blob.Fingerprint)
 	if err != nil {
 		return nil, err
 	}

@@ -67,12 +67,16 @@ func (m missing) err(what string) error {
 	return fmt.Errorf("%s result lacks required field(s): %s", what, strings.Join(m, ", "))
 }
 
+// maxHexDigits bounds checksums and fingerprints: 64 bits, as the status
+// schema wants.
+const maxHexDigits = 16
+
 // hexValue strips "0x" from a checksum or fingerprint and checks it is
-// 1..maxDigits lower-case hex digits, as the status schema wants.
-func hexValue(field, s string, maxDigits int) (string, error) {
+// 1..maxHexDigits lower-case hex digits.
+func hexValue(field, s string) (string, error) {
 	v := strings.TrimPrefix(s, "0x")
-	if v == "" || len(v) > maxDigits {
-		return "", fmt.Errorf("field %q: %q is not 1 to %d hex digits", field, s, maxDigits)
+	if v == "" || len(v) > maxHexDigits {
+		return "", fmt.Errorf("field %q: %q is not 1 to %d hex digits", field, s, maxHexDigits)
 	}
 	for _, c := range v {
 		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {

@@ -105,7 +105,7 @@ func ParsePcore(msg string, wantBaseline bool) (*Pcore, error) {
 		return nil, err
 	}
 	if j.RangeCRC32CAfter != "" {
-		v, err := hexValue("range_crc32c_after", j.RangeCRC32CAfter, 16)
+		v, err := hexValue("range_crc32c_after", j.RangeCRC32CAfter)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +136,7 @@ func opValue(field string, raw json.RawMessage) (string, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", fmt.Errorf("field %q: %v", field, err)
 		}
-		v, err := hexValue(field, s, 16)
+		v, err := hexValue(field, s)
 		if err != nil {
 			return "", err
 		}

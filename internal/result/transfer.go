@@ -138,14 +138,14 @@ func ParseTransfer(msg string) (*Transfer, error) {
 		if sum == nil {
 			return nil, missing{"checksum (or crc32c)"}.err("transfer")
 		}
-		v, err := hexValue(name, *sum, 16)
+		v, err := hexValue(name, *sum)
 		if err != nil {
 			return nil, err
 		}
 		t.Checksum = v
 	}
 	if peer != nil && *peer != "" {
-		v, err := hexValue(peerName, *peer, 16)
+		v, err := hexValue(peerName, *peer)
 		if err != nil {
 			return nil, err
 		}

@@ -119,7 +119,7 @@ func decode(t *testing.T, out string) objects {
 
 // kinds returns "Kind/name" of every object, sorted.
 func (o objects) kinds() []string {
-	var ks []string
+	ks := make([]string, 0, len(o.list))
 	for _, u := range o.list {
 		ks = append(ks, u.GetKind()+"/"+u.GetName())
 	}

@@ -138,7 +138,7 @@ func testBlob(ctx context.Context, t *testing.T) {
 // regression most of the time. They are deleted again.
 func testManyBlobs(ctx context.Context, t *testing.T) {
 	const n = 8
-	var blobs []*pfsv1alpha1.PfsBlob
+	blobs := make([]*pfsv1alpha1.PfsBlob, 0, n)
 	for i := range n {
 		b := &pfsv1alpha1.PfsBlob{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("small-%d", i), Namespace: testNS},
@@ -444,7 +444,7 @@ func imageTransports(ctx context.Context, t *testing.T) map[string]bool {
 func cliTransport(t pfsv1alpha1.Transport) string { return strings.ToLower(string(t)) }
 
 func keys(m map[string]bool) string {
-	var s []string
+	s := make([]string, 0, len(m))
 	for k := range m {
 		s = append(s, k)
 	}

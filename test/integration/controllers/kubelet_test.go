@@ -211,7 +211,7 @@ func rollOut(t *testing.T, ctx context.Context, blob *pfsv1alpha1.PfsBlob, desir
 // holderPod plays the DaemonSet controller and the kubelet for one node: a
 // pod from the DaemonSet's template bound to node, whose init container
 // exited 0 with message and whose serve container is ready or not.
-func holderPod(t *testing.T, ctx context.Context, ds *appsv1.DaemonSet, node, message string, ready bool) *corev1.Pod {
+func holderPod(t *testing.T, ctx context.Context, ds *appsv1.DaemonSet, node, message string, ready bool) {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -232,7 +232,6 @@ func holderPod(t *testing.T, ctx context.Context, ds *appsv1.DaemonSet, node, me
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 				ExitCode: 0, Reason: "Completed", Message: message, StartedAt: now(), FinishedAt: now()}}}}
 	})
-	return pod
 }
 
 func conditionIs(conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) error {

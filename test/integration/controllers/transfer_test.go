@@ -23,8 +23,9 @@ func recvName(x string, attempt int32) string {
 	return podspec.TransferPodName(x, attempt, podspec.ComponentReceiver)
 }
 
-func sendName(x string, attempt int32) string {
-	return podspec.TransferPodName(x, attempt, podspec.ComponentSender)
+// sendName is the first attempt's sender (the tests retry only receivers).
+func sendName(x string) string {
+	return podspec.TransferPodName(x, 0, podspec.ComponentSender)
 }
 
 func createTransfer(t *testing.T, ctx context.Context, x *pfsv1alpha1.PfsTransfer) {
@@ -102,7 +103,7 @@ func TestTransferOrderingAndResult(t *testing.T) {
 	if nic.Value() != 1 {
 		t.Errorf("device resource limit = %s, want 1", nic.String())
 	}
-	noSender := func() error { return absent(ctx, ns, sendName(x.Name, 0)) }
+	noSender := func() error { return absent(ctx, ns, sendName(x.Name)) }
 	consistently(t, "no sender while the receiver is pending", time.Second, noSender)
 
 	bind(t, ctx, recv, "node-a")
@@ -127,7 +128,7 @@ func TestTransferOrderingAndResult(t *testing.T) {
 	})
 	setStatus(t, ctx, ns, recv.Name, running(true, "10.0.0.5"))
 
-	send := waitPod(t, ctx, ns, sendName(x.Name, 0))
+	send := waitPod(t, ctx, ns, sendName(x.Name))
 	if args := strings.Join(send.Spec.Containers[0].Args, " "); !strings.Contains(args, "--connect 192.168.50.2:5000") {
 		t.Errorf("sender args %q do not connect to the receiver's datanet address", args)
 	}
@@ -188,7 +189,7 @@ func TestTransferTruncatedResult(t *testing.T) {
 	recv := waitPod(t, ctx, ns, recvName(x.Name, 0))
 	bind(t, ctx, recv, "node-a")
 	setStatus(t, ctx, ns, recv.Name, running(true, "10.0.0.7"))
-	send := waitPod(t, ctx, ns, sendName(x.Name, 0))
+	send := waitPod(t, ctx, ns, sendName(x.Name))
 	hp := send.Spec.Containers[0].Resources.Limits["hugepages-2Mi"]
 	if hp.Cmp(resource.MustParse("8Mi")) != 0 {
 		t.Errorf("scratch sender hugepages-2Mi = %s, want 8Mi", hp.String())
@@ -259,7 +260,7 @@ func TestTransferIntegrityMismatchNotRetried(t *testing.T) {
 	recv := waitPod(t, ctx, ns, recvName(x.Name, 0))
 	bind(t, ctx, recv, "node-a")
 	setStatus(t, ctx, ns, recv.Name, running(true, "10.0.0.8"))
-	send := waitPod(t, ctx, ns, sendName(x.Name, 0))
+	send := waitPod(t, ctx, ns, sendName(x.Name))
 	bind(t, ctx, send, "node-b")
 	setStatus(t, ctx, ns, recv.Name, exited(3, transferResult("receiver", 8388608, 0.01, 0.01, 0.01, "0xdeadbeef", "0x287083f7", "MISMATCH")))
 	setStatus(t, ctx, ns, send.Name, exited(3, transferResult("sender", 8388608, 0.01, 0.01, 0.01, "0x287083f7", "0xdeadbeef", "MISMATCH")))
@@ -306,7 +307,7 @@ func TestTransferTTLDeletesPodsKeepsResults(t *testing.T) {
 	createTransfer(t, ctx, x)
 	recv := waitPod(t, ctx, ns, recvName(x.Name, 0))
 	setStatus(t, ctx, ns, recv.Name, running(true, "10.0.0.9"))
-	send := waitPod(t, ctx, ns, sendName(x.Name, 0))
+	send := waitPod(t, ctx, ns, sendName(x.Name))
 	assertControlledBy(t, send.OwnerReferences, "PfsTransfer", x.Name)
 	setStatus(t, ctx, ns, recv.Name, exited(0, transferResult("receiver", 8388608, 0.01, 0.01, 0.01, "0x1", "0x1", "OK")))
 	setStatus(t, ctx, ns, send.Name, exited(0, transferResult("sender", 8388608, 0.01, 0.01, 0.01, "0x1", "0x1", "OK")))

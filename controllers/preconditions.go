@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+)
+
+// The preconditions of a run (a PfsTransfer attempt or a PcoreJob) are one
+// chain of pure checks, in cert-manager's policy-chain style: each check
+// reads the gathered inputs and either holds (nil) or gives a verdict, and
+// the first verdict in the chain's order decides. decideTransfer and
+// decidePcore evaluate the same chain, so both Kinds wait for and fail on
+// their deadline and their blob for the same reasons with the same words.
+
+// runInputs are what the preconditions read; the decide functions fill them
+// from the object and what the controller gathered.
+type runInputs struct {
+	// Kind names the run in messages: "transfer" or "job".
+	Kind      string
+	Namespace string
+	// Created is the object's creation time; Now is the injected clock's.
+	Created, Now time.Time
+	// ActiveDeadlineSeconds is spec.activeDeadlineSeconds; nil: no deadline.
+	ActiveDeadlineSeconds *int64
+	// BlobRef is spec.blobRef; nil: the run uses no blob (a Payload transfer).
+	BlobRef *pfsv1alpha1.BlobReference
+	// Range is spec.range; nil: the whole blob.
+	Range *pfsv1alpha1.Range
+	// Blob is the referenced blob; nil when it was not found.
+	Blob *pfsv1alpha1.PfsBlob
+	// BlobNodes are the nodes that hold a Ready copy of Blob.
+	BlobNodes []string
+	// PodsExist says pods of the run exist (found, not only named in
+	// status): a blob missing under them was deleted while in use.
+	PodsExist bool
+	// Launched says the run is past creating its pods, so it no longer
+	// waits for a Ready copy of the blob: what became of the pods decides.
+	// A transfer's attempt is launched while its pods exist; a job also
+	// when status names a pod that is gone (the job then fails for it).
+	Launched bool
+}
+
+// verdict is the word of the first precondition that does not hold: the
+// run waits (Pending) or fails, with the reason and message its conditions
+// carry.
+type verdict struct {
+	Fail            bool
+	Reason, Message string
+}
+
+// precondition is one pure check; nil when it holds.
+type precondition func(in *runInputs) *verdict
+
+// preconditionChain is an ordered list of checks.
+type preconditionChain []precondition
+
+// evaluate returns the verdict of the first check that does not hold, or
+// nil when all hold.
+func (c preconditionChain) evaluate(in *runInputs) *verdict {
+	for _, check := range c {
+		if v := check(in); v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// runPreconditions is the chain of PfsTransfer and PcoreJob, in order: the
+// deadline first, then the blob: found, the range inside it, a Ready copy.
+var runPreconditions = preconditionChain{withinDeadline, blobFound, rangeInsideBlob, blobHasReadyCopy}
+
+// withinDeadline: spec.activeDeadlineSeconds has not passed since creation.
+func withinDeadline(in *runInputs) *verdict {
+	s := in.ActiveDeadlineSeconds
+	if s == nil || in.Now.Before(in.Created.Add(time.Duration(*s)*time.Second)) {
+		return nil
+	}
+	return &verdict{Fail: true, Reason: pfsv1alpha1.ReasonDeadlineExceeded,
+		Message: fmt.Sprintf("the %s ran longer than spec.activeDeadlineSeconds (%ds)", in.Kind, *s)}
+}
+
+// blobFound: the referenced blob exists. Missing before the run's pods
+// exist, the run waits for it; missing under them, it was deleted in use.
+func blobFound(in *runInputs) *verdict {
+	if in.BlobRef == nil || in.Blob != nil {
+		return nil
+	}
+	if in.PodsExist {
+		return &verdict{Fail: true, Reason: pfsv1alpha1.ReasonBlobDeleted,
+			Message: fmt.Sprintf("PfsBlob %s was deleted while the %s used it", in.BlobRef.Name, in.Kind)}
+	}
+	return &verdict{Reason: pfsv1alpha1.ReasonBlobNotFound,
+		Message: fmt.Sprintf("PfsBlob %s not found in namespace %s", in.BlobRef.Name, in.Namespace)}
+}
+
+// rangeInsideBlob: spec.range ends inside the blob.
+func rangeInsideBlob(in *runInputs) *verdict {
+	r := in.Range
+	if in.BlobRef == nil || in.Blob == nil || r == nil {
+		return nil
+	}
+	end, size := r.Offset.Value()+r.Length.Value(), in.Blob.Spec.Size.Value()
+	if end <= size {
+		return nil
+	}
+	return &verdict{Fail: true, Reason: pfsv1alpha1.ReasonRangeOutOfBounds,
+		Message: fmt.Sprintf("range [%d, %d) ends past the end of PfsBlob %s (%d bytes)", r.Offset.Value(), end, in.BlobRef.Name, size)}
+}
+
+// blobHasReadyCopy: a run that has not launched its pods waits for a node
+// with a Ready copy of the blob.
+func blobHasReadyCopy(in *runInputs) *verdict {
+	if in.BlobRef == nil || in.Blob == nil || len(in.BlobNodes) > 0 || in.Launched {
+		return nil
+	}
+	return &verdict{Reason: pfsv1alpha1.ReasonBlobNotReady,
+		Message: fmt.Sprintf("PfsBlob %s has no node with a Ready copy yet", in.BlobRef.Name)}
+}
