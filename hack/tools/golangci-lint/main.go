@@ -4,8 +4,9 @@
 // module plugins below compiled in: what `golangci-lint custom` builds from
 // a .custom-gcl.yml, made without the git clone of golangci-lint's
 // repository that `custom` starts with (this machine and CI reach the Go
-// module proxy, not GitHub). main is golangci-lint's own cmd/golangci-lint
-// main, which cannot be imported. `make golangci-lint` builds it into ./bin.
+// module proxy, not GitHub). cmd/golangci-lint cannot be imported, so this
+// main calls the same entry point, commands.Execute, with the version read
+// from the build info. `make golangci-lint` builds it into ./bin.
 package main
 
 import (
@@ -33,7 +34,7 @@ func main() {
 		}
 	}
 	if err := commands.Execute(info); err != nil {
-		_, _ = fmt.Fprintf(os.Stderr, "The command is terminated due to an error: %v\n", err)
+		_, _ = fmt.Fprintf(os.Stderr, "golangci-lint: %v\n", err)
 		os.Exit(exitcodes.Failure)
 	}
 }
