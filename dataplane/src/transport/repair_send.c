@@ -67,7 +67,7 @@
 #include "pfs/integrity.h"
 #include "dgram_io.h"
 #include "pfs/log.h"
-#include "udp_impl.h"
+#include "repair.h"
 
 #define TX_BATCH 64
 #define TX_BYTES (1u << 20)	/* fresh bytes per sendmmsg call, at most */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Internal to the udp transport (udp_common.c, udp_send.c, udp_recv.c):
- * the sizes both ends agree on, the control-connection reader, socket setup
- * and rate-limited logging of dropped datagrams. */
-#ifndef PFS_UDP_IMPL_H
-#define PFS_UDP_IMPL_H
+/* Internal to the datagram repair plane (repair_common.c, repair_send.c,
+ * repair_recv.c), which carries both datagram transports (udp, afxdp) over
+ * the I/O seam of dgram_io.h: the sizes both ends agree on, the
+ * control-connection reader, UDP socket setup and rate-limited logging of
+ * dropped datagrams. */
+#ifndef PFS_REPAIR_H
+#define PFS_REPAIR_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -69,4 +71,4 @@ static inline uint32_t pfs_udp_usec32(double t)
 	return (uint32_t)(uint64_t)(t * 1e6);
 }
 
-#endif /* PFS_UDP_IMPL_H */
+#endif /* PFS_REPAIR_H */

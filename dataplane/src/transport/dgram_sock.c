@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Datagram I/O over a kernel UDP socket (transport "udp"): the device side
- * of the repair plane in udp_send.c / udp_recv.c. One socket, owned by the
+ * of the repair plane in repair_send.c / repair_recv.c. One socket, owned by the
  * transport's one thread.
  *
  * Sender: a connected socket; each message of a batch is a 32-byte
@@ -30,7 +30,7 @@
 
 #include "dgram_io.h"
 #include "pfs/log.h"
-#include "udp_impl.h"
+#include "repair.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -39,7 +39,7 @@
 #define UDP_GRO 104
 #endif
 
-#define TX_BATCH 64		/* = udp_send.c's batch */
+#define TX_BATCH 64		/* = repair_send.c's batch */
 #define RX_BATCH 32
 #define RX_BUFSZ 65536
 

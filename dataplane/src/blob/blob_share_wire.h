@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "pfs/blob_share.h"
-#include "wire_le.h"
+#include "wire/wire_le.h"
 
 #define SHARE_REQ_MAGIC "PFSQ"
 #define SHARE_REPLY_MAGIC "PFSA"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Pieces both ends of the udp transport use: the non-blocking reader of the
- * TCP control connection (one per side, owned by that side's only thread),
- * UDP socket creation with large buffers (bound to --ifname when given),
- * the interface MTU, and rate-limited logging of
+ * Pieces both ends of the datagram repair plane (udp and afxdp) use: the
+ * non-blocking reader of the TCP control connection (one per side, owned by
+ * that side's only thread), UDP socket creation with large buffers (bound
+ * to --ifname when given), the interface MTU, and rate-limited logging of
  * dropped datagrams (nothing is logged per packet after the first few).
  */
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "pfs/log.h"
-#include "udp_impl.h"
+#include "repair.h"
 
 int pfs_udp_ctl_next(struct pfs_udp_ctlin *c, const uint8_t **rec, size_t *len)
 {

@@ -2,8 +2,8 @@
 /*
  * Datagram I/O over AF_XDP (transport "afxdp"): the same 32-byte-header
  * UDP fragments as the udp transport, carried in Ethernet/IPv4-or-IPv6/UDP
- * frames built in UMEM (pfs/xsk.h). The repair plane above it (udp_send.c,
- * udp_recv.c) and its TCP control connection are unchanged: control, ACKs
+ * frames built in UMEM (pfs/xsk.h). The repair plane above it (repair_send.c,
+ * repair_recv.c) and its TCP control connection are unchanged: control, ACKs
  * and NAKs go through the kernel stack on the same interface (our XDP
  * program passes everything but UDP to the data port).
  *
@@ -50,7 +50,7 @@
 #include "pfs/netdev.h"
 #include "pfs/xdp.h"
 #include "pfs/xsk.h"
-#include "udp_impl.h"
+#include "repair.h"
 
 extern char **environ;
 

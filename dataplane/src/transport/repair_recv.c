@@ -57,7 +57,7 @@
 #include "pfs/integrity.h"
 #include "dgram_io.h"
 #include "pfs/log.h"
-#include "udp_impl.h"
+#include "repair.h"
 
 #define NAK_BUF (64 << 10)
 #define HW_HIST 64		/* ticks of history: reordering up to 63 ms tolerated */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to the datagram transports (udp, afxdp): the seam between the
- * repair plane (udp_send.c, udp_recv.c: windows, ACK/NAK, pacing, the TCP
+ * repair plane (repair_send.c, repair_recv.c: windows, ACK/NAK, pacing, the TCP
  * control connection) and the device that moves the data fragments.
  *
  *   dgram_sock.c  a kernel UDP socket: sendmmsg + UDP GSO, recvmmsg + GRO,
@@ -90,7 +90,7 @@ extern const struct pfs_dgram_backend pfs_dgram_sock;
 extern const struct pfs_dgram_backend pfs_dgram_xsk;
 #endif
 
-/* The repair plane over @be (udp_send.c, udp_recv.c). */
+/* The repair plane over @be (repair_send.c, repair_recv.c). */
 int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		   const struct pfs_dgram_backend *be);
 int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
