@@ -7,7 +7,7 @@
  * per-core arrays must give way to min/max and the object must stay valid
  * and complete. (It includes the CLI source to reach its static writer.)
  */
-#include "../src/pcore_cli.c"
+#include "../tools/pfs/pcore.c"
 #include "tap.h"
 
 static struct pfs_pcore_result pc, bl;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "pfs/cli.h"
+#include "cli.h"
 #include "pfs/log.h"
 
 int pfs_parse_u64(const char *s, uint64_t *out)

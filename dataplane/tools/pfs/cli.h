@@ -27,6 +27,7 @@ int pfs_cmd_recv(int argc, char **argv);
 int pfs_cmd_bench(int argc, char **argv);
 int pfs_cmd_probe(int argc, char **argv);
 int pfs_cmd_xsk(int argc, char **argv);
+int pfs_cmd_pcore(int argc, char **argv);
 
 /* `pfs --check-args COMMAND ...`: every command parses and validates its
  * options as usual, then exits 0 before touching memory, sockets or files.

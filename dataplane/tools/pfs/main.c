@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pfs/cli.h"
+#include "cli.h"
 #include "pfs/log.h"
 #include "pfs/pcore.h"
 

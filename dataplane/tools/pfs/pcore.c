@@ -24,12 +24,12 @@
 #include <unistd.h>
 
 #include "pfs/blob.h"
-#include "pfs/cli.h"
-#include "pfs/cli_share.h"
+#include "cli.h"
+#include "cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 #include "pfs/pcore.h"
-#include "pcore_cli.h"
+#include "pcore.h"
 
 #define EXIT_USAGE 2
 #define JSON_MAX 4096

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "pfs/cli.h"
-#include "pfs/cli_share.h"
+#include "cli.h"
+#include "cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 
@@ -64,7 +64,7 @@ int pfs_cmd_blob(int argc, char **argv)
 		fputs(blob_usage, stdout);
 		return PFS_EXIT_OK;
 	}
-	/* blob-share verbs (src/cli_blob_share.c) parse their own options. */
+	/* blob-share verbs (share.c) parse their own options. */
 	if (!strcmp(verb, "serve"))
 		return pfs_cmd_blob_serve(argc - 1, argv + 1);
 	if (!strcmp(verb, "ping"))

@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "pfs/cli.h"
+#include "cli.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pfs/cli.h"
-#include "pfs/cli_share.h"
+#include "cli.h"
+#include "cli_share.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 #include "pfs/pcore.h"

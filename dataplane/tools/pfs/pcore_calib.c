@@ -29,7 +29,7 @@
 #include "pfs/integrity.h"
 #include "pfs/ops.h"
 #include "pfs/pcore.h"
-#include "pcore_cli.h"
+#include "pcore.h"
 
 enum job_kind { JOB_READ, JOB_MEMCPY, JOB_CRC, JOB_FNV_NAIVE, JOB_FNV_MULTI };
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "pfs/cli.h"
+#include "cli.h"
 
 static const char probe_usage[] =
 "usage: pfs probe --ready-file PATH\n"

@@ -25,7 +25,7 @@
 #include <arpa/inet.h>
 #include <net/if.h>
 
-#include "pfs/cli.h"
+#include "cli.h"
 #include "pfs/log.h"
 #include "pfs/netdev.h"
 #include "pfs/result.h"

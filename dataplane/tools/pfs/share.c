@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "pfs/blob_share.h"
-#include "pfs/cli.h"
-#include "pfs/cli_share.h"
+#include "cli.h"
+#include "cli_share.h"
 #include "pfs/log.h"
 
 #define MAX_ALLOW_UIDS 64
