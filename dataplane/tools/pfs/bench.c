@@ -15,7 +15,6 @@
  * Single-threaded; repeated measurements report the median.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,28 +25,34 @@
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 
+#define MAX_REPS 15
+
+struct bench_args {
+	uint64_t reps;
+	const char *result_file;
+	struct pfs_cli_blob cb;
+};
+
+static const struct pfs_opt bench_opts[] = {
+	{ "reps", PFS_OPT_U64, PFS_OPT_AT(struct bench_args, reps), "N",
+	  "repetitions of each timed pass, median reported (3)", .min = 1, .max = MAX_REPS },
+	{ "result-file", PFS_OPT_STR, PFS_OPT_AT(struct bench_args, result_file), "PATH",
+	  "also write the JSON there" },
+	{ 0 },
+};
+
 static const char bench_usage[] =
-"usage: pfs bench [blob options] [--reps N] [--result-file PATH]\n"
-"\n"
-"Measures, in one run: blob map/prefault/fill on the page kind asked for,\n"
-"single-core CRC32C over the blob (out of cache) and over 64 KiB in cache,\n"
-"(the blob is created once on first-touch pages, then --reps times on pages\n"
-"touched before; the median of those is compared with the warm memset),\n"
-"the portable CRC32C, FNV-1a 64, and memset of the same size on the blob's\n"
-"pages (warm) and on fresh 4 KiB pages (cold). Prints one JSON object with\n"
-"MB/s (decimal) and the blob target: prefault + fill <= 2x the memset of a\n"
-"fresh mapping of the same page kind (its page faults included, as setup's are).\n"
-"\n" PFS_CLI_BLOB_HELP
-"  --reps N             repetitions of each timed pass, median reported (3)\n"
-"  --result-file PATH   also write the JSON there\n";
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+	"usage: pfs bench [blob options] [--reps N] [--result-file PATH]\n"
+	"\n"
+	"Measures, in one run: blob map/prefault/fill on the page kind asked for,\n"
+	"single-core CRC32C over the blob (out of cache) and over 64 KiB in cache,\n"
+	"(the blob is created once on first-touch pages, then --reps times on pages\n"
+	"touched before; the median of those is compared with the warm memset),\n"
+	"the portable CRC32C, FNV-1a 64, and memset of the same size on the blob's\n"
+	"pages (warm) and on fresh 4 KiB pages (cold). Prints one JSON object with\n"
+	"MB/s (decimal) and the blob target: prefault + fill <= 2x the memset of a\n"
+	"fresh mapping of the same page kind (its page faults included, as setup's are).\n"
+	"\n";
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -76,13 +81,13 @@ static double cpu_now_s(void)
 
 static double time_crc(const uint8_t *p, uint64_t len, int reps, double *cpu)
 {
-	double t[16], c[16];
+	double t[MAX_REPS], c[MAX_REPS];
 
 	for (int i = 0; i < reps; i++) {
-		double t0 = now_s(), c0 = cpu_now_s();
+		double t0 = pfs_cli_now(), c0 = cpu_now_s();
 
 		sink += pfs_crc32c(0, p, len);
-		t[i] = now_s() - t0;
+		t[i] = pfs_cli_now() - t0;
 		c[i] = cpu_now_s() - c0;
 	}
 	*cpu = median(c, reps);
@@ -91,117 +96,94 @@ static double time_crc(const uint8_t *p, uint64_t len, int reps, double *cpu)
 
 static double time_memset(uint8_t *p, uint64_t len, int reps, int val)
 {
-	double t[16];
+	double t[MAX_REPS];
 
 	for (int i = 0; i < reps; i++) {
-		double t0 = now_s();
+		double t0 = pfs_cli_now();
 
 		memset(p, val + i, len);
 		__asm__ __volatile__("" ::: "memory");
-		t[i] = now_s() - t0;
+		t[i] = pfs_cli_now() - t0;
 		sink += p[len / 2];
 	}
 	return median(t, reps);
 }
 
-int pfs_cmd_bench(int argc, char **argv)
+/* What one run measured. */
+struct bench {
+	uint64_t size, in_total, small, n;
+	double setup_first, setup; /* prefault + fill: first touch, warm median */
+	enum pfs_page_kind kind_first, kind;
+	double crc_s, crc_cpu, crc_in_s, port_s, fnv_s;
+	double ms_warm, ms_cold, ms_fresh;
+};
+
+/* The blob's setup: once on first-touch pages, then reps times on pages
+ * touched before (median). Returns the last blob, or NULL. */
+static struct pfs_blob *time_setup(const struct bench_args *a, struct bench *b)
 {
-	static const struct option lo[] = {
-		PFS_CLI_BLOB_LONGOPTS,
-		{ "reps", 1, 0, PFS_OPT_LONG }, { "result-file", 1, 0, PFS_OPT_LONG },
-		{ "help", 0, 0, 'h' }, { 0 },
-	};
-	const char *result_file = NULL;
-	struct pfs_cli_blob cb;
-	struct pfs_blob *blob;
-	struct pfs_json j;
-	char why[768];
 	const struct pfs_blob_timings *bt;
-	uint64_t size, reps = 3, in_total = 2ULL << 30, small = 64 << 10, n;
-	double setups[16], fresh_s[16];
-	double crc_s, crc_cpu, crc_in_s, port_s, fnv_s, ms_warm, ms_cold, ms_fresh, setup, setup_first, t0;
-	enum pfs_page_kind kind;
-	enum pfs_page_kind kind_first;
-	uint8_t *cold;
-	uint64_t h;
-	int c, idx;
+	double setups[MAX_REPS];
+	struct pfs_blob *blob;
+	char why[768];
 
-	pfs_cli_blob_init(&cb);
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
-		int r;
-
-		if (c == 'h') {
-			fputs(bench_usage, stdout);
-			return PFS_EXIT_OK;
-		}
-		if (c != PFS_OPT_LONG)
-			goto usage;
-		r = pfs_cli_blob_opt(&cb, lo[idx].name, optarg);
-		if (r < 0)
-			return PFS_EXIT_USAGE;
-		if (r)
-			continue;
-		if (!strcmp(lo[idx].name, "reps")) {
-			if (pfs_parse_u64(optarg, &reps) || !reps || reps > 15)
-				goto usage;
-		} else if (!strcmp(lo[idx].name, "result-file")) {
-			result_file = optarg;
-		}
-	}
-	if (optind < argc)
-		goto usage;
-
-	if (cb.open_name) {
-		fprintf(stderr, "pfs bench: measures blob creation; --blob-name is not allowed\n");
-		return PFS_EXIT_USAGE;
-	}
-	blob = pfs_cli_blob_get(&cb, why, sizeof(why));
+	blob = pfs_cli_blob_get(&a->cb, why, sizeof(why));
 	if (!blob)
-		return PFS_EXIT_ERROR;
+		return NULL;
 	bt = pfs_blob__timings(blob);
-	setup_first = bt->prefault_s + bt->fill_s;
-	kind_first = pfs_blob__page_kind(blob);
+	b->setup_first = bt->prefault_s + bt->fill_s;
+	b->kind_first = pfs_blob__page_kind(blob);
 	pfs_blob__close(blob);
-	/* Warm creations: median of reps, like every other timed pass here. */
-	for (uint64_t i = 0; i < reps; i++) {
-		blob = pfs_cli_blob_get(&cb, why, sizeof(why));
+	for (uint64_t i = 0; i < a->reps; i++) {
+		blob = pfs_cli_blob_get(&a->cb, why, sizeof(why));
 		if (!blob)
-			return PFS_EXIT_ERROR;
+			return NULL;
 		bt = pfs_blob__timings(blob);
 		setups[i] = bt->prefault_s + bt->fill_s;
-		if (i + 1 < reps)
+		if (i + 1 < a->reps)
 			pfs_blob__close(blob);
 	}
-	size = pfs_blob__size(blob);
-	setup = median(setups, (int)reps);
+	b->size = pfs_blob__size(blob);
+	b->setup = median(setups, (int)a->reps);
+	return blob;
+}
 
-	crc_s = time_crc(pfs_blob__data(blob), size, (int)reps, &crc_cpu);
-	t0 = now_s();
-	for (n = 0; n < in_total; n += small)
-		sink += pfs_crc32c(0, pfs_blob__data(blob), small);
-	crc_in_s = now_s() - t0;
-	n = size < (256ULL << 20) ? size : 256ULL << 20;
-	t0 = now_s();
-	sink += pfs_crc32c_portable(0, pfs_blob__data(blob), n / 4);
-	port_s = now_s() - t0;
-	t0 = now_s();
-	h = pfs_fnv1a64(PFS_FNV1A64_INIT, pfs_blob__data(blob), n);
-	fnv_s = now_s() - t0;
-	sink += h;
+/* Checksums over the blob, then the warm memset of its pages. */
+static void time_rates(const struct bench_args *a, struct pfs_blob *blob, struct bench *b)
+{
+	uint8_t *data = pfs_blob__data(blob);
+	double t0;
 
-	ms_warm = time_memset(pfs_blob__data(blob), size, (int)reps, 0x11);
-	kind = pfs_blob__page_kind(blob);
-	pfs_blob__close(blob);
-	blob = NULL;
-	/* What a program pays to memset a fresh allocation of these pages: the
-	 * faults (the kernel zeroes each page) plus the memset. Blob setup pays
-	 * the same faults, so this is the like-for-like baseline. */
-	for (uint64_t i = 0; i < reps; i++) {
-		struct pfs_blob_opts fo = cb.opts;
+	b->crc_s = time_crc(data, b->size, (int)a->reps, &b->crc_cpu);
+	b->in_total = 2ULL << 30;
+	b->small = 64 << 10;
+	t0 = pfs_cli_now();
+	for (uint64_t n = 0; n < b->in_total; n += b->small)
+		sink += pfs_crc32c(0, data, b->small);
+	b->crc_in_s = pfs_cli_now() - t0;
+	b->n = b->size < (256ULL << 20) ? b->size : 256ULL << 20;
+	t0 = pfs_cli_now();
+	sink += pfs_crc32c_portable(0, data, b->n / 4);
+	b->port_s = pfs_cli_now() - t0;
+	t0 = pfs_cli_now();
+	sink += pfs_fnv1a64(PFS_FNV1A64_INIT, data, b->n);
+	b->fnv_s = pfs_cli_now() - t0;
+	b->ms_warm = time_memset(data, b->size, (int)a->reps, 0x11);
+	b->kind = pfs_blob__page_kind(blob);
+}
+
+/* What a program pays to memset a fresh allocation of these pages: the
+ * faults (the kernel zeroes each page) plus the memset. Blob setup pays
+ * the same faults, so this is the like-for-like baseline. */
+static int time_fresh(const struct bench_args *a, struct bench *b)
+{
+	double fresh_s[MAX_REPS];
+
+	for (uint64_t i = 0; i < a->reps; i++) {
+		struct pfs_blob_opts fo = a->cb.opts;
 		struct pfs_blob *fresh;
 
-		fo.page = kind;
+		fo.page = b->kind;
 		fo.no_fallback = true;
 		fo.no_prefault = true;
 		fo.fill = PFS_FILL_NONE;
@@ -209,55 +191,102 @@ int pfs_cmd_bench(int argc, char **argv)
 		fresh = pfs_blob__create(&fo);
 		if (!fresh) {
 			pfs_err("bench: a fresh %s mapping for the memset: %s",
-				pfs_page_kind_str(kind), strerror(errno));
-			return PFS_EXIT_ERROR;
+				pfs_page_kind_str(b->kind), strerror(errno));
+			return -ENOMEM;
 		}
-		fresh_s[i] = time_memset(pfs_blob__data(fresh), size, 1, 0x33);
+		fresh_s[i] = time_memset(pfs_blob__data(fresh), b->size, 1, 0x33);
 		pfs_blob__close(fresh);
 	}
-	ms_fresh = median(fresh_s, (int)reps);
-	blob = pfs_cli_blob_get(&cb, why, sizeof(why));
-	if (!blob)
-		return PFS_EXIT_ERROR;
-	cold = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	b->ms_fresh = median(fresh_s, (int)a->reps);
+	return 0;
+}
+
+/* The memset of fresh 4 KiB pages (while the blob is mapped). */
+static int time_cold(struct bench *b)
+{
+	uint8_t *cold =
+		mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
 	if (cold == MAP_FAILED) {
 		pfs_err("bench: mmap %llu bytes for the cold memset: %s",
-			(unsigned long long)size, strerror(errno));
-		pfs_blob__close(blob);
-		return PFS_EXIT_ERROR;
+			(unsigned long long)b->size, strerror(errno));
+		return -ENOMEM;
 	}
-	ms_cold = time_memset(cold, size, 1, 0x22);
-	munmap(cold, size);
+	b->ms_cold = time_memset(cold, b->size, 1, 0x22);
+	munmap(cold, b->size);
+	return 0;
+}
+
+static void report(const struct bench_args *a, const struct bench *b, const struct pfs_blob *blob)
+{
+	struct pfs_json j;
 
 	pfs_json_begin(&j);
 	pfs_json_bool(&j, "ok", true);
 	pfs_json_str(&j, "cmd", "bench", 8);
-	pfs_json_u64(&j, "bytes", size);
-	pfs_json_u64(&j, "reps", reps);
+	pfs_json_u64(&j, "bytes", b->size);
+	pfs_json_u64(&j, "reps", a->reps);
 	pfs_json_str(&j, "crc32c_impl", pfs_crc32c_impl(), 24);
-	pfs_json_num(&j, "crc32c_mb_s", size / 1e6 / crc_s, 1);
-	pfs_json_num(&j, "crc32c_mb_per_cpu_s", size / 1e6 / crc_cpu, 1);
-	pfs_json_num(&j, "crc32c_incache_mb_s", in_total / 1e6 / crc_in_s, 1);
-	pfs_json_num(&j, "crc32c_portable_mb_s", n / 4 / 1e6 / port_s, 1);
-	pfs_json_num(&j, "fnv1a64_mb_s", n / 1e6 / fnv_s, 1);
-	pfs_json_num(&j, "memset_warm_s", ms_warm, 4);
-	pfs_json_num(&j, "memset_warm_mb_s", size / 1e6 / ms_warm, 1);
-	pfs_json_num(&j, "memset_cold_4k_s", ms_cold, 4);
-	pfs_json_num(&j, "prefault_fill_s", setup, 4);
-	pfs_json_num(&j, "memset_fresh_s", ms_fresh, 4);
-	pfs_json_num(&j, "setup_over_memset", setup / ms_warm, 2);
-	pfs_json_num(&j, "setup_over_fresh_memset", setup / ms_fresh, 2);
-	pfs_json_str(&j, "target_setup_within_2x_memset", setup <= 2 * ms_fresh ? "PASS" : "MISS",
-		     8);
-	pfs_json_str(&j, "first_page", pfs_page_kind_str(kind_first), 8);
-	pfs_json_num(&j, "first_prefault_fill_s", setup_first, 4);
-	pfs_json_num(&j, "first_over_cold_memset", setup_first / ms_cold, 2);
+	pfs_json_num(&j, "crc32c_mb_s", b->size / 1e6 / b->crc_s, 1);
+	pfs_json_num(&j, "crc32c_mb_per_cpu_s", b->size / 1e6 / b->crc_cpu, 1);
+	pfs_json_num(&j, "crc32c_incache_mb_s", b->in_total / 1e6 / b->crc_in_s, 1);
+	pfs_json_num(&j, "crc32c_portable_mb_s", b->n / 4 / 1e6 / b->port_s, 1);
+	pfs_json_num(&j, "fnv1a64_mb_s", b->n / 1e6 / b->fnv_s, 1);
+	pfs_json_num(&j, "memset_warm_s", b->ms_warm, 4);
+	pfs_json_num(&j, "memset_warm_mb_s", b->size / 1e6 / b->ms_warm, 1);
+	pfs_json_num(&j, "memset_cold_4k_s", b->ms_cold, 4);
+	pfs_json_num(&j, "prefault_fill_s", b->setup, 4);
+	pfs_json_num(&j, "memset_fresh_s", b->ms_fresh, 4);
+	pfs_json_num(&j, "setup_over_memset", b->setup / b->ms_warm, 2);
+	pfs_json_num(&j, "setup_over_fresh_memset", b->setup / b->ms_fresh, 2);
+	pfs_json_str(&j, "target_setup_within_2x_memset",
+		     b->setup <= 2 * b->ms_fresh ? "PASS" : "MISS", 8);
+	pfs_json_str(&j, "first_page", pfs_page_kind_str(b->kind_first), 8);
+	pfs_json_num(&j, "first_prefault_fill_s", b->setup_first, 4);
+	pfs_json_num(&j, "first_over_cold_memset", b->setup_first / b->ms_cold, 2);
 	pfs_cli_blob_json(&j, blob, 0);
 	pfs_json_str(&j, "error", NULL, 0);
-	pfs_result_emit(pfs_json_end(&j), result_file);
+	pfs_result_emit(pfs_json_end(&j), a->result_file);
+}
+
+int pfs_cmd_bench(int argc, char **argv)
+{
+	struct bench_args a = { .reps = 3 };
+	struct pfs_cmdline c = {
+		.cmd = "bench",
+		.usage = bench_usage,
+		.group = { { bench_opts, &a }, { pfs_cli_blob_opts, &a.cb } },
+	};
+	struct bench b = { 0 };
+	struct pfs_blob *blob;
+	char why[768];
+	int err;
+
+	pfs_cli_blob_init(&a.cb);
+	err = pfs_opt_parse(&c, argc, argv);
+	if (err)
+		return pfs_exit_parse(err);
+	if (a.cb.open_name) {
+		pfs_opt_fail(&c, "measures blob creation; --blob-name is not allowed");
+		return PFS_EXIT_USAGE;
+	}
+	if (pfs_cli_check_args)
+		return PFS_EXIT_OK;
+	blob = time_setup(&a, &b);
+	if (!blob)
+		return PFS_EXIT_ERROR;
+	time_rates(&a, blob, &b);
+	pfs_blob__close(blob);
+	if (time_fresh(&a, &b))
+		return PFS_EXIT_ERROR;
+	blob = pfs_cli_blob_get(&a.cb, why, sizeof(why));
+	if (!blob)
+		return PFS_EXIT_ERROR;
+	if (time_cold(&b)) {
+		pfs_blob__close(blob);
+		return PFS_EXIT_ERROR;
+	}
+	report(&a, &b, blob);
 	pfs_blob__close(blob);
 	return PFS_EXIT_OK;
-usage:
-	fprintf(stderr, "%s", bench_usage);
-	return PFS_EXIT_USAGE;
 }

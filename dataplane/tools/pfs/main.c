@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * pfs: the PacketFS data-plane CLI. This file only dispatches: global
- * options (log level) then a subcommand from the table below. Results go to
- * stdout as one JSON object; logs go to stderr.
+ * options (log level, --check-args) then a subcommand from the table below,
+ * one file each in tools/pfs/. Results go to stdout as one JSON object;
+ * logs go to stderr. The library (libpfs.a) holds no CLI code.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -10,7 +11,6 @@
 
 #include "cli.h"
 #include "pfs/log.h"
-#include "pfs/pcore.h"
 
 struct command {
 	const char *name;
@@ -25,7 +25,7 @@ static const struct command commands[] = {
 	{ "bench", pfs_cmd_bench, "local rates: CRC32C, FNV-1a, memset, blob setup" },
 	{ "pcore", pfs_cmd_pcore, "run byte ops over the blob on pcores" },
 	{ "probe", pfs_cmd_probe, "readiness probe: does a receiver's --ready-file exist" },
-#ifndef PFS_NO_AFXDP	/* the arm64 cross build has no libbpf */
+#ifndef PFS_NO_AFXDP /* the arm64 cross build has no libbpf */
 	{ "xsk", pfs_cmd_xsk, "AF_XDP link probe: sink | blast test frames, detach" },
 #endif
 };
@@ -39,7 +39,9 @@ static void usage(FILE *f)
 	fprintf(f, "\n`pfs COMMAND --help` describes each command.\n"
 		   "Results: one JSON object on stdout (<= 4 KiB); logs on stderr.\n"
 		   "Exit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused, 5 timeout.\n"
-		   "Log levels: error, warn, info (default), debug.\n");
+		   "Log levels: error, warn, info (default), debug.\n"
+		   "Sizes take K/M/G/T and KiB..TiB (binary), KB/MB/GB/TB (decimal) and\n"
+		   "fractions (1.5G); integers take 0x (hex) and 0 (octal) prefixes.\n");
 }
 
 int main(int argc, char **argv)

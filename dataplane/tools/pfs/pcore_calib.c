@@ -42,7 +42,7 @@ struct jthread {
 	const uint8_t *src;
 	uint8_t *dst;
 	uint64_t len;
-	uint64_t sink;		/* keeps the compiler from dropping reads */
+	uint64_t sink; /* keeps the compiler from dropping reads */
 	double cpu_s;
 };
 
@@ -74,8 +74,7 @@ static double now_s(void)
 #if defined(__x86_64__)
 /* The fastest plain read we can write: 32-byte loads or-ed into four
  * independent accumulators; no compare, no store. */
-__attribute__((target("avx2")))
-static uint64_t read_avx2(const uint8_t *p, uint64_t len)
+__attribute__((target("avx2"))) static uint64_t read_avx2(const uint8_t *p, uint64_t len)
 {
 	__m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
 	uint64_t i = 0, r[4];
@@ -189,9 +188,8 @@ static void *jthread_main(void *arg)
 /* Run @kind on @threads threads over [src, src + len); MB/s or -errno.
  * *@per_cpu_s gets MB per CPU-second (bytes over the threads' CPU time),
  * which preemption by other tenants does not dilute. */
-static double run_job(enum job_kind kind, const uint8_t *src, uint8_t *dst,
-		      uint64_t len, const int *cpus, unsigned threads,
-		      unsigned passes, double *per_cpu_s)
+static double run_job(enum job_kind kind, const uint8_t *src, uint8_t *dst, uint64_t len,
+		      const int *cpus, unsigned threads, unsigned passes, double *per_cpu_s)
 {
 	double cpu = 0;
 	struct job *job = calloc(1, sizeof(*job));
@@ -208,8 +206,11 @@ static double run_job(enum job_kind kind, const uint8_t *src, uint8_t *dst,
 		uint64_t a = (len * i / threads) & ~4095ULL;
 		uint64_t b = i + 1 == threads ? len : (len * (i + 1) / threads) & ~4095ULL;
 
-		job->t[i] = (struct jthread){ .job = job, .cpu = cpus[i], .src = src + a,
-					      .dst = dst ? dst + a : NULL, .len = b - a };
+		job->t[i] = (struct jthread){ .job = job,
+					      .cpu = cpus[i],
+					      .src = src + a,
+					      .dst = dst ? dst + a : NULL,
+					      .len = b - a };
 	}
 	for (; started < threads; started++) {
 		err = -pthread_create(&job->t[started].th, NULL, jthread_main, &job->t[started]);
@@ -235,9 +236,8 @@ static double run_job(enum job_kind kind, const uint8_t *src, uint8_t *dst,
 	return (double)len * passes / (t1 - t0) / 1e6;
 }
 
-int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus,
-			     unsigned threads, unsigned passes,
-			     struct pfs_pcore_calib *out)
+int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus, unsigned threads,
+			     unsigned passes, struct pfs_pcore_calib *out)
 {
 	/* FNV is ~1 GB/s per stream: a slice keeps the naive loop short. */
 	uint64_t fnv_len = len < (256ULL << 20) ? len : 256ULL << 20;
@@ -253,12 +253,12 @@ int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
 	if (dst == MAP_FAILED) {
 		out->memcpy_dst_page = "thp";
-		dst = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		dst = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			   0);
 		if (dst == MAP_FAILED)
 			return -ENOMEM;
 		madvise(dst, maplen, MADV_HUGEPAGE);
-		memset(dst, 0, maplen);	/* fault in outside the timing */
+		memset(dst, 0, maplen); /* fault in outside the timing */
 	}
 	v[0] = run_job(JOB_READ, base, NULL, len, cpus, 1, passes, &out->cpu[0]);
 	v[1] = run_job(JOB_READ, base, NULL, len, cpus, threads, passes, &out->cpu[1]);

@@ -7,48 +7,44 @@
  * receiver's port would take the one connection it accepts.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
 
-static const char probe_usage[] =
-"usage: pfs probe --ready-file PATH\n"
-"\n"
-"Exit 0 when PATH exists (the receiver that was started with --ready-file\n"
-"PATH accepts senders), 1 when it does not, 2 on bad usage.\n";
+struct probe_args {
+	const char *ready_file;
+};
+
+static const struct pfs_opt probe_opts[] = {
+	{ "ready-file", PFS_OPT_STR, PFS_OPT_AT(struct probe_args, ready_file), "PATH",
+	  "the file `pfs recv --ready-file` creates", .flags = PFS_OPT_REQUIRED },
+	{ 0 },
+};
 
 int pfs_cmd_probe(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "ready-file", 1, 0, 'r' }, { "help", 0, 0, 'h' }, { 0 },
+	struct probe_args a = { 0 };
+	struct pfs_cmdline c = {
+		.cmd = "probe",
+		.usage =
+			"usage: pfs probe --ready-file PATH\n"
+			"\n"
+			"Exit 0 when PATH exists (the receiver that was started with --ready-file\n"
+			"PATH accepts senders), 1 when it does not, 2 on bad usage.\n\n",
+		.group = { { probe_opts, &a } },
 	};
-	const char *path = NULL;
 	struct stat st;
-	int c;
+	int err = pfs_opt_parse(&c, argc, argv);
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(probe_usage, stdout);
-			return PFS_EXIT_OK;
-		}
-		if (c != 'r')
-			goto usage;
-		path = optarg;
-	}
-	if (!path || optind < argc)
-		goto usage;
+	if (err)
+		return pfs_exit_parse(err);
 	if (pfs_cli_check_args)
 		return PFS_EXIT_OK;
-	if (stat(path, &st)) {
-		fprintf(stderr, "pfs probe: not ready: %s: %s\n", path, strerror(errno));
+	if (stat(a.ready_file, &st)) {
+		fprintf(stderr, "pfs probe: not ready: %s: %s\n", a.ready_file, strerror(errno));
 		return PFS_EXIT_ERROR;
 	}
 	return PFS_EXIT_OK;
-usage:
-	fprintf(stderr, "pfs probe: --ready-file PATH is required\n\n%s", probe_usage);
-	return PFS_EXIT_USAGE;
 }

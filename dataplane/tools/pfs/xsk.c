@@ -13,7 +13,6 @@
  * program is always detached on the way out.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -36,51 +35,23 @@
 extern char **environ;
 
 #define XSK_MAX_QUEUES 16
-#define PAT_MAGIC 0x58534650u	/* "PFSX" little endian */
+#define PAT_MAGIC 0x58534650u /* "PFSX" little endian */
 #define PAT_HDR 16
-#define PAT_MAX 65536	/* payloads are < 64 KiB (16-bit IP lengths) */
+#define PAT_MAX 65536 /* payloads are < 64 KiB (16-bit IP lengths) */
 
 static const char xsk_usage[] =
-"usage: pfs xsk sink|blast|detach [options]\n"
-"\n"
-"AF_XDP link probe. `sink` attaches the pfs XDP program (UDP to --port goes to\n"
-"one AF_XDP socket per queue, everything else to the kernel), receives and\n"
-"validates test-pattern frames and prints one JSON result. `blast` sends\n"
-"--count frames per queue to --dst from TX-only sockets. `detach` removes a\n"
-"pfs XDP program a crashed run left on --ifname.\n"
-"\n"
-"  --ifname IF        interface; default from AFXDP_DEVICES_<POOL> or\n"
-"                     PCIDEVICE_<RES> (PCI address -> /sys/bus/pci/devices/A/net/)\n"
-"  --port N           UDP destination port (default 7600)\n"
-"  --queues N         queues 0..N-1, one socket and thread each (default 1, max 16)\n"
-"  --bind MODE        auto | copy | zerocopy (default auto: zero-copy, else copy)\n"
-"  --page KIND        auto | 2m | 4k: UMEM pages (default auto: 2m, else 4k)\n"
-"  --frames N         UMEM frames per queue, power of 2 (default 2048)\n"
-"  --frame-size N     2048 | 4096 (default: by MTU)\n"
-"  --timeout S        give up after S seconds (default 30)\n"
-"  --pin              pin queue q's thread to the q-th allowed CPU (modulo)\n"
-"  --result-file PATH also write the JSON there\n"
-"sink:\n"
-"  --attach MODE      auto | native | generic (default auto: native, else generic)\n"
-"  --count N          stop after N frames in total (default: until --idle)\n"
-"  --idle S           stop S seconds after the last frame (default 2)\n"
-"  --verify-csum      check IPv4 header and UDP checksums in user space\n"
-"  --spin             busy-poll the RX ring while frames flow (default: poll(2)\n"
-"                     whenever it is empty, which leaves the CPU to the softirq)\n"
-"  --ready-file PATH  create PATH once the sockets are registered\n"
-"blast:\n"
-"  --dst IP           receiver address (IPv4 or IPv6)\n"
-"  --peer-mac MAC     receiver MAC (default: neighbour table, resolved if needed)\n"
-"  --src-port N       UDP source port (default: --port)\n"
-"  --count N          frames per queue (default 100000)\n"
-"  --size N           UDP payload bytes, >= 16 (default 64)\n"
-"  --no-udp-csum4     IPv4: send UDP checksum 0\n"
-"  --vlan N           tag frames with 802.1Q VLAN N (inline tag)\n"
-"  --in-place         build frames in UMEM (tx_reserve/tx_submit) instead of\n"
-"                     copying each payload (tx_burst)\n"
-"  --pps N            pace each queue to N frames/s (default: as fast as possible;\n"
-"                     AF_XDP has no flow control, a slower receiver drops)\n"
-"\nExit: 0 OK, 1 error, 2 usage, 3 bad frames received, 5 timeout (fewer than --count).\n";
+	"usage: pfs xsk sink|blast|detach [options]\n"
+	"\n"
+	"AF_XDP link probe. `sink` attaches the pfs XDP program (UDP to --port goes to\n"
+	"one AF_XDP socket per queue, everything else to the kernel), receives and\n"
+	"validates test-pattern frames and prints one JSON result. `blast` sends\n"
+	"--count frames per queue to --dst from TX-only sockets. `detach` removes a\n"
+	"pfs XDP program a crashed run left on --ifname.\n"
+	"\n";
+
+static const char xsk_footer[] =
+	"\nExit: 0 OK, 1 error, 2 usage, 3 bad frames received, 5 timeout (fewer than\n"
+	"--count).\n";
 
 struct xsk_args {
 	const char *cmd, *ifname, *result_file, *ready_file, *dst, *peer_mac;
@@ -98,22 +69,14 @@ struct worker {
 	struct pfs_xsk *x;
 	const struct xsk_args *a;
 	uint64_t frames, bytes, bad, wrong_queue;
-	uint64_t last_seq;	/* sink: seq of the last good frame */
-	double first, last;	/* CLOCK_MONOTONIC seconds */
+	uint64_t last_seq; /* sink: seq of the last good frame */
+	double first, last; /* CLOCK_MONOTONIC seconds */
 	int err;
 	pthread_t th;
 } __attribute__((aligned(64)));
 
-static volatile int done;	/* count reached (sink), set by any worker */
-static uint64_t total_frames;	/* sink: summed by workers with atomics */
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+static volatile int done; /* count reached (sink), set by any worker */
+static uint64_t total_frames; /* sink: summed by workers with atomics */
 
 static inline uint8_t pat_byte(uint32_t i, uint32_t queue)
 {
@@ -161,7 +124,7 @@ static void *sink_worker(void *arg)
 {
 	struct worker *w = arg;
 	struct pfs_dgram d[PFS_XSK_BATCH];
-	double end = now_s() + w->a->timeout;
+	double end = pfs_cli_now() + w->a->timeout;
 	uint32_t queue = pfs_xsk__queue(w->x);
 	uint8_t *want = malloc(PAT_MAX);
 
@@ -175,14 +138,14 @@ static void *sink_worker(void *arg)
 		double t;
 
 		if (n <= 0) {
-			t = now_s();
+			t = pfs_cli_now();
 			if (t > end || (w->a->idle > 0 && w->frames && t - w->last > w->a->idle))
 				break;
 			if (!w->a->spin || w->frames == 0 || t - w->last > 0.001)
 				pfs_xsk__wait(w->x, 50);
 			continue;
 		}
-		t = now_s();
+		t = pfs_cli_now();
 		if (!w->frames)
 			w->first = t;
 		w->last = t;
@@ -216,7 +179,7 @@ static int send_in_place(struct pfs_xsk *x, const uint8_t *pat, uint32_t size, u
 	if (k <= 0)
 		return k;
 	if (size > sl[0].cap) {
-		pfs_xsk__tx_submit(x, lens, 0);	/* give the frames back */
+		pfs_xsk__tx_submit(x, lens, 0); /* give the frames back */
 		return -EMSGSIZE;
 	}
 	for (int i = 0; i < k; i++) {
@@ -235,7 +198,7 @@ static void *blast_worker(void *arg)
 	uint32_t size = w->a->size, q = pfs_xsk__queue(w->x);
 	uint8_t *buf = malloc((size_t)PFS_XSK_BATCH * size);
 	struct iovec iov[PFS_XSK_BATCH];
-	double end = now_s() + w->a->timeout;
+	double end = pfs_cli_now() + w->a->timeout;
 	uint64_t seq = 0;
 
 	if (!buf) {
@@ -246,7 +209,7 @@ static void *blast_worker(void *arg)
 		pat_fill(buf + (size_t)i * size, size, q);
 		iov[i] = (struct iovec){ buf + (size_t)i * size, size };
 	}
-	w->first = now_s();
+	w->first = pfs_cli_now();
 	while (seq < w->a->count && !pfs_xdp_stop_requested()) {
 		uint64_t left = w->a->count - seq;
 		unsigned int n = left < PFS_XSK_BATCH ? (unsigned int)left : PFS_XSK_BATCH;
@@ -254,7 +217,7 @@ static void *blast_worker(void *arg)
 
 		if (w->a->pps) {
 			/* pace: never ahead of count/pps; bursts of at most 16 */
-			double ahead = (double)seq / (double)w->a->pps - (now_s() - w->first);
+			double ahead = (double)seq / (double)w->a->pps - (pfs_cli_now() - w->first);
 
 			if (ahead > 0) {
 				usleep((useconds_t)(ahead * 1e6));
@@ -281,14 +244,14 @@ static void *blast_worker(void *arg)
 		seq += (uint64_t)k;
 		w->frames += (uint64_t)k;
 		w->bytes += (uint64_t)k * size;
-		if (!k && now_s() > end) {
+		if (!k && pfs_cli_now() > end) {
 			w->err = -ETIMEDOUT;
 			break;
 		}
 	}
 	if (!w->err && pfs_xsk__tx_drain(w->x, 5000))
 		w->err = -ETIMEDOUT;
-	w->last = now_s();
+	w->last = pfs_cli_now();
 	free(buf);
 	return NULL;
 }
@@ -321,19 +284,82 @@ static int parse_ip(const char *s, int *family, uint8_t *ip)
 	return -EINVAL;
 }
 
+static const struct pfs_opt_choice binds[] = {
+	{ "auto", PFS_XSK_BIND_AUTO },
+	{ "copy", PFS_XSK_BIND_COPY },
+	{ "zerocopy", PFS_XSK_BIND_ZEROCOPY },
+	{ 0 },
+};
+
+#define AT(f) PFS_OPT_AT(struct xsk_args, f)
+static const struct pfs_opt xsk_opts[] = {
+	{ "ifname", PFS_OPT_STR, AT(ifname), "IF",
+	  "interface; default from AFXDP_DEVICES_<POOL> or "
+	  "PCIDEVICE_<RES> (PCI address -> /sys/bus/pci/devices/A/net/)" },
+	{ "port", PFS_OPT_U64, AT(port), "N", "UDP destination port (default 7600)", .min = 1 },
+	{ "queues", PFS_OPT_U64, AT(queues), "N",
+	  "queues 0..N-1, one socket and thread each (default 1, max 16)", .min = 1,
+	  .max = XSK_MAX_QUEUES },
+	{ "bind", PFS_OPT_CHOICE, AT(bind), "MODE",
+	  "auto | copy | zerocopy (default auto: zero-copy, else copy)", .choices = binds },
+	{ "page", PFS_OPT_FN, AT(page), "KIND",
+	  "auto | 2m | 4k: UMEM pages (default auto: 2m, else 4k)",
+	  .parse = pfs_cli_parse_umem_page },
+	{ "frames", PFS_OPT_SIZE, AT(frames), "N",
+	  "UMEM frames per queue, power of 2 (default 2048)", .min = 1, .max = 1u << 24 },
+	{ "frame-size", PFS_OPT_SIZE, AT(frame_size), "N", "2048 | 4096 (default: by MTU)",
+	  .min = 1, .max = 1u << 24 },
+	{ "timeout", PFS_OPT_SECS, AT(timeout), "S", "give up after S seconds (default 30)" },
+	{ "count", PFS_OPT_SIZE, AT(count), "N",
+	  "sink: stop after N frames in total (default: until --idle); "
+	  "blast: frames per queue (default 100000)" },
+	{ "pin", PFS_OPT_FLAG, AT(pin), NULL,
+	  "pin queue q's thread to the q-th allowed CPU (modulo)" },
+	{ "result-file", PFS_OPT_STR, AT(result_file), "PATH", "also write the JSON there" },
+	PFS_OPT_HEADING("\nsink:"),
+	{ "attach", PFS_OPT_FN, AT(attach), "MODE",
+	  "auto | native | generic (default auto: native, else generic)",
+	  .parse = pfs_cli_parse_xdp_attach },
+	{ "idle", PFS_OPT_SECS, AT(idle), "S", "stop S seconds after the last frame (default 2)" },
+	{ "verify-csum", PFS_OPT_FLAG, AT(verify_csum), NULL,
+	  "check IPv4 header and UDP checksums in user space" },
+	{ "spin", PFS_OPT_FLAG, AT(spin), NULL,
+	  "busy-poll the RX ring while frames flow (default: poll(2) "
+	  "whenever it is empty, which leaves the CPU to the softirq)" },
+	{ "ready-file", PFS_OPT_STR, AT(ready_file), "PATH",
+	  "create PATH once the sockets are registered" },
+	PFS_OPT_HEADING("\nblast:"),
+	{ "dst", PFS_OPT_STR, AT(dst), "IP", "receiver address (IPv4 or IPv6)" },
+	{ "peer-mac", PFS_OPT_STR, AT(peer_mac), "MAC",
+	  "receiver MAC (default: neighbour table, resolved if needed)" },
+	{ "src-port", PFS_OPT_U64, AT(src_port), "N", "UDP source port (default: --port)",
+	  .min = 1 },
+	{ "size", PFS_OPT_SIZE, AT(size), "N", "UDP payload bytes, 16..65000 (default 64)",
+	  .min = 1, .max = 1u << 24 },
+	{ "no-udp-csum4", PFS_OPT_FLAG, AT(no_csum4), NULL, "IPv4: send UDP checksum 0" },
+	{ "vlan", PFS_OPT_U64, AT(vlan), "N", "tag frames with 802.1Q VLAN N (inline tag)",
+	  .min = 1, .max = 4094 },
+	{ "in-place", PFS_OPT_FLAG, AT(in_place), NULL,
+	  "build frames in UMEM (tx_reserve/tx_submit) instead of "
+	  "copying each payload (tx_burst)" },
+	{ "pps", PFS_OPT_SIZE, AT(pps), "N",
+	  "pace each queue to N frames/s (default: as fast as possible; "
+	  "AF_XDP has no flow control, a slower receiver drops)" },
+	{ 0 },
+};
+#undef AT
+
+/* 0, PFS_OPT_HELP (help printed), or -EINVAL (reported). */
 static int parse_args(int argc, char **argv, struct xsk_args *a)
 {
-	static const struct option lo[] = {
-		{ "ifname", 1, 0, 0 }, { "port", 1, 0, 0 }, { "queues", 1, 0, 0 },
-		{ "bind", 1, 0, 0 }, { "page", 1, 0, 0 }, { "frames", 1, 0, 0 },
-		{ "frame-size", 1, 0, 0 }, { "timeout", 1, 0, 0 }, { "result-file", 1, 0, 0 },
-		{ "attach", 1, 0, 0 }, { "count", 1, 0, 0 }, { "idle", 1, 0, 0 },
-		{ "verify-csum", 0, 0, 0 }, { "ready-file", 1, 0, 0 }, { "dst", 1, 0, 0 },
-		{ "peer-mac", 1, 0, 0 }, { "src-port", 1, 0, 0 }, { "size", 1, 0, 0 },
-		{ "no-udp-csum4", 0, 0, 0 }, { "pps", 1, 0, 0 }, { "vlan", 1, 0, 0 }, { "spin", 0, 0, 0 }, { "pin", 0, 0, 0 },
-		{ "in-place", 0, 0, 0 }, { "help", 0, 0, 'h' }, { 0 }
+	char cmd[16];
+	struct pfs_cmdline c = {
+		.cmd = cmd,
+		.usage = xsk_usage,
+		.footer = xsk_footer,
+		.group = { { xsk_opts, a } },
 	};
-	int c, idx;
+	int err;
 
 	memset(a, 0, sizeof(*a));
 	a->port = 7600;
@@ -342,102 +368,21 @@ static int parse_args(int argc, char **argv, struct xsk_args *a)
 	a->idle = 2;
 	a->size = 64;
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(xsk_usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? PFS_EXIT_USAGE : -1;
+		pfs_opt_usage(&c, argc < 2 ? stderr : stdout);
+		return argc < 2 ? -EINVAL : PFS_OPT_HELP;
 	}
 	a->cmd = argv[1];
 	if (strcmp(a->cmd, "sink") && strcmp(a->cmd, "blast") && strcmp(a->cmd, "detach")) {
-		fprintf(stderr, "pfs xsk: unknown subcommand '%s'\n\n%s", a->cmd, xsk_usage);
-		return PFS_EXIT_USAGE;
+		fprintf(stderr, "pfs xsk: unknown subcommand '%s'\n\n", a->cmd);
+		pfs_opt_usage(&c, stderr);
+		return -EINVAL;
 	}
-	optind = 2;
-	while ((c = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
-		const char *n, *v = optarg;
-		uint64_t u = 0;
-		char *end;
-
-		if (c == 'h') {
-			fputs(xsk_usage, stdout);
-			return -1;
-		}
-		if (c != 0)
-			return PFS_EXIT_USAGE;
-		n = lo[idx].name;
-		if (!strcmp(n, "ifname")) {
-			a->ifname = v;
-		} else if (!strcmp(n, "port") || !strcmp(n, "src-port")) {
-			if (pfs_parse_u64(v, &u) || !u || u > 65535)
-				goto bad;
-			*(!strcmp(n, "port") ? &a->port : &a->src_port) = (uint16_t)u;
-		} else if (!strcmp(n, "queues")) {
-			if (pfs_parse_u64(v, &u) || !u || u > XSK_MAX_QUEUES)
-				goto bad;
-			a->queues = (uint32_t)u;
-		} else if (!strcmp(n, "bind")) {
-			if (!strcmp(v, "auto"))
-				a->bind = PFS_XSK_BIND_AUTO;
-			else if (!strcmp(v, "copy"))
-				a->bind = PFS_XSK_BIND_COPY;
-			else if (!strcmp(v, "zerocopy"))
-				a->bind = PFS_XSK_BIND_ZEROCOPY;
-			else
-				goto bad;
-		} else if (!strcmp(n, "page")) {
-			if (pfs_xsk_page_parse(v, &a->page))
-				goto bad;
-		} else if (!strcmp(n, "attach")) {
-			if (pfs_xdp_attach_parse(v, &a->attach))
-				goto bad;
-		} else if (!strcmp(n, "frames") || !strcmp(n, "frame-size") || !strcmp(n, "size")) {
-			if (pfs_parse_size(v, &u) || !u || u > (1u << 24))
-				goto bad;
-			*(!strcmp(n, "frames") ? &a->frames :
-			  !strcmp(n, "size") ? &a->size : &a->frame_size) = (uint32_t)u;
-		} else if (!strcmp(n, "count") || !strcmp(n, "pps")) {
-			if (pfs_parse_size(v, !strcmp(n, "count") ? &a->count : &a->pps))
-				goto bad;
-		} else if (!strcmp(n, "timeout") || !strcmp(n, "idle")) {
-			double d = strtod(v, &end);
-
-			if (*end || d < 0 || d > 86400)
-				goto bad;
-			*(!strcmp(n, "timeout") ? &a->timeout : &a->idle) = d;
-		} else if (!strcmp(n, "result-file")) {
-			a->result_file = v;
-		} else if (!strcmp(n, "ready-file")) {
-			a->ready_file = v;
-		} else if (!strcmp(n, "verify-csum")) {
-			a->verify_csum = true;
-		} else if (!strcmp(n, "vlan")) {
-			if (pfs_parse_u64(v, &u) || !u || u > 4094)
-				goto bad;
-			a->vlan = (uint32_t)u;
-		} else if (!strcmp(n, "spin")) {
-			a->spin = true;
-		} else if (!strcmp(n, "pin")) {
-			a->pin = true;
-		} else if (!strcmp(n, "in-place")) {
-			a->in_place = true;
-		} else if (!strcmp(n, "no-udp-csum4")) {
-			a->no_csum4 = true;
-		} else if (!strcmp(n, "dst")) {
-			a->dst = v;
-		} else if (!strcmp(n, "peer-mac")) {
-			a->peer_mac = v;
-		}
-		continue;
-bad:
-		fprintf(stderr, "pfs xsk: invalid --%s '%s'\n", n, v);
-		return PFS_EXIT_USAGE;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "pfs xsk: unexpected argument '%s'\n", argv[optind]);
-		return PFS_EXIT_USAGE;
-	}
-	if (!strcmp(a->cmd, "blast") && (!a->dst || a->size < PAT_HDR || a->size > 65000)) {
-		fprintf(stderr, "pfs xsk blast: --dst is required and --size must be 16..65000\n");
-		return PFS_EXIT_USAGE;
-	}
+	snprintf(cmd, sizeof(cmd), "xsk %s", a->cmd);
+	err = pfs_opt_parse(&c, argc - 1, argv + 1);
+	if (err)
+		return err;
+	if (!strcmp(a->cmd, "blast") && (!a->dst || a->size < PAT_HDR || a->size > 65000))
+		return pfs_opt_fail(&c, "--dst is required and --size must be 16..65000");
 	if (!strcmp(a->cmd, "blast") && !a->count)
 		a->count = 100000;
 	if (!a->src_port)
@@ -542,108 +487,99 @@ static int result(struct pfs_json *j, const struct xsk_args *a, struct worker *w
 	return PFS_EXIT_OK;
 }
 
-static int run(const struct xsk_args *a, const char *ifname, struct pfs_json *j)
+/* blast: the receiver's MAC from the neighbour table (of the next hop,
+ * for an off-link receiver). 0 or -errno with @why set. */
+static int resolve_mac(const struct xsk_args *a, const char *ifname, int ifindex,
+		       struct pfs_frame_addr *peer, struct pfs_json *j, char *why, size_t n)
 {
-	bool sink = !strcmp(a->cmd, "sink");
-	struct worker *w;
-	struct pfs_xdp *xdp = NULL;
-	struct pfs_frame_addr peer;
-	uint32_t started = 0, opened = 0;
-	char why[700], pins[XSK_MAX_QUEUES * 5 + 1] = "";
-	int code = PFS_EXIT_ERROR;
+	uint8_t hop[16];
+	char hs[INET6_ADDRSTRLEN] = "";
+	int oif = 0, rc;
 
-	memset(&peer, 0, sizeof(peer));
-	if (!sink) {
-		int ifindex = (int)if_nametoindex(ifname), rc;
-
-		if (!ifindex) {
-			snprintf(why, sizeof(why), "no interface '%s' in this network namespace",
-				 ifname);
-			return emit_error(j, a, why, PFS_EXIT_ERROR);
-		}
-		if (parse_ip(a->dst, &peer.family, peer.dst_ip)) {
-			fprintf(stderr, "pfs xsk: invalid --dst '%s'\n", a->dst);
-			return PFS_EXIT_USAGE;
-		}
-		peer.src_port = a->src_port;
-		peer.dst_port = a->port;
-		peer.vlan = (uint16_t)a->vlan;
-		rc = pfs_netdev_hwaddr(ifname, peer.src_mac);
-		if (!rc)
-			rc = pfs_netdev_src_ip(ifname, peer.family, peer.dst_ip, peer.src_ip);
-		if (rc) {
-			snprintf(why, sizeof(why), "no route/address toward %s on %s: %s", a->dst,
-				 ifname, strerror(-rc));
-			return emit_error(j, a, why, PFS_EXIT_ERROR);
-		}
-		if (a->peer_mac) {
-			if (pfs_mac_parse(a->peer_mac, peer.dst_mac)) {
-				fprintf(stderr, "pfs xsk: invalid --peer-mac '%s'\n", a->peer_mac);
-				return PFS_EXIT_USAGE;
-			}
-		} else {
-			uint8_t hop[16];
-			char hs[INET6_ADDRSTRLEN] = "";
-			int oif = 0;
-
-			/* off-link receivers: the gateway's MAC */
-			rc = pfs_netdev_next_hop(peer.family, peer.dst_ip, hop, &oif);
-			if (!rc && oif && oif != ifindex)
-				pfs_warn("the route to %s leaves through ifindex %d, not %s", a->dst, oif,
-					 ifname);
-			if (rc)
-				memcpy(hop, peer.dst_ip, sizeof(hop));
-			inet_ntop(peer.family, hop, hs, sizeof(hs));
-			rc = pfs_neigh_resolve(ifindex, ifname, peer.family, hop, peer.dst_mac, 3000);
-			if (rc) {
-				snprintf(why, sizeof(why), "cannot resolve the MAC of %s (next hop to "
-					 "%s) on %s (%s); pass --peer-mac", hs, a->dst, ifname,
-					 strerror(-rc));
-				return emit_error(j, a, why, PFS_EXIT_ERROR);
-			}
-			if (strcmp(hs, a->dst))
-				pfs_json_str(j, "next_hop", hs, sizeof(hs));
-		}
-	} else {
-		struct pfs_xdp_opts xo = { .sz = sizeof(xo), .ifname = ifname, .port = a->port,
-					   .attach = a->attach };
-
-		xdp = pfs_xdp__attach(&xo);
-		if (!xdp)
-			return emit_error(j, a, pfs_xsk_last_error(), PFS_EXIT_ERROR);
-		pfs_json_str(j, "xdp_mode", pfs_xdp__mode_str(xdp), 16);
-		pfs_json_str(j, "xdp_fallback_reason", pfs_xdp__fallback_reason(xdp), 400);
-		pfs_json_u64(j, "xdp_prog_id", pfs_xdp__prog_id(xdp));
-		pfs_json_u64(j, "replaced_stale_prog_id", pfs_xdp__replaced_id(xdp));
+	rc = pfs_netdev_next_hop(peer->family, peer->dst_ip, hop, &oif);
+	if (!rc && oif && oif != ifindex)
+		pfs_warn("the route to %s leaves through ifindex %d, not %s", a->dst, oif, ifname);
+	if (rc)
+		memcpy(hop, peer->dst_ip, sizeof(hop));
+	inet_ntop(peer->family, hop, hs, sizeof(hs));
+	rc = pfs_neigh_resolve(ifindex, ifname, peer->family, hop, peer->dst_mac, 3000);
+	if (rc) {
+		snprintf(
+			why, n,
+			"cannot resolve the MAC of %s (next hop to %s) on %s (%s); pass --peer-mac",
+			hs, a->dst, ifname, strerror(-rc));
+		return rc;
 	}
-	w = aligned_alloc(64, sizeof(*w) * XSK_MAX_QUEUES);
-	if (!w) {
-		snprintf(why, sizeof(why), "out of memory");
-		goto out_detach;
-	}
-	memset(w, 0, sizeof(*w) * XSK_MAX_QUEUES);
-	for (; opened < a->queues; opened++) {
-		struct pfs_xsk_opts so = {
-			.sz = sizeof(so), .ifname = ifname, .queue = opened, .xdp = xdp,
-			.frames = a->frames, .frame_size = a->frame_size, .bind = a->bind,
-			.page = a->page, .peer = sink ? NULL : &peer,
-			.frame_flags = a->no_csum4 ? PFS_FRAME_NO_UDP_CSUM4 : 0,
-			.verify_csum = a->verify_csum,
-		};
+	if (strcmp(hs, a->dst))
+		pfs_json_str(j, "next_hop", hs, sizeof(hs));
+	return 0;
+}
 
-		w[opened].a = a;
-		w[opened].x = pfs_xsk__create(&so);
-		if (!w[opened].x) {
-			snprintf(why, sizeof(why), "queue %u: %s", opened, pfs_xsk_last_error());
-			goto out_close;
-		}
+/* blast: the flow's addresses, ports and MACs into @peer. 0, or the exit
+ * code (the result already emitted on errors of the link). */
+static int blast_peer(const struct xsk_args *a, const char *ifname, struct pfs_frame_addr *peer,
+		      struct pfs_json *j)
+{
+	int ifindex = (int)if_nametoindex(ifname), rc;
+	char why[700];
+
+	if (!ifindex) {
+		snprintf(why, sizeof(why), "no interface '%s' in this network namespace", ifname);
+		return emit_error(j, a, why, PFS_EXIT_ERROR);
 	}
-	if (sink && a->ready_file && pfs_xfer_ready(a->ready_file))
-		pfs_warn("cannot create ready file %s", a->ready_file);
+	if (parse_ip(a->dst, &peer->family, peer->dst_ip)) {
+		pfs_err("xsk blast: invalid --dst '%s'", a->dst);
+		return PFS_EXIT_USAGE;
+	}
+	peer->src_port = a->src_port;
+	peer->dst_port = a->port;
+	peer->vlan = (uint16_t)a->vlan;
+	rc = pfs_netdev_hwaddr(ifname, peer->src_mac);
+	if (!rc)
+		rc = pfs_netdev_src_ip(ifname, peer->family, peer->dst_ip, peer->src_ip);
+	if (rc) {
+		snprintf(why, sizeof(why), "no route/address toward %s on %s: %s", a->dst, ifname,
+			 strerror(-rc));
+		return emit_error(j, a, why, PFS_EXIT_ERROR);
+	}
+	if (!a->peer_mac)
+		return resolve_mac(a, ifname, ifindex, peer, j, why, sizeof(why)) ?
+			       emit_error(j, a, why, PFS_EXIT_ERROR) :
+			       0;
+	if (pfs_mac_parse(a->peer_mac, peer->dst_mac)) {
+		pfs_err("xsk blast: invalid --peer-mac '%s'", a->peer_mac);
+		return PFS_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* sink: our XDP program on @ifname, described in the result. */
+static struct pfs_xdp *sink_attach(const struct xsk_args *a, const char *ifname, struct pfs_json *j)
+{
+	struct pfs_xdp_opts xo = {
+		.sz = sizeof(xo), .ifname = ifname, .port = a->port, .attach = a->attach
+	};
+	struct pfs_xdp *xdp = pfs_xdp__attach(&xo);
+
+	if (!xdp)
+		return NULL;
+	pfs_json_str(j, "xdp_mode", pfs_xdp__mode_str(xdp), 16);
+	pfs_json_str(j, "xdp_fallback_reason", pfs_xdp__fallback_reason(xdp), 400);
+	pfs_json_u64(j, "xdp_prog_id", pfs_xdp__prog_id(xdp));
+	pfs_json_u64(j, "replaced_stale_prog_id", pfs_xdp__replaced_id(xdp));
+	return xdp;
+}
+
+/* One worker per queue, pinned with --pin; how many started. */
+static uint32_t start_workers(const struct xsk_args *a, struct worker *w, bool sink,
+			      struct pfs_json *j)
+{
+	char pins[XSK_MAX_QUEUES * 5 + 1] = "";
+	uint32_t started = 0;
+
 	for (; started < a->queues; started++) {
 		if (pthread_create(&w[started].th, NULL, sink ? sink_worker : blast_worker,
 				   &w[started])) {
-			snprintf(why, sizeof(why), "cannot start worker threads");
 			done = 1;
 			break;
 		}
@@ -662,30 +598,84 @@ static int run(const struct xsk_args *a, const char *ifname, struct pfs_json *j)
 	}
 	if (a->pin)
 		pfs_json_str(j, "pinned_cpus", pins, sizeof(pins));
+	return started;
+}
+
+static void xdp_json(struct pfs_json *j, struct pfs_xdp *xdp)
+{
+	struct pfs_xdp_counters c;
+
+	if (!xdp || pfs_xdp__counters(xdp, &c))
+		return;
+	pfs_json_obj(j, "xdp");
+	pfs_json_u64(j, "redirected", c.redirected);
+	pfs_json_u64(j, "passed", c.passed);
+	pfs_json_u64(j, "malformed", c.malformed);
+	pfs_json_u64(j, "no_xsk", c.no_xsk);
+	pfs_json_close(j);
+}
+
+static int run(const struct xsk_args *a, const char *ifname, struct pfs_json *j)
+{
+	bool sink = !strcmp(a->cmd, "sink");
+	struct pfs_frame_addr peer = { 0 };
+	struct pfs_xdp *xdp = NULL;
+	uint32_t started, opened = 0;
+	struct worker *w;
+	char why[700];
+	int code = PFS_EXIT_ERROR;
+
+	if (!sink && (code = blast_peer(a, ifname, &peer, j)))
+		return code;
+	if (sink && !(xdp = sink_attach(a, ifname, j)))
+		return emit_error(j, a, pfs_xsk_last_error(), PFS_EXIT_ERROR);
+	code = PFS_EXIT_ERROR;
+	w = aligned_alloc(64, sizeof(*w) * XSK_MAX_QUEUES);
+	if (!w) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto out_detach;
+	}
+	memset(w, 0, sizeof(*w) * XSK_MAX_QUEUES);
+	for (; opened < a->queues; opened++) {
+		struct pfs_xsk_opts so = {
+			.sz = sizeof(so),
+			.ifname = ifname,
+			.queue = opened,
+			.xdp = xdp,
+			.frames = a->frames,
+			.frame_size = a->frame_size,
+			.bind = a->bind,
+			.page = a->page,
+			.peer = sink ? NULL : &peer,
+			.frame_flags = a->no_csum4 ? PFS_FRAME_NO_UDP_CSUM4 : 0,
+			.verify_csum = a->verify_csum,
+		};
+
+		w[opened].a = a;
+		w[opened].x = pfs_xsk__create(&so);
+		if (!w[opened].x) {
+			snprintf(why, sizeof(why), "queue %u: %s", opened, pfs_xsk_last_error());
+			goto out_close;
+		}
+	}
+	if (sink && a->ready_file && pfs_xfer_ready(a->ready_file))
+		pfs_warn("cannot create ready file %s", a->ready_file);
+	started = start_workers(a, w, sink, j);
 	for (uint32_t q = 0; q < started; q++)
 		pthread_join(w[q].th, NULL);
 	if (started == a->queues) {
-		if (xdp) {
-			struct pfs_xdp_counters c;
-
-			if (!pfs_xdp__counters(xdp, &c)) {
-				pfs_json_obj(j, "xdp");
-				pfs_json_u64(j, "redirected", c.redirected);
-				pfs_json_u64(j, "passed", c.passed);
-				pfs_json_u64(j, "malformed", c.malformed);
-				pfs_json_u64(j, "no_xsk", c.no_xsk);
-				pfs_json_close(j);
-			}
-		}
+		xdp_json(j, xdp);
 		code = result(j, a, w, a->queues, sink);
 		why[0] = '\0';
+	} else {
+		snprintf(why, sizeof(why), "cannot start worker threads");
 	}
 out_close:
 	for (uint32_t q = 0; q < opened; q++)
 		pfs_xsk__close(w[q].x);
 	free(w);
 out_detach:
-	pfs_xdp__close(xdp);	/* also on SIGTERM: the workers returned */
+	pfs_xdp__close(xdp); /* also on SIGTERM: the workers returned */
 	if (why[0])
 		return emit_error(j, a, why, code);
 	pfs_result_emit(pfs_json_end(j), a->result_file);
@@ -700,12 +690,15 @@ int pfs_cmd_xsk(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 
 	if (rc)
-		return rc < 0 ? PFS_EXIT_OK : rc;
-	if (pfs_cli_check_args)	/* options valid; touch nothing */
+		return pfs_exit_parse(rc);
+	if (pfs_cli_check_args) /* options valid; touch nothing */
 		return PFS_EXIT_OK;
 	pfs_json_begin(&j);
-	pfs_json_str(&j, "cmd", !strcmp(a.cmd, "sink") ? "xsk sink" :
-		     !strcmp(a.cmd, "blast") ? "xsk blast" : "xsk detach", 16);
+	pfs_json_str(&j, "cmd",
+		     !strcmp(a.cmd, "sink")  ? "xsk sink" :
+		     !strcmp(a.cmd, "blast") ? "xsk blast" :
+					       "xsk detach",
+		     16);
 	rc = pfs_netdev_resolve(a.ifname, environ, "/sys", ifname, sizeof(ifname), how,
 				sizeof(how));
 	if (rc)
@@ -715,8 +708,9 @@ int pfs_cmd_xsk(int argc, char **argv)
 	if (!strcmp(a.cmd, "detach")) {
 		rc = pfs_xdp_detach_stale(ifname);
 		if (rc < 0)
-			return emit_error(&j, &a, rc == -EBUSY ? pfs_xsk_last_error() :
-					  strerror(-rc), PFS_EXIT_ERROR);
+			return emit_error(&j, &a,
+					  rc == -EBUSY ? pfs_xsk_last_error() : strerror(-rc),
+					  PFS_EXIT_ERROR);
 		pfs_json_bool(&j, "detached", rc == 1);
 		pfs_json_str(&j, "verdict", "OK", 16);
 		pfs_result_emit(pfs_json_end(&j), a.result_file);
