@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Blob sharing, holder side: one thread, one poll loop over the listening
- * socket, a signalfd (SIGTERM/SIGINT) and at most max_clients accepted
- * connections. Each connection carries one request and gets one reply; no
+ * socket, the caller's stop fd (pfs: a signalfd of SIGTERM/SIGINT) and at
+ * most max_clients accepted connections. Each connection carries one request and gets one reply; no
  * per-client buffering is needed because SOCK_SEQPACKET delivers a request
  * whole or not at all, and an oversized one is seen as truncated.
  *
@@ -20,11 +20,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -447,28 +445,15 @@ out_drop:
 	drop(s, i);
 }
 
-int pfs_share_server__run(struct pfs_share_server *s)
+int pfs_share_server__run(struct pfs_share_server *s, int stop_fd)
 {
 	struct pollfd *pf;
-	sigset_t set, old;
-	int sfd, err = 0;
+	int err = 0;
 	bool stop = false;
 
 	pf = calloc(s->o.max_clients + 2, sizeof(*pf));
 	if (!pf)
 		return -ENOMEM;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	/* Blocked signals are queued even for PID 1 of a container, which
-	 * would otherwise ignore SIGTERM without a handler. */
-	sigprocmask(SIG_BLOCK, &set, &old);
-	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0) {
-		err = -errno;
-		pfs_err("blob serve: signalfd: %s", strerror(errno));
-		goto out_mask;
-	}
 	while (!stop) {
 		double now = now_s(), next = now + 3600;
 		int n, timeout;
@@ -486,7 +471,7 @@ int pfs_share_server__run(struct pfs_share_server *s)
 			if (s->cl[i].deadline < next)
 				next = s->cl[i].deadline;
 		}
-		pf[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		pf[0] = (struct pollfd){ .fd = stop_fd, .events = POLLIN }; /* < 0: ignored */
 		pf[1] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
 		for (int i = 0; i < s->ncl; i++)
 			pf[2 + i] = (struct pollfd){ .fd = s->cl[i].fd, .events = POLLIN };
@@ -500,13 +485,7 @@ int pfs_share_server__run(struct pfs_share_server *s)
 			break;
 		}
 		if (pf[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) == sizeof(si))
-				pfs_info("blob serve: signal %u, shutting down (accepted %" PRIu64
-					 ", refused %" PRIu64 ")",
-					 si.ssi_signo, s->accepted, s->refused);
-			stop = true;
+			stop = true; /* the caller reads why, if it wants to */
 			continue;
 		}
 		/* Walk clients from the end: drop() moves the last one into i. */
@@ -521,9 +500,6 @@ int pfs_share_server__run(struct pfs_share_server *s)
 		if (pf[1].revents & POLLIN)
 			on_accept(s);
 	}
-	close(sfd);
-out_mask:
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	free(pf);
 	return err;
 }

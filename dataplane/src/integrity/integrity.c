@@ -15,10 +15,13 @@
  * All tables are built once (pthread_once) and read-only afterwards, so
  * every function is thread-safe. The implementation is chosen at that
  * point from the CPU's features (cpuid via __builtin_cpu_supports on x86,
- * getauxval(AT_HWCAP) on arm64).
+ * getauxval(AT_HWCAP) on arm64); pfs_crc32c_select() may change it before
+ * other threads compute CRCs (the caller's choice: nothing here reads the
+ * environment).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -218,10 +221,29 @@ static uint32_t crc_armv8(uint32_t crc, const void *buf, size_t len)
 }
 #endif
 
+/* The implementation: the table, or the best the CPU has. */
+static void crc_choose(bool portable)
+{
+	crc_impl = crc_portable;
+	crc_impl_name = "portable-slice8";
+	if (portable)
+		return;
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("sse4.2")) {
+		crc_impl = crc_sse42;
+		crc_impl_name = "sse4.2-3way";
+	}
+#elif defined(__aarch64__)
+	if (getauxval(AT_HWCAP) & HWCAP_CRC32) {
+		crc_impl = crc_armv8;
+		crc_impl_name = "armv8-crc-3way";
+	}
+#endif
+}
+
 static void crc_init(void)
 {
-	const char *force = getenv("PFS_CRC32C_IMPL");
-
 	for (uint32_t i = 0; i < 256; i++) {
 		uint32_t c = i;
 
@@ -239,22 +261,24 @@ static void crc_init(void)
 		x2k[k] = gf2_mulmod(x2k[k - 1], x2k[k - 1]);
 	build_shift(shift_long, CRC_LONG);
 	build_shift(shift_short, CRC_SHORT);
+	crc_choose(false);
+}
 
-	crc_impl = crc_portable;
-	if (force && !strcmp(force, "portable"))
-		return;
-#if defined(__x86_64__)
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("sse4.2")) {
-		crc_impl = crc_sse42;
-		crc_impl_name = "sse4.2-3way";
-	}
-#elif defined(__aarch64__)
-	if (getauxval(AT_HWCAP) & HWCAP_CRC32) {
-		crc_impl = crc_armv8;
-		crc_impl_name = "armv8-crc-3way";
-	}
-#endif
+int pfs_crc32c_select(const char *name)
+{
+	bool portable;
+
+	if (!name)
+		return -EINVAL;
+	if (!strcmp(name, "portable"))
+		portable = true;
+	else if (!strcmp(name, "auto"))
+		portable = false;
+	else
+		return -EINVAL;
+	pthread_once(&crc_once, crc_init);
+	crc_choose(portable);
+	return 0;
 }
 
 uint32_t pfs_crc32c_portable(uint32_t crc, const void *buf, size_t len)

@@ -12,7 +12,6 @@
  * because it carries the kernel's extack reason for a failed attach.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +46,6 @@ struct pfs_xdp {
 
 static _Thread_local char last_error[600];
 static _Thread_local char libbpf_last[300];
-static volatile sig_atomic_t stop_flag;
 
 void pfs_xsk_errorf(const char *fmt, ...)
 {
@@ -95,29 +93,6 @@ static void libbpf_setup(void)
 {
 	libbpf_set_print(libbpf_log);
 	libbpf_last[0] = '\0';
-}
-
-static void on_stop(int sig)
-{
-	(void)sig;
-	stop_flag = 1;
-}
-
-void pfs_xdp_catch_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;	/* no SA_RESTART: blocking poll() returns EINTR */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
-bool pfs_xdp_stop_requested(void)
-{
-	return stop_flag;
 }
 
 /* The name of program @id, "" if it cannot be read. */

@@ -12,6 +12,7 @@
 #ifndef PFS_DGRAM_IO_H
 #define PFS_DGRAM_IO_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -56,9 +57,6 @@ struct pfs_dgram_io_ops {
 	/* Sleep until data or @ctl_fd is readable, at most @timeout_s. */
 	void (*wait)(struct pfs_dgram_io *io, int ctl_fd, double timeout_s);
 	void (*close)(struct pfs_dgram_io *io);
-	/* Receiver: has a signal asked to stop (then leave through close)? May
-	 * be NULL. */
-	bool (*stop_requested)(void);
 };
 
 struct pfs_dgram_io {
@@ -71,6 +69,9 @@ struct pfs_dgram_io {
 	double full_wait_s;	/* sender: how long to wait after a send that found the device full */
 	char path[72];		/* how the datagrams go, for r->path */
 	char afxdp_mode[12];	/* "copy" | "zerocopy" (afxdp), else "" */
+	/* Receiver: the caller's stop flag (struct pfs_xfer_opts.stop) when
+	 * this device honours it (afxdp), else NULL. */
+	const volatile sig_atomic_t *stop;
 };
 
 /* Open the data side of a transfer. @dst: the receiver (sender) or the
@@ -95,9 +96,5 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		   const struct pfs_dgram_backend *be);
 int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		   const struct pfs_dgram_backend *be);
-
-/* Test-only loss injection (PFS_TEST_RX_DROP_PPM): drop that many per
- * million received data datagrams before placing them. 0 when unset. */
-uint32_t pfs_dgram_test_drop_ppm(void);
 
 #endif /* PFS_DGRAM_IO_H */

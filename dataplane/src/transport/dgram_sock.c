@@ -7,7 +7,7 @@
  * Sender: a connected socket; each message of a batch is a 32-byte
  * fragment header + the fragment bytes (two iovecs per datagram), and with
  * UDP GSO (UDP_SEGMENT, probed at open, dropped on the first EIO/EINVAL, or
- * PFS_UDP_OFFLOAD=off) one message carries up to UDP_MAX_SEGS datagrams;
+ * off with o->udp_no_offload) one message carries up to UDP_MAX_SEGS datagrams;
  * sendmmsg sends the batch. A datagram our own host's firewall drops
  * (EPERM) counts as sent (lost on the path), not as an error.
  *
@@ -260,7 +260,6 @@ static int sock_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_sto
 			socklen_t sl, uint32_t payload, struct pfs_dgram_io **io,
 			struct pfs_xfer_result *r)
 {
-	const char *off = getenv("PFS_UDP_OFFLOAD");
 	struct sockaddr_storage ls;
 	socklen_t lsl = sizeof(ls);
 	char note[48];
@@ -281,8 +280,8 @@ static int sock_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_sto
 			       ((struct sockaddr_in6 *)&ls)->sin6_port);
 	/* GSO: probe with the socket option; the first send confirms it. */
 	snprintf(note, sizeof(note), "no gso (%s)",
-		 off && !strcmp(off, "off") ? "PFS_UDP_OFFLOAD=off" : "unsupported");
-	if (!(off && !strcmp(off, "off"))) {
+		 o->udp_no_offload ? "PFS_UDP_OFFLOAD=off" : "unsupported");
+	if (!o->udp_no_offload) {
 		int g = (int)payload;
 
 		if (!setsockopt(s->fd, SOL_UDP, UDP_SEGMENT, &g, sizeof(g))) {
@@ -301,7 +300,6 @@ static int sock_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_sto
 static int sock_open_rx(const struct pfs_xfer_opts *o, const struct sockaddr_storage *addr,
 			socklen_t sl, struct pfs_dgram_io **io, struct pfs_xfer_result *r)
 {
-	const char *off = getenv("PFS_UDP_OFFLOAD");
 	int one = 1, err = 0;
 	struct sock_io *s = sock_new(addr->ss_family, o, r, "recv", &err);
 
@@ -319,7 +317,7 @@ static int sock_open_rx(const struct pfs_xfer_opts *o, const struct sockaddr_sto
 		return err;
 	}
 	setsockopt(s->fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
-	s->gro = !(off && !strcmp(off, "off")) &&
+	s->gro = !o->udp_no_offload &&
 		 !setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	snprintf(s->io.path, sizeof(s->io.path), "recvmmsg x%d, %s", RX_BATCH,
 		 s->gro ? "gro" : "no gro");

@@ -24,10 +24,10 @@
  * (rx_burst -> place each datagram -> rx_release). Drops for lack of room
  * (the XDP sockets' rx_dropped + rx_ring_full, + fill_empty in zero-copy
  * mode) are the congestion signal in the ACKs. The UMEM (rx_frames()) is
- * sized so the fill ring rides out the thread being descheduled. SIGTERM/SIGINT/SIGHUP set a flag
- * (pfs_xdp_catch_signals) that recv turns into an error, so the transport
- * leaves through its cleanup path: sockets closed, then the program
- * detached.
+ * sized so the fill ring rides out the thread being descheduled. The
+ * caller's stop flag (o->stop; pfs routes SIGTERM/SIGINT/SIGHUP to it) is
+ * turned into an error by recv, so the transport leaves through its
+ * cleanup path: sockets closed, then the program detached.
  */
 #include <errno.h>
 #include <net/if.h>
@@ -52,7 +52,6 @@
 #include "pfs/xsk.h"
 #include "repair.h"
 
-extern char **environ;
 
 #define XSK_IO_MAX_QUEUES 16
 #define TX_FRAMES 1024		/* sender UMEM: 2 MiB at 2 KiB frames, all for TX */
@@ -134,7 +133,7 @@ static int xsk_recv(struct pfs_dgram_io *io, pfs_dgram_place_fn place, void *ctx
 	struct pfs_dgram d[PFS_XSK_BATCH];
 	int total = 0;
 
-	if (pfs_xdp_stop_requested())
+	if (io->stop && *io->stop)
 		return pfs_xfer_fail(io->r, -EINTR, "recv: stopped by a signal (SIGTERM/SIGINT/"
 				     "SIGHUP); XDP program detached");
 	s->pending = false;
@@ -210,7 +209,6 @@ static void xsk_close(struct pfs_dgram_io *io)
 static const struct pfs_dgram_io_ops xsk_ops = {
 	.send = xsk_send, .flush = xsk_flush, .recv = xsk_recv, .rx_pending = xsk_rx_pending,
 	.drops = xsk_drops, .wait = xsk_wait, .close = xsk_close,
-	.stop_requested = pfs_xdp_stop_requested,
 };
 
 /* RX queues of @ifname (ETHTOOL_GCHANNELS: rx + combined), or -errno. Not
@@ -254,7 +252,8 @@ static struct xsk_io *xsk_new(const struct pfs_xfer_opts *o, struct pfs_xfer_res
 	s->io.segs = 1;
 	s->io.full_wait_s = 50e-6;
 	s->nq = o->queues ? o->queues : 1;
-	rc = pfs_netdev_resolve(o->ifname, environ, "/sys", s->ifname, sizeof(s->ifname), how,
+	s->io.stop = o->stop;
+	rc = pfs_netdev_resolve(o->ifname, o->env, "/sys", s->ifname, sizeof(s->ifname), how,
 				sizeof(how));
 	if (rc) {
 		*err = pfs_xfer_fail(r, rc == -ENOENT ? -EINVAL : rc, "%s: afxdp needs an interface: "
@@ -422,8 +421,6 @@ static int xsk_open_rx(const struct pfs_xfer_opts *o, const struct sockaddr_stor
 	(void)sl;
 	if (!s)
 		return err;
-	/* SIGTERM while attached must detach, not kill us with it attached. */
-	pfs_xdp_catch_signals();
 	xo.ifname = s->ifname;
 	s->xdp = pfs_xdp__attach(&xo);
 	if (!s->xdp) {

@@ -120,7 +120,7 @@ struct rx {
 	struct pfs_udp_ctlin *cin;
 	uint8_t *nakbuf;
 	double now;		/* of the current rx_burst, for place() */
-	uint32_t drop_ppm;	/* PFS_TEST_RX_DROP_PPM */
+	uint32_t drop_ppm;	/* o->test_rx_drop_ppm (tests only) */
 	uint64_t drop_rng;
 };
 
@@ -575,14 +575,6 @@ static int rx_alloc(struct rx *x)
 	return 0;
 }
 
-uint32_t pfs_dgram_test_drop_ppm(void)
-{
-	const char *v = getenv("PFS_TEST_RX_DROP_PPM");
-	unsigned long n = v ? strtoul(v, NULL, 10) : 0;
-
-	return n > 1000000 ? 1000000 : (uint32_t)n;
-}
-
 int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		   const struct pfs_dgram_backend *be)
 {
@@ -614,7 +606,7 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	x->cfd = -1;
 	x->base = o->blob ? pfs_blob__data(o->blob) : NULL;
 	x->grace = GRACE_MIN;
-	x->drop_ppm = pfs_dgram_test_drop_ppm();
+	x->drop_ppm = o->test_rx_drop_ppm > 1000000 ? 1000000 : o->test_rx_drop_ppm;
 	x->drop_rng = 0x9e3779b97f4a7c15ULL;
 	if (x->drop_ppm)
 		pfs_warn("recv: PFS_TEST_RX_DROP_PPM=%u: dropping that share of data datagrams on "
@@ -639,7 +631,7 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	}
 	x->cfd = pfs_xfer_accept_stop(lfd, o->accept_timeout_ms,
 				      o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
-				      o->ready_file, x->io->ops->stop_requested, r);
+				      o->ready_file, x->io->stop, r);
 	if (x->cfd < 0) {
 		err = x->cfd;
 		goto out_close_io;

@@ -219,7 +219,8 @@ int pfs_xfer_accept(int lfd, int accept_timeout_ms, int io_timeout_ms, const cha
 }
 
 int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms,
-			 const char *ready_file, bool (*stop)(void), struct pfs_xfer_result *r)
+			 const char *ready_file, const volatile sig_atomic_t *stop,
+			 struct pfs_xfer_result *r)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -235,9 +236,14 @@ int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms,
 		return pfs_xfer_fail(r, pr, "recv: cannot create the ready file %s: %s", ready_file,
 				     strerror(-pr));
 	}
-	do
-		pr = poll(&pfd, 1, accept_timeout_ms);
-	while (pr < 0 && errno == EINTR && !(stop && stop()));
+	if (stop && *stop) {
+		pr = -1;
+		errno = EINTR;
+	} else {
+		do
+			pr = poll(&pfd, 1, accept_timeout_ms);
+		while (pr < 0 && errno == EINTR && !(stop && *stop));
+	}
 	if (pr <= 0) {
 		int e = errno;
 

@@ -47,12 +47,13 @@ int pfs_xfer_listen(const char *host, uint16_t port, const char *who,
 		    struct pfs_xfer_result *r);
 /* Receiver: create @ready_file, wait @accept_timeout_ms for one sender,
  * close @lfd. Sets r->peer and the I/O timeout. fd or -errno (-ETIMEDOUT;
- * -EINTR when a signal interrupted the wait and @stop, if not NULL, says
- * to stop). */
+ * -EINTR when @stop, if not NULL, is set: before the wait, or by the
+ * signal that interrupted it). */
 int pfs_xfer_accept(int lfd, int accept_timeout_ms, int io_timeout_ms, const char *ready_file,
 		    struct pfs_xfer_result *r);
 int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms,
-			 const char *ready_file, bool (*stop)(void), struct pfs_xfer_result *r);
+			 const char *ready_file, const volatile sig_atomic_t *stop,
+			 struct pfs_xfer_result *r);
 /* Sender: connect, retrying refused connects for @connect_timeout_ms.
  * Sets r->peer. fd or -errno. */
 int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms,

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * State and helpers the pfs subcommands share (cli.h): the --check-args
- * switch, set once by main() before the command runs, the clock the
- * commands time their phases with, and the parsers of the AF_XDP link
- * options send, recv and xsk have in common.
+ * switch, set once by main() before the command runs, the stop flag the
+ * signal handler sets, the clock the commands time their phases with, and
+ * the parsers of the AF_XDP link options send, recv and xsk have in common.
  */
+#include <string.h>
 #include <time.h>
 
 #include "cli.h"
@@ -12,6 +13,24 @@
 #include "pfs/xsk.h"
 
 bool pfs_cli_check_args;
+volatile sig_atomic_t pfs_cli_stop;
+
+static void on_stop(int sig)
+{
+	pfs_cli_stop = sig;
+}
+
+void pfs_cli_catch_stop(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop; /* no SA_RESTART: blocking poll() returns EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
 
 double pfs_cli_now(void)
 {

@@ -7,6 +7,7 @@
 #ifndef PFS_TOOL_CLI_H
 #define PFS_TOOL_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +96,15 @@ struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s, char *why, siz
  * pfs_xsk_page). */
 int pfs_cli_parse_xdp_attach(const char *arg, void *field);
 int pfs_cli_parse_umem_page(const char *arg, void *field);
+
+/* Signals are the tool's, not the library's: the commands that must leave
+ * through their cleanup path (an afxdp receiver and `pfs xsk` detach their
+ * XDP program) call pfs_cli_catch_stop(), which routes SIGTERM, SIGINT and
+ * SIGHUP to pfs_cli_stop (without SA_RESTART, so a blocking call returns
+ * EINTR), and hand &pfs_cli_stop to the library as its stop flag. The
+ * others keep the default actions. */
+extern volatile sig_atomic_t pfs_cli_stop;
+void pfs_cli_catch_stop(void);
 
 /* CLOCK_MONOTONIC in seconds. */
 double pfs_cli_now(void);

@@ -7,9 +7,11 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "pfs/integrity.h"
 #include "pfs/log.h"
 
 struct command {
@@ -46,10 +48,15 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	const char *crc;
 	int i = 1;
 
 	/* A vanished peer must surface as EPIPE from send(), not kill us. */
 	signal(SIGPIPE, SIG_IGN);
+	/* The library reads no environment: pfs passes what it finds. */
+	crc = getenv("PFS_CRC32C_IMPL");
+	if (crc && !strcmp(crc, "portable"))
+		pfs_crc32c_select("portable");
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--check-args")) {
 			pfs_cli_check_args = true;

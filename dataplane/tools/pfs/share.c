@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,6 +138,30 @@ static struct pfs_blob *open_named(const char *dir, const char *name)
 	return b;
 }
 
+/* Serve until SIGTERM or SIGINT (@sigs, blocked by the caller: queued even
+ * for PID 1 of a container, which would otherwise ignore SIGTERM without a
+ * handler) arrives on a signalfd. 0 or -errno. */
+static int serve_until_signal(struct pfs_share_server *srv, const sigset_t *sigs)
+{
+	struct signalfd_siginfo si;
+	uint64_t acc, ref;
+	int sfd = signalfd(-1, sigs, SFD_CLOEXEC | SFD_NONBLOCK), err;
+
+	if (sfd < 0) {
+		err = -errno;
+		pfs_err("blob serve: signalfd: %s", strerror(errno));
+		return err;
+	}
+	err = pfs_share_server__run(srv, sfd);
+	pfs_share_server__counts(srv, &acc, &ref);
+	if (!err && read(sfd, &si, sizeof(si)) == sizeof(si))
+		pfs_info("blob serve: signal %u, shutting down (accepted %" PRIu64
+			 ", refused %" PRIu64 ")",
+			 si.ssi_signo, acc, ref);
+	close(sfd);
+	return err;
+}
+
 int pfs_cmd_blob_serve(int argc, char **argv)
 {
 	struct serve_args a = { .so = { .sz = sizeof(a.so), .socket_gid = (gid_t)-1 } };
@@ -187,7 +212,7 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 		pfs_blob__close(blob);
 		return PFS_EXIT_ERROR;
 	}
-	err = pfs_share_server__run(srv);
+	err = serve_until_signal(srv, &sigs);
 	pfs_share_server__counts(srv, &acc, &ref);
 	pfs_share_server__free(srv);
 	if (err)

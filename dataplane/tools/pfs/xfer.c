@@ -417,6 +417,27 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 	}
 }
 
+extern char **environ;
+
+/* What the library takes from pfs's process rather than reading it itself:
+ * the device plugins' variables, PFS_UDP_OFFLOAD=off, PFS_TEST_RX_DROP_PPM
+ * (tests only), and the stop flag. An afxdp receiver attaches an XDP
+ * program: SIGTERM/SIGINT/SIGHUP must make it detach and report, not kill
+ * the process with the program attached; the other transports keep the
+ * signals' default actions. */
+static void process_opts(const struct xfer_args *a, struct pfs_xfer_opts *xo)
+{
+	const char *off = getenv("PFS_UDP_OFFLOAD"), *ppm = getenv("PFS_TEST_RX_DROP_PPM");
+	unsigned long n = ppm ? strtoul(ppm, NULL, 10) : 0;
+
+	xo->env = environ;
+	xo->udp_no_offload = off && !strcmp(off, "off");
+	xo->test_rx_drop_ppm = n > 1000000 ? 1000000 : (uint32_t)n;
+	xo->stop = &pfs_cli_stop;
+	if (!a->sender && !strcmp(a->transport->name, "afxdp"))
+		pfs_cli_catch_stop();
+}
+
 /* Run the transfer over the blob (NULL: a payload receiver) and report. */
 static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 		    const struct pfs_blob *blob, uint64_t fp, struct pfs_xfer_result *r)
@@ -454,6 +475,7 @@ static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 		.integrity = a->integrity,
 	};
 
+	process_opts(a, &xo);
 	if (a->sender) {
 		xo.sched.total_bytes = a->bytes		  ? a->bytes :
 				       a->sched.range_len ? a->sched.range_len :

@@ -133,7 +133,7 @@ static void *sink_worker(void *arg)
 		return NULL;
 	}
 	pat_fill(want, PAT_MAX - 1, queue);
-	while (!done && !pfs_xdp_stop_requested()) {
+	while (!done && !pfs_cli_stop) {
 		int n = pfs_xsk__rx_burst(w->x, d, PFS_XSK_BATCH);
 		double t;
 
@@ -210,7 +210,7 @@ static void *blast_worker(void *arg)
 		iov[i] = (struct iovec){ buf + (size_t)i * size, size };
 	}
 	w->first = pfs_cli_now();
-	while (seq < w->a->count && !pfs_xdp_stop_requested()) {
+	while (seq < w->a->count && !pfs_cli_stop) {
 		uint64_t left = w->a->count - seq;
 		unsigned int n = left < PFS_XSK_BATCH ? (unsigned int)left : PFS_XSK_BATCH;
 		int k;
@@ -468,7 +468,7 @@ static int result(struct pfs_json *j, const struct xsk_args *a, struct worker *w
 		pfs_json_u64(j, "tx_ring_full", sum.tx_ring_full);
 		pfs_json_u64(j, "k_tx_invalid", sum.k_tx_invalid);
 	}
-	if (pfs_xdp_stop_requested())
+	if (pfs_cli_stop)
 		pfs_json_bool(j, "stopped_by_signal", true);
 	if (err) {
 		pfs_json_str(j, "error", strerror(-err), 200);
@@ -717,6 +717,6 @@ int pfs_cmd_xsk(int argc, char **argv)
 		return PFS_EXIT_OK;
 	}
 	pfs_json_u64(&j, "port", a.port);
-	pfs_xdp_catch_signals();
+	pfs_cli_catch_stop();
 	return run(&a, ifname, &j);
 }
