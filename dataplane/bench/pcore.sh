@@ -51,11 +51,11 @@ trap restore EXIT
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 date -u +%Y-%m-%dT%H:%M:%SZ > "$OUT/date"
-echo "# calibrate: $PFS pcore calibrate --blob-size $SIZE --page $PAGE --passes $PASSES $PCORES_ARG" >&2
-"$PFS" pcore calibrate --blob-size "$SIZE" --page "$PAGE" --passes "$PASSES" $PCORES_ARG \
+echo "# calibrate: $PFS pcore calibrate --size $SIZE --page $PAGE --passes $PASSES $PCORES_ARG" >&2
+"$PFS" pcore calibrate --size "$SIZE" --page "$PAGE" --passes "$PASSES" $PCORES_ARG \
 	> "$OUT/calibrate.json"
 for op in $OPS; do
-	cmd="$PFS pcore run --op $op --imm 255 --blob-size $SIZE --page $PAGE --passes $PASSES --rounds $ROUNDS --baseline $PCORES_ARG"
+	cmd="$PFS pcore run --op $op --imm 255 --size $SIZE --page $PAGE --passes $PASSES --rounds $ROUNDS --baseline $PCORES_ARG"
 	echo "# $cmd" >&2
 	$cmd > "$OUT/$op.json"
 done

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What the XDP program (pfs_xdp.bpf.c) and user space (src/xdp.c) share:
+/* What the XDP program (pfs_xdp.bpf.c) and user space (src/link/xdp.c) share:
  * the slots of the per-CPU counters map and the XSKMAP size. Plain C with
  * no includes so both the BPF and the host compiler can read it. */
 #ifndef PFS_XDP_ABI_H

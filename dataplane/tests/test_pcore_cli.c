@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h" /* tools/pfs: pfs_cmd_pcore, linked from libpfs-cli.a */
 #include "pfs/blob.h"
 #include "pfs/integrity.h"
 #include "pfs/pcore.h"

@@ -5,9 +5,12 @@
  * builds the result of a 256-pcore run with a baseline and 9 rounds (the
  * widest the CLI allows) and feeds it to the CLI's own JSON writer: the
  * per-core arrays must give way to min/max and the object must stay valid
- * and complete. (It includes the CLI source to reach its static writer.)
+ * and complete. (The writer is tools/pfs/pcore_json.c, linked from
+ * libpfs-cli.a.)
  */
-#include "../src/pcore_cli.c"
+#include <string.h>
+
+#include "pcore.h"
 #include "tap.h"
 
 static struct pfs_pcore_result pc, bl;
@@ -15,10 +18,10 @@ static int cpus[PFS_PCORE_MAX];
 
 static int t_widest_result_fits(void)
 {
-	struct args a = { 0 };
-	struct outcome oc = { 0 };
-	char buf[JSON_MAX];
-	struct jbuf j = { .p = buf, .cap = sizeof(buf) };
+	struct pfs_pcore_args a = { 0 };
+	struct pfs_pcore_outcome oc = { 0 };
+	char buf[PFS_PCORE_JSON_MAX];
+	struct pfs_pcore_jbuf j = { .p = buf, .cap = sizeof(buf) };
 	struct pfs_blob_opts bo = { .sz = sizeof(bo), .size = 1 << 20, .page = PFS_PAGE_4K,
 				    .numa_node = -1 };
 	struct pfs_blob *blob;
@@ -48,15 +51,15 @@ static int t_widest_result_fits(void)
 	oc.numa_note = "memory bound to node 3";
 	oc.pc = &pc;
 	oc.bl = &bl;
-	oc.rounds = oc.bl_rounds = MAX_ROUNDS;
-	for (int i = 0; i < MAX_ROUNDS; i++)
+	oc.rounds = oc.bl_rounds = PFS_PCORE_MAX_ROUNDS;
+	for (int i = 0; i < PFS_PCORE_MAX_ROUNDS; i++)
 		oc.pc_mbps[i] = oc.bl_mbps[i] = 123456.7;
 
-	emit_json(&j, &oc, true);
+	pfs_pcore_json(&j, &oc, true);
 	CHECK(j.overflow, "the per-core form of 256 pcores should not fit (%zu bytes)", j.len);
-	j = (struct jbuf){ .p = buf, .cap = sizeof(buf) };
-	emit_json(&j, &oc, false);
-	CHECK(!j.overflow && j.len < JSON_MAX, "summarised result: %zu bytes, overflow %d", j.len,
+	j = (struct pfs_pcore_jbuf){ .p = buf, .cap = sizeof(buf) };
+	pfs_pcore_json(&j, &oc, false);
+	CHECK(!j.overflow && j.len < PFS_PCORE_JSON_MAX, "summarised result: %zu bytes, overflow %d", j.len,
 	      j.overflow);
 	buf[j.len] = '\0';
 	CHECK(strstr(buf, "\"per_core_MBps\":{\"min\":") && strstr(buf, "\"CPUpwn\":") &&

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pfs/cli.h"
+#include "opt.h" /* tools/pfs: pfs_parse_size, linked from libpfs-cli.a */
 #include "pfs/result.h"
 #include "tap.h"
 

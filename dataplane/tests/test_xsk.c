@@ -541,7 +541,7 @@ struct udp_job {
 	int ready_fd;		/* receiver: write a byte once bound */
 };
 
-/* The test pattern of `pfs xsk` (src/cli_xsk.c), queue 0. */
+/* The test pattern of `pfs xsk` (tools/pfs/xsk.c), queue 0. */
 static void pattern(uint8_t *p, uint16_t size, uint64_t seq)
 {
 	uint32_t magic = 0x58534650u;

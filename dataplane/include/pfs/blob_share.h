@@ -145,10 +145,12 @@ struct pfs_share_server;
 struct pfs_share_server *pfs_share_server__new(const struct pfs_blob *blob, uint64_t fp,
 					       const struct pfs_share_server_opts *opts);
 
-/* pfs_share_server__run - single-threaded poll loop; returns 0 after
- * SIGTERM or SIGINT (which it blocks and waits for itself), -errno on a
- * fatal error of the listening socket. */
-int pfs_share_server__run(struct pfs_share_server *s);
+/* pfs_share_server__run - single-threaded poll loop; returns 0 once
+ * @stop_fd is readable (the caller's signalfd of SIGTERM/SIGINT, an
+ * eventfd...; it is not read: the caller may read why), -ENOMEM, or -errno
+ * on a fatal error of the listening socket. @stop_fd < 0: run until such
+ * an error. The server takes no signals itself. */
+int pfs_share_server__run(struct pfs_share_server *s, int stop_fd);
 
 void pfs_share_server__counts(const struct pfs_share_server *s, uint64_t *accepted,
 			      uint64_t *refused);

@@ -13,10 +13,15 @@
 
 /* pfs_crc32c - extend @crc (0 for a fresh checksum) with @len bytes of @buf.
  * Standard semantics: pfs_crc32c(0, "123456789", 9) == 0xe3069283, and
- * pfs_crc32c(pfs_crc32c(0, a, n), b, m) equals the CRC of a||b.
- * The environment variable PFS_CRC32C_IMPL=portable forces the portable
- * path (read once, on the first call). */
+ * pfs_crc32c(pfs_crc32c(0, a, n), b, m) equals the CRC of a||b. */
 uint32_t pfs_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* pfs_crc32c_select - the implementation pfs_crc32c uses: "auto" (the best
+ * this CPU has; the default) or "portable" (the table, for comparisons and
+ * tests). Call it before other threads compute CRCs. 0, or -EINVAL for
+ * another name (the choice is unchanged). The pfs CLI calls it with
+ * "portable" when its environment has PFS_CRC32C_IMPL=portable. */
+int pfs_crc32c_select(const char *name);
 
 /* pfs_crc32c_combine - CRC of A||B given crc(A), crc(B) and len(B).
  * O(log len_b): multiplies crc(A) by x^(8*len_b) mod P in GF(2). */

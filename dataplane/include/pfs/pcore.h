@@ -232,10 +232,4 @@ int pfs_pcore_numa_bind(int node, void *addr, size_t len, char *note,
 /* pfs_pcore_pin - pin the calling thread to @cpu. Returns 0 or -errno. */
 int pfs_pcore_pin(int cpu);
 
-/* ------------------------------------------------------------------- CLI */
-
-/* pfs_cmd_pcore - the `pfs pcore ...` subcommand; argv[0] is "pcore".
- * Returns the process exit code. */
-int pfs_cmd_pcore(int argc, char **argv);
-
 #endif /* PFS_PCORE_H */

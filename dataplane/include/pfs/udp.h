@@ -2,7 +2,8 @@
 /* UDP transport: grams cut into datagrams on a UDP socket, with a TCP
  * control connection (same port number) for the handshake, the repair plane
  * (cumulative ACKs, selective NAKs) and the verdict. docs/wire-format.md,
- * "UDP", describes the bytes; src/udp_send.c and src/udp_recv.c the design.
+ * "UDP", describes the bytes; src/transport/repair_send.c and
+ * repair_recv.c the design.
  *
  * Wire records defined here (all little-endian):
  *

@@ -88,10 +88,4 @@ void pfs_xdp__close(struct pfs_xdp *x);
  * foreign program). */
 int pfs_xdp_detach_stale(const char *ifname);
 
-/* Stop requests: SIGTERM/SIGINT set a flag that transport loops poll, so
- * they leave through their cleanup path (detach, unmap) instead of dying
- * with the program attached. */
-void pfs_xdp_catch_signals(void);
-bool pfs_xdp_stop_requested(void);
-
 #endif /* PFS_XDP_H */

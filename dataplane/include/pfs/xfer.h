@@ -5,6 +5,7 @@
 #ifndef PFS_XFER_H
 #define PFS_XFER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,7 +32,7 @@ struct pfs_dgram_stats {
 	uint64_t dropped;	/* receiver: packets its kernel dropped, socket full (SO_RXQ_OVFL;
 				 * a GRO burst of datagrams counts once); afxdp: the XDP socket
 				 * statistics' rx_dropped + fill_empty + rx_ring_full */
-	uint64_t test_dropped;	/* receiver: dropped on purpose (PFS_TEST_RX_DROP_PPM, tests only) */
+	uint64_t test_dropped;	/* receiver: dropped on purpose (test_rx_drop_ppm, tests only) */
 };
 
 /* What one side measured; filled as far as the transfer got. */
@@ -84,6 +85,19 @@ struct pfs_xfer_opts {
 	int umem_page;			/* afxdp: enum pfs_xsk_page (0 auto) */
 	uint32_t mtu;			/* path MTU the datagrams must fit */
 	enum pfs_integrity integrity;	/* end-to-end checksum (CRC32C default) */
+	/* What the library takes from its caller rather than from the process
+	 * (signals, environment): */
+	const volatile sig_atomic_t *stop; /* afxdp receiver: non-zero ends the transfer
+					    * (-EINTR, program detached); the caller
+					    * routes SIGTERM/SIGINT/SIGHUP here, without
+					    * SA_RESTART. NULL: never stops */
+	char *const *env;		/* afxdp: "NAME=value" strings the interface may come
+					 * from (AFXDP_DEVICES_*, PCIDEVICE_*: pfs/netdev.h);
+					 * NULL: none */
+	bool udp_no_offload;		/* udp: no UDP GSO/GRO (pfs: PFS_UDP_OFFLOAD=off) */
+	uint32_t test_rx_drop_ppm;	/* tests only: receivers (udp, afxdp) drop this many
+					 * data datagrams per million on purpose, <= 1000000
+					 * (pfs: PFS_TEST_RX_DROP_PPM) */
 };
 
 struct pfs_transport {

@@ -147,7 +147,7 @@ int pfs_xsk__rx_burst(struct pfs_xsk *x, struct pfs_dgram *out, unsigned int n);
 void pfs_xsk__rx_release(struct pfs_xsk *x, const struct pfs_dgram *d, unsigned int n);
 
 /* pfs_xsk__wait - poll(2) the socket for RX for up to @timeout_ms. 1 ready,
- * 0 timeout, -EINTR (a signal: check pfs_xdp_stop_requested), -errno. */
+ * 0 timeout, -EINTR (a signal: check the caller's stop flag), -errno. */
 int pfs_xsk__wait(struct pfs_xsk *x, int timeout_ms);
 
 /* pfs_xsk__reply_addr - the flow that answers the sender of @d (MACs, IPs,

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Pieces both ends of the datagram repair plane (udp and afxdp) use: the
+ * non-blocking reader of the TCP control connection (one per side, owned by
+ * that side's only thread), UDP socket creation with large buffers (bound
+ * to --ifname when given), the interface MTU, and rate-limited logging of
+ * dropped datagrams (nothing is logged per packet after the first few).
+ */
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pfs/log.h"
+#include "repair.h"
+
+int pfs_udp_ctl_next(struct pfs_udp_ctlin *c, const uint8_t **rec, size_t *len)
+{
+	for (;;) {
+		size_t have = c->tail - c->head;
+		const uint8_t *p = c->buf + c->head;
+		ssize_t n;
+
+		if (have >= 4) {
+			uint32_t magic = pfs_wire_magic(p, have);
+			size_t need = 0;
+
+			if (magic == PFS_CTL_MAGIC) {
+				need = PFS_CTL_LEN;
+			} else if (magic == PFS_UDP_REC_MAGIC) {
+				struct pfs_udp_rec r;
+				int err;
+
+				if (have >= PFS_UDP_REC_LEN) {
+					err = pfs_udp_rec_decode_hdr(p, have, &r);
+					if (err)
+						return -EPROTO;
+					need = PFS_UDP_REC_LEN + 8 * (size_t)r.n;
+				} else {
+					need = PFS_UDP_REC_LEN;
+				}
+			} else {
+				return -EPROTO;
+			}
+			if (have >= need) {
+				*rec = p;
+				*len = need;
+				c->head += need;
+				return 1;
+			}
+		}
+		if (c->head == c->tail) {
+			c->head = c->tail = 0;
+		} else if (c->head > sizeof(c->buf) / 2) {
+			memmove(c->buf, c->buf + c->head, c->tail - c->head);
+			c->tail -= c->head;
+			c->head = 0;
+		}
+		n = recv(c->fd, c->buf + c->tail, sizeof(c->buf) - c->tail, MSG_DONTWAIT);
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return errno == EPIPE ? -ECONNRESET : -errno;
+		}
+		c->tail += n;
+		*c->wire += n;
+	}
+}
+
+int pfs_udp_socket(int family, const char *ifname, const char **why)
+{
+	int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), sz = UDP_SOCKBUF, got;
+	socklen_t sl = sizeof(got);
+
+	*why = NULL;
+	if (fd < 0)
+		return -errno;
+	if (ifname && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, strlen(ifname) + 1)) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	/* FORCE needs CAP_NET_ADMIN; without it the sysctl caps (rmem_max) apply. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	if (!getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &sl) && got < sz)
+		*why = "socket buffers capped by net.core.rmem_max/wmem_max";
+	return fd;
+}
+
+void pfs_udp_drop(struct pfs_udp_droplog *dl, int err, const char *what)
+{
+	double now = pfs_xfer_now();
+
+	dl->n++;
+	if (dl->n <= 3)
+		pfs_warn("udp: dropped a %s datagram: %s", what, strerror(-err));
+	else if (now - dl->last >= 1.0)
+		pfs_warn("udp: %lu datagrams dropped so far (latest: %s, %s)",
+			 (unsigned long)dl->n, what, strerror(-err));
+	else
+		return;
+	dl->last = now;
+}
+
+int pfs_udp_if_mtu(const char *ifname)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFMTU, &ifr))
+		err = -errno;
+	close(fd);
+	return err ? err : ifr.ifr_mtu;
+}

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The TCP control connection the tcp and udp transports share: address
+ * parsing, listen/accept/connect with timeouts, full reads and writes, and
+ * the HELLO/ACCEPT/REFUSE judgement (version, mode, blob size and
+ * fingerprint), so both transports refuse a different blob with the same
+ * words. Everything here runs on the caller's thread and owns no state.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pfs/log.h"
+#include "xfer_ctl.h"
+
+double pfs_xfer_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void pfs_xfer_cpu(double *user, double *sys)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6;
+	*sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+int pfs_xfer_fail(struct pfs_xfer_result *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	va_end(ap);
+	pfs_err("%s", r->error);
+	return err;
+}
+
+int pfs_xfer_parse_addr(const char *host, uint16_t port, struct sockaddr_storage *ss,
+			socklen_t *len)
+{
+	struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!host || !*host)
+		host = "0.0.0.0";
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons(port);
+		*len = sizeof(*v4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons(port);
+		*len = sizeof(*v6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void pfs_xfer_addr_str(const struct sockaddr_storage *ss, char *out, size_t n)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)ss)->sin_addr, a, sizeof(a));
+		snprintf(out, n, "%s:%u", a, ntohs(((struct sockaddr_in *)ss)->sin_port));
+	} else {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ss)->sin6_addr, a, sizeof(a));
+		snprintf(out, n, "[%s]:%u", a, ntohs(((struct sockaddr_in6 *)ss)->sin6_port));
+	}
+}
+
+static void sock_setup(int fd, int timeout_ms)
+{
+	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+	int one = 1;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	/* We batch ourselves; Nagle would only delay small control records. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int pfs_xfer_io_err(int e)
+{
+	if (e == EAGAIN || e == EWOULDBLOCK)
+		return -ETIMEDOUT;
+	if (e == EPIPE)
+		return -ECONNRESET;
+	return -e;
+}
+
+const char *pfs_xfer_io_what(int err)
+{
+	return err == -ECONNRESET ? "peer closed the connection" :
+	       err == -ETIMEDOUT ? "timed out" : strerror(-err);
+}
+
+const char *pfs_xfer_refuse_str(uint32_t code)
+{
+	switch (code) {
+	case PFS_REFUSE_VERSION: return "protocol version mismatch";
+	case PFS_REFUSE_MODE: return "mode mismatch";
+	case PFS_REFUSE_FINGERPRINT: return "blob fingerprint mismatch";
+	case PFS_REFUSE_SIZE: return "blob size mismatch";
+	case PFS_REFUSE_PARAMS: return "transport parameters not acceptable";
+	case PFS_REFUSE_INTEGRITY: return "integrity checksum mismatch";
+	}
+	return "unknown reason";
+}
+
+int pfs_xfer_writev_full(int fd, struct iovec *iov, int cnt, uint64_t *wire)
+{
+	while (cnt) {
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = cnt };
+		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return pfs_xfer_io_err(errno);
+		}
+		*wire += n;
+		while (cnt && (size_t)n >= iov->iov_len) {
+			n -= iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt) {
+			iov->iov_base = (uint8_t *)iov->iov_base + n;
+			iov->iov_len -= n;
+		}
+	}
+	return 0;
+}
+
+int pfs_xfer_write_full(int fd, const void *buf, size_t len, uint64_t *wire)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return pfs_xfer_writev_full(fd, &iov, 1, wire);
+}
+
+int pfs_xfer_read_full(int fd, void *buf, size_t len, uint64_t *wire)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = recv(fd, (uint8_t *)buf + got, len - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? -ECONNRESET : pfs_xfer_io_err(errno);
+		got += n;
+		*wire += n;
+	}
+	return 0;
+}
+
+int pfs_xfer_send_ctl(int fd, const struct pfs_ctl *c, uint64_t *wire)
+{
+	uint8_t rec[PFS_CTL_LEN];
+
+	pfs_ctl_encode(c, rec);
+	return pfs_xfer_write_full(fd, rec, sizeof(rec), wire);
+}
+
+int pfs_xfer_listen(const char *host, uint16_t port, const char *who,
+		    struct pfs_xfer_result *r)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int lfd, one = 1;
+	char where[80];
+
+	if (pfs_xfer_parse_addr(host, port, &ss, &sl))
+		return pfs_xfer_fail(r, -EINVAL, "recv: '%s' is not a numeric IPv4/IPv6 address",
+				     host);
+	pfs_xfer_addr_str(&ss, where, sizeof(where));
+	lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0)
+		return pfs_xfer_fail(r, -errno, "recv: socket: %s", strerror(errno));
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (struct sockaddr *)&ss, sl) || listen(lfd, 1)) {
+		int e = errno;
+
+		close(lfd);
+		return pfs_xfer_fail(r, -e, "recv: listen on %s: %s%s", where, strerror(e),
+				     e == EACCES && port < 1024 ?
+				     " (ports below 1024 need CAP_NET_BIND_SERVICE)" : "");
+	}
+	pfs_info("recv: %s listening on %s", who, where);
+	return lfd;
+}
+
+int pfs_xfer_accept(int lfd, int accept_timeout_ms, int io_timeout_ms, const char *ready_file,
+		    struct pfs_xfer_result *r)
+{
+	return pfs_xfer_accept_stop(lfd, accept_timeout_ms, io_timeout_ms, ready_file, NULL, r);
+}
+
+int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms,
+			 const char *ready_file, const volatile sig_atomic_t *stop,
+			 struct pfs_xfer_result *r)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+	char where[80] = "?";
+	int fd, pr;
+
+	if (!getsockname(lfd, (struct sockaddr *)&ss, &sl))
+		pfs_xfer_addr_str(&ss, where, sizeof(where));
+	pr = pfs_xfer_ready(ready_file);
+	if (pr) {
+		close(lfd);
+		return pfs_xfer_fail(r, pr, "recv: cannot create the ready file %s: %s", ready_file,
+				     strerror(-pr));
+	}
+	if (stop && *stop) {
+		pr = -1;
+		errno = EINTR;
+	} else {
+		do
+			pr = poll(&pfd, 1, accept_timeout_ms);
+		while (pr < 0 && errno == EINTR && !(stop && *stop));
+	}
+	if (pr <= 0) {
+		int e = errno;
+
+		close(lfd);
+		if (pr < 0 && e == EINTR)
+			return pfs_xfer_fail(r, -EINTR, "recv: stopped by a signal while waiting for "
+					     "a sender on %s", where);
+		if (pr == 0)
+			return pfs_xfer_fail(r, -ETIMEDOUT, "recv: no sender connected to %s within "
+					     "%.1f s", where, accept_timeout_ms / 1000.0);
+		return pfs_xfer_fail(r, -e, "recv: poll: %s", strerror(e));
+	}
+	sl = sizeof(ss);
+	fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+	close(lfd);
+	if (fd < 0)
+		return pfs_xfer_fail(r, -errno, "recv: accept: %s", strerror(errno));
+	pfs_xfer_addr_str(&ss, r->peer, sizeof(r->peer));
+	sock_setup(fd, io_timeout_ms);
+	return fd;
+}
+
+int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms,
+		     int io_timeout_ms, struct pfs_xfer_result *r)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	double deadline = pfs_xfer_now() + connect_timeout_ms / 1000.0;
+	int fd, e;
+
+	if (pfs_xfer_parse_addr(host, port, &ss, &sl) || !host || !*host)
+		return pfs_xfer_fail(r, -EINVAL, "send: '%s' is not a numeric IPv4/IPv6 address",
+				     host ? host : "");
+	pfs_xfer_addr_str(&ss, r->peer, sizeof(r->peer));
+	for (;;) {
+		fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return pfs_xfer_fail(r, -errno, "send: socket: %s", strerror(errno));
+		sock_setup(fd, io_timeout_ms);
+		if (!connect(fd, (struct sockaddr *)&ss, sl))
+			return fd;
+		e = errno;
+		close(fd);
+		/* The receiver may not be listening yet: retry until the deadline. */
+		if ((e != ECONNREFUSED && e != ENETUNREACH && e != EHOSTUNREACH &&
+		     e != EINPROGRESS && e != EAGAIN && e != ETIMEDOUT) ||
+		    pfs_xfer_now() >= deadline)
+			return pfs_xfer_fail(r, -e, "send: connect to %s: %s (tried for %.1f s)",
+					     r->peer, e == EINPROGRESS ? "timed out" : strerror(e),
+					     connect_timeout_ms / 1000.0);
+		usleep(50000);
+	}
+}
+
+int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode,
+			 enum pfs_integrity integrity, uint64_t size, uint64_t fp, int out_fd,
+			 uint64_t *bound, struct pfs_ctl *a, struct pfs_xfer_result *r)
+{
+	struct pfs_ctl h;
+	int err = pfs_ctl_decode(raw, PFS_CTL_LEN, &h);
+
+	*a = (struct pfs_ctl){ .type = PFS_CTL_ACCEPT, .mode = mode,
+			       .flags = PFS_CTL_F_INTEGRITY(integrity), .size = size, .value = fp };
+	if (err == -EPROTONOSUPPORT) {
+		a->type = PFS_CTL_REFUSE;
+		a->word = PFS_REFUSE_VERSION;
+		return pfs_xfer_fail(r, -EPERM, "recv: refused %s: protocol version %u, this "
+				     "receiver speaks %u", r->peer, raw[4], PFS_GRAM_VERSION);
+	}
+	if (err || h.type != PFS_CTL_HELLO)
+		return pfs_xfer_fail(r, -EPROTO, "recv: %s did not open with a valid HELLO (%s)",
+				     r->peer, err ? strerror(-err) : "wrong record type");
+	r->peer_blob_size = h.size;
+	r->peer_fingerprint = h.value;
+	if (h.mode != mode) {
+		a->type = PFS_CTL_REFUSE;
+		a->word = PFS_REFUSE_MODE;
+		return pfs_xfer_fail(r, -EPERM, "recv: refused %s: mode mismatch: sender uses mode "
+				     "%s, this receiver runs mode %s", r->peer, pfs_mode_str(h.mode),
+				     pfs_mode_str(mode));
+	}
+	if (PFS_CTL_INTEGRITY(h.flags) != integrity) {
+		a->type = PFS_CTL_REFUSE;
+		a->word = PFS_REFUSE_INTEGRITY;
+		return pfs_xfer_fail(r, -EPERM, "recv: refused %s: integrity checksum mismatch: sender "
+				     "uses %s, this receiver %s; start both with the same --integrity",
+				     r->peer, pfs_integrity_str(PFS_CTL_INTEGRITY(h.flags)),
+				     pfs_integrity_str(integrity));
+	}
+	if (mode != PFS_MODE_PAYLOAD && (h.size != size || h.value != fp)) {
+		a->type = PFS_CTL_REFUSE;
+		a->word = h.size != size ? PFS_REFUSE_SIZE : PFS_REFUSE_FINGERPRINT;
+		return pfs_xfer_fail(r, -EPERM, "recv: refused %s: %s: sender blob %" PRIu64
+				     " bytes fingerprint 0x%016" PRIx64 ", receiver blob %" PRIu64
+				     " bytes fingerprint 0x%016" PRIx64 "; %s mode executes over "
+				     "the receiver's own blob, so both ends need identical blobs "
+				     "(same size and seed)", r->peer, pfs_xfer_refuse_str(a->word),
+				     h.size, h.value, size, fp, pfs_mode_str(mode));
+	}
+	/* Payload mode needs no shared blob: bounds come from the sender's. */
+	*bound = mode == PFS_MODE_PAYLOAD ? h.size : size;
+	if (out_fd >= 0) {
+		struct stat st;
+
+		/* Size the output now, so a sender claiming an impossible blob is
+		 * refused before any byte is written. */
+		if (!fstat(out_fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size < *bound &&
+		    ftruncate(out_fd, *bound)) {
+			int e = errno;
+
+			a->type = PFS_CTL_REFUSE;
+			a->word = PFS_REFUSE_SIZE;
+			return pfs_xfer_fail(r, -EPERM, "recv: refused %s: cannot size the output "
+					     "to the sender's blob size %" PRIu64 " bytes: %s",
+					     r->peer, *bound, strerror(e));
+		}
+	}
+	return 0;
+}
+
+int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t fp,
+			  struct pfs_xfer_result *r)
+{
+	struct pfs_ctl a;
+	int err = pfs_ctl_decode(raw, PFS_CTL_LEN, &a);
+
+	if (err == -EPROTONOSUPPORT)
+		return pfs_xfer_fail(r, -EPERM, "send: receiver %s speaks protocol version %u, "
+				     "this sender %u", r->peer, raw[4], PFS_GRAM_VERSION);
+	if (err || (a.type != PFS_CTL_ACCEPT && a.type != PFS_CTL_REFUSE))
+		return pfs_xfer_fail(r, -EPROTO, "send: bad answer to HELLO from %s", r->peer);
+	r->peer_blob_size = a.size;
+	r->peer_fingerprint = a.value;
+	if (a.type == PFS_CTL_REFUSE)
+		return pfs_xfer_fail(r, -EPERM, "send: receiver %s refused: %s (sender: mode %s, "
+				     "blob %" PRIu64 " bytes fingerprint 0x%016" PRIx64 "; receiver: "
+				     "mode %s, blob %" PRIu64 " bytes fingerprint 0x%016" PRIx64 ")%s",
+				     r->peer, pfs_xfer_refuse_str(a.word), pfs_mode_str(h->mode),
+				     h->size, fp, pfs_mode_str(a.mode), a.size, a.value,
+				     a.word == PFS_REFUSE_FINGERPRINT || a.word == PFS_REFUSE_SIZE ?
+				     "; offset and arithmetic modes need the same blob on both ends" :
+				     a.word == PFS_REFUSE_INTEGRITY ?
+				     "; start both ends with the same --integrity" : "");
+	return 0;
+}
+
+int pfs_xfer_out_write(int fd, const uint8_t *p, size_t len, uint64_t off,
+		       struct pfs_xfer_result *r)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return pfs_xfer_fail(r, -errno, "recv: writing output at %" PRIu64 ": %s",
+					     off, strerror(errno));
+		}
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}

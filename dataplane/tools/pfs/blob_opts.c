@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The blob options of every command that takes a blob (blob create, send,
+ * recv, bench, pcore): one table, so every command spells them the same
+ * way, and the one function that turns them into a blob (create, or open
+ * a named one). Single-threaded, at start-up; the returned blob belongs to
+ * the caller.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pfs/log.h"
+
+static int parse_page(const char *arg, void *field)
+{
+	return pfs_page_kind_parse(arg, field);
+}
+
+static const struct pfs_opt_choice fills[] = {
+	{ "seed", PFS_FILL_SEED },
+	{ "zero", PFS_FILL_ZERO },
+	{ "none", PFS_FILL_NONE },
+	{ 0 },
+};
+
+#define AT(f) PFS_OPT_AT(struct pfs_cli_blob, f)
+const struct pfs_opt pfs_cli_blob_opts[] = {
+	PFS_OPT_HEADING("\nBlob (offset/arithmetic need the same blob on both ends):"),
+	{ "size", PFS_OPT_SIZE, AT(opts.size), "N",
+	  "blob size (default 1G), rounded up to 2 MiB; sizes take K/M/G/T "
+	  "and KiB..TiB (binary), KB/MB/GB/TB (decimal), fractions (1.5G)",
+	  .min = 1 },
+	{ "blob-size", PFS_OPT_SIZE, AT(opts.size), "N", "alias of --size, removed after v0.2",
+	  .min = 1 },
+	{ "seed", PFS_OPT_U64, AT(opts.seed), "N", "fill seed (default 1)" },
+	{ "page", PFS_OPT_FN, AT(opts.page), "KIND",
+	  "4k | thp | 2m | 1g (default 2m); falls back 1g>2m>thp>4k", .parse = parse_page },
+	{ "no-fallback", PFS_OPT_FLAG, AT(opts.no_fallback), NULL,
+	  "fail instead of falling back to smaller pages" },
+	{ "fill", PFS_OPT_CHOICE, AT(opts.fill), "KIND", "seed | zero | none (default seed)",
+	  .choices = fills },
+	{ "numa", PFS_OPT_U64, AT(opts.numa_node), "NODE", "bind the blob to a NUMA node",
+	  .max = 1023 },
+	{ "mlock", PFS_OPT_FLAG, AT(opts.mlock), NULL,
+	  "lock the blob in RAM (CAP_IPC_LOCK or RLIMIT_MEMLOCK)" },
+	{ "setup-threads", PFS_OPT_U64, AT(opts.setup_threads), "N",
+	  "threads for prefault + fill (default 1, max 4)", .min = 1, .max = 4 },
+	{ "blob-name", PFS_OPT_STR, AT(open_name), "NAME",
+	  "open an existing named blob instead of creating one" },
+	{ "blob-dir", PFS_OPT_STR, AT(open_dir), "DIR",
+	  "its directory (default: search /dev/hugepages, /dev/shm)" },
+	{ 0 },
+};
+#undef AT
+
+void pfs_cli_blob_init(struct pfs_cli_blob *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->opts.sz = sizeof(b->opts);
+	b->opts.size = 1ULL << 30;
+	b->opts.page = PFS_PAGE_2M;
+	b->opts.fill = PFS_FILL_SEED;
+	b->opts.seed = 1;
+	b->opts.numa_node = -1;
+}
+
+struct pfs_blob *pfs_cli_blob_get(const struct pfs_cli_blob *b, char *why, size_t n)
+{
+	struct pfs_blob *blob;
+	int e;
+
+	if (b->open_name) {
+		blob = pfs_blob__open(b->open_dir, b->open_name);
+		e = errno;
+		if (!blob) {
+			snprintf(why, n, "cannot open blob '%s'%s%s: %s", b->open_name,
+				 b->open_dir ? " in " : "", b->open_dir ? b->open_dir : "",
+				 pfs_blob_last_error()[0] ? pfs_blob_last_error() : strerror(e));
+			pfs_err("%s", why);
+		}
+		errno = e;
+		return blob;
+	}
+	blob = pfs_blob__create(&b->opts);
+	e = errno;
+	if (!blob) {
+		snprintf(why, n, "cannot create a %" PRIu64 "-byte blob: %s", b->opts.size,
+			 pfs_blob_last_error()[0] ? pfs_blob_last_error() : strerror(e));
+		if (e == ENOMEM && b->opts.no_fallback)
+			pfs_err("hugepages missing: reserve them (sysctl vm.nr_hugepages, or the "
+				"pod's hugepages-2Mi/1Gi resources) or drop --no-fallback");
+	}
+	errno = e;
+	return blob;
+}
+
+void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t fp)
+{
+	const struct pfs_blob_timings *t = pfs_blob__timings(blob);
+
+	pfs_json_obj(j, "blob");
+	pfs_json_u64(j, "size", pfs_blob__size(blob));
+	pfs_json_str(j, "page", pfs_page_kind_str(pfs_blob__page_kind(blob)), 8);
+	pfs_json_u64(j, "huge_bytes", pfs_blob__huge_bytes(blob));
+	pfs_json_hex(j, "fingerprint", fp, 16);
+	pfs_json_str(j, "path", pfs_blob__path(blob), 256);
+	pfs_json_str(j, "fallback_reason", pfs_blob__fallback_reason(blob), 700);
+	pfs_json_num(j, "map_s", t->map_s, 4);
+	pfs_json_num(j, "prefault_s", t->prefault_s, 4);
+	pfs_json_num(j, "fill_s", t->fill_s, 4);
+	pfs_json_u64(j, "setup_threads", t->setup_threads);
+	pfs_json_close(j);
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the `pfs` subcommands share: exit codes, --check-args, the commands'
+ * entry points (one file each in tools/pfs/), and the blob options every
+ * command that takes a blob accepts (blob_opts.c): a blob of its own
+ * (--size, --page, ...), a named one (--blob-name) or one from a holder
+ * (--blob-socket). Internal to the tool; the library knows nothing of it. */
+#ifndef PFS_TOOL_CLI_H
+#define PFS_TOOL_CLI_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opt.h"
+#include "pfs/blob.h"
+#include "pfs/result.h"
+
+enum pfs_exit {
+	PFS_EXIT_OK = 0,
+	PFS_EXIT_ERROR = 1, /* runtime failure, see stderr and "error" */
+	PFS_EXIT_USAGE = 2, /* bad command line */
+	PFS_EXIT_MISMATCH = 3, /* transfer finished, integrity MISMATCH */
+	PFS_EXIT_REFUSED = 4, /* peer refused: mode, version or blob */
+	PFS_EXIT_TIMEOUT = 5, /* no peer / no data within the timeout */
+};
+
+/* The exit code of a command whose options did not parse: 0 after --help,
+ * 2 otherwise. */
+static inline int pfs_exit_parse(int err)
+{
+	return err > 0 ? PFS_EXIT_OK : PFS_EXIT_USAGE;
+}
+
+/* Each takes argv with argv[0] = its own name (blob serve/ping/attach: the
+ * verb) and returns the process exit code. */
+int pfs_cmd_blob(int argc, char **argv);
+int pfs_cmd_blob_serve(int argc, char **argv);
+int pfs_cmd_blob_ping(int argc, char **argv);
+int pfs_cmd_blob_attach(int argc, char **argv);
+int pfs_cmd_send(int argc, char **argv);
+int pfs_cmd_recv(int argc, char **argv);
+int pfs_cmd_bench(int argc, char **argv);
+int pfs_cmd_pcore(int argc, char **argv);
+int pfs_cmd_probe(int argc, char **argv);
+int pfs_cmd_xsk(int argc, char **argv);
+
+/* `pfs --check-args COMMAND ...`: every command parses and validates its
+ * options as usual, then exits 0 before touching memory, sockets or files.
+ * The operator's tests run the exact argument lists its pods get through
+ * it, so a pod can never be built with an option the binary lacks. */
+extern bool pfs_cli_check_args;
+
+/* Blob options shared by blob, send, recv, bench and pcore. */
+struct pfs_cli_blob {
+	struct pfs_blob_opts opts; /* anonymous or named create */
+	const char *open_name; /* --blob-name: open an existing blob */
+	const char *open_dir;
+};
+
+/* The table over struct pfs_cli_blob: --size (alias --blob-size), --seed,
+ * --page, --no-fallback, --fill, --numa, --mlock, --setup-threads,
+ * --blob-name, --blob-dir. */
+extern const struct pfs_opt pfs_cli_blob_opts[];
+
+/* The defaults: 1 GiB on 2 MiB pages, seed fill with seed 1, no NUMA. */
+void pfs_cli_blob_init(struct pfs_cli_blob *b);
+/* Create or open; NULL with the reason logged and copied into @why. */
+struct pfs_blob *pfs_cli_blob_get(const struct pfs_cli_blob *b, char *why, size_t n);
+/* The "blob" member of a result. */
+void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t fp);
+
+/* The blob from a holder (`pfs blob serve`) instead of one's own;
+ * zero-initialise. */
+struct pfs_cli_share {
+	const char *socket; /* --blob-socket: take the blob from this holder */
+	const char *token_file; /* --blob-token-file */
+};
+
+/* The table over struct pfs_cli_share: --blob-socket, --blob-token-file. */
+extern const struct pfs_opt pfs_cli_share_opts[];
+
+/* Either share option given: the blob must come from a holder. */
+static inline bool pfs_cli_share_set(const struct pfs_cli_share *s)
+{
+	return s->socket || s->token_file;
+}
+
+/* The blob from the holder (fetched, mapped, size and fingerprint checked);
+ * NULL with errno, the reason logged and copied into @why (may be NULL).
+ * EINVAL: one of the two options missing. */
+struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s, char *why, size_t n);
+
+/* PFS_OPT_FN parsers of the AF_XDP link options that send, recv and xsk
+ * share: --attach (enum pfs_xdp_attach), --umem-page/--page (enum
+ * pfs_xsk_page). */
+int pfs_cli_parse_xdp_attach(const char *arg, void *field);
+int pfs_cli_parse_umem_page(const char *arg, void *field);
+
+/* Signals are the tool's, not the library's: the commands that must leave
+ * through their cleanup path (an afxdp receiver and `pfs xsk` detach their
+ * XDP program) call pfs_cli_catch_stop(), which routes SIGTERM, SIGINT and
+ * SIGHUP to pfs_cli_stop (without SA_RESTART, so a blocking call returns
+ * EINTR), and hand &pfs_cli_stop to the library as its stop flag. The
+ * others keep the default actions. */
+extern volatile sig_atomic_t pfs_cli_stop;
+void pfs_cli_catch_stop(void);
+
+/* CLOCK_MONOTONIC in seconds. */
+double pfs_cli_now(void);
+
+#endif /* PFS_TOOL_CLI_H */

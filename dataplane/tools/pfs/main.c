@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * pfs: the PacketFS data-plane CLI. This file only dispatches: global
+ * options (log level, --check-args) then a subcommand from the table below,
+ * one file each in tools/pfs/. Results go to stdout as one JSON object;
+ * logs go to stderr. The library (libpfs.a) holds no CLI code.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pfs/integrity.h"
+#include "pfs/log.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{ "blob", pfs_cmd_blob, "create | info | rm a blob (hugepages, THP, 4K)" },
+	{ "recv", pfs_cmd_recv, "receive one transfer and verify its integrity" },
+	{ "send", pfs_cmd_send, "send a schedule of grams to a receiver" },
+	{ "bench", pfs_cmd_bench, "local rates: CRC32C, FNV-1a, memset, blob setup" },
+	{ "pcore", pfs_cmd_pcore, "run byte ops over the blob on pcores" },
+	{ "probe", pfs_cmd_probe, "readiness probe: does a receiver's --ready-file exist" },
+#ifndef PFS_NO_AFXDP /* the arm64 cross build has no libbpf */
+	{ "xsk", pfs_cmd_xsk, "AF_XDP link probe: sink | blast test frames, detach" },
+#endif
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pfs [-v | -q | --log-level LEVEL] [--check-args] COMMAND [options]\n\n"
+		   "Commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\n`pfs COMMAND --help` describes each command.\n"
+		   "Results: one JSON object on stdout (<= 4 KiB); logs on stderr.\n"
+		   "Exit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused, 5 timeout.\n"
+		   "Log levels: error, warn, info (default), debug.\n"
+		   "Sizes take K/M/G/T and KiB..TiB (binary), KB/MB/GB/TB (decimal) and\n"
+		   "fractions (1.5G); integers take 0x (hex) and 0 (octal) prefixes.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *crc;
+	int i = 1;
+
+	/* A vanished peer must surface as EPIPE from send(), not kill us. */
+	signal(SIGPIPE, SIG_IGN);
+	/* The library reads no environment: pfs passes what it finds. */
+	crc = getenv("PFS_CRC32C_IMPL");
+	if (crc && !strcmp(crc, "portable"))
+		pfs_crc32c_select("portable");
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--check-args")) {
+			pfs_cli_check_args = true;
+		} else if (!strcmp(argv[i], "-v")) {
+			pfs_log_set_level(PFS_LOG_DEBUG);
+		} else if (!strcmp(argv[i], "-q")) {
+			pfs_log_set_level(PFS_LOG_ERROR);
+		} else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
+			static const char *const lv[] = { "error", "warn", "info", "debug" };
+			bool ok = false;
+
+			i++;
+			for (int l = 0; l < 4; l++)
+				if (!strcmp(argv[i], lv[l])) {
+					pfs_log_set_level((enum pfs_log_level)l);
+					ok = true;
+				}
+			if (!ok) {
+				fprintf(stderr, "pfs: unknown log level '%s'\n", argv[i]);
+				return PFS_EXIT_USAGE;
+			}
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return PFS_EXIT_OK;
+		} else {
+			fprintf(stderr, "pfs: unknown option '%s'\n\n", argv[i]);
+			usage(stderr);
+			return PFS_EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return PFS_EXIT_USAGE;
+	}
+	if (!strcmp(argv[i], "help")) {
+		usage(stdout);
+		return PFS_EXIT_OK;
+	}
+	for (size_t c = 0; c < sizeof(commands) / sizeof(commands[0]); c++)
+		if (!strcmp(argv[i], commands[c].name))
+			return commands[c].fn(argc - i, argv + i);
+	fprintf(stderr, "pfs: unknown command '%s'\n\n", argv[i]);
+	usage(stderr);
+	return PFS_EXIT_USAGE;
+}

@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * `pfs send` and `pfs recv`: one transfer over the chosen transport, one
+ * JSON result (stdout and --result-file), optionally one CSV row. Each side
+ * reports what it measured itself: its elapsed time and its own CPU time
+ * (getrusage). Blob setup is timed separately and excluded from the
+ * transfer metrics. Single-threaded here; the transport owns its threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pfs/integrity.h"
+#include "pfs/log.h"
+#include "pfs/pcore.h"
+#include "pfs/xdp.h"
+#include "pfs/xfer.h"
+#include "pfs/xsk.h"
+
+struct xfer_args {
+	bool sender;
+	const char *connect, *listen, *transport_name;
+	const struct pfs_transport *transport;
+	enum pfs_gram_mode mode;
+	struct pfs_cli_blob cb;
+	struct pfs_cli_share share; /* --blob-socket: the blob from a holder */
+	struct pfs_sched_opts sched;
+	struct pfs_opt_range range;
+	uint64_t bytes;
+	uint32_t desc_per_gram, gram_bytes;
+	double connect_timeout, accept_timeout, timeout;
+	const char *out, *result_file, *csv, *notes, *ready_file;
+	const char *ifname, *peer_mac;
+	uint32_t queues, mtu;
+	enum pfs_xdp_attach xdp_attach;
+	enum pfs_xsk_page umem_page;
+	enum pfs_integrity integrity;
+};
+
+static int parse_mode(const char *arg, void *field)
+{
+	return pfs_mode_parse(arg, field);
+}
+
+static int parse_pattern(const char *arg, void *field)
+{
+	return pfs_pattern_parse(arg, field);
+}
+
+static int parse_integrity(const char *arg, void *field)
+{
+	return pfs_integrity_parse(arg, field);
+}
+
+#define AT(f) PFS_OPT_AT(struct xfer_args, f)
+
+/* send and recv take the same options, each side using its own and
+ * ignoring the other's (so one argument list may serve both), except the
+ * few check_side() refuses. */
+static const struct pfs_opt send_opts[] = {
+	PFS_OPT_HEADING("Sender (pfs send):"),
+	{ "connect", PFS_OPT_STR, AT(connect), "ADDR:PORT",
+	  "the receiver: numeric IPv4 (1.2.3.4:5000) or IPv6 ([::1]:5000)" },
+	{ "bytes", PFS_OPT_SIZE, AT(bytes), "N", "effective bytes to move (default: the blob size)",
+	  .min = 1 },
+	{ "desc-per-gram", PFS_OPT_U64, AT(desc_per_gram), "N",
+	  "descriptors per gram (default 1024, max 65536)", .min = 1, .max = PFS_GRAM_MAX_DESC },
+	{ "min-len", PFS_OPT_SIZE, AT(sched.min_len), "N", "shortest descriptor (default 64)",
+	  .min = 1 },
+	{ "max-len", PFS_OPT_SIZE, AT(sched.max_len), "N", "longest descriptor (default 256K)",
+	  .min = 1 },
+	{ "align", PFS_OPT_SIZE, AT(sched.align), "N",
+	  "offset/length alignment, power of 2 (default 64)", .min = 1 },
+	{ "pattern", PFS_OPT_FN, AT(sched.pattern), "P", "seq | random (default seq)",
+	  .parse = parse_pattern },
+	{ "range", PFS_OPT_RANGE, AT(range), "OFF:LEN",
+	  "keep descriptors inside this part of the blob (default all)", .flags = PFS_OPT_NONZERO },
+	{ "sched-seed", PFS_OPT_U64, AT(sched.seed), "N", "schedule seed (default 1)" },
+	{ "gram-bytes", PFS_OPT_SIZE, AT(gram_bytes), "N",
+	  "payload bytes per gram in payload mode (default 4M)", .min = 1 },
+	{ "connect-timeout", PFS_OPT_SECS, AT(connect_timeout), "S",
+	  "keep retrying a refused connect this long (default 10)" },
+	{ "peer-mac", PFS_OPT_STR, AT(peer_mac), "MAC",
+	  "afxdp: the receiver's MAC when it cannot be resolved" },
+	{ 0 },
+};
+
+static const struct pfs_opt recv_opts[] = {
+	PFS_OPT_HEADING("\nReceiver (pfs recv):"),
+	{ "listen", PFS_OPT_STR, AT(listen), "ADDR:PORT",
+	  "address to bind (0.0.0.0:5000, [::]:5000)" },
+	{ "ready-file", PFS_OPT_STR, AT(ready_file), "PATH",
+	  "create PATH once a sender may start (readiness probes)" },
+	{ "out", PFS_OPT_STR, AT(out), "FILE",
+	  "also write the referenced bytes to FILE at their offsets" },
+	{ "accept-timeout", PFS_OPT_SECS, AT(accept_timeout), "S",
+	  "wait this long for a sender (default 60)" },
+	{ "attach", PFS_OPT_FN, AT(xdp_attach), "MODE",
+	  "afxdp: auto | native | generic XDP (default auto: native, "
+	  "else generic with the reason logged)",
+	  .parse = pfs_cli_parse_xdp_attach },
+	{ 0 },
+};
+
+static const struct pfs_opt both_opts[] = {
+	PFS_OPT_HEADING("\nBoth sides:"),
+	{ "mode", PFS_OPT_FN, AT(mode), "MODE", "payload | offset | arith (required)",
+	  .parse = parse_mode, .flags = PFS_OPT_REQUIRED },
+	{ "transport", PFS_OPT_STR, AT(transport_name), "T",
+	  "tcp | udp | afxdp, those built in (default tcp)" },
+	{ "timeout", PFS_OPT_SECS, AT(timeout), "S",
+	  "no progress for S seconds is an error (default: tcp 30, udp and afxdp 5)",
+	  .flags = PFS_OPT_NONZERO },
+	{ "integrity", PFS_OPT_FN, AT(integrity), "K",
+	  "crc32c | fnv1a64 | none (default crc32c); both ends must "
+	  "agree (the receiver refuses another); none compares counts",
+	  .parse = parse_integrity },
+	{ "result-file", PFS_OPT_STR, AT(result_file), "PATH",
+	  "also write the JSON there (e.g. /dev/termination-log)" },
+	{ "csv", PFS_OPT_STR, AT(csv), "PATH", "append a CSV row (seed-001 fields)" },
+	{ "notes", PFS_OPT_STR, AT(notes), "TEXT", "notes for the result row" },
+	{ 0 },
+};
+
+static const struct pfs_opt link_opts[] = {
+	PFS_OPT_HEADING("\nLink (udp, afxdp):"),
+	{ "ifname", PFS_OPT_STR, AT(ifname), "IF",
+	  "interface to bind or attach to; afxdp also takes it from "
+	  "AFXDP_DEVICES_* or PCIDEVICE_* (device plugins)" },
+	{ "queues", PFS_OPT_U64, AT(queues), "N",
+	  "afxdp: AF_XDP sockets on queues 0..N-1 (max 16); send: default "
+	  "1, a gram's fragments go out on queue seq % N; recv: default "
+	  "every RX queue of the interface, all polled by one thread",
+	  .min = 1, .max = 64 },
+	{ "umem-page", PFS_OPT_FN, AT(umem_page), "P",
+	  "afxdp UMEM pages: auto | 2m | 4k (default auto: 2 MiB "
+	  "hugepages when the pool has them)",
+	  .parse = pfs_cli_parse_umem_page },
+	{ "mtu", PFS_OPT_U64, AT(mtu), "N",
+	  "path MTU datagrams must fit (default: the MTU of "
+	  "--ifname, else 1500)",
+	  .min = 576, .max = 65535 },
+	PFS_OPT_HEADING(
+		"  afxdp sending needs CAP_NET_RAW, receiving CAP_NET_ADMIN, CAP_NET_RAW and\n"
+		"  CAP_BPF (either +CAP_IPC_LOCK for a UMEM over the memlock limit); control,\n"
+		"  ACKs and NAKs use TCP over the same interface. The receiver's XDP program\n"
+		"  is detached on exit and on SIGTERM/SIGINT/SIGHUP.\n"
+		"  Test only: PFS_TEST_RX_DROP_PPM=N in the receiver's environment drops N\n"
+		"  per million received data datagrams on purpose (udp, afxdp) to exercise\n"
+		"  the repair plane where netem/netfilter cannot reach (AF_XDP bypasses both)."),
+	{ 0 },
+};
+
+#undef AT
+
+static const char send_usage[] =
+	"usage: pfs send --connect ADDR:PORT --mode MODE [options]\n"
+	"\n"
+	"Connects to `pfs recv`, proves the blob (version, mode, fingerprint), streams\n"
+	"grams of the schedule and prints the result (JSON) once the receiver has\n"
+	"returned its checksum and verdict.\n"
+	"\n";
+
+static const char recv_usage[] =
+	"usage: pfs recv --listen ADDR:PORT --mode MODE [options]\n"
+	"\n"
+	"Accepts one sender, checks its HELLO (version, mode and, for offset and\n"
+	"arith, that the sender's blob fingerprint equals this one's), executes every\n"
+	"descriptor (CRC32C over the referenced bytes; payload mode over the payload)\n"
+	"and reports OK or MISMATCH against the sender's checksum.\n"
+	"\n";
+
+static const char xfer_footer[] =
+	"\n(payload mode needs no blob on the receiver; none is created)\n"
+	"\nsend and recv take the same options and ignore the other side's, so one\n"
+	"argument list may serve both; --connect/--range are the sender's only,\n"
+	"--listen/--ready-file/--attach the receiver's only.\n"
+	"\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused (mode/version/\n"
+	"blob), 5 timeout.\n";
+
+static int split_addr(const char *s, char *host, size_t n, uint16_t *port)
+{
+	const char *colon = strrchr(s, ':');
+	uint64_t p;
+	size_t hl;
+
+	if (!colon || pfs_parse_u64(colon + 1, &p) || p > 65535)
+		return -EINVAL;
+	hl = colon - s;
+	if (hl && s[0] == '[' && s[hl - 1] == ']') {
+		s++;
+		hl -= 2;
+	}
+	if (hl >= n)
+		return -EINVAL;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+/* The options of the other side that this one refuses. */
+static int check_side(const struct pfs_cmdline *c, bool sender)
+{
+	static const char *const send_only[] = { "connect", "range", NULL };
+	static const char *const recv_only[] = { "listen", "ready-file", "attach", NULL };
+	const char *const *other = sender ? recv_only : send_only;
+
+	for (int i = 0; other[i]; i++)
+		if (pfs_opt_given(c, other[i]))
+			return pfs_opt_fail(c, "--%s is an option of pfs %s", other[i],
+					    sender ? "recv" : "send");
+	if (!pfs_opt_given(c, sender ? "connect" : "listen"))
+		return pfs_opt_fail(c, "--%s is required (see pfs %s --help)",
+				    sender ? "connect" : "listen", c->cmd);
+	return 0;
+}
+
+/* The command line into @a; 0, PFS_OPT_HELP, or -EINVAL (reported). */
+static int parse_args(int argc, char **argv, struct xfer_args *a)
+{
+	struct pfs_cmdline c = {
+		.cmd = a->sender ? "send" : "recv",
+		.usage = a->sender ? send_usage : recv_usage,
+		.footer = xfer_footer,
+		.group = { { send_opts, a },
+			   { recv_opts, a },
+			   { both_opts, a },
+			   { link_opts, a },
+			   { pfs_cli_blob_opts, &a->cb },
+			   { pfs_cli_share_opts, &a->share } },
+	};
+	int err = pfs_opt_parse(&c, argc, argv);
+
+	if (!err)
+		err = check_side(&c, a->sender);
+	if (err)
+		return err;
+	a->sched.range_off = a->range.off;
+	a->sched.range_len = a->range.len;
+	a->transport = pfs_transport_find(a->transport_name ? a->transport_name : "tcp");
+	if (!a->transport)
+		return pfs_opt_fail(&c, "unknown --transport '%s' (this build has: %s)",
+				    a->transport_name, pfs_transport_names());
+	if (!pfs_transport_has_integrity(a->transport, a->integrity))
+		return pfs_opt_fail(&c, "--transport %s runs only --integrity crc32c, not %s",
+				    a->transport->name, pfs_integrity_str(a->integrity));
+	if (a->sched.min_len > a->sched.max_len)
+		return pfs_opt_fail(&c, "--min-len exceeds --max-len");
+	if (!a->timeout) /* udp repairs within ms; a dead path should not take 30 s */
+		a->timeout = strcmp(a->transport->name, "tcp") ? 5 : 30;
+	return 0;
+}
+
+static int exit_code(int err, const struct pfs_xfer_result *r)
+{
+	if (err == -EPERM)
+		return PFS_EXIT_REFUSED;
+	if (err == -ETIMEDOUT)
+		return PFS_EXIT_TIMEOUT;
+	if (err)
+		return PFS_EXIT_ERROR;
+	/* NA: --integrity none and the counts agreed. */
+	return r->verdict == PFS_VERDICT_MISMATCH ? PFS_EXIT_MISMATCH : PFS_EXIT_OK;
+}
+
+static const char *verdict_str(const struct pfs_xfer_result *r)
+{
+	return r->verdict == PFS_VERDICT_OK	  ? "OK" :
+	       r->verdict == PFS_VERDICT_MISMATCH ? "MISMATCH" :
+						    "NA";
+}
+
+/* Where this side ran: the CPUs it was allowed (in a Guaranteed pod under the
+ * static CPU manager, the ones Kubernetes assigned) and their NUMA node. */
+static void placement_json(struct pfs_json *j)
+{
+	int cpus[64], n = pfs_pcore_allowed_cpus(cpus, 64), node;
+
+	if (n <= 0)
+		return;
+	node = pfs_pcore_cpus_node(cpus, n);
+	/* Up to 64 CPUs; a wider set is summarised by its node alone. */
+	if (n < 64)
+		pfs_json_ints(j, "cpus", cpus, n);
+	if (node >= 0)
+		pfs_json_u64(j, "numa_node", (uint64_t)node);
+}
+
+static void checksum_json(struct pfs_json *j, const char *key, const char *peer_key,
+			  const struct pfs_xfer_result *r, int digits)
+{
+	pfs_json_hex(j, key, r->crc, digits);
+	if (r->peer_crc_valid)
+		pfs_json_hex(j, peer_key, r->peer_crc, digits);
+	else
+		pfs_json_str(j, peer_key, NULL, 0);
+}
+
+/* The datagram transports' counters (udp, afxdp); nothing for tcp. */
+static void dgrams_json(struct pfs_json *j, const struct pfs_dgram_stats *g)
+{
+	if (!g->sent && !g->received)
+		return;
+	pfs_json_obj(j, "datagrams");
+	pfs_json_u64(j, "sent", g->sent);
+	pfs_json_u64(j, "received", g->received);
+	pfs_json_u64(j, "retransmitted", g->retransmitted);
+	pfs_json_u64(j, "naks", g->naks);
+	pfs_json_u64(j, "duplicates", g->duplicates);
+	pfs_json_u64(j, "out_of_order", g->out_of_order);
+	pfs_json_u64(j, "socket_drops", g->dropped);
+	if (g->test_dropped)
+		pfs_json_u64(j, "test_dropped", g->test_dropped);
+	pfs_json_close(j);
+}
+
+/* The "notes" of a result: the user's, then what this run was. */
+static void notes_str(const struct xfer_args *a, const struct pfs_blob *blob,
+		      const struct pfs_xfer_result *r, char *buf, size_t n)
+{
+	snprintf(buf, n,
+		 "%s%s%s; %s; blob=%s; %u desc/gram; len %u..%u align %u; pattern=%s; "
+		 "integrity=%s; crc32c=%s",
+		 a->notes ? a->notes : "", a->notes ? "; " : "", a->sender ? "sender" : "receiver",
+		 r->peer[0] ? r->peer : "no peer",
+		 blob ? pfs_page_kind_str(pfs_blob__page_kind(blob)) : "none", a->desc_per_gram,
+		 a->sched.min_len, a->sched.max_len, a->sched.align,
+		 a->sched.pattern == PFS_PATTERN_RANDOM ? "random" : "seq",
+		 pfs_integrity_str(a->integrity), pfs_crc32c_impl());
+}
+
+/* The rates and checksums of a result. */
+static void transfer_json(struct pfs_json *j, const struct xfer_args *a,
+			  const struct pfs_xfer_result *r)
+{
+	double mb = r->bytes / 1e6, cpu = r->user_s + r->sys_s;
+
+	pfs_json_num(j, "size_mb", mb, 3);
+	pfs_json_u64(j, "bytes", r->bytes);
+	pfs_json_num(j, "elapsed_s", r->elapsed_s, 6);
+	pfs_json_num(j, "effective_mb_s", r->elapsed_s > 0 ? mb / r->elapsed_s : 0, 1);
+	pfs_json_num(j, "user_s", r->user_s, 3);
+	pfs_json_num(j, "sys_s", r->sys_s, 3);
+	pfs_json_num(j, "cpu_s", cpu, 3);
+	pfs_json_num(j, "mb_per_cpu_s", cpu > 0 ? mb / cpu : 0, 1);
+	pfs_json_str(j, "integrity", verdict_str(r), 10);
+	pfs_json_u64(j, "pthreads", 1);
+	pfs_json_str(j, "integrity_alg", pfs_integrity_str(a->integrity), 8);
+	/* "crc32c"/"peer_crc32c" stay for readers that predate --integrity. */
+	if (a->integrity == PFS_INTEGRITY_CRC32C)
+		checksum_json(j, "crc32c", "peer_crc32c", r, 8);
+	if (a->integrity != PFS_INTEGRITY_NONE)
+		checksum_json(j, "checksum", "peer_checksum", r, 16);
+	pfs_json_str(j, "crc32c_impl", pfs_crc32c_impl(), 24);
+	pfs_json_u64(j, "descs", r->descs);
+	pfs_json_u64(j, "grams", r->grams);
+	pfs_json_u64(j, "wire_bytes", r->wire_bytes);
+	pfs_json_u64(j, "decode_errors", r->stats.errors);
+	dgrams_json(j, &r->dgrams);
+}
+
+static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint64_t fp,
+		   const struct pfs_xfer_result *r, int err, int rc)
+{
+	double mb = r->bytes / 1e6, cpu = r->user_s + r->sys_s;
+	char label[64], notes[400];
+	struct pfs_json j;
+
+	pfs_label(a->mode, a->transport->label, label, sizeof(label));
+	notes_str(a, blob, r, notes, sizeof(notes));
+	pfs_json_begin(&j);
+	pfs_json_bool(&j, "ok", rc == PFS_EXIT_OK);
+	pfs_json_str(&j, "cmd", a->sender ? "send" : "recv", 8);
+	pfs_json_str(&j, "label", label, 64);
+	pfs_json_str(&j, "purpose", pfs_purpose(a->mode), 16);
+	pfs_json_str(&j, "side", a->sender ? "sender" : "receiver", 10);
+	pfs_json_str(&j, "transport", a->transport->name, 8);
+	pfs_json_str(&j, "mode", pfs_mode_str(a->mode), 10);
+	pfs_json_str(&j, "peer", r->peer[0] ? r->peer : NULL, 64);
+	transfer_json(&j, a, r);
+	if (r->path[0])
+		pfs_json_str(&j, "path", r->path, sizeof(r->path));
+	if (r->afxdp_mode[0])
+		pfs_json_str(&j, "afxdp_mode", r->afxdp_mode, sizeof(r->afxdp_mode));
+	placement_json(&j);
+	if (blob)
+		pfs_cli_blob_json(&j, blob, fp);
+	pfs_json_hex(&j, "peer_fingerprint", r->peer_fingerprint, 16);
+	pfs_json_str(&j, "notes", notes, 400);
+	pfs_json_u64(&j, "exit_code", rc);
+	pfs_json_str(&j, "error",
+		     err || rc ? (r->error[0] ? r->error : "integrity MISMATCH") : NULL, 700);
+	if (pfs_result_emit(pfs_json_end(&j), a->result_file))
+		pfs_err("cannot write the result to %s: %s", a->result_file, strerror(errno));
+	if (a->csv) {
+		double eff = r->elapsed_s > 0 ? mb / r->elapsed_s : 0;
+		struct pfs_csv_row row = { label,
+					   pfs_purpose(a->mode),
+					   mb,
+					   r->elapsed_s,
+					   eff,
+					   r->user_s,
+					   r->sys_s,
+					   cpu > 0 ? mb / cpu : 0,
+					   verdict_str(r),
+					   1,
+					   notes };
+
+		if (pfs_csv_append(a->csv, &row))
+			pfs_err("cannot append to %s: %s", a->csv, strerror(errno));
+	}
+}
+
+extern char **environ;
+
+/* What the library takes from pfs's process rather than reading it itself:
+ * the device plugins' variables, PFS_UDP_OFFLOAD=off, PFS_TEST_RX_DROP_PPM
+ * (tests only), and the stop flag. An afxdp receiver attaches an XDP
+ * program: SIGTERM/SIGINT/SIGHUP must make it detach and report, not kill
+ * the process with the program attached; the other transports keep the
+ * signals' default actions. */
+static void process_opts(const struct xfer_args *a, struct pfs_xfer_opts *xo)
+{
+	const char *off = getenv("PFS_UDP_OFFLOAD"), *ppm = getenv("PFS_TEST_RX_DROP_PPM");
+	unsigned long n = ppm ? strtoul(ppm, NULL, 10) : 0;
+
+	xo->env = environ;
+	xo->udp_no_offload = off && !strcmp(off, "off");
+	xo->test_rx_drop_ppm = n > 1000000 ? 1000000 : (uint32_t)n;
+	xo->stop = &pfs_cli_stop;
+	if (!a->sender && !strcmp(a->transport->name, "afxdp"))
+		pfs_cli_catch_stop();
+}
+
+/* Run the transfer over the blob (NULL: a payload receiver) and report. */
+static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
+		    const struct pfs_blob *blob, uint64_t fp, struct pfs_xfer_result *r)
+{
+	int err, rc, out_fd = -1;
+
+	if (a->out) {
+		out_fd = open(a->out, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (out_fd < 0) {
+			pfs_err("cannot open --out %s: %s", a->out, strerror(errno));
+			return PFS_EXIT_ERROR;
+		}
+	}
+	struct pfs_xfer_opts xo = {
+		.sz = sizeof(xo),
+		.host = host,
+		.port = port,
+		.mode = a->mode,
+		.blob = blob,
+		.fingerprint = fp,
+		.sched = a->sched,
+		.desc_per_gram = a->desc_per_gram,
+		.gram_bytes = a->gram_bytes,
+		.connect_timeout_ms = (int)(a->connect_timeout * 1000),
+		.out_fd = out_fd,
+		.accept_timeout_ms = (int)(a->accept_timeout * 1000),
+		.ready_file = a->ready_file,
+		.io_timeout_ms = (int)(a->timeout * 1000),
+		.ifname = a->ifname,
+		.queues = a->queues,
+		.peer_mac = a->peer_mac,
+		.mtu = a->mtu,
+		.xdp_attach = a->xdp_attach,
+		.umem_page = a->umem_page,
+		.integrity = a->integrity,
+	};
+
+	process_opts(a, &xo);
+	if (a->sender) {
+		xo.sched.total_bytes = a->bytes		  ? a->bytes :
+				       a->sched.range_len ? a->sched.range_len :
+							    pfs_blob__size(blob);
+		err = a->transport->send(&xo, r);
+	} else {
+		err = a->transport->recv(&xo, r);
+	}
+	rc = exit_code(err, r);
+	if (out_fd >= 0 && close(out_fd)) {
+		pfs_err("closing --out %s: %s", a->out, strerror(errno));
+		rc = rc ? rc : PFS_EXIT_ERROR;
+	}
+	report(a, blob, fp, r, err, rc);
+	return rc;
+}
+
+static int run(int argc, char **argv, bool sender)
+{
+	struct xfer_args a = { .sender = sender,
+			       .desc_per_gram = 1024,
+			       .gram_bytes = 4u << 20,
+			       .connect_timeout = 10,
+			       .accept_timeout = 60 };
+	struct pfs_xfer_result r = { 0 };
+	struct pfs_blob *blob = NULL;
+	char host[64];
+	uint16_t port;
+	uint64_t fp = 0;
+	int err, rc;
+
+	pfs_cli_blob_init(&a.cb);
+	a.sched = (struct pfs_sched_opts){
+		.min_len = 64, .max_len = 256 << 10, .align = 64, .seed = 1
+	};
+	err = parse_args(argc, argv, &a);
+	if (err)
+		return pfs_exit_parse(err);
+	if (split_addr(sender ? a.connect : a.listen, host, sizeof(host), &port)) {
+		pfs_err("%s: '%s' is not ADDR:PORT", argv[0], sender ? a.connect : a.listen);
+		return PFS_EXIT_USAGE;
+	}
+	if (pfs_cli_check_args)
+		return PFS_EXIT_OK;
+	if (sender || a.mode != PFS_MODE_PAYLOAD) {
+		blob = pfs_cli_share_set(&a.share) ?
+			       pfs_cli_share_get(&a.share, r.error, sizeof(r.error)) :
+			       pfs_cli_blob_get(&a.cb, r.error, sizeof(r.error));
+		if (!blob) {
+			report(&a, NULL, 0, &r, -ENOMEM, PFS_EXIT_ERROR);
+			return PFS_EXIT_ERROR;
+		}
+		fp = pfs_blob__fingerprint(blob);
+	}
+	rc = transfer(&a, host, port, blob, fp, &r);
+	pfs_blob__close(blob);
+	return rc;
+}
+
+int pfs_cmd_send(int argc, char **argv)
+{
+	return run(argc, argv, true);
+}
+
+int pfs_cmd_recv(int argc, char **argv)
+{
+	return run(argc, argv, false);
+}
