@@ -106,7 +106,7 @@ func PcorePod(cfg Config, j *pfsv1alpha1.PcoreJob, blob *pfsv1alpha1.PfsBlob, bl
 func privateBlob(args []string, blob *pfsv1alpha1.PfsBlob, pcores int64) ([]string, corev1.ResourceRequirements) {
 	size := blob.Spec.Size.Value()
 	page := blob.Spec.PageSize
-	args = append(args, "--blob-size", strconv.FormatInt(size, 10), "--page", cliPage(page))
+	args = append(args, "--size", strconv.FormatInt(size, 10), "--page", cliPage(page))
 	if blob.Spec.Fill.Type == pfsv1alpha1.FillZero {
 		args = append(args, "--fill", "zero")
 	} else {

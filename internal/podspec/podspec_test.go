@@ -343,7 +343,7 @@ func TestPcorePod(t *testing.T) {
 		"add over a zero-filled blob: the private copy is zero-filled too": {
 			spec:       pfsv1alpha1.PcoreJobSpec{Op: pfsv1alpha1.OpAdd, Imm: ptr.To(int32(1)), Pcores: 1, Passes: ptr.To(int32(2)), Baseline: pfsv1alpha1.BaselineNone},
 			zeroBlob:   true,
-			wantArgs:   "pcore run --op add --imm 1 --pcores 1 --passes 2 --blob-size 67108864 --page 2m --fill zero --result-file /dev/termination-log",
+			wantArgs:   "pcore run --op add --imm 1 --pcores 1 --passes 2 --size 67108864 --page 2m --fill zero --result-file /dev/termination-log",
 			wantCPU:    "1",
 			wantHuge:   "64Mi",
 			wantNoSock: true,
@@ -353,7 +353,7 @@ func TestPcorePod(t *testing.T) {
 				Range: &pfsv1alpha1.Range{Offset: q("0"), Length: q("32Mi")}, Duration: &metav1.Duration{Duration: 1500 * 1e6},
 				DescriptorsPerFrame: 64, Align: 64, RingSlots: 65536, Baseline: pfsv1alpha1.BaselineThreads},
 			// xor writes in place: a private copy, never the shared holder's blob.
-			wantArgs:   "pcore run --op xor --imm 255 --range 0:33554432 --pcores 4 --dpf 64 --align 64 --ring-slots 65536 --duration 1.5 --baseline --blob-size 67108864 --page 2m --fill seed --seed 7 --result-file /dev/termination-log",
+			wantArgs:   "pcore run --op xor --imm 255 --range 0:33554432 --pcores 4 --dpf 64 --align 64 --ring-slots 65536 --duration 1.5 --baseline --size 67108864 --page 2m --fill seed --seed 7 --result-file /dev/termination-log",
 			wantCPU:    "4",
 			wantHuge:   "64Mi",
 			wantNoSock: true,
