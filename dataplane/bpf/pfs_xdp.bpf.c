@@ -63,18 +63,19 @@ static __always_inline int count(__u32 slot, int verdict)
 	__u64 *c = bpf_map_lookup_elem(&counters, &slot);
 
 	if (c)
-		*c += 1;	/* per-CPU slot: no other writer */
+		*c += 1; /* per-CPU slot: no other writer */
 	return verdict;
 }
 
 /* p + k with k an immediate, hidden from the optimiser: clang would
  * otherwise merge the IPv4 and IPv6 paths into `p += reg`, which the
  * verifier refuses without CAP_PERFMON (see the top of the file). */
-#define PKT_ADD(ptr_, k_) ({						\
-	void *__p = (void *)(ptr_);					\
-	asm volatile("%[reg] += %[imm]" : [reg] "+r"(__p) : [imm] "i"(k_));	\
-	__p;								\
-})
+#define PKT_ADD(ptr_, k_)                                                           \
+	({                                                                          \
+		void *__p = (void *)(ptr_);                                         \
+		asm volatile("%[reg] += %[imm]" : [reg] "+r"(__p) : [imm] "i"(k_)); \
+		__p;                                                                \
+	})
 
 /* The UDP destination port behind a packet pointer, or -1 if truncated. */
 static __always_inline int udp_dport(struct udphdr *udp, void *end)
@@ -141,11 +142,11 @@ int pfs_xdp(struct xdp_md *ctx)
 			return count(PFS_XDP_MALFORMED, XDP_PASS);
 		if (ip6->version != 6)
 			return count(PFS_XDP_MALFORMED, XDP_PASS);
-		if (ip6->nexthdr != IPPROTO_UDP)	/* ND, ICMPv6, ext headers */
+		if (ip6->nexthdr != IPPROTO_UDP) /* ND, ICMPv6, ext headers */
 			return count(PFS_XDP_PASSED, XDP_PASS);
 		dport = udp_dport(PKT_ADD(ip6, sizeof(*ip6)), end);
 	} else {
-		return count(PFS_XDP_PASSED, XDP_PASS);	/* ARP, LLDP, ... */
+		return count(PFS_XDP_PASSED, XDP_PASS); /* ARP, LLDP, ... */
 	}
 
 	if (dport < 0)

@@ -7,10 +7,10 @@
 
 /* Slots of the `counters` PERCPU_ARRAY; user space sums over CPUs. */
 enum pfs_xdp_counter {
-	PFS_XDP_REDIRECTED = 0,	/* UDP to our port, handed to the queue's XSK */
-	PFS_XDP_PASSED,		/* not ours (ARP, ND, ICMP, other ports...) */
-	PFS_XDP_MALFORMED,	/* truncated or inconsistent L2/L3/L4 header; passed */
-	PFS_XDP_NO_XSK,		/* ours, but no socket on that queue; passed */
+	PFS_XDP_REDIRECTED = 0, /* UDP to our port, handed to the queue's XSK */
+	PFS_XDP_PASSED, /* not ours (ARP, ND, ICMP, other ports...) */
+	PFS_XDP_MALFORMED, /* truncated or inconsistent L2/L3/L4 header; passed */
+	PFS_XDP_NO_XSK, /* ours, but no socket on that queue; passed */
 	PFS_XDP_NCOUNTERS,
 };
 

@@ -23,7 +23,8 @@ int main(int argc, char **argv)
 			for (size_t plen = 0; plen <= 1024; plen = plen ? plen * 4 : 1) {
 				struct pfs_frame_addr a = { .family = fam ? AF_INET6 : AF_INET,
 							    .vlan = vlan ? 10 : 0,
-							    .src_port = 1, .dst_port = 7600 };
+							    .src_port = 1,
+							    .dst_port = 7600 };
 				struct pfs_frame_tmpl t;
 				char path[512];
 				FILE *f;

@@ -60,7 +60,9 @@ int main(int argc, char **argv)
 	}
 	/* udp: a fragment header with its bytes, and repair records. */
 	{
-		struct pfs_udp_frag f = { .frag_len = 64, .seq = 3, .gram_len = 200, .frag_off = 128 };
+		struct pfs_udp_frag f = {
+			.frag_len = 64, .seq = 3, .gram_len = 200, .frag_off = 128
+		};
 		struct pfs_udp_range rg[3] = { { 0, 1 }, { 5, 2 }, { 0, PFS_UDP_WHOLE_GRAM } };
 		struct pfs_udp_rec r = { .type = PFS_UDP_NAK, .a = 7, .n = 3 };
 

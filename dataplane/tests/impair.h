@@ -28,11 +28,11 @@ static pid_t nfq_pid = -1;
 
 struct impair {
 	const char *name;
-	const char *netem;	/* the same impairment as netem arguments */
-	double loss;		/* share of packets dropped */
-	double dup;		/* share of packets sent twice */
-	double reorder;		/* share held reorder_us longer than the rest */
-	int delay_us;		/* every packet */
+	const char *netem; /* the same impairment as netem arguments */
+	double loss; /* share of packets dropped */
+	double dup; /* share of packets sent twice */
+	double reorder; /* share held reorder_us longer than the rest */
+	int delay_us; /* every packet */
 	int reorder_us;
 };
 
@@ -88,7 +88,10 @@ static double mono(void)
  * each is in release order. Writes one byte to @ready once bound. */
 static int nfq_loop(const struct impair *im, int ready)
 {
-	static struct { uint32_t id; double at; } q[2][1 << 16];
+	static struct {
+		uint32_t id;
+		double at;
+	} q[2][1 << 16];
 	static uint8_t buf[1 << 16];
 	uint32_t head[2] = { 0 }, tail[2] = { 0 };
 	uint64_t rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
@@ -134,7 +137,8 @@ static int nfq_loop(const struct impair *im, int ready)
 		now = mono();
 		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
 		     nh = NLMSG_NEXT(nh, n)) {
-			uint8_t *at = (uint8_t *)NLMSG_DATA(nh) + NLMSG_ALIGN(sizeof(struct nfgenmsg));
+			uint8_t *at =
+				(uint8_t *)NLMSG_DATA(nh) + NLMSG_ALIGN(sizeof(struct nfgenmsg));
 			uint8_t *end = (uint8_t *)nh + nh->nlmsg_len;
 
 			if (nh->nlmsg_type != ((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET))
@@ -158,8 +162,10 @@ static int nfq_loop(const struct impair *im, int ready)
 						nfq_verdict(fd, ntohl(ph.packet_id));
 					} else {
 						q[c][tail[c] % (1 << 16)].id = ntohl(ph.packet_id);
-						q[c][tail[c]++ % (1 << 16)].at = now + (im->delay_us +
-							(c ? im->reorder_us : 0)) * 1e-6;
+						q[c][tail[c]++ % (1 << 16)].at =
+							now +
+							(im->delay_us + (c ? im->reorder_us : 0)) *
+								1e-6;
 					}
 					break;
 				}
@@ -180,7 +186,8 @@ static void impair_clear(void)
 		sh("tc -n %s qdisc del dev %s root 2>/dev/null", ns_a, veth_a);
 	else if (backend == IMP_NETFILTER)
 		sh("ip netns exec %s iptables -F OUTPUT; ip netns exec %s iptables -t mangle -F "
-		   "POSTROUTING; ip netns exec %s iptables -F INPUT", ns_a, ns_a, ns_b);
+		   "POSTROUTING; ip netns exec %s iptables -F INPUT",
+		   ns_a, ns_a, ns_b);
 }
 
 static int impair_apply(const struct impair *im)
@@ -192,7 +199,8 @@ static int impair_apply(const struct impair *im)
 	 * own firewall drops fails A's send with EPERM, and the sender would
 	 * know about it, which a lossy network never tells it. */
 	if (im->loss > 0 && sh("ip netns exec %s iptables -A INPUT -i %s -m statistic --mode "
-			       "random --probability %.4f -j DROP", ns_b, veth_b, im->loss))
+			       "random --probability %.4f -j DROP",
+			       ns_b, veth_b, im->loss))
 		return -1;
 	if (im->dup > 0 && sh("ip netns exec %s iptables -t mangle -A POSTROUTING -o %s -m "
 			      "statistic --mode random --probability %.4f -j TEE --gateway %s",
@@ -216,15 +224,15 @@ static int impair_apply(const struct impair *im)
 		}
 		close(pfd[0]);
 		if (sh("ip netns exec %s iptables -A OUTPUT -o %s -j NFQUEUE --queue-num %d "
-		       "--queue-bypass", ns_a, veth_a, NFQ_NUM))
+		       "--queue-bypass",
+		       ns_a, veth_a, NFQ_NUM))
 			return -1;
 	}
 	return 0;
 }
 
 /* Pick the backend once, after netns_setup. Returns a note for the log. */
-__attribute__((unused))
-static const char *impair_probe(void)
+__attribute__((unused)) static const char *impair_probe(void)
 {
 	static char note[200];
 
@@ -234,13 +242,17 @@ static const char *impair_probe(void)
 		snprintf(note, sizeof(note), "impairment: tc netem on %s", veth_a);
 	} else if (!sh("ip netns exec %s iptables -A OUTPUT -o %s -m statistic --mode random "
 		       "--probability 0.5 -j ACCEPT 2>/dev/null && ip netns exec %s iptables -F "
-		       "OUTPUT", ns_a, veth_a, ns_a)) {
+		       "OUTPUT",
+		       ns_a, veth_a, ns_a)) {
 		backend = IMP_NETFILTER;
-		snprintf(note, sizeof(note), "impairment: sch_netem is not in this kernel; using "
+		snprintf(note, sizeof(note),
+			 "impairment: sch_netem is not in this kernel; using "
 			 "netfilter (iptables statistic DROP on %s input, TEE and NFQUEUE delay on "
-			 "%s output)", veth_b, veth_a);
+			 "%s output)",
+			 veth_b, veth_a);
 	} else {
-		snprintf(imp_skip, sizeof(imp_skip), "neither sch_netem nor iptables (statistic, "
+		snprintf(imp_skip, sizeof(imp_skip),
+			 "neither sch_netem nor iptables (statistic, "
 			 "TEE, NFQUEUE) available to impair the veth");
 		snprintf(note, sizeof(note), "%s", imp_skip);
 	}

@@ -29,8 +29,7 @@ static char pfs_bin_copy[256];
 static bool net_ok;
 static char net_skip[200] = "network namespaces not set up";
 
-__attribute__((format(printf, 1, 2), unused))
-static int sh(const char *fmt, ...)
+__attribute__((format(printf, 1, 2), unused)) static int sh(const char *fmt, ...)
 {
 	char cmd[1024];
 	va_list ap;
@@ -55,8 +54,7 @@ static void netns_teardown(void)
 
 /* Create pfs<tag>-a/b-PID joined by a veth pair, 10.@net.X.1/.2. Returns
  * TAP_PASS, TAP_SKIP (no pfs binary, not root) or TAP_FAIL. */
-__attribute__((unused))
-static int netns_setup(const char *tag, int net)
+__attribute__((unused)) static int netns_setup(const char *tag, int net)
 {
 	int id = getpid() % 250, n = getpid() % 100000;
 
@@ -89,8 +87,8 @@ static int netns_setup(const char *tag, int net)
 	       "ip -n %s addr add %s/24 dev %s && ip -n %s addr add %s/24 dev %s && "
 	       "ip -n %s link set %s up && ip -n %s link set %s up && "
 	       "ip -n %s link set lo up && ip -n %s link set lo up",
-	       ns_a, ns_b, veth_a, veth_b, veth_a, ns_a, veth_b, ns_b, ns_a, ip_a, veth_a,
-	       ns_b, ip_b, veth_b, ns_a, veth_a, ns_b, veth_b, ns_a, ns_b)) {
+	       ns_a, ns_b, veth_a, veth_b, veth_a, ns_a, veth_b, ns_b, ns_a, ip_a, veth_a, ns_b,
+	       ip_b, veth_b, ns_a, veth_a, ns_b, veth_b, ns_a, ns_b)) {
 		snprintf(net_skip, sizeof(net_skip), "cannot create netns/veth (ip failed)");
 		return TAP_FAIL;
 	}
@@ -100,8 +98,7 @@ static int netns_setup(const char *tag, int net)
 }
 
 /* Join netns @ns (in a child). 0 or -1. */
-__attribute__((unused))
-static int netns_enter(const char *ns)
+__attribute__((unused)) static int netns_enter(const char *ns)
 {
 	char p[128];
 	int fd;
@@ -117,8 +114,8 @@ static int netns_enter(const char *ns)
 /* Fork, join netns @ns, exec pfs with @args as @uid (0: stay root);
  * stdout/stderr to tmpdir/@tag.json and tmpdir/@tag.err, opened before
  * privileges are dropped. */
-__attribute__((unused))
-static pid_t spawn_as(const char *ns, const char *tag, uid_t uid, char *const args[])
+__attribute__((unused)) static pid_t spawn_as(const char *ns, const char *tag, uid_t uid,
+					      char *const args[])
 {
 	pid_t pid = fork();
 
@@ -140,7 +137,8 @@ static pid_t spawn_as(const char *ns, const char *tag, uid_t uid, char *const ar
 				strerror(errno));
 			_exit(120);
 		}
-		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))) {
+		if (uid &&
+		    (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))) {
 			fprintf(stderr, "test harness: cannot become uid %u: %s\n", (unsigned)uid,
 				strerror(errno));
 			_exit(122);
@@ -152,21 +150,21 @@ static pid_t spawn_as(const char *ns, const char *tag, uid_t uid, char *const ar
 		execv(pfs_bin, argv);
 		fprintf(stderr, "test harness: cannot exec %s as uid %u: %s%s\n", pfs_bin,
 			(unsigned)uid, strerror(errno),
-			errno == EACCES ? " (a directory on its path is not searchable by that user)" : "");
+			errno == EACCES ?
+				" (a directory on its path is not searchable by that user)" :
+				"");
 		_exit(121);
 	}
 	return pid;
 }
 
-__attribute__((unused))
-static pid_t spawn(const char *ns, const char *tag, char *const args[])
+__attribute__((unused)) static pid_t spawn(const char *ns, const char *tag, char *const args[])
 {
 	return spawn_as(ns, tag, 0, args);
 }
 
 /* Exit code of @pid, 128+signal, or -1 after killing it at the deadline. */
-__attribute__((unused))
-static int wait_rc(pid_t pid, int timeout_s)
+__attribute__((unused)) static int wait_rc(pid_t pid, int timeout_s)
 {
 	time_t end = time(NULL) + timeout_s;
 	int st;
@@ -184,8 +182,7 @@ static int wait_rc(pid_t pid, int timeout_s)
 }
 
 /* tmpdir/@tag.@ext, up to 8 KiB; two buffers alternate. */
-__attribute__((unused))
-static char *slurp(const char *tag, const char *ext)
+__attribute__((unused)) static char *slurp(const char *tag, const char *ext)
 {
 	static char buf[2][8192];
 	static int which;
@@ -205,8 +202,8 @@ static char *slurp(const char *tag, const char *ext)
 }
 
 /* One transfer: receiver in ns_b, sender in ns_a; the two exit codes. */
-__attribute__((unused))
-static void xfer(const char *tag, char *const rargs[], char *const sargs[], int *rrc, int *src)
+__attribute__((unused)) static void xfer(const char *tag, char *const rargs[], char *const sargs[],
+					 int *rrc, int *src)
 {
 	char rt[64], st[64];
 	pid_t r, s;
@@ -214,7 +211,7 @@ static void xfer(const char *tag, char *const rargs[], char *const sargs[], int 
 	snprintf(rt, sizeof(rt), "%s-recv", tag);
 	snprintf(st, sizeof(st), "%s-send", tag);
 	r = spawn(ns_b, rt, rargs);
-	s = spawn(ns_a, st, sargs);	/* retries its connect until recv listens */
+	s = spawn(ns_a, st, sargs); /* retries its connect until recv listens */
 	*src = wait_rc(s, 60);
 	*rrc = wait_rc(r, 60);
 	if (*rrc || *src) {
@@ -223,6 +220,10 @@ static void xfer(const char *tag, char *const rargs[], char *const sargs[], int 
 	}
 }
 
-#define NEED_NET() do { if (!net_ok) return tap_skip("%s", net_skip); } while (0)
+#define NEED_NET()                                       \
+	do {                                             \
+		if (!net_ok)                             \
+			return tap_skip("%s", net_skip); \
+	} while (0)
 
 #endif /* PFS_TESTS_NETNS_H */

@@ -21,8 +21,8 @@
  * (0711 at least; its other modes are kept). Writes the copy's path into
  * @out (size @n) and returns it, or returns NULL and writes the reason in
  * words into @out. */
-__attribute__((unused))
-static const char *pfs_copy(const char *src, const char *dir, char *out, size_t n)
+__attribute__((unused)) static const char *pfs_copy(const char *src, const char *dir, char *out,
+						    size_t n)
 {
 	int in = -1, fd = -1, err = 0;
 	char path[160];

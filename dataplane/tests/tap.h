@@ -20,8 +20,7 @@ struct tap_test {
 
 static char tap_skip_reason[256];
 
-__attribute__((format(printf, 1, 2), unused))
-static int tap_skip(const char *fmt, ...)
+__attribute__((format(printf, 1, 2), unused)) static int tap_skip(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -32,17 +31,23 @@ static int tap_skip(const char *fmt, ...)
 }
 
 /* Diagnostic line; TAP consumers show `#` lines with the failure. */
-#define tap_diag(...) do { printf("# "); printf(__VA_ARGS__); printf("\n"); } while (0)
+#define tap_diag(...)                \
+	do {                         \
+		printf("# ");        \
+		printf(__VA_ARGS__); \
+		printf("\n");        \
+	} while (0)
 
 /* Check a condition; on failure print where and fail the test. */
-#define CHECK(cond, ...) do {						\
-	if (!(cond)) {							\
-		printf("# %s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-		return TAP_FAIL;					\
-	}								\
-} while (0)
+#define CHECK(cond, ...)                                                                  \
+	do {                                                                              \
+		if (!(cond)) {                                                            \
+			printf("# %s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+			printf(__VA_ARGS__);                                              \
+			printf("\n");                                                     \
+			return TAP_FAIL;                                                  \
+		}                                                                         \
+	} while (0)
 
 static int tap_run(const struct tap_test *t, int n)
 {
@@ -71,7 +76,10 @@ static int tap_run(const struct tap_test *t, int n)
 	return fail ? 1 : 0;
 }
 
-#define TAP_MAIN(tests) \
-	int main(void) { return tap_run(tests, (int)(sizeof(tests) / sizeof(tests[0]))); }
+#define TAP_MAIN(tests)                                                         \
+	int main(void)                                                          \
+	{                                                                       \
+		return tap_run(tests, (int)(sizeof(tests) / sizeof(tests[0]))); \
+	}
 
 #endif /* PFS_TESTS_TAP_H */

@@ -61,7 +61,7 @@ static void teardown(void)
 static void on_signal(int sig)
 {
 	(void)sig;
-	exit(1);	/* atexit: teardown, netns_teardown */
+	exit(1); /* atexit: teardown, netns_teardown */
 }
 
 static double mono(void)
@@ -82,7 +82,7 @@ static int t_setup(void)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	atexit(teardown);
-	chmod(tmpdir, 0777);	/* the setpriv runs (test_uid) write their results here */
+	chmod(tmpdir, 0777); /* the setpriv runs (test_uid) write their results here */
 	fd = socket(AF_XDP, SOCK_RAW, 0);
 	if (fd < 0) {
 		net_ok = false;
@@ -124,10 +124,9 @@ static int t_setup(void)
 	       "ip -n %s link set lo up && ip -n %s link set lo up && "
 	       "ip -n %s -6 addr add fd20:%x::1/64 dev %s nodad && "
 	       "ip -n %s -6 addr add %s/64 dev %s nodad",
-	       p4.ns_a, p4.ns_b, p4.if_a, p4.if_b, p4.if_a, p4.ns_a, p4.if_b, p4.ns_b,
-	       p4.ns_a, p4.ip_a, p4.if_a, p4.ns_b, p4.ip_b, p4.if_b, p4.ns_a, p4.if_a,
-	       p4.ns_b, p4.if_b, p4.ns_a, p4.ns_b, p4.ns_a, getpid() % 0xffff, p4.if_a,
-	       p4.ns_b, p4.ip6_b, p4.if_b)) {
+	       p4.ns_a, p4.ns_b, p4.if_a, p4.if_b, p4.if_a, p4.ns_a, p4.if_b, p4.ns_b, p4.ns_a,
+	       p4.ip_a, p4.if_a, p4.ns_b, p4.ip_b, p4.if_b, p4.ns_a, p4.if_a, p4.ns_b, p4.if_b,
+	       p4.ns_a, p4.ns_b, p4.ns_a, getpid() % 0xffff, p4.if_a, p4.ns_b, p4.ip6_b, p4.if_b)) {
 		net_ok = false;
 		snprintf(net_skip, sizeof(net_skip), "cannot create the 4-queue veth pair");
 		return TAP_FAIL;
@@ -153,12 +152,14 @@ static pid_t run_pfs(const char *ns, const char *caps, const char *tag, const ch
 	vsnprintf(args, sizeof(args), fmt, ap);
 	va_end(ap);
 	if (caps)
-		snprintf(pre, sizeof(pre), "setpriv --reuid=%u --regid=%u --clear-groups "
+		snprintf(pre, sizeof(pre),
+			 "setpriv --reuid=%u --regid=%u --clear-groups "
 			 "--inh-caps=-all,%s --ambient-caps=-all,%s --bounding-set=-all,%s ",
 			 test_uid, test_uid, caps, caps, caps);
-	snprintf(cmd, sizeof(cmd), "exec env %s nsenter --net=/run/netns/%s %s%s %s "
-		 ">%s/%s.json 2>%s/%s.err", env ? env : "", ns, pre, pfs_bin, args, tmpdir, tag,
-		 tmpdir, tag);
+	snprintf(cmd, sizeof(cmd),
+		 "exec env %s nsenter --net=/run/netns/%s %s%s %s "
+		 ">%s/%s.json 2>%s/%s.err",
+		 env ? env : "", ns, pre, pfs_bin, args, tmpdir, tag, tmpdir, tag);
 	pid = fork();
 	if (pid == 0) {
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
@@ -218,11 +219,11 @@ static bool xdp_attached(const struct pair *p)
 struct xcase {
 	const struct pair *p;
 	const char *mode, *attach;
-	uint32_t drop_ppm;	/* PFS_TEST_RX_DROP_PPM */
-	const char *rcaps, *scaps;	/* NULL: root */
-	bool env_ifname;	/* AFXDP_DEVICES_* instead of --ifname */
-	bool v6;		/* over the pair's IPv6 addresses */
-	bool rq_default;	/* receiver without --queues: all the interface's RX queues */
+	uint32_t drop_ppm; /* PFS_TEST_RX_DROP_PPM */
+	const char *rcaps, *scaps; /* NULL: root */
+	bool env_ifname; /* AFXDP_DEVICES_* instead of --ifname */
+	bool v6; /* over the pair's IPv6 addresses */
+	bool rq_default; /* receiver without --queues: all the interface's RX queues */
 };
 
 /* One transfer; integrity OK on both ends, the program detached after. */
@@ -230,7 +231,8 @@ static int xfer_case(const struct xcase *c)
 {
 	const struct pair *p = c->p;
 	char tag[48], rt[64], st[64], ready[128], env[160] = "", renv[200], rif[48] = "",
-	     sif[48] = "", extra[64] = "", addr[64], rq[24] = "";
+						  sif[48] = "", extra[64] = "", addr[64],
+						  rq[24] = "";
 	bool payload = !strcmp(c->mode, "payload");
 	const char *rj, *sj;
 	int rrc, src;
@@ -259,15 +261,17 @@ static int xfer_case(const struct xcase *c)
 		snprintf(addr, sizeof(addr), "%s:%d", p->ip_b, port);
 	if (!payload)
 		snprintf(extra, sizeof(extra), "--max-len 2K --desc-per-gram 256");
-	r = run_pfs(p->ns_b, c->rcaps, rt, renv, "recv --transport afxdp %s --listen %s "
+	r = run_pfs(p->ns_b, c->rcaps, rt, renv,
+		    "recv --transport afxdp %s --listen %s "
 		    "--mode %s --attach %s %s --umem-page 4k --ready-file %s "
-		    "--accept-timeout 20 --timeout 10 " BLOB, rif, addr, c->mode, c->attach,
-		    rq, ready);
+		    "--accept-timeout 20 --timeout 10 " BLOB,
+		    rif, addr, c->mode, c->attach, rq, ready);
 	CHECK(wait_file(ready, r, 10), "receiver did not start: %s %s", slurp(rt, "json"),
 	      slurp(rt, "err"));
-	s = run_pfs(p->ns_a, c->scaps, st, NULL, "send --transport afxdp %s --connect %s "
-		    "--mode %s --queues %d --umem-page 4k --bytes %s --timeout 10 %s " BLOB, sif,
-		    addr, c->mode, p->queues, payload ? "48M" : "256M", extra);
+	s = run_pfs(p->ns_a, c->scaps, st, NULL,
+		    "send --transport afxdp %s --connect %s "
+		    "--mode %s --queues %d --umem-page 4k --bytes %s --timeout 10 %s " BLOB,
+		    sif, addr, c->mode, p->queues, payload ? "48M" : "256M", extra);
 	src = reap(s, 60);
 	rrc = reap(r, 30);
 	rj = slurp(rt, "json");
@@ -298,15 +302,20 @@ static int xfer_case(const struct xcase *c)
 	}
 	CHECK(!xdp_attached(p), "XDP program left attached on %s", p->if_b);
 	tap_diag("%s: %.1f MB/s, %" PRIu64 " frames sent, %" PRIu64 " re-sent, %" PRIu64
-		 " test-dropped, %" PRIu64 " socket drops", tag,
-		 strtod(strstr(rj, "\"effective_mb_s\":") + 17, NULL), ju(sj, "sent"),
-		 ju(sj, "retransmitted"), ju(rj, "test_dropped") == ~0ULL ? 0 : ju(rj, "test_dropped"),
+		 " test-dropped, %" PRIu64 " socket drops",
+		 tag, strtod(strstr(rj, "\"effective_mb_s\":") + 17, NULL), ju(sj, "sent"),
+		 ju(sj, "retransmitted"),
+		 ju(rj, "test_dropped") == ~0ULL ? 0 : ju(rj, "test_dropped"),
 		 ju(rj, "socket_drops"));
 	return TAP_PASS;
 }
 
-#define CASE(fn, ...) \
-	static int fn(void) { const struct xcase c = { __VA_ARGS__ }; return xfer_case(&c); }
+#define CASE(fn, ...)                                   \
+	static int fn(void)                             \
+	{                                               \
+		const struct xcase c = { __VA_ARGS__ }; \
+		return xfer_case(&c);                   \
+	}
 CASE(t_1q_native_payload, .p = &p1, .mode = "payload", .attach = "native")
 CASE(t_1q_native_offset, .p = &p1, .mode = "offset", .attach = "native")
 CASE(t_1q_native_arith, .p = &p1, .mode = "arith", .attach = "native")
@@ -324,16 +333,22 @@ CASE(t_loss5_payload, .p = &p1, .mode = "payload", .attach = "native", .drop_ppm
 CASE(t_loss5_offset, .p = &p4, .mode = "offset", .attach = "native", .drop_ppm = 50000)
 CASE(t_loss5_arith, .p = &p1, .mode = "arith", .attach = "generic", .drop_ppm = 50000)
 
-#define NEED_SETPRIV() do { if (!have_setpriv) \
-	return tap_skip("setpriv (util-linux) not installed"); } while (0)
+#define NEED_SETPRIV()                                                         \
+	do {                                                                   \
+		if (!have_setpriv)                                             \
+			return tap_skip("setpriv (util-linux) not installed"); \
+	} while (0)
 
 /* A non-root uid: receiver with exactly CAP_NET_ADMIN,CAP_NET_RAW,CAP_BPF,
  * sender with CAP_NET_RAW only; the UMEMs (4 + 2 MiB, same uid) fit the
  * 8 MiB memlock limit, so no CAP_IPC_LOCK. */
 static int t_nonroot(void)
 {
-	const struct xcase c = { .p = &p1, .mode = "payload", .attach = "native",
-				 .rcaps = "+net_admin,+net_raw,+bpf", .scaps = "+net_raw" };
+	const struct xcase c = { .p = &p1,
+				 .mode = "payload",
+				 .attach = "native",
+				 .rcaps = "+net_admin,+net_raw,+bpf",
+				 .scaps = "+net_raw" };
 
 	NEED_SETPRIV();
 	return xfer_case(&c);
@@ -344,8 +359,11 @@ static int t_nonroot(void)
  * fails naming CAP_IPC_LOCK. */
 static int t_nonroot_ipc_lock(void)
 {
-	const struct xcase c = { .p = &p4, .mode = "offset", .attach = "native",
-				 .rcaps = "+net_admin,+net_raw,+bpf,+ipc_lock", .scaps = "+net_raw" };
+	const struct xcase c = { .p = &p4,
+				 .mode = "offset",
+				 .attach = "native",
+				 .rcaps = "+net_admin,+net_raw,+bpf,+ipc_lock",
+				 .scaps = "+net_raw" };
 	char *j;
 	pid_t r;
 	int rc;
@@ -354,9 +372,11 @@ static int t_nonroot_ipc_lock(void)
 	rc = xfer_case(&c);
 	if (rc != TAP_PASS)
 		return rc;
-	r = run_pfs(p4.ns_b, "+net_admin,+net_raw,+bpf", "noipclock", NULL, "recv --transport "
+	r = run_pfs(p4.ns_b, "+net_admin,+net_raw,+bpf", "noipclock", NULL,
+		    "recv --transport "
 		    "afxdp --ifname %s --listen %s:%d --mode payload --queues 4 --umem-page 4k "
-		    "--accept-timeout 5", p4.if_b, p4.ip_b, ++port);
+		    "--accept-timeout 5",
+		    p4.if_b, p4.ip_b, ++port);
 	rc = reap(r, 15);
 	j = slurp("noipclock", "json");
 	CHECK(rc == 1, "exit %d, want 1: %s %s", rc, j, slurp("noipclock", "err"));
@@ -373,7 +393,8 @@ static int t_no_cap_bpf(void)
 
 	NEED_NET();
 	NEED_SETPRIV();
-	r = run_pfs(p1.ns_b, "+net_admin,+net_raw", tag, NULL, "recv --transport afxdp --ifname "
+	r = run_pfs(p1.ns_b, "+net_admin,+net_raw", tag, NULL,
+		    "recv --transport afxdp --ifname "
 		    "%s --listen %s:%d --mode payload --umem-page 4k --accept-timeout 5",
 		    p1.if_b, p1.ip_b, ++port);
 	rc = reap(r, 15);
@@ -425,7 +446,7 @@ static int ping_fn(const void *arg)
 		uint16_t id = (uint16_t)getpid(), seq = (uint16_t)attempt, c;
 
 		memset(pkt, 0xa5, sizeof(pkt));
-		pkt[0] = 8;	/* echo request */
+		pkt[0] = 8; /* echo request */
 		pkt[1] = pkt[2] = pkt[3] = 0;
 		memcpy(pkt + 4, &id, 2);
 		memcpy(pkt + 6, &seq, 2);
@@ -462,13 +483,15 @@ static int t_arp_icmp_sigterm(void)
 
 	NEED_NET();
 	snprintf(ready, sizeof(ready), "%s/arp.ready", tmpdir);
-	r = run_pfs(p1.ns_b, NULL, "arp-recv", NULL, "recv --transport afxdp --ifname %s "
+	r = run_pfs(p1.ns_b, NULL, "arp-recv", NULL,
+		    "recv --transport afxdp --ifname %s "
 		    "--listen %s:%d --mode payload --umem-page 4k --ready-file %s --timeout 10",
 		    p1.if_b, p1.ip_b, ++port, ready);
 	CHECK(wait_file(ready, r, 10), "receiver did not start: %s", slurp("arp-recv", "err"));
-	s = run_pfs(p1.ns_a, NULL, "arp-send", NULL, "send --transport afxdp --ifname %s "
-		    "--connect %s:%d --mode payload --umem-page 4k --bytes 1T " BLOB, p1.if_a,
-		    p1.ip_b, port);
+	s = run_pfs(p1.ns_a, NULL, "arp-send", NULL,
+		    "send --transport afxdp --ifname %s "
+		    "--connect %s:%d --mode payload --umem-page 4k --bytes 1T " BLOB,
+		    p1.if_a, p1.ip_b, port);
 	usleep(800000);
 	CHECK(waitpid(s, NULL, WNOHANG) == 0, "sender ended early: %s", slurp("arp-send", "err"));
 	CHECK(xdp_attached(&p1), "program not attached during the transfer");
@@ -504,15 +527,18 @@ static int t_sender_killed(void)
 
 	NEED_NET();
 	snprintf(ready, sizeof(ready), "%s/skill.ready", tmpdir);
-	r = run_pfs(p1.ns_b, NULL, "skill-recv", NULL, "recv --transport afxdp --ifname %s "
-		    "--listen %s:%d --mode payload --umem-page 4k --ready-file %s", p1.if_b,
-		    p1.ip_b, ++port, ready);
+	r = run_pfs(p1.ns_b, NULL, "skill-recv", NULL,
+		    "recv --transport afxdp --ifname %s "
+		    "--listen %s:%d --mode payload --umem-page 4k --ready-file %s",
+		    p1.if_b, p1.ip_b, ++port, ready);
 	CHECK(wait_file(ready, r, 10), "receiver did not start: %s", slurp("skill-recv", "err"));
-	s = run_pfs(p1.ns_a, NULL, "skill-send", NULL, "send --transport afxdp --ifname %s "
-		    "--connect %s:%d --mode payload --umem-page 4k --bytes 1T " BLOB, p1.if_a,
-		    p1.ip_b, port);
+	s = run_pfs(p1.ns_a, NULL, "skill-send", NULL,
+		    "send --transport afxdp --ifname %s "
+		    "--connect %s:%d --mode payload --umem-page 4k --bytes 1T " BLOB,
+		    p1.if_a, p1.ip_b, port);
 	usleep(800000);
-	CHECK(waitpid(r, NULL, WNOHANG) == 0, "receiver ended early: %s", slurp("skill-recv", "err"));
+	CHECK(waitpid(r, NULL, WNOHANG) == 0, "receiver ended early: %s",
+	      slurp("skill-recv", "err"));
 	kill(s, SIGKILL);
 	reap(s, 5);
 	t0 = mono();
@@ -537,9 +563,11 @@ static int t_sigterm_idle(void)
 
 	NEED_NET();
 	snprintf(ready, sizeof(ready), "%s/idle.ready", tmpdir);
-	r = run_pfs(p1.ns_b, NULL, "idle-recv", NULL, "recv --transport afxdp --ifname %s "
+	r = run_pfs(p1.ns_b, NULL, "idle-recv", NULL,
+		    "recv --transport afxdp --ifname %s "
 		    "--listen %s:%d --mode payload --umem-page 4k --ready-file %s "
-		    "--accept-timeout 60", p1.if_b, p1.ip_b, ++port, ready);
+		    "--accept-timeout 60",
+		    p1.if_b, p1.ip_b, ++port, ready);
 	CHECK(wait_file(ready, r, 10), "receiver did not start: %s", slurp("idle-recv", "err"));
 	CHECK(xdp_attached(&p1), "program not attached while waiting");
 	t0 = mono();
@@ -566,11 +594,13 @@ static int t_receiver_killed(void)
 
 	NEED_NET();
 	snprintf(ready, sizeof(ready), "%s/killed.ready", tmpdir);
-	r = run_pfs(p4.ns_b, NULL, "killed-recv", NULL, "recv --transport afxdp --ifname %s "
+	r = run_pfs(p4.ns_b, NULL, "killed-recv", NULL,
+		    "recv --transport afxdp --ifname %s "
 		    "--listen %s:%d --mode payload --queues 4 --umem-page 4k --ready-file %s",
 		    p4.if_b, p4.ip_b, ++port, ready);
 	CHECK(wait_file(ready, r, 10), "receiver did not start: %s", slurp("killed-recv", "err"));
-	s = run_pfs(p4.ns_a, NULL, "killed-send", NULL, "send --transport afxdp --ifname %s "
+	s = run_pfs(p4.ns_a, NULL, "killed-send", NULL,
+		    "send --transport afxdp --ifname %s "
 		    "--connect %s:%d --mode payload --queues 4 --umem-page 4k --bytes 1T " BLOB,
 		    p4.if_a, p4.ip_b, port);
 	usleep(1000000);
@@ -585,8 +615,8 @@ static int t_receiver_killed(void)
 	CHECK(rc > 0 && rc < 128, "sender exit %d (want a clean non-zero exit)", rc);
 	CHECK(mono() - t0 < 6, "sender took %.1f s to notice", mono() - t0);
 	CHECK(strstr(slurp("killed-send", "json"), "\"ok\":false") &&
-	      strstr(slurp("killed-send", "err"), "receiver"), "message: %s",
-	      slurp("killed-send", "err"));
+		      strstr(slurp("killed-send", "err"), "receiver"),
+	      "message: %s", slurp("killed-send", "err"));
 	/* the stale program: a new transfer replaces it and detaches after */
 	{
 		const struct xcase c = { .p = &p4, .mode = "offset", .attach = "native" };
@@ -636,10 +666,10 @@ static const struct tap_test tests[] = {
 	{ "ARP and ICMP work while attached and after; SIGTERM detaches", t_arp_icmp_sigterm },
 	{ "sender killed mid-transfer: receiver exits non-zero at once, program detached",
 	  t_sender_killed },
-	{ "SIGTERM while waiting for a sender: stops at once, program detached",
-	  t_sigterm_idle },
+	{ "SIGTERM while waiting for a sender: stops at once, program detached", t_sigterm_idle },
 	{ "receiver killed mid-transfer: sender exits non-zero within seconds; stale program "
-	  "replaced by the next run", t_receiver_killed },
+	  "replaced by the next run",
+	  t_receiver_killed },
 	{ "remove the namespaces and veth pairs", t_teardown },
 };
 

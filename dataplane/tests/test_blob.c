@@ -24,8 +24,12 @@
 
 static struct pfs_blob_opts opts(uint64_t size, enum pfs_page_kind k, uint64_t seed)
 {
-	struct pfs_blob_opts o = { .sz = sizeof(o), .size = size, .page = k,
-				   .fill = PFS_FILL_SEED, .seed = seed, .numa_node = -1 };
+	struct pfs_blob_opts o = { .sz = sizeof(o),
+				   .size = size,
+				   .page = k,
+				   .fill = PFS_FILL_SEED,
+				   .seed = seed,
+				   .numa_node = -1 };
 	return o;
 }
 
@@ -103,8 +107,8 @@ static long hp_reserve(uint64_t pg, long need)
 		long got = hp_read(pg, "nr_hugepages") - nr;
 
 		hp_write_nr(pg, hp_read(pg, "nr_hugepages") - got);
-		tap_skip("kernel gave %ld of %ld %llu kB hugepages (memory fragmented)", got,
-			 add, (unsigned long long)(pg / 1024));
+		tap_skip("kernel gave %ld of %ld %llu kB hugepages (memory fragmented)", got, add,
+			 (unsigned long long)(pg / 1024));
 		return -1;
 	}
 	return add;
@@ -156,7 +160,7 @@ static int t_4k_fill_reference(void)
 static int t_fill_split_and_high_index(void)
 {
 	uint8_t whole[4096], part[4096];
-	uint64_t seed = 42, base = (1ULL << 34) - 1000;	/* crosses word 2^32 */
+	uint64_t seed = 42, base = (1ULL << 34) - 1000; /* crosses word 2^32 */
 
 	pfs_blob_fill_seed(whole, base, sizeof(whole), seed);
 	for (size_t i = 0; i < sizeof(whole); i++)
@@ -290,7 +294,8 @@ static int t_1g(void)
 	o.no_prefault = true;
 	b = pfs_blob__create(&o);
 	CHECK(b && pfs_blob__page_kind(b) != PFS_PAGE_1G &&
-	      strstr(pfs_blob__fallback_reason(b), "multiple of 1 GiB"), "odd size");
+		      strstr(pfs_blob__fallback_reason(b), "multiple of 1 GiB"),
+	      "odd size");
 	pfs_blob__close(b);
 
 	added = hp_reserve(1ULL << 30, 1);
@@ -303,15 +308,15 @@ static int t_1g(void)
 	if (b && pfs_blob__page_kind(b) == PFS_PAGE_1G && !pfs_blob__fallback_reason(b))
 		ret = TAP_PASS;
 	else
-		tap_diag("1G create: %s", b ? pfs_page_kind_str(pfs_blob__page_kind(b)) : strerror(errno));
+		tap_diag("1G create: %s",
+			 b ? pfs_page_kind_str(pfs_blob__page_kind(b)) : strerror(errno));
 	pfs_blob__close(b);
 	hp_release(1ULL << 30, added);
 	return ret;
 }
 
 /* Child process: open by name, compare fingerprint, write a marker. */
-static int child_open_check(const char *dir, const char *name, uint64_t fp,
-			    enum pfs_page_kind want)
+static int child_open_check(const char *dir, const char *name, uint64_t fp, enum pfs_page_kind want)
 {
 	pid_t pid = fork();
 	int st;
@@ -391,7 +396,8 @@ static int t_named_hugetlbfs(void)
 		return tap_skip("mkdtemp: %s", strerror(errno));
 	if (mount("nodev", dir, "hugetlbfs", 0, "pagesize=2M")) {
 		rmdir(dir);
-		return tap_skip("cannot mount hugetlbfs: %s (needs CAP_SYS_ADMIN)", strerror(errno));
+		return tap_skip("cannot mount hugetlbfs: %s (needs CAP_SYS_ADMIN)",
+				strerror(errno));
 	}
 	added = hp_reserve(2 * MiB, 8);
 	if (added < 0) {
@@ -451,8 +457,12 @@ static int t_mlock_over_limit_nonroot(void)
 	pid = fork();
 	if (pid == 0) {
 		struct rlimit rl = { 64 << 10, 64 << 10 };
-		struct pfs_blob_opts o = { .sz = sizeof(o), .size = 4 << 20, .page = PFS_PAGE_4K,
-					   .fill = PFS_FILL_ZERO, .numa_node = -1, .mlock = true };
+		struct pfs_blob_opts o = { .sz = sizeof(o),
+					   .size = 4 << 20,
+					   .page = PFS_PAGE_4K,
+					   .fill = PFS_FILL_ZERO,
+					   .numa_node = -1,
+					   .mlock = true };
 		struct pfs_blob *b;
 		const char *why;
 
@@ -471,8 +481,10 @@ static int t_mlock_over_limit_nonroot(void)
 		_exit(b ? 0 : 13);
 	}
 	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork/wait");
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child exit %d (10 setup, 11 created, "
-	      "12 unclear message, 13 plain blob failed)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "child exit %d (10 setup, 11 created, "
+	      "12 unclear message, 13 plain blob failed)",
+	      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	return TAP_PASS;
 }
 
@@ -489,7 +501,8 @@ static const struct tap_test tests[] = {
 	{ "named 2M blob without hugetlbfs falls back to /dev/shm", t_named_2m_without_hugetlbfs },
 	{ "named 2M blob on a hugetlbfs mount, second process", t_named_hugetlbfs },
 	{ "blob from fd shares pages", t_from_fd },
-	{ "non-root --mlock over RLIMIT_MEMLOCK: refused, message names CAP_IPC_LOCK", t_mlock_over_limit_nonroot },
+	{ "non-root --mlock over RLIMIT_MEMLOCK: refused, message names CAP_IPC_LOCK",
+	  t_mlock_over_limit_nonroot },
 };
 
 TAP_MAIN(tests)

@@ -807,10 +807,23 @@ static int t_modified_detected(void)
 static int t_pcore_read_only(void)
 {
 	char *extra[] = { "--read-only", NULL };
-	char *crc[] = { "pcore", "run", "--op", "crc32c", "--pcores", "1", "--blob-socket", sock,
-			"--blob-token-file", tokfile, NULL };
-	char *xor[] = { "pcore", "run", "--op", "xor", "--imm", "1", "--pcores", "1",
-			"--blob-socket", sock, "--blob-token-file", tokfile, NULL };
+	char *crc[] = { "pcore",	 "run",	     "--op",
+			"crc32c",	 "--pcores", "1",
+			"--blob-socket", sock,	     "--blob-token-file",
+			tokfile,	 NULL };
+	char * xor [] = { "pcore",
+			  "run",
+			  "--op",
+			  "xor",
+			  "--imm",
+			  "1",
+			  "--pcores",
+			  "1",
+			  "--blob-socket",
+			  sock,
+			  "--blob-token-file",
+			  tokfile,
+			  NULL };
 	int rc_crc, rc_xor;
 	pid_t h;
 
@@ -1339,9 +1352,11 @@ static int t_token_helpers(void)
 		static const char bin[] = { '\x8a', '\x9a', 'q', '\0', '\x90', '5' };
 		int fd = open(path, O_WRONLY | O_TRUNC);
 
-		CHECK(fd >= 0 && write(fd, bin, sizeof(bin)) == (ssize_t)sizeof(bin), "write binary");
+		CHECK(fd >= 0 && write(fd, bin, sizeof(bin)) == (ssize_t)sizeof(bin),
+		      "write binary");
 		close(fd);
-		CHECK(pfs_share_token_read(path, buf, sizeof(buf)) == -EILSEQ, "token with a NUL accepted");
+		CHECK(pfs_share_token_read(path, buf, sizeof(buf)) == -EILSEQ,
+		      "token with a NUL accepted");
 		CHECK(strstr(pfs_share_token_strerror(-EILSEQ), "NUL"), "message");
 	}
 	return TAP_PASS;

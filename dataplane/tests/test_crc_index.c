@@ -10,7 +10,7 @@
 #include "pfs/integrity.h"
 #include "tap.h"
 
-#define SIZE ((8u << 20) + 1000)	/* not a multiple of the granule */
+#define SIZE ((8u << 20) + 1000) /* not a multiple of the granule */
 
 static uint8_t *buf;
 static struct pfs_crc_index *idx;
@@ -34,9 +34,21 @@ static int t_edges(void)
 {
 	const uint64_t G = PFS_CRC_INDEX_GRANULE;
 	const uint64_t cases[][2] = {
-		{ 0, 0 }, { 0, 1 }, { 0, G }, { 0, G - 1 }, { 0, G + 1 }, { 1, G }, { G - 1, 2 },
-		{ G, G }, { G, 5 * G }, { 7, 10 * G + 13 }, { 3 * G + 64, 64 * 1024 },
-		{ 0, SIZE }, { SIZE - 1, 1 }, { SIZE - 1000, 1000 }, { SIZE - G - 1000, G + 1000 },
+		{ 0, 0 },
+		{ 0, 1 },
+		{ 0, G },
+		{ 0, G - 1 },
+		{ 0, G + 1 },
+		{ 1, G },
+		{ G - 1, 2 },
+		{ G, G },
+		{ G, 5 * G },
+		{ 7, 10 * G + 13 },
+		{ 3 * G + 64, 64 * 1024 },
+		{ 0, SIZE },
+		{ SIZE - 1, 1 },
+		{ SIZE - 1000, 1000 },
+		{ SIZE - G - 1000, G + 1000 },
 		{ SIZE / G * G - 1, 1001 },
 	};
 
@@ -64,7 +76,8 @@ static int t_random_chained(void)
 			len = SIZE - off;
 		a = pfs_crc_index__extend(idx, a, off, len);
 		b = pfs_crc32c(b, buf + off, len);
-		CHECK(a == b, "step %d: %llu+%llu", i, (unsigned long long)off, (unsigned long long)len);
+		CHECK(a == b, "step %d: %llu+%llu", i, (unsigned long long)off,
+		      (unsigned long long)len);
 	}
 	pfs_crc_index__free(idx);
 	free(buf);

@@ -110,16 +110,21 @@ static int t_roundtrip(void)
 				CHECK(len == (int)(l3 + (fam ? 48 : 28) + sizes[s]), "len %d", len);
 				if (ref_check(&a, len, l3) != TAP_PASS)
 					return TAP_FAIL;
-				rc = pfs_frame_parse(frame, (size_t)len, 7600, PFS_FRAME_VERIFY_CSUM, &fi);
-				CHECK(rc == 0, "parse fam %d vlan %d size %zu: %d", fam, vlan, sizes[s], rc);
-				CHECK(fi.payload_len == sizes[s] && fi.payload_off == len - (int)sizes[s],
+				rc = pfs_frame_parse(frame, (size_t)len, 7600,
+						     PFS_FRAME_VERIFY_CSUM, &fi);
+				CHECK(rc == 0, "parse fam %d vlan %d size %zu: %d", fam, vlan,
+				      sizes[s], rc);
+				CHECK(fi.payload_len == sizes[s] &&
+					      fi.payload_off == len - (int)sizes[s],
 				      "payload %u@%u", fi.payload_len, fi.payload_off);
-				CHECK(!memcmp(frame + fi.payload_off, payload, sizes[s]), "payload bytes");
+				CHECK(!memcmp(frame + fi.payload_off, payload, sizes[s]),
+				      "payload bytes");
 				CHECK(fi.family == a.family && fi.vlan == a.vlan, "family/vlan");
 				CHECK(fi.src_port == 40000 && fi.dst_port == 7600, "ports");
 				CHECK(!memcmp(fi.src_ip, a.src_ip, fam ? 16 : 4), "src ip");
 				CHECK(!memcmp(fi.dst_ip, a.dst_ip, fam ? 16 : 4), "dst ip");
-				CHECK(!memcmp(fi.src_mac, a.src_mac, 6) && !memcmp(fi.dst_mac, a.dst_mac, 6),
+				CHECK(!memcmp(fi.src_mac, a.src_mac, 6) &&
+					      !memcmp(fi.dst_mac, a.dst_mac, 6),
 				      "macs");
 			}
 		}
@@ -180,9 +185,10 @@ static int t_padding(void)
 	int len;
 
 	addr4(&a);
-	len = build(&a, 0, 4);	/* 46 bytes: a NIC pads to 60 */
+	len = build(&a, 0, 4); /* 46 bytes: a NIC pads to 60 */
 	memset(frame + len, 0xee, 14);
-	CHECK(pfs_frame_parse(frame, (size_t)len + 14, 0, PFS_FRAME_VERIFY_CSUM, &fi) == 0, "parse");
+	CHECK(pfs_frame_parse(frame, (size_t)len + 14, 0, PFS_FRAME_VERIFY_CSUM, &fi) == 0,
+	      "parse");
 	CHECK(fi.payload_len == 4, "padding counted as payload: %u", fi.payload_len);
 	return TAP_PASS;
 }
@@ -208,7 +214,7 @@ static int t_truncated(void)
 struct mutation {
 	const char *name;
 	int fam;
-	size_t off;	/* from the start of the untagged frame */
+	size_t off; /* from the start of the untagged frame */
 	uint8_t val;
 	int want;
 };
@@ -216,7 +222,7 @@ struct mutation {
 static int t_malformed(void)
 {
 	static const struct mutation m[] = {
-		{ "ARP ethertype", 0, 12, 0x08, -EPROTONOSUPPORT },	/* 0x0800 -> 0x0806 below */
+		{ "ARP ethertype", 0, 12, 0x08, -EPROTONOSUPPORT }, /* 0x0800 -> 0x0806 below */
 		{ "IPv4 version 5", 0, 14, 0x55, -EINVAL },
 		{ "IPv4 IHL 4", 0, 14, 0x44, -EINVAL },
 		{ "IPv4 IHL 15 (header checksum breaks)", 0, 14, 0x4f, -EBADMSG },
@@ -248,7 +254,8 @@ static int t_malformed(void)
 		if (!strcmp(m[i].name, "ARP ethertype"))
 			frame[13] = 0x06;
 		else
-			frame[m[i].off] = m[i].val == frame[m[i].off] ? (uint8_t)~m[i].val : m[i].val;
+			frame[m[i].off] =
+				m[i].val == frame[m[i].off] ? (uint8_t)~m[i].val : m[i].val;
 		rc = pfs_frame_parse(frame, (size_t)len, 7600, PFS_FRAME_VERIFY_CSUM, &fi);
 		CHECK(rc == m[i].want, "%s: got %d want %d", m[i].name, rc, m[i].want);
 	}
@@ -258,7 +265,8 @@ static int t_malformed(void)
 		int len = build(&a, 0, 40);
 
 		frame[60] = frame[61] = 0;
-		CHECK(pfs_frame_parse(frame, (size_t)len, 0, PFS_FRAME_VERIFY_CSUM, &fi) == -EBADMSG,
+		CHECK(pfs_frame_parse(frame, (size_t)len, 0, PFS_FRAME_VERIFY_CSUM, &fi) ==
+			      -EBADMSG,
 		      "IPv6 zero UDP checksum accepted");
 	}
 	/* two VLAN tags */
@@ -290,9 +298,10 @@ static int t_fuzz_invariants(void)
 		len = build(&a, 0, (size_t)(rand_r(&seed) % 120));
 		flips = 1 + rand_r(&seed) % 4;
 		for (int k = 0; k < flips; k++)
-			frame[rand_r(&seed) % (unsigned int)len] ^= (uint8_t)(1 + rand_r(&seed) % 255);
+			frame[rand_r(&seed) % (unsigned int)len] ^=
+				(uint8_t)(1 + rand_r(&seed) % 255);
 		l = (size_t)(rand_r(&seed) % 3 ? len : rand_r(&seed) % (len + 1));
-		memcpy(f, frame, l);	/* exact-size buffer */
+		memcpy(f, frame, l); /* exact-size buffer */
 		rc = pfs_frame_parse(f, l, 0, (it & 4) ? PFS_FRAME_VERIFY_CSUM : 0, &fi);
 		if (!rc)
 			CHECK((size_t)fi.payload_off + fi.payload_len <= l, "payload beyond frame");
@@ -329,13 +338,15 @@ static int t_reply_addr(void)
 	a.vlan = 42;
 	len = build(&a, 0, 33);
 	CHECK(!pfs_frame_parse(frame, (size_t)len, 0, 0, &fi), "parse");
-	d = (struct pfs_dgram){ .data = frame + fi.payload_off, .len = fi.payload_len,
+	d = (struct pfs_dgram){ .data = frame + fi.payload_off,
+				.len = fi.payload_len,
 				.payload_off = fi.payload_off };
 	CHECK(!pfs_xsk__reply_addr(&d, &r), "reply addr");
 	CHECK(!memcmp(r.dst_mac, a.src_mac, 6) && !memcmp(r.src_mac, a.dst_mac, 6), "macs");
 	CHECK(!memcmp(r.dst_ip, a.src_ip, 16) && !memcmp(r.src_ip, a.dst_ip, 16), "ips");
 	CHECK(r.dst_port == a.src_port && r.src_port == a.dst_port && r.vlan == 42 &&
-	      r.family == AF_INET6, "ports/vlan/family");
+		      r.family == AF_INET6,
+	      "ports/vlan/family");
 	return TAP_PASS;
 }
 
@@ -370,7 +381,7 @@ static int t_resolve(void)
 	snprintf(sysroot, sizeof(sysroot), "/tmp/pfs-fakesys-%d", getpid());
 	mk("bus/pci/devices/0000:3b:02.1/net/ens1f0v1");
 	mk("bus/pci/devices/0000:3b:02.2/net/ens1f0v2");
-	mk("bus/pci/devices/0000:3b:02.3");	/* a VF bound to vfio-pci: no net/ */
+	mk("bus/pci/devices/0000:3b:02.3"); /* a VF bound to vfio-pci: no net/ */
 	{
 		char *env0[] = { "PATH=/bin", NULL };
 		char *env1[] = { "AFXDP_DEVICES_POOLB=vethb", "AFXDP_DEVICES_POOLA= veth1 ,veth2",
@@ -413,12 +424,14 @@ static int t_caps_names(void)
 {
 	char b[128];
 
-	pfs_caps_names(PFS_CAP(CAP_BPF) | PFS_CAP(CAP_NET_ADMIN) | PFS_CAP(CAP_NET_RAW), b, sizeof(b));
+	pfs_caps_names(PFS_CAP(CAP_BPF) | PFS_CAP(CAP_NET_ADMIN) | PFS_CAP(CAP_NET_RAW), b,
+		       sizeof(b));
 	CHECK(!strcmp(b, "CAP_NET_ADMIN,CAP_NET_RAW,CAP_BPF"), "%s", b);
 	pfs_caps_names(PFS_CAP(CAP_IPC_LOCK) | PFS_CAP(2), b, sizeof(b));
 	CHECK(!strcmp(b, "cap_2,CAP_IPC_LOCK"), "%s", b);
 	CHECK(pfs_caps_missing(PFS_CAP(CAP_BPF) | PFS_CAP(CAP_NET_RAW), PFS_CAP(CAP_NET_RAW)) ==
-	      PFS_CAP(CAP_BPF), "missing");
+		      PFS_CAP(CAP_BPF),
+	      "missing");
 	return TAP_PASS;
 }
 

@@ -68,7 +68,8 @@ static int t_roundtrip_random(void)
 			in[i].len = m == PFS_MODE_PAYLOAD ? rng() % 256 : rng() % (1 << 20);
 			in[i].off = rng() % (GiB - in[i].len);
 		}
-		CHECK(roundtrip(m, in, NMAX, GiB) > 0, "mode %d: %d", m, roundtrip(m, in, NMAX, GiB));
+		CHECK(roundtrip(m, in, NMAX, GiB) > 0, "mode %d: %d", m,
+		      roundtrip(m, in, NMAX, GiB));
 	}
 	return TAP_PASS;
 }
@@ -100,10 +101,11 @@ static int t_max_len_and_blob_end(void)
 		in[1] = (struct pfs_desc){ .off = blob - UINT32_MAX, .len = UINT32_MAX };
 		in[2] = (struct pfs_desc){ .off = blob, .len = 0 };
 		in[3] = (struct pfs_desc){ .off = blob - 1, .len = 1 };
-		in[4] = (struct pfs_desc){ .off = 0, .len = UINT32_MAX };	/* max backwards delta */
+		in[4] = (struct pfs_desc){ .off = 0, .len = UINT32_MAX }; /* max backwards delta */
 		CHECK(roundtrip(m, in, 5, blob) > 0, "mode %d: %d", m, roundtrip(m, in, 5, blob));
 		in[5] = (struct pfs_desc){ .off = blob, .len = 1 };
-		CHECK(roundtrip(m, in, 6, blob) == -ERANGE, "one past the end accepted, mode %d", m);
+		CHECK(roundtrip(m, in, 6, blob) == -ERANGE, "one past the end accepted, mode %d",
+		      m);
 		in[0] = (struct pfs_desc){ .off = blob - UINT32_MAX + 1, .len = UINT32_MAX };
 		CHECK(roundtrip(m, in, 1, blob) == -ERANGE, "max len past end, mode %d", m);
 	}
@@ -132,7 +134,8 @@ static int t_arith_deltas(void)
 	CHECK(roundtrip(PFS_MODE_ARITH, in, n, GiB) > 0, "backwards");
 	/* Jumps in both directions, overlapping ranges. */
 	for (uint32_t i = 0; i < n; i++)
-		in[i] = (struct pfs_desc){ .off = (i & 1) ? 0 : GiB - 4096, .len = (i & 1) ? 4096 : 1 };
+		in[i] = (struct pfs_desc){ .off = (i & 1) ? 0 : GiB - 4096,
+					   .len = (i & 1) ? 4096 : 1 };
 	CHECK(roundtrip(PFS_MODE_ARITH, in, n, GiB) > 0, "zigzag");
 	in[0] = (struct pfs_desc){ .off = 1ULL << 63, .len = 1 };
 	CHECK(pfs_gram_encode(PFS_MODE_ARITH, 0, in, 1, buf, sizeof(buf)) == -EINVAL, "2^63");
@@ -184,7 +187,7 @@ static int t_reject_header(void)
 	buf[0] ^= 1;
 	CHECK(decode_whole(len, GiB) == -EBADMSG, "bad magic");
 	memcpy(buf, save, sizeof(save));
-	buf[12] ^= 1;	/* seq, CRC not fixed */
+	buf[12] ^= 1; /* seq, CRC not fixed */
 	CHECK(decode_whole(len, GiB) == -EILSEQ, "bad header crc");
 	memcpy(buf, save, sizeof(save));
 	buf[4] = 2;
@@ -207,11 +210,11 @@ static int t_reject_header(void)
 	fix_crcs(buf, 48);
 	CHECK(decode_whole(len, GiB) == -E2BIG, "too many descriptors");
 	memcpy(buf, save, sizeof(save));
-	put32(buf + 16, 5);	/* ndesc disagrees with the 48-byte table */
+	put32(buf + 16, 5); /* ndesc disagrees with the 48-byte table */
 	fix_crcs(buf, 48);
 	CHECK(decode_whole(len, GiB) == -EBADMSG, "ndesc vs desc_len");
 	memcpy(buf, save, sizeof(save));
-	put32(buf + 24, 10);	/* offset mode carries no payload */
+	put32(buf + 24, 10); /* offset mode carries no payload */
 	fix_crcs(buf, 48);
 	CHECK(decode_whole(len + 10, GiB) == -EBADMSG, "payload in offset mode");
 	memcpy(buf, save, sizeof(save));
@@ -227,7 +230,7 @@ static int t_reject_table(void)
 	struct pfs_gram_hdr h;
 	int len = encode_sample(PFS_MODE_OFFSET, 4);
 
-	buf[PFS_GRAM_HDR_LEN + 3] ^= 0x40;	/* table byte, CRC not fixed */
+	buf[PFS_GRAM_HDR_LEN + 3] ^= 0x40; /* table byte, CRC not fixed */
 	CHECK(decode_whole(len, GiB) == -EILSEQ, "table crc");
 	/* Out of the blob, and offset + length wrapping past 2^64. */
 	in[0] = (struct pfs_desc){ .off = GiB, .len = 1 };
@@ -267,25 +270,26 @@ static int arith_raw(const uint8_t *t, uint32_t tl, uint32_t n, uint64_t blob)
 
 static int t_reject_arith(void)
 {
-	static const uint8_t ok[] = { 0x10, 0x05, 0x00, 0x00 };	/* (16,5) then (21,5) */
-	static const uint8_t overlong[] = { 0x90, 0x00, 0x05 };	/* 16 as 2 bytes */
-	static const uint8_t elevenbytes[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-					       0xff, 0xff, 0xff, 0x01, 0x00 };
-	static const uint8_t back[] = { 0x10, 0x05, 0x2b, 0x00 };	/* delta -22 < -21 */
-	static const uint8_t lenneg[] = { 0x10, 0x05, 0x00, 0x0b };	/* len delta -6 */
+	static const uint8_t ok[] = { 0x10, 0x05, 0x00, 0x00 }; /* (16,5) then (21,5) */
+	static const uint8_t overlong[] = { 0x90, 0x00, 0x05 }; /* 16 as 2 bytes */
+	static const uint8_t elevenbytes[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+					       0xff, 0xff, 0xff, 0xff, 0x01, 0x00 };
+	static const uint8_t back[] = { 0x10, 0x05, 0x2b, 0x00 }; /* delta -22 < -21 */
+	static const uint8_t lenneg[] = { 0x10, 0x05, 0x00, 0x0b }; /* len delta -6 */
 	static const uint8_t trailing[] = { 0x10, 0x05, 0x00, 0x00, 0x00 };
 	static const uint8_t cut[] = { 0x10, 0x05, 0x00, 0x80 };
-	static const uint8_t biglen[] = { 0x00, 0x80, 0x80, 0x80, 0x80, 0x10 };	/* 2^32 */
+	static const uint8_t biglen[] = { 0x00, 0x80, 0x80, 0x80, 0x80, 0x10 }; /* 2^32 */
 	/* (2^64-2, 1) ends at 2^64-1; a +1 delta must not wrap to 0. */
-	static const uint8_t bits64[] = { 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-					  0xff, 0x01, 0x01, 0x02, 0x00 };
+	static const uint8_t bits64[] = { 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+					  0xff, 0xff, 0x01, 0x01, 0x02, 0x00 };
 
 	CHECK(arith_raw(ok, sizeof(ok), 2, 100) == 2 && out[1].off == 21 && out[1].len == 5,
 	      "hand-made table");
 	CHECK(arith_raw(ok, sizeof(ok), 2, 25) == -ERANGE, "second past blob end");
 	CHECK(arith_raw(overlong, sizeof(overlong), 1, 100) == -EBADMSG, "non-canonical varint");
 	CHECK(arith_raw(elevenbytes, sizeof(elevenbytes), 1, UINT64_MAX) == -ERANGE ||
-	      arith_raw(elevenbytes, sizeof(elevenbytes), 1, UINT64_MAX) == -EBADMSG, "65 bits");
+		      arith_raw(elevenbytes, sizeof(elevenbytes), 1, UINT64_MAX) == -EBADMSG,
+	      "65 bits");
 	CHECK(arith_raw(back, sizeof(back), 2, 100) == -ERANGE, "negative offset");
 	CHECK(arith_raw(lenneg, sizeof(lenneg), 2, 100) == -ERANGE, "negative length");
 	CHECK(arith_raw(trailing, sizeof(trailing), 2, 100) == -EBADMSG, "trailing bytes");
@@ -301,17 +305,24 @@ static int t_ctl_roundtrip(void)
 	uint8_t rec[PFS_CTL_LEN];
 
 	for (int t = PFS_CTL_HELLO; t <= PFS_CTL_DIGEST; t++) {
-		struct pfs_ctl c = { .type = t, .mode = PFS_MODE_ARITH,
-				     .flags = PFS_CTL_F_OK | PFS_CTL_F_INTEGRITY(PFS_INTEGRITY_NONE),
-				     .size = 1ULL << 40, .value = 0x0123456789abcdefULL,
-				     .count = 42, .word = 0xdeadbeef }, d;
+		struct pfs_ctl c = { .type = t,
+				     .mode = PFS_MODE_ARITH,
+				     .flags =
+					     PFS_CTL_F_OK | PFS_CTL_F_INTEGRITY(PFS_INTEGRITY_NONE),
+				     .size = 1ULL << 40,
+				     .value = 0x0123456789abcdefULL,
+				     .count = 42,
+				     .word = 0xdeadbeef },
+			       d;
 
 		CHECK(pfs_ctl_encode(&c, rec) == PFS_CTL_LEN, "encode %d", t);
 		CHECK(pfs_wire_magic(rec, sizeof(rec)) == PFS_CTL_MAGIC, "magic");
 		CHECK(!pfs_ctl_decode(rec, sizeof(rec), &d), "decode %d", t);
-		CHECK(!memcmp(&c, &d, sizeof(c)) || (c.type == d.type && c.size == d.size &&
-		      c.value == d.value && c.count == d.count && c.word == d.word &&
-		      c.flags == d.flags && c.mode == d.mode), "fields %d", t);
+		CHECK(!memcmp(&c, &d, sizeof(c)) ||
+			      (c.type == d.type && c.size == d.size && c.value == d.value &&
+			       c.count == d.count && c.word == d.word && c.flags == d.flags &&
+			       c.mode == d.mode),
+		      "fields %d", t);
 		CHECK(pfs_ctl_decode(rec, PFS_CTL_LEN - 1, &d) == -EMSGSIZE, "short");
 		rec[20] ^= 1;
 		CHECK(pfs_ctl_decode(rec, sizeof(rec), &d) == -EILSEQ, "crc");
@@ -322,11 +333,14 @@ static int t_ctl_roundtrip(void)
 		CHECK(pfs_ctl_encode(&c, rec) == -EINVAL, "bad type encodes");
 		c = (struct pfs_ctl){ .type = PFS_CTL_HELLO,
 				      .flags = PFS_CTL_F_INTEGRITY(PFS_INTEGRITY_FNV1A64) };
-		CHECK(pfs_ctl_encode(&c, rec) == PFS_CTL_LEN && !pfs_ctl_decode(rec, sizeof(rec), &d) &&
-		      PFS_CTL_INTEGRITY(d.flags) == PFS_INTEGRITY_FNV1A64, "integrity kind in flags");
+		CHECK(pfs_ctl_encode(&c, rec) == PFS_CTL_LEN &&
+			      !pfs_ctl_decode(rec, sizeof(rec), &d) &&
+			      PFS_CTL_INTEGRITY(d.flags) == PFS_INTEGRITY_FNV1A64,
+		      "integrity kind in flags");
 		rec[7] |= 0x80;
 		put32(rec + 36, pfs_crc32c(0, rec, 36));
-		CHECK(pfs_ctl_decode(rec, sizeof(rec), &d) == -EPROTO, "undefined flag bit refused");
+		CHECK(pfs_ctl_decode(rec, sizeof(rec), &d) == -EPROTO,
+		      "undefined flag bit refused");
 	}
 	return TAP_PASS;
 }
@@ -334,12 +348,15 @@ static int t_ctl_roundtrip(void)
 static int t_stats(void)
 {
 	struct pfs_gram_stats s = { 0 };
-	int errs[] = { 3, -EMSGSIZE, -EBADMSG, -EILSEQ, -EPROTONOSUPPORT, -EPROTO, -E2BIG, -ERANGE };
+	int errs[] = {
+		3, -EMSGSIZE, -EBADMSG, -EILSEQ, -EPROTONOSUPPORT, -EPROTO, -E2BIG, -ERANGE
+	};
 
 	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
 		pfs_gram_stats_count(&s, errs[i]);
 	CHECK(s.ok == 1 && s.errors == 7 && s.truncated == 1 && s.malformed == 2 &&
-	      s.bad_crc == 1 && s.bad_version == 1 && s.over_limit == 1 && s.out_of_bounds == 1,
+		      s.bad_crc == 1 && s.bad_version == 1 && s.over_limit == 1 &&
+		      s.out_of_bounds == 1,
 	      "counters");
 	return TAP_PASS;
 }

@@ -71,8 +71,7 @@ static int t_crc_rfc3720(void)
 	for (int i = 0; i < 32; i++)
 		b[i] = 31 - i;
 	CHECK(pfs_crc32c(0, b, 32) == 0x113fdb5cu, "decr %08x", pfs_crc32c(0, b, 32));
-	CHECK(pfs_crc32c(0, read10, 48) == 0xd9963a56u, "read10 %08x",
-	      pfs_crc32c(0, read10, 48));
+	CHECK(pfs_crc32c(0, read10, 48) == 0xd9963a56u, "read10 %08x", pfs_crc32c(0, read10, 48));
 	return TAP_PASS;
 }
 
@@ -81,11 +80,11 @@ static int t_fnv_vectors(void)
 {
 	CHECK(pfs_fnv1a64(PFS_FNV1A64_INIT, "", 0) == 0xcbf29ce484222325ULL, "empty");
 	CHECK(pfs_fnv1a64(PFS_FNV1A64_INIT, "a", 1) == 0xaf63dc4c8601ec8cULL, "a");
-	CHECK(pfs_fnv1a64(PFS_FNV1A64_INIT, "foobar", 6) == 0x85944171f73967e8ULL,
-	      "foobar");
+	CHECK(pfs_fnv1a64(PFS_FNV1A64_INIT, "foobar", 6) == 0x85944171f73967e8ULL, "foobar");
 	/* Incremental == one shot. */
 	CHECK(pfs_fnv1a64(pfs_fnv1a64(PFS_FNV1A64_INIT, "foo", 3), "bar", 3) ==
-	      0x85944171f73967e8ULL, "split");
+		      0x85944171f73967e8ULL,
+	      "split");
 	return TAP_PASS;
 }
 
@@ -165,8 +164,8 @@ static int t_crc_combine(void)
 		size_t n = rng() % sizeof(buf), k = n ? rng() % (n + 1) : 0;
 		uint32_t a = pfs_crc32c(0, buf, k), b = pfs_crc32c(0, buf + k, n - k);
 
-		CHECK(pfs_crc32c_combine(a, b, n - k) == pfs_crc32c(0, buf, n),
-		      "n %zu k %zu", n, k);
+		CHECK(pfs_crc32c_combine(a, b, n - k) == pfs_crc32c(0, buf, n), "n %zu k %zu", n,
+		      k);
 	}
 	CHECK(pfs_crc32c_combine(0x12345678u, 0, 0) == 0x12345678u, "len 0");
 	/* Associativity at lengths far past any buffer: (A.B).C == A.(B.C). */
@@ -175,9 +174,8 @@ static int t_crc_combine(void)
 		uint64_t nb = rng() >> 20, nc = rng() >> 20;
 
 		CHECK(pfs_crc32c_combine(pfs_crc32c_combine(a, b, nb), c, nc) ==
-		      pfs_crc32c_combine(a, pfs_crc32c_combine(b, c, nc), nb + nc),
-		      "assoc nb %llu nc %llu", (unsigned long long)nb,
-		      (unsigned long long)nc);
+			      pfs_crc32c_combine(a, pfs_crc32c_combine(b, c, nc), nb + nc),
+		      "assoc nb %llu nc %llu", (unsigned long long)nb, (unsigned long long)nc);
 	}
 	return TAP_PASS;
 }

@@ -17,11 +17,18 @@
 #include "pfs/ops.h"
 #include "tap.h"
 
-
 /* ---------------------------------------------------------- references */
 
-static void ref_xor(uint8_t *p, size_t n, uint8_t k) { for (size_t i = 0; i < n; i++) p[i] ^= k; }
-static void ref_add(uint8_t *p, size_t n, uint8_t k) { for (size_t i = 0; i < n; i++) p[i] += k; }
+static void ref_xor(uint8_t *p, size_t n, uint8_t k)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] ^= k;
+}
+static void ref_add(uint8_t *p, size_t n, uint8_t k)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] += k;
+}
 
 static uint64_t ref_counteq(const uint8_t *p, size_t n, uint8_t k)
 {
@@ -77,9 +84,36 @@ static void fill(uint8_t *p, size_t n)
 }
 
 static const size_t lens[] = {
-	0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129,
-	255, 256, 257, 1000, 4095, 4096, 4097, 65535, 65536 + 13,
-	255 * 128 + 1, 255 * 128 * 2 + 77, BUF - 2 * GUARD - 64,
+	0,
+	1,
+	2,
+	3,
+	7,
+	8,
+	15,
+	16,
+	17,
+	31,
+	32,
+	33,
+	63,
+	64,
+	65,
+	127,
+	128,
+	129,
+	255,
+	256,
+	257,
+	1000,
+	4095,
+	4096,
+	4097,
+	65535,
+	65536 + 13,
+	255 * 128 + 1,
+	255 * 128 * 2 + 77,
+	BUF - 2 * GUARD - 64,
 };
 
 /* A variant this CPU or build cannot run; NEON on x86 runs in the aarch64
@@ -114,8 +148,8 @@ static int test_inplace(enum pfs_ops_isa isa, int add)
 			(add ? k->add_imm : k->xor_imm)(a + start, n, imm);
 			(add ? ref_add : ref_xor)(b + start, n, imm);
 			/* Whole-buffer compare: also catches writes outside. */
-			CHECK(!memcmp(a, b, BUF), "%s %s start %zu len %zu",
-			      k->name, add ? "add" : "xor", start, n);
+			CHECK(!memcmp(a, b, BUF), "%s %s start %zu len %zu", k->name,
+			      add ? "add" : "xor", start, n);
 		}
 	}
 	free(a), free(b);
@@ -138,7 +172,7 @@ static int test_counteq(enum pfs_ops_isa isa)
 			uint8_t v = (uint8_t)(0xfd + next_rand() % 5);
 
 			CHECK(k->counteq(a + start, lens[li], v) ==
-			      ref_counteq(a + start, lens[li], v),
+				      ref_counteq(a + start, lens[li], v),
 			      "%s start %zu len %zu", k->name, start, lens[li]);
 		}
 	}
@@ -171,8 +205,7 @@ static int test_fnv(enum pfs_ops_isa isa)
 
 		for (size_t i = 0; i < n; i++) {
 			/* Mix of empty, one-byte, short and long, unequal. */
-			size_t l = next_rand() % 4 == 0 ? next_rand() % 3 :
-				   next_rand() % 3000;
+			size_t l = next_rand() % 4 == 0 ? next_rand() % 3 : next_rand() % 3000;
 
 			p[i] = a + next_rand() % (BUF - 3000);
 			len[i] = l;
@@ -181,8 +214,8 @@ static int test_fnv(enum pfs_ops_isa isa)
 			len[0] = 1;
 		k->fnv_multi(p, len, n, out);
 		for (size_t i = 0; i < n; i++)
-			CHECK(out[i] == ref_fnv(p[i], len[i]),
-			      "%s round %d desc %zu len %zu", k->name, round, i, len[i]);
+			CHECK(out[i] == ref_fnv(p[i], len[i]), "%s round %d desc %zu len %zu",
+			      k->name, round, i, len[i]);
 	}
 	/* Equal long lengths: the wide path runs start to end. */
 	for (size_t i = 0; i < 16; i++)
@@ -194,11 +227,23 @@ static int test_fnv(enum pfs_ops_isa isa)
 	return 0;
 }
 
-#define VARIANT_TESTS(isa, tag)                                              \
-	static int test_xor_##tag(void) { return test_inplace(isa, 0); }      \
-	static int test_add_##tag(void) { return test_inplace(isa, 1); }      \
-	static int test_counteq_##tag(void) { return test_counteq(isa); }     \
-	static int test_fnv_##tag(void) { return test_fnv(isa); }
+#define VARIANT_TESTS(isa, tag)              \
+	static int test_xor_##tag(void)      \
+	{                                    \
+		return test_inplace(isa, 0); \
+	}                                    \
+	static int test_add_##tag(void)      \
+	{                                    \
+		return test_inplace(isa, 1); \
+	}                                    \
+	static int test_counteq_##tag(void)  \
+	{                                    \
+		return test_counteq(isa);    \
+	}                                    \
+	static int test_fnv_##tag(void)      \
+	{                                    \
+		return test_fnv(isa);        \
+	}
 
 VARIANT_TESTS(PFS_ISA_PORTABLE, portable)
 VARIANT_TESTS(PFS_ISA_SSE2, sse2)
@@ -216,7 +261,8 @@ static int test_fnv_fold(void)
 	CHECK(pfs_ops_fnv_fold(0xcbf29ce484222325ULL, h, 3) == ref_fnv(bytes, 24),
 	      "fold is FNV-1a over little-endian hashes");
 	CHECK(pfs_ops_fnv_fold(pfs_ops_fnv_fold(0xcbf29ce484222325ULL, h, 1), h + 1, 2) ==
-	      ref_fnv(bytes, 24), "fold extends");
+		      ref_fnv(bytes, 24),
+	      "fold extends");
 	return 0;
 }
 
@@ -228,7 +274,8 @@ static int test_crc_shift(void)
 
 	CHECK(a, "malloc");
 	fill(a, 200000);
-	CHECK(ref_crc32c(0, (const uint8_t *)"123456789", 9) == 0xe3069283, "reference check value");
+	CHECK(ref_crc32c(0, (const uint8_t *)"123456789", 9) == 0xe3069283,
+	      "reference check value");
 	CHECK(pfs_crc32c(0, "123456789", 9) == 0xe3069283, "pfs_crc32c check value");
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		size_t na = 777, nb = cuts[i];
@@ -292,6 +339,5 @@ static const struct tap_test tests[] = {
 	{ "fnv fold is FNV-1a over ordered hashes", test_fnv_fold },
 	{ "crc32c shift/combine equals CRC of concatenation", test_crc_shift },
 };
-
 
 TAP_MAIN(tests)

@@ -25,7 +25,6 @@
 #include "pfs/pcore.h"
 #include "tap.h"
 
-
 /* ---------------------------------------------------------- references */
 
 static uint64_t ref_fnv(const uint8_t *p, size_t n)
@@ -61,7 +60,8 @@ static uint64_t ref_run(const struct pfs_pcore_opts *o, uint8_t *p, uint64_t pas
 	case PFS_OP_ADD:
 		for (uint64_t k = 0; k < passes; k++)
 			for (uint64_t i = start; i < end; i++)
-				p[i] = o->op == PFS_OP_XOR ? p[i] ^ o->imm : (uint8_t)(p[i] + o->imm);
+				p[i] = o->op == PFS_OP_XOR ? p[i] ^ o->imm :
+							     (uint8_t)(p[i] + o->imm);
 		return o->range_len * passes;
 	case PFS_OP_COUNTEQ:
 		for (uint64_t i = start; i < end; i++)
@@ -165,9 +165,10 @@ static int check_op(enum pfs_op op, uint8_t *mem, size_t memlen, const struct sh
 	CHECK(res->value_valid && res->passes_agree, "value valid and passes agree");
 	CHECK(res->value == want, "%s %s off %lu len %lu desc %u: got %#lx want %#lx",
 	      baseline ? "baseline" : "pcore", pfs_op_str(op), (unsigned long)s->off,
-	      (unsigned long)s->len, s->desc_len, (unsigned long)res->value,
-	      (unsigned long)want);
-	CHECK(!memcmp(mem, copy, memlen), "blob contents after %s (%s) off %lu len %lu desc %u", pfs_op_str(op), baseline ? "baseline" : "pcore", (unsigned long)s->off, (unsigned long)s->len, s->desc_len);
+	      (unsigned long)s->len, s->desc_len, (unsigned long)res->value, (unsigned long)want);
+	CHECK(!memcmp(mem, copy, memlen), "blob contents after %s (%s) off %lu len %lu desc %u",
+	      pfs_op_str(op), baseline ? "baseline" : "pcore", (unsigned long)s->off,
+	      (unsigned long)s->len, s->desc_len);
 	free(res);
 	free(copy);
 	return 0;
@@ -191,16 +192,46 @@ static int check_all_shapes(enum pfs_op op, int baseline)
 	return 0;
 }
 
-static int test_xor(void) { return check_all_shapes(PFS_OP_XOR, 0); }
-static int test_add(void) { return check_all_shapes(PFS_OP_ADD, 0); }
-static int test_counteq(void) { return check_all_shapes(PFS_OP_COUNTEQ, 0); }
-static int test_fnv(void) { return check_all_shapes(PFS_OP_FNV, 0); }
-static int test_crc32c(void) { return check_all_shapes(PFS_OP_CRC32C, 0); }
-static int test_bl_xor(void) { return check_all_shapes(PFS_OP_XOR, 1); }
-static int test_bl_add(void) { return check_all_shapes(PFS_OP_ADD, 1); }
-static int test_bl_counteq(void) { return check_all_shapes(PFS_OP_COUNTEQ, 1); }
-static int test_bl_fnv(void) { return check_all_shapes(PFS_OP_FNV, 1); }
-static int test_bl_crc32c(void) { return check_all_shapes(PFS_OP_CRC32C, 1); }
+static int test_xor(void)
+{
+	return check_all_shapes(PFS_OP_XOR, 0);
+}
+static int test_add(void)
+{
+	return check_all_shapes(PFS_OP_ADD, 0);
+}
+static int test_counteq(void)
+{
+	return check_all_shapes(PFS_OP_COUNTEQ, 0);
+}
+static int test_fnv(void)
+{
+	return check_all_shapes(PFS_OP_FNV, 0);
+}
+static int test_crc32c(void)
+{
+	return check_all_shapes(PFS_OP_CRC32C, 0);
+}
+static int test_bl_xor(void)
+{
+	return check_all_shapes(PFS_OP_XOR, 1);
+}
+static int test_bl_add(void)
+{
+	return check_all_shapes(PFS_OP_ADD, 1);
+}
+static int test_bl_counteq(void)
+{
+	return check_all_shapes(PFS_OP_COUNTEQ, 1);
+}
+static int test_bl_fnv(void)
+{
+	return check_all_shapes(PFS_OP_FNV, 1);
+}
+static int test_bl_crc32c(void)
+{
+	return check_all_shapes(PFS_OP_CRC32C, 1);
+}
 
 /* Every kernel variant through the runner, one odd shape each. */
 static int test_variants(void)
@@ -405,7 +436,8 @@ static int test_duration(void)
 	CHECK(res->complete && !res->stopped, "complete");
 	CHECK(res->seconds >= 0.3 && res->seconds < 5, "seconds %.3f", res->seconds);
 	CHECK(res->passes_done >= 1 && res->passes_agree, "passes %lu bytes %lu frames %lu s %.3f",
-	      (unsigned long)res->passes_done, (unsigned long)res->bytes, (unsigned long)res->frames, res->seconds);
+	      (unsigned long)res->passes_done, (unsigned long)res->bytes,
+	      (unsigned long)res->frames, res->seconds);
 	CHECK(res->value == ref_crc32c(0, mem, memlen), "crc");
 	CHECK(!pfs_pcore__baseline(&o, mem, memlen, res), "baseline");
 	CHECK(res->complete && res->seconds >= 0.3 && res->value == ref_crc32c(0, mem, memlen),
@@ -468,13 +500,16 @@ static int test_bad_opts(void)
 	CHECK(pfs_pcore__run(&o, mem, sizeof(mem), &res) == -EINVAL, "range past end");
 	o.range_len = 100;
 	o.align = 48;
-	CHECK(pfs_pcore__check_opts(&o, sizeof(mem), &why) == -EINVAL && strstr(why, "align"), "align");
+	CHECK(pfs_pcore__check_opts(&o, sizeof(mem), &why) == -EINVAL && strstr(why, "align"),
+	      "align");
 	o.align = 64;
 	o.ring_slots = 4;
-	CHECK(pfs_pcore__check_opts(&o, sizeof(mem), &why) == -EINVAL && strstr(why, "ring"), "ring < dpf");
+	CHECK(pfs_pcore__check_opts(&o, sizeof(mem), &why) == -EINVAL && strstr(why, "ring"),
+	      "ring < dpf");
 	o.ring_slots = 32;
 	o.desc_len = 100;
-	CHECK(pfs_pcore__check_opts(&o, sizeof(mem), &why) == -EINVAL && strstr(why, "multiple"), "desc_len");
+	CHECK(pfs_pcore__check_opts(&o, sizeof(mem), &why) == -EINVAL && strstr(why, "multiple"),
+	      "desc_len");
 	return 0;
 }
 
@@ -496,7 +531,6 @@ static const struct tap_test tests[] = {
 	{ "duration mode", test_duration },
 	{ "stop request ends the run with partial results", test_stop },
 };
-
 
 int main(void)
 {

@@ -29,7 +29,7 @@
 
 struct child {
 	pid_t pid;
-	int out, err;		/* read ends */
+	int out, err; /* read ends */
 	char obuf[8192], ebuf[8192];
 	size_t olen, elen;
 	int status;
@@ -157,10 +157,28 @@ static uint8_t *seed_bytes(uint64_t off, uint64_t len, uint64_t seed)
 
 static int test_json_crc(void)
 {
-	char *argv[] = { "pcore", "run", "--op", "crc32c", "--blob-size", "8M", "--page", "4k",
-			 "--seed", "7", "--range", "4097:3000001", "--desc-len", "4096",
-			 "--dpf", "5", "--passes", "3", "--baseline",
-			 "--result-file", "/tmp/pfs-test-pcore-result.json", NULL };
+	char *argv[] = { "pcore",
+			 "run",
+			 "--op",
+			 "crc32c",
+			 "--blob-size",
+			 "8M",
+			 "--page",
+			 "4k",
+			 "--seed",
+			 "7",
+			 "--range",
+			 "4097:3000001",
+			 "--desc-len",
+			 "4096",
+			 "--dpf",
+			 "5",
+			 "--passes",
+			 "3",
+			 "--baseline",
+			 "--result-file",
+			 "/tmp/pfs-test-pcore-result.json",
+			 NULL };
 	struct child c;
 	uint8_t *want = seed_bytes(4097, 3000001, 7);
 	char expect[64], file[8192] = "";
@@ -177,7 +195,8 @@ static int test_json_crc(void)
 	CHECK(jhas(c.obuf, expect), "want %s in %s", expect, c.obuf);
 	CHECK(jhas(c.obuf, "\"result_match\":true"), "baseline agrees: %s", c.obuf);
 	CHECK(jhas(c.obuf, "\"label\":\"pCPU Offset-mode\""), "label");
-	CHECK(jhas(c.obuf, "\"complete\":true") && jhas(c.obuf, "\"passes_agree\":true"), "complete");
+	CHECK(jhas(c.obuf, "\"complete\":true") && jhas(c.obuf, "\"passes_agree\":true"),
+	      "complete");
 	CHECK(jnum(c.obuf, "bytes") == 3.0 * 3000001, "bytes");
 	CHECK(jnum(c.obuf, "MBps") > 0 && jnum(c.obuf, "CPUpwn") > 0, "rates");
 	CHECK(jhas(c.obuf, "\"per_core_MBps\":[") && jhas(c.obuf, "\"ring_stalls\":{"), "per core");
@@ -193,9 +212,10 @@ static int test_json_crc(void)
 
 static int test_json_xor(void)
 {
-	char *argv[] = { "pcore", "run", "--op", "xor", "--imm", "90", "--blob-size", "4M",
-			 "--page", "4k", "--seed", "3", "--range", "1:2000000", "--passes", "3",
-			 "--desc-len", "64K", NULL };
+	char *argv[] = { "pcore",  "run",	  "--op",    "xor",	  "--imm",
+			 "90",	   "--blob-size", "4M",	     "--page",	  "4k",
+			 "--seed", "3",		  "--range", "1:2000000", "--passes",
+			 "3",	   "--desc-len",  "64K",     NULL };
 	struct child c;
 	uint8_t *want = seed_bytes(1, 2000000, 3);
 	char expect[64];
@@ -203,7 +223,7 @@ static int test_json_xor(void)
 
 	CHECK(want, "malloc");
 	for (size_t i = 0; i < 2000000; i++)
-		want[i] ^= 90;	/* three passes of xor 90 = one */
+		want[i] ^= 90; /* three passes of xor 90 = one */
 	snprintf(expect, sizeof(expect), "\"range_crc32c_after\":\"0x%08x\"",
 		 pfs_crc32c(0, want, 2000000));
 	free(want);
@@ -218,8 +238,8 @@ static int test_too_many_pcores(void)
 {
 	int cpus[PFS_PCORE_MAX], n = pfs_pcore_allowed_cpus(cpus, PFS_PCORE_MAX);
 	char num[16];
-	char *argv[] = { "pcore", "run", "--op", "xor", "--pcores", num, "--blob-size", "4M",
-			 "--page", "4k", NULL };
+	char *argv[] = { "pcore",	"run", "--op",	 "xor", "--pcores", num,
+			 "--blob-size", "4M",  "--page", "4k",	NULL };
 	struct child c;
 	int rc;
 
@@ -230,22 +250,18 @@ static int test_too_many_pcores(void)
 	rc = run_pcore(&c, argv, 30000);
 	CHECK(rc == 2, "exit %d", rc);
 	CHECK(c.olen == 0, "no result on stdout: %s", c.obuf);
-	CHECK(strstr(c.ebuf, "is more than the") && strstr(c.ebuf, "allowed:"),
-	      "clear error: %s", c.ebuf);
+	CHECK(strstr(c.ebuf, "is more than the") && strstr(c.ebuf, "allowed:"), "clear error: %s",
+	      c.ebuf);
 	return TAP_PASS;
 }
 
 static int test_bad_input(void)
 {
 	static const char *const cases[][4] = {
-		{ "--op", "mul", NULL, NULL },
-		{ "--op", "xor", "--range", "0:0" },
-		{ "--op", "xor", "--ring-slots", "3" },
-		{ "--op", "xor", "--imm", "256" },
-		{ "--op", "xor", "--desc-len", "100" },
-		{ "--op", "xor", "--bogus", NULL },
-		{ "--op", "xor", "--passes", "0" },
-		{ "--op", "xor", "--isa", "avx9" },
+		{ "--op", "mul", NULL, NULL },		{ "--op", "xor", "--range", "0:0" },
+		{ "--op", "xor", "--ring-slots", "3" }, { "--op", "xor", "--imm", "256" },
+		{ "--op", "xor", "--desc-len", "100" }, { "--op", "xor", "--bogus", NULL },
+		{ "--op", "xor", "--passes", "0" },	{ "--op", "xor", "--isa", "avx9" },
 		{ "--imm", "1", NULL, NULL },
 	};
 
@@ -259,17 +275,18 @@ static int test_bad_input(void)
 		argv[k] = NULL;
 		rc = run_pcore(&c, argv, 30000);
 		CHECK(rc == 2, "case %zu: exit %d", i, rc);
-		CHECK(c.olen == 0 && strstr(c.ebuf, "error"), "case %zu: error on stderr: %s", i, c.ebuf);
+		CHECK(c.olen == 0 && strstr(c.ebuf, "error"), "case %zu: error on stderr: %s", i,
+		      c.ebuf);
 	}
 	return TAP_PASS;
 }
 
 static int test_numa(void)
 {
-	char *bad[] = { "pcore", "run", "--op", "counteq", "--blob-size", "4M", "--page", "4k",
-			"--numa-node", "63", NULL };
-	char *good[] = { "pcore", "run", "--op", "counteq", "--blob-size", "4M", "--page", "4k",
-			 "--numa-node", "0", NULL };
+	char *bad[] = { "pcore",  "run", "--op",	"counteq", "--blob-size", "4M",
+			"--page", "4k",	 "--numa-node", "63",	   NULL };
+	char *good[] = { "pcore",  "run", "--op",	 "counteq", "--blob-size", "4M",
+			 "--page", "4k",  "--numa-node", "0",	    NULL };
 	struct child c;
 	int rc;
 
@@ -288,8 +305,9 @@ static int test_numa(void)
 
 static int test_sigterm(void)
 {
-	char *argv[] = { "pcore", "run", "--op", "add", "--imm", "1", "--blob-size", "64M",
-			 "--page", "4k", "--duration", "60", "--baseline", NULL };
+	char *argv[] = { "pcore",      "run",	      "--op",	    "add",    "--imm",
+			 "1",	       "--blob-size", "64M",	    "--page", "4k",
+			 "--duration", "60",	      "--baseline", NULL };
 	struct child c;
 	struct timespec a, b;
 	int rc;
@@ -316,15 +334,16 @@ static int test_sigterm(void)
 
 static int test_calibrate(void)
 {
-	char *argv[] = { "pcore", "calibrate", "--blob-size", "32M", "--page", "4k", "--passes",
-			 "1", NULL };
+	char *argv[] = { "pcore", "calibrate", "--blob-size", "32M", "--page",
+			 "4k",	  "--passes",  "1",	      NULL };
 	struct child c;
 	int rc = run_pcore(&c, argv, 60000);
 
 	CHECK(rc == 0, "exit %d: %s", rc, c.ebuf);
 	CHECK(jnum(c.obuf, "read_MBps_1t") > 0 && jnum(c.obuf, "read_MBps_nt") > 0 &&
-	      jnum(c.obuf, "memcpy_MBps_1t") > 0 && jnum(c.obuf, "crc32c_MBps_1core") > 0 &&
-	      jnum(c.obuf, "fnv_naive_MBps_1core") > 0, "rates: %s", c.obuf);
+		      jnum(c.obuf, "memcpy_MBps_1t") > 0 && jnum(c.obuf, "crc32c_MBps_1core") > 0 &&
+		      jnum(c.obuf, "fnv_naive_MBps_1core") > 0,
+	      "rates: %s", c.obuf);
 	return TAP_PASS;
 }
 
@@ -334,8 +353,12 @@ static int test_calibrate(void)
 static int test_blob_holder(void)
 {
 	char name[64], fdnum[16];
-	struct pfs_blob_opts bo = { .sz = sizeof(bo), .size = 4 << 20, .page = PFS_PAGE_4K,
-				    .fill = PFS_FILL_SEED, .seed = 11, .numa_node = -1 };
+	struct pfs_blob_opts bo = { .sz = sizeof(bo),
+				    .size = 4 << 20,
+				    .page = PFS_PAGE_4K,
+				    .fill = PFS_FILL_SEED,
+				    .seed = 11,
+				    .numa_node = -1 };
 	struct pfs_blob *held;
 	struct child c;
 	char expect[64];
@@ -351,16 +374,17 @@ static int test_blob_holder(void)
 	want = pfs_crc32c(0, pfs_blob__data(held) + 5, 1000000);
 	snprintf(expect, sizeof(expect), "\"value\":\"0x%08x\"", want);
 	{
-		char *argv[] = { "pcore", "run", "--op", "crc32c", "--blob-name", name, "--blob-dir",
-				 "/dev/shm", "--range", "5:1000000", NULL };
+		char *argv[] = { "pcore",	"run",	     "--op",	   "crc32c",
+				 "--blob-name", name,	     "--blob-dir", "/dev/shm",
+				 "--range",	"5:1000000", NULL };
 
 		rc = run_pcore(&c, argv, 30000);
 	}
 	if (rc == 0 && jhas(c.obuf, expect)) {
 		/* The holder's fd: one pass of xor 0x0f over the range,
 		 * then check the holder's own mapping shows it. */
-		char *argv[] = { "pcore", "run", "--op", "xor", "--imm", "15", "--blob-fd", fdnum,
-				 "--range", "5:1000000", NULL };
+		char *argv[] = { "pcore",     "run", "--op",	"xor",	     "--imm", "15",
+				 "--blob-fd", fdnum, "--range", "5:1000000", NULL };
 		uint8_t before = pfs_blob__data(held)[5];
 
 		snprintf(fdnum, sizeof(fdnum), "%d", pfs_blob__fd(held));
@@ -386,7 +410,8 @@ static const struct tap_test tests[] = {
 	{ "--numa-node checks the node; single node is a no-op", test_numa },
 	{ "SIGTERM stops the workers and reports partial results", test_sigterm },
 	{ "calibrate measures every reference rate", test_calibrate },
-	{ "named blob and a holder's fd: same bytes, writes visible to the holder", test_blob_holder },
+	{ "named blob and a holder's fd: same bytes, writes visible to the holder",
+	  test_blob_holder },
 };
 
 TAP_MAIN(tests)

@@ -22,8 +22,9 @@ static int t_widest_result_fits(void)
 	struct pfs_pcore_outcome oc = { 0 };
 	char buf[PFS_PCORE_JSON_MAX];
 	struct pfs_pcore_jbuf j = { .p = buf, .cap = sizeof(buf) };
-	struct pfs_blob_opts bo = { .sz = sizeof(bo), .size = 1 << 20, .page = PFS_PAGE_4K,
-				    .numa_node = -1 };
+	struct pfs_blob_opts bo = {
+		.sz = sizeof(bo), .size = 1 << 20, .page = PFS_PAGE_4K, .numa_node = -1
+	};
 	struct pfs_blob *blob;
 
 	a.o.op = PFS_OP_CRC32C;
@@ -59,11 +60,12 @@ static int t_widest_result_fits(void)
 	CHECK(j.overflow, "the per-core form of 256 pcores should not fit (%zu bytes)", j.len);
 	j = (struct pfs_pcore_jbuf){ .p = buf, .cap = sizeof(buf) };
 	pfs_pcore_json(&j, &oc, false);
-	CHECK(!j.overflow && j.len < PFS_PCORE_JSON_MAX, "summarised result: %zu bytes, overflow %d", j.len,
-	      j.overflow);
+	CHECK(!j.overflow && j.len < PFS_PCORE_JSON_MAX,
+	      "summarised result: %zu bytes, overflow %d", j.len, j.overflow);
 	buf[j.len] = '\0';
 	CHECK(strstr(buf, "\"per_core_MBps\":{\"min\":") && strstr(buf, "\"CPUpwn\":") &&
-	      strstr(buf, "\"cpus\":[1000,") && strstr(buf, "1255]") && buf[j.len - 2] == '}',
+		      strstr(buf, "\"cpus\":[1000,") && strstr(buf, "1255]") &&
+		      buf[j.len - 2] == '}',
 	      "summarised result lacks fields: %s", buf);
 	tap_diag("256 pcores, baseline, 9 rounds: %zu bytes", j.len);
 	pfs_blob__close(blob);
@@ -71,7 +73,8 @@ static int t_widest_result_fits(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "256-pcore result with baseline and 9 rounds fits in 4 KiB (summarised)", t_widest_result_fits },
+	{ "256-pcore result with baseline and 9 rounds fits in 4 KiB (summarised)",
+	  t_widest_result_fits },
 };
 
 TAP_MAIN(tests)

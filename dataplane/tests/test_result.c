@@ -28,7 +28,8 @@ static int t_json_escape(void)
 	pfs_json_close(&j);
 	out = pfs_json_end(&j);
 	CHECK(!strcmp(out, "{\"s\":\"a\\\"b\\\\c\\u000ad\\u0001\",\"n\":18446744073709551615,"
-			   "\"f\":1.50,\"null\":null,\"o\":{\"b\":true}}"), "got %s", out);
+			   "\"f\":1.50,\"null\":null,\"o\":{\"b\":true}}"),
+	      "got %s", out);
 	return TAP_PASS;
 }
 
@@ -56,19 +57,31 @@ static int t_labels(void)
 {
 	char b[64];
 
-	CHECK(!strcmp(pfs_label(PFS_MODE_PAYLOAD, "TCP", b, sizeof(b)), "PFS-With-Payload-TCP"), "p");
+	CHECK(!strcmp(pfs_label(PFS_MODE_PAYLOAD, "TCP", b, sizeof(b)), "PFS-With-Payload-TCP"),
+	      "p");
 	CHECK(!strcmp(pfs_label(PFS_MODE_OFFSET, "TCP", b, sizeof(b)),
-		      "Native PFS Offset-only Mode - TCP"), "o");
+		      "Native PFS Offset-only Mode - TCP"),
+	      "o");
 	CHECK(!strcmp(pfs_label(PFS_MODE_ARITH, "TCP", b, sizeof(b)),
-		      "Native PFS Arithmetic Mode - TCP"), "a");
+		      "Native PFS Arithmetic Mode - TCP"),
+	      "a");
 	return TAP_PASS;
 }
 
 static int t_csv(void)
 {
 	char path[] = "/tmp/pfs-csv-XXXXXX", buf[1024];
-	struct pfs_csv_row r = { "Native PFS Offset-only Mode - TCP", "Transfer|pCPU", 1073.74,
-				 0.5, 2147.5, 0.4, 0.01, 2618.9, "OK", 1, "say \"hi\"" };
+	struct pfs_csv_row r = { "Native PFS Offset-only Mode - TCP",
+				 "Transfer|pCPU",
+				 1073.74,
+				 0.5,
+				 2147.5,
+				 0.4,
+				 0.01,
+				 2618.9,
+				 "OK",
+				 1,
+				 "say \"hi\"" };
 	int fd = mkstemp(path);
 	ssize_t n;
 
@@ -78,10 +91,14 @@ static int t_csv(void)
 	close(fd);
 	unlink(path);
 	buf[n > 0 ? n : 0] = '\0';
-	CHECK(!strncmp(buf, "label,purpose,size_mb,elapsed_s,effective_mb_s,user_s,sys_s,"
-			    "mb_per_cpu_s,integrity,pthreads,notes\n\"Native PFS Offset-only Mode - TCP\","
-			    "\"Transfer|pCPU\",1073.74,0.5000,2147.5,0.400,0.010,2618.9,\"OK\",1,"
-			    "\"say \"\"hi\"\"\"\n", 198), "csv: %s", buf);
+	CHECK(!strncmp(
+		      buf,
+		      "label,purpose,size_mb,elapsed_s,effective_mb_s,user_s,sys_s,"
+		      "mb_per_cpu_s,integrity,pthreads,notes\n\"Native PFS Offset-only Mode - TCP\","
+		      "\"Transfer|pCPU\",1073.74,0.5000,2147.5,0.400,0.010,2618.9,\"OK\",1,"
+		      "\"say \"\"hi\"\"\"\n",
+		      198),
+	      "csv: %s", buf);
 	CHECK(strstr(buf + 100, "\nlabel") == NULL, "header written twice");
 	return TAP_PASS;
 }
@@ -96,7 +113,8 @@ static int t_sizes(void)
 	CHECK(!pfs_parse_size("1.5M", &v) && v == 1572864, "1.5M");
 	CHECK(!pfs_parse_size("2GiB", &v) && v == 2ULL << 30, "2GiB");
 	CHECK(pfs_parse_size("-1", &v) && pfs_parse_size("1Q", &v) && pfs_parse_size("", &v) &&
-	      pfs_parse_size("0.5", &v), "junk accepted");
+		      pfs_parse_size("0.5", &v),
+	      "junk accepted");
 	return TAP_PASS;
 }
 
@@ -115,7 +133,8 @@ static int t_cli_failure_result(void)
 	close(fd);
 	memset(notes, 'n', sizeof(notes) - 1);
 	notes[sizeof(notes) - 1] = '\0';
-	snprintf(cmd, sizeof(cmd), "%s -q send --connect 127.0.0.1:9 --mode offset --size 4M "
+	snprintf(cmd, sizeof(cmd),
+		 "%s -q send --connect 127.0.0.1:9 --mode offset --size 4M "
 		 "--page 1g --connect-timeout 0.2 --result-file %s --notes %s 2>/dev/null",
 		 pfs, rf, notes);
 	p = popen(cmd, "r");
@@ -125,9 +144,11 @@ static int t_cli_failure_result(void)
 	st = pclose(p);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d", WEXITSTATUS(st));
 	CHECK(n > 1 && n <= PFS_RESULT_MAX && out[0] == '{' && out[n - 2] == '}' &&
-	      strchr(out, '\n') == out + n - 1, "stdout is not one JSON line: %zu bytes", n);
+		      strchr(out, '\n') == out + n - 1,
+	      "stdout is not one JSON line: %zu bytes", n);
 	CHECK(strstr(out, "\"ok\":false") && strstr(out, "Connection refused") &&
-	      strstr(out, "\"integrity\":\"NA\""), "content: %.200s", out);
+		      strstr(out, "\"integrity\":\"NA\""),
+	      "content: %.200s", out);
 	fd = open(rf, O_RDONLY);
 	n = read(fd, cmd, sizeof(cmd));
 	close(fd);
@@ -142,7 +163,8 @@ static const struct tap_test tests[] = {
 	{ "seed-001 labels", t_labels },
 	{ "csv header once, fields quoted", t_csv },
 	{ "size parsing", t_sizes },
-	{ "pfs send failure: one JSON object <= 4 KiB, also in --result-file", t_cli_failure_result },
+	{ "pfs send failure: one JSON object <= 4 KiB, also in --result-file",
+	  t_cli_failure_result },
 };
 
 TAP_MAIN(tests)

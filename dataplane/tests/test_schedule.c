@@ -25,8 +25,9 @@ static int drain(const struct pfs_sched_opts *o, uint64_t lo, uint64_t hi, uint6
 		for (uint32_t i = 0; i < n; i++) {
 			CHECK(d[i].len > 0, "empty descriptor");
 			CHECK(d[i].off >= lo && d[i].off + d[i].len <= hi,
-			      "descriptor %llu+%u outside [%llu, %llu)", (unsigned long long)d[i].off,
-			      d[i].len, (unsigned long long)lo, (unsigned long long)hi);
+			      "descriptor %llu+%u outside [%llu, %llu)",
+			      (unsigned long long)d[i].off, d[i].len, (unsigned long long)lo,
+			      (unsigned long long)hi);
 			CHECK((d[i].off - lo) % o->align == 0, "offset not aligned to the range");
 			*sum += d[i].len;
 		}
@@ -37,8 +38,12 @@ static int drain(const struct pfs_sched_opts *o, uint64_t lo, uint64_t hi, uint6
 
 static int t_whole_blob(void)
 {
-	struct pfs_sched_opts o = { .blob_size = 10 << 20, .total_bytes = 25 << 20, .min_len = 64,
-				    .max_len = 256 << 10, .align = 64, .seed = 3 };
+	struct pfs_sched_opts o = { .blob_size = 10 << 20,
+				    .total_bytes = 25 << 20,
+				    .min_len = 64,
+				    .max_len = 256 << 10,
+				    .align = 64,
+				    .seed = 3 };
 	uint64_t sum, cnt;
 
 	for (int p = 0; p < 2; p++) {
@@ -52,9 +57,14 @@ static int t_whole_blob(void)
 
 static int t_range(void)
 {
-	struct pfs_sched_opts o = { .blob_size = 16 << 20, .total_bytes = 7 << 20, .min_len = 1000,
-				    .max_len = 70000, .align = 64, .seed = 9,
-				    .range_off = (3 << 20) + 192, .range_len = 5 << 20 };
+	struct pfs_sched_opts o = { .blob_size = 16 << 20,
+				    .total_bytes = 7 << 20,
+				    .min_len = 1000,
+				    .max_len = 70000,
+				    .align = 64,
+				    .seed = 9,
+				    .range_off = (3 << 20) + 192,
+				    .range_len = 5 << 20 };
 	uint64_t sum, cnt;
 
 	for (int p = 0; p < 2; p++) {
@@ -69,9 +79,14 @@ static int t_range(void)
 /* A sequential schedule of exactly the range's length covers it once, in order. */
 static int t_range_sweep(void)
 {
-	struct pfs_sched_opts o = { .blob_size = 8 << 20, .total_bytes = 3 << 20, .min_len = 4096,
-				    .max_len = 65536, .align = 4096, .seed = 1,
-				    .range_off = 1 << 20, .range_len = 3 << 20 };
+	struct pfs_sched_opts o = { .blob_size = 8 << 20,
+				    .total_bytes = 3 << 20,
+				    .min_len = 4096,
+				    .max_len = 65536,
+				    .align = 4096,
+				    .seed = 1,
+				    .range_off = 1 << 20,
+				    .range_len = 3 << 20 };
 	struct pfs_sched s;
 	uint64_t next = o.range_off;
 	uint32_t n;
@@ -96,22 +111,33 @@ static int t_range_sweep(void)
 
 static int t_refused(void)
 {
-	const struct pfs_sched_opts good = { .blob_size = 1 << 20, .total_bytes = 1, .min_len = 64,
-					     .max_len = 128, .align = 64 };
+	const struct pfs_sched_opts good = {
+		.blob_size = 1 << 20, .total_bytes = 1, .min_len = 64, .max_len = 128, .align = 64
+	};
 	struct pfs_sched_opts o;
 	struct pfs_sched s;
 
-	o = good; o.align = 48;
+	o = good;
+	o.align = 48;
 	CHECK(pfs_sched_init(&s, &o) == -EINVAL, "align not a power of 2");
-	o = good; o.min_len = 256;
+	o = good;
+	o.min_len = 256;
 	CHECK(pfs_sched_init(&s, &o) == -EINVAL, "min > max");
-	o = good; o.range_off = 1 << 19; o.range_len = (1 << 19) + 64;
+	o = good;
+	o.range_off = 1 << 19;
+	o.range_len = (1 << 19) + 64;
 	CHECK(pfs_sched_init(&s, &o) == -EINVAL, "range past the blob end");
-	o = good; o.range_off = 1 << 20; o.range_len = 32;
+	o = good;
+	o.range_off = 1 << 20;
+	o.range_len = 32;
 	CHECK(pfs_sched_init(&s, &o) == -EINVAL, "range shorter than align");
-	o = good; o.range_off = UINT64_MAX - 10; o.range_len = 64;
+	o = good;
+	o.range_off = UINT64_MAX - 10;
+	o.range_len = 64;
 	CHECK(pfs_sched_init(&s, &o) == -EINVAL, "range offset overflow");
-	o = good; o.range_off = 0; o.range_len = 1 << 20;
+	o = good;
+	o.range_off = 0;
+	o.range_len = 1 << 20;
 	CHECK(!pfs_sched_init(&s, &o), "the whole blob as a range");
 	return TAP_PASS;
 }

@@ -47,16 +47,22 @@ static int mode_ok(const char *mode, const char *pattern, const char *extra_recv
 	snprintf(out, sizeof(out), "%s/%s.out", tmpdir, tag);
 	snprintf(csv, sizeof(csv), "%s/%s.csv", tmpdir, tag);
 	{
-		char *rargs[] = { "recv", "--listen", listen, "--mode", (char *)mode, "--size", "64M",
-				  "--page", "4k", "--seed", "7", "--accept-timeout", "30",
-				  "--timeout", "20", "--csv", csv, extra_recv ? "--out" : NULL, out,
-				  NULL };
-		char *sargs[] = { "send", "--connect", conn, "--mode", (char *)mode, "--size", "64M",
-				  "--page", "4k", "--seed", "7", "--bytes", "256M", "--pattern",
-				  (char *)pattern, "--max-len", "1M", "--timeout", "20", NULL };
+		char *rargs[] = { "recv",   "--listen",	  listen,
+				  "--mode", (char *)mode, "--size",
+				  "64M",    "--page",	  "4k",
+				  "--seed", "7",	  "--accept-timeout",
+				  "30",	    "--timeout",  "20",
+				  "--csv",  csv,	  extra_recv ? "--out" : NULL,
+				  out,	    NULL };
+		char *sargs[] = {
+			"send",	     "--connect", conn,	       "--mode",    (char *)mode,
+			"--size",    "64M",	  "--page",    "4k",	    "--seed",
+			"7",	     "--bytes",	  "256M",      "--pattern", (char *)pattern,
+			"--max-len", "1M",	  "--timeout", "20",	    NULL
+		};
 
 		if (extra_recv && !strcmp(pattern, "seq"))
-			sargs[12] = "64M";	/* exactly one sweep: the output is the blob */
+			sargs[12] = "64M"; /* exactly one sweep: the output is the blob */
 		xfer(tag, rargs, sargs, &rrc, &src);
 	}
 	{
@@ -74,19 +80,23 @@ static int mode_ok(const char *mode, const char *pattern, const char *extra_recv
 		CHECK(strstr(rj, "\"decode_errors\":0"), "decode errors");
 		/* Placement for the operator's status: allowed CPUs and their node. */
 		CHECK(strstr(rj, "\"cpus\":[") && strstr(rj, "\"numa_node\":") &&
-		      strstr(sj, "\"cpus\":["), "placement: %s", rj);
+			      strstr(sj, "\"cpus\":["),
+		      "placement: %s", rj);
 		{
 			char label[64], *c;
 
 			snprintf(label, sizeof(label), "\n\"%s\",",
 				 !strcmp(mode, "payload") ? "PFS-With-Payload-TCP" :
-				 !strcmp(mode, "offset") ? "Native PFS Offset-only Mode - TCP" :
-				 "Native PFS Arithmetic Mode - TCP");
+				 !strcmp(mode, "offset")  ? "Native PFS Offset-only Mode - TCP" :
+							    "Native PFS Arithmetic Mode - TCP");
 			snprintf(rt, sizeof(rt), "%s", tag);
 			c = slurp(rt, "csv");
-			CHECK(!strncmp(c, "label,purpose,size_mb,elapsed_s,effective_mb_s,user_s,"
-				       "sys_s,mb_per_cpu_s,integrity,pthreads,notes\n", 85) &&
-			      strstr(c, label) && strstr(c, ",\"OK\",1,"), "csv: %s", c);
+			CHECK(!strncmp(c,
+				       "label,purpose,size_mb,elapsed_s,effective_mb_s,user_s,"
+				       "sys_s,mb_per_cpu_s,integrity,pthreads,notes\n",
+				       85) &&
+				      strstr(c, label) && strstr(c, ",\"OK\",1,"),
+			      "csv: %s", c);
 		}
 		tap_diag("%s/%s receiver: %.*s", mode, pattern, 160, strstr(rj, "\"size_mb\""));
 		if (extra_recv && !strcmp(pattern, "seq")) {
@@ -103,17 +113,33 @@ static int mode_ok(const char *mode, const char *pattern, const char *extra_recv
 				 (unsigned long long)pfs_fingerprint_mem(m, stt.st_size));
 			munmap(m, stt.st_size);
 			close(fd);
-			CHECK(!strncmp(f + 15, fp, 18), "out file %s != sender blob %.18s", fp, f + 15);
+			CHECK(!strncmp(f + 15, fp, 18), "out file %s != sender blob %.18s", fp,
+			      f + 15);
 		}
 	}
 	return TAP_PASS;
 }
 
-static int t_payload(void) { return mode_ok("payload", "seq", "out"); }
-static int t_offset(void) { return mode_ok("offset", "seq", "out"); }
-static int t_arith_random(void) { return mode_ok("arith", "random", NULL); }
-static int t_arith_seq(void) { return mode_ok("arith", "seq", NULL); }
-static int t_payload_random(void) { return mode_ok("payload", "random", NULL); }
+static int t_payload(void)
+{
+	return mode_ok("payload", "seq", "out");
+}
+static int t_offset(void)
+{
+	return mode_ok("offset", "seq", "out");
+}
+static int t_arith_random(void)
+{
+	return mode_ok("arith", "random", NULL);
+}
+static int t_arith_seq(void)
+{
+	return mode_ok("arith", "seq", NULL);
+}
+static int t_payload_random(void)
+{
+	return mode_ok("payload", "random", NULL);
+}
 
 static int refused(const char *rmode, const char *smode, const char *rseed, const char *want,
 		   int want_rc)
@@ -125,11 +151,12 @@ static int refused(const char *rmode, const char *smode, const char *rseed, cons
 	port++;
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, port);
 	{
-		char *rargs[] = { "recv", "--listen", addr, "--mode", (char *)rmode, "--size", "16M",
-				  "--page", "4k", "--seed", (char *)rseed, "--accept-timeout", "30",
-				  NULL };
-		char *sargs[] = { "send", "--connect", addr, "--mode", (char *)smode, "--size", "16M",
-				  "--page", "4k", "--seed", "1", NULL };
+		char *rargs[] = { "recv",	 "--listen", addr,	    "--mode",
+				  (char *)rmode, "--size",   "16M",	    "--page",
+				  "4k",		 "--seed",   (char *)rseed, "--accept-timeout",
+				  "30",		 NULL };
+		char *sargs[] = { "send", "--connect", addr, "--mode", (char *)smode, "--size",
+				  "16M",  "--page",    "4k", "--seed", "1",	      NULL };
 
 		xfer("refuse", rargs, sargs, &rrc, &src);
 	}
@@ -164,8 +191,8 @@ static int t_mode_mismatch(void)
 static int t_accept_timeout(void)
 {
 	char addr[64];
-	char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--accept-timeout", "1",
-			  NULL };
+	char *rargs[] = { "recv",    "--listen",	 addr, "--mode",
+			  "payload", "--accept-timeout", "1",  NULL };
 	time_t t0 = time(NULL);
 	int rc;
 
@@ -183,8 +210,8 @@ static int t_accept_timeout(void)
 static int t_malformed_gram(void)
 {
 	char addr[64];
-	char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--accept-timeout", "20",
-			  "--timeout", "5", NULL };
+	char *rargs[] = { "recv", "--listen",  addr, "--mode", "payload", "--accept-timeout",
+			  "20",	  "--timeout", "5",  NULL };
 	pid_t r, c;
 	int rc, crc;
 
@@ -193,7 +220,9 @@ static int t_malformed_gram(void)
 	r = spawn(ns_b, "malformed", rargs);
 	c = fork();
 	if (c == 0) {
-		struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = PFS_MODE_PAYLOAD, .size = 1 << 20 };
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO,
+				     .mode = PFS_MODE_PAYLOAD,
+				     .size = 1 << 20 };
 		struct pfs_desc d = { .off = 0, .len = 100 };
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 		uint8_t rec[PFS_CTL_LEN], g[256];
@@ -218,7 +247,7 @@ static int t_malformed_gram(void)
 			_exit(3);
 		pfs_ctl_encode(&h, rec);
 		len = pfs_gram_encode(PFS_MODE_PAYLOAD, 0, &d, 1, g, sizeof(g));
-		g[PFS_GRAM_HDR_LEN + 2] ^= 0x10;	/* table CRC now wrong */
+		g[PFS_GRAM_HDR_LEN + 2] ^= 0x10; /* table CRC now wrong */
 		if (write(s, rec, sizeof(rec)) != sizeof(rec) || read(s, rec, sizeof(rec)) <= 0 ||
 		    write(s, g, len) != len)
 			_exit(4);
@@ -240,8 +269,8 @@ static int t_malformed_gram(void)
 static int t_stalled_sender(void)
 {
 	char addr[64];
-	char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--accept-timeout", "20",
-			  "--timeout", "1", NULL };
+	char *rargs[] = { "recv", "--listen",  addr, "--mode", "payload", "--accept-timeout",
+			  "20",	  "--timeout", "1",  NULL };
 	time_t t0;
 	pid_t r, c;
 	int rc;
@@ -251,7 +280,9 @@ static int t_stalled_sender(void)
 	r = spawn(ns_b, "stall", rargs);
 	c = fork();
 	if (c == 0) {
-		struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = PFS_MODE_PAYLOAD, .size = 1 << 20 };
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO,
+				     .mode = PFS_MODE_PAYLOAD,
+				     .size = 1 << 20 };
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 		uint8_t rec[PFS_CTL_LEN];
 		char p[64];
@@ -273,7 +304,7 @@ static int t_stalled_sender(void)
 		pfs_ctl_encode(&h, rec);
 		if (s < 0 || write(s, rec, sizeof(rec)) != sizeof(rec))
 			_exit(3);
-		sleep(6);	/* silent, connection open */
+		sleep(6); /* silent, connection open */
 		_exit(0);
 	}
 	t0 = time(NULL);
@@ -299,10 +330,10 @@ static int t_named_blob(void)
 		return TAP_FAIL;
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
 	{
-		char *rargs[] = { "recv", "--listen", addr, "--mode", "offset", "--blob-name", name,
-				  NULL };
-		char *sargs[] = { "send", "--connect", addr, "--mode", "offset", "--blob-name", name,
-				  "--bytes", "128M", NULL };
+		char *rargs[] = { "recv",   "--listen",	   addr, "--mode",
+				  "offset", "--blob-name", name, NULL };
+		char *sargs[] = { "send",	 "--connect", addr,	 "--mode", "offset",
+				  "--blob-name", name,	      "--bytes", "128M",   NULL };
 
 		xfer("named", rargs, sargs, &rrc, &src);
 	}
@@ -316,8 +347,12 @@ static int t_named_blob(void)
  * seeded blob, so the stream is the blob and its FNV-1a 64 is known here. */
 static int integrity_run(const char *mode, const char *kind)
 {
-	struct pfs_blob_opts bo = { .sz = sizeof(bo), .size = 16 << 20, .page = PFS_PAGE_4K,
-				    .fill = PFS_FILL_SEED, .seed = 5, .numa_node = -1 };
+	struct pfs_blob_opts bo = { .sz = sizeof(bo),
+				    .size = 16 << 20,
+				    .page = PFS_PAGE_4K,
+				    .fill = PFS_FILL_SEED,
+				    .seed = 5,
+				    .numa_node = -1 };
 	char addr[64], tag[48], want[64], rt[64], st[64];
 	const char *rj, *sj;
 	struct pfs_blob *b;
@@ -327,12 +362,14 @@ static int integrity_run(const char *mode, const char *kind)
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
 	snprintf(tag, sizeof(tag), "integ-%s-%s", mode, kind);
 	{
-		char *rargs[] = { "recv", "--listen", addr, "--mode", (char *)mode, "--size", "16M",
-				  "--page", "4k", "--seed", "5", "--integrity", (char *)kind,
-				  "--accept-timeout", "30", NULL };
-		char *sargs[] = { "send", "--connect", addr, "--mode", (char *)mode, "--size", "16M",
-				  "--page", "4k", "--seed", "5", "--bytes", "16M",
-				  "--integrity", (char *)kind, NULL };
+		char *rargs[] = { "recv",	"--listen",	    addr,  "--mode",
+				  (char *)mode, "--size",	    "16M", "--page",
+				  "4k",		"--seed",	    "5",   "--integrity",
+				  (char *)kind, "--accept-timeout", "30",  NULL };
+		char *sargs[] = { "send",	"--connect",   addr,	     "--mode",
+				  (char *)mode, "--size",      "16M",	     "--page",
+				  "4k",		"--seed",      "5",	     "--bytes",
+				  "16M",	"--integrity", (char *)kind, NULL };
 
 		xfer(tag, rargs, sargs, &rrc, &src);
 	}
@@ -357,15 +394,24 @@ static int integrity_run(const char *mode, const char *kind)
 		 (unsigned long long)pfs_fnv1a64(PFS_FNV1A64_INIT, pfs_blob__data(b), 16 << 20));
 	pfs_blob__close(b);
 	CHECK(strstr(rj, want) && strstr(sj, want), "want %s: %s", want, rj);
-	snprintf(want, sizeof(want), "\"peer_checksum\":\"0x%016llx\"", strtoull(
-		 strstr(rj, "\"checksum\":\"") + 12, NULL, 16));
+	snprintf(want, sizeof(want), "\"peer_checksum\":\"0x%016llx\"",
+		 strtoull(strstr(rj, "\"checksum\":\"") + 12, NULL, 16));
 	CHECK(strstr(rj, want) && strstr(sj, want), "peer checksums: %s", sj);
 	return TAP_PASS;
 }
 
-static int t_fnv_payload(void) { return integrity_run("payload", "fnv1a64"); }
-static int t_fnv_offset(void) { return integrity_run("offset", "fnv1a64"); }
-static int t_none_arith(void) { return integrity_run("arith", "none"); }
+static int t_fnv_payload(void)
+{
+	return integrity_run("payload", "fnv1a64");
+}
+static int t_fnv_offset(void)
+{
+	return integrity_run("offset", "fnv1a64");
+}
+static int t_none_arith(void)
+{
+	return integrity_run("arith", "none");
+}
 
 static int t_integrity_mismatch(void)
 {
@@ -375,17 +421,18 @@ static int t_integrity_mismatch(void)
 	NEED_NET();
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
 	{
-		char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--integrity",
-				  "fnv1a64", "--accept-timeout", "30", NULL };
-		char *sargs[] = { "send", "--connect", addr, "--mode", "payload", "--size", "16M",
-				  "--page", "4k", NULL };
+		char *rargs[] = { "recv",    "--listen",    addr,      "--mode",
+				  "payload", "--integrity", "fnv1a64", "--accept-timeout",
+				  "30",	     NULL };
+		char *sargs[] = { "send",   "--connect", addr,	   "--mode", "payload",
+				  "--size", "16M",	 "--page", "4k",     NULL };
 
 		xfer("integ-refuse", rargs, sargs, &rrc, &src);
 	}
 	CHECK(rrc == 4 && src == 4, "exit codes recv %d send %d (want 4)", rrc, src);
 	CHECK(strstr(slurp("integ-refuse-recv", "err"), "integrity checksum mismatch") &&
-	      strstr(slurp("integ-refuse-send", "err"), "integrity checksum mismatch") &&
-	      strstr(slurp("integ-refuse-send", "err"), "same --integrity"),
+		      strstr(slurp("integ-refuse-send", "err"), "integrity checksum mismatch") &&
+		      strstr(slurp("integ-refuse-send", "err"), "same --integrity"),
 	      "messages: %s", slurp("integ-refuse-send", "err"));
 	return TAP_PASS;
 }
@@ -397,8 +444,8 @@ static int t_probe(void)
 	char addr[64], ready[128];
 	char *probe[] = { "probe", "--ready-file", ready, NULL };
 	char *bare[] = { "probe", NULL };
-	char *rargs[] = { "recv", "--listen", addr, "--mode", "payload", "--ready-file", ready,
-			  "--accept-timeout", "20", NULL };
+	char *rargs[] = { "recv", "--listen",	      addr, "--mode", "payload", "--ready-file",
+			  ready,  "--accept-timeout", "20", NULL };
 	pid_t r;
 	int rc = 1;
 
@@ -425,8 +472,12 @@ static int t_probe(void)
  * bytes and no others. */
 static int t_range(void)
 {
-	struct pfs_blob_opts bo = { .sz = sizeof(bo), .size = 16 << 20, .page = PFS_PAGE_4K,
-				    .fill = PFS_FILL_SEED, .seed = 5, .numa_node = -1 };
+	struct pfs_blob_opts bo = { .sz = sizeof(bo),
+				    .size = 16 << 20,
+				    .page = PFS_PAGE_4K,
+				    .fill = PFS_FILL_SEED,
+				    .seed = 5,
+				    .numa_node = -1 };
 	char addr[64], want[64];
 	struct pfs_blob *b;
 	int rrc, src;
@@ -434,10 +485,12 @@ static int t_range(void)
 	NEED_NET();
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
 	{
-		char *rargs[] = { "recv", "--listen", addr, "--mode", "offset", "--size", "16M",
-				  "--page", "4k", "--seed", "5", "--accept-timeout", "30", NULL };
-		char *sargs[] = { "send", "--connect", addr, "--mode", "offset", "--size", "16M",
-				  "--page", "4k", "--seed", "5", "--range", "1M:3M", NULL };
+		char *rargs[] = { "recv", "--listen", addr, "--mode", "offset", "--size",
+				  "16M",  "--page",   "4k", "--seed", "5",	"--accept-timeout",
+				  "30",	  NULL };
+		char *sargs[] = { "send",   "--connect", addr,	   "--mode", "offset",
+				  "--size", "16M",	 "--page", "4k",     "--seed",
+				  "5",	    "--range",	 "1M:3M",  NULL };
 
 		xfer("range", rargs, sargs, &rrc, &src);
 	}
@@ -447,8 +500,9 @@ static int t_range(void)
 	snprintf(want, sizeof(want), "\"crc32c\":\"0x%08x\"",
 		 pfs_crc32c(0, pfs_blob__data(b) + (1 << 20), 3 << 20));
 	pfs_blob__close(b);
-	CHECK(strstr(slurp("range-recv", "json"), want) && strstr(slurp("range-recv", "json"),
-	      "\"bytes\":3145728"), "want %s: %s", want, slurp("range-recv", "json"));
+	CHECK(strstr(slurp("range-recv", "json"), want) &&
+		      strstr(slurp("range-recv", "json"), "\"bytes\":3145728"),
+	      "want %s: %s", want, slurp("range-recv", "json"));
 	return TAP_PASS;
 }
 
@@ -457,10 +511,10 @@ static int t_range(void)
 static int t_nonroot(void)
 {
 	char addr[64];
-	char *rargs[] = { "recv", "--listen", addr, "--mode", "offset", "--size", "16M", "--page",
-			  "4k", "--accept-timeout", "30", NULL };
-	char *sargs[] = { "send", "--connect", addr, "--mode", "offset", "--size", "16M", "--page",
-			  "4k", "--bytes", "64M", NULL };
+	char *rargs[] = { "recv", "--listen", addr, "--mode",		"offset", "--size",
+			  "16M",  "--page",   "4k", "--accept-timeout", "30",	  NULL };
+	char *sargs[] = { "send", "--connect", addr, "--mode",	"offset", "--size",
+			  "16M",  "--page",    "4k", "--bytes", "64M",	  NULL };
 	pid_t r, s;
 	int rrc, src;
 

@@ -40,14 +40,20 @@ static const struct impair imp_delay = { "1% loss + 10 ms delay", "loss 1% delay
 
 static int t_frag_codec(void)
 {
-	struct pfs_udp_frag f = { .flags = PFS_UDP_F_REPAIR, .frag_len = 100, .seq = 1ULL << 40,
-				  .gram_len = 1540, .frag_off = 1440, .tsval = 0xdeadbeef }, g;
+	struct pfs_udp_frag f = { .flags = PFS_UDP_F_REPAIR,
+				  .frag_len = 100,
+				  .seq = 1ULL << 40,
+				  .gram_len = 1540,
+				  .frag_off = 1440,
+				  .tsval = 0xdeadbeef },
+			    g;
 	uint8_t b[PFS_UDP_FRAG_LEN + 100];
 
 	pfs_udp_frag_encode(&f, b);
 	CHECK(!pfs_udp_frag_decode(b, sizeof(b), &g), "round trip");
 	CHECK(g.flags == f.flags && g.frag_len == 100 && g.seq == f.seq && g.gram_len == 1540 &&
-	      g.frag_off == 1440 && g.tsval == 0xdeadbeef, "fields");
+		      g.frag_off == 1440 && g.tsval == 0xdeadbeef,
+	      "fields");
 	CHECK(pfs_udp_frag_decode(b, PFS_UDP_FRAG_LEN - 1, &g) == -EMSGSIZE, "short");
 	CHECK(pfs_udp_frag_decode(b, sizeof(b) - 1, &g) == -EMSGSIZE, "frag_len != length");
 	b[8] ^= 1;
@@ -59,10 +65,10 @@ static int t_frag_codec(void)
 	pfs_udp_frag_encode(&f, b);
 	CHECK(pfs_udp_frag_decode(b, sizeof(b), &g) == -EPROTO, "unknown flag");
 	f.flags = 0;
-	f.frag_off = 1500;	/* 1500 + 100 > 1540 */
+	f.frag_off = 1500; /* 1500 + 100 > 1540 */
 	pfs_udp_frag_encode(&f, b);
 	CHECK(pfs_udp_frag_decode(b, sizeof(b), &g) == -ERANGE, "outside the gram");
-	f.frag_off = 0xffffffc0u;	/* no wrap-around: 63 bytes left, 100 claimed */
+	f.frag_off = 0xffffffc0u; /* no wrap-around: 63 bytes left, 100 claimed */
 	f.gram_len = 0xffffffffu;
 	pfs_udp_frag_encode(&f, b);
 	CHECK(pfs_udp_frag_decode(b, sizeof(b), &g) == -ERANGE, "offset + length past 2^32");
@@ -78,9 +84,11 @@ static int t_rec_codec(void)
 
 	CHECK(len == PFS_UDP_REC_LEN + 24, "length %d", len);
 	CHECK(!pfs_udp_rec_decode_hdr(b, len, &q) && q.type == PFS_UDP_NAK && q.n == 3 &&
-	      q.a == 12345, "header");
+		      q.a == 12345,
+	      "header");
 	CHECK(!pfs_udp_rec_decode_ranges(b, len, &q, out) && out[1].first == 7 &&
-	      out[1].count == 44 && out[2].count == PFS_UDP_WHOLE_GRAM, "ranges");
+		      out[1].count == 44 && out[2].count == PFS_UDP_WHOLE_GRAM,
+	      "ranges");
 	CHECK(pfs_udp_rec_decode_ranges(b, len - 1, &q, out) == -EMSGSIZE, "truncated ranges");
 	b[PFS_UDP_REC_LEN + 3] ^= 1;
 	CHECK(pfs_udp_rec_decode_ranges(b, len, &q, out) == -EILSEQ, "range crc");
@@ -88,8 +96,8 @@ static int t_rec_codec(void)
 	CHECK(pfs_udp_rec_decode_hdr(b, len, &q) == -EILSEQ, "header crc first");
 	r = (struct pfs_udp_rec){ .type = PFS_UDP_ACK, .a = 1, .b = 2, .c = 3, .d = 4, .e = 5 };
 	len = pfs_udp_rec_encode(&r, NULL, b);
-	CHECK(len == PFS_UDP_REC_LEN && !pfs_udp_rec_decode_hdr(b, len, &q) && q.c == 3 &&
-	      q.e == 5, "ack");
+	CHECK(len == PFS_UDP_REC_LEN && !pfs_udp_rec_decode_hdr(b, len, &q) && q.c == 3 && q.e == 5,
+	      "ack");
 	r.n = PFS_UDP_MAX_RANGES + 1;
 	CHECK(pfs_udp_rec_encode(&r, NULL, b) == -E2BIG, "too many ranges");
 	return TAP_PASS;
@@ -155,13 +163,27 @@ static int udp_case(const struct impair *im, const char *mode)
 	snprintf(out, sizeof(out), "%s/%s.out", tmpdir, tag);
 	CHECK(!impair_apply(im), "cannot apply impairment %s", im->name);
 	{
-		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", (char *)mode,
-				  "--size", "64M", "--page", "4k", "--seed", "7", "--accept-timeout",
-				  "30", "--timeout", "10", payload ? "--out" : NULL, out, NULL };
-		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
-				  (char *)mode, "--size", "64M", "--page", "4k", "--seed", "7",
-				  "--bytes", "64M", "--timeout", "10",
-				  payload ? NULL : "--max-len", "2K", "--desc-per-gram", "256", NULL };
+		char *rargs[] = { "recv",	"--transport",
+				  "udp",	"--listen",
+				  addr,		"--mode",
+				  (char *)mode, "--size",
+				  "64M",	"--page",
+				  "4k",		"--seed",
+				  "7",		"--accept-timeout",
+				  "30",		"--timeout",
+				  "10",		payload ? "--out" : NULL,
+				  out,		NULL };
+		char *sargs[] = { "send",	"--transport",
+				  "udp",	"--connect",
+				  addr,		"--mode",
+				  (char *)mode, "--size",
+				  "64M",	"--page",
+				  "4k",		"--seed",
+				  "7",		"--bytes",
+				  "64M",	"--timeout",
+				  "10",		payload ? NULL : "--max-len",
+				  "2K",		"--desc-per-gram",
+				  "256",	NULL };
 
 		xfer(tag, rargs, sargs, &rrc, &src);
 	}
@@ -179,8 +201,10 @@ static int udp_case(const struct impair *im, const char *mode)
 	if (payload) {
 		const char *ofp = file_fp(out);
 
-		CHECK(ofp[0] && strstr(sj, ofp), "--out %s (fingerprint %s) is not the sender's "
-		      "blob", out, ofp);
+		CHECK(ofp[0] && strstr(sj, ofp),
+		      "--out %s (fingerprint %s) is not the sender's "
+		      "blob",
+		      out, ofp);
 	}
 	if (im->loss >= 0.05 && payload)
 		CHECK(json_u64(sj, "retransmitted") > 0, "5%% loss but nothing re-sent: %s", sj);
@@ -188,19 +212,29 @@ static int udp_case(const struct impair *im, const char *mode)
 		unlink(out);
 
 	tap_diag("%s %s: %.0f MB/s; sender sent %llu retransmitted %llu NAKs %llu; receiver got "
-		 "%llu duplicates %llu out-of-order %llu", im->name, mode,
-		 strtod(strstr(rj, "\"effective_mb_s\":") + 17, NULL), json_u64(sj, "sent"),
-		 json_u64(sj, "retransmitted"), json_u64(sj, "naks"), json_u64(rj, "received"),
-		 json_u64(rj, "duplicates"), json_u64(rj, "out_of_order"));
+		 "%llu duplicates %llu out-of-order %llu",
+		 im->name, mode, strtod(strstr(rj, "\"effective_mb_s\":") + 17, NULL),
+		 json_u64(sj, "sent"), json_u64(sj, "retransmitted"), json_u64(sj, "naks"),
+		 json_u64(rj, "received"), json_u64(rj, "duplicates"),
+		 json_u64(rj, "out_of_order"));
 	if (getenv("PFS_TEST_VERBOSE"))
 		tap_diag("receiver log: %s", slurp(rt, "err"));
 	return TAP_PASS;
 }
 
-#define CASES(fn, im)								\
-	static int fn##_payload(void) { return udp_case(&im, "payload"); }	\
-	static int fn##_offset(void) { return udp_case(&im, "offset"); }	\
-	static int fn##_arith(void) { return udp_case(&im, "arith"); }
+#define CASES(fn, im)                            \
+	static int fn##_payload(void)            \
+	{                                        \
+		return udp_case(&im, "payload"); \
+	}                                        \
+	static int fn##_offset(void)             \
+	{                                        \
+		return udp_case(&im, "offset");  \
+	}                                        \
+	static int fn##_arith(void)              \
+	{                                        \
+		return udp_case(&im, "arith");   \
+	}
 CASES(clean, imp_clean)
 CASES(loss1, imp_loss1)
 CASES(loss5, imp_loss5)
@@ -221,10 +255,11 @@ static int t_no_offload(void)
 	CHECK(!impair_apply(&imp_loss1), "impairment");
 	setenv("PFS_UDP_OFFLOAD", "off", 1);
 	{
-		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-				  "--accept-timeout", "30", NULL };
-		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
-				  "payload", "--size", "16M", "--page", "4k", "--bytes", "32M", NULL };
+		char *rargs[] = { "recv",    "--transport",	 "udp", "--listen", addr, "--mode",
+				  "payload", "--accept-timeout", "30",	NULL };
+		char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
+				  "--mode", "payload",	   "--size", "16M",	  "--page",
+				  "4k",	    "--bytes",	   "32M",    NULL };
 
 		xfer("nooff", rargs, sargs, &rrc, &src);
 	}
@@ -233,8 +268,8 @@ static int t_no_offload(void)
 	CHECK(rrc == 0 && src == 0, "exit codes %d %d", rrc, src);
 	CHECK(strstr(slurp("nooff-recv", "json"), "\"integrity\":\"OK\""), "integrity");
 	CHECK(strstr(slurp("nooff-send", "json"), "no gso") &&
-	      strstr(slurp("nooff-recv", "json"), "no gro"), "path: %s",
-	      slurp("nooff-send", "json"));
+		      strstr(slurp("nooff-recv", "json"), "no gro"),
+	      "path: %s", slurp("nooff-send", "json"));
 	return TAP_PASS;
 }
 
@@ -252,14 +287,17 @@ static int t_capped_rcvbuf(void)
 		return tap_skip("setpriv (util-linux) missing: cannot drop CAP_NET_ADMIN");
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
 	{
-		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-				  "--accept-timeout", "30", NULL };
-		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
-				  "payload", "--size", "64M", "--page", "4k", "--bytes", "512M", NULL };
+		char *rargs[] = { "recv",    "--transport",	 "udp", "--listen", addr, "--mode",
+				  "payload", "--accept-timeout", "30",	NULL };
+		char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
+				  "--mode", "payload",	   "--size", "64M",	  "--page",
+				  "4k",	    "--bytes",	   "512M",   NULL };
 		const char *real = pfs_bin;
 		char *wrapped[] = { "--bounding-set", "-net_admin", "--inh-caps=-net_admin",
-				    (char *)real, rargs[0], rargs[1], rargs[2], rargs[3], rargs[4],
-				    rargs[5], rargs[6], rargs[7], rargs[8], NULL };
+				    (char *)real,     rargs[0],	    rargs[1],
+				    rargs[2],	      rargs[3],	    rargs[4],
+				    rargs[5],	      rargs[6],	    rargs[7],
+				    rargs[8],	      NULL };
 		pid_t r, s;
 
 		/* spawn() execs pfs_bin: run the receiver through setpriv. */
@@ -293,14 +331,16 @@ static int t_ipv6(void)
 
 	NEED_NET();
 	if (sh("ip -n %s addr add fd00:215::1/64 dev %s nodad && ip -n %s addr add fd00:215::2/64 "
-	       "dev %s nodad", ns_a, veth_a, ns_b, veth_b))
+	       "dev %s nodad",
+	       ns_a, veth_a, ns_b, veth_b))
 		return tap_skip("cannot add IPv6 addresses (IPv6 disabled?)");
 	snprintf(addr, sizeof(addr), "[fd00:215::2]:%d", ++port);
 	{
-		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-				  "--accept-timeout", "30", NULL };
-		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
-				  "payload", "--size", "16M", "--page", "4k", "--bytes", "64M", NULL };
+		char *rargs[] = { "recv",    "--transport",	 "udp", "--listen", addr, "--mode",
+				  "payload", "--accept-timeout", "30",	NULL };
+		char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
+				  "--mode", "payload",	   "--size", "16M",	  "--page",
+				  "4k",	    "--bytes",	   "64M",    NULL };
 
 		xfer("v6", rargs, sargs, &rrc, &src);
 	}
@@ -320,14 +360,16 @@ static int t_ifname_mtu(void)
 
 	NEED_NET();
 	CHECK(!sh("ip -n %s link set %s mtu 9000 && ip -n %s link set %s mtu 9000", ns_a, veth_a,
-		  ns_b, veth_b), "set mtu 9000");
+		  ns_b, veth_b),
+	      "set mtu 9000");
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
 	{
-		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-				  "--ifname", veth_b, "--accept-timeout", "30", NULL };
-		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
-				  "payload", "--ifname", veth_a, "--size", "16M", "--page", "4k",
-				  "--bytes", "64M", NULL };
+		char *rargs[] = { "recv", "--transport",      "udp",	 "--listen",
+				  addr,	  "--mode",	      "payload", "--ifname",
+				  veth_b, "--accept-timeout", "30",	 NULL };
+		char *sargs[] = { "send",    "--transport", "udp",  "--connect", addr,	"--mode",
+				  "payload", "--ifname",    veth_a, "--size",	 "16M", "--page",
+				  "4k",	     "--bytes",	    "64M",  NULL };
 
 		xfer("jumbo", rargs, sargs, &rrc, &src);
 	}
@@ -336,12 +378,13 @@ static int t_ifname_mtu(void)
 	rj = slurp("jumbo-recv", "json");
 	CHECK(rrc == 0 && src == 0, "exit codes %d %d", rrc, src);
 	CHECK(strstr(rj, "\"integrity\":\"OK\"") && strstr(rj, "udp 8972B"), "recv: %s", rj);
-	CHECK(strstr(slurp("jumbo-send", "json"), "gso x7"), "send: %s", slurp("jumbo-send", "json"));
+	CHECK(strstr(slurp("jumbo-send", "json"), "gso x7"), "send: %s",
+	      slurp("jumbo-send", "json"));
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
 	{
-		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode",
-				  "payload", "--ifname", "pfs-no-such", "--size", "16M", "--page",
-				  "4k", NULL };
+		char *sargs[] = { "send",   "--transport", "udp",      "--connect",   addr,
+				  "--mode", "payload",	   "--ifname", "pfs-no-such", "--size",
+				  "16M",    "--page",	   "4k",       NULL };
 
 		src = wait_rc(spawn(ns_a, "nodev-send", sargs), 20);
 	}
@@ -358,17 +401,19 @@ static int t_refused(void)
 	NEED_NET();
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
 	{
-		char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "offset",
-				  "--size", "16M", "--page", "4k", "--seed", "2", NULL };
-		char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode", "offset",
-				  "--size", "16M", "--page", "4k", "--seed", "1", NULL };
+		char *rargs[] = { "recv",   "--transport", "udp",    "--listen", addr,
+				  "--mode", "offset",	   "--size", "16M",	 "--page",
+				  "4k",	    "--seed",	   "2",	     NULL };
+		char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
+				  "--mode", "offset",	   "--size", "16M",	  "--page",
+				  "4k",	    "--seed",	   "1",	     NULL };
 
 		xfer("refuse", rargs, sargs, &rrc, &src);
 	}
 	CHECK(rrc == 4 && src == 4, "exit codes recv %d send %d (want 4)", rrc, src);
 	CHECK(strstr(slurp("refuse-send", "err"), "blob fingerprint mismatch") &&
-	      strstr(slurp("refuse-recv", "err"), "blob fingerprint mismatch"), "messages: %s",
-	      slurp("refuse-send", "err"));
+		      strstr(slurp("refuse-recv", "err"), "blob fingerprint mismatch"),
+	      "messages: %s", slurp("refuse-send", "err"));
 	return TAP_PASS;
 }
 
@@ -377,10 +422,11 @@ static int t_refused(void)
 static int t_receiver_killed(void)
 {
 	char addr[64];
-	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-			  "--accept-timeout", "30", NULL };
-	char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode", "payload",
-			  "--size", "64M", "--page", "4k", "--bytes", "1T", NULL };
+	char *rargs[] = { "recv",    "--transport",	 "udp", "--listen", addr, "--mode",
+			  "payload", "--accept-timeout", "30",	NULL };
+	char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
+			  "--mode", "payload",	   "--size", "64M",	  "--page",
+			  "4k",	    "--bytes",	   "1T",     NULL };
 	pid_t r, s;
 	double t0;
 	int rc;
@@ -401,8 +447,8 @@ static int t_receiver_killed(void)
 	CHECK(rc > 0 && rc < 128, "sender exit %d (want a clean non-zero exit)", rc);
 	CHECK(mono() - t0 < 6, "sender took %.1f s to notice", mono() - t0);
 	CHECK(strstr(slurp("killed-send", "err"), "receiver") &&
-	      strstr(slurp("killed-send", "json"), "\"ok\":false"), "message: %s",
-	      slurp("killed-send", "err"));
+		      strstr(slurp("killed-send", "json"), "\"ok\":false"),
+	      "message: %s", slurp("killed-send", "err"));
 	return TAP_PASS;
 }
 
@@ -410,10 +456,11 @@ static int t_receiver_killed(void)
 static int t_sender_killed(void)
 {
 	char addr[64];
-	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-			  "--accept-timeout", "30", NULL };
-	char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode", "payload",
-			  "--size", "64M", "--page", "4k", "--bytes", "1T", NULL };
+	char *rargs[] = { "recv",    "--transport",	 "udp", "--listen", addr, "--mode",
+			  "payload", "--accept-timeout", "30",	NULL };
+	char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
+			  "--mode", "payload",	   "--size", "64M",	  "--page",
+			  "4k",	    "--bytes",	   "1T",     NULL };
 	pid_t r, s;
 	double t0;
 	int rc;
@@ -443,10 +490,11 @@ static int t_sender_killed(void)
 static int t_path_dies(void)
 {
 	char addr[64];
-	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-			  "--accept-timeout", "30", "--timeout", "2", NULL };
-	char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode", "payload",
-			  "--size", "64M", "--page", "4k", "--bytes", "1T", "--timeout", "2", NULL };
+	char *rargs[] = { "recv",    "--transport",	 "udp", "--listen",  addr, "--mode",
+			  "payload", "--accept-timeout", "30",	"--timeout", "2",  NULL };
+	char *sargs[] = { "send",    "--transport", "udp", "--connect", addr, "--mode",
+			  "payload", "--size",	    "64M", "--page",	"4k", "--bytes",
+			  "1T",	     "--timeout",   "2",   NULL };
 	struct impair dead = { "100% loss", "loss 100%", .loss = 1.0 };
 	pid_t r, s;
 	double t0;
@@ -467,8 +515,10 @@ static int t_path_dies(void)
 	tap_diag("after %.2f s: recv %d: %.200s", mono() - t0, rrc, slurp("dies-recv", "err"));
 	tap_diag("send %d: %.300s", src, slurp("dies-send", "err"));
 	CHECK(rrc == 5, "receiver exit %d (want 5, timeout)", rrc);
-	CHECK(src == 5 || src == 1, "sender exit %d (want 5, or 1 when it saw the receiver "
-	      "leave first)", src);
+	CHECK(src == 5 || src == 1,
+	      "sender exit %d (want 5, or 1 when it saw the receiver "
+	      "leave first)",
+	      src);
 	CHECK(mono() - t0 < 8, "took %.1f s", mono() - t0);
 	CHECK(strstr(slurp("dies-recv", "json"), "no progress"), "receiver message: %s",
 	      slurp("dies-recv", "json"));
@@ -481,8 +531,8 @@ static int t_path_dies(void)
 static int t_malformed(void)
 {
 	char addr[64];
-	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-			  "--accept-timeout", "20", "--timeout", "5", NULL };
+	char *rargs[] = { "recv",    "--transport",	 "udp", "--listen",  addr, "--mode",
+			  "payload", "--accept-timeout", "20",	"--timeout", "5",  NULL };
 	pid_t r, c;
 	int rc, crc;
 
@@ -493,8 +543,11 @@ static int t_malformed(void)
 	if (c == 0) {
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) }, la;
 		socklen_t ll = sizeof(la);
-		struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = PFS_MODE_PAYLOAD, .size = 1 << 20,
-				     .word = 1 }, e;
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO,
+				     .mode = PFS_MODE_PAYLOAD,
+				     .size = 1 << 20,
+				     .word = 1 },
+			       e;
 		struct pfs_desc d = { .off = 4096, .len = 100 };
 		struct pfs_udp_frag f = { 0 };
 		uint8_t rec[PFS_CTL_LEN + PFS_UDP_REC_LEN], dg[512], g[256];
@@ -517,8 +570,11 @@ static int t_malformed(void)
 			}
 		}
 		{
-			struct pfs_udp_rec p = { .type = PFS_UDP_PARAMS, .a = 4096,
-						 .b = ntohs(la.sin_port), .d = 1440, .e = 32 };
+			struct pfs_udp_rec p = { .type = PFS_UDP_PARAMS,
+						 .a = 4096,
+						 .b = ntohs(la.sin_port),
+						 .d = 1440,
+						 .e = 32 };
 
 			pfs_ctl_encode(&h, rec);
 			pfs_udp_rec_encode(&p, NULL, rec + PFS_CTL_LEN);
@@ -545,7 +601,10 @@ static int t_malformed(void)
 		f.frag_off = 0;
 		pfs_udp_frag_encode(&f, dg);
 		(void)!send(u, dg, PFS_UDP_FRAG_LEN + gl, 0);
-		e = (struct pfs_ctl){ .type = PFS_CTL_END, .size = 100, .value = 1, .count = 1,
+		e = (struct pfs_ctl){ .type = PFS_CTL_END,
+				      .size = 100,
+				      .value = 1,
+				      .count = 1,
 				      .word = pfs_crc32c(0, g + gl - 100, 100) };
 		pfs_ctl_encode(&e, rec);
 		if (write(s, rec, PFS_CTL_LEN) != PFS_CTL_LEN)
@@ -583,22 +642,20 @@ static int t_teardown(void)
 	return TAP_PASS;
 }
 
-#define ROWS(fn, what)								\
-	{ "payload, " what ": integrity OK, --out equals the blob", fn##_payload },	\
-	{ "offset, " what ": integrity OK", fn##_offset },			\
-	{ "arith, " what ": integrity OK", fn##_arith },
+#define ROWS(fn, what)                                                              \
+	{ "payload, " what ": integrity OK, --out equals the blob", fn##_payload }, \
+		{ "offset, " what ": integrity OK", fn##_offset },                  \
+		{ "arith, " what ": integrity OK", fn##_arith },
 
 static const struct tap_test tests[] = {
 	{ "udp fragment header: round trip and every rejection", t_frag_codec },
 	{ "udp repair records: round trip, ranges, CRCs, limits", t_rec_codec },
 	{ "create two netns joined by a veth pair; pick the impairment backend", t_setup },
-	ROWS(clean, "0% loss")
-	ROWS(loss1, "1% loss")
-	ROWS(loss5, "5% loss")
-	ROWS(reorder, "25% reordering (1 ms)")
-	ROWS(dup, "1% duplication")
-	ROWS(delay, "1% loss + 10 ms delay")
-	{ "no GSO/GRO (PFS_UDP_OFFLOAD=off), 1% loss: integrity OK, path says so", t_no_offload },
+	ROWS(clean, "0% loss") ROWS(loss1, "1% loss") ROWS(loss5, "5% loss")
+		ROWS(reorder, "25% reordering (1 ms)") ROWS(dup, "1% duplication") ROWS(
+			delay, "1% loss + 10 ms delay"){
+			"no GSO/GRO (PFS_UDP_OFFLOAD=off), 1% loss: integrity OK, path says so",
+			t_no_offload },
 	{ "receiver socket buffer capped (no CAP_NET_ADMIN): drops repaired, integrity OK",
 	  t_capped_rcvbuf },
 	{ "IPv6: 1452-byte datagrams at MTU 1500, integrity OK", t_ipv6 },

@@ -124,7 +124,7 @@ static void teardown(void)
 static void on_signal(int sig)
 {
 	(void)sig;
-	exit(1);	/* runs teardown */
+	exit(1); /* runs teardown */
 }
 
 static int make_pair(struct pair *p, const char *tag, int id, int queues)
@@ -142,17 +142,17 @@ static int make_pair(struct pair *p, const char *tag, int id, int queues)
 	p->queues = queues;
 	if (queues > 1)
 		snprintf(q, sizeof(q), "numtxqueues %d numrxqueues %d", queues, queues);
-	return sh("ip netns add %s && ip netns add %s && "
-		  "ip link add %s %s type veth peer name %s %s && "
-		  "ip link set %s netns %s && ip link set %s netns %s && "
-		  "ip -n %s addr add %s/24 dev %s && ip -n %s addr add %s/24 dev %s && "
-		  "ip -n %s -6 addr add %s/64 dev %s nodad && ip -n %s -6 addr add %s/64 dev %s nodad && "
-		  "ip -n %s link set %s up && ip -n %s link set %s up && "
-		  "ip -n %s link set lo up && ip -n %s link set lo up",
-		  p->ns_a, p->ns_b, p->if_a, q, p->if_b, q, p->if_a, p->ns_a, p->if_b, p->ns_b,
-		  p->ns_a, p->ip4_a, p->if_a, p->ns_b, p->ip4_b, p->if_b,
-		  p->ns_a, p->ip6_a, p->if_a, p->ns_b, p->ip6_b, p->if_b,
-		  p->ns_a, p->if_a, p->ns_b, p->if_b, p->ns_a, p->ns_b);
+	return sh(
+		"ip netns add %s && ip netns add %s && "
+		"ip link add %s %s type veth peer name %s %s && "
+		"ip link set %s netns %s && ip link set %s netns %s && "
+		"ip -n %s addr add %s/24 dev %s && ip -n %s addr add %s/24 dev %s && "
+		"ip -n %s -6 addr add %s/64 dev %s nodad && ip -n %s -6 addr add %s/64 dev %s nodad && "
+		"ip -n %s link set %s up && ip -n %s link set %s up && "
+		"ip -n %s link set lo up && ip -n %s link set lo up",
+		p->ns_a, p->ns_b, p->if_a, q, p->if_b, q, p->if_a, p->ns_a, p->if_b, p->ns_b,
+		p->ns_a, p->ip4_a, p->if_a, p->ns_b, p->ip4_b, p->if_b, p->ns_a, p->ip6_a, p->if_a,
+		p->ns_b, p->ip6_b, p->if_b, p->ns_a, p->if_a, p->ns_b, p->if_b, p->ns_a, p->ns_b);
 }
 
 static int t_setup(void)
@@ -188,7 +188,7 @@ static int t_setup(void)
 	atexit(teardown);
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pfs-xsk-%d", getpid());
 	mkdir(tmpdir, 0777);
-	chmod(tmpdir, 0777);	/* the setpriv runs (test_uid) write ready files here */
+	chmod(tmpdir, 0777); /* the setpriv runs (test_uid) write ready files here */
 	pfs_bin = pfs_copy(pfs_bin, tmpdir, pfs_bin_copy, sizeof(pfs_bin_copy));
 	if (!pfs_bin) {
 		snprintf(net_skip, sizeof(net_skip), "%.190s", pfs_bin_copy);
@@ -204,7 +204,11 @@ static int t_setup(void)
 	return TAP_PASS;
 }
 
-#define NEED_NET() do { if (!net_ok) return tap_skip("%s", net_skip); } while (0)
+#define NEED_NET()                                       \
+	do {                                             \
+		if (!net_ok)                             \
+			return tap_skip("%s", net_skip); \
+	} while (0)
 
 /* The setpriv prefix that runs as test_uid with exactly @caps
  * ("+net_raw,+bpf", or "" for none); NULL @caps: as root. test_uid is an
@@ -215,7 +219,8 @@ static const char *as_user(const char *caps, char *buf, size_t n)
 {
 	if (!caps)
 		return "";
-	snprintf(buf, n, "setpriv --reuid=%u --regid=%u --clear-groups "
+	snprintf(buf, n,
+		 "setpriv --reuid=%u --regid=%u --clear-groups "
 		 "--inh-caps=-all%s%s --ambient-caps=-all%s%s --bounding-set=-all%s%s ",
 		 test_uid, test_uid, *caps ? "," : "", caps, *caps ? "," : "", caps,
 		 *caps ? "," : "", caps);
@@ -237,9 +242,11 @@ static pid_t spawn(const char *ns, const char *caps, const char *tag, const char
 	va_start(ap, fmt);
 	vsnprintf(args, sizeof(args), fmt, ap);
 	va_end(ap);
-	snprintf(cmd, sizeof(cmd), "exec %s nsenter --net=/run/netns/%s %s%s xsk %s "
-		 ">%s/%s.json 2>%s/%s.err", env ? env : "", ns, as_user(caps, pre, sizeof(pre)),
-		 pfs_bin, args, tmpdir, tag, tmpdir, tag);
+	snprintf(cmd, sizeof(cmd),
+		 "exec %s nsenter --net=/run/netns/%s %s%s xsk %s "
+		 ">%s/%s.json 2>%s/%s.err",
+		 env ? env : "", ns, as_user(caps, pre, sizeof(pre)), pfs_bin, args, tmpdir, tag,
+		 tmpdir, tag);
 	pid = fork();
 	if (pid == 0) {
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
@@ -269,7 +276,8 @@ static int wait_rc(pid_t pid, double timeout_s)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 > timeout_s)
+		if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 >
+		    timeout_s)
 			break;
 		usleep(20000);
 	}
@@ -360,7 +368,8 @@ static void sink_blast(const struct pair *p, const char *tag, const char *sink_c
 		r->sink_rc = wait_rc(s, 5);
 		r->blast_rc = -1;
 	} else {
-		b = spawn(p->ns_a, blast_caps, bt, NULL, "blast --ifname %s %s", p->if_a, blast_args);
+		b = spawn(p->ns_a, blast_caps, bt, NULL, "blast --ifname %s %s", p->if_a,
+			  blast_args);
 		r->blast_rc = wait_rc(b, 30);
 		r->sink_rc = wait_rc(s, 30);
 	}
@@ -391,11 +400,12 @@ static int delivery_x(const struct pair *p, const char *tag, const char *attach,
 	CHECK(r.sink_rc == 0 && r.blast_rc == 0, "exit codes sink %d blast %d", r.sink_rc,
 	      r.blast_rc);
 	CHECK(js(r.sink, "xdp_mode", attach), "not attached %s", attach);
-	CHECK(ju(r.sink, "frames") == total && ju(r.sink, "bad") == 0, "frames %" PRIu64 " bad %"
-	      PRIu64, ju(r.sink, "frames"), ju(r.sink, "bad"));
+	CHECK(ju(r.sink, "frames") == total && ju(r.sink, "bad") == 0,
+	      "frames %" PRIu64 " bad %" PRIu64, ju(r.sink, "frames"), ju(r.sink, "bad"));
 	CHECK(ju(r.sink, "payload_bytes") == (uint64_t)total * size, "payload bytes");
 	CHECK(ju(r.sink, "redirected") == total && ju(r.sink, "no_xsk") == 0 &&
-	      ju(r.sink, "rx_unparsed") == 0, "xdp counters: %s", r.sink);
+		      ju(r.sink, "rx_unparsed") == 0,
+	      "xdp counters: %s", r.sink);
 	CHECK(js(r.sink, "bind", "copy") || js(r.sink, "bind", "zerocopy"), "bind mode missing");
 	if (check_queue)
 		CHECK(ju(r.sink, "wrong_queue") == 0, "frames on the wrong queue: %s", r.sink);
@@ -413,11 +423,26 @@ static int delivery(const struct pair *p, const char *tag, const char *attach, b
 	return delivery_x(p, tag, attach, v6, size, check_queue, "");
 }
 
-static int t_native_1q_v4(void) { return delivery(&p1, "n1v4", "native", false, 64, true); }
-static int t_generic_1q_v4(void) { return delivery(&p1, "g1v4", "generic", false, 1472, true); }
-static int t_native_1q_v6(void) { return delivery(&p1, "n1v6", "native", true, 1452, true); }
-static int t_generic_1q_v6(void) { return delivery(&p1, "g1v6", "generic", true, 64, true); }
-static int t_native_4q_v4(void) { return delivery(&p4, "n4v4", "native", false, 256, true); }
+static int t_native_1q_v4(void)
+{
+	return delivery(&p1, "n1v4", "native", false, 64, true);
+}
+static int t_generic_1q_v4(void)
+{
+	return delivery(&p1, "g1v4", "generic", false, 1472, true);
+}
+static int t_native_1q_v6(void)
+{
+	return delivery(&p1, "n1v6", "native", true, 1452, true);
+}
+static int t_generic_1q_v6(void)
+{
+	return delivery(&p1, "g1v6", "generic", true, 64, true);
+}
+static int t_native_4q_v4(void)
+{
+	return delivery(&p4, "n4v4", "native", false, 256, true);
+}
 static int t_native_4q_v6(void)
 {
 	return delivery_x(&p4, "n4v6", "native", true, 1000, true, "--in-place");
@@ -432,7 +457,10 @@ static int t_vlan_generic(void)
 {
 	return delivery_x(&p1, "vlan-g", "generic", true, 300, true, "--vlan 4094");
 }
-static int t_generic_4q_v4(void) { return delivery(&p4, "g4v4", "generic", false, 512, false); }
+static int t_generic_4q_v4(void)
+{
+	return delivery(&p4, "g4v4", "generic", false, 512, false);
+}
 
 /* Run @fn in a child that joined namespace @ns; its exit code. */
 static int in_ns(const char *ns, int (*fn)(const void *), const void *arg)
@@ -496,7 +524,7 @@ static int ping_fn(const void *arg)
 		uint16_t id = (uint16_t)getpid(), seq = (uint16_t)attempt;
 
 		memset(pkt, 0xa5, sizeof(pkt));
-		pkt[0] = v6 ? 128 : 8;	/* echo request */
+		pkt[0] = v6 ? 128 : 8; /* echo request */
 		pkt[1] = 0;
 		pkt[2] = pkt[3] = 0;
 		memcpy(pkt + 4, &id, 2);
@@ -505,7 +533,7 @@ static int ping_fn(const void *arg)
 			uint16_t c = icmp_csum(pkt, sizeof(pkt));
 
 			memcpy(pkt + 2, &c, 2);
-		}	/* the kernel fills the ICMPv6 checksum */
+		} /* the kernel fills the ICMPv6 checksum */
 		if (sendto(fd, pkt, sizeof(pkt), 0, (struct sockaddr *)&ss,
 			   v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) < 0)
 			continue;
@@ -515,7 +543,7 @@ static int ping_fn(const void *arg)
 
 			if (n < 0)
 				break;
-			if (!v6) {	/* raw IPv4 sockets return the IP header */
+			if (!v6) { /* raw IPv4 sockets return the IP header */
 				size_t ihl = (size_t)(rb[0] & 0xf) * 4;
 
 				if ((size_t)n < ihl + 8)
@@ -535,10 +563,10 @@ static int ping_fn(const void *arg)
 struct udp_job {
 	const char *dst;
 	uint16_t port;
-	bool ip_options;	/* IPv4 options (IHL 6) on the datagrams */
+	bool ip_options; /* IPv4 options (IHL 6) on the datagrams */
 	int count;
 	uint16_t size;
-	int ready_fd;		/* receiver: write a byte once bound */
+	int ready_fd; /* receiver: write a byte once bound */
 };
 
 /* The test pattern of `pfs xsk` (tools/pfs/xsk.c), queue 0. */
@@ -566,7 +594,7 @@ static int udp_send_fn(const void *arg)
 	if (fd < 0)
 		return 2;
 	if (j->ip_options &&
-	    setsockopt(fd, IPPROTO_IP, IP_OPTIONS, "\x01\x01\x01\x00", 4))	/* NOP NOP NOP EOL */
+	    setsockopt(fd, IPPROTO_IP, IP_OPTIONS, "\x01\x01\x01\x00", 4)) /* NOP NOP NOP EOL */
 		return 3;
 	for (int i = 0; i < j->count; i++) {
 		pattern(buf, j->size, (uint64_t)i);
@@ -581,7 +609,8 @@ static int udp_send_fn(const void *arg)
 static int udp_recv_fn(const void *arg)
 {
 	const struct udp_job *j = arg;
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons(j->port),
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
+				   .sin6_port = htons(j->port),
 				   .sin6_addr = IN6ADDR_ANY_INIT };
 	struct timeval tv = { .tv_sec = 3 };
 	uint8_t buf[1500];
@@ -633,8 +662,9 @@ static int other_udp_port(const struct pair *p, uint16_t port)
 static int t_coexist(void)
 {
 	const struct pair *p = &p1;
-	struct udp_job opt = { .dst = p->ip4_b, .port = 7600, .ip_options = true, .count = 7,
-			       .size = 200 };
+	struct udp_job opt = {
+		.dst = p->ip4_b, .port = 7600, .ip_options = true, .count = 7, .size = 200
+	};
 	char ready[128], *out;
 	pid_t s;
 	int rc;
@@ -643,8 +673,10 @@ static int t_coexist(void)
 	snprintf(ready, sizeof(ready), "%s/coexist.ready", tmpdir);
 	/* no --verify-csum: datagrams from A's own stack leave veth with a
 	 * partial (offloaded) UDP checksum, which only a real NIC completes */
-	s = spawn(p->ns_b, NULL, "coexist", NULL, "sink --ifname %s --ready-file %s --timeout 30 "
-		  "--idle 0 --attach native", p->if_b, ready);
+	s = spawn(p->ns_b, NULL, "coexist", NULL,
+		  "sink --ifname %s --ready-file %s --timeout 30 "
+		  "--idle 0 --attach native",
+		  p->if_b, ready);
 	CHECK(wait_file(ready, s, 10), "sink did not start: %s", slurp("coexist", "err"));
 	sh("ip -n %s neigh flush dev %s; ip -n %s neigh flush dev %s", p->ns_a, p->if_a, p->ns_b,
 	   p->if_b);
@@ -683,20 +715,24 @@ static int t_stale_replaced(void)
 
 	NEED_NET();
 	snprintf(ready, sizeof(ready), "%s/crash.ready", tmpdir);
-	s = spawn(p->ns_b, NULL, "crash", NULL, "sink --ifname %s --ready-file %s --timeout 30 "
-		  "--idle 0", p->if_b, ready);
+	s = spawn(p->ns_b, NULL, "crash", NULL,
+		  "sink --ifname %s --ready-file %s --timeout 30 "
+		  "--idle 0",
+		  p->if_b, ready);
 	CHECK(wait_file(ready, s, 10), "sink did not start: %s", slurp("crash", "err"));
-	kill(s, SIGKILL);	/* a crash: nothing detaches */
+	kill(s, SIGKILL); /* a crash: nothing detaches */
 	wait_rc(s, 5);
-	out = slurp("crash", "json");	/* empty: it never finished */
+	out = slurp("crash", "json"); /* empty: it never finished */
 	CHECK(xdp_attached(p), "SIGKILL should leave the program attached");
 	old_id = 0;
 	{
 		FILE *f;
 		char cmd[512];
 
-		snprintf(cmd, sizeof(cmd), "ip -n %s -d link show dev %s | grep -o 'prog/xdp id [0-9]*'"
-			 " | grep -o '[0-9]*$'", p->ns_b, p->if_b);
+		snprintf(cmd, sizeof(cmd),
+			 "ip -n %s -d link show dev %s | grep -o 'prog/xdp id [0-9]*'"
+			 " | grep -o '[0-9]*$'",
+			 p->ns_b, p->if_b);
 		f = popen(cmd, "r");
 		if (f) {
 			if (fscanf(f, "%" SCNu64, &old_id) != 1)
@@ -712,15 +748,17 @@ static int t_stale_replaced(void)
 		sink_blast(p, "replace", NULL, NULL, "--count 500", ba, &r);
 	}
 	CHECK(r.sink_rc == 0 && r.blast_rc == 0, "exit codes %d %d", r.sink_rc, r.blast_rc);
-	CHECK(ju(r.sink, "replaced_stale_prog_id") == old_id, "stale id %" PRIu64 " not replaced: %s",
-	      old_id, r.sink);
+	CHECK(ju(r.sink, "replaced_stale_prog_id") == old_id,
+	      "stale id %" PRIu64 " not replaced: %s", old_id, r.sink);
 	CHECK(ju(r.sink, "frames") == 500, "frames: %s", r.sink);
 	CHECK(!xdp_attached(p), "program left attached");
 
 	/* the other way out of a crash: `pfs xsk detach` */
 	unlink(ready);
-	s = spawn(p->ns_b, NULL, "crash2", NULL, "sink --ifname %s --ready-file %s --timeout 30 "
-		  "--idle 0", p->if_b, ready);
+	s = spawn(p->ns_b, NULL, "crash2", NULL,
+		  "sink --ifname %s --ready-file %s --timeout 30 "
+		  "--idle 0",
+		  p->if_b, ready);
 	CHECK(wait_file(ready, s, 10), "sink did not start: %s", slurp("crash2", "err"));
 	kill(s, SIGKILL);
 	wait_rc(s, 5);
@@ -748,15 +786,15 @@ static int t_foreign(void)
 	snprintf(obj, sizeof(obj), "%s/tests/xdp_foreign.bpf.o", b);
 	if (access(obj, R_OK))
 		return tap_skip("%s not built (clang missing)", obj);
-	if (sh("nsenter --net=/run/netns/%s ip link set dev %s xdpgeneric obj %s sec xdp",
-	       p1.ns_b, p1.if_b, obj))
+	if (sh("nsenter --net=/run/netns/%s ip link set dev %s xdpgeneric obj %s sec xdp", p1.ns_b,
+	       p1.if_b, obj))
 		return tap_skip("iproute2 cannot load an XDP object here");
 	snprintf(a, sizeof(a), "sink --ifname %s --timeout 0.3", p1.if_b);
 	s = spawn(p1.ns_b, NULL, "foreign", NULL, "%s", a);
 	rc = wait_rc(s, 15);
 	out = slurp("foreign", "json");
-	CHECK(rc == 1 && strstr(out, "'not_pfs'") && strstr(out, "does not replace"),
-	      "rc %d %s", rc, out);
+	CHECK(rc == 1 && strstr(out, "'not_pfs'") && strstr(out, "does not replace"), "rc %d %s",
+	      rc, out);
 	rc = sh("ip -n %s link show dev %s | grep -q 'name not_pfs'", p1.ns_b, p1.if_b);
 	sh("ip -n %s link set dev %s xdpgeneric off", p1.ns_b, p1.if_b);
 	CHECK(rc == 0, "the foreign program was removed");
@@ -764,8 +802,11 @@ static int t_foreign(void)
 	return TAP_PASS;
 }
 
-#define NEED_SETPRIV() do { if (!have_setpriv) \
-	return tap_skip("setpriv (util-linux) not installed"); } while (0)
+#define NEED_SETPRIV()                                                         \
+	do {                                                                   \
+		if (!have_setpriv)                                             \
+			return tap_skip("setpriv (util-linux) not installed"); \
+	} while (0)
 
 /* A non-root uid, sink with exactly CAP_NET_ADMIN,CAP_NET_RAW,CAP_BPF, blaster
  * with CAP_NET_RAW only (no CAP_IPC_LOCK: both UMEMs under 8 MiB together). */
@@ -779,8 +820,8 @@ static int t_nonroot_caps(void)
 	/* RLIMIT_MEMLOCK is charged per user: both UMEMs (same uid) must fit
 	 * together: 4 MiB (1024 RX frames for 1000 sent) + 512 KiB */
 	snprintf(ba, sizeof(ba), "--dst %s --count 1000 --pps 20000 --frames 256", p1.ip4_b);
-	sink_blast(&p1, "nonroot", "+net_admin,+net_raw,+bpf", "+net_raw", "--count 1000 --frames 2048",
-		   ba, &r);
+	sink_blast(&p1, "nonroot", "+net_admin,+net_raw,+bpf", "+net_raw",
+		   "--count 1000 --frames 2048", ba, &r);
 	CHECK(r.sink_rc == 0 && r.blast_rc == 0, "exit codes %d %d", r.sink_rc, r.blast_rc);
 	CHECK(ju(r.sink, "frames") == 1000 && ju(r.sink, "bad") == 0, "frames: %s", r.sink);
 	CHECK(!xdp_attached(&p1), "program left attached");
@@ -833,7 +874,8 @@ static int t_memlock(void)
 	    rl.rlim_cur >= (16u << 20))
 		return tap_skip("RLIMIT_MEMLOCK is not below 16 MiB here");
 	snprintf(a, sizeof(a), "sink --ifname %s --timeout 0.3 --frames 8192", p1.if_b);
-	if (refused("noipclock", p1.ns_b, "+net_admin,+net_raw,+bpf", "CAP_IPC_LOCK", a) != TAP_PASS)
+	if (refused("noipclock", p1.ns_b, "+net_admin,+net_raw,+bpf", "CAP_IPC_LOCK", a) !=
+	    TAP_PASS)
 		return TAP_FAIL;
 	CHECK(!xdp_attached(&p1), "program left attached");
 	s = spawn(p1.ns_b, "+net_admin,+net_raw,+bpf,+ipc_lock", "ipclock", NULL, "%s", a);
@@ -855,12 +897,13 @@ static int t_hugepages(void)
 	NEED_NET();
 	if (before < 0)
 		return tap_skip("no /proc/sys/vm/nr_hugepages (hugetlb not configured)");
-	write_long("/proc/sys/vm/nr_hugepages", before + 4);	/* 2 UMEMs of 4 MiB */
+	write_long("/proc/sys/vm/nr_hugepages", before + 4); /* 2 UMEMs of 4 MiB */
 	after = read_long("/proc/sys/vm/nr_hugepages");
 	if (after > before)
 		huge_added = (int)(after - before);
 	if (after < before + 4)
-		return tap_skip("cannot reserve 4 hugepages (nr_hugepages %ld -> %ld)", before, after);
+		return tap_skip("cannot reserve 4 hugepages (nr_hugepages %ld -> %ld)", before,
+				after);
 	snprintf(ba, sizeof(ba), "--dst %s --count 1000 --pps 20000 --page 2m", p1.ip4_b);
 	sink_blast(&p1, "huge", NULL, NULL, "--count 1000 --page 2m", ba, &r);
 	if ((r.sink_rc || r.blast_rc) &&
@@ -959,7 +1002,7 @@ static void ip4_fix_csum(uint8_t *ip)
 	uint16_t c;
 
 	ip[10] = ip[11] = 0;
-	c = icmp_csum(ip, ihl);	/* the same RFC 1071 sum, network order */
+	c = icmp_csum(ip, ihl); /* the same RFC 1071 sum, network order */
 	memcpy(ip + 10, &c, 2);
 }
 
@@ -967,8 +1010,9 @@ static void ip4_fix_csum(uint8_t *ip)
 static struct rawframe *raw_add(struct rawjob *j, const struct pair *p, bool v6, uint16_t vlan,
 				uint16_t port)
 {
-	struct pfs_frame_addr a = { .family = v6 ? AF_INET6 : AF_INET, .vlan = vlan,
-				    .src_port = 40000, .dst_port = port };
+	struct pfs_frame_addr a = {
+		.family = v6 ? AF_INET6 : AF_INET, .vlan = vlan, .src_port = 40000, .dst_port = port
+	};
 	struct pfs_frame_tmpl t;
 	struct rawframe *f = &j->f[j->n++];
 	uint8_t pay[64];
@@ -998,11 +1042,11 @@ static int xdp_parser(const char *attach)
 	raw_add(&j, p, true, 0, 7600);
 	f = raw_add(&j, p, false, 100, 7600);
 	memmove(f->b + 18 + 24, f->b + 18 + 20, f->len - 38);
-	memcpy(f->b + 18 + 20, "\x01\x01\x01\x00", 4);	/* NOP NOP NOP EOL */
+	memcpy(f->b + 18 + 20, "\x01\x01\x01\x00", 4); /* NOP NOP NOP EOL */
 	f->len += 4;
 	f->b[18] = 0x46;
-	f->b[18 + 3] = (uint8_t)(f->b[18 + 3] + 4);	/* total length, < 256 */
-	f->b[18 + 24 + 6] = f->b[18 + 24 + 7] = 0;	/* UDP checksum: none */
+	f->b[18 + 3] = (uint8_t)(f->b[18 + 3] + 4); /* total length, < 256 */
+	f->b[18 + 24 + 6] = f->b[18 + 24 + 7] = 0; /* UDP checksum: none */
 	ip4_fix_csum(f->b + 18);
 	/* passed: fragment, QinQ, IPv6 hop-by-hop, other port */
 	f = raw_add(&j, p, false, 0, 7600);
@@ -1030,8 +1074,10 @@ static int xdp_parser(const char *attach)
 	snprintf(tag, sizeof(tag), "parser-%s", attach);
 	snprintf(ready, sizeof(ready), "%s/%s.ready", tmpdir, tag);
 	unlink(ready);
-	s = spawn(p->ns_b, NULL, tag, NULL, "sink --ifname %s --ready-file %s --timeout 30 "
-		  "--idle 0 --attach %s", p->if_b, ready, attach);
+	s = spawn(p->ns_b, NULL, tag, NULL,
+		  "sink --ifname %s --ready-file %s --timeout 30 "
+		  "--idle 0 --attach %s",
+		  p->if_b, ready, attach);
 	CHECK(wait_file(ready, s, 10), "sink did not start: %s", slurp(tag, "err"));
 	rc = in_ns(p->ns_a, raw_send_fn, &j);
 	CHECK(rc == 0, "AF_PACKET send failed: %d", rc);
@@ -1041,7 +1087,8 @@ static int xdp_parser(const char *attach)
 	out = slurp(tag, "json");
 	CHECK(rc == 0, "sink rc %d: %s", rc, out);
 	CHECK(ju(out, "redirected") == 3 && ju(out, "frames") == 3 && ju(out, "bad") == 0 &&
-	      ju(out, "rx_unparsed") == 0, "redirected frames: %s", out);
+		      ju(out, "rx_unparsed") == 0,
+	      "redirected frames: %s", out);
 	CHECK(ju(out, "malformed") == 4, "malformed: %s", out);
 	CHECK(ju(out, "passed") >= 4, "passed: %s", out);
 	return TAP_PASS;
@@ -1060,11 +1107,13 @@ static int t_sink_detects_corruption(void)
 	NEED_NET();
 	raw_add(&j, p, false, 0, 7600);
 	f = raw_add(&j, p, false, 0, 7600);
-	f->b[f->len - 5] ^= 0x40;	/* UDP checksum now wrong too: no --verify-csum */
+	f->b[f->len - 5] ^= 0x40; /* UDP checksum now wrong too: no --verify-csum */
 	snprintf(ready, sizeof(ready), "%s/corrupt.ready", tmpdir);
 	unlink(ready);
-	s = spawn(p->ns_b, NULL, "corrupt", NULL, "sink --ifname %s --ready-file %s --timeout 30 "
-		  "--idle 0", p->if_b, ready);
+	s = spawn(p->ns_b, NULL, "corrupt", NULL,
+		  "sink --ifname %s --ready-file %s --timeout 30 "
+		  "--idle 0",
+		  p->if_b, ready);
 	CHECK(wait_file(ready, s, 10), "sink did not start: %s", slurp("corrupt", "err"));
 	rc = in_ns(p->ns_a, raw_send_fn, &j);
 	CHECK(rc == 0, "AF_PACKET send failed: %d", rc);
@@ -1073,12 +1122,19 @@ static int t_sink_detects_corruption(void)
 	rc = wait_rc(s, 10);
 	out = slurp("corrupt", "json");
 	CHECK(rc == 3 && ju(out, "frames") == 2 && ju(out, "bad") == 1 &&
-	      js(out, "verdict", "MISMATCH"), "rc %d %s", rc, out);
+		      js(out, "verdict", "MISMATCH"),
+	      "rc %d %s", rc, out);
 	return TAP_PASS;
 }
 
-static int t_xdp_parser_native(void) { return xdp_parser("native"); }
-static int t_xdp_parser_generic(void) { return xdp_parser("generic"); }
+static int t_xdp_parser_native(void)
+{
+	return xdp_parser("native");
+}
+static int t_xdp_parser_generic(void)
+{
+	return xdp_parser("generic");
+}
 
 /* A tiny UMEM (32 RX frames) under an unpaced blast: the receiver drops
  * (counted by the kernel) but loses no frame of its own: afterwards a small
@@ -1096,8 +1152,10 @@ static int t_overload_small_umem(void)
 	NEED_NET();
 	snprintf(ready, sizeof(ready), "%s/overload.ready", tmpdir);
 	unlink(ready);
-	s = spawn(p->ns_b, NULL, "overload", NULL, "sink --ifname %s --ready-file %s --timeout 30 "
-		  "--idle 0 --frames 64", p->if_b, ready);
+	s = spawn(p->ns_b, NULL, "overload", NULL,
+		  "sink --ifname %s --ready-file %s --timeout 30 "
+		  "--idle 0 --frames 64",
+		  p->if_b, ready);
 	CHECK(wait_file(ready, s, 10), "sink did not start: %s", slurp("overload", "err"));
 	snprintf(a, sizeof(a), "blast --ifname %s --dst %s --count 50000", p->if_a, p->ip4_b);
 	b = spawn(p->ns_a, NULL, "overload-b1", NULL, "%s", a);
@@ -1105,7 +1163,8 @@ static int t_overload_small_umem(void)
 	CHECK(rc == 0, "blast 1: %d %s", rc, slurp("overload-b1", "json"));
 	usleep(300000);
 	/* 30 frames < 32 RX frames: they fit even if the sink sleeps throughout */
-	snprintf(a, sizeof(a), "blast --ifname %s --dst %s --count 30 --pps 1000", p->if_a, p->ip4_b);
+	snprintf(a, sizeof(a), "blast --ifname %s --dst %s --count 30 --pps 1000", p->if_a,
+		 p->ip4_b);
 	b = spawn(p->ns_a, NULL, "overload-b2", NULL, "%s", a);
 	rc = wait_rc(b, 30);
 	CHECK(rc == 0, "blast 2: %d %s", rc, slurp("overload-b2", "json"));
@@ -1115,13 +1174,15 @@ static int t_overload_small_umem(void)
 	out = slurp("overload", "json");
 	CHECK(rc == 0 && ju(out, "bad") == 0 && ju(out, "rx_unparsed") == 0, "rc %d %s %s", rc, out,
 	      slurp("overload", "err"));
-	CHECK(strstr(out, "\"last_seq\":\"29\""), "the burst after the overload did not get "
-	      "through (frames lost in the fill path?): %s", out);
+	CHECK(strstr(out, "\"last_seq\":\"29\""),
+	      "the burst after the overload did not get "
+	      "through (frames lost in the fill path?): %s",
+	      out);
 	CHECK(!strstr(slurp("overload", "err"), "fill ring"), "fill ring error: %s",
 	      slurp("overload", "err"));
 	tap_diag("overload: received %" PRIu64 " of 50030, kernel fill-ring-empty drops %" PRIu64
-		 ", frames stashed %" PRIu64, ju(out, "frames"), ju(out, "k_fill_empty"),
-		 ju(out, "fill_stashed"));
+		 ", frames stashed %" PRIu64,
+		 ju(out, "frames"), ju(out, "k_fill_empty"), ju(out, "fill_stashed"));
 	return TAP_PASS;
 }
 
@@ -1138,7 +1199,8 @@ static int t_off_link(void)
 	snprintf(off4, sizeof(off4), "10.250.%d.7", getpid() % 250);
 	snprintf(off6, sizeof(off6), "fd99:%x::7", getpid() % 0xffff);
 	CHECK(!sh("ip -n %s route add %s/32 via %s dev %s && ip -n %s -6 route add %s/128 via %s "
-		  "dev %s", p->ns_a, off4, p->ip4_b, p->if_a, p->ns_a, off6, p->ip6_b, p->if_a),
+		  "dev %s",
+		  p->ns_a, off4, p->ip4_b, p->if_a, p->ns_a, off6, p->ip6_b, p->if_a),
 	      "cannot add the routes");
 	snprintf(ba, sizeof(ba), "--dst %s --count 300 --pps 20000", off4);
 	sink_blast(p, "offlink4", NULL, NULL, "--count 300", ba, &r);
@@ -1221,13 +1283,16 @@ static const struct tap_test tests[] = {
 	{ "a foreign XDP program is refused and left attached", t_foreign },
 	{ "non-root uid with CAP_NET_ADMIN,CAP_NET_RAW,CAP_BPF receives; CAP_NET_RAW sends",
 	  t_nonroot_caps },
-	{ "without CAP_BPF / CAP_NET_ADMIN / CAP_NET_RAW: refused, capability named", t_no_cap_bpf },
+	{ "without CAP_BPF / CAP_NET_ADMIN / CAP_NET_RAW: refused, capability named",
+	  t_no_cap_bpf },
 	{ "UMEM over RLIMIT_MEMLOCK: CAP_IPC_LOCK named; works with it", t_memlock },
 	{ "UMEM on 2 MiB hugepages", t_hugepages },
-	{ "peer MTU 4000: native refused with reason, auto falls back to generic", t_native_fallback },
+	{ "peer MTU 4000: native refused with reason, auto falls back to generic",
+	  t_native_fallback },
 	{ "zero-copy forced on veth: refused clearly", t_zerocopy_forced },
 	{ "XDP parser, native: 3 redirected (incl. VLAN + IPv4 options), fragment/QinQ/"
-	  "IPv6 ext/other port passed, 4 malformed counted", t_xdp_parser_native },
+	  "IPv6 ext/other port passed, 4 malformed counted",
+	  t_xdp_parser_native },
 	{ "XDP parser, generic: the same frames, the same verdicts", t_xdp_parser_generic },
 	{ "a corrupted payload byte: sink reports MISMATCH (exit 3)", t_sink_detects_corruption },
 	{ "32 RX frames under an unpaced blast: drops counted, no frame lost to the fill path",

@@ -32,32 +32,32 @@
 #define PFS_BLOB_FP_CHUNK (1ULL << 20)
 
 enum pfs_page_kind {
-	PFS_PAGE_4K = 0,	/* plain anonymous/tmpfs pages */
-	PFS_PAGE_THP,		/* anonymous memory with MADV_HUGEPAGE */
-	PFS_PAGE_2M,		/* hugetlb 2 MiB pages */
-	PFS_PAGE_1G,		/* hugetlb 1 GiB pages */
+	PFS_PAGE_4K = 0, /* plain anonymous/tmpfs pages */
+	PFS_PAGE_THP, /* anonymous memory with MADV_HUGEPAGE */
+	PFS_PAGE_2M, /* hugetlb 2 MiB pages */
+	PFS_PAGE_1G, /* hugetlb 1 GiB pages */
 };
 
 enum pfs_blob_fill {
-	PFS_FILL_NONE = 0,	/* leave as mapped (zero for fresh memory) */
+	PFS_FILL_NONE = 0, /* leave as mapped (zero for fresh memory) */
 	PFS_FILL_ZERO,
-	PFS_FILL_SEED,		/* deterministic pseudo-random bytes from seed */
+	PFS_FILL_SEED, /* deterministic pseudo-random bytes from seed */
 };
 
 /* Options for pfs_blob__create(); zero-initialise, set sz = sizeof(opts). */
 struct pfs_blob_opts {
-	size_t sz;			/* sizeof(struct pfs_blob_opts), for growth */
-	uint64_t size;			/* bytes; rounded up to PFS_BLOB_ALIGN */
-	enum pfs_page_kind page;	/* wanted; may fall back (see page_kind) */
-	bool no_fallback;		/* fail instead of falling back */
+	size_t sz; /* sizeof(struct pfs_blob_opts), for growth */
+	uint64_t size; /* bytes; rounded up to PFS_BLOB_ALIGN */
+	enum pfs_page_kind page; /* wanted; may fall back (see page_kind) */
+	bool no_fallback; /* fail instead of falling back */
 	enum pfs_blob_fill fill;
 	uint64_t seed;
-	const char *name;		/* persistent named blob, or NULL */
-	const char *dir;		/* hugetlbfs/tmpfs dir for named blobs */
-	int numa_node;			/* -1: no binding (0 binds to node 0) */
-	bool mlock;			/* lock in RAM (CAP_IPC_LOCK or memlock limit) */
-	bool no_prefault;		/* skip the prefault pass (fill still faults) */
-	int setup_threads;		/* prefault+fill threads (max 4); 0: one. More
+	const char *name; /* persistent named blob, or NULL */
+	const char *dir; /* hugetlbfs/tmpfs dir for named blobs */
+	int numa_node; /* -1: no binding (0 binds to node 0) */
+	bool mlock; /* lock in RAM (CAP_IPC_LOCK or memlock limit) */
+	bool no_prefault; /* skip the prefault pass (fill still faults) */
+	int setup_threads; /* prefault+fill threads (max 4); 0: one. More
 					 * helps only on idle cores: a preempted thread
 					 * delays the whole setup (measured here). */
 };
@@ -70,7 +70,7 @@ struct pfs_blob_timings {
 	double map_s;
 	double prefault_s;
 	double fill_s;
-	int setup_threads;	/* threads that prefaulted and filled */
+	int setup_threads; /* threads that prefaulted and filled */
 };
 
 struct pfs_blob;

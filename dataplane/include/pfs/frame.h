@@ -22,29 +22,29 @@
 #define PFS_FRAME_MAX_HDR (PFS_ETH_HLEN + PFS_VLAN_HLEN + 40 + 8)
 
 /* Template flags. */
-#define PFS_FRAME_NO_UDP_CSUM4 0x1	/* IPv4: leave the UDP checksum 0 */
+#define PFS_FRAME_NO_UDP_CSUM4 0x1 /* IPv4: leave the UDP checksum 0 */
 
 /* Addresses of one flow, as the sender writes them. IP addresses are in
  * network byte order: 4 bytes used for AF_INET, 16 for AF_INET6. */
 struct pfs_frame_addr {
 	uint8_t src_mac[6], dst_mac[6];
-	uint16_t vlan;			/* 0: untagged, else the VID (1..4094) */
-	int family;			/* AF_INET or AF_INET6 */
+	uint16_t vlan; /* 0: untagged, else the VID (1..4094) */
+	int family; /* AF_INET or AF_INET6 */
 	uint8_t src_ip[16], dst_ip[16];
-	uint16_t src_port, dst_port;	/* host byte order */
+	uint16_t src_port, dst_port; /* host byte order */
 };
 
 /* A prepared header: built once per flow, then stamped on every frame with
  * only the lengths and checksums patched. */
 struct pfs_frame_tmpl {
 	uint8_t hdr[PFS_FRAME_MAX_HDR];
-	uint16_t hlen;		/* bytes of hdr used */
-	uint16_t l3;		/* offset of the IP header */
-	uint16_t l4;		/* offset of the UDP header */
+	uint16_t hlen; /* bytes of hdr used */
+	uint16_t l3; /* offset of the IP header */
+	uint16_t l4; /* offset of the UDP header */
 	int family;
 	uint32_t flags;
-	uint32_t pseudo_sum;	/* folded-later sum of the pseudo-header addresses + proto */
-	uint16_t ip_id;		/* not incremented: DF is set, ID is meaningless (RFC 6864) */
+	uint32_t pseudo_sum; /* folded-later sum of the pseudo-header addresses + proto */
+	uint16_t ip_id; /* not incremented: DF is set, ID is meaningless (RFC 6864) */
 };
 
 /* pfs_frame_tmpl_init - prepare @t for @a. 0, or -EINVAL (family not
@@ -60,17 +60,17 @@ int pfs_frame_build(const struct pfs_frame_tmpl *t, uint8_t *buf, size_t cap, co
 
 /* What a parsed frame holds. */
 struct pfs_frame_info {
-	uint16_t payload_off;	/* UDP payload = frame + payload_off */
+	uint16_t payload_off; /* UDP payload = frame + payload_off */
 	uint16_t payload_len;
-	uint16_t vlan;		/* VID, 0 when untagged */
+	uint16_t vlan; /* VID, 0 when untagged */
 	int family;
 	uint8_t src_mac[6], dst_mac[6];
 	uint8_t src_ip[16], dst_ip[16];
-	uint16_t src_port, dst_port;	/* host byte order */
+	uint16_t src_port, dst_port; /* host byte order */
 };
 
 /* Parse flags. */
-#define PFS_FRAME_VERIFY_CSUM 0x1	/* check IPv4 header and (non-zero) UDP checksums */
+#define PFS_FRAME_VERIFY_CSUM 0x1 /* check IPv4 header and (non-zero) UDP checksums */
 
 /* pfs_frame_parse - validate an Ethernet frame carrying UDP. @port: the
  * destination port wanted (host order), 0 for any. Returns 0 and fills @fi,
@@ -89,7 +89,7 @@ int pfs_frame_parse(const uint8_t *frame, size_t len, uint16_t port, uint32_t fl
 /* pfs_inet_csum - the Internet checksum (RFC 1071) of @len bytes folded
  * with @sum (a previous partial sum, 0 to start); not complemented. */
 uint32_t pfs_inet_sum(const void *data, size_t len, uint32_t sum);
-uint16_t pfs_inet_fold(uint32_t sum);	/* ~fold(sum), ready to store */
+uint16_t pfs_inet_fold(uint32_t sum); /* ~fold(sum), ready to store */
 
 /* "aa:bb:cc:dd:ee:ff" -> 6 bytes; 0 or -EINVAL. */
 int pfs_mac_parse(const char *s, uint8_t mac[6]);

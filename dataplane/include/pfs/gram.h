@@ -29,20 +29,20 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define PFS_GRAM_MAGIC 0x47534650u	/* "PFSG" */
-#define PFS_CTL_MAGIC 0x43534650u	/* "PFSC" */
+#define PFS_GRAM_MAGIC 0x47534650u /* "PFSG" */
+#define PFS_CTL_MAGIC 0x43534650u /* "PFSC" */
 #define PFS_GRAM_VERSION 1
 #define PFS_GRAM_HDR_LEN 40
 #define PFS_CTL_LEN 40
 #define PFS_GRAM_MAX_DESC 65536u
 #define PFS_GRAM_MAX_PAYLOAD (1u << 30)
-#define PFS_GRAM_OFFSET_DESC_LEN 12	/* le64 offset, le32 length */
-#define PFS_GRAM_ARITH_DESC_MAX 15	/* 10-byte varint + 5-byte varint */
+#define PFS_GRAM_OFFSET_DESC_LEN 12 /* le64 offset, le32 length */
+#define PFS_GRAM_ARITH_DESC_MAX 15 /* 10-byte varint + 5-byte varint */
 
 enum pfs_gram_mode {
-	PFS_MODE_PAYLOAD = 0,	/* descriptors + referenced bytes */
-	PFS_MODE_OFFSET = 1,	/* fixed 12-byte descriptors, no payload */
-	PFS_MODE_ARITH = 2,	/* zig-zag varint deltas, no payload */
+	PFS_MODE_PAYLOAD = 0, /* descriptors + referenced bytes */
+	PFS_MODE_OFFSET = 1, /* fixed 12-byte descriptors, no payload */
+	PFS_MODE_ARITH = 2, /* zig-zag varint deltas, no payload */
 };
 
 struct pfs_desc {
@@ -63,12 +63,12 @@ struct pfs_gram_hdr {
 };
 
 enum pfs_ctl_type {
-	PFS_CTL_HELLO = 1,	/* sender -> receiver, first record */
-	PFS_CTL_ACCEPT = 2,	/* receiver -> sender */
-	PFS_CTL_REFUSE = 3,	/* receiver -> sender, then close */
-	PFS_CTL_END = 4,	/* sender -> receiver, after the last gram */
-	PFS_CTL_RESULT = 5,	/* receiver -> sender, its verdict */
-	PFS_CTL_DIGEST = 6,	/* either way, right before END or RESULT when the
+	PFS_CTL_HELLO = 1, /* sender -> receiver, first record */
+	PFS_CTL_ACCEPT = 2, /* receiver -> sender */
+	PFS_CTL_REFUSE = 3, /* receiver -> sender, then close */
+	PFS_CTL_END = 4, /* sender -> receiver, after the last gram */
+	PFS_CTL_RESULT = 5, /* receiver -> sender, its verdict */
+	PFS_CTL_DIGEST = 6, /* either way, right before END or RESULT when the
 				 * checksum is wider than END's 32-bit word */
 };
 
@@ -78,16 +78,17 @@ enum pfs_refuse_code {
 	PFS_REFUSE_MODE = 2,
 	PFS_REFUSE_FINGERPRINT = 3,
 	PFS_REFUSE_SIZE = 4,
-	PFS_REFUSE_PARAMS = 5,		/* transport parameters (udp: fragment size, window) */
-	PFS_REFUSE_INTEGRITY = 6,	/* the two ends run different checksums */
+	PFS_REFUSE_PARAMS = 5, /* transport parameters (udp: fragment size, window) */
+	PFS_REFUSE_INTEGRITY = 6, /* the two ends run different checksums */
 };
 
-#define PFS_CTL_F_OK 0x01	/* RESULT: receiver's checksum matched */
+#define PFS_CTL_F_OK 0x01 /* RESULT: receiver's checksum matched */
 /* HELLO/ACCEPT: bits 1-2 carry the checksum kind (enum pfs_integrity). */
 #define PFS_CTL_F_INTEGRITY_SHIFT 1
 #define PFS_CTL_F_INTEGRITY_MASK 0x06
-#define PFS_CTL_F_INTEGRITY(k) ((uint8_t)(((k) << PFS_CTL_F_INTEGRITY_SHIFT) & PFS_CTL_F_INTEGRITY_MASK))
-#define PFS_CTL_INTEGRITY(flags) (((flags) & PFS_CTL_F_INTEGRITY_MASK) >> PFS_CTL_F_INTEGRITY_SHIFT)
+#define PFS_CTL_F_INTEGRITY(k) \
+	((uint8_t)(((k) << PFS_CTL_F_INTEGRITY_SHIFT) & PFS_CTL_F_INTEGRITY_MASK))
+#define PFS_CTL_INTEGRITY(flags) (((flags)&PFS_CTL_F_INTEGRITY_MASK) >> PFS_CTL_F_INTEGRITY_SHIFT)
 
 /* One control record. Field meaning per type:
  *            size            value          count            word
@@ -112,13 +113,13 @@ struct pfs_ctl {
 /* Decode-error counters, one set per worker; summed by the control thread. */
 struct pfs_gram_stats {
 	uint64_t ok;
-	uint64_t errors;	/* sum of the classes below */
-	uint64_t truncated;	/* -EMSGSIZE */
-	uint64_t malformed;	/* -EBADMSG, -EPROTO */
-	uint64_t bad_crc;	/* -EILSEQ */
-	uint64_t bad_version;	/* -EPROTONOSUPPORT */
-	uint64_t over_limit;	/* -E2BIG, -ENOSPC */
-	uint64_t out_of_bounds;	/* -ERANGE */
+	uint64_t errors; /* sum of the classes below */
+	uint64_t truncated; /* -EMSGSIZE */
+	uint64_t malformed; /* -EBADMSG, -EPROTO */
+	uint64_t bad_crc; /* -EILSEQ */
+	uint64_t bad_version; /* -EPROTONOSUPPORT */
+	uint64_t over_limit; /* -E2BIG, -ENOSPC */
+	uint64_t out_of_bounds; /* -ERANGE */
 };
 
 const char *pfs_mode_str(enum pfs_gram_mode mode);
@@ -133,8 +134,8 @@ size_t pfs_gram_desc_len_max(enum pfs_gram_mode mode, uint32_t n);
  * the referenced bytes after the returned length (writev from the blob).
  * Returns the bytes written, or -EINVAL (bad mode; arith offsets >= 2^63), -E2BIG (n or the payload
  * over the limits), -ENOSPC (@cap too small). */
-ssize_t pfs_gram_encode(enum pfs_gram_mode mode, uint64_t seq, const struct pfs_desc *d,
-			uint32_t n, void *out, size_t cap);
+ssize_t pfs_gram_encode(enum pfs_gram_mode mode, uint64_t seq, const struct pfs_desc *d, uint32_t n,
+			void *out, size_t cap);
 
 /* pfs_gram_decode_hdr - validate a header from @len bytes (>= 40 needed).
  * Checks magic, version, mode, flags, reserved, header CRC, limits and that

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PFS_FNV1A64_INIT  0xcbf29ce484222325ULL
+#define PFS_FNV1A64_INIT 0xcbf29ce484222325ULL
 #define PFS_FNV1A64_PRIME 0x00000100000001b3ULL
 
 /* pfs_crc32c - extend @crc (0 for a fresh checksum) with @len bytes of @buf.
@@ -41,9 +41,9 @@ uint64_t pfs_fnv1a64(uint64_t h, const void *buf, size_t len);
 /* The checksum a transfer runs end to end (`--integrity`). The value is the
  * wire code carried in the HELLO flags, so it must not be renumbered. */
 enum pfs_integrity {
-	PFS_INTEGRITY_CRC32C = 0,	/* default */
-	PFS_INTEGRITY_FNV1A64 = 1,	/* the seeds' checksum: serial, ~10x slower */
-	PFS_INTEGRITY_NONE = 2,		/* no checksum: only counts are compared */
+	PFS_INTEGRITY_CRC32C = 0, /* default */
+	PFS_INTEGRITY_FNV1A64 = 1, /* the seeds' checksum: serial, ~10x slower */
+	PFS_INTEGRITY_NONE = 2, /* no checksum: only counts are compared */
 };
 
 /* "crc32c", "fnv1a64", "none" (any case): 0 or -EINVAL. */
@@ -57,8 +57,7 @@ static inline uint64_t pfs_digest_init(enum pfs_integrity k)
 	return k == PFS_INTEGRITY_FNV1A64 ? PFS_FNV1A64_INIT : 0;
 }
 
-static inline uint64_t pfs_digest(enum pfs_integrity k, uint64_t acc, const void *buf,
-				  size_t len)
+static inline uint64_t pfs_digest(enum pfs_integrity k, uint64_t acc, const void *buf, size_t len)
 {
 	if (k == PFS_INTEGRITY_CRC32C)
 		return pfs_crc32c((uint32_t)acc, buf, len);

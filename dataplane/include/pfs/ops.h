@@ -11,11 +11,11 @@
 #include <stdint.h>
 
 enum pfs_op {
-	PFS_OP_XOR = 0,		/* p[i] ^= imm, in place */
-	PFS_OP_ADD,		/* p[i] += imm (mod 256), in place */
-	PFS_OP_COUNTEQ,		/* count of p[i] == imm */
-	PFS_OP_FNV,		/* FNV-1a 64 per descriptor, folded in order */
-	PFS_OP_CRC32C,		/* CRC32C of the concatenated descriptors */
+	PFS_OP_XOR = 0, /* p[i] ^= imm, in place */
+	PFS_OP_ADD, /* p[i] += imm (mod 256), in place */
+	PFS_OP_COUNTEQ, /* count of p[i] == imm */
+	PFS_OP_FNV, /* FNV-1a 64 per descriptor, folded in order */
+	PFS_OP_CRC32C, /* CRC32C of the concatenated descriptors */
 	PFS_OP__COUNT,
 };
 
@@ -39,8 +39,7 @@ struct pfs_ops_kernels {
 	uint64_t (*counteq)(const uint8_t *p, size_t len, uint8_t val);
 	/* out[i] = FNV-1a 64 (from PFS_FNV1A64_INIT) of p[i][0..len[i]),
 	 * for i < n; independent streams are interleaved. */
-	void (*fnv_multi)(const uint8_t *const *p, const size_t *len,
-			  size_t n, uint64_t *out);
+	void (*fnv_multi)(const uint8_t *const *p, const size_t *len, size_t n, uint64_t *out);
 };
 
 /* pfs_ops__kernels - the kernel table of @isa, or NULL when this build or
@@ -71,13 +70,13 @@ uint64_t pfs_ops_fnv_fold(uint64_t acc, const uint64_t *h, size_t n);
  * of a log(len) matrix walk; the pcore fold combines every frame with it. */
 struct pfs_crc32c_shift {
 	uint64_t len;
-	uint32_t op;		/* x^(8*len) mod P, reflected */
+	uint32_t op; /* x^(8*len) mod P, reflected */
 };
 
 void pfs_crc32c_shift__init(struct pfs_crc32c_shift *sh, uint64_t len);
 /* crc(A||B) from crc(A), crc(B) with len(B) == sh->len. */
-uint32_t pfs_crc32c_shift__combine(const struct pfs_crc32c_shift *sh,
-				   uint32_t crc_a, uint32_t crc_b);
+uint32_t pfs_crc32c_shift__combine(const struct pfs_crc32c_shift *sh, uint32_t crc_a,
+				   uint32_t crc_b);
 /* Same, for any length (computes the operator on the fly). */
 uint32_t pfs_ops_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 

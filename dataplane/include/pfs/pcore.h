@@ -17,7 +17,7 @@
 
 #include "pfs/ops.h"
 
-#define PFS_PCORE_MAX 256	/* pcores per run */
+#define PFS_PCORE_MAX 256 /* pcores per run */
 #define PFS_CACHELINE 64
 
 /* ------------------------------------------------------------------ ring */
@@ -39,10 +39,10 @@ struct pfs_pcore_desc {
  * slot of index i is slots[i & mask].
  */
 struct pfs_pcore_ring {
-	_Alignas(PFS_CACHELINE) _Atomic uint64_t tail;	/* producer writes */
-	uint64_t head_cache;				/* producer's view */
-	_Alignas(PFS_CACHELINE) _Atomic uint64_t head;	/* consumer writes */
-	uint64_t tail_cache;				/* consumer's view */
+	_Alignas(PFS_CACHELINE) _Atomic uint64_t tail; /* producer writes */
+	uint64_t head_cache; /* producer's view */
+	_Alignas(PFS_CACHELINE) _Atomic uint64_t head; /* consumer writes */
+	uint64_t tail_cache; /* consumer's view */
 	_Alignas(PFS_CACHELINE) struct pfs_pcore_desc *slots;
 	uint32_t size;
 	uint32_t mask;
@@ -53,16 +53,14 @@ struct pfs_pcore_ring {
 int pfs_pcore_ring__init(struct pfs_pcore_ring *r, uint32_t slots);
 void pfs_pcore_ring__fini(struct pfs_pcore_ring *r);
 
-static inline struct pfs_pcore_desc *
-pfs_pcore_ring__slot(struct pfs_pcore_ring *r, uint64_t idx)
+static inline struct pfs_pcore_desc *pfs_pcore_ring__slot(struct pfs_pcore_ring *r, uint64_t idx)
 {
 	return &r->slots[idx & r->mask];
 }
 
 /* Producer: reserve @n free slots starting at *@idx; returns n or 0 (ring
  * too full). The slots may be written until pfs_pcore_ring__submit(). */
-static inline uint32_t pfs_pcore_ring__reserve(struct pfs_pcore_ring *r,
-					       uint32_t n, uint64_t *idx)
+static inline uint32_t pfs_pcore_ring__reserve(struct pfs_pcore_ring *r, uint32_t n, uint64_t *idx)
 {
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 
@@ -70,8 +68,7 @@ static inline uint32_t pfs_pcore_ring__reserve(struct pfs_pcore_ring *r,
 		/* Acquire pairs with the consumer's release in __release():
 		 * the consumer has finished reading the slots it gave back
 		 * before we overwrite them. */
-		r->head_cache = atomic_load_explicit(&r->head,
-						     memory_order_acquire);
+		r->head_cache = atomic_load_explicit(&r->head, memory_order_acquire);
 		if (tail + n - r->head_cache > r->size)
 			return 0;
 	}
@@ -90,8 +87,7 @@ static inline void pfs_pcore_ring__submit(struct pfs_pcore_ring *r, uint32_t n)
 }
 
 /* Consumer: number of published slots (up to @max) starting at *@idx. */
-static inline uint32_t pfs_pcore_ring__peek(struct pfs_pcore_ring *r,
-					    uint32_t max, uint64_t *idx)
+static inline uint32_t pfs_pcore_ring__peek(struct pfs_pcore_ring *r, uint32_t max, uint64_t *idx)
 {
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint64_t avail = r->tail_cache - head;
@@ -99,8 +95,7 @@ static inline uint32_t pfs_pcore_ring__peek(struct pfs_pcore_ring *r,
 	if (!avail) {
 		/* Acquire pairs with the producer's release in __submit():
 		 * descriptor contents written before the tail are visible. */
-		r->tail_cache = atomic_load_explicit(&r->tail,
-						     memory_order_acquire);
+		r->tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
 		avail = r->tail_cache - head;
 	}
 	*idx = head;
@@ -134,45 +129,45 @@ struct pfs_pcore_opts {
 	size_t sz;
 	enum pfs_op op;
 	uint8_t imm;
-	uint64_t range_off;		/* bytes into the region */
-	uint64_t range_len;		/* > 0 */
-	uint32_t desc_len;		/* descriptor length, multiple of align */
-	uint32_t align;			/* power of two; interior descriptor
+	uint64_t range_off; /* bytes into the region */
+	uint64_t range_len; /* > 0 */
+	uint32_t desc_len; /* descriptor length, multiple of align */
+	uint32_t align; /* power of two; interior descriptor
 					 * boundaries are multiples of it */
-	uint32_t dpf;			/* descriptors per frame, >= 1 */
-	uint32_t ring_slots;		/* power of two, >= dpf */
-	unsigned pcores;		/* 1..PFS_PCORE_MAX */
-	const int *cpus;		/* pcores CPU ids to pin to; NULL: none */
-	double duration_s;		/* > 0: run this long ... */
-	uint64_t passes;		/* ... else this many passes (>= 1) */
-	const struct pfs_ops_kernels *kernels;	/* NULL: pfs_ops__best() */
-	const atomic_int *stop;		/* set non-zero to stop early */
+	uint32_t dpf; /* descriptors per frame, >= 1 */
+	uint32_t ring_slots; /* power of two, >= dpf */
+	unsigned pcores; /* 1..PFS_PCORE_MAX */
+	const int *cpus; /* pcores CPU ids to pin to; NULL: none */
+	double duration_s; /* > 0: run this long ... */
+	uint64_t passes; /* ... else this many passes (>= 1) */
+	const struct pfs_ops_kernels *kernels; /* NULL: pfs_ops__best() */
+	const atomic_int *stop; /* set non-zero to stop early */
 };
 
 struct pfs_pcore_core_stats {
-	int cpu;			/* pinned CPU or -1 */
+	int cpu; /* pinned CPU or -1 */
 	uint64_t bytes;
 	uint64_t frames;
-	uint64_t empty_waits;		/* times the ring was found empty */
-	double wait_s;			/* wall time spent waiting on it */
-	double cpu_s;			/* thread CPU time */
+	uint64_t empty_waits; /* times the ring was found empty */
+	double wait_s; /* wall time spent waiting on it */
+	double cpu_s; /* thread CPU time */
 };
 
 struct pfs_pcore_result {
-	uint64_t bytes;			/* bytes the op was applied to */
+	uint64_t bytes; /* bytes the op was applied to */
 	uint64_t descs;
 	uint64_t frames;
-	double seconds;			/* workers released .. last frame folded */
-	uint64_t passes_done;		/* complete passes */
-	bool complete;			/* all requested work done */
-	bool stopped;			/* stopped early by opts->stop */
+	double seconds; /* workers released .. last frame folded */
+	uint64_t passes_done; /* complete passes */
+	bool complete; /* all requested work done */
+	bool stopped; /* stopped early by opts->stop */
 	/* xor/add: bytes modified; counteq: count; fnv: fold of hashes;
 	 * crc32c: CRC of the range (low 32 bits). Per complete pass; valid
 	 * when passes_done >= 1 (always for xor/add). */
 	uint64_t value;
 	bool value_valid;
-	bool passes_agree;		/* every complete pass gave value */
-	uint64_t window_full_waits;	/* producer held back: fold behind, or
+	bool passes_agree; /* every complete pass gave value */
+	uint64_t window_full_waits; /* producer held back: fold behind, or
 					 * an in-place frame waiting for the
 					 * previous pass over its bytes */
 	unsigned ncores;
@@ -183,27 +178,25 @@ struct pfs_pcore_result {
  * @base (@size bytes) on opts->pcores pinned threads fed by rings.
  * Returns 0 (also when stopped early: see res->stopped), -EINVAL bad
  * options, -ENOMEM, or -errno from thread creation or pinning. */
-int pfs_pcore__run(const struct pfs_pcore_opts *opts, uint8_t *base,
-		   uint64_t size, struct pfs_pcore_result *res);
+int pfs_pcore__run(const struct pfs_pcore_opts *opts, uint8_t *base, uint64_t size,
+		   struct pfs_pcore_result *res);
 
 /* pfs_pcore__baseline - the same op, range, thread count, CPUs and kernels
  * without rings: each thread takes one contiguous share of the descriptors
  * (static partition) and runs the kernels over it directly. Same results
  * and errors as pfs_pcore__run(). */
-int pfs_pcore__baseline(const struct pfs_pcore_opts *opts, uint8_t *base,
-			uint64_t size, struct pfs_pcore_result *res);
+int pfs_pcore__baseline(const struct pfs_pcore_opts *opts, uint8_t *base, uint64_t size,
+			struct pfs_pcore_result *res);
 
 /* pfs_pcore__check_opts - validate options against a region of @size bytes.
  * Returns 0 or -EINVAL with a reason in @why. */
-int pfs_pcore__check_opts(const struct pfs_pcore_opts *opts, uint64_t size,
-			  const char **why);
+int pfs_pcore__check_opts(const struct pfs_pcore_opts *opts, uint64_t size, const char **why);
 
 /* Descriptor schedule of a pass: boundaries at range start, at every
  * multiple of desc_len counted from align_down(range_off, align), and at
  * range end. */
 uint64_t pfs_pcore__ndescs(const struct pfs_pcore_opts *opts);
-void pfs_pcore__desc(const struct pfs_pcore_opts *opts, uint64_t i,
-		     uint64_t *off, uint32_t *len);
+void pfs_pcore__desc(const struct pfs_pcore_opts *opts, uint64_t i, uint64_t *off, uint32_t *len);
 
 /* ------------------------------------------------------ system placement */
 
@@ -226,8 +219,7 @@ int pfs_pcore_cpus_node(const int *cpus, int n);
  * of [addr, addr + len) to @node (set_mempolicy + mbind, pages moved).
  * On a single-node machine binding node 0 is a no-op and @note says so.
  * Returns 0, -EINVAL (node not online) or -errno from the syscalls. */
-int pfs_pcore_numa_bind(int node, void *addr, size_t len, char *note,
-			size_t note_len);
+int pfs_pcore_numa_bind(int node, void *addr, size_t len, char *note, size_t note_len);
 
 /* pfs_pcore_pin - pin the calling thread to @cpu. Returns 0 or -errno. */
 int pfs_pcore_pin(int cpu);

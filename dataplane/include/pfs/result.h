@@ -30,9 +30,9 @@ void pfs_json_u64(struct pfs_json *j, const char *key, uint64_t v);
 void pfs_json_num(struct pfs_json *j, const char *key, double v, int prec);
 void pfs_json_hex(struct pfs_json *j, const char *key, uint64_t v, int width);
 void pfs_json_bool(struct pfs_json *j, const char *key, bool v);
-void pfs_json_ints(struct pfs_json *j, const char *key, const int *v, int n);	/* [..] */
-void pfs_json_obj(struct pfs_json *j, const char *key);	/* opens "key":{ */
-void pfs_json_close(struct pfs_json *j);			/* closes } */
+void pfs_json_ints(struct pfs_json *j, const char *key, const int *v, int n); /* [..] */
+void pfs_json_obj(struct pfs_json *j, const char *key); /* opens "key":{ */
+void pfs_json_close(struct pfs_json *j); /* closes } */
 /* Terminates the object; returns its text (a short error object if the
  * builder overflowed, which the limits above make impossible in practice). */
 const char *pfs_json_end(struct pfs_json *j);

@@ -17,10 +17,10 @@ enum pfs_pattern {
 
 struct pfs_sched_opts {
 	uint64_t blob_size;
-	uint64_t total_bytes;	/* effective bytes to cover (sum of lengths) */
-	uint32_t min_len;	/* >= 1 */
-	uint32_t max_len;	/* >= min_len */
-	uint32_t align;		/* offsets and lengths are multiples (power of 2) */
+	uint64_t total_bytes; /* effective bytes to cover (sum of lengths) */
+	uint32_t min_len; /* >= 1 */
+	uint32_t max_len; /* >= min_len */
+	uint32_t align; /* offsets and lengths are multiples (power of 2) */
 	enum pfs_pattern pattern;
 	uint64_t seed;
 	/* The part of the blob descriptors stay in; range_len 0 is the whole
@@ -30,8 +30,8 @@ struct pfs_sched_opts {
 
 struct pfs_sched {
 	struct pfs_sched_opts o;
-	uint64_t cursor;	/* next offset (sequential) */
-	uint64_t left;		/* effective bytes still to schedule */
+	uint64_t cursor; /* next offset (sequential) */
+	uint64_t left; /* effective bytes still to schedule */
 	uint64_t rng;
 };
 

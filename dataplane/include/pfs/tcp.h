@@ -23,32 +23,32 @@
 #include "pfs/xfer.h"
 
 struct pfs_tcp_send_opts {
-	size_t sz;			/* sizeof(struct pfs_tcp_send_opts) */
-	const char *host;		/* numeric IPv4/IPv6 address */
+	size_t sz; /* sizeof(struct pfs_tcp_send_opts) */
+	const char *host; /* numeric IPv4/IPv6 address */
 	uint16_t port;
 	enum pfs_gram_mode mode;
 	const struct pfs_blob *blob;
-	uint64_t fingerprint;		/* of blob if already known, 0: compute it */
-	struct pfs_sched_opts sched;	/* blob_size is taken from the blob */
-	uint32_t desc_per_gram;		/* <= PFS_GRAM_MAX_DESC */
-	uint32_t gram_bytes;		/* payload bytes per gram cap (payload mode) */
-	int connect_timeout_ms;		/* retry refused connects this long */
-	int io_timeout_ms;		/* per send/recv call */
-	enum pfs_integrity integrity;	/* checksum; the receiver must run the same */
+	uint64_t fingerprint; /* of blob if already known, 0: compute it */
+	struct pfs_sched_opts sched; /* blob_size is taken from the blob */
+	uint32_t desc_per_gram; /* <= PFS_GRAM_MAX_DESC */
+	uint32_t gram_bytes; /* payload bytes per gram cap (payload mode) */
+	int connect_timeout_ms; /* retry refused connects this long */
+	int io_timeout_ms; /* per send/recv call */
+	enum pfs_integrity integrity; /* checksum; the receiver must run the same */
 };
 
 struct pfs_tcp_recv_opts {
-	size_t sz;			/* sizeof(struct pfs_tcp_recv_opts) */
-	const char *host;		/* numeric address to bind, "" or NULL = any */
+	size_t sz; /* sizeof(struct pfs_tcp_recv_opts) */
+	const char *host; /* numeric address to bind, "" or NULL = any */
 	uint16_t port;
-	enum pfs_gram_mode mode;	/* the mode this receiver accepts */
-	const struct pfs_blob *blob;	/* required for offset/arith, unused for payload */
-	uint64_t fingerprint;		/* of blob if already known, 0: compute it */
-	int out_fd;			/* -1, or a file to pwrite referenced bytes into */
+	enum pfs_gram_mode mode; /* the mode this receiver accepts */
+	const struct pfs_blob *blob; /* required for offset/arith, unused for payload */
+	uint64_t fingerprint; /* of blob if already known, 0: compute it */
+	int out_fd; /* -1, or a file to pwrite referenced bytes into */
 	int accept_timeout_ms;
 	int io_timeout_ms;
-	const char *ready_file;		/* NULL, or created once listening */
-	enum pfs_integrity integrity;	/* checksum; a sender running another is refused */
+	const char *ready_file; /* NULL, or created once listening */
+	enum pfs_integrity integrity; /* checksum; a sender running another is refused */
 };
 
 /* pfs_tcp_send/pfs_tcp_recv - run one transfer. Return 0 when the transfer

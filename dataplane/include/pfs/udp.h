@@ -36,20 +36,20 @@
 
 #include "pfs/xfer.h"
 
-#define PFS_UDP_FRAG_MAGIC 0x44534650u	/* "PFSD" */
-#define PFS_UDP_REC_MAGIC 0x52534650u	/* "PFSR" */
+#define PFS_UDP_FRAG_MAGIC 0x44534650u /* "PFSD" */
+#define PFS_UDP_REC_MAGIC 0x52534650u /* "PFSR" */
 #define PFS_UDP_FRAG_LEN 32
 #define PFS_UDP_REC_LEN 48
-#define PFS_UDP_MAX_RANGES 256		/* per NAK record */
+#define PFS_UDP_MAX_RANGES 256 /* per NAK record */
 #define PFS_UDP_WHOLE_GRAM 0xffffffffu
-#define PFS_UDP_F_REPAIR 0x01		/* fragment flag: a retransmission */
-#define PFS_UDP_F_ECHO 0x01		/* ACK flag: d/e hold a tsval echo */
-#define PFS_UDP_DEFAULT_MTU 1500	/* -> 1472-byte UDP payload over IPv4 */
+#define PFS_UDP_F_REPAIR 0x01 /* fragment flag: a retransmission */
+#define PFS_UDP_F_ECHO 0x01 /* ACK flag: d/e hold a tsval echo */
+#define PFS_UDP_DEFAULT_MTU 1500 /* -> 1472-byte UDP payload over IPv4 */
 
 enum pfs_udp_rec_type {
-	PFS_UDP_PARAMS = 1,	/* sender -> receiver, right after HELLO */
-	PFS_UDP_ACK = 2,	/* receiver -> sender, every tick */
-	PFS_UDP_NAK = 3,	/* receiver -> sender, missing fragments of one gram */
+	PFS_UDP_PARAMS = 1, /* sender -> receiver, right after HELLO */
+	PFS_UDP_ACK = 2, /* receiver -> sender, every tick */
+	PFS_UDP_NAK = 3, /* receiver -> sender, missing fragments of one gram */
 };
 
 struct pfs_udp_frag {
@@ -69,7 +69,7 @@ struct pfs_udp_range {
 struct pfs_udp_rec {
 	uint8_t type;
 	uint8_t flags;
-	uint16_t n;		/* ranges (NAK) */
+	uint16_t n; /* ranges (NAK) */
 	uint64_t a, b, c;
 	uint32_t d, e;
 };
@@ -84,8 +84,7 @@ int pfs_udp_frag_decode(const void *buf, size_t len, struct pfs_udp_frag *f);
 
 /* pfs_udp_rec_encode - header + @rec->n ranges into @out (PFS_UDP_REC_LEN +
  * 8 * n bytes; n <= PFS_UDP_MAX_RANGES). Returns the length or -E2BIG. */
-int pfs_udp_rec_encode(const struct pfs_udp_rec *rec, const struct pfs_udp_range *rg,
-		       void *out);
+int pfs_udp_rec_encode(const struct pfs_udp_rec *rec, const struct pfs_udp_range *rg, void *out);
 /* pfs_udp_rec_decode_hdr - validate the 48-byte header. 0 or -EMSGSIZE,
  * -EBADMSG (magic), -EILSEQ (CRC), -EPROTO (type), -E2BIG (n too big). */
 int pfs_udp_rec_decode_hdr(const void *buf, size_t len, struct pfs_udp_rec *rec);

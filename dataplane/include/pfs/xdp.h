@@ -13,9 +13,9 @@
 #include <string.h>
 
 enum pfs_xdp_attach {
-	PFS_XDP_AUTO = 0,	/* native, else generic (the reason is reported) */
-	PFS_XDP_NATIVE,		/* driver mode only */
-	PFS_XDP_GENERIC,	/* skb mode only */
+	PFS_XDP_AUTO = 0, /* native, else generic (the reason is reported) */
+	PFS_XDP_NATIVE, /* driver mode only */
+	PFS_XDP_GENERIC, /* skb mode only */
 };
 
 /* "auto" | "native" | "generic" (the --attach values): 0 or -1. Inline so
@@ -33,17 +33,17 @@ static inline int pfs_xdp_attach_parse(const char *s, enum pfs_xdp_attach *m)
 }
 
 struct pfs_xdp_opts {
-	size_t sz;			/* sizeof(struct pfs_xdp_opts) */
+	size_t sz; /* sizeof(struct pfs_xdp_opts) */
 	const char *ifname;
-	uint16_t port;			/* UDP destination port to redirect, host order */
+	uint16_t port; /* UDP destination port to redirect, host order */
 	enum pfs_xdp_attach attach;
 };
 
 struct pfs_xdp_counters {
-	uint64_t redirected;	/* to an AF_XDP socket */
-	uint64_t passed;	/* not ours, to the kernel */
-	uint64_t malformed;	/* truncated headers, to the kernel */
-	uint64_t no_xsk;	/* ours but no socket on that queue, to the kernel */
+	uint64_t redirected; /* to an AF_XDP socket */
+	uint64_t passed; /* not ours, to the kernel */
+	uint64_t malformed; /* truncated headers, to the kernel */
+	uint64_t no_xsk; /* ours but no socket on that queue, to the kernel */
 };
 
 struct pfs_xdp;
@@ -69,8 +69,8 @@ int pfs_xdp__del_xsk(struct pfs_xdp *x, uint32_t queue);
 /* pfs_xdp__counters - the program's counters summed over CPUs. 0 or -errno. */
 int pfs_xdp__counters(const struct pfs_xdp *x, struct pfs_xdp_counters *c);
 
-bool pfs_xdp__native(const struct pfs_xdp *x);		/* driver mode obtained */
-const char *pfs_xdp__mode_str(const struct pfs_xdp *x);	/* "native" | "generic" */
+bool pfs_xdp__native(const struct pfs_xdp *x); /* driver mode obtained */
+const char *pfs_xdp__mode_str(const struct pfs_xdp *x); /* "native" | "generic" */
 /* Why native was not obtained (auto mode), NULL when it was. */
 const char *pfs_xdp__fallback_reason(const struct pfs_xdp *x);
 uint32_t pfs_xdp__prog_id(const struct pfs_xdp *x);

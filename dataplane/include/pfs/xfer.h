@@ -16,93 +16,93 @@
 #include "pfs/schedule.h"
 
 enum pfs_verdict {
-	PFS_VERDICT_NA = 0,	/* no verdict: the transfer did not finish */
+	PFS_VERDICT_NA = 0, /* no verdict: the transfer did not finish */
 	PFS_VERDICT_OK,
 	PFS_VERDICT_MISMATCH,
 };
 
 /* Datagram transports (udp, afxdp): what the repair plane saw. */
 struct pfs_dgram_stats {
-	uint64_t sent;		/* data datagrams/frames sent, repairs included */
+	uint64_t sent; /* data datagrams/frames sent, repairs included */
 	uint64_t received;
-	uint64_t retransmitted;	/* sent again after a NAK or a timeout */
-	uint64_t naks;		/* NAKs sent (receiver) or received (sender) */
-	uint64_t duplicates;	/* received more than once, dropped */
-	uint64_t out_of_order;	/* received ahead of a gap */
-	uint64_t dropped;	/* receiver: packets its kernel dropped, socket full (SO_RXQ_OVFL;
+	uint64_t retransmitted; /* sent again after a NAK or a timeout */
+	uint64_t naks; /* NAKs sent (receiver) or received (sender) */
+	uint64_t duplicates; /* received more than once, dropped */
+	uint64_t out_of_order; /* received ahead of a gap */
+	uint64_t dropped; /* receiver: packets its kernel dropped, socket full (SO_RXQ_OVFL;
 				 * a GRO burst of datagrams counts once); afxdp: the XDP socket
 				 * statistics' rx_dropped + fill_empty + rx_ring_full */
-	uint64_t test_dropped;	/* receiver: dropped on purpose (test_rx_drop_ppm, tests only) */
+	uint64_t test_dropped; /* receiver: dropped on purpose (test_rx_drop_ppm, tests only) */
 };
 
 /* What one side measured; filled as far as the transfer got. */
 struct pfs_xfer_result {
-	uint64_t bytes;		/* effective bytes (sum of descriptor lengths) */
+	uint64_t bytes; /* effective bytes (sum of descriptor lengths) */
 	uint64_t descs;
 	uint64_t grams;
-	uint64_t wire_bytes;	/* bytes this side wrote/read on the socket */
-	uint64_t crc;		/* this side's checksum (CRC32C in the low 32 bits) */
-	uint64_t peer_crc;	/* the other side's, when it arrived */
+	uint64_t wire_bytes; /* bytes this side wrote/read on the socket */
+	uint64_t crc; /* this side's checksum (CRC32C in the low 32 bits) */
+	uint64_t peer_crc; /* the other side's, when it arrived */
 	bool peer_crc_valid;
 	enum pfs_verdict verdict;
-	double elapsed_s;	/* transfer phase only, setup excluded */
-	double user_s, sys_s;	/* getrusage over the transfer phase */
+	double elapsed_s; /* transfer phase only, setup excluded */
+	double user_s, sys_s; /* getrusage over the transfer phase */
 	uint64_t peer_blob_size, peer_fingerprint;
 	enum pfs_gram_mode mode;
 	struct pfs_gram_stats stats;
-	struct pfs_dgram_stats dgrams;	/* datagram transports; all 0 for tcp */
-	char path[128];		/* how the bytes went, e.g. "afxdp native, copy, 4 queues, ..." */
-	char afxdp_mode[12];	/* afxdp: the bind mode obtained, "copy" | "zerocopy"; else "" */
+	struct pfs_dgram_stats dgrams; /* datagram transports; all 0 for tcp */
+	char path[128]; /* how the bytes went, e.g. "afxdp native, copy, 4 queues, ..." */
+	char afxdp_mode[12]; /* afxdp: the bind mode obtained, "copy" | "zerocopy"; else "" */
 	char peer[64];
-	char error[700];	/* why it failed, for the result JSON */
+	char error[700]; /* why it failed, for the result JSON */
 };
 
 /* One transfer, either side. host/port: where the sender connects or the
  * receiver binds (numeric IPv4/IPv6; "" binds any). */
 struct pfs_xfer_opts {
-	size_t sz;			/* sizeof(struct pfs_xfer_opts) */
+	size_t sz; /* sizeof(struct pfs_xfer_opts) */
 	const char *host;
 	uint16_t port;
 	enum pfs_gram_mode mode;
-	const struct pfs_blob *blob;	/* sender always; receiver for offset/arith */
-	uint64_t fingerprint;		/* of blob if already known, 0: compute it */
+	const struct pfs_blob *blob; /* sender always; receiver for offset/arith */
+	uint64_t fingerprint; /* of blob if already known, 0: compute it */
 	/* sender */
-	struct pfs_sched_opts sched;	/* total_bytes set; blob_size from the blob */
+	struct pfs_sched_opts sched; /* total_bytes set; blob_size from the blob */
 	uint32_t desc_per_gram;
-	uint32_t gram_bytes;		/* payload bytes per gram cap (payload mode) */
+	uint32_t gram_bytes; /* payload bytes per gram cap (payload mode) */
 	int connect_timeout_ms;
 	/* receiver */
-	int out_fd;			/* -1, or a file to pwrite referenced bytes into */
+	int out_fd; /* -1, or a file to pwrite referenced bytes into */
 	int accept_timeout_ms;
-	const char *ready_file;		/* NULL, or created once senders can start */
+	const char *ready_file; /* NULL, or created once senders can start */
 	/* both */
-	int io_timeout_ms;		/* no progress for this long is an error */
+	int io_timeout_ms; /* no progress for this long is an error */
 	/* link-level transports (udp, afxdp); 0/NULL = the transport's default */
-	const char *ifname;		/* interface to bind/attach */
-	uint32_t queues;		/* NIC queues (one socket and thread each) */
-	const char *peer_mac;		/* "aa:bb:cc:dd:ee:ff" when there is no ARP */
-	int xdp_attach;			/* afxdp receiver: enum pfs_xdp_attach (0 auto) */
-	int umem_page;			/* afxdp: enum pfs_xsk_page (0 auto) */
-	uint32_t mtu;			/* path MTU the datagrams must fit */
-	enum pfs_integrity integrity;	/* end-to-end checksum (CRC32C default) */
+	const char *ifname; /* interface to bind/attach */
+	uint32_t queues; /* NIC queues (one socket and thread each) */
+	const char *peer_mac; /* "aa:bb:cc:dd:ee:ff" when there is no ARP */
+	int xdp_attach; /* afxdp receiver: enum pfs_xdp_attach (0 auto) */
+	int umem_page; /* afxdp: enum pfs_xsk_page (0 auto) */
+	uint32_t mtu; /* path MTU the datagrams must fit */
+	enum pfs_integrity integrity; /* end-to-end checksum (CRC32C default) */
 	/* What the library takes from its caller rather than from the process
 	 * (signals, environment): */
 	const volatile sig_atomic_t *stop; /* afxdp receiver: non-zero ends the transfer
 					    * (-EINTR, program detached); the caller
 					    * routes SIGTERM/SIGINT/SIGHUP here, without
 					    * SA_RESTART. NULL: never stops */
-	char *const *env;		/* afxdp: "NAME=value" strings the interface may come
+	char *const *env; /* afxdp: "NAME=value" strings the interface may come
 					 * from (AFXDP_DEVICES_*, PCIDEVICE_*: pfs/netdev.h);
 					 * NULL: none */
-	bool udp_no_offload;		/* udp: no UDP GSO/GRO (pfs: PFS_UDP_OFFLOAD=off) */
-	uint32_t test_rx_drop_ppm;	/* tests only: receivers (udp, afxdp) drop this many
+	bool udp_no_offload; /* udp: no UDP GSO/GRO (pfs: PFS_UDP_OFFLOAD=off) */
+	uint32_t test_rx_drop_ppm; /* tests only: receivers (udp, afxdp) drop this many
 					 * data datagrams per million on purpose, <= 1000000
 					 * (pfs: PFS_TEST_RX_DROP_PPM) */
 };
 
 struct pfs_transport {
-	const char *name;		/* --transport value: "tcp" */
-	const char *label;		/* label suffix: "TCP" */
+	const char *name; /* --transport value: "tcp" */
+	const char *label; /* label suffix: "TCP" */
 	int (*send)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
 	int (*recv)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
 	/* checksums besides CRC32C it runs: bit (1 << enum pfs_integrity) */

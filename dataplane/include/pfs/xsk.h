@@ -26,14 +26,14 @@
 #define PFS_XSK_BATCH 64
 
 enum pfs_xsk_bind {
-	PFS_XSK_BIND_AUTO = 0,	/* XDP_ZEROCOPY, else XDP_COPY (veth: always copy) */
+	PFS_XSK_BIND_AUTO = 0, /* XDP_ZEROCOPY, else XDP_COPY (veth: always copy) */
 	PFS_XSK_BIND_COPY,
-	PFS_XSK_BIND_ZEROCOPY,	/* fail when the driver cannot */
+	PFS_XSK_BIND_ZEROCOPY, /* fail when the driver cannot */
 };
 
 enum pfs_xsk_page {
-	PFS_XSK_PAGE_AUTO = 0,	/* 2 MiB hugepages, else 4 KiB (reason kept) */
-	PFS_XSK_PAGE_2M,	/* fail without hugepages */
+	PFS_XSK_PAGE_AUTO = 0, /* 2 MiB hugepages, else 4 KiB (reason kept) */
+	PFS_XSK_PAGE_2M, /* fail without hugepages */
 	PFS_XSK_PAGE_4K,
 };
 
@@ -51,36 +51,36 @@ static inline int pfs_xsk_page_parse(const char *s, enum pfs_xsk_page *p)
 }
 
 struct pfs_xsk_opts {
-	size_t sz;			/* sizeof(struct pfs_xsk_opts) */
+	size_t sz; /* sizeof(struct pfs_xsk_opts) */
 	const char *ifname;
-	uint32_t queue;			/* NIC queue to bind */
-	struct pfs_xdp *xdp;		/* receive through this program; NULL: TX only */
-	uint32_t frames;		/* UMEM frames, power of 2 >= 64 (default 2048) */
-	uint32_t frame_size;		/* 2048 or 4096 (default: 2048, 4096 if MTU > 1500) */
+	uint32_t queue; /* NIC queue to bind */
+	struct pfs_xdp *xdp; /* receive through this program; NULL: TX only */
+	uint32_t frames; /* UMEM frames, power of 2 >= 64 (default 2048) */
+	uint32_t frame_size; /* 2048 or 4096 (default: 2048, 4096 if MTU > 1500) */
 	enum pfs_xsk_bind bind;
 	enum pfs_xsk_page page;
-	const struct pfs_frame_addr *peer;	/* TX flow, or NULL: set later */
-	uint32_t frame_flags;		/* PFS_FRAME_NO_UDP_CSUM4 */
-	bool verify_csum;		/* RX: check IPv4 header + UDP checksums */
+	const struct pfs_frame_addr *peer; /* TX flow, or NULL: set later */
+	uint32_t frame_flags; /* PFS_FRAME_NO_UDP_CSUM4 */
+	bool verify_csum; /* RX: check IPv4 header + UDP checksums */
 };
 
 /* A received datagram: the UDP payload in a UMEM frame. */
 struct pfs_dgram {
-	const uint8_t *data;	/* UDP payload */
+	const uint8_t *data; /* UDP payload */
 	uint32_t len;
-	uint16_t payload_off;	/* data - payload_off = start of the Ethernet frame */
-	uint16_t queue;		/* the socket's queue */
-	uint64_t frame;		/* UMEM address of the frame, for rx_release */
+	uint16_t payload_off; /* data - payload_off = start of the Ethernet frame */
+	uint16_t queue; /* the socket's queue */
+	uint64_t frame; /* UMEM address of the frame, for rx_release */
 };
 
 struct pfs_xsk_stats {
-	uint64_t rx_frames, rx_bytes;	/* delivered by rx_burst (payload bytes) */
-	uint64_t rx_bad;		/* redirected frames that failed parsing */
-	uint64_t tx_frames, tx_bytes;	/* accepted by tx_burst (frame bytes) */
+	uint64_t rx_frames, rx_bytes; /* delivered by rx_burst (payload bytes) */
+	uint64_t rx_bad; /* redirected frames that failed parsing */
+	uint64_t tx_frames, tx_bytes; /* accepted by tx_burst (frame bytes) */
 	uint64_t tx_completed;
-	uint64_t tx_kicks, rx_kicks;	/* syscalls made because needs_wakeup said so */
-	uint64_t tx_ring_full;		/* tx_burst calls that found no room */
-	uint64_t fill_stashed;		/* RX frames that waited for fill-ring room */
+	uint64_t tx_kicks, rx_kicks; /* syscalls made because needs_wakeup said so */
+	uint64_t tx_ring_full; /* tx_burst calls that found no room */
+	uint64_t fill_stashed; /* RX frames that waited for fill-ring room */
 	/* from the kernel (XDP_STATISTICS) */
 	uint64_t k_rx_dropped, k_rx_invalid, k_tx_invalid, k_rx_ring_full, k_fill_empty,
 		k_tx_ring_empty;
@@ -119,8 +119,8 @@ int pfs_xsk__tx_burst(struct pfs_xsk *x, const struct iovec *payloads, unsigned 
  * write each payload (e.g. encode a gram) at slot.payload, then submit the
  * lengths. The header is written at submit. */
 struct pfs_xsk_txslot {
-	uint8_t *payload;	/* in UMEM, behind the Ethernet/IP/UDP header */
-	uint32_t cap;		/* bytes that fit (pfs_xsk__max_payload) */
+	uint8_t *payload; /* in UMEM, behind the Ethernet/IP/UDP header */
+	uint32_t cap; /* bytes that fit (pfs_xsk__max_payload) */
 };
 
 /* pfs_xsk__tx_reserve - up to @n (<= PFS_XSK_BATCH) frames for in-place

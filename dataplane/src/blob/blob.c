@@ -61,10 +61,11 @@
 /* Why the last create/open on this thread failed, for result files. */
 static __thread char last_error[1024];
 
-#define blob_fail(...) do {						\
-	snprintf(last_error, sizeof(last_error), __VA_ARGS__);		\
-	pfs_err("blob: %s", last_error);				\
-} while (0)
+#define blob_fail(...)                                                 \
+	do {                                                           \
+		snprintf(last_error, sizeof(last_error), __VA_ARGS__); \
+		pfs_err("blob: %s", last_error);                       \
+	} while (0)
 
 const char *pfs_blob_last_error(void)
 {
@@ -93,10 +94,14 @@ static double now_s(void)
 const char *pfs_page_kind_str(enum pfs_page_kind kind)
 {
 	switch (kind) {
-	case PFS_PAGE_4K: return "4K";
-	case PFS_PAGE_THP: return "THP";
-	case PFS_PAGE_2M: return "2M";
-	case PFS_PAGE_1G: return "1G";
+	case PFS_PAGE_4K:
+		return "4K";
+	case PFS_PAGE_THP:
+		return "THP";
+	case PFS_PAGE_2M:
+		return "2M";
+	case PFS_PAGE_1G:
+		return "1G";
 	}
 	return "?";
 }
@@ -114,8 +119,8 @@ int pfs_page_kind_parse(const char *s, enum pfs_page_kind *kind)
 	return -EINVAL;
 }
 
-__attribute__((format(printf, 2, 3)))
-static void add_reason(struct pfs_blob *b, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void add_reason(struct pfs_blob *b, const char *fmt,
+							     ...)
 {
 	size_t n = strlen(b->reason);
 	va_list ap;
@@ -164,8 +169,7 @@ static void read_thp_knob(const char *path, char *out, size_t n)
 	fclose(f);
 }
 
-static void hugetlb_pool_reason(struct pfs_blob *b, enum pfs_page_kind k,
-				uint64_t size, int err)
+static void hugetlb_pool_reason(struct pfs_blob *b, enum pfs_page_kind k, uint64_t size, int err)
 {
 	const char *dir = k == PFS_PAGE_1G ? "hugepages-1048576kB" : "hugepages-2048kB";
 	char p1[128], p2[128];
@@ -175,10 +179,12 @@ static void hugetlb_pool_reason(struct pfs_blob *b, enum pfs_page_kind k,
 	snprintf(p2, sizeof(p2), "/sys/kernel/mm/hugepages/%s/free_hugepages", dir);
 	nr = read_long_file(p1);
 	fr = read_long_file(p2);
-	add_reason(b, "hugetlb %s: %s (need %" PRIu64 " pages, %ld free of %ld reserved; "
+	add_reason(b,
+		   "hugetlb %s: %s (need %" PRIu64 " pages, %ld free of %ld reserved; "
 		   "reserve them with sysctl vm.nr_hugepages or %s, or request the pod's "
-		   "hugepages-%s limit)", pfs_page_kind_str(k), strerror(err),
-		   size / page_bytes(k), fr, nr, p1, k == PFS_PAGE_1G ? "1Gi" : "2Mi");
+		   "hugepages-%s limit)",
+		   pfs_page_kind_str(k), strerror(err), size / page_bytes(k), fr, nr, p1,
+		   k == PFS_PAGE_1G ? "1Gi" : "2Mi");
 }
 
 static bool name_ok(const char *name)
@@ -202,8 +208,8 @@ static int check_hugetlbfs(const char *dir, uint64_t pg, char *why, size_t n)
 		return -ENODEV;
 	}
 	if ((uint64_t)sfs.f_bsize != pg) {
-		snprintf(why, n, "%s is hugetlbfs with %ld KiB pages, not %" PRIu64 " KiB",
-			 dir, (long)sfs.f_bsize / 1024, pg / 1024);
+		snprintf(why, n, "%s is hugetlbfs with %ld KiB pages, not %" PRIu64 " KiB", dir,
+			 (long)sfs.f_bsize / 1024, pg / 1024);
 		return -ENODEV;
 	}
 	return 0;
@@ -219,8 +225,8 @@ static bool is_hugetlbfs(const char *dir)
 /* Sum of the kernel's huge-page accounting over the VMAs of [p, p+len). */
 static uint64_t smaps_huge_bytes(const void *p, uint64_t len)
 {
-	static const char *const keys[] = { "AnonHugePages:", "ShmemPmdMapped:",
-		"FilePmdMapped:", "Shared_Hugetlb:", "Private_Hugetlb:" };
+	static const char *const keys[] = { "AnonHugePages:", "ShmemPmdMapped:", "FilePmdMapped:",
+					    "Shared_Hugetlb:", "Private_Hugetlb:" };
 	uintptr_t lo = (uintptr_t)p, hi = lo + len;
 	uint64_t kb = 0;
 	bool in = false;
@@ -232,7 +238,8 @@ static uint64_t smaps_huge_bytes(const void *p, uint64_t len)
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long a, e;
 
-		if (sscanf(line, "%lx-%lx ", &a, &e) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+		if (sscanf(line, "%lx-%lx ", &a, &e) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
 			in = a < hi && e > lo;
 			continue;
 		}
@@ -266,19 +273,22 @@ static int try_map(struct pfs_blob *b, enum pfs_page_kind k, const struct pfs_bl
 	if (k == PFS_PAGE_THP) {
 		char knob[32];
 
-		read_thp_knob(o->name ? "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
-				      : "/sys/kernel/mm/transparent_hugepage/enabled",
+		read_thp_knob(o->name ? "/sys/kernel/mm/transparent_hugepage/shmem_enabled" :
+					"/sys/kernel/mm/transparent_hugepage/enabled",
 			      knob, sizeof(knob));
 		if (!strcmp(knob, "never") || !strcmp(knob, "deny") || !knob[0]) {
 			add_reason(b, "THP: transparent_hugepage/%s is '%s'",
-				   o->name ? "shmem_enabled" : "enabled", knob[0] ? knob : "absent");
+				   o->name ? "shmem_enabled" : "enabled",
+				   knob[0] ? knob : "absent");
 			return -EOPNOTSUPP;
 		}
 	}
 
 	if (o->name) {
 		if (huge) {
-			dir = o->dir ? o->dir : k == PFS_PAGE_1G ? "/dev/hugepages1G" : "/dev/hugepages";
+			dir = o->dir	       ? o->dir :
+			      k == PFS_PAGE_1G ? "/dev/hugepages1G" :
+						 "/dev/hugepages";
 			err = check_hugetlbfs(dir, page_bytes(k), why, sizeof(why));
 			if (err) {
 				add_reason(b, "hugetlb %s: %s", pfs_page_kind_str(k), why);
@@ -298,11 +308,13 @@ static int try_map(struct pfs_blob *b, enum pfs_page_kind k, const struct pfs_bl
 		unsigned int fl = MFD_CLOEXEC;
 
 		if (huge)
-			fl |= MFD_HUGETLB | (k == PFS_PAGE_1G ? PFS_MFD_HUGE_1GB : PFS_MFD_HUGE_2MB);
+			fl |= MFD_HUGETLB |
+			      (k == PFS_PAGE_1G ? PFS_MFD_HUGE_1GB : PFS_MFD_HUGE_2MB);
 		fd = memfd_create("pfs-blob", fl);
 		if (fd < 0) {
 			err = -errno;
-			add_reason(b, "memfd_create(%s): %s", pfs_page_kind_str(k), strerror(errno));
+			add_reason(b, "memfd_create(%s): %s", pfs_page_kind_str(k),
+				   strerror(errno));
 			return err;
 		}
 	}
@@ -373,8 +385,8 @@ static int prefault(struct pfs_blob *b, uint64_t off, uint64_t len)
 	if (!madvise(b->data + off, len, MADV_POPULATE_WRITE))
 		return 0;
 	if (errno != EINVAL) {
-		blob_fail("prefault (MADV_POPULATE_WRITE) of %" PRIu64 " bytes at %" PRIu64
-			  ": %s", len, off, strerror(errno));
+		blob_fail("prefault (MADV_POPULATE_WRITE) of %" PRIu64 " bytes at %" PRIu64 ": %s",
+			  len, off, strerror(errno));
 		return -errno;
 	}
 	/* Kernel < 5.14: touch one byte per page (memory is fresh, so zero). */
@@ -434,7 +446,7 @@ static void *setup_worker(void *arg)
 		if (w->o->fill == PFS_FILL_SEED)
 			pfs_blob_fill_seed(w->b->data + off, off, n, w->o->seed);
 		else if (w->o->fill == PFS_FILL_ZERO && w->o->no_prefault)
-			memset(w->b->data + off, 0, n);	/* else fresh pages are zero already */
+			memset(w->b->data + off, 0, n); /* else fresh pages are zero already */
 		w->fill_s += now_s() - t1;
 	}
 	return NULL;
@@ -455,9 +467,12 @@ static int setup_pages(struct pfs_blob *b, const struct pfs_blob_opts *o)
 	if (b->size < 64 * SZ_2M || (uint64_t)nw > chunks)
 		nw = 1;
 	for (int t = 0; t < nw; t++) {
-		w[t] = (struct setup_work){ .b = b, .o = o,
+		w[t] = (struct setup_work){
+			.b = b,
+			.o = o,
 			.lo = chunks * t / nw * BLOB_SETUP_CHUNK,
-			.hi = t == nw - 1 ? b->size : chunks * (t + 1) / nw * BLOB_SETUP_CHUNK };
+			.hi = t == nw - 1 ? b->size : chunks * (t + 1) / nw * BLOB_SETUP_CHUNK
+		};
 		if (t > 0 && !pthread_create(&th[t], NULL, setup_worker, &w[t]))
 			started[t] = true;
 	}
@@ -539,8 +554,8 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 		err = -errno;
 		getrlimit(RLIMIT_MEMLOCK, &rl);
 		blob_fail("mlock of %" PRIu64 " bytes: %s (RLIMIT_MEMLOCK is %llu bytes; "
-			  "grant CAP_IPC_LOCK or raise the limit)", size, strerror(-err),
-			  (unsigned long long)rl.rlim_cur);
+			  "grant CAP_IPC_LOCK or raise the limit)",
+			  size, strerror(-err), (unsigned long long)rl.rlim_cur);
 		goto out_unmap;
 	}
 	b->t.prefault_s = now_s() - t1;
@@ -551,13 +566,15 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 	b->huge_bytes = smaps_huge_bytes(b->data, size);
 	if (b->kind == PFS_PAGE_THP && !opts.no_prefault && b->huge_bytes == 0) {
 		add_reason(b, "THP: the kernel backed the range with 4 KiB pages "
-			   "(AnonHugePages 0 kB after prefault)");
-		pfs_warn("blob: wanted %s, got 4K: THP was not granted", pfs_page_kind_str(opts.page));
+			      "(AnonHugePages 0 kB after prefault)");
+		pfs_warn("blob: wanted %s, got 4K: THP was not granted",
+			 pfs_page_kind_str(opts.page));
 		b->kind = PFS_PAGE_4K;
 	}
 	pfs_debug("blob: %" PRIu64 " bytes on %s (huge %" PRIu64 "), map %.3fs prefault %.3fs "
-		  "fill %.3fs", size, pfs_page_kind_str(b->kind), b->huge_bytes, b->t.map_s,
-		  b->t.prefault_s, b->t.fill_s);
+		  "fill %.3fs",
+		  size, pfs_page_kind_str(b->kind), b->huge_bytes, b->t.map_s, b->t.prefault_s,
+		  b->t.fill_s);
 	return b;
 
 out_unmap:
@@ -595,8 +612,9 @@ static struct pfs_blob *blob_map_fd(int fd, const char *path)
 	}
 	/* A blob holder may share read-only: map what the fd allows. */
 	fl = fcntl(fd, F_GETFL);
-	p = mmap(NULL, st.st_size, fl >= 0 && (fl & O_ACCMODE) == O_RDONLY ? PROT_READ :
-		 PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = mmap(NULL, st.st_size,
+		 fl >= 0 && (fl & O_ACCMODE) == O_RDONLY ? PROT_READ : PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	b = calloc(1, sizeof(*b));
@@ -701,13 +719,34 @@ void pfs_blob__close(struct pfs_blob *b)
 	free(b);
 }
 
-uint8_t *pfs_blob__data(const struct pfs_blob *b) { return b->data; }
-uint64_t pfs_blob__size(const struct pfs_blob *b) { return b->size; }
-enum pfs_page_kind pfs_blob__page_kind(const struct pfs_blob *b) { return b->kind; }
-const struct pfs_blob_timings *pfs_blob__timings(const struct pfs_blob *b) { return &b->t; }
-int pfs_blob__fd(const struct pfs_blob *b) { return b->fd; }
-const char *pfs_blob__path(const struct pfs_blob *b) { return b->path; }
-uint64_t pfs_blob__huge_bytes(const struct pfs_blob *b) { return b->huge_bytes; }
+uint8_t *pfs_blob__data(const struct pfs_blob *b)
+{
+	return b->data;
+}
+uint64_t pfs_blob__size(const struct pfs_blob *b)
+{
+	return b->size;
+}
+enum pfs_page_kind pfs_blob__page_kind(const struct pfs_blob *b)
+{
+	return b->kind;
+}
+const struct pfs_blob_timings *pfs_blob__timings(const struct pfs_blob *b)
+{
+	return &b->t;
+}
+int pfs_blob__fd(const struct pfs_blob *b)
+{
+	return b->fd;
+}
+const char *pfs_blob__path(const struct pfs_blob *b)
+{
+	return b->path;
+}
+uint64_t pfs_blob__huge_bytes(const struct pfs_blob *b)
+{
+	return b->huge_bytes;
+}
 
 const char *pfs_blob__fallback_reason(const struct pfs_blob *b)
 {

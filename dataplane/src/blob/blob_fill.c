@@ -53,8 +53,8 @@ static void fill_words_scalar(uint8_t *dst, uint64_t i, size_t n, uint64_t seed)
 #if defined(__x86_64__)
 /* Eight words per step; large fills use streaming stores so the pattern
  * does not first read every line it is about to overwrite. */
-__attribute__((target("avx2")))
-static void fill_words_avx2(uint8_t *dst, uint64_t i, size_t n, uint64_t seed)
+__attribute__((target("avx2"))) static void fill_words_avx2(uint8_t *dst, uint64_t i, size_t n,
+							    uint64_t seed)
 {
 	uint32_t k = (uint32_t)(seed >> 32) ^ ((uint32_t)(i >> 32) * FILL_HI_MUL);
 	bool nt = n >= (1u << 20);
@@ -65,9 +65,10 @@ static void fill_words_avx2(uint8_t *dst, uint64_t i, size_t n, uint64_t seed)
 		store_le32(dst + 4 * j, seed_word(i + j, seed));
 		j++;
 	}
-	x = _mm256_add_epi32(_mm256_set1_epi32((int)((uint32_t)seed + (uint32_t)(i + j) * FILL_GOLDEN)),
-			     _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-						_mm256_set1_epi32((int)FILL_GOLDEN)));
+	x = _mm256_add_epi32(
+		_mm256_set1_epi32((int)((uint32_t)seed + (uint32_t)(i + j) * FILL_GOLDEN)),
+		_mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+				   _mm256_set1_epi32((int)FILL_GOLDEN)));
 	step = _mm256_set1_epi32((int)(8 * FILL_GOLDEN));
 	kk = _mm256_set1_epi32((int)k);
 	m1 = _mm256_set1_epi32((int)0x85ebca6bu);

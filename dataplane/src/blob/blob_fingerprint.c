@@ -17,7 +17,7 @@
 struct fp_work {
 	const uint8_t *data;
 	uint64_t size;
-	uint32_t *crc;		/* one per chunk; this worker owns [first, last) */
+	uint32_t *crc; /* one per chunk; this worker owns [first, last) */
 	uint64_t first, last;
 };
 
@@ -53,7 +53,8 @@ uint64_t pfs_fingerprint_mem(const uint8_t *data, uint64_t size)
 		nw = 0;
 	}
 	for (int t = 0; t < nw; t++) {
-		w[t] = (struct fp_work){ data, size, crc, nchunks * t / nw, nchunks * (t + 1) / nw };
+		w[t] = (struct fp_work){ data, size, crc, nchunks * t / nw,
+					 nchunks * (t + 1) / nw };
 		if (t > 0 && !pthread_create(&th[t], NULL, fp_worker, &w[t]))
 			started[t] = true;
 	}
@@ -74,7 +75,8 @@ uint64_t pfs_fingerprint_mem(const uint8_t *data, uint64_t size)
 		uint64_t off = j * PFS_BLOB_FP_CHUNK;
 		uint64_t n = size - off < PFS_BLOB_FP_CHUNK ? size - off : PFS_BLOB_FP_CHUNK;
 		uint32_t c = crc ? crc[j] : pfs_crc32c(0, data + off, n);
-		uint8_t c4[4] = { (uint8_t)c, (uint8_t)(c >> 8), (uint8_t)(c >> 16), (uint8_t)(c >> 24) };
+		uint8_t c4[4] = { (uint8_t)c, (uint8_t)(c >> 8), (uint8_t)(c >> 16),
+				  (uint8_t)(c >> 24) };
 
 		whole = j ? pfs_crc32c_combine(whole, c, n) : c;
 		hi = pfs_crc32c(hi, c4, 4);

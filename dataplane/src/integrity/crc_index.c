@@ -19,8 +19,8 @@
 struct pfs_crc_index {
 	const uint8_t *data;
 	uint64_t size;
-	uint32_t shift[4][256];		/* M applied to byte b at position k */
-	uint32_t crc[];			/* one per whole granule */
+	uint32_t shift[4][256]; /* M applied to byte b at position k */
+	uint32_t crc[]; /* one per whole granule */
 };
 
 static inline uint32_t shift_granule(const struct pfs_crc_index *x, uint32_t c)
@@ -62,7 +62,7 @@ uint32_t pfs_crc_index__extend(const struct pfs_crc_index *x, uint32_t crc, uint
 	const uint64_t G = PFS_CRC_INDEX_GRANULE;
 	uint64_t end = off + len, first = (off + G - 1) / G * G, last = end / G * G;
 
-	if (first >= last)	/* no whole granule inside */
+	if (first >= last) /* no whole granule inside */
 		return pfs_crc32c(crc, x->data + off, len);
 	crc = pfs_crc32c(crc, x->data + off, first - off);
 	for (uint64_t g = first / G; g < last / G; g++)

@@ -46,9 +46,9 @@
 typedef uint32_t (*crc_fn)(uint32_t crc, const void *buf, size_t len);
 
 static uint32_t slice8[8][256];
-static uint32_t x2k[96];		/* x^(2^k) mod P */
-static uint32_t shift_long[4][256];	/* raw crc * x^(8*CRC_LONG) */
-static uint32_t shift_short[4][256];	/* raw crc * x^(8*CRC_SHORT) */
+static uint32_t x2k[96]; /* x^(2^k) mod P */
+static uint32_t shift_long[4][256]; /* raw crc * x^(8*CRC_LONG) */
+static uint32_t shift_short[4][256]; /* raw crc * x^(8*CRC_SHORT) */
 static crc_fn crc_impl;
 static const char *crc_impl_name = "portable-slice8";
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -61,7 +61,7 @@ static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
 	for (int i = 0; i < 32; i++) {
 		if (a & (0x80000000u >> i))
 			prod ^= b;
-		b = (b >> 1) ^ (CRC32C_POLY & -(b & 1));	/* b *= x */
+		b = (b >> 1) ^ (CRC32C_POLY & -(b & 1)); /* b *= x */
 	}
 	return prod;
 }
@@ -69,8 +69,8 @@ static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
 /* x^(8*n) mod P by square-and-multiply over the x^(2^k) table. */
 static uint32_t xpow8n(uint64_t n)
 {
-	uint32_t r = 0x80000000u;	/* x^0 */
-	unsigned int k = 3;		/* 8*n == n << 3 */
+	uint32_t r = 0x80000000u; /* x^0 */
+	unsigned int k = 3; /* 8*n == n << 3 */
 
 	while (n) {
 		if (n & 1)
@@ -83,8 +83,7 @@ static uint32_t xpow8n(uint64_t n)
 
 static inline uint32_t shift_tab(const uint32_t t[4][256], uint32_t c)
 {
-	return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^
-	       t[2][(c >> 16) & 0xff] ^ t[3][c >> 24];
+	return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^ t[2][(c >> 16) & 0xff] ^ t[3][c >> 24];
 }
 
 static void build_shift(uint32_t t[4][256], uint64_t nbytes)
@@ -117,10 +116,9 @@ static uint32_t crc_slice8_raw(uint32_t c, const uint8_t *p, size_t len)
 	while (len >= 8) {
 		uint64_t v = load_le64(p) ^ c;
 
-		c = slice8[7][v & 0xff] ^ slice8[6][(v >> 8) & 0xff] ^
-		    slice8[5][(v >> 16) & 0xff] ^ slice8[4][(v >> 24) & 0xff] ^
-		    slice8[3][(v >> 32) & 0xff] ^ slice8[2][(v >> 40) & 0xff] ^
-		    slice8[1][(v >> 48) & 0xff] ^ slice8[0][v >> 56];
+		c = slice8[7][v & 0xff] ^ slice8[6][(v >> 8) & 0xff] ^ slice8[5][(v >> 16) & 0xff] ^
+		    slice8[4][(v >> 24) & 0xff] ^ slice8[3][(v >> 32) & 0xff] ^
+		    slice8[2][(v >> 40) & 0xff] ^ slice8[1][(v >> 48) & 0xff] ^ slice8[0][v >> 56];
 		p += 8;
 		len -= 8;
 	}
@@ -139,56 +137,56 @@ static uint32_t crc_portable(uint32_t crc, const void *buf, size_t len)
  * the instruction intrinsics. Streams 1 and 2 start from a zero register;
  * since the raw CRC is linear, crc(A||B) = shift(crc(A), |B|) ^ crc0(B).
  */
-#define CRC_3WAY_BODY(CRC_U64, CRC_U8)					\
-	const uint8_t *p = buf;						\
-	uint64_t c0 = (uint32_t)~crc;					\
-									\
-	while (len && ((uintptr_t)p & 7)) {				\
-		c0 = CRC_U8((uint32_t)c0, *p++);			\
-		len--;							\
-	}								\
-	while (len >= 3 * CRC_LONG) {					\
-		uint64_t c1 = 0, c2 = 0;				\
-		const uint8_t *end = p + CRC_LONG;			\
-									\
-		do {							\
-			c0 = CRC_U64(c0, load_le64(p));			\
-			c1 = CRC_U64(c1, load_le64(p + CRC_LONG));	\
-			c2 = CRC_U64(c2, load_le64(p + 2 * CRC_LONG));	\
-			p += 8;						\
-		} while (p < end);					\
-		c0 = shift_tab(shift_long, (uint32_t)c0) ^ c1;		\
-		c0 = shift_tab(shift_long, (uint32_t)c0) ^ c2;		\
-		p += 2 * CRC_LONG;					\
-		len -= 3 * CRC_LONG;					\
-	}								\
-	while (len >= 3 * CRC_SHORT) {					\
-		uint64_t c1 = 0, c2 = 0;				\
-		const uint8_t *end = p + CRC_SHORT;			\
-									\
-		do {							\
-			c0 = CRC_U64(c0, load_le64(p));			\
-			c1 = CRC_U64(c1, load_le64(p + CRC_SHORT));	\
-			c2 = CRC_U64(c2, load_le64(p + 2 * CRC_SHORT));	\
-			p += 8;						\
-		} while (p < end);					\
-		c0 = shift_tab(shift_short, (uint32_t)c0) ^ c1;		\
-		c0 = shift_tab(shift_short, (uint32_t)c0) ^ c2;		\
-		p += 2 * CRC_SHORT;					\
-		len -= 3 * CRC_SHORT;					\
-	}								\
-	while (len >= 8) {						\
-		c0 = CRC_U64(c0, load_le64(p));				\
-		p += 8;							\
-		len -= 8;						\
-	}								\
-	while (len--)							\
-		c0 = CRC_U8((uint32_t)c0, *p++);			\
+#define CRC_3WAY_BODY(CRC_U64, CRC_U8)                                  \
+	const uint8_t *p = buf;                                         \
+	uint64_t c0 = (uint32_t)~crc;                                   \
+                                                                        \
+	while (len && ((uintptr_t)p & 7)) {                             \
+		c0 = CRC_U8((uint32_t)c0, *p++);                        \
+		len--;                                                  \
+	}                                                               \
+	while (len >= 3 * CRC_LONG) {                                   \
+		uint64_t c1 = 0, c2 = 0;                                \
+		const uint8_t *end = p + CRC_LONG;                      \
+                                                                        \
+		do {                                                    \
+			c0 = CRC_U64(c0, load_le64(p));                 \
+			c1 = CRC_U64(c1, load_le64(p + CRC_LONG));      \
+			c2 = CRC_U64(c2, load_le64(p + 2 * CRC_LONG));  \
+			p += 8;                                         \
+		} while (p < end);                                      \
+		c0 = shift_tab(shift_long, (uint32_t)c0) ^ c1;          \
+		c0 = shift_tab(shift_long, (uint32_t)c0) ^ c2;          \
+		p += 2 * CRC_LONG;                                      \
+		len -= 3 * CRC_LONG;                                    \
+	}                                                               \
+	while (len >= 3 * CRC_SHORT) {                                  \
+		uint64_t c1 = 0, c2 = 0;                                \
+		const uint8_t *end = p + CRC_SHORT;                     \
+                                                                        \
+		do {                                                    \
+			c0 = CRC_U64(c0, load_le64(p));                 \
+			c1 = CRC_U64(c1, load_le64(p + CRC_SHORT));     \
+			c2 = CRC_U64(c2, load_le64(p + 2 * CRC_SHORT)); \
+			p += 8;                                         \
+		} while (p < end);                                      \
+		c0 = shift_tab(shift_short, (uint32_t)c0) ^ c1;         \
+		c0 = shift_tab(shift_short, (uint32_t)c0) ^ c2;         \
+		p += 2 * CRC_SHORT;                                     \
+		len -= 3 * CRC_SHORT;                                   \
+	}                                                               \
+	while (len >= 8) {                                              \
+		c0 = CRC_U64(c0, load_le64(p));                         \
+		p += 8;                                                 \
+		len -= 8;                                               \
+	}                                                               \
+	while (len--)                                                   \
+		c0 = CRC_U8((uint32_t)c0, *p++);                        \
 	return ~(uint32_t)c0;
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2")))
-static uint32_t crc_sse42(uint32_t crc, const void *buf, size_t len)
+__attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const void *buf,
+							    size_t len)
 {
 	CRC_3WAY_BODY(_mm_crc32_u64, _mm_crc32_u8)
 }
@@ -202,7 +200,8 @@ static inline uint64_t arm_crc_u64(uint64_t c, uint64_t v)
 	uint32_t r;
 
 	__asm__(".arch_extension crc\n\tcrc32cx %w0, %w1, %x2"
-		: "=r"(r) : "r"((uint32_t)c), "r"(v));
+		: "=r"(r)
+		: "r"((uint32_t)c), "r"(v));
 	return r;
 }
 
@@ -211,7 +210,8 @@ static inline uint32_t arm_crc_u8(uint32_t c, uint8_t v)
 	uint32_t r;
 
 	__asm__(".arch_extension crc\n\tcrc32cb %w0, %w1, %w2"
-		: "=r"(r) : "r"(c), "r"((uint32_t)v));
+		: "=r"(r)
+		: "r"(c), "r"((uint32_t)v));
 	return r;
 }
 
@@ -253,10 +253,9 @@ static void crc_init(void)
 	}
 	for (uint32_t i = 0; i < 256; i++)
 		for (int t = 1; t < 8; t++)
-			slice8[t][i] = slice8[0][slice8[t - 1][i] & 0xff] ^
-				       (slice8[t - 1][i] >> 8);
+			slice8[t][i] = slice8[0][slice8[t - 1][i] & 0xff] ^ (slice8[t - 1][i] >> 8);
 
-	x2k[0] = 0x40000000u;	/* x^1 */
+	x2k[0] = 0x40000000u; /* x^1 */
 	for (size_t k = 1; k < sizeof(x2k) / sizeof(x2k[0]); k++)
 		x2k[k] = gf2_mulmod(x2k[k - 1], x2k[k - 1]);
 	build_shift(shift_long, CRC_LONG);
@@ -344,5 +343,6 @@ int pfs_integrity_parse(const char *s, enum pfs_integrity *k)
 const char *pfs_integrity_str(enum pfs_integrity k)
 {
 	return (unsigned)k < sizeof(integrity_names) / sizeof(integrity_names[0]) ?
-		       integrity_names[k] : "unknown";
+		       integrity_names[k] :
+		       "unknown";
 }

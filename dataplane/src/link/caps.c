@@ -25,10 +25,16 @@ uint64_t pfs_caps_effective(void)
 
 char *pfs_caps_names(uint64_t mask, char *buf, size_t n)
 {
-	static const struct { int cap; const char *name; } names[] = {
-		{ CAP_NET_ADMIN, "CAP_NET_ADMIN" }, { CAP_NET_RAW, "CAP_NET_RAW" },
-		{ CAP_BPF, "CAP_BPF" }, { CAP_IPC_LOCK, "CAP_IPC_LOCK" },
-		{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN" }, { CAP_PERFMON, "CAP_PERFMON" },
+	static const struct {
+		int cap;
+		const char *name;
+	} names[] = {
+		{ CAP_NET_ADMIN, "CAP_NET_ADMIN" },
+		{ CAP_NET_RAW, "CAP_NET_RAW" },
+		{ CAP_BPF, "CAP_BPF" },
+		{ CAP_IPC_LOCK, "CAP_IPC_LOCK" },
+		{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN" },
+		{ CAP_PERFMON, "CAP_PERFMON" },
 		{ CAP_SYS_RESOURCE, "CAP_SYS_RESOURCE" },
 	};
 	size_t len = 0;

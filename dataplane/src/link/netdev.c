@@ -139,15 +139,18 @@ int pfs_netdev_resolve(const char *flag, char *const *env, const char *sysfs, ch
 					 sysfs, addr, out);
 				return 0;
 			}
-			snprintf(why, wn, "%s: PCI device %s has no netdev under %s/bus/pci/devices/"
-				 "%s/net (bound to vfio-pci, or not a network function)", vars[i],
-				 addr, sysfs, addr);
+			snprintf(why, wn,
+				 "%s: PCI device %s has no netdev under %s/bus/pci/devices/"
+				 "%s/net (bound to vfio-pci, or not a network function)",
+				 vars[i], addr, sysfs, addr);
 			rc = r == -ENAMETOOLONG ? r : -ENODEV;
 		}
 	}
 	if (rc == -ENOENT)
-		snprintf(why, wn, "no interface: pass --ifname, or run with AFXDP_DEVICES_<POOL> "
-			 "(afxdp device plugin) or PCIDEVICE_<RESOURCE> (SR-IOV device plugin) set");
+		snprintf(
+			why, wn,
+			"no interface: pass --ifname, or run with AFXDP_DEVICES_<POOL> "
+			"(afxdp device plugin) or PCIDEVICE_<RESOURCE> (SR-IOV device plugin) set");
 	return rc;
 }
 
@@ -202,7 +205,8 @@ static int udp_connected(const char *ifname, int family, const uint8_t *ip, uint
 		return -errno;
 	/* Best effort: SO_BINDTODEVICE wants CAP_NET_RAW, which senders have. */
 	if (ifname)
-		(void)setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname));
+		(void)setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname,
+				 (socklen_t)strlen(ifname));
 	if (connect(fd, (struct sockaddr *)&ss, sl)) {
 		int e = -errno;
 
@@ -267,7 +271,8 @@ static int neigh_dump(int ifindex, int family, const uint8_t *ip, uint8_t mac[6]
 			rc = -errno;
 			break;
 		}
-		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)len); nh = NLMSG_NEXT(nh, len)) {
+		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)len);
+		     nh = NLMSG_NEXT(nh, len)) {
 			struct ndmsg *nd = NLMSG_DATA(nh);
 			struct rtattr *a;
 			int alen_left;
@@ -279,7 +284,7 @@ static int neigh_dump(int ifindex, int family, const uint8_t *ip, uint8_t mac[6]
 			}
 			if (nh->nlmsg_type != RTM_NEWNEIGH || nd->ndm_ifindex != ifindex ||
 			    !(nd->ndm_state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE |
-						NUD_PERMANENT | NUD_NOARP)))
+					       NUD_PERMANENT | NUD_NOARP)))
 				continue;
 			alen_left = (int)RTM_PAYLOAD(nh);
 			for (a = RTM_RTA(nd); RTA_OK(a, alen_left); a = RTA_NEXT(a, alen_left)) {
@@ -290,7 +295,7 @@ static int neigh_dump(int ifindex, int family, const uint8_t *ip, uint8_t mac[6]
 			}
 			if (dst && ll && !memcmp(dst, ip, alen) && rc) {
 				memcpy(mac, ll, 6);
-				rc = 0;	/* keep reading to drain the dump */
+				rc = 0; /* keep reading to drain the dump */
 			}
 		}
 	}
@@ -324,7 +329,7 @@ int pfs_netdev_next_hop(int family, const uint8_t *dst, uint8_t *hop, int *oif)
 	a->rta_len = (unsigned short)RTA_LENGTH(alen);
 	memcpy(RTA_DATA(a), dst, alen);
 	req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(a->rta_len);
-	memcpy(hop, dst, alen);	/* on-link unless a gateway says otherwise */
+	memcpy(hop, dst, alen); /* on-link unless a gateway says otherwise */
 	if (oif)
 		*oif = 0;
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
@@ -377,7 +382,7 @@ int pfs_neigh_resolve(int ifindex, const char *ifname, int family, const uint8_t
 		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >=
 		    timeout_ms)
 			return -ETIMEDOUT;
-		if (nudged++ % 20 == 0) {	/* once a second */
+		if (nudged++ % 20 == 0) { /* once a second */
 			int fd = udp_connected(ifname, family, ip, 9);
 
 			if (fd >= 0) {

@@ -36,7 +36,7 @@
 struct pfs_xdp {
 	struct pfs_xdp_bpf *skel;
 	int ifindex;
-	uint32_t flags;		/* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
+	uint32_t flags; /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
 	uint32_t prog_id;
 	uint32_t replaced_id;
 	uint16_t port;
@@ -69,7 +69,7 @@ const char *pfs_xsk_last_error(void)
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char msg[16384];	/* the verifier log comes as one message */
+	char msg[16384]; /* the verifier log comes as one message */
 	size_t n;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -80,7 +80,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 		snprintf(libbpf_last, sizeof(libbpf_last), "%s", msg);
 	if (pfs_log_get_level() < PFS_LOG_DEBUG)
 		return 0;
-	for (char *line = msg, *nl; line && *line; line = nl) {	/* the log line is 1 KiB */
+	for (char *line = msg, *nl; line && *line; line = nl) { /* the log line is 1 KiB */
 		nl = strchr(line, '\n');
 		if (nl)
 			*nl++ = '\0';
@@ -133,16 +133,17 @@ static int detach_stale(int ifindex, const char *ifname, uint32_t *id_out)
 		flags = XDP_FLAGS_SKB_MODE;
 	} else {
 		pfs_xsk_errorf("%s has an XDP program in mode %u (hw or several); not ours to "
-			       "replace", ifname, q.attach_mode);
+			       "replace",
+			       ifname, q.attach_mode);
 		return -EBUSY;
 	}
 	prog_name(id, name, sizeof(name));
 	if (strcmp(name, PFS_XDP_PROG_NAME)) {
 		pfs_xsk_errorf("%s already runs XDP program id %u '%s' (%s mode); pfs does not "
 			       "replace a program it does not own (detach it: ip link set dev %s "
-			       "%s off)", ifname, id, name,
-			       flags == XDP_FLAGS_DRV_MODE ? "native" : "generic", ifname,
-			       flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric");
+			       "%s off)",
+			       ifname, id, name, flags == XDP_FLAGS_DRV_MODE ? "native" : "generic",
+			       ifname, flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric");
 		return -EBUSY;
 	}
 	rc = bpf_xdp_detach(ifindex, flags, NULL);
@@ -173,9 +174,9 @@ static int try_attach(struct pfs_xdp *x, uint32_t mode_flag, char *why, size_t n
 	rc = bpf_xdp_attach(x->ifindex, bpf_program__fd(x->skel->progs.pfs_xdp),
 			    mode_flag | XDP_FLAGS_UPDATE_IF_NOEXIST, NULL);
 	if (rc)
-		snprintf(why, n, "%s XDP on %s: %s%s%s", mode_flag == XDP_FLAGS_DRV_MODE ?
-			 "native" : "generic", x->ifname, strerror(-rc),
-			 libbpf_last[0] ? "; " : "", libbpf_last);
+		snprintf(why, n, "%s XDP on %s: %s%s%s",
+			 mode_flag == XDP_FLAGS_DRV_MODE ? "native" : "generic", x->ifname,
+			 strerror(-rc), libbpf_last[0] ? "; " : "", libbpf_last);
 	else
 		x->flags = mode_flag;
 	return rc;
@@ -231,8 +232,8 @@ struct pfs_xdp *pfs_xdp__attach(const struct pfs_xdp_opts *o)
 	if (rc) {
 		if (rc == -EPERM)
 			pfs_xsk_errorf("loading the XDP program was refused (EPERM): it needs "
-				       "CAP_BPF and CAP_NET_ADMIN%s%s", libbpf_last[0] ? "; " : "",
-				       libbpf_last);
+				       "CAP_BPF and CAP_NET_ADMIN%s%s",
+				       libbpf_last[0] ? "; " : "", libbpf_last);
 		else
 			pfs_xsk_errorf("cannot load the XDP program: %s%s%s", strerror(-rc),
 				       libbpf_last[0] ? "; " : "", libbpf_last);
@@ -272,8 +273,8 @@ int pfs_xdp__add_xsk(struct pfs_xdp *x, uint32_t queue, int fd)
 {
 	if (queue >= PFS_XDP_MAX_QUEUES)
 		return -E2BIG;
-	return bpf_map_update_elem(bpf_map__fd(x->skel->maps.xsks), &queue, &fd, BPF_ANY) ?
-		-errno : 0;
+	return bpf_map_update_elem(bpf_map__fd(x->skel->maps.xsks), &queue, &fd, BPF_ANY) ? -errno :
+											    0;
 }
 
 int pfs_xdp__del_xsk(struct pfs_xdp *x, uint32_t queue)

@@ -61,15 +61,15 @@
 #define MAP_HUGE_2MB (21 << 26)
 #endif
 #define HUGE_2M (2UL << 20)
-#define XDP_HEADROOM 256	/* XDP_PACKET_HEADROOM: what copy mode leaves in front */
-#define PFS_XDP_MAX_TX_SKB_BUDGET 9	/* linux/if_xdp.h since 6.17 */
+#define XDP_HEADROOM 256 /* XDP_PACKET_HEADROOM: what copy mode leaves in front */
+#define PFS_XDP_MAX_TX_SKB_BUDGET 9 /* linux/if_xdp.h since 6.17 */
 #ifndef PFS_XSK_TX_BUDGET
-#define PFS_XSK_TX_BUDGET 256	/* frames per copy-mode sendto() we ask for */
+#define PFS_XSK_TX_BUDGET 256 /* frames per copy-mode sendto() we ask for */
 #endif
 
 struct ring {
 	uint32_t *producer, *consumer, *flags;
-	void *descs;		/* struct xdp_desc[] (rx/tx) or __u64[] (fill/comp) */
+	void *descs; /* struct xdp_desc[] (rx/tx) or __u64[] (fill/comp) */
 	uint32_t mask, size;
 	uint32_t cached_prod, cached_cons;
 	void *map;
@@ -86,17 +86,17 @@ struct pfs_xsk {
 	uint8_t *umem;
 	size_t umem_len;
 	uint32_t frame_size, nframes, rx_frames;
-	uint64_t *free_tx;	/* stack of free TX frame addresses */
+	uint64_t *free_tx; /* stack of free TX frame addresses */
 	uint32_t nfree;
-	uint64_t *stash;	/* RX frames waiting for room in the fill ring */
+	uint64_t *stash; /* RX frames waiting for room in the fill ring */
 	uint32_t nstash;
-	uint64_t resv[PFS_XSK_BATCH];	/* TX frames between tx_reserve and tx_submit */
+	uint64_t resv[PFS_XSK_BATCH]; /* TX frames between tx_reserve and tx_submit */
 	uint32_t nresv;
-	uint32_t tx_outstanding;	/* in the tx ring, kernel or comp ring */
+	uint32_t tx_outstanding; /* in the tx ring, kernel or comp ring */
 	uint32_t parse_flags;
 	uint16_t rx_port;
 	bool have_peer, zerocopy, huge, registered;
-	uint32_t tx_budget;	/* copy-mode frames per kick we got, 0: kernel default */
+	uint32_t tx_budget; /* copy-mode frames per kick we got, 0: kernel default */
 	struct pfs_frame_tmpl tmpl;
 	struct pfs_xsk_stats st;
 	char ifname[IF_NAMESIZE];
@@ -154,7 +154,8 @@ static int ring_map(int fd, struct ring *r, const struct xdp_ring_offset *off, u
 		    size_t desc_sz, off_t pgoff)
 {
 	r->map_len = off->desc + size * desc_sz;
-	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, pgoff);
+	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+		      pgoff);
 	if (r->map == MAP_FAILED) {
 		r->map = NULL;
 		return -errno;
@@ -199,8 +200,10 @@ static int umem_alloc(struct pfs_xsk *x, size_t len, enum pfs_xsk_page page)
 	if (page != PFS_XSK_PAGE_4K) {
 		size_t hl = (len + HUGE_2M - 1) & ~(HUGE_2M - 1);
 
-		x->umem = mmap(NULL, hl, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-			       MAP_HUGETLB | MAP_HUGE_2MB | MAP_POPULATE, -1, 0);
+		x->umem = mmap(NULL, hl, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB |
+				       MAP_POPULATE,
+			       -1, 0);
 		if (x->umem != MAP_FAILED) {
 			x->umem_len = hl;
 			x->huge = true;
@@ -208,8 +211,8 @@ static int umem_alloc(struct pfs_xsk *x, size_t len, enum pfs_xsk_page page)
 		}
 		snprintf(x->page_reason, sizeof(x->page_reason),
 			 "no 2 MiB hugepages for a %zu KiB UMEM (HugePages_Free=%lu: %s); "
-			 "reserve vm.nr_hugepages or the pod's hugepages-2Mi", hl >> 10,
-			 (unsigned long)hugepages_free(), strerror(errno));
+			 "reserve vm.nr_hugepages or the pod's hugepages-2Mi",
+			 hl >> 10, (unsigned long)hugepages_free(), strerror(errno));
 		if (page == PFS_XSK_PAGE_2M) {
 			pfs_xsk_errorf("%s", x->page_reason);
 			x->umem = NULL;
@@ -217,8 +220,8 @@ static int umem_alloc(struct pfs_xsk *x, size_t len, enum pfs_xsk_page page)
 		}
 		pfs_info("queue %u: %s; UMEM on 4 KiB pages", x->queue, x->page_reason);
 	}
-	x->umem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-		       -1, 0);
+	x->umem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (x->umem == MAP_FAILED) {
 		x->umem = NULL;
 		pfs_xsk_errorf("cannot map a %zu-byte UMEM: %s", len, strerror(errno));
@@ -244,7 +247,7 @@ static void socket_close(struct pfs_xsk *x)
 /* Socket, UMEM registration, rings. 0 or -errno with the reason set. */
 static int socket_open(struct pfs_xsk *x)
 {
-	uint32_t rx_n = x->rx_frames ? 2 * x->rx_frames : 64;	/* fill ring, see top */
+	uint32_t rx_n = x->rx_frames ? 2 * x->rx_frames : 64; /* fill ring, see top */
 	uint32_t tx_n = x->nframes - x->rx_frames;
 	struct xdp_umem_reg reg;
 	struct xdp_mmap_offsets off;
@@ -255,7 +258,8 @@ static int socket_open(struct pfs_xsk *x)
 	if (x->fd < 0) {
 		rc = -errno;
 		if (rc == -EPERM)
-			pfs_xsk_errorf("creating an AF_XDP socket was refused: missing CAP_NET_RAW");
+			pfs_xsk_errorf(
+				"creating an AF_XDP socket was refused: missing CAP_NET_RAW");
 		else
 			pfs_xsk_errorf("cannot create an AF_XDP socket: %s", strerror(-rc));
 		return rc;
@@ -291,7 +295,9 @@ static int socket_open(struct pfs_xsk *x)
 		uint32_t budget = PFS_XSK_TX_BUDGET < tx_n ? PFS_XSK_TX_BUDGET : tx_n;
 
 		x->tx_budget = setsockopt(x->fd, SOL_XDP, PFS_XDP_MAX_TX_SKB_BUDGET, &budget,
-					  sizeof(budget)) ? 0 : budget;
+					  sizeof(budget)) ?
+				       0 :
+				       budget;
 	}
 	if (getsockopt(x->fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &ol)) {
 		rc = -errno;
@@ -351,11 +357,12 @@ static void bind_error(struct pfs_xsk *x, int rc, const char *mode)
 {
 	if (rc == -EINVAL)
 		pfs_xsk_errorf("binding an AF_XDP socket (%s) to %s queue %u: %s (does the queue "
-			       "exist? see ethtool -l %s)", mode, x->ifname, x->queue,
-			       strerror(-rc), x->ifname);
+			       "exist? see ethtool -l %s)",
+			       mode, x->ifname, x->queue, strerror(-rc), x->ifname);
 	else if (rc == -EBUSY)
 		pfs_xsk_errorf("%s queue %u already has an AF_XDP socket (EBUSY for 2 s: another "
-			       "process uses it)", x->ifname, x->queue);
+			       "process uses it)",
+			       x->ifname, x->queue);
 	else if (rc == -EPERM)
 		pfs_xsk_errorf("binding an AF_XDP socket was refused: missing CAP_NET_RAW");
 	else
@@ -421,7 +428,8 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 	x->frame_size = o->frame_size ? o->frame_size : (x->mtu > 1500 ? 4096 : 2048);
 	if (x->nframes < 64 || (x->nframes & (x->nframes - 1)) ||
 	    (x->frame_size != 2048 && x->frame_size != 4096)) {
-		pfs_xsk_errorf("xsk: frames must be a power of 2 >= 64 and frame size 2048 or 4096");
+		pfs_xsk_errorf(
+			"xsk: frames must be a power of 2 >= 64 and frame size 2048 or 4096");
 		rc = -EINVAL;
 		goto out_free;
 	}
@@ -496,7 +504,7 @@ struct pfs_xsk *pfs_xsk__create(const struct pfs_xsk_opts *o)
 			fq[(x->fill.cached_prod + i) & x->fill.mask] = (uint64_t)i * x->frame_size;
 		prod_submit(&x->fill, x->rx_frames);
 	}
-	x->tmpl.flags = o->frame_flags;	/* kept by set_peer */
+	x->tmpl.flags = o->frame_flags; /* kept by set_peer */
 	if (o->peer) {
 		rc = pfs_xsk__set_peer(x, o->peer);
 		if (rc) {
@@ -550,7 +558,7 @@ int pfs_xsk__set_peer(struct pfs_xsk *x, const struct pfs_frame_addr *peer)
 	int rc;
 
 	if (x->nresv)
-		return -EBUSY;	/* reserved payloads sit behind the old header */
+		return -EBUSY; /* reserved payloads sit behind the old header */
 	rc = pfs_frame_tmpl_init(&t, peer, x->tmpl.flags);
 	if (rc)
 		return rc;
@@ -615,7 +623,7 @@ int pfs_xsk__tx_reserve(struct pfs_xsk *x, struct pfs_xsk_txslot *slots, unsigne
 	x->nresv = n;
 	if (!n) {
 		x->st.tx_ring_full++;
-		tx_kick(x);	/* a full ring drains only by kicks (copy mode) */
+		tx_kick(x); /* a full ring drains only by kicks (copy mode) */
 	}
 	return (int)n;
 }
@@ -629,17 +637,17 @@ int pfs_xsk__tx_submit(struct pfs_xsk *x, const uint32_t *lens, unsigned int m)
 		return -EINVAL;
 	for (uint32_t i = 0; i < m; i++)
 		if (lens[i] > cap)
-			return -EMSGSIZE;	/* nothing submitted, reservation kept */
+			return -EMSGSIZE; /* nothing submitted, reservation kept */
 	for (uint32_t i = 0; i < m; i++) {
 		uint64_t addr = x->resv[i];
 		/* the payload is in place: only the header is written */
 		int len = pfs_frame_build(&x->tmpl, x->umem + addr, x->frame_size, NULL, lens[i]);
 
-		d[(x->tx.cached_prod + i) & x->tx.mask] = (struct xdp_desc){
-			.addr = addr, .len = (uint32_t)len, .options = 0 };
+		d[(x->tx.cached_prod + i) & x->tx.mask] =
+			(struct xdp_desc){ .addr = addr, .len = (uint32_t)len, .options = 0 };
 		x->st.tx_bytes += (uint64_t)len;
 	}
-	for (uint32_t i = x->nresv; i-- > m;)	/* unused: back on the free stack */
+	for (uint32_t i = x->nresv; i-- > m;) /* unused: back on the free stack */
 		x->free_tx[x->nfree++] = x->resv[i];
 	x->nresv = 0;
 	if (m) {
@@ -765,9 +773,11 @@ int pfs_xsk__rx_burst(struct pfs_xsk *x, struct pfs_dgram *out, unsigned int n)
 			bad[nbad++] = base;
 			continue;
 		}
-		out[k] = (struct pfs_dgram){ .data = f + fi.payload_off, .len = fi.payload_len,
+		out[k] = (struct pfs_dgram){ .data = f + fi.payload_off,
+					     .len = fi.payload_len,
 					     .payload_off = fi.payload_off,
-					     .queue = (uint16_t)x->queue, .frame = base };
+					     .queue = (uint16_t)x->queue,
+					     .frame = base };
 		x->st.rx_bytes += fi.payload_len;
 		k++;
 	}
@@ -826,11 +836,26 @@ int pfs_xsk__reply_addr(const struct pfs_dgram *d, struct pfs_frame_addr *a)
 
 /* ---- accessors ---- */
 
-int pfs_xsk__fd(const struct pfs_xsk *x) { return x->fd; }
-uint32_t pfs_xsk__queue(const struct pfs_xsk *x) { return x->queue; }
-bool pfs_xsk__zerocopy(const struct pfs_xsk *x) { return x->zerocopy; }
-bool pfs_xsk__hugepages(const struct pfs_xsk *x) { return x->huge; }
-uint64_t pfs_xsk__umem_bytes(const struct pfs_xsk *x) { return x->umem_len; }
+int pfs_xsk__fd(const struct pfs_xsk *x)
+{
+	return x->fd;
+}
+uint32_t pfs_xsk__queue(const struct pfs_xsk *x)
+{
+	return x->queue;
+}
+bool pfs_xsk__zerocopy(const struct pfs_xsk *x)
+{
+	return x->zerocopy;
+}
+bool pfs_xsk__hugepages(const struct pfs_xsk *x)
+{
+	return x->huge;
+}
+uint64_t pfs_xsk__umem_bytes(const struct pfs_xsk *x)
+{
+	return x->umem_len;
+}
 
 const char *pfs_xsk__bind_reason(const struct pfs_xsk *x)
 {
@@ -845,7 +870,7 @@ const char *pfs_xsk__page_reason(const struct pfs_xsk *x)
 uint32_t pfs_xsk__max_payload(const struct pfs_xsk *x)
 {
 	uint32_t l3 = x->tmpl.l3 ? x->tmpl.l3 : PFS_ETH_HLEN;
-	uint32_t ipudp = x->tmpl.hlen ? x->tmpl.hlen - l3 : 48;	/* IPv6 + UDP until known */
+	uint32_t ipudp = x->tmpl.hlen ? x->tmpl.hlen - l3 : 48; /* IPv6 + UDP until known */
 	uint32_t by_mtu = x->mtu > ipudp ? x->mtu - ipudp : 0;
 	uint32_t by_frame = x->frame_size - XDP_HEADROOM - l3 - ipudp;
 

@@ -20,11 +20,8 @@
 /* ---------------------------------------------------------------- names */
 
 static const char *const op_names[PFS_OP__COUNT] = {
-	[PFS_OP_XOR] = "xor",
-	[PFS_OP_ADD] = "add",
-	[PFS_OP_COUNTEQ] = "counteq",
-	[PFS_OP_FNV] = "fnv",
-	[PFS_OP_CRC32C] = "crc32c",
+	[PFS_OP_XOR] = "xor", [PFS_OP_ADD] = "add",	  [PFS_OP_COUNTEQ] = "counteq",
+	[PFS_OP_FNV] = "fnv", [PFS_OP_CRC32C] = "crc32c",
 };
 
 static const char *const isa_names[PFS_ISA__COUNT] = {
@@ -77,8 +74,8 @@ int pfs_op_is_inplace(enum pfs_op op)
 
 /* ------------------------------------------------------ portable kernels */
 
-#define ONES  0x0101010101010101ULL
-#define LOW7  0x7f7f7f7f7f7f7f7fULL
+#define ONES 0x0101010101010101ULL
+#define LOW7 0x7f7f7f7f7f7f7f7fULL
 #define HIGH1 0x8080808080808080ULL
 
 static inline uint64_t load64(const uint8_t *p)
@@ -147,8 +144,7 @@ static uint64_t counteq_portable(const uint8_t *p, size_t len, uint8_t val)
 /* Scalar interleave of k <= 4 lanes over m bytes each. Each lane is a
  * serial xor-multiply chain (4 cycles a byte on current x86); four chains
  * keep the multiplier busy every cycle. */
-static void fnv_step_scalar(uint64_t *h, const uint8_t **p, unsigned k,
-			    size_t m)
+static void fnv_step_scalar(uint64_t *h, const uint8_t **p, unsigned k, size_t m)
 {
 	if (k == 4) {
 		uint64_t h0 = h[0], h1 = h[1], h2 = h[2], h3 = h[3];
@@ -193,8 +189,8 @@ void pfs_ops_fnv_step4(uint64_t *h, const uint8_t **p, size_t m)
  * batch. When fewer than @wide descriptors are left the tail runs on 4, 2
  * then 1 scalar lanes. @step_wide hashes @wide lanes at once (NULL: none).
  */
-void pfs_ops_fnv_sched(const uint8_t *const *p, const size_t *len, size_t n,
-		       uint64_t *out, unsigned wide, pfs_fnv_step_fn step_wide)
+void pfs_ops_fnv_sched(const uint8_t *const *p, const size_t *len, size_t n, uint64_t *out,
+		       unsigned wide, pfs_fnv_step_fn step_wide)
 {
 	uint64_t h[PFS_OPS_FNV_LANES];
 	const uint8_t *ptr[PFS_OPS_FNV_LANES];
@@ -248,8 +244,7 @@ void pfs_ops_fnv_sched(const uint8_t *const *p, const size_t *len, size_t n,
 	}
 }
 
-static void fnv_multi_portable(const uint8_t *const *p, const size_t *len,
-			       size_t n, uint64_t *out)
+static void fnv_multi_portable(const uint8_t *const *p, const size_t *len, size_t n, uint64_t *out)
 {
 	pfs_ops_fnv_sched(p, len, n, out, 4, pfs_ops_fnv_step4);
 }
@@ -298,7 +293,10 @@ static pthread_once_t best_once = PTHREAD_ONCE_INIT;
 static void best_init(void)
 {
 	static const enum pfs_ops_isa order[] = {
-		PFS_ISA_AVX2, PFS_ISA_NEON, PFS_ISA_SSE2, PFS_ISA_PORTABLE,
+		PFS_ISA_AVX2,
+		PFS_ISA_NEON,
+		PFS_ISA_SSE2,
+		PFS_ISA_PORTABLE,
 	};
 
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
@@ -316,7 +314,7 @@ const struct pfs_ops_kernels *pfs_ops__best(void)
 
 /* ------------------------------------------------- CRC32C shift operator */
 
-#define CRC32C_POLY 0x82f63b78u	/* reflected Castagnoli */
+#define CRC32C_POLY 0x82f63b78u /* reflected Castagnoli */
 
 /* a * b mod P in the reflected bit order CRCs use (x^0 is the top bit). */
 static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
@@ -341,8 +339,8 @@ static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
  * previous power, starting from x^8. */
 static uint32_t x_pow_8n(uint64_t len)
 {
-	uint32_t acc = 1u << 31;	/* x^0 */
-	uint32_t sq = 1u << 23;		/* x^8 */
+	uint32_t acc = 1u << 31; /* x^0 */
+	uint32_t sq = 1u << 23; /* x^8 */
 
 	while (len) {
 		if (len & 1)
@@ -359,8 +357,8 @@ void pfs_crc32c_shift__init(struct pfs_crc32c_shift *sh, uint64_t len)
 	sh->op = x_pow_8n(len);
 }
 
-uint32_t pfs_crc32c_shift__combine(const struct pfs_crc32c_shift *sh,
-				   uint32_t crc_a, uint32_t crc_b)
+uint32_t pfs_crc32c_shift__combine(const struct pfs_crc32c_shift *sh, uint32_t crc_a,
+				   uint32_t crc_b)
 {
 	return gf2_mulmod(sh->op, crc_a) ^ crc_b;
 }

@@ -29,31 +29,31 @@ static inline size_t head_to_align(const void *p, size_t len, size_t a)
 	return h < len ? h : len;
 }
 
-#define INPLACE_KERNEL(name, vop, sop)                                        \
-	AVX2 static void name(uint8_t *p, size_t len, uint8_t imm)            \
-	{                                                                     \
-		const __m256i k = _mm256_set1_epi8((char)imm);                \
-		size_t i = 0, h = head_to_align(p, len, 32);                  \
-                                                                              \
-		for (; i < h; i++)                                            \
-			p[i] = sop(p[i], imm);                                \
-		for (; i + 128 <= len; i += 128) {                            \
-			__m256i *v = (__m256i *)(p + i);                      \
-			__m256i a = _mm256_load_si256(v);                     \
-			__m256i b = _mm256_load_si256(v + 1);                 \
-			__m256i c = _mm256_load_si256(v + 2);                 \
-			__m256i d = _mm256_load_si256(v + 3);                 \
-			_mm256_store_si256(v, vop(a, k));                     \
-			_mm256_store_si256(v + 1, vop(b, k));                 \
-			_mm256_store_si256(v + 2, vop(c, k));                 \
-			_mm256_store_si256(v + 3, vop(d, k));                 \
-		}                                                             \
-		for (; i + 32 <= len; i += 32) {                              \
-			__m256i *v = (__m256i *)(p + i);                      \
-			_mm256_store_si256(v, vop(_mm256_load_si256(v), k));  \
-		}                                                             \
-		for (; i < len; i++)                                          \
-			p[i] = sop(p[i], imm);                                \
+#define INPLACE_KERNEL(name, vop, sop)                                       \
+	AVX2 static void name(uint8_t *p, size_t len, uint8_t imm)           \
+	{                                                                    \
+		const __m256i k = _mm256_set1_epi8((char)imm);               \
+		size_t i = 0, h = head_to_align(p, len, 32);                 \
+                                                                             \
+		for (; i < h; i++)                                           \
+			p[i] = sop(p[i], imm);                               \
+		for (; i + 128 <= len; i += 128) {                           \
+			__m256i *v = (__m256i *)(p + i);                     \
+			__m256i a = _mm256_load_si256(v);                    \
+			__m256i b = _mm256_load_si256(v + 1);                \
+			__m256i c = _mm256_load_si256(v + 2);                \
+			__m256i d = _mm256_load_si256(v + 3);                \
+			_mm256_store_si256(v, vop(a, k));                    \
+			_mm256_store_si256(v + 1, vop(b, k));                \
+			_mm256_store_si256(v + 2, vop(c, k));                \
+			_mm256_store_si256(v + 3, vop(d, k));                \
+		}                                                            \
+		for (; i + 32 <= len; i += 32) {                             \
+			__m256i *v = (__m256i *)(p + i);                     \
+			_mm256_store_si256(v, vop(_mm256_load_si256(v), k)); \
+		}                                                            \
+		for (; i < len; i++)                                         \
+			p[i] = sop(p[i], imm);                               \
 	}
 
 #define SXOR(a, b) ((uint8_t)((a) ^ (b)))
@@ -95,8 +95,8 @@ AVX2 static uint64_t counteq_avx2(const uint8_t *p, size_t len, uint8_t val)
 		total = _mm256_add_epi64(total, _mm256_sad_epu8(c3, zero));
 	}
 	for (; i + 32 <= len; i += 32) {
-		__m256i c = _mm256_sub_epi8(zero, _mm256_cmpeq_epi8(
-			_mm256_load_si256((const __m256i *)(p + i)), k));
+		__m256i c = _mm256_sub_epi8(
+			zero, _mm256_cmpeq_epi8(_mm256_load_si256((const __m256i *)(p + i)), k));
 		total = _mm256_add_epi64(total, _mm256_sad_epu8(c, zero));
 	}
 	for (; i < len; i++)
@@ -143,10 +143,10 @@ AVX2 static void fnv_step8_avx2(uint64_t *h, const uint8_t **p, size_t m)
 	size_t i = 0;
 
 	for (; i + 8 <= m; i += 8) {
-		__m256i va = _mm256_set_epi64x(ld64(p3 + i), ld64(p2 + i),
-					       ld64(p1 + i), ld64(p0 + i));
-		__m256i vb = _mm256_set_epi64x(ld64(p7 + i), ld64(p6 + i),
-					       ld64(p5 + i), ld64(p4 + i));
+		__m256i va =
+			_mm256_set_epi64x(ld64(p3 + i), ld64(p2 + i), ld64(p1 + i), ld64(p0 + i));
+		__m256i vb =
+			_mm256_set_epi64x(ld64(p7 + i), ld64(p6 + i), ld64(p5 + i), ld64(p4 + i));
 
 		for (int b = 0; b < 8; b++) {
 			ha = fnv_mul(_mm256_xor_si256(ha, _mm256_and_si256(va, low)));
@@ -164,8 +164,7 @@ AVX2 static void fnv_step8_avx2(uint64_t *h, const uint8_t **p, size_t m)
 		p[j] += m;
 }
 
-AVX2 static void fnv_multi_avx2(const uint8_t *const *p, const size_t *len,
-				size_t n, uint64_t *out)
+AVX2 static void fnv_multi_avx2(const uint8_t *const *p, const size_t *len, size_t n, uint64_t *out)
 {
 	pfs_ops_fnv_sched(p, len, n, out, 8, fnv_step8_avx2);
 }

@@ -14,8 +14,8 @@
 typedef void (*pfs_fnv_step_fn)(uint64_t *h, const uint8_t **p, size_t m);
 
 void pfs_ops_fnv_step4(uint64_t *h, const uint8_t **p, size_t m);
-void pfs_ops_fnv_sched(const uint8_t *const *p, const size_t *len, size_t n,
-		       uint64_t *out, unsigned wide, pfs_fnv_step_fn step_wide);
+void pfs_ops_fnv_sched(const uint8_t *const *p, const size_t *len, size_t n, uint64_t *out,
+		       unsigned wide, pfs_fnv_step_fn step_wide);
 
 /* NULL when the build or the CPU lacks the ISA. */
 const struct pfs_ops_kernels *pfs_ops__sse2(void);

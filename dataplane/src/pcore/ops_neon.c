@@ -15,24 +15,24 @@
 
 #if defined(__aarch64__)
 
-#define INPLACE_KERNEL(name, vop, sop)                                        \
-	static void name(uint8_t *p, size_t len, uint8_t imm)                 \
-	{                                                                     \
-		const uint8x16_t k = vdupq_n_u8(imm);                         \
-		size_t i = 0;                                                 \
-                                                                              \
-		for (; i + 64 <= len; i += 64) {                              \
-			uint8x16x4_t v = vld1q_u8_x4(p + i);                  \
-			v.val[0] = vop(v.val[0], k);                          \
-			v.val[1] = vop(v.val[1], k);                          \
-			v.val[2] = vop(v.val[2], k);                          \
-			v.val[3] = vop(v.val[3], k);                          \
-			vst1q_u8_x4(p + i, v);                                \
-		}                                                             \
-		for (; i + 16 <= len; i += 16)                                \
-			vst1q_u8(p + i, vop(vld1q_u8(p + i), k));             \
-		for (; i < len; i++)                                          \
-			p[i] = sop(p[i], imm);                                \
+#define INPLACE_KERNEL(name, vop, sop)                            \
+	static void name(uint8_t *p, size_t len, uint8_t imm)     \
+	{                                                         \
+		const uint8x16_t k = vdupq_n_u8(imm);             \
+		size_t i = 0;                                     \
+                                                                  \
+		for (; i + 64 <= len; i += 64) {                  \
+			uint8x16x4_t v = vld1q_u8_x4(p + i);      \
+			v.val[0] = vop(v.val[0], k);              \
+			v.val[1] = vop(v.val[1], k);              \
+			v.val[2] = vop(v.val[2], k);              \
+			v.val[3] = vop(v.val[3], k);              \
+			vst1q_u8_x4(p + i, v);                    \
+		}                                                 \
+		for (; i + 16 <= len; i += 16)                    \
+			vst1q_u8(p + i, vop(vld1q_u8(p + i), k)); \
+		for (; i < len; i++)                              \
+			p[i] = sop(p[i], imm);                    \
 	}
 
 #define SXOR(a, b) ((uint8_t)((a) ^ (b)))
@@ -64,8 +64,7 @@ static uint64_t counteq_neon(const uint8_t *p, size_t len, uint8_t val)
 	return n;
 }
 
-static void fnv_multi_neon(const uint8_t *const *p, const size_t *len,
-			   size_t n, uint64_t *out)
+static void fnv_multi_neon(const uint8_t *const *p, const size_t *len, size_t n, uint64_t *out)
 {
 	pfs_ops_fnv_sched(p, len, n, out, 4, pfs_ops_fnv_step4);
 }

@@ -22,31 +22,31 @@ static inline size_t head_to_align(const void *p, size_t len, size_t a)
 	return h < len ? h : len;
 }
 
-#define INPLACE_KERNEL(name, vop, sop)                                        \
-	static void name(uint8_t *p, size_t len, uint8_t imm)                 \
-	{                                                                     \
-		const __m128i k = _mm_set1_epi8((char)imm);                   \
-		size_t i = 0, h = head_to_align(p, len, 16);                  \
-                                                                              \
-		for (; i < h; i++)                                            \
-			p[i] = sop(p[i], imm);                                \
-		for (; i + 64 <= len; i += 64) {                              \
-			__m128i *v = (__m128i *)(p + i);                      \
-			__m128i a = _mm_load_si128(v);                        \
-			__m128i b = _mm_load_si128(v + 1);                    \
-			__m128i c = _mm_load_si128(v + 2);                    \
-			__m128i d = _mm_load_si128(v + 3);                    \
-			_mm_store_si128(v, vop(a, k));                        \
-			_mm_store_si128(v + 1, vop(b, k));                    \
-			_mm_store_si128(v + 2, vop(c, k));                    \
-			_mm_store_si128(v + 3, vop(d, k));                    \
-		}                                                             \
-		for (; i + 16 <= len; i += 16) {                              \
-			__m128i *v = (__m128i *)(p + i);                      \
-			_mm_store_si128(v, vop(_mm_load_si128(v), k));        \
-		}                                                             \
-		for (; i < len; i++)                                          \
-			p[i] = sop(p[i], imm);                                \
+#define INPLACE_KERNEL(name, vop, sop)                                 \
+	static void name(uint8_t *p, size_t len, uint8_t imm)          \
+	{                                                              \
+		const __m128i k = _mm_set1_epi8((char)imm);            \
+		size_t i = 0, h = head_to_align(p, len, 16);           \
+                                                                       \
+		for (; i < h; i++)                                     \
+			p[i] = sop(p[i], imm);                         \
+		for (; i + 64 <= len; i += 64) {                       \
+			__m128i *v = (__m128i *)(p + i);               \
+			__m128i a = _mm_load_si128(v);                 \
+			__m128i b = _mm_load_si128(v + 1);             \
+			__m128i c = _mm_load_si128(v + 2);             \
+			__m128i d = _mm_load_si128(v + 3);             \
+			_mm_store_si128(v, vop(a, k));                 \
+			_mm_store_si128(v + 1, vop(b, k));             \
+			_mm_store_si128(v + 2, vop(c, k));             \
+			_mm_store_si128(v + 3, vop(d, k));             \
+		}                                                      \
+		for (; i + 16 <= len; i += 16) {                       \
+			__m128i *v = (__m128i *)(p + i);               \
+			_mm_store_si128(v, vop(_mm_load_si128(v), k)); \
+		}                                                      \
+		for (; i < len; i++)                                   \
+			p[i] = sop(p[i], imm);                         \
 	}
 
 #define SXOR(a, b) ((uint8_t)((a) ^ (b)))
@@ -86,8 +86,8 @@ static uint64_t counteq_sse2(const uint8_t *p, size_t len, uint8_t val)
 		total = _mm_add_epi64(total, _mm_sad_epu8(c3, zero));
 	}
 	for (; i + 16 <= len; i += 16) {
-		__m128i c = _mm_sub_epi8(zero, _mm_cmpeq_epi8(
-			_mm_load_si128((const __m128i *)(p + i)), k));
+		__m128i c = _mm_sub_epi8(
+			zero, _mm_cmpeq_epi8(_mm_load_si128((const __m128i *)(p + i)), k));
 		total = _mm_add_epi64(total, _mm_sad_epu8(c, zero));
 	}
 	for (; i < len; i++)
@@ -96,8 +96,7 @@ static uint64_t counteq_sse2(const uint8_t *p, size_t len, uint8_t val)
 	       (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(total, total));
 }
 
-static void fnv_multi_sse2(const uint8_t *const *p, const size_t *len,
-			   size_t n, uint64_t *out)
+static void fnv_multi_sse2(const uint8_t *const *p, const size_t *len, size_t n, uint64_t *out)
 {
 	pfs_ops_fnv_sched(p, len, n, out, 4, pfs_ops_fnv_step4);
 }

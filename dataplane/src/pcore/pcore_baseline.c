@@ -43,13 +43,13 @@ struct bthread {
 	unsigned id;
 	int cpu;
 	pthread_t th;
-	uint64_t d_begin, d_end;	/* descriptor share */
+	uint64_t d_begin, d_end; /* descriptor share */
 	uint64_t span_off, span_len;
 	uint64_t bytes, passes;
-	uint64_t first;			/* first pass's value */
+	uint64_t first; /* first pass's value */
 	bool agree;
 	bool stopped;
-	uint64_t *scratch;		/* fnv hashes of later passes */
+	uint64_t *scratch; /* fnv hashes of later passes */
 	double cpu_s;
 };
 
@@ -57,7 +57,7 @@ struct bl {
 	const struct pfs_pcore_opts *o;
 	const struct pfs_ops_kernels *k;
 	uint8_t *base;
-	uint64_t *hashes;		/* fnv: first pass, one per descriptor */
+	uint64_t *hashes; /* fnv: first pass, one per descriptor */
 	struct bthread *t;
 	double deadline;
 	atomic_uint ready;
@@ -221,8 +221,8 @@ static uint64_t combine(struct bl *bl, uint64_t ndesc)
 	case PFS_OP_CRC32C:
 		for (unsigned i = 0; i < o->pcores; i++)
 			if (bl->t[i].span_len)
-				acc = pfs_ops_crc32c_combine((uint32_t)acc,
-					(uint32_t)bl->t[i].first, bl->t[i].span_len);
+				acc = pfs_ops_crc32c_combine(
+					(uint32_t)acc, (uint32_t)bl->t[i].first, bl->t[i].span_len);
 		break;
 	case PFS_OP_FNV:
 		acc = pfs_ops_fnv_fold(PFS_FNV1A64_INIT, bl->hashes, ndesc);
@@ -245,8 +245,8 @@ static void block_async_signals(sigset_t *old)
 	pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
-int pfs_pcore__baseline(const struct pfs_pcore_opts *opts, uint8_t *base,
-			uint64_t size, struct pfs_pcore_result *res)
+int pfs_pcore__baseline(const struct pfs_pcore_opts *opts, uint8_t *base, uint64_t size,
+			struct pfs_pcore_result *res)
 {
 	struct bl bl = { .o = opts, .base = base };
 	const char *why;
@@ -335,8 +335,7 @@ int pfs_pcore__baseline(const struct pfs_pcore_opts *opts, uint8_t *base,
 		bytes += t->bytes;
 	}
 	memset(res, 0, sizeof(*res));
-	res->value = pfs_op_is_inplace(opts->op) ? bytes :
-		     min_passes ? combine(&bl, ndesc) : 0;
+	res->value = pfs_op_is_inplace(opts->op) ? bytes : min_passes ? combine(&bl, ndesc) : 0;
 	t1 = now_s();
 	res->value_valid = pfs_op_is_inplace(opts->op) || min_passes > 0;
 	res->bytes = bytes;

@@ -56,22 +56,22 @@
 #include "pfs/pcore.h"
 
 struct frame_result {
-	_Alignas(PFS_CACHELINE) _Atomic uint32_t done;	/* frame id + 1 */
+	_Alignas(PFS_CACHELINE) _Atomic uint32_t done; /* frame id + 1 */
 	uint32_t ndesc;
 	uint64_t bytes;
-	uint64_t value;		/* counteq count or frame CRC */
+	uint64_t value; /* counteq count or frame CRC */
 };
 
 struct run;
 
 struct worker {
-	struct pfs_pcore_ring ring;	/* consumer side owned by this worker */
+	struct pfs_pcore_ring ring; /* consumer side owned by this worker */
 	_Alignas(PFS_CACHELINE) struct run *run;
 	unsigned id;
 	int cpu;
 	pthread_t th;
 	bool started;
-	const uint8_t **ptrs;		/* fnv scratch, dpf entries */
+	const uint8_t **ptrs; /* fnv scratch, dpf entries */
 	size_t *lens;
 	uint64_t bytes, frames, empty_waits;
 	double cpu_s, wait_s;
@@ -81,20 +81,20 @@ struct run {
 	const struct pfs_pcore_opts *o;
 	const struct pfs_ops_kernels *k;
 	uint8_t *base;
-	uint64_t ndesc, nframes;	/* per pass */
-	uint64_t total_frames;		/* passes mode; UINT64_MAX: duration */
+	uint64_t ndesc, nframes; /* per pass */
+	uint64_t total_frames; /* passes mode; UINT64_MAX: duration */
 	uint32_t wmask;
-	uint16_t *owner;		/* ring each frame went to, W entries */
+	uint16_t *owner; /* ring each frame went to, W entries */
 	/* Frames in flight past the fold (the result window's size). */
 	uint64_t window;
 	struct frame_result *results;
-	uint64_t *hashes;		/* fnv: W x dpf per-descriptor hashes */
+	uint64_t *hashes; /* fnv: W x dpf per-descriptor hashes */
 	struct worker *w;
-	atomic_uint ready;		/* workers pinned and waiting */
-	atomic_int go;			/* 1: start, -1: abort */
+	atomic_uint ready; /* workers pinned and waiting */
+	atomic_int go; /* 1: start, -1: abort */
 	atomic_int pin_err;
-	_Alignas(PFS_CACHELINE) atomic_int pub_done;	/* no more frames */
-	_Alignas(PFS_CACHELINE) atomic_int prod_lock;	/* producer role */
+	_Alignas(PFS_CACHELINE) atomic_int pub_done; /* no more frames */
+	_Alignas(PFS_CACHELINE) atomic_int prod_lock; /* producer role */
 
 	/* Producer state: touched only by the producer lock holder (and by
 	 * the control thread after the workers are joined). */
@@ -136,8 +136,7 @@ static inline void cpu_relax(void)
 /* ------------------------------------------------------------ consumer */
 
 /* Execute one frame of @n descriptors and post its result. */
-static void exec_frame(struct worker *w, const struct pfs_pcore_desc *d0,
-		       uint64_t idx, uint32_t n)
+static void exec_frame(struct worker *w, const struct pfs_pcore_desc *d0, uint64_t idx, uint32_t n)
 {
 	struct run *run = w->run;
 	const struct pfs_ops_kernels *k = run->k;
@@ -171,7 +170,8 @@ static void exec_frame(struct worker *w, const struct pfs_pcore_desc *d0,
 			uint64_t off = d->off, len = d->len;
 
 			for (i++; i < n; i++) {
-				const struct pfs_pcore_desc *e = pfs_pcore_ring__slot(&w->ring, idx + i);
+				const struct pfs_pcore_desc *e =
+					pfs_pcore_ring__slot(&w->ring, idx + i);
 
 				if (e->off != off + len)
 					break;
@@ -269,8 +269,8 @@ static bool frame_done(struct run *run, uint64_t g)
 	/* Acquire pairs with the poster's release in exec_frame(): the bytes
 	 * it wrote are visible to us, and through our release in __submit()
 	 * to the pcore that runs the next pass over them. */
-	return atomic_load_explicit(&run->results[g & run->wmask].done,
-				    memory_order_acquire) == (uint32_t)g + 1;
+	return atomic_load_explicit(&run->results[g & run->wmask].done, memory_order_acquire) ==
+	       (uint32_t)g + 1;
 }
 
 static void finish_publishing(struct run *run)
@@ -359,12 +359,12 @@ static void fold(struct run *run)
 		case PFS_OP_CRC32C:
 			if (fr->bytes != run->shift.len)
 				pfs_crc32c_shift__init(&run->shift, fr->bytes);
-			run->pass_acc = pfs_crc32c_shift__combine(&run->shift,
-					(uint32_t)run->pass_acc, (uint32_t)fr->value);
+			run->pass_acc = pfs_crc32c_shift__combine(
+				&run->shift, (uint32_t)run->pass_acc, (uint32_t)fr->value);
 			break;
 		case PFS_OP_FNV:
-			run->pass_acc = pfs_ops_fnv_fold(run->pass_acc,
-					&run->hashes[(uint64_t)s * o->dpf], fr->ndesc);
+			run->pass_acc = pfs_ops_fnv_fold(
+				run->pass_acc, &run->hashes[(uint64_t)s * o->dpf], fr->ndesc);
 			break;
 		default:
 			break;
@@ -561,8 +561,7 @@ static void fill_result(struct run *run, struct pfs_pcore_result *res)
 	res->seconds = run->t_end - run->t0;
 	res->passes_done = run->passes_done;
 	res->stopped = run->stopped;
-	res->complete = !run->stopped &&
-			(o->duration_s > 0 || run->passes_done == o->passes);
+	res->complete = !run->stopped && (o->duration_s > 0 || run->passes_done == o->passes);
 	res->passes_agree = run->passes_agree;
 	if (pfs_op_is_inplace(o->op)) {
 		res->value = run->fold_bytes;
@@ -597,8 +596,8 @@ static void block_async_signals(sigset_t *old)
 	pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
-int pfs_pcore__run(const struct pfs_pcore_opts *opts, uint8_t *base,
-		   uint64_t size, struct pfs_pcore_result *res)
+int pfs_pcore__run(const struct pfs_pcore_opts *opts, uint8_t *base, uint64_t size,
+		   struct pfs_pcore_result *res)
 {
 	struct run run = { .o = opts };
 	const char *why;
@@ -615,8 +614,7 @@ int pfs_pcore__run(const struct pfs_pcore_opts *opts, uint8_t *base,
 	run.base = base;
 	run.ndesc = pfs_pcore__ndescs(opts);
 	run.nframes = (run.ndesc + opts->dpf - 1) / opts->dpf;
-	run.total_frames = opts->duration_s > 0 ? UINT64_MAX
-						: opts->passes * run.nframes;
+	run.total_frames = opts->duration_s > 0 ? UINT64_MAX : opts->passes * run.nframes;
 	run.passes_agree = true;
 	run.pass_acc = opts->op == PFS_OP_FNV ? PFS_FNV1A64_INIT : 0;
 	pfs_crc32c_shift__init(&run.shift, 0);
@@ -626,8 +624,7 @@ int pfs_pcore__run(const struct pfs_pcore_opts *opts, uint8_t *base,
 		goto out_free;
 	block_async_signals(&oldmask);
 	for (; started < opts->pcores; started++) {
-		err = -pthread_create(&run.w[started].th, NULL, worker_main,
-				      &run.w[started]);
+		err = -pthread_create(&run.w[started].th, NULL, worker_main, &run.w[started]);
 		if (err)
 			break;
 	}

@@ -26,8 +26,7 @@ uint64_t pfs_pcore__ndescs(const struct pfs_pcore_opts *o)
 	return (span + o->desc_len - 1) / o->desc_len;
 }
 
-void pfs_pcore__desc(const struct pfs_pcore_opts *o, uint64_t i,
-		     uint64_t *off, uint32_t *len)
+void pfs_pcore__desc(const struct pfs_pcore_opts *o, uint64_t i, uint64_t *off, uint32_t *len)
 {
 	uint64_t base = sched_base(o), end = o->range_off + o->range_len;
 	uint64_t a = base + i * o->desc_len, b = a + o->desc_len;
@@ -45,8 +44,7 @@ static inline int is_pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
-int pfs_pcore__check_opts(const struct pfs_pcore_opts *o, uint64_t size,
-			  const char **why)
+int pfs_pcore__check_opts(const struct pfs_pcore_opts *o, uint64_t size, const char **why)
 {
 	const char *r = NULL;
 
@@ -72,8 +70,7 @@ int pfs_pcore__check_opts(const struct pfs_pcore_opts *o, uint64_t size,
 		r = "pcores must be 1..256";
 	else if (!(o->duration_s > 0) && !o->passes)
 		r = "need a duration or at least one pass";
-	else if (!(o->duration_s > 0) &&
-		 o->passes > UINT64_MAX / pfs_pcore__ndescs(o))
+	else if (!(o->duration_s > 0) && o->passes > UINT64_MAX / pfs_pcore__ndescs(o))
 		r = "too many passes";
 	if (why)
 		*why = r;

@@ -84,7 +84,7 @@ static int parse_list(const char *path, unsigned char *bits, int nbits)
 static int node_online(int node, unsigned char *bits)
 {
 	if (parse_list("/sys/devices/system/node/online", bits, MAX_NODES))
-		return node == 0;	/* no NUMA sysfs: one node */
+		return node == 0; /* no NUMA sysfs: one node */
 	return node >= 0 && node < MAX_NODES && (bits[node / 8] >> (node % 8)) & 1;
 }
 
@@ -134,7 +134,8 @@ int pfs_pcore_cpus_node(const int *cpus, int n)
 		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
 		if (parse_list(path, bits, 8192))
 			continue;
-		while (i < n && cpus[i] >= 0 && cpus[i] < 8192 && (bits[cpus[i] / 8] >> (cpus[i] % 8)) & 1)
+		while (i < n && cpus[i] >= 0 && cpus[i] < 8192 &&
+		       (bits[cpus[i] / 8] >> (cpus[i] % 8)) & 1)
 			i++;
 		if (i == n)
 			return node;
@@ -142,8 +143,7 @@ int pfs_pcore_cpus_node(const int *cpus, int n)
 	return -1;
 }
 
-int pfs_pcore_numa_bind(int node, void *addr, size_t len, char *note,
-			size_t note_len)
+int pfs_pcore_numa_bind(int node, void *addr, size_t len, char *note, size_t note_len)
 {
 	unsigned char nodes[MAX_NODES / 8];
 	unsigned long mask[MAX_NODES / (8 * sizeof(unsigned long))] = { 0 };
@@ -151,8 +151,7 @@ int pfs_pcore_numa_bind(int node, void *addr, size_t len, char *note,
 	if (!node_online(node, nodes))
 		return -EINVAL;
 	if (pfs_pcore_numa_nodes() == 1) {
-		snprintf(note, note_len,
-			 "single NUMA node: binding to node %d is a no-op", node);
+		snprintf(note, note_len, "single NUMA node: binding to node %d is a no-op", node);
 		return 0;
 	}
 	mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
@@ -162,8 +161,8 @@ int pfs_pcore_numa_bind(int node, void *addr, size_t len, char *note,
 	if (syscall(SYS_set_mempolicy, MPOL_BIND, mask, (unsigned long)MAX_NODES + 1))
 		return -errno;
 	if (addr && len &&
-	    syscall(SYS_mbind, addr, len, MPOL_BIND, mask,
-		    (unsigned long)MAX_NODES + 1, MPOL_MF_MOVE))
+	    syscall(SYS_mbind, addr, len, MPOL_BIND, mask, (unsigned long)MAX_NODES + 1,
+		    MPOL_MF_MOVE))
 		return -errno;
 	snprintf(note, note_len, "memory bound to node %d", node);
 	return 0;

@@ -25,7 +25,7 @@ struct pfs_dgram_msg {
 	const uint8_t *gram;
 	uint64_t seq;
 	uint32_t gram_len, frag, n;
-	uint32_t frag_size;	/* gram bytes per full fragment (cfg.frag) */
+	uint32_t frag_size; /* gram bytes per full fragment (cfg.frag) */
 	bool repair;
 };
 
@@ -62,13 +62,13 @@ struct pfs_dgram_io_ops {
 struct pfs_dgram_io {
 	const struct pfs_dgram_io_ops *ops;
 	struct pfs_xfer_result *r;
-	uint32_t payload;	/* UDP payload bytes one datagram may carry */
-	int segs;		/* fragments per message at most (GSO), >= 1; may drop to 1 */
-	uint16_t src_port;	/* sender: the data source port (PARAMS b) */
-	uint64_t wire_hdr;	/* link-level header bytes per datagram, for wire_bytes (0: socket) */
-	double full_wait_s;	/* sender: how long to wait after a send that found the device full */
-	char path[72];		/* how the datagrams go, for r->path */
-	char afxdp_mode[12];	/* "copy" | "zerocopy" (afxdp), else "" */
+	uint32_t payload; /* UDP payload bytes one datagram may carry */
+	int segs; /* fragments per message at most (GSO), >= 1; may drop to 1 */
+	uint16_t src_port; /* sender: the data source port (PARAMS b) */
+	uint64_t wire_hdr; /* link-level header bytes per datagram, for wire_bytes (0: socket) */
+	double full_wait_s; /* sender: how long to wait after a send that found the device full */
+	char path[72]; /* how the datagrams go, for r->path */
+	char afxdp_mode[12]; /* "copy" | "zerocopy" (afxdp), else "" */
 	/* Receiver: the caller's stop flag (struct pfs_xfer_opts.stop) when
 	 * this device honours it (afxdp), else NULL. */
 	const volatile sig_atomic_t *stop;
@@ -78,7 +78,7 @@ struct pfs_dgram_io {
  * address to bind (receiver). @payload: the UDP payload the MTU allows; the
  * io may lower io->payload. 0 or -errno with r->error set. */
 struct pfs_dgram_backend {
-	const char *name;	/* "udp" | "afxdp", in messages */
+	const char *name; /* "udp" | "afxdp", in messages */
 	int (*open_tx)(const struct pfs_xfer_opts *o, const struct sockaddr_storage *dst,
 		       socklen_t sl, uint32_t payload, struct pfs_dgram_io **io,
 		       struct pfs_xfer_result *r);

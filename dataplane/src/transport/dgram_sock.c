@@ -39,7 +39,7 @@
 #define UDP_GRO 104
 #endif
 
-#define TX_BATCH 64		/* = repair_send.c's batch */
+#define TX_BATCH 64 /* = repair_send.c's batch */
 #define RX_BATCH 32
 #define RX_BUFSZ 65536
 
@@ -81,18 +81,20 @@ static int sock_send(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, int
 		for (uint32_t k = 0; k < m[i].n; k++) {
 			uint32_t off = (m[i].frag + k) * m[i].frag_size;
 			uint32_t fl = m[i].gram_len - off < m[i].frag_size ? m[i].gram_len - off :
-				      m[i].frag_size;
+									     m[i].frag_size;
 			struct pfs_udp_frag f = { .flags = m[i].repair ? PFS_UDP_F_REPAIR : 0,
-						  .frag_len = (uint16_t)fl, .seq = m[i].seq,
-						  .gram_len = m[i].gram_len, .frag_off = off,
+						  .frag_len = (uint16_t)fl,
+						  .seq = m[i].seq,
+						  .gram_len = m[i].gram_len,
+						  .frag_off = off,
 						  .tsval = ts };
 
 			pfs_udp_frag_encode(&f, s->hdr[i][k]);
 			s->iov[i][2 * k] = (struct iovec){ s->hdr[i][k], PFS_UDP_FRAG_LEN };
 			s->iov[i][2 * k + 1] = (struct iovec){ (void *)(m[i].gram + off), fl };
 		}
-		s->msgs[i].msg_hdr = (struct msghdr){ .msg_iov = s->iov[i],
-						      .msg_iovlen = 2 * m[i].n };
+		s->msgs[i].msg_hdr =
+			(struct msghdr){ .msg_iov = s->iov[i], .msg_iovlen = 2 * m[i].n };
 	}
 	while (sent < n) {
 		int k = sendmmsg(s->fd, s->msgs + sent, n - sent, 0);
@@ -139,15 +141,17 @@ static int sock_recv(struct pfs_dgram_io *io, pfs_dgram_place_fn place, void *ct
 
 		for (int i = 0; i < RX_BATCH; i++) {
 			s->riov[i] = (struct iovec){ s->rbuf + (size_t)i * RX_BUFSZ, RX_BUFSZ };
-			s->rmsgs[i].msg_hdr = (struct msghdr){ .msg_iov = &s->riov[i], .msg_iovlen = 1,
-							       .msg_control = s->ctl[i],
-							       .msg_controllen = sizeof(s->ctl[i]) };
+			s->rmsgs[i].msg_hdr =
+				(struct msghdr){ .msg_iov = &s->riov[i],
+						 .msg_iovlen = 1,
+						 .msg_control = s->ctl[i],
+						 .msg_controllen = sizeof(s->ctl[i]) };
 		}
 		n = recvmmsg(s->fd, s->rmsgs, RX_BATCH, MSG_DONTWAIT, NULL);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				break;
-			if (errno == ECONNREFUSED)	/* an ICMP error for our late repairs ask */
+			if (errno == ECONNREFUSED) /* an ICMP error for our late repairs ask */
 				continue;
 			return pfs_xfer_fail(io->r, -errno, "recv: recvmmsg: %s", strerror(errno));
 		}
@@ -163,7 +167,8 @@ static int sock_recv(struct pfs_dgram_io *io, pfs_dgram_place_fn place, void *ct
 					memcpy(&g, CMSG_DATA(c), sizeof(g));
 					if (g > 0)
 						seg = g;
-				} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+				} else if (c->cmsg_level == SOL_SOCKET &&
+					   c->cmsg_type == SO_RXQ_OVFL) {
 					uint32_t d;
 
 					memcpy(&d, CMSG_DATA(c), sizeof(d));
@@ -173,7 +178,7 @@ static int sock_recv(struct pfs_dgram_io *io, pfs_dgram_place_fn place, void *ct
 			}
 			io->r->wire_bytes += len;
 			if (mh->msg_flags & MSG_TRUNC) {
-				place(ctx, p, 0);	/* counted as malformed (too short) */
+				place(ctx, p, 0); /* counted as malformed (too short) */
 				continue;
 			}
 			for (size_t off = 0; off < len; off += seg)
@@ -225,8 +230,13 @@ static void sock_close(struct pfs_dgram_io *io)
 }
 
 static const struct pfs_dgram_io_ops sock_ops = {
-	.send = sock_send, .recv = sock_recv, .rx_pending = sock_rx_pending, .drops = sock_drops,
-	.connect = sock_connect, .wait = sock_wait, .close = sock_close,
+	.send = sock_send,
+	.recv = sock_recv,
+	.rx_pending = sock_rx_pending,
+	.drops = sock_drops,
+	.connect = sock_connect,
+	.wait = sock_wait,
+	.close = sock_close,
 };
 
 static struct sock_io *sock_new(int family, const struct pfs_xfer_opts *o,
@@ -244,13 +254,15 @@ static struct sock_io *sock_new(int family, const struct pfs_xfer_opts *o,
 	s->io.segs = 1;
 	s->fd = pfs_udp_socket(family, o->ifname, &why);
 	if (s->fd < 0) {
-		*err = pfs_xfer_fail(r, s->fd, "%s: udp socket%s%s: %s", side, o->ifname ? " on " : "",
-				     o->ifname ? o->ifname : "", strerror(-s->fd));
+		*err = pfs_xfer_fail(r, s->fd, "%s: udp socket%s%s: %s", side,
+				     o->ifname ? " on " : "", o->ifname ? o->ifname : "",
+				     strerror(-s->fd));
 		free(s);
 		return NULL;
 	}
 	if (o->queues > 1)
-		pfs_warn("%s: udp uses one socket and thread; --queues %u ignored", side, o->queues);
+		pfs_warn("%s: udp uses one socket and thread; --queues %u ignored", side,
+			 o->queues);
 	if (why)
 		pfs_warn("%s: %s", side, why);
 	return s;
@@ -277,7 +289,7 @@ static int sock_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_sto
 		return err;
 	}
 	s->io.src_port = ntohs(ls.ss_family == AF_INET ? ((struct sockaddr_in *)&ls)->sin_port :
-			       ((struct sockaddr_in6 *)&ls)->sin6_port);
+							 ((struct sockaddr_in6 *)&ls)->sin6_port);
 	/* GSO: probe with the socket option; the first send confirms it. */
 	snprintf(note, sizeof(note), "no gso (%s)",
 		 o->udp_no_offload ? "PFS_UDP_OFFLOAD=off" : "unsupported");
@@ -286,7 +298,8 @@ static int sock_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_sto
 
 		if (!setsockopt(s->fd, SOL_UDP, UDP_SEGMENT, &g, sizeof(g))) {
 			s->gso = true;
-			s->io.segs = 65507 / payload < UDP_MAX_SEGS ? 65507 / payload : UDP_MAX_SEGS;
+			s->io.segs =
+				65507 / payload < UDP_MAX_SEGS ? 65507 / payload : UDP_MAX_SEGS;
 			if (s->io.segs < 1)
 				s->io.segs = 1;
 			snprintf(note, sizeof(note), "gso x%d", s->io.segs);
@@ -317,8 +330,7 @@ static int sock_open_rx(const struct pfs_xfer_opts *o, const struct sockaddr_sto
 		return err;
 	}
 	setsockopt(s->fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
-	s->gro = !o->udp_no_offload &&
-		 !setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	s->gro = !o->udp_no_offload && !setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	snprintf(s->io.path, sizeof(s->io.path), "recvmmsg x%d, %s", RX_BATCH,
 		 s->gro ? "gro" : "no gro");
 	*io = &s->io;

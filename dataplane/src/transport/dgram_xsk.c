@@ -52,18 +52,17 @@
 #include "pfs/xsk.h"
 #include "repair.h"
 
-
 #define XSK_IO_MAX_QUEUES 16
-#define TX_FRAMES 1024		/* sender UMEM: 2 MiB at 2 KiB frames, all for TX */
-#define RX_FRAMES_MIN 2048	/* receiver UMEM per queue: 4 MiB, half on the fill ring */
-#define RX_FRAMES_ALL 8192	/* receiver UMEM frames over all queues, with CAP_IPC_LOCK */
-#define RX_ROUNDS 8		/* bursts per queue per recv call, at most */
+#define TX_FRAMES 1024 /* sender UMEM: 2 MiB at 2 KiB frames, all for TX */
+#define RX_FRAMES_MIN 2048 /* receiver UMEM per queue: 4 MiB, half on the fill ring */
+#define RX_FRAMES_ALL 8192 /* receiver UMEM frames over all queues, with CAP_IPC_LOCK */
+#define RX_ROUNDS 8 /* bursts per queue per recv call, at most */
 
 struct xsk_io {
 	struct pfs_dgram_io io;
-	struct pfs_xdp *xdp;	/* receiver only */
+	struct pfs_xdp *xdp; /* receiver only */
 	uint32_t nq;
-	bool pending;		/* the last recv left a full burst: more may be queued */
+	bool pending; /* the last recv left a full burst: more may be queued */
 	struct pfs_xsk *q[XSK_IO_MAX_QUEUES];
 	char ifname[IF_NAMESIZE];
 };
@@ -89,15 +88,18 @@ static int xsk_send(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, int 
 			run++;
 		k = pfs_xsk__tx_reserve(s->q[qi], slot, (unsigned int)run);
 		if (k < 0)
-			return pfs_xfer_fail(io->r, k, "send: AF_XDP queue %u: %s", qi, strerror(-k));
+			return pfs_xfer_fail(io->r, k, "send: AF_XDP queue %u: %s", qi,
+					     strerror(-k));
 		for (int i = 0; i < k; i++) {
 			const struct pfs_dgram_msg *g = &m[done + i];
 			uint32_t off = g->frag * g->frag_size;
-			uint32_t fl = g->gram_len - off < g->frag_size ? g->gram_len - off :
-				      g->frag_size;
+			uint32_t fl =
+				g->gram_len - off < g->frag_size ? g->gram_len - off : g->frag_size;
 			struct pfs_udp_frag f = { .flags = g->repair ? PFS_UDP_F_REPAIR : 0,
-						  .frag_len = (uint16_t)fl, .seq = g->seq,
-						  .gram_len = g->gram_len, .frag_off = off,
+						  .frag_len = (uint16_t)fl,
+						  .seq = g->seq,
+						  .gram_len = g->gram_len,
+						  .frag_off = off,
 						  .tsval = ts };
 
 			/* io->segs is 1: one fragment per message, one frame each */
@@ -111,7 +113,7 @@ static int xsk_send(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, int 
 					     strerror(-k));
 		done += k;
 		if (k < run)
-			break;		/* that queue is full: the caller retries */
+			break; /* that queue is full: the caller retries */
 	}
 	return done;
 }
@@ -123,7 +125,8 @@ static int xsk_flush(struct pfs_dgram_io *io)
 	for (uint32_t i = 0; i < s->nq; i++)
 		if (pfs_xsk__tx_drain(s->q[i], 1000))
 			pfs_warn("send: AF_XDP queue %u: TX not drained after 1 s (repairs will "
-				 "follow if frames were lost)", i);
+				 "follow if frames were lost)",
+				 i);
 	return 0;
 }
 
@@ -134,7 +137,8 @@ static int xsk_recv(struct pfs_dgram_io *io, pfs_dgram_place_fn place, void *ctx
 	int total = 0;
 
 	if (io->stop && *io->stop)
-		return pfs_xfer_fail(io->r, -EINTR, "recv: stopped by a signal (SIGTERM/SIGINT/"
+		return pfs_xfer_fail(io->r, -EINTR,
+				     "recv: stopped by a signal (SIGTERM/SIGINT/"
 				     "SIGHUP); XDP program detached");
 	s->pending = false;
 	for (uint32_t qi = 0; qi < s->nq; qi++) {
@@ -201,14 +205,19 @@ static void xsk_close(struct pfs_dgram_io *io)
 	if (!s)
 		return;
 	for (uint32_t i = 0; i < s->nq; i++)
-		pfs_xsk__close(s->q[i]);	/* sockets first: they are in the XSKMAP */
-	pfs_xdp__close(s->xdp);		/* then detach, only if still ours */
+		pfs_xsk__close(s->q[i]); /* sockets first: they are in the XSKMAP */
+	pfs_xdp__close(s->xdp); /* then detach, only if still ours */
 	free(s);
 }
 
 static const struct pfs_dgram_io_ops xsk_ops = {
-	.send = xsk_send, .flush = xsk_flush, .recv = xsk_recv, .rx_pending = xsk_rx_pending,
-	.drops = xsk_drops, .wait = xsk_wait, .close = xsk_close,
+	.send = xsk_send,
+	.flush = xsk_flush,
+	.recv = xsk_recv,
+	.rx_pending = xsk_rx_pending,
+	.drops = xsk_drops,
+	.wait = xsk_wait,
+	.close = xsk_close,
 };
 
 /* RX queues of @ifname (ETHTOOL_GCHANNELS: rx + combined), or -errno. Not
@@ -256,8 +265,10 @@ static struct xsk_io *xsk_new(const struct pfs_xfer_opts *o, struct pfs_xfer_res
 	rc = pfs_netdev_resolve(o->ifname, o->env, "/sys", s->ifname, sizeof(s->ifname), how,
 				sizeof(how));
 	if (rc) {
-		*err = pfs_xfer_fail(r, rc == -ENOENT ? -EINVAL : rc, "%s: afxdp needs an interface: "
-				     "%s", side, how);
+		*err = pfs_xfer_fail(r, rc == -ENOENT ? -EINVAL : rc,
+				     "%s: afxdp needs an interface: "
+				     "%s",
+				     side, how);
 		free(s);
 		return NULL;
 	}
@@ -270,7 +281,8 @@ static struct xsk_io *xsk_new(const struct pfs_xfer_opts *o, struct pfs_xfer_res
 			s->nq = k < XSK_IO_MAX_QUEUES ? (uint32_t)k : XSK_IO_MAX_QUEUES;
 		if (k > (int)s->nq)
 			pfs_warn("recv: %s has %d RX queues, sockets on %u: frames landing on the "
-				 "others pass to the kernel and are lost", s->ifname, k, s->nq);
+				 "others pass to the kernel and are lost",
+				 s->ifname, k, s->nq);
 	}
 	pfs_info("%s: afxdp on %s (%s), %u queue(s)", side, s->ifname, how, s->nq);
 	return s;
@@ -313,9 +325,13 @@ static int xsk_open_queues(struct xsk_io *s, const struct pfs_xfer_opts *o,
 	uint32_t frames = peer ? TX_FRAMES : rx_frames(s->nq);
 
 	for (uint32_t i = 0; i < s->nq; i++) {
-		struct pfs_xsk_opts so = { .sz = sizeof(so), .ifname = s->ifname, .queue = i,
-					   .xdp = s->xdp, .frames = frames,
-					   .peer = peer, .page = (enum pfs_xsk_page)o->umem_page };
+		struct pfs_xsk_opts so = { .sz = sizeof(so),
+					   .ifname = s->ifname,
+					   .queue = i,
+					   .xdp = s->xdp,
+					   .frames = frames,
+					   .peer = peer,
+					   .page = (enum pfs_xsk_page)o->umem_page };
 
 		s->q[i] = pfs_xsk__create(&so);
 		if (!s->q[i]) {
@@ -323,7 +339,7 @@ static int xsk_open_queues(struct xsk_io *s, const struct pfs_xfer_opts *o,
 			 * local capability is a plain error */
 			int e = errno == EPERM ? EACCES : errno ? errno : EINVAL;
 
-			s->nq = i;	/* close what was opened */
+			s->nq = i; /* close what was opened */
 			return pfs_xfer_fail(r, -e, "%s: AF_XDP socket on %s queue %u: %s", side,
 					     s->ifname, i, pfs_xsk_last_error());
 		}
@@ -354,7 +370,7 @@ static int xsk_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_stor
 	else
 		memcpy(peer.dst_ip, &((const struct sockaddr_in6 *)dst)->sin6_addr, 16);
 	peer.dst_port = o->port;
-	peer.src_port = o->port;	/* no socket owns it: any port will do */
+	peer.src_port = o->port; /* no socket owns it: any port will do */
 	err = pfs_netdev_hwaddr(s->ifname, peer.src_mac);
 	if (!err)
 		err = pfs_netdev_src_ip(s->ifname, peer.family, peer.dst_ip, peer.src_ip);
@@ -365,7 +381,8 @@ static int xsk_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_stor
 	}
 	if (o->peer_mac) {
 		if (pfs_mac_parse(o->peer_mac, peer.dst_mac)) {
-			err = pfs_xfer_fail(r, -EINVAL, "send: invalid --peer-mac '%s'", o->peer_mac);
+			err = pfs_xfer_fail(r, -EINVAL, "send: invalid --peer-mac '%s'",
+					    o->peer_mac);
 			goto out_free;
 		}
 	} else {
@@ -379,17 +396,18 @@ static int xsk_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_stor
 		inet_ntop(peer.family, hop, hs, sizeof(hs));
 		err = pfs_neigh_resolve(ifindex, s->ifname, peer.family, hop, peer.dst_mac, 3000);
 		if (err) {
-			err = pfs_xfer_fail(r, err, "send: cannot resolve the MAC of %s (next hop to "
-					    "%s) on %s (%s); pass --peer-mac", hs, o->host,
-					    s->ifname, strerror(-err));
+			err = pfs_xfer_fail(r, err,
+					    "send: cannot resolve the MAC of %s (next hop to "
+					    "%s) on %s (%s); pass --peer-mac",
+					    hs, o->host, s->ifname, strerror(-err));
 			goto out_free;
 		}
 	}
 	err = xsk_open_queues(s, o, &peer, r, "send");
 	if (err)
 		goto out_close;
-	s->io.payload = payload < pfs_xsk__max_payload(s->q[0]) ? payload :
-			pfs_xsk__max_payload(s->q[0]);
+	s->io.payload =
+		payload < pfs_xsk__max_payload(s->q[0]) ? payload : pfs_xsk__max_payload(s->q[0]);
 	s->io.src_port = o->port;
 	s->io.wire_hdr = 14 + (peer.family == AF_INET6 ? 48 : 28);
 	{
@@ -411,7 +429,8 @@ out_free:
 static int xsk_open_rx(const struct pfs_xfer_opts *o, const struct sockaddr_storage *addr,
 		       socklen_t sl, struct pfs_dgram_io **io, struct pfs_xfer_result *r)
 {
-	struct pfs_xdp_opts xo = { .sz = sizeof(xo), .port = o->port,
+	struct pfs_xdp_opts xo = { .sz = sizeof(xo),
+				   .port = o->port,
 				   .attach = (enum pfs_xdp_attach)o->xdp_attach };
 	int err = 0;
 	struct xsk_io *s = xsk_new(o, r, "recv", &err);

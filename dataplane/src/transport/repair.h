@@ -13,21 +13,21 @@
 #include "pfs/udp.h"
 #include "xfer_ctl.h"
 
-#define UDP_WINDOW 128			/* grams in flight (sender) = reassembly slots (receiver) */
-#define UDP_GRAM_PAYLOAD_MAX (512u << 10)	/* payload bytes per gram over udp */
-#define UDP_MAX_GRAM (2u << 20)	/* receiver refuses bigger grams: 128 slots <= 256 MiB */
-#define UDP_MAX_SEGS 44			/* GSO segments per send (<= 64 KiB of payload) */
-#define UDP_TICK_S 0.001		/* receiver: ACK/NAK scan period */
-#define UDP_RENAK_S 0.004		/* receiver: re-ask a gram's holes at most this often */
-#define UDP_SOCKBUF (64 << 20)		/* SO_SNDBUF/SO_RCVBUF asked for: >= the window */
+#define UDP_WINDOW 128 /* grams in flight (sender) = reassembly slots (receiver) */
+#define UDP_GRAM_PAYLOAD_MAX (512u << 10) /* payload bytes per gram over udp */
+#define UDP_MAX_GRAM (2u << 20) /* receiver refuses bigger grams: 128 slots <= 256 MiB */
+#define UDP_MAX_SEGS 44 /* GSO segments per send (<= 64 KiB of payload) */
+#define UDP_TICK_S 0.001 /* receiver: ACK/NAK scan period */
+#define UDP_RENAK_S 0.004 /* receiver: re-ask a gram's holes at most this often */
+#define UDP_SOCKBUF (64 << 20) /* SO_SNDBUF/SO_RCVBUF asked for: >= the window */
 #define UDP_DEFAULT_TIMEOUT_MS 5000
 
 /* What PARAMS carries. */
 struct pfs_udp_cfg {
-	uint32_t payload;	/* UDP payload bytes per full datagram */
-	uint32_t frag;		/* gram bytes per datagram: payload - PFS_UDP_FRAG_LEN */
-	uint32_t window;	/* grams */
-	uint32_t max_gram;	/* bytes of the biggest encoded gram */
+	uint32_t payload; /* UDP payload bytes per full datagram */
+	uint32_t frag; /* gram bytes per datagram: payload - PFS_UDP_FRAG_LEN */
+	uint32_t window; /* grams */
+	uint32_t max_gram; /* bytes of the biggest encoded gram */
 };
 
 static inline uint32_t pfs_udp_nfrags(const struct pfs_udp_cfg *c, uint32_t gram_len)

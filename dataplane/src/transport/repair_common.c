@@ -106,8 +106,8 @@ void pfs_udp_drop(struct pfs_udp_droplog *dl, int err, const char *what)
 	if (dl->n <= 3)
 		pfs_warn("udp: dropped a %s datagram: %s", what, strerror(-err));
 	else if (now - dl->last >= 1.0)
-		pfs_warn("udp: %lu datagrams dropped so far (latest: %s, %s)",
-			 (unsigned long)dl->n, what, strerror(-err));
+		pfs_warn("udp: %lu datagrams dropped so far (latest: %s, %s)", (unsigned long)dl->n,
+			 what, strerror(-err));
 	else
 		return;
 	dl->last = now;

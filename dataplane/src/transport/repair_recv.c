@@ -60,9 +60,9 @@
 #include "repair.h"
 
 #define NAK_BUF (64 << 10)
-#define HW_HIST 64		/* ticks of history: reordering up to 63 ms tolerated */
+#define HW_HIST 64 /* ticks of history: reordering up to 63 ms tolerated */
 #define GRACE_MIN 2
-#define EXEC_STEP (4u << 20)	/* referenced bytes executed per loop turn */
+#define EXEC_STEP (4u << 20) /* referenced bytes executed per loop turn */
 
 struct rslot {
 	uint64_t seq;
@@ -70,7 +70,7 @@ struct rslot {
 	bool used;
 	uint64_t *bits;
 	uint8_t *buf;
-	uint64_t nak_seq;	/* the gram last_nak refers to */
+	uint64_t nak_seq; /* the gram last_nak refers to */
 	double last_nak;
 };
 
@@ -80,19 +80,23 @@ struct rx {
 	int cfd;
 	struct pfs_dgram_io *io;
 	struct pfs_udp_cfg cfg;
-	uint32_t words;		/* bitmap words per slot */
+	uint32_t words; /* bitmap words per slot */
 	struct rslot slots[UDP_WINDOW];
-	uint64_t cum;		/* grams executed = the next gram to execute */
+	uint64_t cum; /* grams executed = the next gram to execute */
 	/* highest (gram, fragment) position seen, now and at each of the last
 	 * HW_HIST ticks; holes older than `grace` ticks are NAKed */
 	uint64_t hw_seq, prev_seq;
 	uint32_t hw_frag, prev_frag;
 	bool hw_any, prev_any;
-	struct { uint64_t seq; uint32_t frag; bool any; } hist[HW_HIST];
+	struct {
+		uint64_t seq;
+		uint32_t frag;
+		bool any;
+	} hist[HW_HIST];
 	uint64_t ticks;
 	uint32_t grace, grace_max;
 	double grace_at;
-	double nak_rtt;		/* NAK -> first repair, smoothed: paces re-asking */
+	double nak_rtt; /* NAK -> first repair, smoothed: paces re-asking */
 	/* One-way delay of the newest datagram relative to the smallest seen
 	 * (clock offsets cancel): how long a repair will queue behind data. */
 	uint32_t owd0;
@@ -104,9 +108,9 @@ struct rx {
 	struct pfs_ctl end;
 	uint64_t bound;
 	const uint8_t *base;
-	struct pfs_desc *d;	/* descriptors of gram `cum` while it executes */
-	uint32_t cur_n, cur_i;	/* its descriptor count + 1 (0: none decoded), next one */
-	uint64_t cur_off, cur_at;	/* bytes done of descriptor cur_i, of the slab */
+	struct pfs_desc *d; /* descriptors of gram `cum` while it executes */
+	uint32_t cur_n, cur_i; /* its descriptor count + 1 (0: none decoded), next one */
+	uint64_t cur_off, cur_at; /* bytes done of descriptor cur_i, of the slab */
 	const uint8_t *cur_pl;
 	uint32_t crc;
 	int decode_fails;
@@ -119,8 +123,8 @@ struct rx {
 	struct pfs_udp_droplog dl;
 	struct pfs_udp_ctlin *cin;
 	uint8_t *nakbuf;
-	double now;		/* of the current rx_burst, for place() */
-	uint32_t drop_ppm;	/* o->test_rx_drop_ppm (tests only) */
+	double now; /* of the current rx_burst, for place() */
+	uint32_t drop_ppm; /* o->test_rx_drop_ppm (tests only) */
 	uint64_t drop_rng;
 };
 
@@ -157,8 +161,8 @@ static void place(struct rx *x, const uint8_t *p, size_t len, double now)
 	}
 	if (f.seq >= x->cum + UDP_WINDOW || f.gram_len > x->cfg.max_gram ||
 	    f.gram_len < PFS_GRAM_HDR_LEN || f.frag_off % x->cfg.frag ||
-	    f.frag_len != (f.gram_len - f.frag_off < x->cfg.frag ? f.gram_len - f.frag_off :
-			   x->cfg.frag))
+	    f.frag_len !=
+		    (f.gram_len - f.frag_off < x->cfg.frag ? f.gram_len - f.frag_off : x->cfg.frag))
 		return drop(x, -ERANGE, "out-of-window or mis-cut");
 	s = slot_of(x, f.seq);
 	if (!s->used) {
@@ -180,7 +184,7 @@ static void place(struct rx *x, const uint8_t *p, size_t len, double now)
 		double rtt = now - s->last_nak;
 
 		x->nak_rtt = x->nak_rtt ? 0.875 * x->nak_rtt + 0.125 * rtt : rtt;
-		s->last_nak = -s->last_nak;	/* one sample per NAK */
+		s->last_nak = -s->last_nak; /* one sample per NAK */
 	}
 	s->bits[idx / 64] |= 1ULL << (idx % 64);
 	memcpy(s->buf + f.frag_off, p + PFS_UDP_FRAG_LEN, f.frag_len);
@@ -277,17 +281,21 @@ static int rx_exec(struct rx *x)
 				n = -EBADMSG;
 			pfs_gram_stats_count(&r->stats, n);
 			if (n < 0) {
-				s->used = false;	/* asked for again by the next NAK scan */
-				pfs_warn("recv: gram %" PRIu64 " reassembled but does not decode: %s "
-					 "(attempt %d)", s->seq, strerror(-n), x->decode_fails + 1);
+				s->used = false; /* asked for again by the next NAK scan */
+				pfs_warn("recv: gram %" PRIu64
+					 " reassembled but does not decode: %s "
+					 "(attempt %d)",
+					 s->seq, strerror(-n), x->decode_fails + 1);
 				if (++x->decode_fails > 3)
-					return pfs_xfer_fail(r, -EPROTO, "recv: gram %" PRIu64 " from "
-							     "%s failed to decode %d times: %s", s->seq,
-							     r->peer, x->decode_fails, strerror(-n));
+					return pfs_xfer_fail(r, -EPROTO,
+							     "recv: gram %" PRIu64 " from "
+							     "%s failed to decode %d times: %s",
+							     s->seq, r->peer, x->decode_fails,
+							     strerror(-n));
 				return 0;
 			}
 			x->decode_fails = 0;
-			x->cur_n = n + 1;	/* + 1: a gram of zero descriptors is still a gram */
+			x->cur_n = n + 1; /* + 1: a gram of zero descriptors is still a gram */
 			x->cur_i = 0;
 			x->cur_off = 0;
 			x->cur_at = 0;
@@ -295,8 +303,9 @@ static int rx_exec(struct rx *x)
 		while (x->cur_i < x->cur_n - 1 && budget) {
 			const struct pfs_desc *d = &x->d[x->cur_i];
 			uint64_t n = d->len - x->cur_off < budget ? d->len - x->cur_off : budget;
-			const uint8_t *p = x->o->mode == PFS_MODE_PAYLOAD ? x->cur_pl + x->cur_at :
-					   x->base + d->off + x->cur_off;
+			const uint8_t *p = x->o->mode == PFS_MODE_PAYLOAD ?
+						   x->cur_pl + x->cur_at :
+						   x->base + d->off + x->cur_off;
 
 			x->crc = pfs_crc32c(x->crc, p, n);
 			if (x->o->out_fd >= 0 &&
@@ -347,9 +356,11 @@ static int rx_tick(struct rx *x, double now)
 
 	x->ovfl = x->io->ops->drops(x->io);
 	r->dgrams.dropped = x->ovfl;
-	if (x->cum != x->acked_cum || r->dgrams.received != x->acked_rx || now - x->last_ack > 0.05) {
-		struct pfs_udp_rec a = { .type = PFS_UDP_ACK, .a = x->cum, .b = r->dgrams.received,
-					 .c = x->ovfl };
+	if (x->cum != x->acked_cum || r->dgrams.received != x->acked_rx ||
+	    now - x->last_ack > 0.05) {
+		struct pfs_udp_rec a = {
+			.type = PFS_UDP_ACK, .a = x->cum, .b = r->dgrams.received, .c = x->ovfl
+		};
 
 		if (x->echo_valid) {
 			a.flags = PFS_UDP_F_ECHO;
@@ -380,7 +391,8 @@ static int rx_tick(struct rx *x, double now)
 			rg[nak.n++] = (struct pfs_udp_range){ 0, PFS_UDP_WHOLE_GRAM };
 		} else {
 			lim = all || seq < x->prev_seq ? s->nfrags :
-			      x->prev_frag < s->nfrags ? x->prev_frag : s->nfrags;
+			      x->prev_frag < s->nfrags ? x->prev_frag :
+							 s->nfrags;
 			for (uint32_t i = 0; i < lim && nak.n < PFS_UDP_MAX_RANGES; i++) {
 				if (s->bits[i / 64] & (1ULL << (i % 64)))
 					continue;
@@ -420,8 +432,9 @@ static int rx_tick(struct rx *x, double now)
 
 		if (err)
 			return pfs_xfer_fail(r, err, "recv: sending ACK/NAK to %s: %s", r->peer,
-					     err == -ECONNRESET ? "sender closed the control connection" :
-					     pfs_xfer_io_what(err));
+					     err == -ECONNRESET ?
+						     "sender closed the control connection" :
+						     pfs_xfer_io_what(err));
 	}
 	return 0;
 }
@@ -436,14 +449,17 @@ static int rx_ctl(struct rx *x, double now)
 	while ((err = pfs_udp_ctl_next(x->cin, &rec, &len)) == 1) {
 		if (len != PFS_CTL_LEN || pfs_ctl_decode(rec, len, &x->end) ||
 		    x->end.type != PFS_CTL_END || x->end_known || x->end.count < x->cum)
-			return pfs_xfer_fail(x->r, -EPROTO, "recv: unexpected control record from "
-					     "%s after %" PRIu64 " grams", x->r->peer, x->cum);
+			return pfs_xfer_fail(x->r, -EPROTO,
+					     "recv: unexpected control record from "
+					     "%s after %" PRIu64 " grams",
+					     x->r->peer, x->cum);
 		x->end_known = true;
 		x->end_at = now;
 		x->progress_at = now;
 	}
 	if (err == -ECONNRESET)
-		return pfs_xfer_fail(x->r, err, "recv: sender %s closed the control connection "
+		return pfs_xfer_fail(x->r, err,
+				     "recv: sender %s closed the control connection "
 				     "after %" PRIu64 " grams, before END (sender killed?)",
 				     x->r->peer, x->cum);
 	if (err)
@@ -482,11 +498,13 @@ static int rx_loop(struct rx *x)
 			struct rslot *s = slot_of(x, x->cum);
 			bool used = s->used && s->seq == x->cum;
 
-			return pfs_xfer_fail(x->r, -ETIMEDOUT, "recv: no progress for %.1f s: %"
-					     PRIu64 " grams executed%s; gram %" PRIu64 " has %u of %u "
+			return pfs_xfer_fail(x->r, -ETIMEDOUT,
+					     "recv: no progress for %.1f s: %" PRIu64
+					     " grams executed%s; gram %" PRIu64 " has %u of %u "
 					     "fragments; %" PRIu64 " datagrams received, %" PRIu64
-					     " NAKs sent (sender gone or path dead)", io_ms / 1000.0,
-					     x->cum, x->end_known ? " (END seen)" : "", x->cum,
+					     " NAKs sent (sender gone or path dead)",
+					     io_ms / 1000.0, x->cum,
+					     x->end_known ? " (END seen)" : "", x->cum,
 					     used ? s->have : 0, used ? s->nfrags : 0,
 					     x->r->dgrams.received, x->r->dgrams.naks);
 		}
@@ -508,29 +526,38 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname)
 	if (err)
 		return pfs_xfer_fail(r, err, "recv: waiting for HELLO from %s: %s", r->peer,
 				     pfs_xfer_io_what(err));
-	err = pfs_xfer_hello_check(raw, o->mode, o->integrity, o->blob ? pfs_blob__size(o->blob) : 0, fp,
-				   o->out_fd, &x->bound, &a, r);
+	err = pfs_xfer_hello_check(raw, o->mode, o->integrity,
+				   o->blob ? pfs_blob__size(o->blob) : 0, fp, o->out_fd, &x->bound,
+				   &a, r);
 	if (err == -EPROTO)
 		return err;
 	if (!err) {
 		err = pfs_xfer_read_full(x->cfd, prm, sizeof(prm), &r->wire_bytes);
 		if (err)
-			return pfs_xfer_fail(r, err, "recv: waiting for PARAMS from %s: %s (is the "
-					     "sender running --transport %s?)", r->peer,
-					     pfs_xfer_io_what(err), tname);
+			return pfs_xfer_fail(r, err,
+					     "recv: waiting for PARAMS from %s: %s (is the "
+					     "sender running --transport %s?)",
+					     r->peer, pfs_xfer_io_what(err), tname);
 		if (pfs_udp_rec_decode_hdr(prm, sizeof(prm), &p) || p.type != PFS_UDP_PARAMS)
-			return pfs_xfer_fail(r, -EPROTO, "recv: %s sent no valid PARAMS after HELLO "
-					     "(is it a %s sender?)", r->peer, tname);
-		x->cfg = (struct pfs_udp_cfg){ .payload = p.d + PFS_UDP_FRAG_LEN, .frag = p.d,
-					       .window = p.e, .max_gram = (uint32_t)p.a };
+			return pfs_xfer_fail(r, -EPROTO,
+					     "recv: %s sent no valid PARAMS after HELLO "
+					     "(is it a %s sender?)",
+					     r->peer, tname);
+		x->cfg = (struct pfs_udp_cfg){ .payload = p.d + PFS_UDP_FRAG_LEN,
+					       .frag = p.d,
+					       .window = p.e,
+					       .max_gram = (uint32_t)p.a };
 		if (p.d < 64 || p.d > 65507 - PFS_UDP_FRAG_LEN || !p.e || p.e > UDP_WINDOW ||
 		    p.a < PFS_GRAM_HDR_LEN || p.a > UDP_MAX_GRAM || p.b == 0 || p.b > 65535) {
 			a.type = PFS_CTL_REFUSE;
 			a.word = PFS_REFUSE_PARAMS;
-			err = pfs_xfer_fail(r, -EPERM, "recv: refused %s: transport parameters not "
-					    "acceptable: fragment %" PRIu32 " bytes (64..65475), window "
-					    "%" PRIu32 " (this receiver: 1..%u), max gram %" PRIu64 " bytes "
-					    "(<= %u)", r->peer, p.d, p.e, UDP_WINDOW, p.a, UDP_MAX_GRAM);
+			err = pfs_xfer_fail(
+				r, -EPERM,
+				"recv: refused %s: transport parameters not "
+				"acceptable: fragment %" PRIu32 " bytes (64..65475), window "
+				"%" PRIu32 " (this receiver: 1..%u), max gram %" PRIu64 " bytes "
+				"(<= %u)",
+				r->peer, p.d, p.e, UDP_WINDOW, p.a, UDP_MAX_GRAM);
 		} else {
 			/* Only the sender's data socket may feed ours. */
 			struct sockaddr_storage ss;
@@ -591,7 +618,8 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		return pfs_xfer_fail(r, -EINVAL, "recv: invalid options");
 	r->mode = o->mode;
 	if (o->mode != PFS_MODE_PAYLOAD && !o->blob)
-		return pfs_xfer_fail(r, -EINVAL, "recv: %s mode executes over a local blob: give one",
+		return pfs_xfer_fail(r, -EINVAL,
+				     "recv: %s mode executes over a local blob: give one",
 				     pfs_mode_str(o->mode));
 	if (pfs_xfer_parse_addr(o->host, o->port, &ss, &sl))
 		return pfs_xfer_fail(r, -EINVAL, "recv: '%s' is not a numeric IPv4/IPv6 address",
@@ -610,7 +638,8 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	x->drop_rng = 0x9e3779b97f4a7c15ULL;
 	if (x->drop_ppm)
 		pfs_warn("recv: PFS_TEST_RX_DROP_PPM=%u: dropping that share of data datagrams on "
-			 "purpose (test only)", x->drop_ppm);
+			 "purpose (test only)",
+			 x->drop_ppm);
 	x->cin = malloc(sizeof(*x->cin));
 	x->nakbuf = malloc(NAK_BUF);
 	x->d = malloc(PFS_GRAM_MAX_DESC * sizeof(*x->d));
@@ -622,15 +651,17 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	err = be->open_rx(o, &ss, sl, &x->io, r);
 	if (err)
 		goto out_free;
-	lfd = pfs_xfer_listen(o->host, o->port, !strcmp(be->name, "udp") ?
-			      "udp (control on tcp, same port)" :
-			      "afxdp (control on tcp, same port)", r);
+	lfd = pfs_xfer_listen(o->host, o->port,
+			      !strcmp(be->name, "udp") ? "udp (control on tcp, same port)" :
+							 "afxdp (control on tcp, same port)",
+			      r);
 	if (lfd < 0) {
 		err = lfd;
 		goto out_close_io;
 	}
 	x->cfd = pfs_xfer_accept_stop(lfd, o->accept_timeout_ms,
-				      o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
+				      o->io_timeout_ms > 0 ? o->io_timeout_ms :
+							     UDP_DEFAULT_TIMEOUT_MS,
 				      o->ready_file, x->io->stop, r);
 	if (x->cfd < 0) {
 		err = x->cfd;
@@ -662,20 +693,22 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	r->crc = x->crc;
 	r->dgrams.dropped = x->io->ops->drops(x->io);
 	pfs_info("recv: %" PRIu64 " datagrams, %" PRIu64 " duplicates, %" PRIu64 " out of order, "
-		 "%" PRIu64 " NAKs, %" PRIu64 " socket drops; reorder allowance %.0f ms (widest %.0f ms)",
+		 "%" PRIu64 " NAKs, %" PRIu64
+		 " socket drops; reorder allowance %.0f ms (widest %.0f ms)",
 		 r->dgrams.received, r->dgrams.duplicates, r->dgrams.out_of_order, r->dgrams.naks,
 		 r->dgrams.dropped, x->grace * UDP_TICK_S * 1e3, x->grace_max * UDP_TICK_S * 1e3);
 	if (err)
 		goto out_close_ctl;
 	r->peer_crc = x->end.word;
 	r->peer_crc_valid = true;
-	r->verdict = x->end.word == r->crc && x->end.size == r->bytes &&
-		     x->end.value == r->descs && x->end.count == r->grams ?
-		     PFS_VERDICT_OK : PFS_VERDICT_MISMATCH;
+	r->verdict = x->end.word == r->crc && x->end.size == r->bytes && x->end.value == r->descs &&
+				     x->end.count == r->grams ?
+			     PFS_VERDICT_OK :
+			     PFS_VERDICT_MISMATCH;
 	if (r->verdict != PFS_VERDICT_OK)
 		pfs_err("recv: integrity MISMATCH: sender crc32c 0x%08x over %" PRIu64 " bytes, "
-			"receiver 0x%08x over %" PRIu64 " bytes", x->end.word, x->end.size, (uint32_t)r->crc,
-			r->bytes);
+			"receiver 0x%08x over %" PRIu64 " bytes",
+			x->end.word, x->end.size, (uint32_t)r->crc, r->bytes);
 	res.mode = o->mode;
 	res.flags = r->verdict == PFS_VERDICT_OK ? PFS_CTL_F_OK : 0;
 	res.size = r->bytes;
@@ -689,7 +722,7 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 out_close_ctl:
 	close(x->cfd);
 out_close_io:
-	x->io->ops->close(x->io);	/* afxdp: sockets, then the program is detached */
+	x->io->ops->close(x->io); /* afxdp: sockets, then the program is detached */
 out_free:
 	for (int i = 0; i < UDP_WINDOW; i++) {
 		free(x->slots[i].buf);

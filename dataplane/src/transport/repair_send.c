@@ -70,14 +70,14 @@
 #include "repair.h"
 
 #define TX_BATCH 64
-#define TX_BYTES (1u << 20)	/* fresh bytes per sendmmsg call, at most */
+#define TX_BYTES (1u << 20) /* fresh bytes per sendmmsg call, at most */
 #define RQ_CAP (1u << 16)
 #define RATE_START 128e6
 #define RATE_MIN 4e6
 #define RATE_MAX 8e9
 #define RATE_STEP 4e6
 #define HASH_STEP (4u << 20)
-#define LOSS_SPAN 1024		/* datagrams a loss share is measured over */
+#define LOSS_SPAN 1024 /* datagrams a loss share is measured over */
 
 struct sslot {
 	uint64_t seq;
@@ -102,7 +102,7 @@ struct tx {
 	struct pfs_sched sched;
 	bool sched_done, end_sent, got_result;
 	uint64_t acked, produced, fresh_seq, hashed;
-	uint32_t hash_desc, hash_off;	/* progress inside gram `hashed` */
+	uint32_t hash_desc, hash_off; /* progress inside gram `hashed` */
 	const uint8_t *base;
 	uint32_t crc;
 	struct pfs_ctl res;
@@ -114,7 +114,7 @@ struct tx {
 	bool slow_start;
 	uint64_t ovfl_seen, loss_sent, loss_naked;
 	double progress_at;
-	bool io_full;		/* the last send left messages behind (device full) */
+	bool io_full; /* the last send left messages behind (device full) */
 	/* the batch for io->ops->send; also what to roll back after a partial send */
 	struct pfs_dgram_msg what[TX_BATCH];
 	uint32_t what_bytes[TX_BATCH];
@@ -132,8 +132,9 @@ static int tx_produce(struct tx *t)
 	const struct pfs_xfer_opts *o = t->o;
 	struct sslot *s = slot_of(t, t->produced);
 	uint64_t cap = o->mode == PFS_MODE_PAYLOAD ?
-		       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes : UDP_GRAM_PAYLOAD_MAX) :
-		       UINT64_MAX;
+			       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes :
+								       UDP_GRAM_PAYLOAD_MAX) :
+			       UINT64_MAX;
 	uint32_t n = pfs_sched_next(&t->sched, s->d, o->desc_per_gram, cap);
 	ssize_t len;
 	uint64_t eff = 0;
@@ -202,8 +203,8 @@ static void tx_hash(struct tx *t)
 }
 
 /* Add datagrams [frag, frag+n) of slot @s as one message of the batch. */
-static void add_msg(struct tx *t, int m, struct sslot *s, uint32_t frag, uint32_t n,
-		    bool repair, double now)
+static void add_msg(struct tx *t, int m, struct sslot *s, uint32_t frag, uint32_t n, bool repair,
+		    double now)
 {
 	uint32_t bytes = 0;
 
@@ -214,8 +215,12 @@ static void add_msg(struct tx *t, int m, struct sslot *s, uint32_t frag, uint32_
 		s->sent_at[frag + k] = now;
 		bytes += PFS_UDP_FRAG_LEN + fl;
 	}
-	t->what[m] = (struct pfs_dgram_msg){ .gram = s->buf, .seq = s->seq, .gram_len = s->len,
-					     .frag = frag, .n = n, .frag_size = t->cfg.frag,
+	t->what[m] = (struct pfs_dgram_msg){ .gram = s->buf,
+					     .seq = s->seq,
+					     .gram_len = s->len,
+					     .frag = frag,
+					     .n = n,
+					     .frag_size = t->cfg.frag,
 					     .repair = repair };
 	t->what_bytes[m] = bytes;
 	t->tokens -= bytes;
@@ -269,8 +274,10 @@ static int tx_send(struct tx *t, double now)
 		}
 		/* Not sent: fresh data goes back to the cursor, repairs are asked
 		 * again by the receiver. */
-		if (!t->what[i].repair && (t->what[i].seq < t->fresh_seq ||
-		    (t->what[i].seq == t->fresh_seq && t->what[i].frag < slot_of(t, t->fresh_seq)->next_fresh))) {
+		if (!t->what[i].repair &&
+		    (t->what[i].seq < t->fresh_seq ||
+		     (t->what[i].seq == t->fresh_seq &&
+		      t->what[i].frag < slot_of(t, t->fresh_seq)->next_fresh))) {
 			t->fresh_seq = t->what[i].seq;
 			slot_of(t, t->fresh_seq)->next_fresh = t->what[i].frag;
 			for (int j = i + 1; j < m; j++)
@@ -326,7 +333,7 @@ static void tx_on_nak(struct tx *t, const struct pfs_udp_rec *n, const struct pf
 
 	t->r->dgrams.naks++;
 	if (n->a < t->acked || n->a > t->fresh_seq || n->a >= t->produced)
-		return;		/* executed already, or never sent: stale or bogus */
+		return; /* executed already, or never sent: stale or bogus */
 	s = slot_of(t, n->a);
 	if (guard < 0.002)
 		guard = 0.002;
@@ -336,7 +343,8 @@ static void tx_on_nak(struct tx *t, const struct pfs_udp_rec *n, const struct pf
 		if (first >= s->nfrags)
 			continue;
 		end = rg[i].count == PFS_UDP_WHOLE_GRAM || rg[i].count > s->nfrags - first ?
-		      s->nfrags : first + rg[i].count;
+			      s->nfrags :
+			      first + rg[i].count;
 		/* Not sent yet at all: the fresh cursor will get there. */
 		if (s->seq == t->fresh_seq && end > s->next_fresh)
 			end = s->next_fresh;
@@ -365,8 +373,10 @@ static int tx_ctl(struct tx *t, double now)
 		if (pfs_wire_magic(rec, len) == PFS_CTL_MAGIC) {
 			if (pfs_ctl_decode(rec, len, &t->res) || t->res.type != PFS_CTL_RESULT ||
 			    !t->end_sent)
-				return pfs_xfer_fail(r, -EPROTO, "send: unexpected control record "
-						     "from %s", r->peer);
+				return pfs_xfer_fail(r, -EPROTO,
+						     "send: unexpected control record "
+						     "from %s",
+						     r->peer);
 			t->got_result = true;
 			return 0;
 		}
@@ -386,10 +396,11 @@ static int tx_ctl(struct tx *t, double now)
 		}
 	}
 	if (err == -ECONNRESET)
-		return pfs_xfer_fail(r, -ECONNRESET, "send: receiver %s closed the control "
+		return pfs_xfer_fail(r, -ECONNRESET,
+				     "send: receiver %s closed the control "
 				     "connection after acknowledging %" PRIu64 " of %" PRIu64
-				     " grams (receiver killed or gone)", r->peer, t->acked,
-				     t->produced);
+				     " grams (receiver killed or gone)",
+				     r->peer, t->acked, t->produced);
 	if (err)
 		return pfs_xfer_fail(r, err, "send: control connection to %s: %s", r->peer,
 				     err == -EPROTO ? "malformed record" : strerror(-err));
@@ -430,10 +441,11 @@ static int tx_loop(struct tx *t)
 			usleep(100000);
 			if ((err = tx_ctl(t, pfs_xfer_now())) || t->got_result)
 				return err;
-			return pfs_xfer_fail(r, -ECONNRESET, "send: receiver %s's data port is "
-					     "unreachable after acknowledging %" PRIu64 " of %" PRIu64
-					     " grams (receiver killed or gone)", r->peer, t->acked,
-					     t->produced);
+			return pfs_xfer_fail(r, -ECONNRESET,
+					     "send: receiver %s's data port is "
+					     "unreachable after acknowledging %" PRIu64
+					     " of %" PRIu64 " grams (receiver killed or gone)",
+					     r->peer, t->acked, t->produced);
 		}
 		if (n < 0)
 			return n;
@@ -442,8 +454,12 @@ static int tx_loop(struct tx *t)
 		    t->hashed == t->produced) {
 			if (t->io->ops->flush && (err = t->io->ops->flush(t->io)))
 				return err;
-			struct pfs_ctl end = { .type = PFS_CTL_END, .mode = o->mode, .size = r->bytes,
-					       .value = r->descs, .count = r->grams, .word = t->crc };
+			struct pfs_ctl end = { .type = PFS_CTL_END,
+					       .mode = o->mode,
+					       .size = r->bytes,
+					       .value = r->descs,
+					       .count = r->grams,
+					       .word = t->crc };
 
 			err = pfs_xfer_send_ctl(t->cfd, &end, &r->wire_bytes);
 			if (err)
@@ -453,12 +469,15 @@ static int tx_loop(struct tx *t)
 			t->progress_at = now;
 		}
 		if (now - t->progress_at > io_ms / 1000.0)
-			return pfs_xfer_fail(r, -ETIMEDOUT, "send: receiver %s made no progress for "
-					     "%.1f s: %" PRIu64 " of %" PRIu64 " grams acknowledged%s, "
-					     "%" PRIu64 " NAKs, %" PRIu64 " datagrams re-sent (path "
-					     "dead or receiver stuck)", r->peer, io_ms / 1000.0, t->acked,
-					     t->produced, t->end_sent ? ", END sent" : "",
-					     r->dgrams.naks, r->dgrams.retransmitted);
+			return pfs_xfer_fail(
+				r, -ETIMEDOUT,
+				"send: receiver %s made no progress for "
+				"%.1f s: %" PRIu64 " of %" PRIu64 " grams acknowledged%s, "
+				"%" PRIu64 " NAKs, %" PRIu64 " datagrams re-sent (path "
+				"dead or receiver stuck)",
+				r->peer, io_ms / 1000.0, t->acked, t->produced,
+				t->end_sent ? ", END sent" : "", r->dgrams.naks,
+				r->dgrams.retransmitted);
 		if (n > 0 || t->hashed < t->fresh_seq)
 			continue;
 		/* Nothing went out: wait for tokens, or for the receiver. */
@@ -466,7 +485,7 @@ static int tx_loop(struct tx *t)
 		if (t->tokens <= 0 && (t->rq_head != t->rq_tail || t->fresh_seq < t->produced))
 			wait = (1.0 - t->tokens) / t->rate;
 		else if (t->io_full && t->io->full_wait_s < wait)
-			wait = t->io->full_wait_s;	/* the device drains in microseconds */
+			wait = t->io->full_wait_s; /* the device drains in microseconds */
 		{
 			struct pollfd p = { .fd = t->cfd, .events = POLLIN };
 			struct timespec ts = { (time_t)wait, (long)((wait - (time_t)wait) * 1e9) };
@@ -494,7 +513,9 @@ static int tx_cfg(struct tx *t, uint32_t payload)
 {
 	const struct pfs_xfer_opts *o = t->o;
 	uint64_t cap = o->mode == PFS_MODE_PAYLOAD ?
-		       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes : UDP_GRAM_PAYLOAD_MAX) : 0;
+			       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes :
+								       UDP_GRAM_PAYLOAD_MAX) :
+			       0;
 	uint32_t maxf;
 
 	t->cfg.payload = payload;
@@ -522,11 +543,17 @@ static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport, const char *t
 {
 	const struct pfs_xfer_opts *o = t->o;
 	struct pfs_xfer_result *r = t->r;
-	struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = o->mode,
-			     .size = pfs_blob__size(o->blob), .value = fp,
-			     .count = o->sched.total_bytes, .word = o->desc_per_gram };
-	struct pfs_udp_rec p = { .type = PFS_UDP_PARAMS, .flags = t->io->segs > 1,
-				 .a = t->cfg.max_gram, .b = uport, .d = t->cfg.frag,
+	struct pfs_ctl h = { .type = PFS_CTL_HELLO,
+			     .mode = o->mode,
+			     .size = pfs_blob__size(o->blob),
+			     .value = fp,
+			     .count = o->sched.total_bytes,
+			     .word = o->desc_per_gram };
+	struct pfs_udp_rec p = { .type = PFS_UDP_PARAMS,
+				 .flags = t->io->segs > 1,
+				 .a = t->cfg.max_gram,
+				 .b = uport,
+				 .d = t->cfg.frag,
 				 .e = t->cfg.window };
 	uint8_t out[PFS_CTL_LEN + PFS_UDP_REC_LEN], ans[PFS_CTL_LEN];
 	int err;
@@ -539,10 +566,11 @@ static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport, const char *t
 				     pfs_xfer_io_what(err));
 	err = pfs_xfer_read_full(t->cfd, ans, sizeof(ans), &r->wire_bytes);
 	if (err)
-		return pfs_xfer_fail(r, err, "send: waiting for the receiver's answer: %s%s%s%s",
-				     pfs_xfer_io_what(err), err == -ECONNRESET ?
-				     " (is the receiver running --transport " : "",
-				     err == -ECONNRESET ? tname : "", err == -ECONNRESET ? "?)" : "");
+		return pfs_xfer_fail(
+			r, err, "send: waiting for the receiver's answer: %s%s%s%s",
+			pfs_xfer_io_what(err),
+			err == -ECONNRESET ? " (is the receiver running --transport " : "",
+			err == -ECONNRESET ? tname : "", err == -ECONNRESET ? "?)" : "");
 	return pfs_xfer_answer_check(ans, &h, fp, r);
 }
 
@@ -558,11 +586,12 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	int err;
 
 	memset(r, 0, sizeof(*r));
-	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH || !o->blob ||
-	    !o->desc_per_gram || o->desc_per_gram > PFS_GRAM_MAX_DESC ||
-	    (o->mode == PFS_MODE_PAYLOAD && !o->gram_bytes))
-		return pfs_xfer_fail(r, -EINVAL, "send: invalid options (blob, descriptors per gram "
-				     "1..%u, gram bytes >= 1)", PFS_GRAM_MAX_DESC);
+	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH || !o->blob || !o->desc_per_gram ||
+	    o->desc_per_gram > PFS_GRAM_MAX_DESC || (o->mode == PFS_MODE_PAYLOAD && !o->gram_bytes))
+		return pfs_xfer_fail(r, -EINVAL,
+				     "send: invalid options (blob, descriptors per gram "
+				     "1..%u, gram bytes >= 1)",
+				     PFS_GRAM_MAX_DESC);
 	r->mode = o->mode;
 	if (pfs_xfer_parse_addr(o->host, o->port, &ss, &sl) || !o->host || !*o->host)
 		return pfs_xfer_fail(r, -EINVAL, "send: '%s' is not a numeric IPv4/IPv6 address",
@@ -585,9 +614,10 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 
 		so.blob_size = pfs_blob__size(o->blob);
 		if (pfs_sched_init(&t->sched, &so)) {
-			err = pfs_xfer_fail(r, -EINVAL, "send: invalid schedule (align %u must be a "
-					    "power of 2, min %u <= max %u, blob >= align)", so.align,
-					    so.min_len, so.max_len);
+			err = pfs_xfer_fail(r, -EINVAL,
+					    "send: invalid schedule (align %u must be a "
+					    "power of 2, min %u <= max %u, blob >= align)",
+					    so.align, so.min_len, so.max_len);
 			goto out_free;
 		}
 	}
@@ -601,7 +631,8 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		goto out_close_io;
 	}
 	t->cfd = pfs_xfer_connect(o->host, o->port, o->connect_timeout_ms,
-				  o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS, r);
+				  o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
+				  r);
 	if (t->cfd < 0) {
 		err = t->cfd;
 		goto out_close_io;
@@ -626,11 +657,14 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		goto out_close_ctl;
 	r->peer_crc = t->res.word;
 	r->peer_crc_valid = true;
-	r->verdict = (t->res.flags & PFS_CTL_F_OK) && t->res.word == r->crc &&
-		     t->res.size == r->bytes ? PFS_VERDICT_OK : PFS_VERDICT_MISMATCH;
+	r->verdict =
+		(t->res.flags & PFS_CTL_F_OK) && t->res.word == r->crc && t->res.size == r->bytes ?
+			PFS_VERDICT_OK :
+			PFS_VERDICT_MISMATCH;
 	if (r->verdict != PFS_VERDICT_OK)
 		pfs_err("send: integrity MISMATCH reported by %s: sender crc32c 0x%08x, receiver "
-			"0x%08x", r->peer, (uint32_t)r->crc, t->res.word);
+			"0x%08x",
+			r->peer, (uint32_t)r->crc, t->res.word);
 out_close_ctl:
 	close(t->cfd);
 out_close_io:

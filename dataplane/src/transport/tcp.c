@@ -49,7 +49,6 @@
 #define TX_PIECE (256u << 10)
 #define TX_IOV 64
 
-
 /* Receive buffer: bytes [head, tail) are unread. Owned by one thread. */
 struct rx {
 	int fd;
@@ -90,7 +89,9 @@ static int rx_need(struct rx *x, size_t need)
 		 * bytes land in the cache-hot start of the buffer. */
 		size_t want = need - (x->tail - x->head);
 		int err = rx_read(x, want < RX_READ_MAX ? RX_READ_MAX < RX_BUF - x->tail ?
-					     RX_READ_MAX : RX_BUF - x->tail : want);
+							  RX_READ_MAX :
+							  RX_BUF - x->tail :
+							  want);
 
 		if (err)
 			return err;
@@ -117,9 +118,11 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 	int err = rx_need(x, PFS_CTL_LEN);
 
 	if (err)
-		return pfs_xfer_fail(r, err, "recv: waiting for HELLO from %s: %s", r->peer, pfs_xfer_io_what(err));
+		return pfs_xfer_fail(r, err, "recv: waiting for HELLO from %s: %s", r->peer,
+				     pfs_xfer_io_what(err));
 	err = pfs_xfer_hello_check(x->buf + x->head, o->mode, o->integrity,
-				   o->blob ? pfs_blob__size(o->blob) : 0, fp, o->out_fd, bound, &a, r);
+				   o->blob ? pfs_blob__size(o->blob) : 0, fp, o->out_fd, bound, &a,
+				   r);
 	x->head += PFS_CTL_LEN;
 	if (err == -EPROTO)
 		return err;
@@ -134,8 +137,8 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 }
 
 /* Payload: hash (and copy out) the slab as it arrives, descriptor by descriptor. */
-static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x,
-			const struct pfs_desc *d, int n, uint64_t *sum, struct pfs_xfer_result *r)
+static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x, const struct pfs_desc *d,
+			int n, uint64_t *sum, struct pfs_xfer_result *r)
 {
 	for (int i = 0; i < n; i++) {
 		uint64_t done = 0;
@@ -148,14 +151,15 @@ static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x,
 				x->head = x->tail = 0;
 				err = rx_read(x, RX_READ_MAX);
 				if (err)
-					return pfs_xfer_fail(r, err, "recv: payload of gram %" PRIu64 ": %s",
-						    r->grams, pfs_xfer_io_what(err));
+					return pfs_xfer_fail(
+						r, err, "recv: payload of gram %" PRIu64 ": %s",
+						r->grams, pfs_xfer_io_what(err));
 			}
 			avail = x->tail - x->head;
 			take = d[i].len - done < avail ? d[i].len - done : avail;
 			*sum = pfs_digest(o->integrity, *sum, x->buf + x->head, take);
-			if (o->out_fd >= 0 &&
-			    (err = pfs_xfer_out_write(o->out_fd, x->buf + x->head, take, d[i].off + done, r)))
+			if (o->out_fd >= 0 && (err = pfs_xfer_out_write(o->out_fd, x->buf + x->head,
+									take, d[i].off + done, r)))
 				return err;
 			x->head += take;
 			done += take;
@@ -178,7 +182,7 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 		err = rx_need(x, PFS_GRAM_HDR_LEN);
 		if (err)
 			return pfs_xfer_fail(r, err, "recv: after %" PRIu64 " grams: %s", r->grams,
-				    pfs_xfer_io_what(err));
+					     pfs_xfer_io_what(err));
 		if (pfs_wire_magic(x->buf + x->head, PFS_GRAM_HDR_LEN) == PFS_CTL_MAGIC) {
 			err = pfs_ctl_decode(x->buf + x->head, PFS_CTL_LEN, end);
 			x->head += PFS_CTL_LEN;
@@ -188,8 +192,9 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 				continue;
 			}
 			if (err || end->type != PFS_CTL_END)
-				return pfs_xfer_fail(r, -EPROTO, "recv: bad control record after gram %"
-					    PRIu64, r->grams);
+				return pfs_xfer_fail(r, -EPROTO,
+						     "recv: bad control record after gram %" PRIu64,
+						     r->grams);
 			break;
 		}
 		err = pfs_gram_decode_hdr(x->buf + x->head, PFS_GRAM_HDR_LEN, &h);
@@ -199,17 +204,18 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 			x->head += PFS_GRAM_HDR_LEN;
 			err = rx_need(x, h.desc_len);
 			if (err)
-				return pfs_xfer_fail(r, err, "recv: table of gram %" PRIu64 ": %s", h.seq,
-					    pfs_xfer_io_what(err));
+				return pfs_xfer_fail(r, err, "recv: table of gram %" PRIu64 ": %s",
+						     h.seq, pfs_xfer_io_what(err));
 			n = pfs_gram_decode_desc(&h, x->buf + x->head, h.desc_len, bound, d,
 						 PFS_GRAM_MAX_DESC);
 			err = n < 0 ? n : 0;
 		}
 		pfs_gram_stats_count(&r->stats, err);
 		if (err)
-			return pfs_xfer_fail(r, -EPROTO, "recv: malformed gram %" PRIu64 " from %s: %s "
-				    "(%" PRIu64 " decode errors)", r->grams, r->peer, strerror(-err),
-				    r->stats.errors);
+			return pfs_xfer_fail(r, -EPROTO,
+					     "recv: malformed gram %" PRIu64 " from %s: %s "
+					     "(%" PRIu64 " decode errors)",
+					     r->grams, r->peer, strerror(-err), r->stats.errors);
 		x->head += h.desc_len;
 		if (o->mode == PFS_MODE_PAYLOAD) {
 			err = recv_payload(o, x, d, n, &sum, r);
@@ -223,8 +229,8 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 			}
 			if (o->out_fd >= 0)
 				for (int i = 0; i < n; i++)
-					if ((err = pfs_xfer_out_write(o->out_fd, base + d[i].off, d[i].len,
-							     d[i].off, r)))
+					if ((err = pfs_xfer_out_write(o->out_fd, base + d[i].off,
+								      d[i].len, d[i].off, r)))
 						return err;
 		}
 		r->descs += n;
@@ -257,8 +263,8 @@ static enum pfs_verdict recv_verdict(const struct pfs_tcp_recv_opts *o, const st
 	case PFS_INTEGRITY_FNV1A64:
 		if (!r->peer_crc_valid)
 			pfs_err("recv: the sender's END came without its 64-bit digest");
-		return counts && r->peer_crc_valid && r->peer_crc == r->crc ?
-			       PFS_VERDICT_OK : PFS_VERDICT_MISMATCH;
+		return counts && r->peer_crc_valid && r->peer_crc == r->crc ? PFS_VERDICT_OK :
+									      PFS_VERDICT_MISMATCH;
 	default:
 		r->peer_crc = end->word;
 		r->peer_crc_valid = true;
@@ -276,12 +282,14 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 	int err;
 
 	memset(r, 0, sizeof(*r));
-	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH || o->integrity > PFS_INTEGRITY_NONE)
+	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH ||
+	    o->integrity > PFS_INTEGRITY_NONE)
 		return pfs_xfer_fail(r, -EINVAL, "recv: invalid options");
 	r->mode = o->mode;
 	if (o->mode != PFS_MODE_PAYLOAD && !o->blob)
-		return pfs_xfer_fail(r, -EINVAL, "recv: %s mode executes over a local blob: give one",
-			    pfs_mode_str(o->mode));
+		return pfs_xfer_fail(r, -EINVAL,
+				     "recv: %s mode executes over a local blob: give one",
+				     pfs_mode_str(o->mode));
 	/* Setup, excluded from the transfer metrics. */
 	if (o->blob)
 		fp = o->fingerprint ? o->fingerprint : pfs_blob__fingerprint(o->blob);
@@ -314,10 +322,12 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 
 	r->verdict = recv_verdict(o, &end, r);
 	if (r->verdict == PFS_VERDICT_MISMATCH)
-		pfs_err("recv: integrity MISMATCH: sender %s 0x%" PRIx64 " over %" PRIu64 " bytes in "
-			"%" PRIu64 " grams, receiver 0x%" PRIx64 " over %" PRIu64 " bytes in %" PRIu64
-			" grams", pfs_integrity_str(o->integrity), r->peer_crc, end.size, end.count,
-			r->crc, r->bytes, r->grams);
+		pfs_err("recv: integrity MISMATCH: sender %s 0x%" PRIx64 " over %" PRIu64
+			" bytes in "
+			"%" PRIu64 " grams, receiver 0x%" PRIx64 " over %" PRIu64
+			" bytes in %" PRIu64 " grams",
+			pfs_integrity_str(o->integrity), r->peer_crc, end.size, end.count, r->crc,
+			r->bytes, r->grams);
 	res.mode = o->mode;
 	res.flags = r->verdict != PFS_VERDICT_MISMATCH ? PFS_CTL_F_OK : 0;
 	res.size = r->bytes;
@@ -344,18 +354,23 @@ out_free:
 static int send_handshake(const struct pfs_tcp_send_opts *o, int fd, uint64_t fp,
 			  struct pfs_xfer_result *r)
 {
-	struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = o->mode,
+	struct pfs_ctl h = { .type = PFS_CTL_HELLO,
+			     .mode = o->mode,
 			     .flags = PFS_CTL_F_INTEGRITY(o->integrity),
-			     .size = pfs_blob__size(o->blob), .value = fp,
-			     .count = o->sched.total_bytes, .word = o->desc_per_gram };
+			     .size = pfs_blob__size(o->blob),
+			     .value = fp,
+			     .count = o->sched.total_bytes,
+			     .word = o->desc_per_gram };
 	uint8_t rec[PFS_CTL_LEN];
 	int err = pfs_xfer_send_ctl(fd, &h, &r->wire_bytes);
 
 	if (err)
-		return pfs_xfer_fail(r, err, "send: HELLO to %s: %s", r->peer, pfs_xfer_io_what(err));
+		return pfs_xfer_fail(r, err, "send: HELLO to %s: %s", r->peer,
+				     pfs_xfer_io_what(err));
 	err = pfs_xfer_read_full(fd, rec, sizeof(rec), &r->wire_bytes);
 	if (err)
-		return pfs_xfer_fail(r, err, "send: waiting for the receiver's answer: %s", pfs_xfer_io_what(err));
+		return pfs_xfer_fail(r, err, "send: waiting for the receiver's answer: %s",
+				     pfs_xfer_io_what(err));
 	return pfs_xfer_answer_check(rec, &h, fp, r);
 }
 
@@ -392,9 +407,8 @@ static int send_payload_gram(int fd, const uint8_t *hdr, size_t hlen, const uint
 	return cnt ? pfs_xfer_writev_full(fd, iov, cnt, &r->wire_bytes) : 0;
 }
 
-static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_desc *d,
-		       uint8_t *buf, size_t cap, const struct pfs_crc_index *idx,
-		       struct pfs_xfer_result *r)
+static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_desc *d, uint8_t *buf,
+		       size_t cap, const struct pfs_crc_index *idx, struct pfs_xfer_result *r)
 {
 	const uint8_t *base = pfs_blob__data(o->blob);
 	size_t need = PFS_GRAM_HDR_LEN + pfs_gram_desc_len_max(o->mode, o->desc_per_gram);
@@ -409,10 +423,12 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 
 	so.blob_size = pfs_blob__size(o->blob);
 	if (pfs_sched_init(&s, &so))
-		return pfs_xfer_fail(r, -EINVAL, "send: invalid schedule (align %u must be a power of 2, "
-			    "min %u <= max %u, range %" PRIu64 ":%" PRIu64 " inside the %" PRIu64
-			    "-byte blob and >= align)", so.align, so.min_len, so.max_len,
-			    so.range_off, so.range_len, so.blob_size);
+		return pfs_xfer_fail(r, -EINVAL,
+				     "send: invalid schedule (align %u must be a power of 2, "
+				     "min %u <= max %u, range %" PRIu64 ":%" PRIu64
+				     " inside the %" PRIu64 "-byte blob and >= align)",
+				     so.align, so.min_len, so.max_len, so.range_off, so.range_len,
+				     so.blob_size);
 	while ((n = pfs_sched_next(&s, d, o->desc_per_gram,
 				   o->mode == PFS_MODE_PAYLOAD ? o->gram_bytes : UINT64_MAX))) {
 		ssize_t len;
@@ -425,8 +441,8 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 		}
 		len = pfs_gram_encode(o->mode, r->grams, d, n, buf + fill, cap - fill);
 		if (len < 0)
-			return pfs_xfer_fail(r, (int)len, "send: encoding gram %" PRIu64 ": %s", r->grams,
-				    strerror((int)-len));
+			return pfs_xfer_fail(r, (int)len, "send: encoding gram %" PRIu64 ": %s",
+					     r->grams, strerror((int)-len));
 		if (o->mode == PFS_MODE_PAYLOAD) {
 			err = send_payload_gram(fd, buf, len, base, d, n, o->integrity, &sum, r);
 			if (err)
@@ -450,10 +466,12 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 			}
 			if (idx)
 				for (uint32_t i = 0; i < n; i++)
-					sum = pfs_crc_index__extend(idx, (uint32_t)sum, d[i].off, d[i].len);
+					sum = pfs_crc_index__extend(idx, (uint32_t)sum, d[i].off,
+								    d[i].len);
 			else
 				for (uint32_t i = 0; i < n; i++)
-					sum = pfs_digest(o->integrity, sum, base + d[i].off, d[i].len);
+					sum = pfs_digest(o->integrity, sum, base + d[i].off,
+							 d[i].len);
 			r->bytes += eff;
 		}
 		r->descs += n;
@@ -465,12 +483,11 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 	return 0;
 out_io:
 	return pfs_xfer_fail(r, err, "send: writing gram %" PRIu64 " to %s: %s", r->grams, r->peer,
-		    pfs_xfer_io_what(err));
+			     pfs_xfer_io_what(err));
 }
 
 /* The sender's verdict: the receiver's OK flag, and its checksum equal to ours. */
-static void send_verdict(enum pfs_integrity k, const struct pfs_ctl *res,
-			 struct pfs_xfer_result *r)
+static void send_verdict(enum pfs_integrity k, const struct pfs_ctl *res, struct pfs_xfer_result *r)
 {
 	bool ok = (res->flags & PFS_CTL_F_OK) && res->size == r->bytes;
 
@@ -482,11 +499,12 @@ static void send_verdict(enum pfs_integrity k, const struct pfs_ctl *res,
 		r->verdict = ok ? PFS_VERDICT_NA : PFS_VERDICT_MISMATCH;
 	else
 		r->verdict = ok && r->peer_crc_valid && r->peer_crc == r->crc ?
-				     PFS_VERDICT_OK : PFS_VERDICT_MISMATCH;
+				     PFS_VERDICT_OK :
+				     PFS_VERDICT_MISMATCH;
 	if (r->verdict == PFS_VERDICT_MISMATCH)
-		pfs_err("send: integrity MISMATCH reported by %s: sender %s 0x%" PRIx64 " over %"
-			PRIu64 " bytes, receiver 0x%" PRIx64 " over %" PRIu64 " bytes", r->peer,
-			pfs_integrity_str(k), r->crc, r->bytes, r->peer_crc, res->size);
+		pfs_err("send: integrity MISMATCH reported by %s: sender %s 0x%" PRIx64
+			" over %" PRIu64 " bytes, receiver 0x%" PRIx64 " over %" PRIu64 " bytes",
+			r->peer, pfs_integrity_str(k), r->crc, r->bytes, r->peer_crc, res->size);
 }
 
 int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r)
@@ -502,11 +520,14 @@ int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r)
 
 	memset(r, 0, sizeof(*r));
 	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH || !o->blob ||
-	    o->integrity > PFS_INTEGRITY_NONE ||
-	    !o->desc_per_gram || o->desc_per_gram > PFS_GRAM_MAX_DESC ||
-	    (o->mode == PFS_MODE_PAYLOAD && (!o->gram_bytes || o->gram_bytes > PFS_GRAM_MAX_PAYLOAD)))
-		return pfs_xfer_fail(r, -EINVAL, "send: invalid options (blob, descriptors per gram 1..%u, "
-			    "gram bytes 1..%u)", PFS_GRAM_MAX_DESC, PFS_GRAM_MAX_PAYLOAD);
+	    o->integrity > PFS_INTEGRITY_NONE || !o->desc_per_gram ||
+	    o->desc_per_gram > PFS_GRAM_MAX_DESC ||
+	    (o->mode == PFS_MODE_PAYLOAD &&
+	     (!o->gram_bytes || o->gram_bytes > PFS_GRAM_MAX_PAYLOAD)))
+		return pfs_xfer_fail(r, -EINVAL,
+				     "send: invalid options (blob, descriptors per gram 1..%u, "
+				     "gram bytes 1..%u)",
+				     PFS_GRAM_MAX_DESC, PFS_GRAM_MAX_PAYLOAD);
 	r->mode = o->mode;
 	fp = o->fingerprint ? o->fingerprint : pfs_blob__fingerprint(o->blob);
 	cap = TX_BUF + PFS_GRAM_HDR_LEN + pfs_gram_desc_len_max(o->mode, o->desc_per_gram);
@@ -526,12 +547,15 @@ int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r)
 
 		idx = pfs_crc_index__build(pfs_blob__data(o->blob), pfs_blob__size(o->blob));
 		if (idx) {
-			snprintf(r->path, sizeof(r->path), "tcp; sender CRC32C from a %u-byte-granule "
-				 "CRC index of its blob", PFS_CRC_INDEX_GRANULE);
+			snprintf(r->path, sizeof(r->path),
+				 "tcp; sender CRC32C from a %u-byte-granule "
+				 "CRC index of its blob",
+				 PFS_CRC_INDEX_GRANULE);
 			pfs_info("send: CRC index of the blob built in %.3f s (setup)",
 				 pfs_xfer_now() - b0);
 		} else {
-			pfs_warn("send: no memory for the blob's CRC index; hashing the bytes instead");
+			pfs_warn(
+				"send: no memory for the blob's CRC index; hashing the bytes instead");
 		}
 	}
 	fd = pfs_xfer_connect(o->host, o->port, o->connect_timeout_ms, o->io_timeout_ms, r);
@@ -569,7 +593,8 @@ int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r)
 			goto out_close;
 		}
 		if (pfs_ctl_decode(rec, sizeof(rec), &res) ||
-		    (res.type != PFS_CTL_RESULT && (res.type != PFS_CTL_DIGEST || r->peer_crc_valid))) {
+		    (res.type != PFS_CTL_RESULT &&
+		     (res.type != PFS_CTL_DIGEST || r->peer_crc_valid))) {
 			err = pfs_xfer_fail(r, -EPROTO, "send: bad RESULT record from %s", r->peer);
 			goto out_close;
 		}

@@ -19,10 +19,17 @@
 static int tcp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 {
 	struct pfs_tcp_send_opts so = {
-		.sz = sizeof(so), .host = o->host, .port = o->port, .mode = o->mode,
-		.blob = o->blob, .fingerprint = o->fingerprint, .sched = o->sched,
-		.desc_per_gram = o->desc_per_gram, .gram_bytes = o->gram_bytes,
-		.connect_timeout_ms = o->connect_timeout_ms, .io_timeout_ms = o->io_timeout_ms,
+		.sz = sizeof(so),
+		.host = o->host,
+		.port = o->port,
+		.mode = o->mode,
+		.blob = o->blob,
+		.fingerprint = o->fingerprint,
+		.sched = o->sched,
+		.desc_per_gram = o->desc_per_gram,
+		.gram_bytes = o->gram_bytes,
+		.connect_timeout_ms = o->connect_timeout_ms,
+		.io_timeout_ms = o->io_timeout_ms,
 		.integrity = o->integrity,
 	};
 
@@ -32,10 +39,17 @@ static int tcp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 static int tcp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 {
 	struct pfs_tcp_recv_opts ro = {
-		.sz = sizeof(ro), .host = o->host, .port = o->port, .mode = o->mode,
-		.blob = o->blob, .fingerprint = o->fingerprint, .out_fd = o->out_fd,
-		.accept_timeout_ms = o->accept_timeout_ms, .io_timeout_ms = o->io_timeout_ms,
-		.ready_file = o->ready_file, .integrity = o->integrity,
+		.sz = sizeof(ro),
+		.host = o->host,
+		.port = o->port,
+		.mode = o->mode,
+		.blob = o->blob,
+		.fingerprint = o->fingerprint,
+		.out_fd = o->out_fd,
+		.accept_timeout_ms = o->accept_timeout_ms,
+		.io_timeout_ms = o->io_timeout_ms,
+		.ready_file = o->ready_file,
+		.integrity = o->integrity,
 	};
 
 	return pfs_tcp_recv(&ro, r);

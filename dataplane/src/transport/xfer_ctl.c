@@ -111,18 +111,25 @@ int pfs_xfer_io_err(int e)
 const char *pfs_xfer_io_what(int err)
 {
 	return err == -ECONNRESET ? "peer closed the connection" :
-	       err == -ETIMEDOUT ? "timed out" : strerror(-err);
+	       err == -ETIMEDOUT  ? "timed out" :
+				    strerror(-err);
 }
 
 const char *pfs_xfer_refuse_str(uint32_t code)
 {
 	switch (code) {
-	case PFS_REFUSE_VERSION: return "protocol version mismatch";
-	case PFS_REFUSE_MODE: return "mode mismatch";
-	case PFS_REFUSE_FINGERPRINT: return "blob fingerprint mismatch";
-	case PFS_REFUSE_SIZE: return "blob size mismatch";
-	case PFS_REFUSE_PARAMS: return "transport parameters not acceptable";
-	case PFS_REFUSE_INTEGRITY: return "integrity checksum mismatch";
+	case PFS_REFUSE_VERSION:
+		return "protocol version mismatch";
+	case PFS_REFUSE_MODE:
+		return "mode mismatch";
+	case PFS_REFUSE_FINGERPRINT:
+		return "blob fingerprint mismatch";
+	case PFS_REFUSE_SIZE:
+		return "blob size mismatch";
+	case PFS_REFUSE_PARAMS:
+		return "transport parameters not acceptable";
+	case PFS_REFUSE_INTEGRITY:
+		return "integrity checksum mismatch";
 	}
 	return "unknown reason";
 }
@@ -184,8 +191,7 @@ int pfs_xfer_send_ctl(int fd, const struct pfs_ctl *c, uint64_t *wire)
 	return pfs_xfer_write_full(fd, rec, sizeof(rec), wire);
 }
 
-int pfs_xfer_listen(const char *host, uint16_t port, const char *who,
-		    struct pfs_xfer_result *r)
+int pfs_xfer_listen(const char *host, uint16_t port, const char *who, struct pfs_xfer_result *r)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
@@ -206,7 +212,8 @@ int pfs_xfer_listen(const char *host, uint16_t port, const char *who,
 		close(lfd);
 		return pfs_xfer_fail(r, -e, "recv: listen on %s: %s%s", where, strerror(e),
 				     e == EACCES && port < 1024 ?
-				     " (ports below 1024 need CAP_NET_BIND_SERVICE)" : "");
+					     " (ports below 1024 need CAP_NET_BIND_SERVICE)" :
+					     "");
 	}
 	pfs_info("recv: %s listening on %s", who, where);
 	return lfd;
@@ -218,9 +225,8 @@ int pfs_xfer_accept(int lfd, int accept_timeout_ms, int io_timeout_ms, const cha
 	return pfs_xfer_accept_stop(lfd, accept_timeout_ms, io_timeout_ms, ready_file, NULL, r);
 }
 
-int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms,
-			 const char *ready_file, const volatile sig_atomic_t *stop,
-			 struct pfs_xfer_result *r)
+int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms, const char *ready_file,
+			 const volatile sig_atomic_t *stop, struct pfs_xfer_result *r)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -249,11 +255,15 @@ int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms,
 
 		close(lfd);
 		if (pr < 0 && e == EINTR)
-			return pfs_xfer_fail(r, -EINTR, "recv: stopped by a signal while waiting for "
-					     "a sender on %s", where);
+			return pfs_xfer_fail(r, -EINTR,
+					     "recv: stopped by a signal while waiting for "
+					     "a sender on %s",
+					     where);
 		if (pr == 0)
-			return pfs_xfer_fail(r, -ETIMEDOUT, "recv: no sender connected to %s within "
-					     "%.1f s", where, accept_timeout_ms / 1000.0);
+			return pfs_xfer_fail(r, -ETIMEDOUT,
+					     "recv: no sender connected to %s within "
+					     "%.1f s",
+					     where, accept_timeout_ms / 1000.0);
 		return pfs_xfer_fail(r, -e, "recv: poll: %s", strerror(e));
 	}
 	sl = sizeof(ss);
@@ -266,8 +276,8 @@ int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms,
 	return fd;
 }
 
-int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms,
-		     int io_timeout_ms, struct pfs_xfer_result *r)
+int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms, int io_timeout_ms,
+		     struct pfs_xfer_result *r)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
@@ -298,20 +308,25 @@ int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms,
 	}
 }
 
-int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode,
-			 enum pfs_integrity integrity, uint64_t size, uint64_t fp, int out_fd,
-			 uint64_t *bound, struct pfs_ctl *a, struct pfs_xfer_result *r)
+int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode, enum pfs_integrity integrity,
+			 uint64_t size, uint64_t fp, int out_fd, uint64_t *bound, struct pfs_ctl *a,
+			 struct pfs_xfer_result *r)
 {
 	struct pfs_ctl h;
 	int err = pfs_ctl_decode(raw, PFS_CTL_LEN, &h);
 
-	*a = (struct pfs_ctl){ .type = PFS_CTL_ACCEPT, .mode = mode,
-			       .flags = PFS_CTL_F_INTEGRITY(integrity), .size = size, .value = fp };
+	*a = (struct pfs_ctl){ .type = PFS_CTL_ACCEPT,
+			       .mode = mode,
+			       .flags = PFS_CTL_F_INTEGRITY(integrity),
+			       .size = size,
+			       .value = fp };
 	if (err == -EPROTONOSUPPORT) {
 		a->type = PFS_CTL_REFUSE;
 		a->word = PFS_REFUSE_VERSION;
-		return pfs_xfer_fail(r, -EPERM, "recv: refused %s: protocol version %u, this "
-				     "receiver speaks %u", r->peer, raw[4], PFS_GRAM_VERSION);
+		return pfs_xfer_fail(r, -EPERM,
+				     "recv: refused %s: protocol version %u, this "
+				     "receiver speaks %u",
+				     r->peer, raw[4], PFS_GRAM_VERSION);
 	}
 	if (err || h.type != PFS_CTL_HELLO)
 		return pfs_xfer_fail(r, -EPROTO, "recv: %s did not open with a valid HELLO (%s)",
@@ -321,27 +336,32 @@ int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode,
 	if (h.mode != mode) {
 		a->type = PFS_CTL_REFUSE;
 		a->word = PFS_REFUSE_MODE;
-		return pfs_xfer_fail(r, -EPERM, "recv: refused %s: mode mismatch: sender uses mode "
-				     "%s, this receiver runs mode %s", r->peer, pfs_mode_str(h.mode),
-				     pfs_mode_str(mode));
+		return pfs_xfer_fail(r, -EPERM,
+				     "recv: refused %s: mode mismatch: sender uses mode "
+				     "%s, this receiver runs mode %s",
+				     r->peer, pfs_mode_str(h.mode), pfs_mode_str(mode));
 	}
 	if (PFS_CTL_INTEGRITY(h.flags) != integrity) {
 		a->type = PFS_CTL_REFUSE;
 		a->word = PFS_REFUSE_INTEGRITY;
-		return pfs_xfer_fail(r, -EPERM, "recv: refused %s: integrity checksum mismatch: sender "
-				     "uses %s, this receiver %s; start both with the same --integrity",
-				     r->peer, pfs_integrity_str(PFS_CTL_INTEGRITY(h.flags)),
-				     pfs_integrity_str(integrity));
+		return pfs_xfer_fail(
+			r, -EPERM,
+			"recv: refused %s: integrity checksum mismatch: sender "
+			"uses %s, this receiver %s; start both with the same --integrity",
+			r->peer, pfs_integrity_str(PFS_CTL_INTEGRITY(h.flags)),
+			pfs_integrity_str(integrity));
 	}
 	if (mode != PFS_MODE_PAYLOAD && (h.size != size || h.value != fp)) {
 		a->type = PFS_CTL_REFUSE;
 		a->word = h.size != size ? PFS_REFUSE_SIZE : PFS_REFUSE_FINGERPRINT;
-		return pfs_xfer_fail(r, -EPERM, "recv: refused %s: %s: sender blob %" PRIu64
+		return pfs_xfer_fail(r, -EPERM,
+				     "recv: refused %s: %s: sender blob %" PRIu64
 				     " bytes fingerprint 0x%016" PRIx64 ", receiver blob %" PRIu64
 				     " bytes fingerprint 0x%016" PRIx64 "; %s mode executes over "
 				     "the receiver's own blob, so both ends need identical blobs "
-				     "(same size and seed)", r->peer, pfs_xfer_refuse_str(a->word),
-				     h.size, h.value, size, fp, pfs_mode_str(mode));
+				     "(same size and seed)",
+				     r->peer, pfs_xfer_refuse_str(a->word), h.size, h.value, size,
+				     fp, pfs_mode_str(mode));
 	}
 	/* Payload mode needs no shared blob: bounds come from the sender's. */
 	*bound = mode == PFS_MODE_PAYLOAD ? h.size : size;
@@ -356,7 +376,8 @@ int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode,
 
 			a->type = PFS_CTL_REFUSE;
 			a->word = PFS_REFUSE_SIZE;
-			return pfs_xfer_fail(r, -EPERM, "recv: refused %s: cannot size the output "
+			return pfs_xfer_fail(r, -EPERM,
+					     "recv: refused %s: cannot size the output "
 					     "to the sender's blob size %" PRIu64 " bytes: %s",
 					     r->peer, *bound, strerror(e));
 		}
@@ -371,22 +392,27 @@ int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t 
 	int err = pfs_ctl_decode(raw, PFS_CTL_LEN, &a);
 
 	if (err == -EPROTONOSUPPORT)
-		return pfs_xfer_fail(r, -EPERM, "send: receiver %s speaks protocol version %u, "
-				     "this sender %u", r->peer, raw[4], PFS_GRAM_VERSION);
+		return pfs_xfer_fail(r, -EPERM,
+				     "send: receiver %s speaks protocol version %u, "
+				     "this sender %u",
+				     r->peer, raw[4], PFS_GRAM_VERSION);
 	if (err || (a.type != PFS_CTL_ACCEPT && a.type != PFS_CTL_REFUSE))
 		return pfs_xfer_fail(r, -EPROTO, "send: bad answer to HELLO from %s", r->peer);
 	r->peer_blob_size = a.size;
 	r->peer_fingerprint = a.value;
 	if (a.type == PFS_CTL_REFUSE)
-		return pfs_xfer_fail(r, -EPERM, "send: receiver %s refused: %s (sender: mode %s, "
-				     "blob %" PRIu64 " bytes fingerprint 0x%016" PRIx64 "; receiver: "
-				     "mode %s, blob %" PRIu64 " bytes fingerprint 0x%016" PRIx64 ")%s",
-				     r->peer, pfs_xfer_refuse_str(a.word), pfs_mode_str(h->mode),
-				     h->size, fp, pfs_mode_str(a.mode), a.size, a.value,
-				     a.word == PFS_REFUSE_FINGERPRINT || a.word == PFS_REFUSE_SIZE ?
-				     "; offset and arithmetic modes need the same blob on both ends" :
-				     a.word == PFS_REFUSE_INTEGRITY ?
-				     "; start both ends with the same --integrity" : "");
+		return pfs_xfer_fail(
+			r, -EPERM,
+			"send: receiver %s refused: %s (sender: mode %s, "
+			"blob %" PRIu64 " bytes fingerprint 0x%016" PRIx64 "; receiver: "
+			"mode %s, blob %" PRIu64 " bytes fingerprint 0x%016" PRIx64 ")%s",
+			r->peer, pfs_xfer_refuse_str(a.word), pfs_mode_str(h->mode), h->size, fp,
+			pfs_mode_str(a.mode), a.size, a.value,
+			a.word == PFS_REFUSE_FINGERPRINT || a.word == PFS_REFUSE_SIZE ?
+				"; offset and arithmetic modes need the same blob on both ends" :
+			a.word == PFS_REFUSE_INTEGRITY ?
+				"; start both ends with the same --integrity" :
+				"");
 	return 0;
 }
 

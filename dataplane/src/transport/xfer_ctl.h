@@ -12,8 +12,8 @@
 #include "pfs/gram.h"
 #include "pfs/xfer.h"
 
-double pfs_xfer_now(void);				/* CLOCK_MONOTONIC seconds */
-void pfs_xfer_cpu(double *user, double *sys);		/* getrusage(RUSAGE_SELF) */
+double pfs_xfer_now(void); /* CLOCK_MONOTONIC seconds */
+void pfs_xfer_cpu(double *user, double *sys); /* getrusage(RUSAGE_SELF) */
 
 /* Format @fmt into r->error, log it, return @err. */
 int pfs_xfer_fail(struct pfs_xfer_result *r, int err, const char *fmt, ...)
@@ -43,30 +43,28 @@ int pfs_xfer_out_write(int fd, const uint8_t *p, size_t len, uint64_t off,
 
 /* Receiver: bind + listen on host:port (TCP). Returns the listening fd or
  * -errno (-EINVAL address, -EADDRINUSE, -EACCES) with r->error set. */
-int pfs_xfer_listen(const char *host, uint16_t port, const char *who,
-		    struct pfs_xfer_result *r);
+int pfs_xfer_listen(const char *host, uint16_t port, const char *who, struct pfs_xfer_result *r);
 /* Receiver: create @ready_file, wait @accept_timeout_ms for one sender,
  * close @lfd. Sets r->peer and the I/O timeout. fd or -errno (-ETIMEDOUT;
  * -EINTR when @stop, if not NULL, is set: before the wait, or by the
  * signal that interrupted it). */
 int pfs_xfer_accept(int lfd, int accept_timeout_ms, int io_timeout_ms, const char *ready_file,
 		    struct pfs_xfer_result *r);
-int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms,
-			 const char *ready_file, const volatile sig_atomic_t *stop,
-			 struct pfs_xfer_result *r);
+int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms, const char *ready_file,
+			 const volatile sig_atomic_t *stop, struct pfs_xfer_result *r);
 /* Sender: connect, retrying refused connects for @connect_timeout_ms.
  * Sets r->peer. fd or -errno. */
-int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms,
-		     int io_timeout_ms, struct pfs_xfer_result *r);
+int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms, int io_timeout_ms,
+		     struct pfs_xfer_result *r);
 
 /* Receiver: judge the sender's HELLO (@raw, PFS_CTL_LEN bytes) for a
  * receiver of @mode and checksum @integrity holding @blob_size bytes with
  * fingerprint @fp (payload mode: no blob needed). Fills @ans with ACCEPT or REFUSE (the caller sends
  * it) and *bound with the blob size descriptors are checked against; sizes
  * @out_fd to it. 0 accept, -EPERM refuse, -EPROTO not a HELLO; r->error set. */
-int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode,
-			 enum pfs_integrity integrity, uint64_t blob_size, uint64_t fp, int out_fd,
-			 uint64_t *bound, struct pfs_ctl *ans, struct pfs_xfer_result *r);
+int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode, enum pfs_integrity integrity,
+			 uint64_t blob_size, uint64_t fp, int out_fd, uint64_t *bound,
+			 struct pfs_ctl *ans, struct pfs_xfer_result *r);
 /* Sender: judge the receiver's answer @raw to our HELLO @h. 0 accepted,
  * -EPERM refused, -EPROTO garbage; r->error set. */
 int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t fp,

@@ -14,8 +14,7 @@
 
 #include "pfs/result.h"
 
-__attribute__((format(printf, 2, 3)))
-static void put(struct pfs_json *j, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void put(struct pfs_json *j, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -179,8 +178,8 @@ int pfs_csv_append(const char *path, const struct pfs_csv_row *r)
 	csv_field(f, r->label);
 	fputc(',', f);
 	csv_field(f, r->purpose);
-	fprintf(f, ",%.2f,%.4f,%.1f,%.3f,%.3f,%.1f,", r->size_mb, r->elapsed_s,
-		r->effective_mb_s, r->user_s, r->sys_s, r->mb_per_cpu_s);
+	fprintf(f, ",%.2f,%.4f,%.1f,%.3f,%.3f,%.1f,", r->size_mb, r->elapsed_s, r->effective_mb_s,
+		r->user_s, r->sys_s, r->mb_per_cpu_s);
 	csv_field(f, r->integrity);
 	fprintf(f, ",%d,", r->pthreads);
 	csv_field(f, r->notes);

@@ -66,13 +66,13 @@ uint32_t pfs_inet_sum(const void *data, size_t len, uint32_t sum)
 	if (len) {
 		uint16_t h = 0;
 
-		memcpy(&h, p, 1);	/* pad the odd byte with a zero byte */
+		memcpy(&h, p, 1); /* pad the odd byte with a zero byte */
 		acc += h;
 	}
 	acc = (acc & 0xffff) + (acc >> 16);
 	acc = (acc & 0xffff) + (acc >> 16);
 	acc = (acc & 0xffff) + (acc >> 16);
-	return (uint32_t)acc;	/* 16 significant bits, in memory order */
+	return (uint32_t)acc; /* 16 significant bits, in memory order */
 }
 
 uint16_t pfs_inet_fold(uint32_t sum)
@@ -106,17 +106,17 @@ int pfs_frame_tmpl_init(struct pfs_frame_tmpl *t, const struct pfs_frame_addr *a
 	off = 12;
 	if (a->vlan) {
 		put16(h + off, ETHERTYPE_VLAN);
-		put16(h + off + 2, a->vlan);	/* PCP 0, DEI 0 */
+		put16(h + off + 2, a->vlan); /* PCP 0, DEI 0 */
 		off += 4;
 	}
 	put16(h + off, a->family == AF_INET ? ETHERTYPE_IPV4 : ETHERTYPE_IPV6);
 	off += 2;
 	t->l3 = (uint16_t)off;
 	if (a->family == AF_INET) {
-		h[off] = 0x45;			/* version 4, IHL 5 */
-		h[off + 1] = 0;			/* DSCP/ECN */
+		h[off] = 0x45; /* version 4, IHL 5 */
+		h[off + 1] = 0; /* DSCP/ECN */
 		put16(h + off + 6, IPV4_DF);
-		h[off + 8] = 64;		/* TTL */
+		h[off + 8] = 64; /* TTL */
 		h[off + 9] = IPPROTO_UDP;
 		memcpy(h + off + 12, a->src_ip, 4);
 		memcpy(h + off + 16, a->dst_ip, 4);
@@ -124,9 +124,9 @@ int pfs_frame_tmpl_init(struct pfs_frame_tmpl *t, const struct pfs_frame_addr *a
 		ps = pfs_inet_sum(a->dst_ip, 4, ps);
 		off += 20;
 	} else {
-		h[off] = 0x60;			/* version 6, class 0, flow 0 */
-		h[off + 6] = IPPROTO_UDP;	/* next header */
-		h[off + 7] = 64;		/* hop limit */
+		h[off] = 0x60; /* version 6, class 0, flow 0 */
+		h[off + 6] = IPPROTO_UDP; /* next header */
+		h[off + 7] = 64; /* hop limit */
 		memcpy(h + off + 8, a->src_ip, 16);
 		memcpy(h + off + 24, a->dst_ip, 16);
 		ps = pfs_inet_sum(a->src_ip, 16, 0);
@@ -157,7 +157,7 @@ int pfs_frame_build(const struct pfs_frame_tmpl *t, uint8_t *buf, size_t cap, co
 	memcpy(buf, t->hdr, t->hlen);
 	if (t->family == AF_INET) {
 		put16(ip + 2, (uint16_t)(20 + ulen));
-		c = pfs_inet_fold(pfs_inet_sum(ip, 20, 0));	/* checksum field is 0 in hdr */
+		c = pfs_inet_fold(pfs_inet_sum(ip, 20, 0)); /* checksum field is 0 in hdr */
 		memcpy(ip + 10, &c, 2);
 	} else {
 		put16(ip + 4, (uint16_t)ulen);
@@ -166,10 +166,10 @@ int pfs_frame_build(const struct pfs_frame_tmpl *t, uint8_t *buf, size_t cap, co
 	if (t->family == AF_INET6 || !(t->flags & PFS_FRAME_NO_UDP_CSUM4)) {
 		uint32_t s = add16(t->pseudo_sum, (uint16_t)ulen);
 
-		s = pfs_inet_sum(udp, ulen, s);	/* UDP checksum field is 0 here */
+		s = pfs_inet_sum(udp, ulen, s); /* UDP checksum field is 0 here */
 		c = pfs_inet_fold(s);
 		if (!c)
-			c = 0xffff;	/* 0 means "none": send all ones (RFC 768) */
+			c = 0xffff; /* 0 means "none": send all ones (RFC 768) */
 		memcpy(udp + 6, &c, 2);
 	}
 	return (int)total;
@@ -218,7 +218,7 @@ int pfs_frame_parse(const uint8_t *f, size_t len, uint16_t port, uint32_t flags,
 		memcpy(fi->dst_ip, ip + 16, 4);
 		ps = pfs_inet_sum(ip + 12, 8, 0);
 		l4 = off + ihl;
-		iplen -= ihl;		/* bytes of UDP the IP header vouches for */
+		iplen -= ihl; /* bytes of UDP the IP header vouches for */
 	} else if (type == ETHERTYPE_IPV6) {
 		const uint8_t *ip = f + off;
 
@@ -245,7 +245,7 @@ int pfs_frame_parse(const uint8_t *f, size_t len, uint16_t port, uint32_t flags,
 	fi->src_port = get16(f + l4);
 	fi->dst_port = get16(f + l4 + 2);
 	if (port && fi->dst_port != port)
-		return -ENOENT;	/* not ours: not worth a checksum */
+		return -ENOENT; /* not ours: not worth a checksum */
 	if (flags & PFS_FRAME_VERIFY_CSUM) {
 		uint16_t stored = get16(f + l4 + 6);
 

@@ -16,9 +16,12 @@
 const char *pfs_mode_str(enum pfs_gram_mode mode)
 {
 	switch (mode) {
-	case PFS_MODE_PAYLOAD: return "payload";
-	case PFS_MODE_OFFSET: return "offset";
-	case PFS_MODE_ARITH: return "arith";
+	case PFS_MODE_PAYLOAD:
+		return "payload";
+	case PFS_MODE_OFFSET:
+		return "offset";
+	case PFS_MODE_ARITH:
+		return "arith";
 	}
 	return "?";
 }
@@ -38,8 +41,8 @@ int pfs_mode_parse(const char *s, enum pfs_gram_mode *mode)
 
 size_t pfs_gram_desc_len_max(enum pfs_gram_mode mode, uint32_t n)
 {
-	return (size_t)n * (mode == PFS_MODE_ARITH ? PFS_GRAM_ARITH_DESC_MAX
-						   : PFS_GRAM_OFFSET_DESC_LEN);
+	return (size_t)n *
+	       (mode == PFS_MODE_ARITH ? PFS_GRAM_ARITH_DESC_MAX : PFS_GRAM_OFFSET_DESC_LEN);
 }
 
 static inline uint64_t zigzag(int64_t v)
@@ -62,8 +65,8 @@ static inline uint8_t *put_uvarint(uint8_t *p, uint64_t v)
 	return p;
 }
 
-ssize_t pfs_gram_encode(enum pfs_gram_mode mode, uint64_t seq, const struct pfs_desc *d,
-			uint32_t n, void *out, size_t cap)
+ssize_t pfs_gram_encode(enum pfs_gram_mode mode, uint64_t seq, const struct pfs_desc *d, uint32_t n,
+			void *out, size_t cap)
 {
 	uint8_t *o = out, *p = o + PFS_GRAM_HDR_LEN;
 	uint64_t payload = 0;
@@ -143,8 +146,8 @@ int pfs_gram_decode_hdr(const void *buf, size_t len, struct pfs_gram_hdr *h)
 	if (n > PFS_GRAM_MAX_DESC || get32(b + 24) > PFS_GRAM_MAX_PAYLOAD)
 		return -E2BIG;
 	/* A table size the mode cannot produce is malformed before we read it. */
-	if (b[5] == PFS_MODE_ARITH ? (dl < 2ULL * n || dl > (uint64_t)n * PFS_GRAM_ARITH_DESC_MAX)
-				   : dl != (uint64_t)n * PFS_GRAM_OFFSET_DESC_LEN)
+	if (b[5] == PFS_MODE_ARITH ? (dl < 2ULL * n || dl > (uint64_t)n * PFS_GRAM_ARITH_DESC_MAX) :
+				     dl != (uint64_t)n * PFS_GRAM_OFFSET_DESC_LEN)
 		return -EBADMSG;
 	if (b[5] != PFS_MODE_PAYLOAD && get32(b + 24))
 		return -EBADMSG;
@@ -220,8 +223,8 @@ int pfs_gram_decode_desc(const struct pfs_gram_hdr *h, const void *desc, size_t 
 			} else {
 				int64_t d = unzigzag(v), dl;
 
-				if (d < 0 ? (uint64_t)-(d + 1) + 1 > prev_end
-					  : (uint64_t)d > UINT64_MAX - prev_end)
+				if (d < 0 ? (uint64_t) - (d + 1) + 1 > prev_end :
+					    (uint64_t)d > UINT64_MAX - prev_end)
 					return -ERANGE;
 				off = prev_end + (uint64_t)d;
 				if ((err = get_uvarint(&p, end, &v)))
@@ -335,11 +338,24 @@ void pfs_gram_stats_count(struct pfs_gram_stats *s, int err)
 	}
 	s->errors++;
 	switch (-err) {
-	case EMSGSIZE: s->truncated++; break;
-	case EILSEQ: s->bad_crc++; break;
-	case EPROTONOSUPPORT: s->bad_version++; break;
-	case E2BIG: case ENOSPC: s->over_limit++; break;
-	case ERANGE: s->out_of_bounds++; break;
-	default: s->malformed++; break;
+	case EMSGSIZE:
+		s->truncated++;
+		break;
+	case EILSEQ:
+		s->bad_crc++;
+		break;
+	case EPROTONOSUPPORT:
+		s->bad_version++;
+		break;
+	case E2BIG:
+	case ENOSPC:
+		s->over_limit++;
+		break;
+	case ERANGE:
+		s->out_of_bounds++;
+		break;
+	default:
+		s->malformed++;
+		break;
 	}
 }
