@@ -74,7 +74,11 @@ vet: ## Run go vet.
 	$(GO) vet ./...
 
 .PHONY: lint
-lint: lint-go ## Run the linters (lint-go; the data plane's C check joins here).
+lint: lint-go lint-c ## Run the linters: Go (lint-go) and C (lint-c).
+
+.PHONY: lint-c
+lint-c: ## Check the data plane's C sources against its .clang-format (make -C dataplane format fixes them).
+	$(MAKE) -C dataplane lint
 
 .PHONY: lint-go
 lint-go: vet golangci-lint ## Lint the Go code: go vet, golangci-lint (.golangci.yml; kube-api-linter on api/), gofmt, an SPDX line in every Go file, script and sample.
