@@ -65,6 +65,9 @@ HOST_PKGS=(podman netavark aardvark-dns conmon runc iptables uidmap debootstrap
 # recreates it, with DNS, on the next create.
 check_network_backend() {
   local backend chosen=/var/lib/containers/storage/defaultNetworkBackend
+  [ -x /usr/lib/podman/netavark ] || command -v netavark >/dev/null ||
+    die "netavark is not installed, and the project pins podman's network backend to it ($CONTAINERS_CONF):" \
+      "apt-get install netavark aardvark-dns (make deps does), then run again"
   backend=$(podman info --format '{{.Host.NetworkBackend}}' 2>/dev/null) ||
     die "podman info failed; run it by hand with CONTAINERS_CONF=$CONTAINERS_CONF to see why"
   if [ "$backend" != netavark ]; then
