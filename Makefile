@@ -185,8 +185,14 @@ CONTAINER_TOOL ?= $(shell if docker info >/dev/null 2>&1; then echo docker; \
 .PHONY: docker-build
 docker-build: deps build dataplane ## Build the operator ($(IMG)) and data-plane ($(DATAPLANE_IMG)) images from the binaries just built; offline.
 	@[ -n "$(CONTAINER_TOOL)" ] || { echo "no container engine: start docker, or apt-get install -y buildah"; exit 1; }
-	$(CONTAINER_TOOL) build -t $(IMG) -f Dockerfile .
-	$(CONTAINER_TOOL) build -t $(DATAPLANE_IMG) -f dataplane/Dockerfile dataplane
+	@# A rebuild moves the tag to a new image; the one it leaves untagged
+	@# (60+ MB each time for the operator) is removed, and nothing else is.
+	@for spec in "$(IMG) Dockerfile ." "$(DATAPLANE_IMG) dataplane/Dockerfile dataplane"; do set -- $$spec; \
+	  old=$$($(CONTAINER_TOOL) images -q "$$1" 2>/dev/null | head -1 || true); \
+	  echo "$(CONTAINER_TOOL) build -t $$1 -f $$2 $$3"; $(CONTAINER_TOOL) build -t "$$1" -f "$$2" "$$3"; \
+	  new=$$($(CONTAINER_TOOL) images -q "$$1" | head -1); \
+	  if [ -n "$$old" ] && [ "$$old" != "$$new" ]; then $(CONTAINER_TOOL) rmi "$$old" >/dev/null 2>&1 || true; fi; \
+	done
 
 # Image archives (docker-archive format: `ctr images import` and
 # `kind load image-archive` read it), written from the images docker-build made.
