@@ -124,7 +124,10 @@ def test_wrong_token_is_rejected_with_the_holders_words(env):
     assert "token rejected" in e.holder_message  # the holder's own sentence
     assert e.reply.peer_uid == os.getuid()  # what the holder saw of us
     assert isinstance(e, packetfs.HolderRefused)
-    assert "refused" in h.log()
+    deadline = time.monotonic() + 5  # the holder logs after it replied
+    while "refused pid=" not in h.log() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert f"refused pid={os.getpid()} uid={os.getuid()}" in h.log()
 
 
 def test_uid_not_in_allow_list(env):
