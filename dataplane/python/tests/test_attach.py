@@ -312,3 +312,16 @@ def test_size_differs_from_the_record(env):
 def test_holder_message_is_kept_printable():
     r = share.decode_reply(ok_reply(msg=b"bad\x1b[31m\x00token"))
     assert r.message == "bad?[31m?token"
+
+
+def test_pure_python_verify_warns_on_a_large_blob(env, monkeypatch):
+    """Without numpy the fingerprint check is slow: attach says so (and still checks)."""
+    from packetfs import blob as pblob
+
+    b = env.blob("4k", 2 * MiB, fill="seed")
+    h = env.holder(b).start()
+    monkeypatch.setattr(pblob, "fingerprint_backend", lambda: "python")
+    monkeypatch.setattr(pblob, "SLOW_VERIFY_BYTES", 1 * MiB)
+    with pytest.warns(RuntimeWarning, match="install numpy"):
+        with h.attach() as blob:
+            assert blob.verified_with == "python"
