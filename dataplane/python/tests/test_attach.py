@@ -9,13 +9,15 @@ import os
 import signal
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
 import packetfs
-from conftest import MiB, run_as, run_pfs
+from conftest import HERE, MiB, run_as, run_pfs
 from packetfs import share
 
 
@@ -325,3 +327,26 @@ def test_pure_python_verify_warns_on_a_large_blob(env, monkeypatch):
     with pytest.warns(RuntimeWarning, match="install numpy"):
         with h.attach() as blob:
             assert blob.verified_with == "python"
+
+
+STDLIB_ONLY = """
+import sys
+sys.modules["numpy"] = None  # as if numpy were not installed
+import packetfs
+with packetfs.attach(sys.argv[1], token_file=sys.argv[2]) as blob:
+    assert blob.verified_with == "python", blob.verified_with
+    names = blob.manifest().names()
+    digest = blob.verify(names[0])
+print(names[0], digest)
+"""
+
+
+def test_standard_library_only(env, real_files):
+    """No numpy: attach, fingerprint (pure Python), manifest and sha256 still work."""
+    name, data = real_files[0]
+    p = env.pack([(name, data)], size=2 * MiB)
+    r = subprocess.run([sys.executable, "-c", STDLIB_ONLY, str(p.holder.sock),
+                        str(p.holder.token_file)], capture_output=True, text=True, timeout=120,
+                       env={"PYTHONPATH": str(HERE.parent), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [name, hashlib.sha256(data).hexdigest()]
