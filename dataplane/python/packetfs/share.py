@@ -183,6 +183,7 @@ def exchange(path: str, op: int, token, timeout: float, version: int = VERSION):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
     fd = None
     try:
+        s.settimeout(None)  # blocking, whatever socket.setdefaulttimeout() says
         # Blocking socket with SO_SNDTIMEO/SO_RCVTIMEO, as the C client: an
         # AF_UNIX connect waits on a full backlog for the send timeout.
         sec = max(0.001, float(timeout))

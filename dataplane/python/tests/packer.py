@@ -4,8 +4,8 @@ blob, until `pfs blob create --source` does it in C. Tests only: the client neve
 writes blobs.
 
 Kept independent of the code under test: its own (bitwise, slow, obviously right)
-CRC-32C, its own offsets. ``manifest=`` lets a test write a manifest the client must
-refuse; ``corrupt=`` hooks change bytes after everything was written.
+CRC-32C, its own offsets. ``corrupt=`` changes bytes after everything was written
+(manifests with bad content but valid CRCs are tested in memory: test_manifest.py).
 """
 
 from __future__ import annotations
@@ -58,12 +58,12 @@ def footer(manifest_offset: int, manifest: bytes, *, version: int = 1, flags: in
     return head + struct.pack("<I", crc32c(head))
 
 
-def write(view, files, kind: str = "dir", *, manifest=None, corrupt=None) -> dict:
+def write(view, files, kind: str = "dir", *, corrupt=None) -> dict:
     """Write ``files`` into the writable buffer ``view`` (the whole blob, zero-filled
-    by `pfs blob create --fill zero`) and return the plan (offsets, manifest document, where the manifest and footer went)."""
+    by `pfs blob create --fill zero`) and return the plan: offsets, the manifest
+    document, where the manifest and the footer went."""
     p = plan(files, kind)
-    doc = p["doc"] if manifest is None else manifest
-    mbytes = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+    mbytes = json.dumps(p["doc"]).encode()
     size = len(view)
     moff = p["manifest_offset"]
     if moff + len(mbytes) > size - FOOTER:

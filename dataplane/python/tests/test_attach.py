@@ -238,8 +238,9 @@ def test_mapping_outlives_the_holder(env):
 # ---- replies a real holder never sends: a fake holder on a socket of our own ----
 
 
-def fake_holder(path, reply: bytes | None, fds=()):
-    """Accept one client; send ``reply`` (with ``fds``) or nothing at all."""
+def fake_holder(path, reply: bytes | None, fds=(), done: threading.Event | None = None):
+    """Accept one client; send ``reply`` (with ``fds``), or with None send nothing
+    until ``done`` is set."""
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     srv.bind(str(path))
     srv.listen(1)
@@ -249,10 +250,9 @@ def fake_holder(path, reply: bytes | None, fds=()):
         c.recv(4096)
         if reply is not None:
             socket.send_fds(c, [reply], list(fds))
-            c.close()
         else:
-            time.sleep(3)
-            c.close()
+            done.wait(10)
+        c.close()
         srv.close()
 
     t = threading.Thread(target=serve, daemon=True)
@@ -267,12 +267,16 @@ def ok_reply(size=2 * MiB, flags=share.F_READ_ONLY | share.F_FD, msg=b"", page=0
 
 def test_local_timeout(env):
     p = env.workdir / "silent.sock"
-    t = fake_holder(p, None)
+    done = threading.Event()
+    t = fake_holder(p, None, done=done)
     t0 = time.monotonic()
-    with pytest.raises(packetfs.AttachTimeout, match="no reply within"):
-        packetfs.attach(p, token="t", timeout=0.5)
-    assert time.monotonic() - t0 < 2.5
-    t.join()
+    try:
+        with pytest.raises(packetfs.AttachTimeout, match="no reply within"):
+            packetfs.attach(p, token="t", timeout=0.5)
+        assert 0.4 < time.monotonic() - t0 < 2.5
+    finally:
+        done.set()
+        t.join()
 
 
 @pytest.mark.parametrize("reply, words", [
@@ -350,3 +354,4 @@ def test_standard_library_only(env, real_files):
                        env={"PYTHONPATH": str(HERE.parent), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [name, hashlib.sha256(data).hexdigest()]
+
