@@ -88,7 +88,7 @@ lint-go: vet golangci-lint ## Lint the Go code: go vet, golangci-lint (.golangci
 	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
-test: deps lint verify test-go test-chart helm-lint test-dataplane test-e2e ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, end-to-end on kind.
+test: deps lint verify test-go test-chart helm-lint test-dataplane test-python test-e2e ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind.
 
 .PHONY: test-go
 test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integration tests (real kube-apiserver and etcd), and the pod/CLI contract test.
@@ -161,6 +161,18 @@ pfs: ## Build only the static pfs CLI (the operator's contract test runs it).
 .PHONY: test-dataplane
 test-dataplane: ## Run the data plane TAP tests.
 	$(MAKE) -C dataplane test
+
+# The Python client (dataplane/python, package packetfs) against a real
+# `pfs blob serve`, in a venv outside the repo with the pinned test
+# requirements (hack/python-venv.sh). Root: blobs in /dev/shm, a private
+# hugetlbfs mount for the 2 MiB tests, a second uid for the socket's mode.
+PYTHON ?= python3
+PYTEST_FLAGS ?=
+.PHONY: test-python
+test-python: pfs ## Run the Python client's tests (pytest) against a real pfs blob serve; real weights from PyPI (silero-vad); needs root.
+	@[ "$$(id -u)" -eq 0 ] || { echo "test-python: run as root (blob holders, hugetlbfs, a second uid)" >&2; exit 1; }
+	@venv=$$(PYTHON=$(PYTHON) hack/python-venv.sh dataplane/python/requirements-test.txt); \
+	  cd dataplane/python && PFS="$(CURDIR)/dataplane/build/pfs" "$$venv/bin/python" -m pytest -p no:cacheprovider $(PYTEST_FLAGS)
 
 ##@ Build
 

@@ -39,6 +39,9 @@ var sampleDefaults = map[string]map[string]any{
 		"spec.pcores": 1, "spec.descriptorsPerFrame": 64, "spec.align": 64,
 		"spec.ringSlots": 65536, "spec.baseline": "Threads", "spec.numa": "Preferred",
 	},
+	// A user's consumer pod (the Python client), not one of our Kinds: it
+	// relies on no default of ours; Kubernetes' own are left unchecked.
+	"tensor-reader": {},
 }
 
 // readSamples decodes every YAML file in config/samples.
