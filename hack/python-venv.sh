@@ -11,7 +11,7 @@ set -euo pipefail
 
 reqs=${1:?usage: hack/python-venv.sh REQUIREMENTS_FILE}
 python=${PYTHON:-python3}
-cache=${PACKETFS_CACHE:-$HOME/.cache/packetfs}
+cache=${PFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/packetfs}
 command -v "$python" >/dev/null || { echo "python-venv: no $python on PATH" >&2; exit 1; }
 hash=$({ cat "$reqs"; "$python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-12)
 venv=$cache/venv-$hash

@@ -4,11 +4,12 @@
 - pfs: $PFS or dataplane/build/pfs (`make -C dataplane build/pfs`).
 - Blobs are named files made by `pfs blob create --fill zero --no-fallback`: in
   /dev/shm for 4k pages; for 2m pages in a private hugetlbfs mount this session makes
-  (root and enough free 2 MiB hugepages; otherwise those tests are skipped with the
-  reason). Everything made here is removed at the end of the session.
+  (root; the pool is raised by what is missing and lowered again at the end; when the
+  kernel cannot find the pages those tests are skipped with the reason). Everything
+  made here is removed at the end of the session.
 - Real data: `pip download --no-deps silero-vad==6.2.3` (its silero_vad_16k.safetensors)
   and ==5.1.2 (ONNX and TorchScript files of the older model), cached in
-  ~/.cache/packetfs/pypi (or $PACKETFS_CACHE/pypi), read from the wheels with zipfile.
+  $PFS_CACHE/pypi (default ~/.cache/packetfs, as the cluster scripts), read from the wheels with zipfile.
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ import packetfs
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-CACHE = Path(os.environ.get("PACKETFS_CACHE") or Path.home() / ".cache" / "packetfs")
+CACHE = Path(
+    os.environ.get("PFS_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "packetfs"
+)
 MiB = 1 << 20
 PAGES = ["4k", "2m"]
 HUGETLBFS_MIB = 32  # the private 2 MiB hugetlbfs mount's size limit (the tests use 16)
@@ -194,6 +198,14 @@ class Packed:
 _names = itertools.count()
 
 
+def _hugepages_free() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("HugePages_Free:"):
+                return int(line.split()[1])
+    return 0
+
+
 @dataclass
 class Env:
     pfs: Path
@@ -204,6 +216,7 @@ class Env:
     blobs: list = field(default_factory=list)
     hugetlbfs: Path | None = None
     hugetlbfs_skip: str | None = None
+    hugepages_added: int = 0
 
     def blob_dir(self, page: str) -> Path:
         if page == "4k":
@@ -219,14 +232,18 @@ class Env:
     def _mount_hugetlbfs(self) -> str | None:
         if os.geteuid() != 0:
             return "2 MiB pages: mounting a private hugetlbfs needs root"
-        free = 0
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("HugePages_Free:"):
-                    free = int(line.split()[1])
-        if free * 2 < HUGETLBFS_MIB:
-            return (f"2 MiB pages: {free} free 2 MiB hugepages ({free * 2} MiB), these tests "
-                    f"need {HUGETLBFS_MIB} MiB (echo N > /proc/sys/vm/nr_hugepages)")
+        # Like the C tests: raise the pool by what is missing, give it back in close().
+        pool = Path("/proc/sys/vm/nr_hugepages")
+        need = HUGETLBFS_MIB // 2
+        free = _hugepages_free()
+        if free < need:
+            before = int(pool.read_text())
+            pool.write_text(str(before + need - free))
+            self.hugepages_added = int(pool.read_text()) - before
+            free = _hugepages_free()
+        if free < need:
+            return (f"2 MiB pages: only {free} free 2 MiB hugepages ({free * 2} MiB) after "
+                    f"asking the kernel for more, these tests need {HUGETLBFS_MIB} MiB")
         d = self.workdir / "hugetlbfs"
         d.mkdir()
         r = subprocess.run(["mount", "-t", "hugetlbfs", "-o",
@@ -277,6 +294,9 @@ class Env:
                 pass
         if self.hugetlbfs is not None:
             subprocess.run(["umount", str(self.hugetlbfs)], check=False)
+        if self.hugepages_added:
+            pool = Path("/proc/sys/vm/nr_hugepages")
+            pool.write_text(str(max(0, int(pool.read_text()) - self.hugepages_added)))
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
