@@ -97,25 +97,33 @@ static int t_file_grows_cli(void)
 	return TAP_PASS;
 }
 
-/* --size below what the source needs: exit 1, both sizes in the message. */
+/* --size below what the source needs: exit 1, both sizes in the message;
+ * --dry-run prints what it needs; without --size the blob fits. */
 static int t_size_too_small(void)
 {
 	struct pfs_source_opts o = { .sz = sizeof(o) };
 	char why[512], want[160], need[32], e[600];
 	struct pfs_source *s = pfs_source__scan(REAL_TREE, &o, why, sizeof(why));
+	long long needed;
 	char *out;
 	int rc;
 
 	CHECK(s, "scan: %s", why);
+	needed = (long long)pfs_source__needed(s);
 	snprintf(want, sizeof(want),
-		 "source needs %s (%llu bytes) with its manifest, --size is 1 MiB",
-		 pfs_size_str(pfs_source__needed(s), need, sizeof(need)),
-		 (unsigned long long)pfs_source__needed(s));
+		 "source needs %s (%lld bytes) with its manifest, --size is 1 MiB",
+		 pfs_size_str((uint64_t)needed, need, sizeof(need)), needed);
 	pfs_source__free(s);
 	out = pfs(&rc, "blob create --source " REAL_TREE " --size 1M --page 4k");
 	CHECK(out && rc == 1 && !strcmp(jstr(out, "error", e, sizeof(e)), want) && err_has(want),
 	      "rc %d, \"%s\", want \"%s\"", rc, e, want);
 	tap_diag("%s", e);
+	free(out);
+	out = pfs(&rc, "blob create --source include/linux --source-root /usr --dry-run");
+	CHECK(out && !rc && strstr(out, "\"dry_run\":true") && jnum(out, "needed") == needed &&
+		      jnum(out, "blob_size") ==
+			      (long long)((needed + (2 << 20) - 1) & ~((2 << 20) - 1)),
+	      "--dry-run: rc %d: %s", rc, out);
 	free(out);
 	out = pfs(&rc, "blob create --source " REAL_TREE " --page 4k");
 	CHECK(out && !rc && jnum(out, "files") > 100 && jnum(out, "size") % (2 << 20) == 0 &&
@@ -371,6 +379,8 @@ static int t_check_args(void)
 		  "--page 2m --result-file /dev/termination-log",
 		  0 },
 		{ "blob create --source /data/models --name b --replace", 0 },
+		{ "blob create --source models --source-root /data --dry-run", 0 },
+		{ "blob create --dry-run", 2 },
 		{ "blob manifest --name b --dir /dev/hugepages", 0 },
 		{ "blob manifest --blob-socket /run/s.sock --blob-token-file /t --verify", 0 },
 		{ "blob create --source-root /data", 2 },
@@ -406,7 +416,8 @@ static int t_cleanup(void)
 static const struct tap_test tests[] = {
 	{ "setup: real files of installed packages, the pfs binary", t_setup },
 	{ "a file appended to by another process while read: exit 1", t_file_grows_cli },
-	{ "--size too small names both sizes; without --size the blob fits", t_size_too_small },
+	{ "--size too small names both sizes; --dry-run; without --size the blob fits",
+	  t_size_too_small },
 	{ "an empty file and an empty directory", t_empty },
 	{ "4 KiB pages, pfs blob manifest, blob info, --verify", t_pages_4k },
 	{ "pfs blob manifest through a holder's socket", t_manifest_socket },

@@ -124,6 +124,8 @@ static int blob_show(struct blob_args *a, bool info)
 	}
 	if (a->src.path && pfs_cli_source_scan(&a->src, &a->cb, a->size_given, msg, sizeof(msg)))
 		return show_error(a, cmd, msg);
+	if (a->src.dry_run)
+		return pfs_cli_source_plan(&a->src, &a->cb, a->result_file);
 	if (a->replace && a->cb.opts.name) {
 		int err = pfs_blob_remove(a->cb.opts.dir, a->cb.opts.name);
 

@@ -80,12 +80,13 @@ struct pfs_cli_source {
 	int threads; /* --source-threads, 0: the library's default */
 	uint64_t chunk; /* --source-chunk, 0: the library's default */
 	bool no_direct; /* --source-no-direct */
+	bool dry_run; /* --dry-run: plan only */
 	struct pfs_source *src; /* after pfs_cli_source_scan */
 	struct pfs_source_stats st; /* after pfs_cli_source_load */
 };
 
 /* The table over struct pfs_cli_source: --source, --source-root,
- * --source-threads, --source-chunk, --source-no-direct. */
+ * --source-threads, --source-chunk, --source-no-direct, --dry-run. */
 extern const struct pfs_opt pfs_cli_source_opts[];
 
 /* What the source options exclude, checked after parsing (the blob comes
@@ -102,6 +103,11 @@ int pfs_cli_source_scan(struct pfs_cli_source *s, struct pfs_cli_blob *b, bool s
 /* Read the source into @blob (pfs_source__load), logging the rates. 0 or
  * -errno with @why; a named blob whose load failed is removed. */
 int pfs_cli_source_load(struct pfs_cli_source *s, struct pfs_blob *blob, char *why, size_t n);
+
+/* --dry-run: the result of a scanned source, its size and the blob's
+ * (after pfs_cli_source_scan sized @b); the exit code. */
+int pfs_cli_source_plan(const struct pfs_cli_source *s, const struct pfs_cli_blob *b,
+			const char *result_file);
 
 /* The "source" member of the create result. */
 void pfs_cli_source_json(struct pfs_json *j, const struct pfs_cli_source *s);

@@ -33,6 +33,9 @@ const struct pfs_opt pfs_cli_source_opts[] = {
 	  .max = PFS_SOURCE_CHUNK_MAX },
 	{ "source-no-direct", PFS_OPT_FLAG, AT(no_direct), NULL,
 	  "read through the page cache, never O_DIRECT" },
+	{ "dry-run", PFS_OPT_FLAG, AT(dry_run), NULL,
+	  "list the source and print the blob size it needs (\"blob_size\"); map and read "
+	  "nothing" },
 	{ 0 },
 };
 #undef AT
@@ -40,7 +43,7 @@ const struct pfs_opt pfs_cli_source_opts[] = {
 int pfs_cli_source_check(const struct pfs_cmdline *c, const struct pfs_cli_source *s)
 {
 	static const char *const need[] = { "source-root", "source-threads", "source-chunk",
-					    "source-no-direct" };
+					    "source-no-direct", "dry-run" };
 	static const char *const excl[] = { "fill", "seed", "blob-name", "blob-dir" };
 
 	if (!s->path) {
@@ -148,6 +151,32 @@ void pfs_cli_source_json(struct pfs_json *j, const struct pfs_cli_source *s)
 	pfs_json_bool(j, "o_direct", st->o_direct);
 	pfs_json_str(j, "o_direct_why", st->o_direct ? NULL : st->o_direct_why, 160);
 	pfs_json_close(j);
+}
+
+int pfs_cli_source_plan(const struct pfs_cli_source *s, const struct pfs_cli_blob *b,
+			const char *result_file)
+{
+	struct pfs_json j;
+
+	pfs_json_begin(&j);
+	pfs_json_bool(&j, "ok", true);
+	pfs_json_str(&j, "cmd", "blob-create", 16);
+	pfs_json_bool(&j, "dry_run", true);
+	pfs_json_obj(&j, "source");
+	pfs_json_str(&j, "kind", pfs_manifest_kind_str(pfs_source__kind(s->src)), 8);
+	pfs_json_str(&j, "path", s->path, 256);
+	pfs_json_str(&j, "root", s->root, 256);
+	pfs_json_u64(&j, "files", pfs_source__files(s->src));
+	pfs_json_u64(&j, "bytes", pfs_source__bytes(s->src));
+	pfs_json_u64(&j, "needed", pfs_source__needed(s->src));
+	pfs_json_u64(&j, "blob_size", (b->opts.size + PFS_BLOB_ALIGN - 1) & ~(PFS_BLOB_ALIGN - 1));
+	pfs_json_close(&j);
+	pfs_json_str(&j, "error", NULL, 0);
+	if (pfs_result_emit(pfs_json_end(&j), result_file)) {
+		pfs_err("cannot write the result to %s: %s", result_file, strerror(errno));
+		return PFS_EXIT_ERROR;
+	}
+	return PFS_EXIT_OK;
 }
 
 void pfs_cli_source_free(struct pfs_cli_source *s)
