@@ -20,6 +20,7 @@
 #include "pfs/blob.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/blob_source.h"
+#include "sh.h"
 
 /* libcrypto.a of libssl-dev (a few MiB) and the kernel's UAPI headers of
  * linux-libc-dev (hundreds of files, nested): both are build dependencies
@@ -30,20 +31,6 @@ static const char *const real_files[] = {
 	"/usr/lib/aarch64-linux-gnu/libcrypto.a",
 };
 #define REAL_TREE "/usr/include/linux"
-
-/* system(): the command's exit code, -1 when it did not exit. */
-__attribute__((format(printf, 1, 2), unused)) static int sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 /* The first real file that exists, or NULL. */
 __attribute__((unused)) static const char *real_file(void)

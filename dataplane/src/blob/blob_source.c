@@ -117,19 +117,30 @@ int src_open(const struct pfs_source *s, const char *rel, int flags, char *why, 
 	return fail(why, n, e, "'%s': %s", rel, strerror(e));
 }
 
+/* Room for one more element of @elem bytes in the array *@arr of *@cap
+ * elements, @n used: doubled when full. 0 or -ENOMEM. */
+static int grow(void *arr, size_t *cap, size_t n, size_t elem)
+{
+	void **a = arr, *na;
+	size_t ncap;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? 2 * *cap : 16;
+	na = realloc(*a, ncap * elem);
+	if (!na)
+		return -ENOMEM;
+	*a = na;
+	*cap = ncap;
+	return 0;
+}
+
 static int list_add(struct src_list *l, const char *name, const char *rel, const struct stat *st)
 {
 	struct src_file *f;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		void *nf = realloc(l->f, cap * sizeof(*l->f));
-
-		if (!nf)
-			return -ENOMEM;
-		l->f = nf;
-		l->cap = cap;
-	}
+	if (grow(&l->f, &l->cap, l->n, sizeof(*l->f)))
+		return -ENOMEM;
 	f = &l->f[l->n];
 	memset(f, 0, sizeof(*f));
 	f->name = strdup(name);
@@ -204,15 +215,8 @@ struct subdirs {
 
 static int subdirs_push(struct subdirs *d, const char *name)
 {
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? 2 * d->cap : 16;
-		void *nn = realloc(d->name, cap * sizeof(*d->name));
-
-		if (!nn)
-			return -ENOMEM;
-		d->name = nn;
-		d->cap = cap;
-	}
+	if (grow(&d->name, &d->cap, d->n, sizeof(*d->name)))
+		return -ENOMEM;
 	d->name[d->n] = strdup(name);
 	return d->name[d->n++] ? 0 : -ENOMEM;
 }
@@ -262,7 +266,10 @@ static int walk(const struct pfs_source *s, struct src_list *l, const char *sub,
 
 	if (join(rel, s->prefix, sub))
 		return fail(why, n, ENAMETOOLONG, "a path under '%s/%s' is too long", s->path, sub);
-	dfd = src_open(s, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC, why, n);
+	/* A subdirectory that became a symlink since it was listed is not
+	 * followed (O_NOFOLLOW); the source's own path may be one. */
+	dfd = src_open(s, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (*sub ? O_NOFOLLOW : 0), why,
+		       n);
 	if (dfd < 0)
 		return dfd;
 	d = fdopendir(dfd);
