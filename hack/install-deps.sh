@@ -8,6 +8,8 @@ pkgs=(
   build-essential pkg-config clang llvm lld libbpf-dev libxdp-dev libelf-dev zlib1g-dev
   libzstd-dev bpftool iproute2 iptables ethtool iperf3 etcd-server openssh-client openssh-server
   jq libclang-rt-14-dev util-linux time
+  # sha256 of `pfs blob create --source`: OpenSSL libcrypto, linked statically.
+  libssl-dev
   # `make -C dataplane lint`: the C sources against dataplane/.clang-format.
   clang-format
   # arm64 data plane paths (ARMv8 CRC32C, NEON kernels): cross-built static

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "pfs_copy.h"
+#include "sh.h"
 #include "tap.h"
 
 static char ns_a[32], ns_b[32], veth_a[16], veth_b[16], ip_a[32], ip_b[32], tmpdir[64];
@@ -28,19 +29,6 @@ static const char *pfs_bin;
 static char pfs_bin_copy[256];
 static bool net_ok;
 static char net_skip[200] = "network namespaces not set up";
-
-__attribute__((format(printf, 1, 2), unused)) static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 static void netns_teardown(void)
 {

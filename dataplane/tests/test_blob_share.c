@@ -33,6 +33,7 @@
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
 #include "pfs_copy.h"
+#include "sh.h"
 #include "tap.h"
 
 #define BLOB_SIZE (16ULL << 20)
@@ -52,20 +53,6 @@ static pid_t cur_holder = -1; /* killed by the next start or at exit */
 /* Spawned pfs runs as the operator runs the holder: uid 0, no capabilities
  * at all, no new privileges, supplementary group NOBODY_GROUP (its fsGroup). */
 static bool spawn_nocaps;
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 static double now_s(void)
 {

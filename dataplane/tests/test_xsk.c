@@ -37,6 +37,7 @@
 
 #include "pfs/frame.h"
 #include "pfs_copy.h"
+#include "sh.h"
 #include "tap.h"
 
 #ifndef AF_XDP
@@ -58,20 +59,6 @@ static char net_skip[200] = "network namespaces not set up";
 static int huge_added;
 static unsigned int test_uid = 65534;
 static pid_t live[16];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 static long read_long(const char *path)
 {

@@ -1,21 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * `pfs blob create|info|rm`: make, inspect and delete blobs; one JSON
- * result. `serve`, `ping` and `attach` are the blob holder's verbs
- * (share.c). Single-threaded; the blob is closed before returning.
+ * result. `create --source` loads files into the blob (source.c);
+ * `manifest` prints the manifest of such a blob (manifest.c); `serve`,
+ * `ping` and `attach` are the blob holder's verbs (share.c).
+ * Single-threaded; the blob is closed before returning.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "pfs/blob_manifest.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 
 struct blob_args {
 	const char *result_file;
-	bool replace;
+	bool replace, size_given;
 	struct pfs_cli_blob cb;
+	struct pfs_cli_source src;
 };
 
 #define AT(f) PFS_OPT_AT(struct blob_args, f)
@@ -35,18 +39,21 @@ static const struct pfs_opt blob_opts[] = {
 
 static const char blob_usage[] =
 	"usage: pfs blob create [--name NAME [--dir DIR]] [blob options]\n"
-	"                       [--result-file PATH]\n"
+	"                       [--source PATH [--source-root DIR]] [--result-file PATH]\n"
 	"       pfs blob info --name NAME [--dir DIR] [--result-file PATH]\n"
 	"       pfs blob rm --name NAME [--dir DIR]\n"
+	"       pfs blob manifest --name NAME [--dir DIR] | --blob-socket PATH --blob-token-file PATH\n"
 	"       pfs blob serve --name NAME --socket PATH --token-file PATH [options]\n"
 	"       pfs blob ping --socket PATH [--token-file PATH]\n"
 	"       pfs blob attach --socket PATH --token-file PATH\n"
 	"\n"
 	"create  maps, prefaults and fills a blob and prints its page kind, setup\n"
 	"        timings and fingerprint. With --name the blob is a file that stays\n"
-	"        for other processes (`--blob-name` of send/recv).\n"
+	"        for other processes (`--blob-name` of send/recv). With --source\n"
+	"        the blob holds a file or a directory and its manifest.\n"
 	"info    opens a named blob and prints size, page kind and fingerprint.\n"
 	"rm      deletes a named blob.\n"
+	"manifest prints the manifest of a blob made with --source (-h).\n"
 	"serve   holds a named blob and hands its fd to consumers (pfs blob serve -h).\n"
 	"ping    asks a holder whether it serves (readiness probe).\n"
 	"attach  takes the blob from a holder as a consumer would; prints timings.\n"
@@ -61,6 +68,43 @@ static int blob_rm(const struct blob_args *a)
 		return PFS_EXIT_ERROR;
 	}
 	return PFS_EXIT_OK;
+}
+
+/* The error result of create or info. */
+static int show_error(struct blob_args *a, const char *cmd, const char *msg)
+{
+	struct pfs_json j;
+
+	pfs_json_begin(&j);
+	pfs_json_bool(&j, "ok", false);
+	pfs_json_str(&j, "cmd", cmd, 16);
+	pfs_json_str(&j, "error", msg, 1000);
+	pfs_result_emit(pfs_json_end(&j), a->result_file);
+	return PFS_EXIT_ERROR;
+}
+
+/* info: what the manifest says, or why there is none. */
+static void manifest_json(struct pfs_json *j, const struct pfs_blob *blob)
+{
+	struct pfs_manifest *m;
+	char why[256], sha[65];
+	int err = pfs_blob__manifest(blob, &m, why, sizeof(why));
+
+	if (err) {
+		pfs_json_str(j, "manifest", NULL, 0);
+		pfs_json_str(j, "manifest_error", err == -ENOENT ? NULL : why, sizeof(why));
+		return;
+	}
+	pfs_sha256_hex(m->sha256, sha);
+	pfs_json_obj(j, "manifest");
+	pfs_json_str(j, "kind", pfs_manifest_kind_str(m->kind), 8);
+	pfs_json_u64(j, "files", m->nfiles);
+	pfs_json_u64(j, "bytes", m->bytes);
+	pfs_json_str(j, "sha256", sha, 64);
+	pfs_json_u64(j, "offset", m->offset);
+	pfs_json_u64(j, "length", m->length);
+	pfs_json_close(j);
+	pfs_manifest_free(m);
 }
 
 /* create or info: the blob, its fingerprint and how long that took. */
@@ -78,6 +122,10 @@ static int blob_show(struct blob_args *a, bool info)
 		a->cb.open_name = a->cb.opts.name;
 		a->cb.open_dir = a->cb.opts.dir;
 	}
+	if (a->src.path && pfs_cli_source_scan(&a->src, &a->cb, a->size_given, msg, sizeof(msg)))
+		return show_error(a, cmd, msg);
+	if (a->src.dry_run)
+		return pfs_cli_source_plan(&a->src, &a->cb, a->result_file);
 	if (a->replace && a->cb.opts.name) {
 		int err = pfs_blob_remove(a->cb.opts.dir, a->cb.opts.name);
 
@@ -88,20 +136,25 @@ static int blob_show(struct blob_args *a, bool info)
 			pfs_warn("blob create: --replace: %s", strerror(-err));
 	}
 	blob = pfs_cli_blob_get(&a->cb, msg, sizeof(msg));
-	pfs_json_begin(&j);
-	pfs_json_bool(&j, "ok", blob != NULL);
-	pfs_json_str(&j, "cmd", cmd, 16);
-	if (!blob) {
-		pfs_json_str(&j, "error", msg, 1000);
-		pfs_result_emit(pfs_json_end(&j), a->result_file);
-		return PFS_EXIT_ERROR;
+	if (!blob)
+		return show_error(a, cmd, msg);
+	if (a->src.path && pfs_cli_source_load(&a->src, blob, msg, sizeof(msg))) {
+		pfs_blob__close(blob);
+		return show_error(a, cmd, msg);
 	}
 	t0 = pfs_cli_now();
 	fp = pfs_blob__fingerprint(blob);
 	fp_s = pfs_cli_now() - t0;
+	pfs_json_begin(&j);
+	pfs_json_bool(&j, "ok", true);
+	pfs_json_str(&j, "cmd", cmd, 16);
 	pfs_json_str(&j, "crc32c_impl", pfs_crc32c_impl(), 32);
 	pfs_cli_blob_json(&j, blob, fp);
 	pfs_json_num(&j, "fingerprint_s", fp_s, 4);
+	if (a->src.path)
+		pfs_cli_source_json(&j, &a->src);
+	if (info)
+		manifest_json(&j, blob);
 	pfs_json_str(&j, "error", NULL, 0);
 	if (pfs_result_emit(pfs_json_end(&j), a->result_file)) {
 		pfs_err("cannot write the result to %s: %s", a->result_file, strerror(errno));
@@ -117,7 +170,9 @@ int pfs_cmd_blob(int argc, char **argv)
 	struct blob_args a = { 0 };
 	struct pfs_cmdline c = {
 		.usage = blob_usage,
-		.group = { { blob_opts, &a }, { pfs_cli_blob_opts, &a.cb } },
+		.group = { { blob_opts, &a },
+			   { pfs_cli_blob_opts, &a.cb },
+			   { pfs_cli_source_opts, &a.src } },
 	};
 	char cmd[16];
 	int err;
@@ -132,6 +187,8 @@ int pfs_cmd_blob(int argc, char **argv)
 		return pfs_cmd_blob_ping(argc - 1, argv + 1);
 	if (!strcmp(verb, "attach"))
 		return pfs_cmd_blob_attach(argc - 1, argv + 1);
+	if (!strcmp(verb, "manifest"))
+		return pfs_cmd_blob_manifest(argc - 1, argv + 1);
 	if (strcmp(verb, "create") && strcmp(verb, "info") && strcmp(verb, "rm")) {
 		fprintf(stderr, "pfs blob: unknown or missing verb '%s'\n\n", verb);
 		pfs_opt_usage(&c, stderr);
@@ -147,9 +204,18 @@ int pfs_cmd_blob(int argc, char **argv)
 		pfs_opt_fail(&c, "--name is required");
 		return PFS_EXIT_USAGE;
 	}
+	if (strcmp(verb, "create") && a.src.path) {
+		pfs_opt_fail(&c, "--source is an option of create");
+		return PFS_EXIT_USAGE;
+	}
+	if (pfs_cli_source_check(&c, &a.src))
+		return PFS_EXIT_USAGE;
+	a.size_given = pfs_opt_given(&c, "size");
 	if (pfs_cli_check_args)
 		return PFS_EXIT_OK;
 	if (!strcmp(verb, "rm"))
 		return blob_rm(&a);
-	return blob_show(&a, !strcmp(verb, "info"));
+	err = blob_show(&a, !strcmp(verb, "info"));
+	pfs_cli_source_free(&a.src);
+	return err;
 }

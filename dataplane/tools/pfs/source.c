@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * `pfs blob create --source PATH [--source-root DIR]`: the options, the
+ * blob size they imply, the load (library: blob_source.h) and the "source"
+ * member of the result. Single-threaded here; the library runs its own
+ * reader threads inside pfs_cli_source_load and joins them before it
+ * returns. The scanned source is owned by struct pfs_cli_source.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pfs/log.h"
+
+#define AT(f) PFS_OPT_AT(struct pfs_cli_source, f)
+const struct pfs_opt pfs_cli_source_opts[] = {
+	PFS_OPT_HEADING("\nSource (create: the blob holds these files; docs/blob-layout.md):"),
+	{ "source", PFS_OPT_STR, AT(path), "PATH",
+	  "load this file or directory into the blob instead of a fill; --size then "
+	  "defaults to what it needs",
+	  .flags = PFS_OPT_NONZERO },
+	{ "source-root", PFS_OPT_STR, AT(root), "DIR",
+	  "resolve --source (relative) and every file beneath DIR: a '..' or a symlink "
+	  "out of DIR is refused",
+	  .flags = PFS_OPT_NONZERO },
+	{ "source-threads", PFS_OPT_U64, AT(threads), "N", "reader threads (default 4)", .min = 1,
+	  .max = PFS_SOURCE_THREADS_MAX },
+	{ "source-chunk", PFS_OPT_SIZE, AT(chunk), "N",
+	  "bytes per read, a multiple of 4K (default 8M)", .min = PFS_SOURCE_CHUNK_MIN,
+	  .max = PFS_SOURCE_CHUNK_MAX },
+	{ "source-no-direct", PFS_OPT_FLAG, AT(no_direct), NULL,
+	  "read through the page cache, never O_DIRECT" },
+	{ "dry-run", PFS_OPT_FLAG, AT(dry_run), NULL,
+	  "list the source and print the blob size it needs (\"blob_size\"); map and read "
+	  "nothing" },
+	{ 0 },
+};
+#undef AT
+
+int pfs_cli_source_check(const struct pfs_cmdline *c, const struct pfs_cli_source *s)
+{
+	static const char *const need[] = { "source-root", "source-threads", "source-chunk",
+					    "source-no-direct", "dry-run" };
+	static const char *const excl[] = { "fill", "seed", "blob-name", "blob-dir" };
+
+	if (!s->path) {
+		for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+			if (pfs_opt_given(c, need[i]))
+				return pfs_opt_fail(c, "--%s needs --source", need[i]);
+		return 0;
+	}
+#ifdef PFS_NO_SOURCE
+	return pfs_opt_fail(c, "this pfs was built without --source (the arm64 cross build has "
+			       "no libcrypto for sha256)");
+#endif
+	for (size_t i = 0; i < sizeof(excl) / sizeof(excl[0]); i++)
+		if (pfs_opt_given(c, excl[i]))
+			return pfs_opt_fail(c, "--source fills the blob from files: drop --%s",
+					    excl[i]);
+	if (s->chunk % 4096)
+		return pfs_opt_fail(c, "--source-chunk must be a multiple of 4K");
+	return 0;
+}
+
+int pfs_cli_source_scan(struct pfs_cli_source *s, struct pfs_cli_blob *b, bool size_given,
+			char *why, size_t n)
+{
+	struct pfs_source_opts o = { .sz = sizeof(o),
+				     .root = s->root,
+				     .threads = s->threads,
+				     .chunk = s->chunk,
+				     .no_direct = s->no_direct };
+	char need[32], have[32];
+	uint64_t needed, size;
+
+	s->src = pfs_source__scan(s->path, &o, why, n);
+	if (!s->src) {
+		int e = errno;
+
+		pfs_err("--source: %s", why);
+		return -e;
+	}
+	needed = pfs_source__needed(s->src);
+	size = (b->opts.size + PFS_BLOB_ALIGN - 1) & ~(PFS_BLOB_ALIGN - 1);
+	if (size_given && size < needed) {
+		snprintf(why, n,
+			 "source needs %s (%" PRIu64 " bytes) with its manifest, --size is %s",
+			 pfs_size_str(needed, need, sizeof(need)), needed,
+			 pfs_size_str(b->opts.size, have, sizeof(have)));
+		pfs_err("%s", why);
+		return -ENOSPC;
+	}
+	if (!size_given)
+		b->opts.size = needed;
+	b->opts.fill = PFS_FILL_NONE;
+	pfs_info("--source %s: %s, %" PRIu64 " files, %" PRIu64 " bytes; the blob needs %s",
+		 s->path, pfs_manifest_kind_str(pfs_source__kind(s->src)),
+		 pfs_source__files(s->src), pfs_source__bytes(s->src),
+		 pfs_size_str(needed, need, sizeof(need)));
+	return 0;
+}
+
+static double mbps(uint64_t bytes, double s)
+{
+	return s > 0 ? (double)bytes / 1e6 / s : 0;
+}
+
+int pfs_cli_source_load(struct pfs_cli_source *s, struct pfs_blob *blob, char *why, size_t n)
+{
+	const struct pfs_source_stats *st = &s->st;
+	int err = pfs_source__load(s->src, pfs_blob__data(blob), pfs_blob__size(blob), &s->st, why,
+				   n);
+
+	if (err) {
+		pfs_err("--source %s: %s", s->path, why);
+		if (pfs_blob__path(blob) && unlink(pfs_blob__path(blob)) == 0)
+			pfs_warn("removed the blob %s: its load failed", pfs_blob__path(blob));
+		return err;
+	}
+	pfs_info("--source %s: %" PRIu64 " bytes read in %.3f s (%.0f MB/s, O_DIRECT %s), sha256 "
+		 "%.0f MB/s",
+		 s->path, st->bytes, st->read_s, mbps(st->bytes, st->read_s),
+		 st->o_direct ? "yes" : "no", mbps(st->bytes, st->sha256_s));
+	return 0;
+}
+
+void pfs_cli_source_json(struct pfs_json *j, const struct pfs_cli_source *s)
+{
+	const struct pfs_source_stats *st = &s->st;
+
+	pfs_json_obj(j, "source");
+	pfs_json_str(j, "kind", pfs_manifest_kind_str(st->kind), 8);
+	pfs_json_str(j, "path", s->path, 256);
+	pfs_json_str(j, "root", s->root, 256);
+	pfs_json_u64(j, "files", st->files);
+	pfs_json_u64(j, "bytes", st->bytes);
+	pfs_json_str(j, "sha256", st->sha256, 64);
+	pfs_json_hex(j, "crc32c", st->crc32c, 8);
+	pfs_json_u64(j, "manifest_offset", st->manifest_offset);
+	pfs_json_u64(j, "manifest_length", st->manifest_length);
+	pfs_json_num(j, "scan_seconds", st->scan_s, 4);
+	pfs_json_num(j, "read_seconds", st->read_s, 4);
+	pfs_json_num(j, "seconds", st->load_s, 4);
+	pfs_json_num(j, "read_mbps", mbps(st->bytes, st->read_s), 1);
+	pfs_json_num(j, "sha256_mbps", mbps(st->bytes, st->sha256_s), 1);
+	pfs_json_u64(j, "threads", (uint64_t)st->threads);
+	pfs_json_u64(j, "chunk", st->chunk);
+	pfs_json_bool(j, "o_direct", st->o_direct);
+	pfs_json_str(j, "o_direct_why", st->o_direct ? NULL : st->o_direct_why, 160);
+	pfs_json_close(j);
+}
+
+int pfs_cli_source_plan(const struct pfs_cli_source *s, const struct pfs_cli_blob *b,
+			const char *result_file)
+{
+	struct pfs_json j;
+
+	pfs_json_begin(&j);
+	pfs_json_bool(&j, "ok", true);
+	pfs_json_str(&j, "cmd", "blob-create", 16);
+	pfs_json_bool(&j, "dry_run", true);
+	pfs_json_obj(&j, "source");
+	pfs_json_str(&j, "kind", pfs_manifest_kind_str(pfs_source__kind(s->src)), 8);
+	pfs_json_str(&j, "path", s->path, 256);
+	pfs_json_str(&j, "root", s->root, 256);
+	pfs_json_u64(&j, "files", pfs_source__files(s->src));
+	pfs_json_u64(&j, "bytes", pfs_source__bytes(s->src));
+	pfs_json_u64(&j, "needed", pfs_source__needed(s->src));
+	pfs_json_u64(&j, "blob_size", (b->opts.size + PFS_BLOB_ALIGN - 1) & ~(PFS_BLOB_ALIGN - 1));
+	pfs_json_close(&j);
+	pfs_json_str(&j, "error", NULL, 0);
+	if (pfs_result_emit(pfs_json_end(&j), result_file)) {
+		pfs_err("cannot write the result to %s: %s", result_file, strerror(errno));
+		return PFS_EXIT_ERROR;
+	}
+	return PFS_EXIT_OK;
+}
+
+void pfs_cli_source_free(struct pfs_cli_source *s)
+{
+	pfs_source__free(s->src);
+	s->src = NULL;
+}
