@@ -555,8 +555,11 @@ int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r)
 	 * meanwhile): offset/arith senders reference bytes without reading them,
 	 * payload senders let the kernel's copy be the only read, and each reads
 	 * 2 partial granules per descriptor for its checksum. The receiver still
-	 * hashes every byte it executes or receives. */
-	if (o->integrity == PFS_INTEGRITY_CRC32C) {
+	 * hashes every byte it executes or receives. Building the index reads the
+	 * whole blob, so a payload sender moving less than the blob's size hashes
+	 * the bytes it sends instead. */
+	if (o->integrity == PFS_INTEGRITY_CRC32C &&
+	    (o->mode != PFS_MODE_PAYLOAD || o->sched.total_bytes >= pfs_blob__size(o->blob))) {
 		double b0 = pfs_xfer_now();
 
 		idx = pfs_crc_index__build(pfs_blob__data(o->blob), pfs_blob__size(o->blob));
