@@ -17,7 +17,9 @@
 # REPS (iperf3 and pfs runs per row, the median by effective MB/s is
 # reported with the range; default 3), NICE (niceness of every measured
 # process, baselines included; default 0), OUT_MD (default ../docs/bench-tcp.md;
-# empty to skip).
+# empty to skip), PFS_BEFORE (another pfs binary, e.g. the previous commit's:
+# its payload runs alternate with PFS's and get their own "Before:" rows, so a
+# change is measured against its predecessor in the same run; default none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PFS=${PFS:-$PWD/build/pfs}
@@ -28,6 +30,7 @@ IPERF_SECS=${IPERF_SECS:-5}
 REPS=${REPS:-3}
 NICE=${NICE:-0}
 OUT_MD=${OUT_MD-$PWD/../docs/bench-tcp.md}
+PFS_BEFORE=${PFS_BEFORE:-}
 
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, veth, sshd, hugepages)"
@@ -35,6 +38,7 @@ for t in ip iperf3 jq scp ssh ssh-keygen /usr/sbin/sshd /usr/bin/time nsenter; d
 	command -v "$t" >/dev/null || die "missing $t (run hack/install-deps.sh)"
 done
 [ -x "$PFS" ] || die "build pfs first: make -C dataplane"
+[ -z "$PFS_BEFORE" ] || [ -x "$PFS_BEFORE" ] || die "PFS_BEFORE=$PFS_BEFORE is not an executable"
 
 id=$$
 nsa=pfsb-a-$id nsb=pfsb-b-$id va=pba$((id % 100000)) vb=pbb$((id % 100000))
@@ -162,12 +166,12 @@ CFG
 }
 
 # ---- pfs ----
-run_pfs() {	# path recv_ns send_ns addr mode
-	local path=$1 rns=$2 sns=$3 addr=$4 mode=$5 port=7600
-	nice -n "$NICE" nsenter --net=/run/netns/"$rns" "$PFS" -q recv --listen "$addr:$port" --mode "$mode" \
+run_pfs() {	# path recv_ns send_ns addr mode [binary, default $PFS]
+	local path=$1 rns=$2 sns=$3 addr=$4 mode=$5 bin=${6:-$PFS} port=7600
+	nice -n "$NICE" nsenter --net=/run/netns/"$rns" "$bin" -q recv --listen "$addr:$port" --mode "$mode" \
 		--size "$SIZE" --page 2m --notes "$path" > "$work/pfs.$path.$mode.recv.json" \
 		2>"$work/pfs.$path.$mode.recv.err" & pids+=($!)
-	inns "$sns" "$PFS" -q send --connect "$addr:$port" --mode "$mode" --size "$SIZE" --page 2m \
+	inns "$sns" "$bin" -q send --connect "$addr:$port" --mode "$mode" --size "$SIZE" --page 2m \
 		--bytes "$BYTES" --notes "$path" > "$work/pfs.$path.$mode.send.json" || true
 	wait "${pids[-1]}" || true
 	jq -r --arg p "$path" '[$p, .label, .purpose, .size_mb, .elapsed_s, .effective_mb_s, .user_s, .sys_s, .mb_per_cpu_s, .integrity, "receiver; blob \(.blob.page // "none"); sender CPU \(.user_s)+\(.sys_s)"] | @tsv' \
@@ -185,6 +189,16 @@ for path in loopback veth; do
 	echo "bench: $path: scp" >&2; rows+=("$(run_scp $path "$rns" "$sns" "$addr")")
 	for mode in payload offset arith; do
 		echo "bench: $path: pfs $mode x$REPS" >&2
+		if [ $mode = payload ] && [ -n "$PFS_BEFORE" ]; then
+			: > "$work/before.rows"; : > "$work/after.rows"
+			for i in $(seq "$REPS"); do	# alternate: the machine's load drifts
+				run_pfs $path "$rns" "$sns" "$addr" $mode "$PFS_BEFORE" >> "$work/before.rows"
+				run_pfs $path "$rns" "$sns" "$addr" $mode >> "$work/after.rows"
+			done
+			rows+=("$(median_row < "$work/after.rows")")
+			rows+=("$(awk -F'\t' -v OFS='\t' '{ $2 = "Before: " $2 }; 1' "$work/before.rows" | median_row)")
+			continue
+		fi
 		rows+=("$(for i in $(seq "$REPS"); do run_pfs $path "$rns" "$sns" "$addr" $mode; done | median_row)")
 	done
 done
@@ -205,13 +219,17 @@ for path in loopback veth; do
 	ip3=$(get $path iperf3 6); pay=$(get $path PFS-With-Payload 6)
 	off=$(get $path "Native PFS Offset" 6); offc=$(get $path "Native PFS Offset" 9)
 	ar=$(get $path "Native PFS Arith" 6)
-	targets+=$'\n'"| PFS-With-Payload-TCP >= 0.8x iperf3 | $path | $(ratio "$pay" "$ip3")x ($pay / $ip3 MB/s) | 0.80x | $(verdict "$(ratio "$pay" "$ip3")" 0.8) |"
+	targets+=$'\n'"| PFS-With-Payload-TCP >= 0.9x iperf3 | $path | $(ratio "$pay" "$ip3")x ($pay / $ip3 MB/s) | 0.90x | $(verdict "$(ratio "$pay" "$ip3")" 0.9) |"
 	targets+=$'\n'"| Offset-only effective >= 0.7x single-core CRC32C | $path | $(ratio "$off" "$crc")x ($off / $crc MB/s) | 0.70x | $(verdict "$(ratio "$off" "$crc")" 0.7) |"
 	targets+=$'\n'"| Offset-only MB/CPU-s >= 5x 1,075 | $path | $offc | 5375 | $(verdict "$offc" 5375) |"
 	targets+=$'\n'"| (Arithmetic effective vs CRC32C, for reference) | $path | $(ratio "$ar" "$crc")x | - | - |"
 	# Load-independent view: CPU cost per byte, receiver vs baseline.
 	payc=$(get $path PFS-With-Payload 9); ip3c=$(get $path iperf3 9)
 	targets+=$'\n'"| (CPU-normalised) payload receiver MB/CPU-s vs iperf3 receiver | $path | $(ratio "$payc" "$ip3c")x ($payc / $ip3c) | (0.80x) | $(verdict "$(ratio "$payc" "$ip3c")" 0.8) |"
+	if [ -n "$PFS_BEFORE" ]; then
+		bp=$(get $path "Before: PFS-With-Payload" 6); bpc=$(get $path "Before: PFS-With-Payload" 9)
+		targets+=$'\n'"| (Before) PFS-With-Payload-TCP vs iperf3, wall / receiver MB/CPU-s | $path | $(ratio "$bp" "$ip3")x / $(ratio "$bpc" "$ip3c")x | - | - |"
+	fi
 	targets+=$'\n'"| (CPU-normalised) offset-only receiver MB/CPU-s vs CRC32C MB/CPU-s | $path | $(ratio "$offc" "$crc_cpu")x ($offc / $crc_cpu) | (0.70x) | $(verdict "$(ratio "$offc" "$crc_cpu")" 0.7) |"
 done
 sw=$(L setup_over_memset); sf=$(L first_over_cold_memset); sn=$(L setup_over_fresh_memset)
@@ -232,7 +250,7 @@ localt="| Local rate (one core) | MB/s |
 | memset of a fresh 2M mapping, page faults included | $(L memset_fresh_s) s |
 | blob page kind obtained: $(L blob.page) (first creation: $(L first_page)) | - |"
 
-report="Command: \`make -C dataplane bench-tcp\` (SIZE=$SIZE BYTES=$BYTES SCP_BYTES=$SCP_BYTES IPERF_SECS=$IPERF_SECS REPS=$REPS NICE=$NICE)
+report="Command: \`make -C dataplane bench-tcp\` (SIZE=$SIZE BYTES=$BYTES SCP_BYTES=$SCP_BYTES IPERF_SECS=$IPERF_SECS REPS=$REPS NICE=$NICE${PFS_BEFORE:+ PFS_BEFORE=$PFS_BEFORE})
 Date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))
 Load average (1/5/15 min) at start: $load_start; at end: $load_end (other jobs share this machine).
 

@@ -3,8 +3,8 @@
  * CRC32C and FNV-1a 64: standard vectors, accelerated == portable == a
  * bit-at-a-time reference over random buffers, lengths and alignments, and
  * the combine algebra. Single-threaded; buffers are heap-owned by each test.
- * The implementation under test (sse4.2-3way, armv8-crc-3way or
- * portable-slice8) is printed as a diagnostic and must be the one the CPU
+ * The implementation under test (vpclmulqdq-fold, sse4.2-3way,
+ * armv8-crc-3way or portable-slice8) is printed as a diagnostic and must be the one the CPU
  * allows; on x86 hosts the aarch64 build runs under qemu (tests/arm64.sh).
  */
 #include <stdint.h>
@@ -111,7 +111,10 @@ static int t_crc_impl_named(void)
 	__builtin_cpu_init();
 	if (!__builtin_cpu_supports("sse4.2"))
 		return tap_skip("cpu has no sse4.2 crc32; %s in use", impl);
-	CHECK(!strcmp(impl, "sse4.2-3way"), "cpu has sse4.2 but impl is %s", impl);
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq"))
+		CHECK(!strcmp(impl, "vpclmulqdq-fold"), "cpu has vpclmulqdq but impl is %s", impl);
+	else
+		CHECK(!strcmp(impl, "sse4.2-3way"), "cpu has sse4.2 but impl is %s", impl);
 #elif defined(__aarch64__)
 	tap_diag("AT_HWCAP 0x%lx (HWCAP_CRC32 %s)", getauxval(AT_HWCAP),
 		 getauxval(AT_HWCAP) & HWCAP_CRC32 ? "set" : "clear");

@@ -81,6 +81,19 @@ static uint32_t xpow8n(uint64_t n)
 	return r;
 }
 
+#if defined(__x86_64__)
+/* x^n mod P for any n (bits): the folding constants. */
+static uint32_t xpown(uint64_t n)
+{
+	uint32_t r = 0x80000000u;
+
+	for (unsigned int k = 0; n; n >>= 1, k++)
+		if (n & 1)
+			r = gf2_mulmod(x2k[k], r);
+	return r;
+}
+#endif
+
 static inline uint32_t shift_tab(const uint32_t t[4][256], uint32_t c)
 {
 	return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^ t[2][(c >> 16) & 0xff] ^ t[3][c >> 24];
@@ -190,6 +203,88 @@ __attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const 
 {
 	CRC_3WAY_BODY(_mm_crc32_u64, _mm_crc32_u8)
 }
+
+/*
+ * Folding with carry-less multiplies (VPCLMULQDQ, 256-bit): the crc32
+ * instruction retires at most 8 bytes a cycle however many chains run, while
+ * one 256-bit carry-less multiply folds 16 bytes, and cores with VPCLMULQDQ
+ * (Ice Lake and later, Zen 3 and later) issue one a cycle.
+ * Four accumulators of two 128-bit lanes each hold the message so far reduced
+ * to 128 bytes: a lane A = L*x^64 + H (L its first 8 bytes, the higher
+ * powers) moves D bits forward as L*(x^(D+63) mod P) ^ H*(x^(D-1) mod P),
+ * a 95-bit product that the reflected multiply leaves shifted by one, hence
+ * the -1 in both exponents. The last 16 bytes of state go through the crc32
+ * instruction from a zero CRC: the raw CRC depends only on the message mod P,
+ * which folding preserves, so no Barrett reduction is needed.
+ */
+#define FOLD_BLOCK 128
+/* [x^(D+63), x^(D-1)] for D = 1024, 256, 128 bits, set by crc_init. */
+static uint64_t fold_k[3][2];
+
+static uint64_t fold_pair_lo(unsigned int dbits)
+{
+	return (uint64_t)xpown(dbits + 63) << 32;
+}
+
+static uint64_t fold_pair_hi(unsigned int dbits)
+{
+	return (uint64_t)xpown(dbits - 1) << 32;
+}
+
+__attribute__((target("avx2,vpclmulqdq"))) static inline __m256i fold256(__m256i a, __m256i k)
+{
+	return _mm256_xor_si256(_mm256_clmulepi64_epi128(a, k, 0x00),
+				_mm256_clmulepi64_epi128(a, k, 0x11));
+}
+
+__attribute__((target("avx2,vpclmulqdq"))) static inline __m256i fold_k256(const uint64_t k[2])
+{
+	return _mm256_setr_epi64x((long long)k[0], (long long)k[1], (long long)k[0],
+				  (long long)k[1]);
+}
+
+/* Fold >= FOLD_BLOCK bytes (a multiple of it) into 16 bytes of state. */
+__attribute__((target("avx2,vpclmulqdq,pclmul,sse4.2"))) static uint32_t
+fold_vpclmul(uint32_t c, const uint8_t *p, size_t len)
+{
+	const __m256i *v = (const __m256i *)p;
+	__m256i k1024 = fold_k256(fold_k[0]), k256 = fold_k256(fold_k[1]);
+	__m256i a0 = _mm256_xor_si256(_mm256_loadu_si256(v),
+				      _mm256_setr_epi32((int)c, 0, 0, 0, 0, 0, 0, 0));
+	__m256i a1 = _mm256_loadu_si256(v + 1), a2 = _mm256_loadu_si256(v + 2);
+	__m256i a3 = _mm256_loadu_si256(v + 3);
+	__m128i lo, hi, k128;
+
+	for (v += 4, len -= FOLD_BLOCK; len; v += 4, len -= FOLD_BLOCK) {
+		a0 = _mm256_xor_si256(fold256(a0, k1024), _mm256_loadu_si256(v));
+		a1 = _mm256_xor_si256(fold256(a1, k1024), _mm256_loadu_si256(v + 1));
+		a2 = _mm256_xor_si256(fold256(a2, k1024), _mm256_loadu_si256(v + 2));
+		a3 = _mm256_xor_si256(fold256(a3, k1024), _mm256_loadu_si256(v + 3));
+	}
+	a1 = _mm256_xor_si256(fold256(a0, k256), a1);
+	a2 = _mm256_xor_si256(fold256(a1, k256), a2);
+	a3 = _mm256_xor_si256(fold256(a2, k256), a3);
+	lo = _mm256_castsi256_si128(a3);
+	hi = _mm256_extracti128_si256(a3, 1);
+	k128 = _mm_set_epi64x((long long)fold_k[2][1], (long long)fold_k[2][0]);
+	lo = _mm_xor_si128(_mm_clmulepi64_si128(lo, k128, 0x00),
+			   _mm_clmulepi64_si128(lo, k128, 0x11));
+	hi = _mm_xor_si128(hi, lo);
+	c = (uint32_t)_mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(hi));
+	return (uint32_t)_mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(hi, 1));
+}
+
+/* Short buffers and the tail go through the 3-way crc32 loop. */
+__attribute__((target("avx2,vpclmulqdq,pclmul,sse4.2"))) static uint32_t
+crc_vpclmul(uint32_t crc, const void *buf, size_t len)
+{
+	size_t body = len / FOLD_BLOCK * FOLD_BLOCK;
+
+	if (len < 2 * FOLD_BLOCK)
+		return crc_sse42(crc, buf, len);
+	crc = ~fold_vpclmul(~crc, buf, body);
+	return crc_sse42(crc, (const uint8_t *)buf + body, len - body);
+}
 #endif
 
 #if defined(__aarch64__)
@@ -234,6 +329,11 @@ static void crc_choose(bool portable)
 		crc_impl = crc_sse42;
 		crc_impl_name = "sse4.2-3way";
 	}
+	if (__builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("avx2") &&
+	    __builtin_cpu_supports("vpclmulqdq")) {
+		crc_impl = crc_vpclmul;
+		crc_impl_name = "vpclmulqdq-fold";
+	}
 #elif defined(__aarch64__)
 	if (getauxval(AT_HWCAP) & HWCAP_CRC32) {
 		crc_impl = crc_armv8;
@@ -260,6 +360,14 @@ static void crc_init(void)
 		x2k[k] = gf2_mulmod(x2k[k - 1], x2k[k - 1]);
 	build_shift(shift_long, CRC_LONG);
 	build_shift(shift_short, CRC_SHORT);
+#if defined(__x86_64__)
+	for (int i = 0; i < 3; i++) {
+		static const unsigned int dbits[3] = { 8 * FOLD_BLOCK, 256, 128 };
+
+		fold_k[i][0] = fold_pair_lo(dbits[i]);
+		fold_k[i][1] = fold_pair_hi(dbits[i]);
+	}
+#endif
 	crc_choose(false);
 }
 

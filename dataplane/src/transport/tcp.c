@@ -9,8 +9,12 @@
  * sender's checksum over the referenced blob bytes is computed right after
  * each write so the receiver already works while the sender hashes. Payload
  * grams go out with writev: the header/table from the batch buffer, the
- * payload straight from the blob in pieces of at most 256 KiB, each piece
- * hashed just before its writev so the kernel copies bytes still in cache.
+ * payload straight from the blob in pieces of at most 256 KiB. With CRC32C
+ * every sender takes its checksum from a CRC index of its blob built at
+ * setup (the receiver hashes every byte it got, so a byte changed after the
+ * index, on the wire or in either copy, is a MISMATCH): payload senders
+ * then read each byte once, in the kernel's copy, instead of twice, which
+ * on a 2-vCPU machine leaves the receiver and the TCP stack the CPU.
  *
  * Receiver: a 4 MiB receive buffer owned by the receiver thread; headers and
  * tables are decoded in place, payload is hashed in chunks of at most
@@ -374,10 +378,21 @@ static int send_handshake(const struct pfs_tcp_send_opts *o, int fd, uint64_t fp
 	return pfs_xfer_answer_check(rec, &h, fp, r);
 }
 
-/* Payload gram: header/table, then the referenced bytes, by writev. */
+/* The sender's checksum over a descriptor: from the index when there is one. */
+static uint64_t send_sum(const struct pfs_crc_index *idx, enum pfs_integrity k, uint64_t sum,
+			 const uint8_t *base, const struct pfs_desc *d)
+{
+	return idx ? pfs_crc_index__extend(idx, (uint32_t)sum, d->off, d->len) :
+		     pfs_digest(k, sum, base + d->off, d->len);
+}
+
+/* Payload gram: header/table, then the referenced bytes, by writev. Without
+ * an index each piece is hashed just before its writev, so the kernel copies
+ * bytes still in cache. */
 static int send_payload_gram(int fd, const uint8_t *hdr, size_t hlen, const uint8_t *base,
 			     const struct pfs_desc *d, uint32_t n, enum pfs_integrity k,
-			     uint64_t *sum, struct pfs_xfer_result *r)
+			     const struct pfs_crc_index *idx, uint64_t *sum,
+			     struct pfs_xfer_result *r)
 {
 	struct iovec iov[TX_IOV];
 	int cnt = 1, err;
@@ -387,11 +402,14 @@ static int send_payload_gram(int fd, const uint8_t *hdr, size_t hlen, const uint
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t done = 0;
 
+		if (idx)
+			*sum = send_sum(idx, k, *sum, base, &d[i]);
 		while (done < d[i].len) {
 			size_t take = d[i].len - done < TX_PIECE ? d[i].len - done : TX_PIECE;
 			const uint8_t *p = base + d[i].off + done;
 
-			*sum = pfs_digest(k, *sum, p, take);
+			if (!idx)
+				*sum = pfs_digest(k, *sum, p, take);
 			iov[cnt++] = (struct iovec){ .iov_base = (void *)p, .iov_len = take };
 			batch += take;
 			done += take;
@@ -444,7 +462,8 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 			return pfs_xfer_fail(r, (int)len, "send: encoding gram %" PRIu64 ": %s",
 					     r->grams, strerror((int)-len));
 		if (o->mode == PFS_MODE_PAYLOAD) {
-			err = send_payload_gram(fd, buf, len, base, d, n, o->integrity, &sum, r);
+			err = send_payload_gram(fd, buf, len, base, d, n, o->integrity, idx, &sum,
+						r);
 			if (err)
 				goto out_io;
 			for (uint32_t i = 0; i < n; i++)
@@ -464,14 +483,8 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 				fill = 0;
 				pending = 0;
 			}
-			if (idx)
-				for (uint32_t i = 0; i < n; i++)
-					sum = pfs_crc_index__extend(idx, (uint32_t)sum, d[i].off,
-								    d[i].len);
-			else
-				for (uint32_t i = 0; i < n; i++)
-					sum = pfs_digest(o->integrity, sum, base + d[i].off,
-							 d[i].len);
+			for (uint32_t i = 0; i < n; i++)
+				sum = send_sum(idx, o->integrity, sum, base, &d[i]);
 			r->bytes += eff;
 		}
 		r->descs += n;
@@ -537,12 +550,16 @@ int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r)
 		err = pfs_xfer_fail(r, -ENOMEM, "send: out of memory");
 		goto out_free;
 	}
-	/* Offset/arith senders reference bytes without sending them: their
-	 * CRC32C comes from an index of the blob built here, during setup (before
-	 * connecting, so the receiver's clock does not run meanwhile), so the
-	 * sender reads 2 partial granules per descriptor instead of all of its
-	 * bytes. The receiver still hashes every byte of its own copy. */
-	if (o->mode != PFS_MODE_PAYLOAD && o->integrity == PFS_INTEGRITY_CRC32C) {
+	/* The sender's CRC32C comes from an index of the blob built here, during
+	 * setup (before connecting, so the receiver's clock does not run
+	 * meanwhile): offset/arith senders reference bytes without reading them,
+	 * payload senders let the kernel's copy be the only read, and each reads
+	 * 2 partial granules per descriptor for its checksum. The receiver still
+	 * hashes every byte it executes or receives. Building the index reads the
+	 * whole blob, so a payload sender moving less than the blob's size hashes
+	 * the bytes it sends instead. */
+	if (o->integrity == PFS_INTEGRITY_CRC32C &&
+	    (o->mode != PFS_MODE_PAYLOAD || o->sched.total_bytes >= pfs_blob__size(o->blob))) {
 		double b0 = pfs_xfer_now();
 
 		idx = pfs_crc_index__build(pfs_blob__data(o->blob), pfs_blob__size(o->blob));
