@@ -491,17 +491,24 @@ static int cmd_calibrate(int argc, char **argv)
 	}
 	printf("{\"label\":\"pcore calibration\",\"bytes\":%llu,\"passes\":%llu,"
 	       "\"threads\":%u,\"page\":\"%s\",\"crc32c_impl\":\"%s\",\"isa\":\"%s\","
+	       "\"rate\":\"best pass\",\"read_impl\":\"%s\","
 	       "\"read_MBps_1t\":%.1f,\"read_MBps_nt\":%.1f,\"memcpy_MBps_1t\":%.1f,"
-	       "\"memcpy_MBps_nt\":%.1f,\"memcpy_dst_page\":\"%s\",\"crc32c_MBps_1core\":%.1f,"
+	       "\"memcpy_MBps_nt\":%.1f,\"memcpy_impl_1t\":\"%s\",\"memcpy_impl_nt\":\"%s\","
+	       "\"memcpy_glibc_MBps_1t\":%.1f,\"memcpy_glibc_MBps_nt\":%.1f,"
+	       "\"memcpy_ntstore_MBps_1t\":%.1f,\"memcpy_ntstore_MBps_nt\":%.1f,"
+	       "\"rmw_MBps_nt\":%.1f,"
+	       "\"memcpy_dst_page\":\"%s\",\"crc32c_MBps_1core\":%.1f,"
 	       "\"fnv_naive_MBps_1core\":%.1f,\"fnv_multi_MBps_1core\":%.1f,"
 	       "\"MB_per_cpu_s\":{\"read_1t\":%.1f,\"read_nt\":%.1f,\"memcpy_1t\":%.1f,"
 	       "\"memcpy_nt\":%.1f,\"crc32c_1core\":%.1f,\"fnv_naive_1core\":%.1f,"
-	       "\"fnv_multi_1core\":%.1f}}\n",
+	       "\"fnv_multi_1core\":%.1f,\"rmw_nt\":%.1f}}\n",
 	       (unsigned long long)a.o.range_len, (unsigned long long)a.o.passes, c.threads,
 	       pfs_page_kind_str(pfs_blob__page_kind(blob)), pfs_crc32c_impl(),
-	       pfs_ops__best()->name, c.read_1t, c.read_nt, c.memcpy_1t, c.memcpy_nt,
-	       c.memcpy_dst_page, c.crc32c_1core, c.fnv_naive_1core, c.fnv_multi_1core, c.cpu[0],
-	       c.cpu[1], c.cpu[2], c.cpu[3], c.cpu[4], c.cpu[5], c.cpu[6]);
+	       pfs_ops__best()->name, c.read_impl, c.read_1t, c.read_nt, c.memcpy_1t, c.memcpy_nt,
+	       c.memcpy_impl_1t, c.memcpy_impl_nt, c.memcpy_glibc_1t, c.memcpy_glibc_nt,
+	       c.memcpy_ntstore_1t, c.memcpy_ntstore_nt, c.rmw_nt, c.memcpy_dst_page,
+	       c.crc32c_1core, c.fnv_naive_1core, c.fnv_multi_1core, c.cpu[0], c.cpu[1], c.cpu[2],
+	       c.cpu[3], c.cpu[4], c.cpu[5], c.cpu[6], c.rmw_nt_cpu);
 	pfs_blob__close(blob);
 	return PFS_EXIT_OK;
 }
