@@ -60,17 +60,27 @@ trap restore EXIT
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 date -u +%Y-%m-%dT%H:%M:%SZ > "$OUT/date"
-echo "# calibrate: $PFS pcore calibrate --size $SIZE --page $PAGE --passes $PASSES $PCORES_ARG" >&2
-"$PFS" pcore calibrate --size "$SIZE" --page "$PAGE" --passes "$PASSES" $PCORES_ARG \
-	> "$OUT/calibrate.json"
-rm -f "$OUT/calibrate_ref.json" "$OUT/sysbench.txt"
-if [ -n "${PFS_REF:-}" ]; then
-	echo "# reference: $PFS_REF pcore calibrate --size $SIZE --page $PAGE --passes $PASSES $PCORES_ARG" >&2
-	"$PFS_REF" pcore calibrate --size "$SIZE" --page "$PAGE" --passes "$PASSES" $PCORES_ARG \
-		> "$OUT/calibrate_ref.json"
-fi
+# The limits are the best the machine showed during this run: calibrate
+# runs before the ops and again after each op (a 2-vCPU VM shared with
+# other tenants gives a 2-thread rate that moves 2x between seconds, and a
+# limit taken at one bad moment is beaten by an op at a good one); every
+# rate is the best of those runs, each already the best of PASSES passes.
+rm -f "$OUT"/calibrate.*.json "$OUT"/calibrate_ref.*.json "$OUT/sysbench.txt"
+calib_n=0
+calibrate() {
+	calib_n=$((calib_n + 1))
+	echo "# calibrate ($calib_n): $PFS pcore calibrate --size $SIZE --page $PAGE --passes $PASSES $PCORES_ARG" >&2
+	"$PFS" pcore calibrate --size "$SIZE" --page "$PAGE" --passes "$PASSES" $PCORES_ARG \
+		> "$OUT/calibrate.$calib_n.json"
+	if [ -n "${PFS_REF:-}" ]; then
+		echo "# reference ($calib_n): $PFS_REF pcore calibrate --size $SIZE --page $PAGE --passes $PASSES $PCORES_ARG" >&2
+		"$PFS_REF" pcore calibrate --size "$SIZE" --page "$PAGE" --passes "$PASSES" $PCORES_ARG \
+			> "$OUT/calibrate_ref.$calib_n.json"
+	fi
+}
+calibrate
 if command -v sysbench >/dev/null; then
-	nt=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["threads"])' "$OUT/calibrate.json")
+	nt=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["threads"])' "$OUT/calibrate.1.json")
 	for t in 1 $nt; do
 		cmd="sysbench memory --memory-block-size=1M --memory-total-size=8G --memory-oper=read --threads=$t run"
 		echo "# $cmd" >&2
@@ -84,15 +94,31 @@ for op in $OPS; do
 	cmd="$PFS pcore run --op $op --imm 255 --size $SIZE --page $PAGE --passes $PASSES --rounds $ROUNDS --baseline $PCORES_ARG"
 	echo "# $cmd" >&2
 	$cmd > "$OUT/$op.json"
+	calibrate
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$OUT" "$load_before" "$load_after" "$SIZE" "$PAGE" "$PASSES" "$ROUNDS" <<'PY'
 import json, sys, os
 out, lb, la, size, page, passes, rounds = sys.argv[1:]
-cal = json.load(open(os.path.join(out, "calibrate.json")))
-refp = os.path.join(out, "calibrate_ref.json")
-ref = json.load(open(refp)) if os.path.exists(refp) else None
+import glob
+def best_of(pattern):
+    """Every rate: the best over the calibrations of this run."""
+    runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, pattern)))]
+    if not runs:
+        return None, 0
+    c = dict(runs[0])
+    for k, v in runs[0].items():
+        if k.endswith("MBps_1t") or k.endswith("MBps_nt") or k.endswith("_1core"):
+            c[k] = max(r[k] for r in runs)
+    c["MB_per_cpu_s"] = {k: max(r["MB_per_cpu_s"][k] for r in runs) for k in runs[0]["MB_per_cpu_s"]}
+    for side in ("1t", "nt"):  # the copy that won the best run
+        if "memcpy_impl_" + side in c:
+            c["memcpy_impl_" + side] = max(runs, key=lambda r: r["memcpy_MBps_" + side])["memcpy_impl_" + side]
+    json.dump(c, open(os.path.join(out, pattern.replace(".*", "")), "w"))
+    return c, len(runs)
+cal, ncal = best_of("calibrate.*.json")
+ref, _ = best_of("calibrate_ref.*.json")
 sbp = os.path.join(out, "sysbench.txt")
 sysb = [l.split(" ", 2) for l in open(sbp).read().splitlines()] if os.path.exists(sbp) else []
 date = open(os.path.join(out, "date")).read().strip()
@@ -107,7 +133,8 @@ n = None
 p(f"Run {date}, range {size} on {page} pages, {passes} passes x {rounds} alternating rounds, "
   f"loadavg before {lb}, after {la} (2 vCPUs shared with other agents).")
 p("")
-p("Reference rates measured in the same run (MB/s = 1e6 B/s; best pass of the passes"
+p(f"Reference rates measured in the same run (MB/s = 1e6 B/s; best of {ncal} calibrations, one before "
+  "the ops and one after each op, each the best pass of the passes"
   + (f", read kernel {cal['read_impl']}" if "read_impl" in cal else "") + "):")
 p("")
 p("| reference | MB/s |" + (" before (PFS_REF) MB/s |" if ref else ""))
@@ -133,7 +160,7 @@ if sysb:
 if ref:
     p("")
     p("\"before\" is the calibrate of PFS_REF (" + os.environ.get("PFS_REF", "?") + ") run in the same "
-      "script run, right after this build's.")
+      "script run, right after each of this build's, best of the same number of runs.")
 p("")
 p("Wall clock (the targets as stated; preemption by other tenants counts against whoever it hits):")
 p("")
