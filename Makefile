@@ -88,7 +88,7 @@ lint-go: vet golangci-lint ## Lint the Go code: go vet, golangci-lint (.golangci
 	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
-test: deps lint verify test-go test-chart helm-lint test-dataplane test-python test-e2e ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind.
+test: deps lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan test-python test-e2e ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind.
 
 .PHONY: test-go
 test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integration tests (real kube-apiserver and etcd), and the pod/CLI contract test.
@@ -161,6 +161,10 @@ pfs: ## Build only the static pfs CLI (the operator's contract test runs it).
 .PHONY: test-dataplane
 test-dataplane: ## Run the data plane TAP tests.
 	$(MAKE) -C dataplane test
+
+.PHONY: test-dataplane-asan
+test-dataplane-asan: ## Run the data plane TAP tests built with ASan+UBSan against an ASan pfs.
+	$(MAKE) -C dataplane test-asan
 
 # The Python client (dataplane/python, package packetfs) against a real
 # `pfs blob serve`, in a venv outside the repo with the pinned test

@@ -393,8 +393,12 @@ static int consume_fn(void *arg)
 		if (write(c->pipe_fd, buf, n) != n || read(c->pipe_fd, &x, 1) != 1)
 			return 15;
 	}
-	if (c->write_after)
+	if (c->write_after) {
+		/* The kernel's SIGSEGV must end the child, not a sanitizer's
+		 * handler (which would exit with its own code). */
+		signal(SIGSEGV, SIG_DFL);
 		pfs_blob__data(b)[0] ^= 1; /* SIGSEGV on a read-only mapping */
+	}
 	pfs_blob__close(b);
 	return 0;
 }
@@ -516,6 +520,45 @@ static int t_wrong_token(void)
 	CHECK(m.refused == 4 && m.accepted == 1, "refused %" PRIu64 " accepted %" PRIu64, m.refused,
 	      m.accepted);
 	CHECK(strstr(slurp("serve-token", "err"), "refused pid="), "holder log lacks refusals");
+	return TAP_PASS;
+}
+
+/* A flood of bad clients is logged at a bounded rate: 300 malformed
+ * requests leave fewer than 50 lines in the holder's log, and the dropped
+ * ones are counted in a "suppressed" line. */
+static int t_log_rate(void)
+{
+	char p[200], line[512];
+	struct pfs_share_meta m;
+	unsigned long k, supp = 0;
+	int lines = 0, r;
+	FILE *f;
+	pid_t h;
+
+	NEED_SETUP();
+	h = start_holder("serve-flood", shmdir, "b4k", sock, NULL);
+	CHECK(h > 0, "holder did not start");
+	for (int i = 0; i < 300; i++) {
+		r = raw_request(sock, "garbage garbage garbage", 23, &m, NULL);
+		CHECK(r == PFS_SHARE_BAD_REQUEST, "bad request %d: %d", i, r);
+	}
+	CHECK(!pfs_share_ping(sock, NULL, 1000, &m), "ping after the flood");
+	CHECK(m.refused == 300, "refused %" PRIu64, m.refused);
+	stop_holder(h); /* the holder sums what it suppressed on its way out */
+	snprintf(p, sizeof(p), "%s/serve-flood.err", tmpdir);
+	f = fopen(p, "r");
+	CHECK(f, "%s: %s", p, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		const char *q = strstr(line, "suppressed ");
+
+		lines++;
+		if (q && sscanf(q, "suppressed %lu", &k) == 1)
+			supp += k;
+	}
+	fclose(f);
+	tap_diag("300 bad clients: %d log lines, %lu suppressed", lines, supp);
+	CHECK(lines < 50, "%d log lines for 300 bad clients", lines);
+	CHECK(supp > 0 && supp + lines >= 300, "suppressed %lu with %d lines", supp, lines);
 	return TAP_PASS;
 }
 
@@ -1320,7 +1363,10 @@ static int t_token_helpers(void)
 	CHECK(!pfs_share_token_equal("abc", 3, "abd", 3), "differ");
 	CHECK(!pfs_share_token_equal("abc", 3, "abcd", 4), "prefix");
 	CHECK(!pfs_share_token_equal("", 0, "a", 1), "empty");
-	CHECK(!pfs_share_token_equal("a", 1, "a", PFS_SHARE_TOKEN_MAX + 1), "overlong");
+	memset(big, 'a', sizeof(big));
+	CHECK(!pfs_share_token_equal("a", 1, big, PFS_SHARE_TOKEN_MAX + 1), "overlong");
+	CHECK(!pfs_share_token_equal(big, PFS_SHARE_TOKEN_MAX + 1, big, PFS_SHARE_TOKEN_MAX + 1),
+	      "overlong pair");
 	NEED_SETUP();
 	snprintf(path, sizeof(path), "%s/tok-test", tmpdir);
 	CHECK(!write_file(path, "secret \r\n\n", 0600), "write");
@@ -1360,6 +1406,7 @@ static const struct tap_test tests[] = {
 	  t_malformed },
 	{ "slow clients neither block others nor stay forever; busy when full", t_slow_client },
 	{ "SO_PEERCRED reported to the client and in the holder log", t_peercred },
+	{ "300 bad clients: holder log rate-limited, suppressed count", t_log_rate },
 	{ "non-root consumer: refused by socket mode, allowed by group, refused by --allow-uid",
 	  t_nonroot },
 	{ "--read-only holder: consumer mapping is read-only", t_read_only },

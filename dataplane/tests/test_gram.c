@@ -6,9 +6,11 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pfs/gram.h"
 #include "pfs/integrity.h"
+#include "pfs/wire.h"
 #include "tap.h"
 
 #define NMAX 4096
@@ -175,6 +177,33 @@ static int t_reject_truncated(void)
 			      decode_whole(l, GiB));
 		CHECK(decode_whole(total + 1, GiB) == -EMSGSIZE, "trailing byte mode %d", m);
 	}
+	return TAP_PASS;
+}
+
+/* Every error a decoder returns reads as what was wrong, not as the
+ * errno's strerror ("Invalid or incomplete multibyte or wide character"). */
+static int t_wire_strerror(void)
+{
+	static const struct {
+		int err;
+		const char *word;
+	} tab[] = { { -EMSGSIZE, "truncated" },	  { -EBADMSG, "malformed" },
+		    { -EILSEQ, "checksum" },	  { -EPROTONOSUPPORT, "version" },
+		    { -EPROTO, "protocol" },	  { -E2BIG, "limit" },
+		    { -ERANGE, "out of bounds" }, { -ENOSPC, "descriptors" },
+		    { -EINVAL, "invalid" },	  { -ENOENT, "port" } };
+	int len = encode_sample(PFS_MODE_OFFSET, 4);
+
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		const char *m = pfs_wire_strerror(tab[i].err);
+
+		CHECK(strstr(m, tab[i].word) && strcmp(m, strerror(-tab[i].err)), "%d: '%s'",
+		      tab[i].err, m);
+	}
+	CHECK(!strcmp(pfs_wire_strerror(-ENOMEM), strerror(ENOMEM)), "other errno: strerror");
+	buf[12] ^= 1; /* seq, CRC not fixed */
+	CHECK(strstr(pfs_wire_strerror(decode_whole(len, GiB)), "checksum (CRC32C) mismatch"),
+	      "a corrupted header");
 	return TAP_PASS;
 }
 
@@ -414,6 +443,7 @@ static const struct tap_test tests[] = {
 	{ "reject malformed arithmetic tables", t_reject_arith },
 	{ "control records round trip and reject corruption", t_ctl_roundtrip },
 	{ "decode errors are counted by class", t_stats },
+	{ "decode errors in words (pfs_wire_strerror)", t_wire_strerror },
 	{ "100k mutated grams: no crash, nothing out of bounds", t_mutation_run },
 };
 

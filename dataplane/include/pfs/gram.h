@@ -88,7 +88,10 @@ enum pfs_refuse_code {
 #define PFS_CTL_F_INTEGRITY_MASK 0x06
 #define PFS_CTL_F_INTEGRITY(k) \
 	((uint8_t)(((k) << PFS_CTL_F_INTEGRITY_SHIFT) & PFS_CTL_F_INTEGRITY_MASK))
-#define PFS_CTL_INTEGRITY(flags) (((flags)&PFS_CTL_F_INTEGRITY_MASK) >> PFS_CTL_F_INTEGRITY_SHIFT)
+/* Unsigned, like enum pfs_integrity (all its values are >= 0), so the two
+ * compare without a sign conversion; a uint8_t alone would promote to int. */
+#define PFS_CTL_INTEGRITY(flags) \
+	(((unsigned int)(flags)&PFS_CTL_F_INTEGRITY_MASK) >> PFS_CTL_F_INTEGRITY_SHIFT)
 
 /* One control record. Field meaning per type:
  *            size            value          count            word

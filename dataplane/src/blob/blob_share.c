@@ -26,6 +26,7 @@
 #include "blob_share_wire.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
+#include "pfs/wire.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
@@ -281,7 +282,7 @@ struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 				"does not admit uid %u gid %u",
 				path, getuid(), getgid());
 		else
-			pfs_err("blob holder %s: %s", path, strerror(-err));
+			pfs_err("blob holder %s: %s", path, pfs_wire_strerror(err));
 		errno = -err;
 		return NULL;
 	}

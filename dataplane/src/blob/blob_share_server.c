@@ -52,7 +52,15 @@ struct pfs_share_server {
 	struct client *cl;
 	int ncl;
 	uint64_t accepted, refused, pings;
+	/* Per-client refusal lines: at most SHARE_LOG_PER_S in each second
+	 * from log_t0; the rest are counted and summed in one line. */
+	double log_t0;
+	unsigned log_n;
+	uint64_t log_suppressed;
 };
+
+/* A hostile or broken client loop must not flood the holder's log. */
+#define SHARE_LOG_PER_S 10
 
 static double now_s(void)
 {
@@ -60,6 +68,33 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Ends the current one-second window when it is over (or @force): one line
+ * with the number of refusal lines it dropped, if any. */
+static void log_flush(struct pfs_share_server *s, double now, bool force)
+{
+	if (!force && now - s->log_t0 < 1.0)
+		return;
+	if (s->log_suppressed)
+		pfs_warn("blob serve: suppressed %" PRIu64 " similar messages in %.1f s "
+			 "(refused %" PRIu64 " in all)",
+			 s->log_suppressed, now - s->log_t0, s->refused);
+	s->log_t0 = now;
+	s->log_n = 0;
+	s->log_suppressed = 0;
+}
+
+/* May a per-client refusal be logged now? Counts it when not. */
+static bool log_allow(struct pfs_share_server *s)
+{
+	log_flush(s, now_s(), false);
+	if (s->log_n < SHARE_LOG_PER_S) {
+		s->log_n++;
+		return true;
+	}
+	s->log_suppressed++;
+	return false;
 }
 
 /* mkdir -p of the directory part of @path. */
@@ -309,18 +344,18 @@ static void reply(struct pfs_share_server *s, struct client *c, enum pfs_share_s
 	snprintf(m.msg, sizeof(m.msg), "%s", msg && st ? msg : "");
 	iov.iov_base = buf;
 	iov.iov_len = share_reply_encode(buf, &m);
-	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && log_allow(s))
 		pfs_warn("blob serve: reply to pid=%d uid=%u: %s", c->cred.pid, c->cred.uid,
 			 strerror(errno));
 	if (give)
 		pfs_info("blob serve: gave the blob fd to pid=%d uid=%u gid=%u (accepted %" PRIu64
 			 ", refused %" PRIu64 ")",
 			 c->cred.pid, c->cred.uid, c->cred.gid, s->accepted, s->refused);
-	else if (st != PFS_SHARE_OK)
+	else if (st != PFS_SHARE_OK && log_allow(s))
 		pfs_warn("blob serve: refused pid=%d uid=%u gid=%u: %s (accepted %" PRIu64
 			 ", refused %" PRIu64 ")",
 			 c->cred.pid, c->cred.uid, c->cred.gid, m.msg, s->accepted, s->refused);
-	else
+	else if (st == PFS_SHARE_OK)
 		pfs_debug("blob serve: ping from pid=%d uid=%u", c->cred.pid, c->cred.uid);
 }
 
@@ -397,8 +432,11 @@ static void on_request(struct pfs_share_server *s, int i)
 		return;
 	if (n <= 0) {
 		s->refused++;
-		pfs_warn("blob serve: pid=%d uid=%u closed without a request (refused %" PRIu64 ")",
-			 c->cred.pid, c->cred.uid, s->refused);
+		if (log_allow(s))
+			pfs_warn(
+				"blob serve: pid=%d uid=%u closed without a request (refused %" PRIu64
+				")",
+				c->cred.pid, c->cred.uid, s->refused);
 		drop(s, i);
 		return;
 	}
@@ -475,6 +513,9 @@ int pfs_share_server__run(struct pfs_share_server *s, int stop_fd)
 		pf[1] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
 		for (int i = 0; i < s->ncl; i++)
 			pf[2 + i] = (struct pollfd){ .fd = s->cl[i].fd, .events = POLLIN };
+		log_flush(s, now, false);
+		if (s->log_suppressed && next > s->log_t0 + 1.0)
+			next = s->log_t0 + 1.0; /* the count is due within the second */
 		timeout = (int)((next - now) * 1000) + 1;
 		n = poll(pf, 2 + s->ncl, timeout);
 		if (n < 0) {
@@ -500,6 +541,7 @@ int pfs_share_server__run(struct pfs_share_server *s, int stop_fd)
 		if (pf[1].revents & POLLIN)
 			on_accept(s);
 	}
+	log_flush(s, now_s(), true);
 	free(pf);
 	return err;
 }

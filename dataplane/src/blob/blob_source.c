@@ -314,7 +314,8 @@ static int list_source(const struct pfs_source *s, struct src_list *l, char *why
 		if (!err && list_add(l, base ? base + 1 : s->prefix, s->prefix, &st))
 			err = fail(why, n, ENOMEM, "no memory");
 	}
-	if (!err)
+	/* An empty directory leaves l->f NULL, which qsort may not be given. */
+	if (!err && l->n > 1)
 		qsort(l->f, l->n, sizeof(*l->f), by_name);
 	return err;
 }

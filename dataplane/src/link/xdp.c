@@ -76,8 +76,14 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	n = strlen(msg);
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = '\0';
-	if (level == LIBBPF_WARN)
-		snprintf(libbpf_last, sizeof(libbpf_last), "%s", msg);
+	if (level == LIBBPF_WARN) {
+		/* Only the head of a long warning (a verifier log) fits, and is
+		 * what a user needs: copy that much on purpose. */
+		size_t k = n < sizeof(libbpf_last) - 1 ? n : sizeof(libbpf_last) - 1;
+
+		memcpy(libbpf_last, msg, k);
+		libbpf_last[k] = '\0';
+	}
 	if (pfs_log_get_level() < PFS_LOG_DEBUG)
 		return 0;
 	for (char *line = msg, *nl; line && *line; line = nl) { /* the log line is 1 KiB */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "pfs/log.h"
+#include "pfs/wire.h"
 #include "repair.h"
 
 int pfs_udp_ctl_next(struct pfs_udp_ctlin *c, const uint8_t **rec, size_t *len)
@@ -104,10 +105,10 @@ void pfs_udp_drop(struct pfs_udp_droplog *dl, int err, const char *what)
 
 	dl->n++;
 	if (dl->n <= 3)
-		pfs_warn("udp: dropped a %s datagram: %s", what, strerror(-err));
+		pfs_warn("udp: dropped a %s datagram: %s", what, pfs_wire_strerror(err));
 	else if (now - dl->last >= 1.0)
 		pfs_warn("udp: %lu datagrams dropped so far (latest: %s, %s)", (unsigned long)dl->n,
-			 what, strerror(-err));
+			 what, pfs_wire_strerror(err));
 	else
 		return;
 	dl->last = now;

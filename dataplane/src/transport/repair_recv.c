@@ -57,6 +57,7 @@
 #include "pfs/integrity.h"
 #include "dgram_io.h"
 #include "pfs/log.h"
+#include "pfs/wire.h"
 #include "repair.h"
 
 #define NAK_BUF (64 << 10)
@@ -285,13 +286,13 @@ static int rx_exec(struct rx *x)
 				pfs_warn("recv: gram %" PRIu64
 					 " reassembled but does not decode: %s "
 					 "(attempt %d)",
-					 s->seq, strerror(-n), x->decode_fails + 1);
+					 s->seq, pfs_wire_strerror(n), x->decode_fails + 1);
 				if (++x->decode_fails > 3)
 					return pfs_xfer_fail(r, -EPROTO,
 							     "recv: gram %" PRIu64 " from "
 							     "%s failed to decode %d times: %s",
 							     s->seq, r->peer, x->decode_fails,
-							     strerror(-n));
+							     pfs_wire_strerror(n));
 				return 0;
 			}
 			x->decode_fails = 0;

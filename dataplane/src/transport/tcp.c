@@ -42,6 +42,7 @@
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 #include "pfs/tcp.h"
+#include "pfs/wire.h"
 #include "xfer_ctl.h"
 
 #define RX_BUF (4u << 20)
@@ -219,7 +220,8 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 			return pfs_xfer_fail(r, -EPROTO,
 					     "recv: malformed gram %" PRIu64 " from %s: %s "
 					     "(%" PRIu64 " decode errors)",
-					     r->grams, r->peer, strerror(-err), r->stats.errors);
+					     r->grams, r->peer, pfs_wire_strerror(err),
+					     r->stats.errors);
 		x->head += h.desc_len;
 		if (o->mode == PFS_MODE_PAYLOAD) {
 			err = recv_payload(o, x, d, n, &sum, r);

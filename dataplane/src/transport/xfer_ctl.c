@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "pfs/log.h"
+#include "pfs/wire.h"
 #include "xfer_ctl.h"
 
 double pfs_xfer_now(void)
@@ -330,7 +331,7 @@ int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode, enum pfs_i
 	}
 	if (err || h.type != PFS_CTL_HELLO)
 		return pfs_xfer_fail(r, -EPROTO, "recv: %s did not open with a valid HELLO (%s)",
-				     r->peer, err ? strerror(-err) : "wrong record type");
+				     r->peer, err ? pfs_wire_strerror(err) : "wrong record type");
 	r->peer_blob_size = h.size;
 	r->peer_fingerprint = h.value;
 	if (h.mode != mode) {

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
+#include "pfs/wire.h"
 
 #define MAX_ALLOW_UIDS 64
 
@@ -303,10 +304,10 @@ int pfs_cmd_blob_ping(int argc, char **argv)
 		pfs_json_u64(&j, "accepted", m.accepted);
 		pfs_json_u64(&j, "refused", m.refused);
 	}
-	pfs_json_str(&j, "error", err ? (m.msg[0] ? m.msg : strerror(-err)) : NULL, 200);
+	pfs_json_str(&j, "error", err ? (m.msg[0] ? m.msg : pfs_wire_strerror(err)) : NULL, 200);
 	pfs_result_emit(pfs_json_end(&j), NULL);
 	if (err)
-		pfs_err("blob ping %s: %s", a.socket, m.msg[0] ? m.msg : strerror(-err));
+		pfs_err("blob ping %s: %s", a.socket, m.msg[0] ? m.msg : pfs_wire_strerror(err));
 	return !err ? PFS_EXIT_OK : err == -ETIMEDOUT ? PFS_EXIT_TIMEOUT : PFS_EXIT_ERROR;
 }
 
