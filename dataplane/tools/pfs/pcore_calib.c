@@ -28,6 +28,7 @@
 #include <immintrin.h>
 #endif
 
+#include "cli.h"
 #include "pfs/integrity.h"
 #include "pfs/ops.h"
 #include "pfs/pcore.h"
@@ -74,14 +75,6 @@ static double thread_cpu_s(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -346,7 +339,7 @@ static void *jthread_main(void *arg)
 			;
 		double c0 = thread_cpu_s();
 
-		job->start[p * job->threads + t->idx] = now_s();
+		job->start[p * job->threads + t->idx] = pfs_cli_now();
 		switch (job->kind) {
 		case JOB_READ:
 			t->sink += job->read(t->src, t->len);
@@ -372,7 +365,7 @@ static void *jthread_main(void *arg)
 			t->sink += fnv_multi(t->src, t->len);
 			break;
 		}
-		job->end[p * job->threads + t->idx] = now_s();
+		job->end[p * job->threads + t->idx] = pfs_cli_now();
 		/* CPU time of the work only, not of the barrier's spin. */
 		t->cpu_s += thread_cpu_s() - c0;
 	}

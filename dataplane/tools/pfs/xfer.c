@@ -57,8 +57,7 @@ static int parse_transport(const char *arg, void *field)
 	*t = pfs_transport_find(arg);
 	if (*t)
 		return 0;
-	fprintf(stderr, "pfs: error: unknown --transport '%s' (this build has: %s)\n", arg,
-		pfs_transport_names());
+	pfs_err("unknown --transport '%s' (this build has: %s)", arg, pfs_transport_names());
 	return -ECANCELED;
 }
 
