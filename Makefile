@@ -119,9 +119,11 @@ verify: controller-gen ## Regenerate deepcopy, CRDs, RBAC, the chart's copies an
 	  echo "verify: generated files are up to date"
 
 # KEEP_CLUSTER=1 keeps a cluster test-e2e brought up; one that was running already is always kept.
+# E2E_NODES: the e2e cluster has 3 nodes so a blob fans out origin -> relay -> relay.
+E2E_NODES ?= 3
 .PHONY: test-e2e
-test-e2e: images helm ## Run the end-to-end tests on the throwaway kind cluster (brought up if absent, then torn down again); docs/e2e.md.
-	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) \
+test-e2e: images helm ## Run the end-to-end tests on a throwaway E2E_NODES-node kind cluster (brought up if absent, then torn down again); docs/e2e.md.
+	NODES=$(E2E_NODES) HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) \
 	  $(GO) test -tags e2e ./test/e2e/... -count=1 -v -timeout 80m $(GOTESTFLAGS)
 
 ##@ Helm chart
@@ -215,8 +217,9 @@ docker-build: deps build dataplane ## Build the operator ($(IMG)) and data-plane
 IMAGE_ARCHIVES ?= $(CURDIR)/bin/images
 
 .PHONY: images
-images: docker-build ## Build both images and write them as archives to $(IMAGE_ARCHIVES) (offline, no registry).
+images: docker-build ## Build the operator, data-plane and Python consumer images as archives in $(IMAGE_ARCHIVES) (offline, no registry).
 	@mkdir -p $(IMAGE_ARCHIVES)
+	hack/images/python-consumer.sh $(IMAGE_ARCHIVES)/python-consumer.tar
 	@for pair in "$(IMG) operator" "$(DATAPLANE_IMG) dataplane"; do set -- $$pair; \
 	  out=$(IMAGE_ARCHIVES)/$$2.tar; rm -f "$$out"; \
 	  case "$(CONTAINER_TOOL)" in \
@@ -227,11 +230,13 @@ images: docker-build ## Build both images and write them as archives to $(IMAGE_
 
 ##@ Cluster
 
-# A throwaway 2-node kind cluster on podman with an offline node image
-# (docs/cluster.md). Needs root; everything heavy is cached in ~/.cache/packetfs.
+# A throwaway kind cluster on podman with an offline node image
+# (docs/cluster.md): NODES nodes (2 by default; the e2e tests use 3 so a blob
+# fans out through a relay). Needs root; everything heavy is cached in
+# ~/.cache/packetfs.
 
 .PHONY: cluster-up
-cluster-up: ## Bring up (or reuse) the 2-node kind cluster with Multus and the veth data network; prints the KUBECONFIG path.
+cluster-up: ## Bring up (or reuse) the NODES-node (default 2) kind cluster with Multus and the veth data network; prints the KUBECONFIG path.
 	hack/cluster-up.sh
 
 .PHONY: cluster-down
@@ -244,7 +249,7 @@ node-image: ## Build (or reuse) the offline kind node image; prints its tag.
 
 .PHONY: kind-load
 kind-load: images ## Load the operator and data-plane image archives into the kind cluster's nodes (no pull ever happens).
-	hack/kind/load-images.sh $(IMAGE_ARCHIVES)/operator.tar $(IMAGE_ARCHIVES)/dataplane.tar
+	hack/kind/load-images.sh $(IMAGE_ARCHIVES)/operator.tar $(IMAGE_ARCHIVES)/dataplane.tar $(IMAGE_ARCHIVES)/python-consumer.tar
 
 .PHONY: demo
 demo: deps images helm ## Run the main job: build, cluster-up, load images, helm install, a PfsBlob, PfsTransfers and a PcoreJob; prints kubectl get.

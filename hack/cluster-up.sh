@@ -3,14 +3,17 @@
 #
 # Bring up the throwaway kind cluster of the e2e tests (idempotent): builds or
 # reuses the offline node image, reserves hugepages, creates a control-plane
-# and a worker on podman, then wires the pod network (bridge + Multus) and
+# and NODES-1 workers on podman (NODES=2 by default, at most 4), then wires
+# the pod network (bridge + Multus) and
 # the veth data network. Writes the kubeconfig under the cache dir (never
 # ~/.kube/config) and prints its path on stdout. hack/cluster-down.sh undoes
 # every change to the host recorded in $STATE_DIR.
 set -euo pipefail
 source "$(dirname "$0")/kind/lib.sh"
 
-HUGEPAGES=${HUGEPAGES:-512}
+HUGEPAGES=${HUGEPAGES:-1024}
+NODES=${NODES:-2}
+case $NODES in 2|3|4) ;; *) die "NODES=$NODES: the throwaway cluster has 2 to 4 nodes";; esac
 need_root
 ensure_pkgs "${HOST_PKGS[@]}"
 check_network_backend
@@ -36,14 +39,24 @@ if [ ! -f "$STATE_DIR/netavark-before" ]; then
 fi
 "$HACK_KIND/hugepages.sh" reserve "$HUGEPAGES" "$STATE_DIR/hugepages-added"
 
+# The host side of /pfs-data in every node (e2e test data; see cluster.yaml.tmpl).
+mkdir -p "$STATE_DIR/data"
+workers=""
+for _ in $(seq 2 "$NODES"); do
+  workers+=$'- role: worker\n  image: '"$image"$'\n  extraMounts:\n  - {hostPath: "'"$STATE_DIR/data"$'", containerPath: /pfs-data, readOnly: true}\n'
+done
+want=$(sed -e "s|@NAME@|$CLUSTER_NAME|" -e "s|@IMAGE@|$image|" -e "s|@DATA@|$STATE_DIR/data|" \
+  "$HACK_KIND/cluster.yaml.tmpl" | W="$workers" awk '$0 == "@WORKERS@" { printf "%s", ENVIRON["W"]; next } { print }')
 if "$kind" get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME" &&
-   [ "$(podman ps -q --filter "label=io.x-k8s.kind.cluster=$CLUSTER_NAME" | wc -l)" -eq 2 ]; then
+   [ "$(podman ps -q --filter "label=io.x-k8s.kind.cluster=$CLUSTER_NAME" | wc -l)" -eq "$NODES" ] &&
+   [ "$want" = "$(cat "$STATE_DIR/kind.yaml" 2>/dev/null)" ]; then
   log "cluster $CLUSTER_NAME is already running"
   "$kind" export kubeconfig --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_PATH" >/dev/null 2>&1 4>&-
 else
-  # A half-created cluster (a failed earlier run) is removed first.
+  # A half-created cluster (a failed earlier run) or one of another shape
+  # (NODES, node image) is removed first.
   "$kind" delete cluster --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_PATH" >/dev/null 2>&1 4>&- || true
-  sed -e "s|@NAME@|$CLUSTER_NAME|" -e "s|@IMAGE@|$image|" "$HACK_KIND/cluster.yaml.tmpl" > "$STATE_DIR/kind.yaml"
+  printf '%s\n' "$want" > "$STATE_DIR/kind.yaml"
   log "creating cluster $CLUSTER_NAME from $image"
   "$kind" create cluster --config "$STATE_DIR/kind.yaml" --kubeconfig "$KUBECONFIG_PATH" \
     ${KIND_RETAIN:+--retain} >&2 4>&-
@@ -52,8 +65,8 @@ chmod 600 "$KUBECONFIG_PATH"
 
 k() { "$kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
 mapfile -t nodes < <(k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
-[ ${#nodes[@]} -eq 2 ] || die "expected 2 nodes, got ${#nodes[@]}: ${nodes[*]}"
-# Both nodes run PacketFS pods: blob holders (a DaemonSet, which does not
+[ ${#nodes[@]} -eq "$NODES" ] || die "expected $NODES nodes, got ${#nodes[@]}: ${nodes[*]}"
+# Every node runs PacketFS pods: blob holders (a DaemonSet, which does not
 # tolerate the control-plane taint) and one side of every transfer.
 k taint nodes "$CLUSTER_NAME-control-plane" node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null 2>&1 || true
 # One CoreDNS is plenty here; the second one's 100m of CPU requests is what a

@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # The main job (`make demo`): on the throwaway kind cluster (brought up or
-# reused), load the operator and data-plane images, helm install the chart,
-# then apply a PfsBlob, PfsTransfers over TCP in Payload, Offset and
+# reused), load the operator, data-plane and Python consumer images, helm
+# install the chart; first a PfsBlob loaded from a real model file (fetched
+# from PyPI by hack/testdata.sh) into a PVC's volume, fanned out to every node
+# and checked against the file's sha256, and a pod of the user's that prints
+# one of its tensors through the Python client; then a seeded PfsBlob, PfsTransfers over TCP in Payload, Offset and
 # Arithmetic mode between a pod on each node (over the veth data network via
 # Multus, and once over the pod network), UDP and AF_XDP variants when the
 # data-plane image has those transports, and a PcoreJob; wait for each and
@@ -24,7 +27,7 @@ NS=${DEMO_NAMESPACE:-pfs-demo}
 RELEASE=pfs RELEASE_NS=pfs-system
 DEMO="$REPO_ROOT/hack/demo"
 [ -x "$HELM" ] || die "no helm at $HELM: run make helm (or make demo)"
-for a in operator dataplane; do [ -f "$IMAGE_ARCHIVES/$a.tar" ] || die "no $IMAGE_ARCHIVES/$a.tar: run make images (or make demo)"; done
+for a in operator dataplane python-consumer; do [ -f "$IMAGE_ARCHIVES/$a.tar" ] || die "no $IMAGE_ARCHIVES/$a.tar: run make images (or make demo)"; done
 
 kubeconfig=$("$REPO_ROOT/hack/cluster-up.sh")
 export KUBECONFIG=$kubeconfig
@@ -32,7 +35,9 @@ kubectl="$("$REPO_ROOT/hack/k8s-binaries.sh" kubectl)/kubectl"
 k() { "$kubectl" "$@"; }
 cp_node="$CLUSTER_NAME-control-plane" worker="$CLUSTER_NAME-worker"
 
-"$HACK_KIND/load-images.sh" "$IMAGE_ARCHIVES/operator.tar" "$IMAGE_ARCHIVES/dataplane.tar"
+"$HACK_KIND/load-images.sh" "$IMAGE_ARCHIVES/operator.tar" "$IMAGE_ARCHIVES/dataplane.tar" \
+  "$IMAGE_ARCHIVES/python-consumer.tar"
+data=$("$REPO_ROOT/hack/testdata.sh" stage)
 
 log "helm install $RELEASE (namespace $RELEASE_NS)"
 existed=$("$HELM" status "$RELEASE" -n "$RELEASE_NS" >/dev/null 2>&1 && echo yes || true)
@@ -81,7 +86,37 @@ report() { # report <resource> <phase>
   log "$1: $2: $(k -n "$NS" get "$1" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' | grep -E '^(Failed|Placed)=' | head -2 | tr '\n' ' ')"
 }
 
-log "PfsBlob demo-blob (128 MiB, 2 MiB pages) on both nodes"
+sub() { sed -e "s/@NAMESPACE@/$NS/g" -e "s/@ORIGIN_NODE@/$1/g" -e "s/@NODE@/$1/g" "$DEMO/$2"; }
+model_blob() {
+  local origin=$worker model="$data/minilm/model.safetensors" want got
+  want=$(sha256sum "$model" | cut -d' ' -f1)
+  log "PfsBlob minilm: the real model file minilm/model.safetensors ($(du -h "$model" | cut -f1)) in a PVC on $origin, fanned out to every node"
+  k delete pv pfs-demo-models --ignore-not-found --wait=true >/dev/null
+  sub "$origin" models-volume.yaml | k -n "$NS" apply -f - >/dev/null
+  k -n "$NS" apply -f "$DEMO/blob-model.yaml" >/dev/null
+  if ! k -n "$NS" wait --for=condition=Ready pfsblob/minilm --timeout=300s >/dev/null; then
+    k -n "$NS" get pfsblob minilm -o wide; k -n "$NS" get pods -o wide
+    k -n "$NS" describe pfsblob minilm | sed -n '/^Status:/,$p' | tail -30
+    die "the model blob did not become Ready; the cluster stays up for inspection (KUBECONFIG=$kubeconfig)"
+  fi
+  echo; echo "\$ kubectl get pfsblob minilm -n $NS"; k -n "$NS" get pfsblob minilm; echo
+  k -n "$NS" get pfsblob minilm -o jsonpath='{range .status.nodes[*]}  {.node}: {.role} {.state}, {.bytes} bytes in {.seconds} s ({.mbps} MB/s){" from "}{.from}, sha256 {.sha256}{"\n"}{end}'
+  got=$(k -n "$NS" get pfsblob minilm -o jsonpath='{.status.sha256}')
+  [ "$got" = "$want" ] || die "pfsblob/minilm says sha256 $got, sha256sum of the file says $want"
+  log "every node holds the model with the file's sha256 $want (sha256sum on the host agrees)"
+  log "a user's pod on $cp_node (not the origin) reads a tensor through the Python client"
+  sub "$cp_node" tensor-reader.yaml | k -n "$NS" apply -f - >/dev/null
+  if [ "$(wait_pod tensor-reader 120)" != Succeeded ]; then
+    k -n "$NS" logs tensor-reader || true
+    die "tensor-reader did not succeed (kubectl -n $NS describe pod tensor-reader)"
+  fi
+  k -n "$NS" logs tensor-reader | sed 's/^/  tensor-reader: /'
+}
+# wait_pod <pod> <timeout-s>: prints the pod's final phase (or Timeout).
+wait_pod() { wait_done "pod/$1" "$2"; }
+model_blob
+
+log "PfsBlob demo-blob (128 MiB, 2 MiB pages, seeded) on every node"
 apply blob.yaml
 if k -n "$NS" wait --for=condition=Ready pfsblob/demo-blob --timeout=300s >/dev/null; then
   log "pfsblob/demo-blob: Ready, fingerprint $(k -n "$NS" get pfsblob demo-blob -o jsonpath='{.status.fingerprint}')"

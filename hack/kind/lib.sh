@@ -105,3 +105,12 @@ go_install() {
 # need_root stops early with a clear message: the cluster changes host state
 # (hugepages, veths in container namespaces, /lib/modules).
 need_root() { [ "$(id -u)" -eq 0 ] || die "run as root (the cluster reserves hugepages and wires veths)"; }
+
+# debian_mirror: the Debian mirror apt already uses (debootstrap of the node
+# image and the consumer image), deb.debian.org when none is configured.
+debian_mirror() {
+  local m
+  m=$(grep -hsE '^(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null |
+    grep -m1 -E 'debian/?( |$)' | awk '{print $2}' || true)
+  echo "${m:-http://deb.debian.org/debian}"
+}

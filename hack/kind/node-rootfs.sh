@@ -15,13 +15,6 @@ NODE_PKGS=(systemd systemd-sysv containerd runc containernetworking-plugins
   iptables nftables conntrack iproute2 ethtool iputils-ping util-linux mount
   kmod libseccomp2 procps ca-certificates jq bash)
 
-mirror() {
-  local m
-  m=$(grep -hsE '^(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null |
-    grep -m1 -E 'debian/?( |$)' | awk '{print $2}')
-  echo "${m:-http://deb.debian.org/debian}"
-}
-
 key=$(printf '%s\n' "$DEBIAN_SUITE" "${NODE_PKGS[@]}" | sha256sum | cut -c1-12)
 out="$NODE_DIR/rootfs-$DEBIAN_SUITE-$key.tar"
 if [ -s "$out" ]; then echo "$out"; exit 0; fi
@@ -34,7 +27,7 @@ if [ -s "$out" ]; then echo "$out"; exit 0; fi
 
 dir=$(mktemp -d "$NODE_DIR/rootfs.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-m=$(mirror)
+m=$(debian_mirror)
 log "debootstrap $DEBIAN_SUITE minbase from $m (cold: a few minutes)"
 pkgs=$(IFS=,; echo "${NODE_PKGS[*]}")
 debootstrap --variant=minbase --include="$pkgs" "$DEBIAN_SUITE" "$dir" "$m" >&2

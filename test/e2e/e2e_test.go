@@ -42,10 +42,11 @@ func TestE2E(t *testing.T) {
 	if !t.Run("helm install", testHelmInstall) {
 		t.Fatal("the chart did not install; nothing else can run")
 	}
-	if !t.Run("PfsBlob Ready with one fingerprint on both nodes", func(t *testing.T) { testBlob(ctx, t) }) {
+	if !t.Run("PfsBlob Ready with one fingerprint on every node", func(t *testing.T) { testBlob(ctx, t) }) {
 		t.Fatal("no blob; the transfers and the pcore job need it")
 	}
 	t.Run("eight more PfsBlobs Ready at once", func(t *testing.T) { testManyBlobs(ctx, t) })
+	t.Run("PfsBlob from a PVC fanned out to every node", func(t *testing.T) { testFanout(ctx, t) })
 	t.Run("invalid PfsTransfer rejected with the CEL message", testInvalid)
 	transports := imageTransports(ctx, t)
 	for _, tr := range []pfsv1alpha1.Transport{pfsv1alpha1.TransportTCP, pfsv1alpha1.TransportUDP, pfsv1alpha1.TransportAFXDP} {
@@ -112,8 +113,8 @@ func testBlob(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatalf("blob not Ready: %v; status %+v\n%s", err, b.Status, describe("pfsblob", blobName))
 	}
-	if b.Status.ReadyNodes != 2 || len(b.Status.Nodes) != 2 {
-		t.Fatalf("readyNodes %d, %d node entries; want 2 and 2: %+v", b.Status.ReadyNodes, len(b.Status.Nodes), b.Status.Nodes)
+	if n := len(env.nodes); int(b.Status.ReadyNodes) != n || len(b.Status.Nodes) != n {
+		t.Fatalf("readyNodes %d, %d node entries; want %d (every node): %+v", b.Status.ReadyNodes, len(b.Status.Nodes), n, b.Status.Nodes)
 	}
 	nodes := map[string]bool{}
 	for _, n := range b.Status.Nodes {
@@ -126,7 +127,7 @@ func testBlob(ctx context.Context, t *testing.T) {
 		t.Errorf("blob held on %v, want %s and %s", nodes, env.cpNode, env.worker)
 	}
 	row := getRow(t, "pfsblob", blobName, "-o", "wide")
-	if row["READY"] != "True" || row["NODES"] != "2" || row["FINGERPRINT"] != b.Status.Fingerprint {
+	if row["READY"] != "True" || row["NODES"] != strconv.Itoa(len(env.nodes)) || row["FINGERPRINT"] != b.Status.Fingerprint {
 		t.Errorf("kubectl get pfsblob -o wide: %v", row)
 	}
 	t.Logf("blob %s Ready on %d nodes, fingerprint %s", blobName, b.Status.ReadyNodes, b.Status.Fingerprint)

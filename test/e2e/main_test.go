@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,12 @@ const (
 var env struct {
 	root, kubectl, helm, kubeconfig, dataplaneImage string
 	cpNode, worker                                  string
-	c                                               client.Client
+	// nodes are every node of the cluster, sorted by name; dataDir is the
+	// host directory every node sees read-only at /pfs-data (real files
+	// from hack/testdata.sh).
+	nodes   []string
+	dataDir string
+	c       client.Client
 }
 
 func getenv(k, def string) string {
@@ -63,10 +69,10 @@ func run(name string, args ...string) (string, error) {
 	return strings.TrimSpace(out.String()), err
 }
 
-// clusterRunning tells whether both node containers of the kind cluster run.
-func clusterRunning(name string) bool {
+// clusterRunning tells whether all n node containers of the kind cluster run.
+func clusterRunning(name string, n int) bool {
 	out, err := exec.Command("podman", "ps", "-q", "--filter", "label=io.x-k8s.kind.cluster="+name).Output()
-	return err == nil && len(strings.Fields(string(out))) == 2
+	return err == nil && len(strings.Fields(string(out))) == n
 }
 
 func TestMain(m *testing.M) { os.Exit(mainE(m)) }
@@ -83,14 +89,21 @@ func mainE(m *testing.M) (code int) {
 	images := getenv("IMAGE_ARCHIVES", filepath.Join(root, "bin", "images"))
 	cluster := getenv("CLUSTER_NAME", "pfs")
 	env.cpNode, env.worker = cluster+"-control-plane", cluster+"-worker"
-	for _, f := range []string{env.helm, filepath.Join(images, "operator.tar"), filepath.Join(images, "dataplane.tar")} {
+	nodes, err := strconv.Atoi(getenv("NODES", "2"))
+	if err != nil || nodes < 2 {
+		logf("NODES=%q: want a node count of at least 2", os.Getenv("NODES"))
+		return 1
+	}
+	archives := []string{filepath.Join(images, "operator.tar"), filepath.Join(images, "dataplane.tar"),
+		filepath.Join(images, "python-consumer.tar")}
+	for _, f := range append([]string{env.helm}, archives...) {
 		if _, err := os.Stat(f); err != nil {
 			logf("%s is missing: run `make test-e2e` (it builds helm and the image archives)", f)
 			return 1
 		}
 	}
 
-	created := !clusterRunning(cluster)
+	created := !clusterRunning(cluster, nodes)
 	if created {
 		logf("no kind cluster %q: bringing one up; it is torn down at the end unless KEEP_CLUSTER=1", cluster)
 	} else {
@@ -120,8 +133,17 @@ func mainE(m *testing.M) (code int) {
 	}
 	env.kubectl = filepath.Join(bin, "kubectl")
 
-	if _, err := run("hack/kind/load-images.sh", filepath.Join(images, "operator.tar"), filepath.Join(images, "dataplane.tar")); err != nil {
+	if _, err := run("hack/kind/load-images.sh", archives...); err != nil {
 		logf("loading images: %v", err)
+		return 1
+	}
+	if env.dataDir, err = run("hack/testdata.sh", "stage"); err != nil {
+		logf("test data: %v", err)
+		return 1
+	}
+	out, err := kubectl("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}")
+	if env.nodes = strings.Fields(out); err != nil || len(env.nodes) != nodes {
+		logf("want %d nodes, kubectl get nodes says %q (%v)", nodes, out, err)
 		return 1
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
