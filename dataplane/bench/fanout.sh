@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Time for a blob loaded from real files to reach N nodes, PacketFS fan-out
+# next to the alternatives, all in one run (docs/bench-fanout.md). Not a test.
+#
+# Each "node" is a network namespace with its own hugetlbfs blob directory,
+# all on one bridge (veth, MTU 1500 like a pod network). For every source
+# (real files from pinned PyPI wheels, hack/testdata.sh) and N in NODES:
+#   pipelined  ours: the origin loads the source and serves what it has
+#              read; node i relays from node i-1 (cut-through), all at once
+#   store-fwd  (a) the origin loads, then node 1 copies it whole, then node
+#              2 from node 1, ... (a naive chain, `kubectl cp` one by one)
+#   from-origin (b) the origin loads, then every node fetches from it at
+#              once (per-node download caches)
+#   one-hop    (c) one node fetches a loaded blob from one peer: the limit
+# and reports wall seconds (first byte read to last node verified), bytes
+# read from the source, and CPU seconds per GiB per hop (user+sys of every
+# relay process over the bytes each received). Every node shares this
+# machine's cores, so the hops compete for CPU: read the ratios.
+#   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi" bench/fanout.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for t in bc /usr/bin/time nsenter; do
+	command -v "$t" >/dev/null || { echo "fanout.sh needs $t (Debian: bc, time, util-linux)" >&2; exit 1; }
+done
+PFS=$(realpath "${PFS:-build/pfs}")
+NODES=${NODES:-2 3 4}
+ROUNDS=${ROUNDS:-3}
+SOURCES=${SOURCES:-minilm sudachi}
+PORT=7470
+W=$(mktemp -d /tmp/pfs-fanout.XXXXXX)
+maxn=$(tr ' ' '\n' <<<"$NODES" | sort -n | tail -1)
+added=0 pids=()
+
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	for i in $(seq 0 "$maxn"); do
+		umount "$W/n$i" 2>/dev/null || true
+		ip netns del "pfsfan$i" 2>/dev/null || true
+	done
+	ip netns del pfsfan-sw 2>/dev/null || true
+	[ "$added" -gt 0 ] && echo $(($(cat /proc/sys/vm/nr_hugepages) - added)) >/proc/sys/vm/nr_hugepages
+	rm -rf "$W"
+}
+trap cleanup EXIT
+
+field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" | head -1; }
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+now() { date +%s.%N; }
+in_ns() { local i=$1; shift; nsenter --net="/run/netns/pfsfan$i" "$@"; }
+ip_of() { echo "10.123.0.$(($1 + 1))"; }
+
+# The switch and the nodes.
+ip netns add pfsfan-sw
+ip -n pfsfan-sw link add br0 type bridge
+ip -n pfsfan-sw link set br0 up
+for i in $(seq 0 $((maxn - 1))); do
+	ip netns add "pfsfan$i"
+	ip link add "fan$i" netns "pfsfan$i" type veth peer name "port$i" netns pfsfan-sw
+	ip -n pfsfan-sw link set "port$i" master br0 up
+	ip -n "pfsfan$i" addr add "$(ip_of "$i")/24" dev "fan$i"
+	ip -n "pfsfan$i" link set "fan$i" up
+	ip -n "pfsfan$i" link set lo up
+	mkdir -p "$W/n$i"
+	mount -t hugetlbfs -o pagesize=2M none "$W/n$i"
+done
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$W/token"
+
+data=$(../hack/testdata.sh stage 2>/dev/null || true)
+[ -n "$data" ] || data=$(dirname "$(../hack/testdata.sh path minilm)")
+src_path() { case $1 in minilm | sudachi) echo "$data/$1" ;; *) echo "$1" ;; esac; }
+
+# 2 MiB pages: every node holds the largest source once.
+need=0
+for s in $SOURCES; do
+	b=$(du -sb --apparent-size "$(src_path "$s")" | cut -f1)
+	[ $((maxn * (b / 2097152 + 8))) -gt "$need" ] && need=$((maxn * (b / 2097152 + 8)))
+done
+free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+if [ "$free" -lt "$need" ]; then
+	added=$((need - free))
+	echo $(($(cat /proc/sys/vm/nr_hugepages) + added)) >/proc/sys/vm/nr_hugepages
+fi
+
+# timed <node> <result-file> <pfs args...>: run pfs in the node's namespace
+# under /usr/bin/time (user+sys seconds to <result-file>.cpu).
+timed() {
+	local i=$1 out=$2; shift 2
+	in_ns "$i" /usr/bin/time -f "%U %S" -o "$out.cpu" "$PFS" -q "$@" --result-file "$out" >/dev/null
+}
+create() { # create <node> <size> <extra...>
+	local i=$1 size=$2; shift 2
+	echo blob create --dir "$W/n$i" --name b --page 2m --no-fallback --replace --size "$size" \
+		--token-file "$W/token" "$@"
+}
+serve_bg() { # serve_bg <node>: the loaded blob of <node>, served to peers
+	in_ns "$1" "$PFS" -q blob serve --dir "$W/n$1" --name b --socket "$W/n$1.sock" \
+		--token-file "$W/token" --read-only --replicate-listen "$(ip_of "$1"):$PORT" \
+		>/dev/null 2>&1 &
+	pids+=($!)
+	sleep 0.3
+}
+stop_bg() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	pids=()
+}
+cpu() { awk '{print $1 + $2}' "$1.cpu"; }
+from() { # the comma list of upstreams for node i in a chain: i-1 ... 0
+	local i=$1 l="" j
+	for ((j = i - 1; j >= 0; j--)); do l+="${l:+,}$(ip_of "$j"):$PORT"; done
+	echo "$l"
+}
+
+# load_origin <src> <size> <listen?>: node 0 reads the source.
+load_origin() {
+	# shellcheck disable=SC2046
+	timed 0 "$W/r0" $(create 0 "$2" --source "$1") ${3:+--replicate-listen "$(ip_of 0):$PORT"}
+}
+relay() { # relay <node> <size> <from-list> [listen]
+	# shellcheck disable=SC2046
+	timed "$1" "$W/r$1" $(create "$1" "$2" --fetch-from "$3") ${4:+--replicate-listen "$(ip_of "$1"):$PORT"}
+}
+check() { # every relay verified, one digest
+	local i want
+	want=$(field sha256 <"$W/r0")
+	for i in $(seq 1 $(($1 - 1))); do
+		[ "$(field ok <"$W/r$i")" = true ] || { echo "node $i failed: $(cat "$W/r$i")" >&2; exit 1; }
+		[ "$(field verified <"$W/r$i")" = true ] || { echo "node $i not verified" >&2; exit 1; }
+	done
+	[ -n "$want" ]
+}
+# cpu_per_gib <n>: relay CPU seconds per GiB received, summed over relays.
+cpu_per_gib() {
+	local i c=0 b=0
+	for i in $(seq 1 $(($1 - 1))); do
+		c=$(echo "$c + $(cpu "$W/r$i")" | bc -l)
+		b=$(echo "$b + $(field bytes <"$W/r$i" | tail -1)" | bc)
+	done
+	echo "scale=3; $c * 1073741824 / $b" | bc -l
+}
+
+run_pipelined() { # -> seconds; also leaves the origin's bytes served in $W/served
+	local n=$1 s=$2 size=$3 i t0 t1 last=0 rp=()
+	load_origin "$s" "$size" listen &
+	rp+=($!)
+	for i in $(seq 1 $((n - 1))); do
+		relay "$i" "$size" "$(from "$i")" $([ "$i" -lt $((n - 1)) ] && echo listen) &
+		rp+=($!)
+	done
+	for i in "${rp[@]}"; do wait "$i"; done
+	check "$n"
+	t0=$(field t0_unix <"$W/r0")
+	for i in $(seq 1 $((n - 1))); do
+		t1=$(sed -n 's/.*"fetch":{[^}]*"t1_unix":\([0-9.]*\).*/\1/p' "$W/r$i")
+		[ "$(echo "$t1 > $last" | bc)" = 1 ] && last=$t1
+	done
+	sed -n 's/.*"repl":{[^}]*"bytes_served":\([0-9]*\).*/\1/p' "$W/r0" >"$W/served"
+	echo "$last - $t0" | bc -l
+}
+run_store_fwd() {
+	local n=$1 s=$2 size=$3 i t0
+	t0=$(now)
+	load_origin "$s" "$size"
+	for i in $(seq 1 $((n - 1))); do
+		serve_bg $((i - 1))
+		relay "$i" "$size" "$(ip_of $((i - 1))):$PORT"
+		stop_bg
+	done
+	check "$n"
+	echo "$(now) - $t0" | bc -l
+}
+run_from_origin() {
+	local n=$1 s=$2 size=$3 i t0 rp=()
+	t0=$(now)
+	load_origin "$s" "$size"
+	serve_bg 0
+	for i in $(seq 1 $((n - 1))); do
+		relay "$i" "$size" "$(ip_of 0):$PORT" &
+		rp+=($!)
+	done
+	for i in "${rp[@]}"; do wait "$i"; done
+	stop_bg
+	check "$n"
+	echo "$(now) - $t0" | bc -l
+}
+run_one_hop() { # the origin loaded and serving; node 1 fetches: hop seconds
+	local s=$1 size=$2
+	load_origin "$s" "$size"
+	serve_bg 0
+	relay 1 "$size" "$(ip_of 0):$PORT"
+	stop_bg
+	check 2
+	field seconds <<<"$(sed -n 's/.*\("fetch":{[^}]*}\).*/\1/p' "$W/r1")"
+}
+
+echo "| source | bytes | N | pipelined s | store-fwd s | from-origin s | one hop s | source bytes read | origin bytes sent | relay CPU-s/GiB/hop |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for s in $SOURCES; do
+	src=$(src_path "$s")
+	j=$("$PFS" -q blob create --source "$src" --dry-run)
+	size=$(field needed <<<"$j")
+	[ -n "$size" ] || size=$(field size <<<"$j")
+	bytes=$(field bytes <<<"$j")
+	hop=""
+	for _ in $(seq "$ROUNDS"); do hop="$hop $(run_one_hop "$src" "$size")"; done
+	for n in $NODES; do
+		p="" a="" b="" c=""
+		for _ in $(seq "$ROUNDS"); do
+			p="$p $(run_pipelined "$n" "$src" "$size")"
+			c="$c $(cpu_per_gib "$n")"
+			read_b=$(sed -n 's/.*"source":{[^}]*"bytes":\([0-9]*\).*/\1/p' "$W/r0")
+			served=$(cat "$W/served")
+			a="$a $(run_store_fwd "$n" "$src" "$size")"
+			b="$b $(run_from_origin "$n" "$src" "$size")"
+		done
+		printf '| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %s | %s | %.3f |\n' "$s" "$bytes" "$n" \
+			"$(median <<<"$p")" "$(median <<<"$a")" "$(median <<<"$b")" "$(median <<<"$hop")" \
+			"$read_b" "$served" "$(median <<<"$c")"
+	done
+done
