@@ -457,6 +457,7 @@ type PfsBlobStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: the operator puts it in a label value on the pods it creates; choose a shorter name"
+// +kubebuilder:validation:XValidation:rule="has(self.spec)",message="spec is required: set spec.size (e.g. 1Gi) or spec.source"
 // +kubebuilder:resource:shortName=pblob,categories=packetfs
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.source`,description="where the bytes come from"
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.size`,description="effective size"
@@ -474,9 +475,9 @@ type PfsBlob struct {
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec is the desired blob.
-	// +required
-	Spec PfsBlobSpec `json:"spec"`
+	// spec is the desired blob: spec.size or spec.source at least.
+	// +optional
+	Spec PfsBlobSpec `json:"spec,omitempty,omitzero"`
 
 	// status is the observed state, written by the operator.
 	// +optional

@@ -49,6 +49,7 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.fill.seed", "greater than or equal to 0"}},
 		"blob unknown pageFallback": {blob, "size: 1Gi\npageFallback: Sometimes",
 			[]string{"spec.pageFallback", `Unsupported value: "Sometimes"`}},
+		"blob without spec": {blob, ``, []string{"spec is required: set spec.size (e.g. 1Gi) or spec.source"}},
 		// PfsBlob with a source.
 		"blob source with both pvc and hostPath": {blob, "source: {persistentVolumeClaim: {claimName: data}, hostPath: {path: /srv/x}}",
 			[]string{"spec.source", "source needs exactly one of persistentVolumeClaim and hostPath"}},
