@@ -153,6 +153,14 @@ type BlobReplication struct {
 	BandwidthLimit *resource.Quantity `json:"bandwidthLimit,omitempty"`
 }
 
+// TopologyOrDefault is r.Topology, or Chain when r or its topology is unset.
+func (r *BlobReplication) TopologyOrDefault() ReplicationTopology {
+	if r == nil || r.Topology == "" {
+		return TopologyChain
+	}
+	return r.Topology
+}
+
 // PfsBlobSpec is the desired blob. Everything except nodeSelector is fixed at
 // creation: the bytes a transfer or job computed over must not change under it.
 // +kubebuilder:validation:XValidation:rule="has(self.size) || has(self.source)",message="size is required unless spec.source is set: set spec.size (e.g. 1Gi), or spec.source to size the blob from its data"
