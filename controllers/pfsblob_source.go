@@ -335,9 +335,9 @@ func (f *fanout) holders(origin string, size int64) {
 			st = append(st, ns)
 			continue
 		}
-		ad := admitNode(f.cfg, nodes[n], f.obs.Requested[n], size, b.Spec.PageSize, b.Spec.PageFallback)
-		if nodes[n] == nil {
-			ad = admission{Message: "node " + n + " is gone"}
+		ad := admission{Message: "node " + n + " does not match spec.nodeSelector or is gone"}
+		if nodes[n] != nil {
+			ad = admitNode(f.cfg, nodes[n], f.obs.Requested[n], size, b.Spec.PageSize, b.Spec.PageFallback)
 		}
 		if !ad.OK {
 			ns.State, ns.Reason, ns.Message = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonHugePagesUnavailable, ad.Message
