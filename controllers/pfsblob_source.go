@@ -82,6 +82,21 @@ type fanout struct {
 	obs  sourceObservation
 	st   pfsv1alpha1.PfsBlobStatus
 	plan sourcePlan
+
+	// Set by holders and the functions it calls, in this order.
+	origin          string
+	size            int64
+	nodes           map[string]*corev1.Node
+	newest          map[string]*corev1.Pod
+	order           []string
+	prev            map[string]pfsv1alpha1.BlobNodeStatus
+	info            map[string]*holderInfo
+	addr            map[string]string
+	readyPeer       map[string]bool
+	digest          string
+	fingerprint     string
+	originFailed    string
+	originAdmission string
 }
 
 func (f *fanout) ready(ok bool, reason, msg string) {
@@ -212,175 +227,184 @@ type holderInfo struct {
 
 // holders plans and reads one holder per node, in topology order.
 func (f *fanout) holders(origin string, size int64) {
-	b := f.b
-	selector := labels.SelectorFromSet(b.Spec.NodeSelector)
-	nodes := map[string]*corev1.Node{}
-	var names []string
-	for i := range f.obs.Nodes {
-		n := &f.obs.Nodes[i]
-		if selector.Matches(labels.Set(n.Labels)) {
-			nodes[n.Name] = n
-			names = append(names, n.Name)
-		}
-	}
-	newest, older := newestHolders(f.obs.Holders)
-	f.plan.Delete = append(f.plan.Delete, older...)
-	var eligible []string
-	for _, n := range names {
-		if _, has := newest[n]; has || nodeUsable(nodes[n]) {
-			eligible = append(eligible, n)
-		}
-	}
-	for n, p := range newest {
-		if _, selected := nodes[n]; !selected && n != origin {
-			f.plan.Delete = append(f.plan.Delete, p) // the node left the selector, or is gone
-		}
-	}
-	order := topologyOrder(origin, eligible)
-	prev := map[string]pfsv1alpha1.BlobNodeStatus{}
-	for _, n := range f.b.Status.Nodes {
-		prev[n.Node] = n
-	}
-
-	// Read every existing holder first: relays need the origin's digest and
-	// the others' addresses.
-	info := map[string]*holderInfo{}
-	addr, readyPeer, ipNode := map[string]string{}, map[string]bool{}, map[string]string{}
-	for _, p := range f.obs.Holders {
-		if p.Status.PodIP != "" {
-			ipNode[p.Status.PodIP] = holderPodNode(&p)
-		}
-	}
-	for _, n := range order {
-		if p := newest[n]; p != nil {
-			info[n] = readHolder(b, n, p)
-		}
-	}
-	var digest, fingerprint string
-	originFailed := ""
-	if oi := info[origin]; oi != nil {
-		switch {
-		case oi.failed:
-			originFailed = oi.status.Message
-		case oi.result != nil:
-			if oi.result.Source == nil || oi.result.Manifest == nil {
-				oi.failed = true
-				oi.status.Message = pfsv1alpha1.ReasonResultInvalid + ": the origin's result has no \"source\" and \"manifest\""
-				originFailed = oi.status.Message
-			} else if oi.result.Source.SHA256 != oi.result.Manifest.SHA256 {
-				oi.failed = true
-				oi.status.Message = fmt.Sprintf("the manifest's sha256 %s differs from the source's %s", oi.result.Manifest.SHA256, oi.result.Source.SHA256)
-				originFailed = oi.status.Message
-			} else {
-				digest, fingerprint = oi.result.Source.SHA256, oi.result.Fingerprint
-			}
-		}
-		if oi.failed {
-			oi.status.State, oi.status.Reason = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonSourceFailed
-		}
-	}
-	for _, n := range order {
-		hi := info[n]
-		if hi == nil || hi.failed {
-			continue
-		}
-		if p := newest[n]; p.Status.PodIP != "" {
-			addr[n] = p.Status.PodIP
-		}
-		if n != origin {
-			verifyRelay(hi, digest, fingerprint, ipNode)
-		}
-		if hi.status.State == pfsv1alpha1.BlobNodeReady {
-			readyPeer[n] = true
-		}
-	}
-
-	originAdmission := ""
-	st := make([]pfsv1alpha1.BlobNodeStatus, 0, len(order))
-	for i, n := range order {
-		role := pfsv1alpha1.BlobNodeRelay
-		if n == origin {
-			role = pfsv1alpha1.BlobNodeOrigin
-		}
-		attempts := prev[n].Attempts
-		if p := newest[n]; p != nil && holderAttempt(p) > attempts {
-			attempts = holderAttempt(p)
-		}
-		hi := info[n]
-		if hi != nil && !hi.failed {
-			hi.status.Role, hi.status.Attempts = role, attempts
-			st = append(st, hi.status)
-			continue
-		}
-		ns := pfsv1alpha1.BlobNodeStatus{Node: n, Role: role, Attempts: attempts, State: pfsv1alpha1.BlobNodePending}
-		if hi != nil {
-			ns = hi.status
-			ns.Role, ns.Attempts = role, attempts
-			if role == pfsv1alpha1.BlobNodeOrigin || originFailed != "" || attempts >= maxRelayAttempts || newest[n].DeletionTimestamp != nil {
-				if originFailed != "" && role == pfsv1alpha1.BlobNodeRelay && ns.Reason == "" {
-					ns.Reason = pfsv1alpha1.ReasonSourceFailed
-				}
-				st = append(st, ns)
-				continue
-			}
-			// A relay that failed gets a new pod, fetching from the others.
-			f.plan.Delete = append(f.plan.Delete, newest[n])
-			ns.Message = fmt.Sprintf("attempt %d failed (%s); retrying", attempts, ns.Message)
-		} else if prev[n].State == pfsv1alpha1.BlobNodeFailed && attempts >= maxRelayAttempts {
-			st = append(st, prev[n])
-			continue
-		}
-		if originFailed != "" {
-			ns.State, ns.Reason, ns.Message = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonSourceFailed, "the origin failed: "+originFailed
-			st = append(st, ns)
-			continue
-		}
-		ad := admission{Message: "node " + n + " does not match spec.nodeSelector or is gone"}
-		if nodes[n] != nil {
-			ad = admitNode(f.cfg, nodes[n], f.obs.Requested[n], size, b.Spec.PageSize, b.Spec.PageFallback)
-		}
-		if !ad.OK {
-			ns.State, ns.Reason, ns.Message = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonHugePagesUnavailable, ad.Message
-			if role == pfsv1alpha1.BlobNodeOrigin {
-				originAdmission = ad.Message
-			}
-			st = append(st, ns)
-			continue
-		}
-		h := podspec.SourceHolder{Node: n, Role: role, Size: size, Page: ad.Page, PageFallback: ad.Fallback, Attempt: attempts + 1}
-		if role == pfsv1alpha1.BlobNodeRelay {
-			if originAdmission != "" {
-				st = append(st, ns)
-				continue
-			}
-			topo := b.Spec.Replication.TopologyOrDefault()
-			// Holders start in topology order: a relay waits for its nearest
-			// upstream's address unless that node failed for good.
-			nearest := order[upstreamIndexes(topo, i)[0]]
-			h.Upstreams = upstreamAddrs(topo, order, i, addr, readyPeer)
-			if len(h.Upstreams) == 0 || (addr[nearest] == "" && !failedIn(st, nearest)) {
-				ns.State, ns.Message = pfsv1alpha1.BlobNodePending, "waiting for the holder on "+nearest+" (upstream) to get an address"
-				st = append(st, ns)
-				continue
-			}
-		}
-		pod := podspec.BlobSourceHolderPod(f.cfg, b, h)
-		f.plan.Create = append(f.plan.Create, pod)
-		ns.Pod, ns.Attempts, ns.State, ns.Reason = pod.Name, h.Attempt, pfsv1alpha1.BlobNodePending, ""
-		if ns.Message == "" || !strings.HasPrefix(ns.Message, "attempt ") {
-			ns.Message = ""
-		}
-		if ad.Fallback != "" {
-			ns.PageSize, ns.FallbackReason, ns.Reason = pfsv1alpha1.PageSize4Ki, truncate(ad.Fallback, 1024), pfsv1alpha1.ReasonPageSizeFallback
-		}
-		st = append(st, ns)
+	f.origin, f.size = origin, size
+	f.selectNodes()
+	f.readHolders()
+	st := make([]pfsv1alpha1.BlobNodeStatus, 0, len(f.order))
+	for i, n := range f.order {
+		st = append(st, f.planNode(i, n, st))
 	}
 	sort.Slice(st, func(i, j int) bool { return st[i].Node < st[j].Node })
 	f.st.Nodes = st
 	if len(st) == 0 {
 		f.st.Nodes = nil
 	}
-	f.summarise(order, origin, digest, size, info, originFailed, originAdmission, prev)
+	f.summarise()
+}
+
+// selectNodes finds the selected nodes, the newest holder per node (older
+// attempts and holders on nodes no longer selected are deleted) and the
+// topology order of the nodes that hold or may get a holder.
+func (f *fanout) selectNodes() {
+	selector := labels.SelectorFromSet(f.b.Spec.NodeSelector)
+	f.nodes = map[string]*corev1.Node{}
+	var names []string
+	for i := range f.obs.Nodes {
+		n := &f.obs.Nodes[i]
+		if selector.Matches(labels.Set(n.Labels)) {
+			f.nodes[n.Name] = n
+			names = append(names, n.Name)
+		}
+	}
+	var older []*corev1.Pod
+	f.newest, older = newestHolders(f.obs.Holders)
+	f.plan.Delete = append(f.plan.Delete, older...)
+	var eligible []string
+	for _, n := range names {
+		if _, has := f.newest[n]; has || nodeUsable(f.nodes[n]) {
+			eligible = append(eligible, n)
+		}
+	}
+	for n, p := range f.newest {
+		if _, selected := f.nodes[n]; !selected && n != f.origin {
+			f.plan.Delete = append(f.plan.Delete, p) // the node left the selector, or is gone
+		}
+	}
+	f.order = topologyOrder(f.origin, eligible)
+	f.prev = map[string]pfsv1alpha1.BlobNodeStatus{}
+	for _, n := range f.b.Status.Nodes {
+		f.prev[n.Node] = n
+	}
+}
+
+// readHolders reads every existing holder: the origin's digest first, then
+// the relays against it, and the addresses new relays may fetch from.
+func (f *fanout) readHolders() {
+	f.info, f.addr, f.readyPeer = map[string]*holderInfo{}, map[string]string{}, map[string]bool{}
+	ipNode := map[string]string{}
+	for _, p := range f.obs.Holders {
+		if p.Status.PodIP != "" {
+			ipNode[p.Status.PodIP] = holderPodNode(&p)
+		}
+	}
+	for _, n := range f.order {
+		if p := f.newest[n]; p != nil {
+			f.info[n] = readHolder(f.b, n, p)
+		}
+	}
+	if oi := f.info[f.origin]; oi != nil {
+		f.readOrigin(oi)
+	}
+	for _, n := range f.order {
+		hi := f.info[n]
+		if hi == nil || hi.failed {
+			continue
+		}
+		if p := f.newest[n]; p.Status.PodIP != "" {
+			f.addr[n] = p.Status.PodIP
+		}
+		if n != f.origin {
+			verifyRelay(hi, f.digest, f.fingerprint, ipNode)
+		}
+		if hi.status.State == pfsv1alpha1.BlobNodeReady {
+			f.readyPeer[n] = true
+		}
+	}
+}
+
+// readOrigin takes the digest and fingerprint from the origin's result, or
+// records why the origin failed.
+func (f *fanout) readOrigin(oi *holderInfo) {
+	switch r := oi.result; {
+	case oi.failed:
+	case r == nil:
+		return
+	case r.Source == nil || r.Manifest == nil:
+		oi.failed = true
+		oi.status.Message = pfsv1alpha1.ReasonResultInvalid + ": the origin's result has no \"source\" and \"manifest\""
+	case r.Source.SHA256 != r.Manifest.SHA256:
+		oi.failed = true
+		oi.status.Message = fmt.Sprintf("the manifest's sha256 %s differs from the source's %s", r.Manifest.SHA256, r.Source.SHA256)
+	default:
+		f.digest, f.fingerprint = r.Source.SHA256, r.Fingerprint
+		return
+	}
+	f.originFailed = oi.status.Message
+	oi.status.State, oi.status.Reason = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonSourceFailed
+}
+
+// planNode decides node n (position i in the order): its holder as read,
+// or a new pod (first attempt, or a retry of a failed relay) once the node
+// is admitted and, for a relay, its nearest upstream has an address.
+func (f *fanout) planNode(i int, n string, decided []pfsv1alpha1.BlobNodeStatus) pfsv1alpha1.BlobNodeStatus {
+	b := f.b
+	role := pfsv1alpha1.BlobNodeRelay
+	if n == f.origin {
+		role = pfsv1alpha1.BlobNodeOrigin
+	}
+	attempts := f.prev[n].Attempts
+	if p := f.newest[n]; p != nil && holderAttempt(p) > attempts {
+		attempts = holderAttempt(p)
+	}
+	ns := pfsv1alpha1.BlobNodeStatus{Node: n, Role: role, Attempts: attempts, State: pfsv1alpha1.BlobNodePending}
+	if hi := f.info[n]; hi != nil {
+		ns = hi.status
+		ns.Role, ns.Attempts = role, attempts
+		if !hi.failed {
+			return ns
+		}
+		if role == pfsv1alpha1.BlobNodeOrigin || f.originFailed != "" || attempts >= maxRelayAttempts || f.newest[n].DeletionTimestamp != nil {
+			if f.originFailed != "" && role == pfsv1alpha1.BlobNodeRelay && ns.Reason == "" {
+				ns.Reason = pfsv1alpha1.ReasonSourceFailed
+			}
+			return ns
+		}
+		// A relay that failed gets a new pod, fetching from the others.
+		f.plan.Delete = append(f.plan.Delete, f.newest[n])
+		ns.Message = fmt.Sprintf("attempt %d failed (%s); retrying", attempts, ns.Message)
+	} else if f.prev[n].State == pfsv1alpha1.BlobNodeFailed && attempts >= maxRelayAttempts {
+		return f.prev[n]
+	}
+	if f.originFailed != "" {
+		ns.State, ns.Reason, ns.Message = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonSourceFailed, "the origin failed: "+f.originFailed
+		return ns
+	}
+	ad := admission{Message: "node " + n + " does not match spec.nodeSelector or is gone"}
+	if f.nodes[n] != nil {
+		ad = admitNode(f.cfg, f.nodes[n], f.obs.Requested[n], f.size, b.Spec.PageSize, b.Spec.PageFallback)
+	}
+	if !ad.OK {
+		ns.State, ns.Reason, ns.Message = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonHugePagesUnavailable, ad.Message
+		if role == pfsv1alpha1.BlobNodeOrigin {
+			f.originAdmission = ad.Message
+		}
+		return ns
+	}
+	h := podspec.SourceHolder{Node: n, Role: role, Size: f.size, Page: ad.Page, PageFallback: ad.Fallback, Attempt: attempts + 1}
+	if role == pfsv1alpha1.BlobNodeRelay {
+		if f.originAdmission != "" {
+			return ns
+		}
+		topo := b.Spec.Replication.TopologyOrDefault()
+		// Holders start in topology order: a relay waits for its nearest
+		// upstream's address unless that node failed for good.
+		nearest := f.order[upstreamIndexes(topo, i)[0]]
+		h.Upstreams = upstreamAddrs(topo, f.order, i, f.addr, f.readyPeer)
+		if len(h.Upstreams) == 0 || (f.addr[nearest] == "" && !failedIn(decided, nearest)) {
+			ns.State, ns.Message = pfsv1alpha1.BlobNodePending, "waiting for the holder on "+nearest+" (upstream) to get an address"
+			return ns
+		}
+	}
+	pod := podspec.BlobSourceHolderPod(f.cfg, b, h)
+	f.plan.Create = append(f.plan.Create, pod)
+	ns.Pod, ns.Attempts, ns.State, ns.Reason = pod.Name, h.Attempt, pfsv1alpha1.BlobNodePending, ""
+	if !strings.HasPrefix(ns.Message, "attempt ") {
+		ns.Message = ""
+	}
+	if ad.Fallback != "" {
+		ns.PageSize, ns.FallbackReason, ns.Reason = pfsv1alpha1.PageSize4Ki, truncate(ad.Fallback, 1024), pfsv1alpha1.ReasonPageSizeFallback
+	}
+	return ns
 }
 
 // failedIn reports whether node is Failed in the statuses decided so far.
@@ -419,8 +443,8 @@ func readHolder(b *pfsv1alpha1.PfsBlob, node string, p *corev1.Pod) *holderInfo 
 	}
 	if hi.result != nil {
 		if s := hi.result.Source; s != nil {
-			hi.status.Bytes, hi.status.Seconds = s.Bytes, pfsv1alpha1.FormatSeconds(s.Seconds)
-			hi.status.MBps = pfsv1alpha1.FormatMBps(s.Bytes, s.Seconds)
+			hi.status.Bytes, hi.status.Seconds = s.Bytes, pfsv1alpha1.FormatSeconds(s.Load)
+			hi.status.MBps = pfsv1alpha1.FormatMBps(s.Bytes, s.Load)
 			hi.status.SHA256 = s.SHA256
 		}
 	}
@@ -441,7 +465,7 @@ func verifyRelay(hi *holderInfo, digest, fingerprint string, ipNode map[string]s
 		return
 	}
 	ft := r.Fetch
-	ns.Bytes, ns.Seconds, ns.MBps = ft.Bytes, pfsv1alpha1.FormatSeconds(ft.Seconds), pfsv1alpha1.FormatMBps(ft.Bytes, ft.Seconds)
+	ns.Bytes, ns.Seconds, ns.MBps = ft.Bytes, pfsv1alpha1.FormatSeconds(ft.Elapsed), pfsv1alpha1.FormatMBps(ft.Bytes, ft.Elapsed)
 	if ip, _, ok := strings.Cut(ft.From, ":"); ok {
 		ns.From = ipNode[ip]
 	}
@@ -469,10 +493,10 @@ func verifyRelay(hi *holderInfo, digest, fingerprint string, ipNode map[string]s
 }
 
 // summarise sets the counts, digest, distribution time and conditions.
-func (f *fanout) summarise(order []string, origin, digest string, size int64, info map[string]*holderInfo,
-	originFailed, originAdmission string, prev map[string]pfsv1alpha1.BlobNodeStatus) {
-	st := &f.st
-	st.DesiredNodes, st.ReadyNodes = int32(len(order)), 0
+func (f *fanout) summarise() {
+	st, digest, prev := &f.st, f.digest, f.prev
+	origin, originFailed, originAdmission := f.origin, f.originFailed, f.originAdmission
+	st.DesiredNodes, st.ReadyNodes = int32(len(f.order)), 0
 	byFP, pages := map[string][]string{}, map[pfsv1alpha1.PageSize]bool{}
 	var failed, fellBack, hugeMissing, mismatched []string
 	sameDigest := digest != ""
@@ -516,7 +540,7 @@ func (f *fanout) summarise(order []string, origin, digest string, size int64, in
 	}
 	all := st.ReadyNodes == st.DesiredNodes && st.DesiredNodes > 0
 	if all {
-		f.distribution(origin, size, info)
+		f.distribution()
 	}
 	switch {
 	case originFailed != "":
@@ -548,13 +572,13 @@ func (f *fanout) summarise(order []string, origin, digest string, size int64, in
 
 // distribution is the data plane's window: the origin's first byte read to
 // the latest end any holder reported.
-func (f *fanout) distribution(origin string, size int64, info map[string]*holderInfo) {
-	oi := info[origin]
+func (f *fanout) distribution() {
+	oi := f.info[f.origin]
 	if oi == nil || oi.result == nil || oi.result.Source == nil || oi.result.Source.T0.IsZero() {
 		return
 	}
 	t0, t1 := oi.result.Source.T0, oi.result.Source.T1
-	for _, hi := range info {
+	for _, hi := range f.info {
 		if hi.result != nil && hi.result.Fetch != nil && hi.result.Fetch.T1.After(t1) {
 			t1 = hi.result.Fetch.T1
 		}
@@ -563,7 +587,7 @@ func (f *fanout) distribution(origin string, size int64, info map[string]*holder
 		return
 	}
 	f.st.DistributionSeconds = pfsv1alpha1.FormatSeconds(t1.Sub(t0))
-	f.st.DistributionMBps = pfsv1alpha1.FormatMBps(size, t1.Sub(t0))
+	f.st.DistributionMBps = pfsv1alpha1.FormatMBps(f.size, t1.Sub(t0))
 }
 
 // nodeReadyMessage: "w1 holds the blob: 300.0 MiB in 0.9 s (333 MB/s) from

@@ -111,7 +111,7 @@ func HolderResources(cfg Config, size int64, page pfsv1alpha1.PageSize) (corev1.
 
 // holderCreateArgs start the init container's `pfs blob create`.
 func holderCreateArgs(b *pfsv1alpha1.PfsBlob, size int64, page pfsv1alpha1.PageSize) []string {
-	return []string{"blob", "create", "--dir", BlobDir, "--name", b.Name,
+	return []string{cmdBlob, "create", "--dir", BlobDir, "--name", b.Name,
 		"--size", strconv.FormatInt(size, 10), "--page", cliPage(page)}
 }
 
@@ -132,7 +132,7 @@ func holderMounts(b *pfsv1alpha1.PfsBlob) []corev1.VolumeMount {
 // 65532) so they can connect, and the token then decides.
 func serveContainer(cfg Config, b *pfsv1alpha1.PfsBlob, res corev1.ResourceRequirements, extra []string) corev1.Container {
 	sock := SocketPath(b.Namespace, b.Name)
-	args := append([]string{"blob", "serve", "--dir", BlobDir, "--name", b.Name,
+	args := append([]string{cmdBlob, "serve", "--dir", BlobDir, "--name", b.Name,
 		"--socket", sock, "--token-file", TokenFile, "--read-only",
 		"--socket-group", strconv.Itoa(nonRootUID)}, extra...)
 	serve := dataPlaneContainer(cfg, ContainerBlobServe, args, res, privRootNoCaps)
@@ -141,7 +141,7 @@ func serveContainer(cfg Config, b *pfsv1alpha1.PfsBlob, res corev1.ResourceRequi
 	// the probe is pfs itself (the image has no shell).
 	serve.ReadinessProbe = &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-			Command: []string{cfg.Binary, "blob", "ping", "--socket", sock, "--token-file", TokenFile}}},
+			Command: []string{cfg.Binary, cmdBlob, "ping", "--socket", sock, "--token-file", TokenFile}}},
 		PeriodSeconds: 5, TimeoutSeconds: 2, FailureThreshold: 3,
 	}
 	return serve

@@ -100,7 +100,7 @@ func sourceVolume(b *pfsv1alpha1.PfsBlob) (corev1.Volume, corev1.VolumeMount) {
 // The scheduler places it (for a ReadWriteOnce claim, where the volume can
 // be attached); that node becomes the origin.
 func BlobScanPod(cfg Config, b *pfsv1alpha1.PfsBlob) *corev1.Pod {
-	args := append([]string{"blob", "create"}, SourceArgs(b)...)
+	args := append([]string{cmdBlob, "create"}, SourceArgs(b)...)
 	args = append(args, "--dry-run", "--result-file", TerminationLog)
 	vol, mount := sourceVolume(b)
 	c := dataPlaneContainer(cfg, ContainerBlobScan, args, scanResources, privRootNoCaps)

@@ -3,6 +3,7 @@
 package podspec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,8 +27,8 @@ func sourceBlob(src pfsv1alpha1.BlobSource, rate string) *pfsv1alpha1.PfsBlob {
 	return b
 }
 
-func pvc(claim, p string) pfsv1alpha1.BlobSource {
-	return pfsv1alpha1.BlobSource{PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: claim, Path: p}}
+func pvc(p string) pfsv1alpha1.BlobSource {
+	return pfsv1alpha1.BlobSource{PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: "data", Path: p}}
 }
 
 func hostPath(p string) pfsv1alpha1.BlobSource {
@@ -42,15 +43,15 @@ func TestBlobScanPod(t *testing.T) {
 		wantMount corev1.VolumeMount
 		wantVol   corev1.VolumeSource
 	}{
-		"pvc file": {pvc("data", "models/x.safetensors"),
+		"pvc file": {pvc("models/x.safetensors"),
 			"blob create --source models/x.safetensors --source-root /source --dry-run --result-file /dev/termination-log",
 			corev1.VolumeMount{Name: "source", MountPath: "/source", ReadOnly: true},
 			corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: true}}},
-		"pvc whole volume": {pvc("data", ""),
+		"pvc whole volume": {pvc(""),
 			"blob create --source . --source-root /source --dry-run --result-file /dev/termination-log",
 			corev1.VolumeMount{Name: "source", MountPath: "/source", ReadOnly: true},
 			corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: true}}},
-		"pvc path with a trailing slash": {pvc("data", "models/"),
+		"pvc path with a trailing slash": {pvc("models/"),
 			"blob create --source models --source-root /source --dry-run --result-file /dev/termination-log",
 			corev1.VolumeMount{Name: "source", MountPath: "/source", ReadOnly: true},
 			corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: true}}},
@@ -104,12 +105,12 @@ func TestBlobSourceHolderPod(t *testing.T) {
 		wantLimits corev1.ResourceList
 		wantVols   int
 	}{
-		"origin": {sourceBlob(pvc("data", "models/x.safetensors"), ""),
+		"origin": {sourceBlob(pvc("models/x.safetensors"), ""),
 			SourceHolder{Node: "w0", Role: pfsv1alpha1.BlobNodeOrigin, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi, Attempt: 1},
 			"w-holder-" + NodeHash("w0"),
 			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --source models/x.safetensors --source-root /source --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
 			serve, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 4},
-		"relay with a rate limit, second attempt": {sourceBlob(pvc("data", ""), "100Mi"),
+		"relay with a rate limit, second attempt": {sourceBlob(pvc(""), "100Mi"),
 			SourceHolder{Node: "w2", Role: pfsv1alpha1.BlobNodeRelay, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi,
 				Upstreams: []string{"10.0.0.2:7470", "10.0.0.1:7470"}, Attempt: 2},
 			"w-holder-" + NodeHash("w2") + "-2",
@@ -150,7 +151,7 @@ func TestBlobSourceHolderPod(t *testing.T) {
 				t.Errorf("ports (-want +got):\n%s", diff)
 			}
 			want := map[string]string{LabelManagedBy: ManagedBy, LabelComponent: ComponentBlobHolder, LabelBlobUID: "uid-w",
-				LabelNodeHash: NodeHash(tc.h.Node), LabelAttempt: string(rune('0' + tc.h.Attempt))}
+				LabelNodeHash: NodeHash(tc.h.Node), LabelAttempt: fmt.Sprint(tc.h.Attempt)}
 			if diff := cmp.Diff(want, p.Labels); diff != "" {
 				t.Errorf("labels (-want +got):\n%s", diff)
 			}

@@ -24,8 +24,8 @@ type Source struct {
 	Files, Bytes int64
 	// SHA256 is the source digest (64 lower-case hex digits): the manifest's.
 	SHA256 string
-	// ReadSeconds is the time spent reading; Seconds the whole load.
-	ReadSeconds, Seconds time.Duration
+	// Read is the time spent reading; Load the whole load.
+	Read, Load time.Duration
 	// ODirect says whether the reads bypassed the page cache; ODirectWhy why not.
 	ODirect    bool
 	ODirectWhy string
@@ -48,16 +48,16 @@ type Fetch struct {
 	// From is the upstream "IP:PORT" the bytes came from (the last one, after
 	// any resumption).
 	From string
-	// Bytes and Seconds are the bytes fetched and the time it took.
+	// Bytes and Elapsed are the bytes fetched and the time it took.
 	Bytes   int64
-	Seconds time.Duration
+	Elapsed time.Duration
 	// Attempts is how many connections the fetch took; ResumedAt the offsets
 	// it resumed from.
 	Attempts  int64
 	ResumedAt []int64
 	// Verified says the relay checked the manifest's sha256 over the bytes.
-	Verified      bool
-	VerifySeconds time.Duration
+	Verified bool
+	Verify   time.Duration
 	// T0, T1 are the wall-clock start and end of the fetch; zero when not reported.
 	T0, T1 time.Time
 }
@@ -187,10 +187,10 @@ func parseSource(j *sourceJSON) (*Source, error) {
 	if s.Bytes, err = count("source.bytes", j.Bytes); err != nil {
 		return nil, err
 	}
-	if s.ReadSeconds, err = duration("source.read_seconds", j.ReadSeconds); err != nil {
+	if s.Read, err = duration("source.read_seconds", j.ReadSeconds); err != nil {
 		return nil, err
 	}
-	if s.Seconds, err = duration("source.seconds", j.Seconds); err != nil {
+	if s.Load, err = duration("source.seconds", j.Seconds); err != nil {
 		return nil, err
 	}
 	if s.T0, err = unixTime("source.t0_unix", j.T0Unix); err != nil {
@@ -249,10 +249,10 @@ func parseFetch(j *fetchJSON) (*Fetch, error) {
 	if f.Attempts, err = count("fetch.attempts", j.Attempts); err != nil {
 		return nil, err
 	}
-	if f.Seconds, err = duration("fetch.seconds", j.Seconds); err != nil {
+	if f.Elapsed, err = duration("fetch.seconds", j.Seconds); err != nil {
 		return nil, err
 	}
-	if f.VerifySeconds, err = duration("fetch.verify_seconds", j.VerifySeconds); err != nil {
+	if f.Verify, err = duration("fetch.verify_seconds", j.VerifySeconds); err != nil {
 		return nil, err
 	}
 	if f.T0, err = unixTime("fetch.t0_unix", j.T0Unix); err != nil {

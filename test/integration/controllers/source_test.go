@@ -93,12 +93,11 @@ func waitReady(t *testing.T, ctx context.Context, blob *pfsv1alpha1.PfsBlob, sta
 }
 
 // finishScan plays the scheduler and kubelet for the scan pod.
-func finishScan(t *testing.T, ctx context.Context, blob *pfsv1alpha1.PfsBlob, node string, code int32, msg string) *corev1.Pod {
+func finishScan(t *testing.T, ctx context.Context, blob *pfsv1alpha1.PfsBlob, node string, code int32, msg string) {
 	t.Helper()
 	scan := waitPod(t, ctx, blob.Namespace, podspec.ScanPodName(blob.Name))
 	bind(t, ctx, scan, node)
 	setStatus(t, ctx, blob.Namespace, scan.Name, exited(code, msg))
-	return scan
 }
 
 // holderStarted binds a holder pod and gives it an IP, its init container running.
