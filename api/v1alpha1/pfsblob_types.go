@@ -153,6 +153,15 @@ type BlobReplication struct {
 	BandwidthLimit *resource.Quantity `json:"bandwidthLimit,omitempty"`
 }
 
+// EffectiveSize is the blob's size in bytes: status.size once the operator
+// knows it (a blob with a source may leave spec.size out), else spec.size.
+func (b *PfsBlob) EffectiveSize() int64 {
+	if b.Status.Size != nil && b.Status.Size.Value() > 0 {
+		return b.Status.Size.Value()
+	}
+	return b.Spec.Size.Value()
+}
+
 // TopologyOrDefault is r.Topology, or Chain when r or its topology is unset.
 func (r *BlobReplication) TopologyOrDefault() ReplicationTopology {
 	if r == nil || r.Topology == "" {

@@ -261,6 +261,11 @@ func TestSamples(t *testing.T) {
 		}
 	}
 	for _, b := range blobs {
+		if b.Spec.Source != nil {
+			// Its holders need the fan-out data plane: TestSourceBlobPods.
+			checkPod(t, bin, &podspec.BlobScanPod(cfg, b).Spec)
+			continue
+		}
 		checkPod(t, bin, &podspec.BlobHolderDaemonSet(cfg, b).Spec.Template.Spec)
 	}
 	for _, x := range xfers {
