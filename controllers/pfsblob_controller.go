@@ -43,6 +43,8 @@ type PfsBlobReconciler struct {
 	Deps
 	// Random is the token source; crypto/rand.Reader unless a test sets it.
 	Random io.Reader
+	// Sources is the policy on blob sources (host paths).
+	Sources SourcePolicy
 }
 
 // +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs,verbs=get;list;watch
@@ -50,7 +52,9 @@ type PfsBlobReconciler struct {
 // +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile ensures the token Secret and the holder DaemonSet, then decides
@@ -68,6 +72,9 @@ func (r *PfsBlobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if err := r.ensureToken(ctx, blob); err != nil {
 		return ctrl.Result{}, err
+	}
+	if blob.Spec.Source != nil {
+		return r.reconcileSource(ctx, blob)
 	}
 	obs := blobObservation{}
 	var err error
@@ -152,13 +159,23 @@ func (r *PfsBlobReconciler) ensureDaemonSet(ctx context.Context, blob *pfsv1alph
 // the DaemonSet owns; they name their blob in an annotation).
 func (r *PfsBlobReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	holderPods := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetLabels()[podspec.LabelComponent] == podspec.ComponentBlobHolder &&
+		c := o.GetLabels()[podspec.LabelComponent]
+		return (c == podspec.ComponentBlobHolder || c == podspec.ComponentBlobScan) &&
 			o.GetLabels()[podspec.LabelManagedBy] == podspec.ManagedBy
 	})
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podNodeNameField, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&pfsv1alpha1.PfsBlob{}).
 		Owns(&appsv1.DaemonSet{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToBlob), builder.WithPredicates(holderPods)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToSourceBlobs), builder.WithPredicates(nodeChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Named("pfsblob").
 		Complete(r)

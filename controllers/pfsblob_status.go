@@ -99,6 +99,10 @@ func computeBlobStatus(b *pfsv1alpha1.PfsBlob, obs blobObservation) pfsv1alpha1.
 		}
 	}
 
+	// The kubectl columns a source blob fills too: size and "ready/desired".
+	size := b.Spec.Size.DeepCopy()
+	st.Size, st.Ready = &size, fmt.Sprintf("%d/%d", st.ReadyNodes, st.DesiredNodes)
+
 	gen, now := b.Generation, obs.Now
 	ready := func(ok bool, reason, msg string) {
 		setCondition(&st.Conditions, pfsv1alpha1.ConditionReady, boolStatus(ok), reason, msg, gen, now)

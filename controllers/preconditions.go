@@ -103,7 +103,7 @@ func rangeInsideBlob(in *runInputs) *verdict {
 	if in.BlobRef == nil || in.Blob == nil || r == nil {
 		return nil
 	}
-	end, size := r.Offset.Value()+r.Length.Value(), in.Blob.Spec.Size.Value()
+	end, size := r.Offset.Value()+r.Length.Value(), in.Blob.EffectiveSize()
 	if end <= size {
 		return nil
 	}

@@ -60,6 +60,43 @@ const (
 	ReasonAsExpected = "AsExpected"
 )
 
+// Reasons for a PfsBlob with spec.source (Ready=False unless said otherwise),
+// and the Events of its fan-out.
+const (
+	// ReasonSourceNotAllowed (Ready=False): spec.source.hostPath is disabled in the operator
+	// or the path is not under an allowed prefix (chart values
+	// sources.hostPath.enabled and sources.hostPath.allowedPrefixes).
+	ReasonSourceNotAllowed = "SourceNotAllowed"
+
+	// ReasonSourceNotFound (Ready=False): the PersistentVolumeClaim of spec.source does not
+	// exist in the blob's namespace. The blob waits for it.
+	ReasonSourceNotFound = "SourceNotFound"
+
+	// ReasonScanningSource (Ready=False): the scan pod lists the source to size the blob.
+	ReasonScanningSource = "ScanningSource"
+
+	// ReasonSourceInvalid (Ready=False): the scan refused the source (missing path, a '..'
+	// or a symlink out of the volume, a device file ...); the message is the
+	// data plane's.
+	ReasonSourceInvalid = "SourceInvalid"
+
+	// ReasonSourceTooLarge (Ready=False): the source needs more bytes than spec.size.
+	ReasonSourceTooLarge = "SourceTooLarge"
+
+	// ReasonSourceFailed (Ready=False): the origin node could not load the source (it
+	// changed while read, an I/O error ...). Not retried: fix the source and
+	// recreate the blob.
+	ReasonSourceFailed = "SourceFailed"
+
+	// ReasonDigestMismatch (Degraded=True): a node verified another sha256
+	// than the origin's source digest.
+	ReasonDigestMismatch = "DigestMismatch"
+
+	// ReasonNodeReady is the Event of a node whose copy became Ready, with
+	// its size, time, rate, upstream and digest.
+	ReasonNodeReady = "NodeReady"
+)
+
 // Reasons for PfsTransfer and PcoreJob conditions while they make progress.
 const (
 	// ReasonBlobNotFound (Placed=False): spec.blobRef names no PfsBlob in the

@@ -47,8 +47,7 @@ const (
 	FillZero FillType = "Zero"
 )
 
-// BlobFill describes the initial content of a blob. It is a union on type so
-// that more sources (e.g. a file or an object store) can be added later.
+// BlobFill describes the generated content of a blob without a source.
 // +kubebuilder:validation:XValidation:rule="self.type == 'Seed' || !has(self.seed)",message="fill.seed is only used when fill.type is Seed: remove fill.seed or set fill.type to Seed"
 type BlobFill struct {
 	// type is how the bytes are produced: Seed (deterministic pseudo-random
@@ -64,18 +63,135 @@ type BlobFill struct {
 	Seed *int64 `json:"seed,omitempty"`
 }
 
+// BlobSource is where a blob's bytes come from: exactly one of a
+// PersistentVolumeClaim or a host path. The origin node reads it once; the
+// other nodes fetch the bytes node to node (spec.replication).
+// +kubebuilder:validation:XValidation:rule="(has(self.persistentVolumeClaim) ? 1 : 0) + (has(self.hostPath) ? 1 : 0) == 1",message="source needs exactly one of persistentVolumeClaim and hostPath: set one and remove the other"
+type BlobSource struct {
+	// persistentVolumeClaim reads the blob from a PersistentVolumeClaim in the
+	// blob's namespace, mounted read-only by the scan pod and the origin holder.
+	// +optional
+	PersistentVolumeClaim *PVCBlobSource `json:"persistentVolumeClaim,omitempty"`
+
+	// hostPath reads the blob from a path on the origin node, mounted
+	// read-only. It is a node privilege: the operator accepts it only when
+	// started with --host-path-sources=enabled and the path is under one of
+	// --host-path-prefixes (chart values sources.hostPath.enabled and
+	// sources.hostPath.allowedPrefixes); otherwise the blob reports Ready=False
+	// with reason SourceNotAllowed.
+	// +optional
+	HostPath *HostPathBlobSource `json:"hostPath,omitempty"`
+}
+
+// PVCBlobSource names a PersistentVolumeClaim and a path inside it.
+type PVCBlobSource struct {
+	// claimName is the name of a PersistentVolumeClaim in the blob's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ClaimName string `json:"claimName"`
+
+	// path is a file or directory inside the claim, relative to its root
+	// (e.g. models/llama.safetensors); empty means the whole volume. A
+	// directory is loaded with every file beneath it; symlinks that lead out
+	// of the volume, devices and sockets are refused by the scan (reason
+	// SourceInvalid).
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="source.persistentVolumeClaim.path is relative to the volume's root: remove the leading '/' (e.g. models/x.safetensors)"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(p, p == '..')",message="source.persistentVolumeClaim.path must not contain a '..' part: name the file or directory inside the volume"
+	Path string `json:"path,omitempty"`
+}
+
+// HostPathBlobSource is a file or directory on the origin node.
+type HostPathBlobSource struct {
+	// path is the absolute path of a file or directory on the node
+	// (e.g. /srv/models/x.safetensors).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="source.hostPath.path must be absolute (start with '/')"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(p, p == '..')",message="source.hostPath.path must not contain a '..' part: write the path without it"
+	Path string `json:"path"`
+}
+
+// ReplicationTopology is the shape in which the nodes fetch a source blob
+// from each other.
+// +kubebuilder:validation:Enum=Chain;Tree
+type ReplicationTopology string
+
+const (
+	// TopologyChain makes each node fetch from the node before it in the
+	// topology order (the origin first, then the other nodes by name),
+	// falling back to the nodes before that and the origin.
+	TopologyChain ReplicationTopology = "Chain"
+	// TopologyTree makes node i fetch from node (i-1)/2 in the topology order
+	// (a binary tree rooted at the origin), falling back to its ancestors.
+	TopologyTree ReplicationTopology = "Tree"
+)
+
+// BlobReplication says how a source blob travels from the origin node to
+// the other nodes.
+type BlobReplication struct {
+	// transport is the wire the bytes travel on between holders. Only TCP is
+	// implemented; UDP and AFXDP are reserved.
+	// +optional
+	// +kubebuilder:default=TCP
+	// +kubebuilder:validation:XValidation:rule="self == 'TCP'",message="replication over UDP and AFXDP is not implemented yet: use TCP"
+	Transport Transport `json:"transport,omitempty"`
+
+	// topology is Chain (default) or Tree.
+	// +optional
+	// +kubebuilder:default=Chain
+	Topology ReplicationTopology `json:"topology,omitempty"`
+
+	// bandwidthLimit caps each hop in bytes per second (e.g. 100Mi), at least
+	// 1Mi; absent means no cap.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('1Mi')) >= 0)",message="replication.bandwidthLimit must be a whole number of bytes per second, at least 1Mi (e.g. 100Mi)"
+	BandwidthLimit *resource.Quantity `json:"bandwidthLimit,omitempty"`
+}
+
+// EffectiveSize is the blob's size in bytes: status.size once the operator
+// knows it (a blob with a source may leave spec.size out), else spec.size.
+func (b *PfsBlob) EffectiveSize() int64 {
+	if b.Status.Size != nil && b.Status.Size.Value() > 0 {
+		return b.Status.Size.Value()
+	}
+	return b.Spec.Size.Value()
+}
+
+// TopologyOrDefault is r.Topology, or Chain when r or its topology is unset.
+func (r *BlobReplication) TopologyOrDefault() ReplicationTopology {
+	if r == nil || r.Topology == "" {
+		return TopologyChain
+	}
+	return r.Topology
+}
+
 // PfsBlobSpec is the desired blob. Everything except nodeSelector is fixed at
 // creation: the bytes a transfer or job computed over must not change under it.
+// +kubebuilder:validation:XValidation:rule="has(self.size) || has(self.source)",message="size is required unless spec.source is set: set spec.size (e.g. 1Gi), or spec.source to size the blob from its data"
+// +kubebuilder:validation:XValidation:rule="!(has(self.fill) && has(self.source))",message="set either spec.fill or spec.source, not both: a blob with a source holds the source's bytes"
+// +kubebuilder:validation:XValidation:rule="!has(self.replication) || has(self.source)",message="replication is only used with spec.source: remove spec.replication or set spec.source"
+// +kubebuilder:validation:XValidation:rule="has(self.size) == has(oldSelf.size)",message="size is immutable: create a new PfsBlob with the new size and point transfers and jobs at it"
+// +kubebuilder:validation:XValidation:rule="has(self.fill) == has(oldSelf.fill)",message="fill is immutable: create a new PfsBlob with the new fill"
+// +kubebuilder:validation:XValidation:rule="has(self.source) == has(oldSelf.source)",message="source is immutable: create a new PfsBlob with the new source"
+// +kubebuilder:validation:XValidation:rule="has(self.replication) == has(oldSelf.replication)",message="replication is immutable: create a new PfsBlob with the new replication"
 type PfsBlobSpec struct {
 	// size is the blob size in bytes, a quantity from 1Mi to 64Gi (e.g. 1Gi).
 	// The data plane rounds the mapping up to whole pages; the content and its
-	// fingerprint cover exactly size bytes. Immutable.
-	// +required
+	// fingerprint cover exactly size bytes. Required unless source is set;
+	// with a source it defaults to what the source needs (its files and
+	// manifest), and a size smaller than that is reported as SourceTooLarge.
+	// Immutable.
+	// +optional
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger())",message="size must be a whole number of bytes: use a binary quantity such as 512Mi or 1Gi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('1Mi')) >= 0)",message="size must be at least 1Mi: set spec.size to a quantity between 1Mi and 64Gi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('64Gi')) <= 0)",message="size must be at most 64Gi: set spec.size to a quantity between 1Mi and 64Gi, or split the data over several blobs"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) == 0",message="size is immutable: create a new PfsBlob with the new size and point transfers and jobs at it"
-	Size resource.Quantity `json:"size"`
+	Size resource.Quantity `json:"size,omitempty,omitzero"`
 
 	// pageSize is the page kind to map the blob on: 2Mi (default) or 1Gi hugetlb
 	// pages, THP (transparent huge pages) or 4Ki. The page size actually used on
@@ -93,12 +209,25 @@ type PfsBlobSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pageFallback is immutable: create a new PfsBlob with the new pageFallback"
 	PageFallback PageFallback `json:"pageFallback,omitempty"`
 
-	// fill is the initial content of the blob; defaults to pseudo-random bytes
-	// from seed 0. Immutable.
+	// fill is the generated content of a blob without a source; absent means
+	// pseudo-random bytes from seed 0. Not allowed together with source.
+	// Immutable.
 	// +optional
-	// +kubebuilder:default={type: Seed}
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="fill is immutable: create a new PfsBlob with the new fill"
-	Fill BlobFill `json:"fill,omitempty"`
+	Fill BlobFill `json:"fill,omitempty,omitzero"`
+
+	// source loads the blob with a user's file or directory instead of a
+	// fill: the origin node reads it, the other selected nodes fetch it node
+	// to node and verify its sha256. Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source is immutable: create a new PfsBlob with the new source"
+	Source *BlobSource `json:"source,omitempty"`
+
+	// replication says how a source blob travels between nodes; only with
+	// source. Defaults to TCP in a Chain without a bandwidth limit. Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replication is immutable: create a new PfsBlob with the new replication"
+	Replication *BlobReplication `json:"replication,omitempty"`
 
 	// nodeSelector selects the nodes that hold a copy of the blob, by node
 	// labels. When empty, every schedulable node holds a copy (the blob's
@@ -123,6 +252,17 @@ const (
 	BlobNodeReady BlobNodeState = "Ready"
 	// BlobNodeFailed means the node could not materialise the blob.
 	BlobNodeFailed BlobNodeState = "Failed"
+)
+
+// BlobNodeRole is what a node does in the fan-out of a source blob.
+// +kubebuilder:validation:Enum=Origin;Relay
+type BlobNodeRole string
+
+const (
+	// BlobNodeOrigin reads the source and serves it to the other nodes.
+	BlobNodeOrigin BlobNodeRole = "Origin"
+	// BlobNodeRelay fetches the blob from upstream nodes and serves it on.
+	BlobNodeRelay BlobNodeRole = "Relay"
 )
 
 // BlobTimings are the setup phases of one node's copy. They are reported but
@@ -185,6 +325,53 @@ type BlobNodeStatus struct {
 	// +optional
 	Timings *BlobTimings `json:"timings,omitempty"`
 
+	// role is Origin or Relay for a blob with a source.
+	// +optional
+	Role BlobNodeRole `json:"role,omitempty"`
+
+	// from is the node a relay fetched the blob from.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	From string `json:"from,omitempty"`
+
+	// bytes is how many bytes the node read from the source (origin) or
+	// fetched from upstream (relay).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Bytes int64 `json:"bytes,omitempty"`
+
+	// seconds is how long reading (origin) or fetching and verifying
+	// (relay) took, in decimal seconds (e.g. "0.912").
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	Seconds string `json:"seconds,omitempty"`
+
+	// mbps is bytes / seconds in decimal MB/s (e.g. "333.1").
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	MBps string `json:"mbps,omitempty"`
+
+	// sha256 is the source digest (the manifest's sha256, 64 lower-case hex
+	// digits) this node verified.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	SHA256 string `json:"sha256,omitempty"`
+
+	// attempts is how many holder pods the operator created for this node
+	// (at most 3 for a relay).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Attempts int32 `json:"attempts,omitempty"`
+
+	// reason is a CamelCase word saying why the node failed or fell back
+	// (e.g. HugePagesUnavailable, PageSizeFallback).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+
 	// message is a human-readable detail, e.g. why the node failed.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -228,6 +415,49 @@ type PfsBlobStatus struct {
 	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
 	Fingerprint string `json:"fingerprint,omitempty"`
 
+	// source names the blob's source: "pvc:<claim>[/<path>]" or
+	// "hostPath:<path>".
+	// +optional
+	// +kubebuilder:validation:MaxLength=4400
+	Source string `json:"source,omitempty"`
+
+	// size is the effective blob size: spec.size, or for a source without
+	// spec.size the bytes the source needs (files and manifest).
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// ready is "readyNodes/desiredNodes" (e.g. "3/4"), for kubectl get.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+/[0-9]+$`
+	Ready string `json:"ready,omitempty"`
+
+	// sha256 is the source's digest (the manifest sha256, 64 lower-case hex
+	// digits), set only when every Ready node verified the same digest.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	SHA256 string `json:"sha256,omitempty"`
+
+	// digest is the first 12 hex digits of sha256, for kubectl get.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{12}$`
+	Digest string `json:"digest,omitempty"`
+
+	// distributionSeconds is how long the fan-out took, in decimal seconds:
+	// from the origin's first byte read (source.t0_unix in its result) to
+	// the last node's data-plane end time (the largest t1_unix reported by
+	// the origin and the relays). Set once every desired node is Ready.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	DistributionSeconds string `json:"distributionSeconds,omitempty"`
+
+	// distributionMBps is size / distributionSeconds in decimal MB/s.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	DistributionMBps string `json:"distributionMBps,omitempty"`
+
 	// nodes lists each node's copy.
 	// +optional
 	// +listType=map
@@ -237,18 +467,23 @@ type PfsBlobStatus struct {
 }
 
 // PfsBlob is a shared memory blob materialised on nodes: one large,
-// prefaulted, deterministically filled region that grams point into. Both
-// ends of an offset-only transfer hold byte-identical copies.
+// prefaulted region, deterministically filled or loaded from the user's data
+// (spec.source) and fanned out node to node. Both ends of an offset-only
+// transfer hold byte-identical copies.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: the operator puts it in a label value on the pods it creates; choose a shorter name"
+// +kubebuilder:validation:XValidation:rule="has(self.spec)",message="spec is required: set spec.size (e.g. 1Gi) or spec.source"
 // +kubebuilder:resource:shortName=pblob,categories=packetfs
-// +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
-// +kubebuilder:printcolumn:name="Page",type=string,JSONPath=`.status.pageSize`,description="page size actually used"
-// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredNodes`,description="nodes that should hold a copy"
-// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.readyNodes`,description="nodes holding a Ready copy"
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.source`,description="where the bytes come from"
+// +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.size`,description="effective size"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`,description="nodes holding a Ready copy / desired nodes"
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="reason of the Ready condition"
+// +kubebuilder:printcolumn:name="MB/s",type=string,JSONPath=`.status.distributionMBps`,description="size / distribution time"
+// +kubebuilder:printcolumn:name="Digest",type=string,JSONPath=`.status.digest`,description="sha256 prefix verified on every Ready node"
+// +kubebuilder:printcolumn:name="Page",type=string,JSONPath=`.status.pageSize`,priority=1,description="page size actually used"
+// +kubebuilder:printcolumn:name="Seconds",type=string,JSONPath=`.status.distributionSeconds`,priority=1,description="distribution time"
 // +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.fingerprint`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PfsBlob struct {
@@ -257,9 +492,9 @@ type PfsBlob struct {
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec is the desired blob.
-	// +required
-	Spec PfsBlobSpec `json:"spec"`
+	// spec is the desired blob: spec.size or spec.source at least.
+	// +optional
+	Spec PfsBlobSpec `json:"spec,omitempty,omitzero"`
 
 	// status is the observed state, written by the operator.
 	// +optional

@@ -12,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +46,8 @@ type options struct {
 	unschedulableTimeout    time.Duration
 	backoffBase             time.Duration
 	backoffMax              time.Duration
+	hostPathSources         string
+	hostPathPrefixes        string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -63,6 +67,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Absolute path of the pfs binary in the data-plane image.")
 	fs.StringVar(&o.holderCPU, "holder-cpu", "1",
 		"CPU request and limit of each blob holder pod (a quantity such as 1 or 200m; a fraction leaves the node's exclusive CPUs to transfers and pcores).")
+	fs.StringVar(&o.hostPathSources, "host-path-sources", "disabled",
+		"Whether a PfsBlob may read its source from a host path (spec.source.hostPath): enabled or disabled. A host path is a node privilege.")
+	fs.StringVar(&o.hostPathPrefixes, "host-path-prefixes", "",
+		"Comma-separated absolute directories a spec.source.hostPath must be in (with --host-path-sources=enabled).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 2,
 		"Reconciles each controller runs in parallel.")
 	fs.DurationVar(&o.unschedulableTimeout, "unschedulable-timeout", controllers.DefaultTiming.UnschedulableTimeout,
@@ -92,10 +100,31 @@ func (o *options) validate() error {
 	if o.unschedulableTimeout <= 0 || o.backoffBase <= 0 || o.backoffMax < o.backoffBase {
 		errs = append(errs, errors.New("--unschedulable-timeout and --retry-backoff must be positive and --retry-backoff-max at least --retry-backoff"))
 	}
+	switch o.hostPathSources {
+	case "enabled", "disabled":
+	default:
+		errs = append(errs, fmt.Errorf("--host-path-sources %q: want enabled or disabled", o.hostPathSources))
+	}
+	for _, p := range o.prefixes() {
+		if !path.IsAbs(p) || strings.Contains("/"+p+"/", "/../") {
+			errs = append(errs, fmt.Errorf("--host-path-prefixes: %q is not an absolute path without '..'", p))
+		}
+	}
 	if o.maxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", o.maxConcurrentReconciles))
 	}
 	return errors.Join(errs...)
+}
+
+// prefixes splits --host-path-prefixes.
+func (o *options) prefixes() []string {
+	var out []string
+	for _, p := range strings.Split(o.hostPathPrefixes, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // newScheme registers the built-in Kinds (pods, nodes, events) and ours.
@@ -120,7 +149,8 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax},
 		}
 	}
-	if err := (&controllers.PfsBlobReconciler{Deps: deps("pfsblob-controller")}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
+	sources := controllers.SourcePolicy{HostPathEnabled: o.hostPathSources == "enabled", HostPathPrefixes: o.prefixes()}
+	if err := (&controllers.PfsBlobReconciler{Deps: deps("pfsblob-controller"), Sources: sources}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
 		return fmt.Errorf("pfsblob controller: %w", err)
 	}
 	if err := (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer-controller")}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {

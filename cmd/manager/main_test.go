@@ -17,18 +17,22 @@ func TestOptions(t *testing.T) {
 		args []string
 		want string // substring of the validation error; "" means valid
 	}{
-		"defaults":               {nil, ""},
-		"all flags":              {[]string{"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--leader-elect", "--dataplane-image=reg/pfs:v1", "--dataplane-image-pull-policy=Never", "--max-concurrent-reconciles=4"}, ""},
-		"empty image":            {[]string{"--dataplane-image="}, "--dataplane-image must not be empty"},
-		"bad pull policy":        {[]string{"--dataplane-image-pull-policy=Sometimes"}, "want Always, IfNotPresent or Never"},
-		"no reconciles":          {[]string{"--max-concurrent-reconciles=0"}, "want at least 1"},
-		"timing flags":           {[]string{"--unschedulable-timeout=30s", "--retry-backoff=1s", "--retry-backoff-max=1m", "--dataplane-binary=/pfs"}, ""},
-		"holder CPU fraction":    {[]string{"--holder-cpu=200m"}, ""},
-		"holder CPU not a qty":   {[]string{"--holder-cpu=lots"}, "--holder-cpu \"lots\""},
-		"holder CPU zero":        {[]string{"--holder-cpu=0"}, "at least 10m"},
-		"relative binary":        {[]string{"--dataplane-binary=pfs"}, "want an absolute path"},
-		"backoff max below base": {[]string{"--retry-backoff=1m", "--retry-backoff-max=10s"}, "--retry-backoff-max at least --retry-backoff"},
-		"every error is written": {[]string{"--dataplane-image=", "--max-concurrent-reconciles=0"}, "--max-concurrent-reconciles 0"},
+		"defaults":                  {nil, ""},
+		"all flags":                 {[]string{"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--leader-elect", "--dataplane-image=reg/pfs:v1", "--dataplane-image-pull-policy=Never", "--max-concurrent-reconciles=4"}, ""},
+		"empty image":               {[]string{"--dataplane-image="}, "--dataplane-image must not be empty"},
+		"bad pull policy":           {[]string{"--dataplane-image-pull-policy=Sometimes"}, "want Always, IfNotPresent or Never"},
+		"no reconciles":             {[]string{"--max-concurrent-reconciles=0"}, "want at least 1"},
+		"timing flags":              {[]string{"--unschedulable-timeout=30s", "--retry-backoff=1s", "--retry-backoff-max=1m", "--dataplane-binary=/pfs"}, ""},
+		"holder CPU fraction":       {[]string{"--holder-cpu=200m"}, ""},
+		"holder CPU not a qty":      {[]string{"--holder-cpu=lots"}, "--holder-cpu \"lots\""},
+		"holder CPU zero":           {[]string{"--holder-cpu=0"}, "at least 10m"},
+		"host paths enabled":        {[]string{"--host-path-sources=enabled", "--host-path-prefixes=/srv/models, /data"}, ""},
+		"host paths bad mode":       {[]string{"--host-path-sources=yes"}, "want enabled or disabled"},
+		"host path prefix relative": {[]string{"--host-path-prefixes=srv"}, "not an absolute path"},
+		"host path prefix dotdot":   {[]string{"--host-path-prefixes=/srv/../etc"}, "not an absolute path"},
+		"relative binary":           {[]string{"--dataplane-binary=pfs"}, "want an absolute path"},
+		"backoff max below base":    {[]string{"--retry-backoff=1m", "--retry-backoff-max=10s"}, "--retry-backoff-max at least --retry-backoff"},
+		"every error is written":    {[]string{"--dataplane-image=", "--max-concurrent-reconciles=0"}, "--max-concurrent-reconciles 0"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -37,25 +37,9 @@ func BlobHolderLabels(b *pfsv1alpha1.PfsBlob) map[string]string {
 func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 	size := b.Spec.Size.Value()
 	page := b.Spec.PageSize
-	sock := SocketPath(b.Namespace, b.Name)
+	res, blobVol := HolderResources(cfg, size, page)
 
-	memory := holderBaseMemory.DeepCopy()
-	extra := corev1.ResourceList{}
-	blobVol := corev1.Volume{Name: volBlob}
-	if hp := hugePageBytes(page); hp > 0 {
-		extra[HugePagesResource(page)] = *resource.NewQuantity(roundUp(size, hp), resource.BinarySI)
-		blobVol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium("HugePages-" + string(page))}
-	} else {
-		// tmpfs pages are charged to the pod's memory cgroup: count them.
-		tmpfs := roundUp(size, 4096)
-		memory.Add(*resource.NewQuantity(tmpfs, resource.BinarySI))
-		blobVol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory,
-			SizeLimit: resource.NewQuantity(tmpfs, resource.BinarySI)}
-	}
-	res := guaranteedQ(cfg.holderCPU(), memory, extra)
-
-	createArgs := []string{"blob", "create", "--dir", BlobDir, "--name", b.Name,
-		"--size", strconv.FormatInt(size, 10), "--page", cliPage(page)}
+	createArgs := holderCreateArgs(b, size, page)
 	switch b.Spec.Fill.Type {
 	case pfsv1alpha1.FillZero:
 		createArgs = append(createArgs, "--fill", "zero")
@@ -72,30 +56,9 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 	// --replace: a recreated pod sandbox runs the init container again over
 	// the same emptyDir, where the previous blob file still exists.
 	createArgs = append(createArgs, "--replace", "--result-file", TerminationLog)
-	// The holder hands out read-only descriptors, so no consumer can change
-	// the bytes other consumers' fingerprints vouch for; the socket's group
-	// is the consumers' (uid/gid 65532) so they can connect, and the token
-	// then decides.
-	serveArgs := []string{"blob", "serve", "--dir", BlobDir, "--name", b.Name,
-		"--socket", sock, "--token-file", TokenFile, "--read-only",
-		"--socket-group", strconv.Itoa(nonRootUID)}
-
-	mounts := []corev1.VolumeMount{
-		{Name: volBlob, MountPath: BlobDir},
-		{Name: volSockets, MountPath: SocketDir(b.Namespace)},
-		{Name: volToken, MountPath: TokenDir, ReadOnly: true},
-	}
 	create := dataPlaneContainer(cfg, ContainerBlobCreate, createArgs, res, privRootNoCaps)
-	create.VolumeMounts = mounts[:1]
-	serve := dataPlaneContainer(cfg, ContainerBlobServe, serveArgs, res, privRootNoCaps)
-	serve.VolumeMounts = mounts
-	// Ready means the holder answers on its socket with the blob mapped;
-	// the probe is pfs itself (the image has no shell).
-	serve.ReadinessProbe = &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-			Command: []string{cfg.Binary, "blob", "ping", "--socket", sock, "--token-file", TokenFile}}},
-		PeriodSeconds: 5, TimeoutSeconds: 2, FailureThreshold: 3,
-	}
+	create.VolumeMounts = holderMounts(b)[:1]
+	serve := serveContainer(cfg, b, res, nil)
 
 	labels := BlobHolderLabels(b)
 	tmpl := corev1.PodTemplateSpec{
@@ -123,6 +86,65 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 		},
 	}
 	return ds
+}
+
+// HolderResources are the resources of a blob holder's containers for a
+// blob of size bytes on page, and the volume its pages live in: hugepages
+// (requests == limits == size rounded to the page) for 2Mi/1Gi, a tmpfs
+// emptyDir counted in the memory limit for THP and 4Ki.
+func HolderResources(cfg Config, size int64, page pfsv1alpha1.PageSize) (corev1.ResourceRequirements, corev1.Volume) {
+	memory := holderBaseMemory.DeepCopy()
+	extra := corev1.ResourceList{}
+	blobVol := corev1.Volume{Name: volBlob}
+	if hp := hugePageBytes(page); hp > 0 {
+		extra[HugePagesResource(page)] = *resource.NewQuantity(roundUp(size, hp), resource.BinarySI)
+		blobVol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium("HugePages-" + string(page))}
+	} else {
+		// tmpfs pages are charged to the pod's memory cgroup: count them.
+		tmpfs := roundUp(size, 4096)
+		memory.Add(*resource.NewQuantity(tmpfs, resource.BinarySI))
+		blobVol.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory,
+			SizeLimit: resource.NewQuantity(tmpfs, resource.BinarySI)}
+	}
+	return guaranteedQ(cfg.holderCPU(), memory, extra), blobVol
+}
+
+// holderCreateArgs start the init container's `pfs blob create`.
+func holderCreateArgs(b *pfsv1alpha1.PfsBlob, size int64, page pfsv1alpha1.PageSize) []string {
+	return []string{cmdBlob, "create", "--dir", BlobDir, "--name", b.Name,
+		"--size", strconv.FormatInt(size, 10), "--page", cliPage(page)}
+}
+
+// holderMounts are the blob volume, the socket directory and the token, in
+// that order.
+func holderMounts(b *pfsv1alpha1.PfsBlob) []corev1.VolumeMount {
+	return []corev1.VolumeMount{
+		{Name: volBlob, MountPath: BlobDir},
+		{Name: volSockets, MountPath: SocketDir(b.Namespace)},
+		{Name: volToken, MountPath: TokenDir, ReadOnly: true},
+	}
+}
+
+// serveContainer is the holder's `pfs blob serve` with its readiness probe;
+// extra are appended to its arguments. The holder hands out read-only
+// descriptors, so no consumer can change the bytes other consumers'
+// fingerprints vouch for; the socket's group is the consumers' (uid/gid
+// 65532) so they can connect, and the token then decides.
+func serveContainer(cfg Config, b *pfsv1alpha1.PfsBlob, res corev1.ResourceRequirements, extra []string) corev1.Container {
+	sock := SocketPath(b.Namespace, b.Name)
+	args := append([]string{cmdBlob, "serve", "--dir", BlobDir, "--name", b.Name,
+		"--socket", sock, "--token-file", TokenFile, "--read-only",
+		"--socket-group", strconv.Itoa(nonRootUID)}, extra...)
+	serve := dataPlaneContainer(cfg, ContainerBlobServe, args, res, privRootNoCaps)
+	serve.VolumeMounts = holderMounts(b)
+	// Ready means the holder answers on its socket with the blob mapped;
+	// the probe is pfs itself (the image has no shell).
+	serve.ReadinessProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+			Command: []string{cfg.Binary, cmdBlob, "ping", "--socket", sock, "--token-file", TokenFile}}},
+		PeriodSeconds: 5, TimeoutSeconds: 2, FailureThreshold: 3,
+	}
+	return serve
 }
 
 // BlobTokenSecret is the Secret holding the token a consumer presents to a

@@ -185,6 +185,9 @@ func blobConsumerArgs(namespace, blob string) []string {
 	return []string{"--blob-socket", SocketPath(namespace, blob), "--blob-token-file", TokenFile}
 }
 
+// cmdBlob is the pfs subcommand of the holder's and scan's command lines.
+const cmdBlob = "blob"
+
 const (
 	volBlob    = "blob"
 	volSockets = "blob-sockets"

@@ -33,11 +33,24 @@ const (
 	// AnnotationTemplateHash on the DaemonSet records the desired template so
 	// the controller updates it only when the desired state changed.
 	AnnotationTemplateHash = "pfs.packetfs.io/template-hash"
+	// LabelNodeHash on a source blob's holder pod is NodeHash of its node,
+	// so the pods of one node are found with a label selector.
+	LabelNodeHash = "pfs.packetfs.io/node-hash"
+	// AnnotationNode on a source blob's holder pod names its node (node
+	// names may exceed a label value's 63 characters).
+	AnnotationNode = "pfs.packetfs.io/node"
+	// AnnotationRole on a source blob's holder pod is Origin or Relay.
+	AnnotationRole = "pfs.packetfs.io/role"
+	// AnnotationPageFallback on a source blob's holder pod says why the
+	// operator asked it for 4Ki pages instead of spec.pageSize (admission
+	// found too few free hugepages on the node).
+	AnnotationPageFallback = "pfs.packetfs.io/page-fallback"
 )
 
 // Components (values of LabelComponent).
 const (
 	ComponentBlobHolder = "blob-holder"
+	ComponentBlobScan   = "blob-scan"
 	ComponentReceiver   = "receiver"
 	ComponentSender     = "sender"
 	ComponentPcore      = "pcore"
@@ -47,6 +60,7 @@ const (
 const (
 	ContainerBlobCreate = "create"
 	ContainerBlobServe  = "serve"
+	ContainerBlobScan   = "scan"
 	ContainerReceiver   = "receiver"
 	ContainerSender     = "sender"
 	ContainerPcore      = "pcore"
@@ -71,6 +85,13 @@ const (
 	TerminationLog = "/dev/termination-log"
 	// ReceiverPort is the port `pfs recv` listens on (TCP and UDP).
 	ReceiverPort = 5000
+	// SourceDir is where a blob's source is mounted (read-only) in the scan
+	// pod and the origin holder; it is the --source-root.
+	SourceDir = "/source"
+	// ReplicationPort is where holders of a source blob serve it to other
+	// nodes (--replicate-listen), named ReplicationPortName.
+	ReplicationPort     = 7470
+	ReplicationPortName = "repl"
 	// maxSocketPath is sun_path's size minus the terminating NUL.
 	maxSocketPath = 107
 )
@@ -107,6 +128,26 @@ const (
 
 // HolderName is the name of a blob's holder DaemonSet.
 func HolderName(blob string) string { return ChildName(blob, "holder", DaemonSetNameMax) }
+
+// ScanPodName is the name of the pod that scans a blob's source.
+func ScanPodName(blob string) string { return ChildName(HolderName(blob), "scan", PodNameMax) }
+
+// NodeHash is a short, stable hash of a node name (8 hex digits).
+func NodeHash(node string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(node))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// SourceHolderPodName is the name of attempt n of a source blob's holder
+// pod on node: "<blob>-holder-<nodehash>", then "-2", "-3" for retries.
+func SourceHolderPodName(blob, node string, attempt int32) string {
+	suffix := NodeHash(node)
+	if attempt > 1 {
+		suffix += fmt.Sprintf("-%d", attempt)
+	}
+	return ChildName(HolderName(blob), suffix, PodNameMax)
+}
 
 // TokenSecretName is the name of a blob's token Secret.
 func TokenSecretName(blob string) string { return ChildName(blob, "blob-token", 253) }

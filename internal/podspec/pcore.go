@@ -104,7 +104,7 @@ func PcorePod(cfg Config, j *pfsv1alpha1.PcoreJob, blob *pfsv1alpha1.PfsBlob, bl
 // own copy of the blob: same size, page size and fill as the PfsBlob, so its
 // bytes start equal to the holder's.
 func privateBlob(args []string, blob *pfsv1alpha1.PfsBlob, pcores int64) ([]string, corev1.ResourceRequirements) {
-	size := blob.Spec.Size.Value()
+	size := blob.EffectiveSize()
 	page := blob.Spec.PageSize
 	args = append(args, "--size", strconv.FormatInt(size, 10), "--page", cliPage(page))
 	if blob.Spec.Fill.Type == pfsv1alpha1.FillZero {

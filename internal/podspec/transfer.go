@@ -60,7 +60,7 @@ func RangeLength(r *pfsv1alpha1.Range, blob *pfsv1alpha1.PfsBlob) int64 {
 		return r.Length.Value()
 	}
 	if blob != nil {
-		return blob.Spec.Size.Value()
+		return blob.EffectiveSize()
 	}
 	return 0
 }

@@ -22,6 +22,14 @@ type BlobCreate struct {
 	Map, Prefault, Fill time.Duration
 	// NUMANode is where the blob's memory was bound, when reported.
 	NUMANode *int32
+	// Source is what the origin read (a blob with --source); nil otherwise.
+	Source *Source
+	// Fetch is what a relay fetched (--fetch-from); nil otherwise.
+	Fetch *Fetch
+	// Manifest is the blob's manifest (with Source or Fetch); nil otherwise.
+	Manifest *Manifest
+	// Repl is what the holder served to other nodes, when reported.
+	Repl *Repl
 	// Error is the CLI's error message for a failed create.
 	Error string
 }
@@ -38,11 +46,17 @@ type blobJSON struct {
 		FillS          *float64 `json:"fill_s"`
 		NUMANode       *int32   `json:"numa_node"`
 	} `json:"blob"`
-	Error *string `json:"error"`
+	Source   *sourceJSON   `json:"source"`
+	Fetch    *fetchJSON    `json:"fetch"`
+	Manifest *manifestJSON `json:"manifest"`
+	Repl     *replJSON     `json:"repl"`
+	Error    *string       `json:"error"`
 }
 
 // ParseBlobCreate parses the result of `pfs blob create`. A successful result
 // must carry blob.size, blob.page and blob.fingerprint; timings are optional.
+// With "source" (origin) or "fetch" (relay) it must also carry "manifest";
+// each of those members has its own required fields (sha256 above all).
 func ParseBlobCreate(msg string) (*BlobCreate, error) {
 	var j blobJSON
 	if err := decode(msg, &j); err != nil {
@@ -103,5 +117,40 @@ func ParseBlobCreate(msg string) (*BlobCreate, error) {
 		}
 		*t.out = time.Duration(*t.in * float64(time.Second))
 	}
+	if err := parseFanout(&j, b); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// parseFanout reads the members of a blob with a source.
+func parseFanout(j *blobJSON, b *BlobCreate) error {
+	var err error
+	if j.Source != nil {
+		if b.Source, err = parseSource(j.Source); err != nil {
+			return err
+		}
+	}
+	if j.Fetch != nil {
+		if b.Fetch, err = parseFetch(j.Fetch); err != nil {
+			return err
+		}
+	}
+	if j.Source != nil && j.Fetch != nil {
+		return fmt.Errorf("blob create result has both \"source\" and \"fetch\": a holder either reads the source or fetches it")
+	}
+	if j.Manifest == nil && (j.Source != nil || j.Fetch != nil) {
+		return missing{"manifest"}.err("blob create")
+	}
+	if j.Manifest != nil {
+		if b.Manifest, err = parseManifest(j.Manifest); err != nil {
+			return err
+		}
+	}
+	if j.Repl != nil {
+		if b.Repl, err = parseRepl(j.Repl); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -236,6 +236,8 @@ func wantArgs(changes map[string]string) []string {
 		{"dataplane-image-pull-policy", "IfNotPresent"},
 		{"dataplane-binary", "/usr/local/bin/pfs"},
 		{"holder-cpu", "1"},
+		{"host-path-sources", "disabled"},
+		{"host-path-prefixes", "-"},
 		{"max-concurrent-reconciles", "2"},
 		{"unschedulable-timeout", "5m"},
 		{"retry-backoff", "10s"},
@@ -249,8 +251,9 @@ func wantArgs(changes map[string]string) []string {
 		v, changed := changes[a.flag]
 		if !changed {
 			v = a.value
-		} else if v == "-" {
-			continue // removed
+		}
+		if v == "-" {
+			continue // removed, or absent by default
 		}
 		args = append(args, "--"+a.flag+"="+v)
 	}
@@ -603,6 +606,8 @@ example: {transport: AFXDP, numa: Required, network: pfs-data, resourceName: afx
 					"dataplane-image-pull-policy": "Always",
 					"dataplane-binary":            "/opt/pfs/bin/pfs",
 					"holder-cpu":                  "250m",
+					"host-path-sources":           "enabled",
+					"host-path-prefixes":          "/srv/models,/data",
 					"max-concurrent-reconciles":   "4",
 					"unschedulable-timeout":       "2m30s",
 					"retry-backoff":               "5s",

@@ -109,7 +109,7 @@ func TestKubectlGet(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx)
 
-	b := object(t, blob, ns, "b", "size: 1Gi")
+	b := object(t, blob, ns, "b", "source: {persistentVolumeClaim: {claimName: data, path: models/x.safetensors}}")
 	x := object(t, xfer, ns, "x", "blobRef: {name: b}\nmode: Offset")
 	j := object(t, pcj, ns, "j", "blobRef: {name: b}\nop: xor\nimm: 255\npcores: 2")
 	for _, o := range []*unstructured.Unstructured{b, x, j} {
@@ -122,6 +122,8 @@ func TestKubectlGet(t *testing.T) {
 		status map[string]any
 	}{
 		{b, map[string]any{"pageSize": "2Mi", "desiredNodes": int64(2), "readyNodes": int64(2), "fingerprint": "0123456789abcdef",
+			"source": "pvc:data/models/x.safetensors", "size": "300Mi", "ready": "2/2", "distributionMBps": "333.1",
+			"distributionSeconds": "0.944", "sha256": strings.Repeat("ab", 32), "digest": "abababababab",
 			"conditions": []any{map[string]any{"type": pfsv1alpha1.ConditionReady, "status": "True",
 				"reason": pfsv1alpha1.ReasonMaterialized, "message": "2 of 2 nodes hold the blob",
 				"lastTransitionTime": "2026-01-01T00:00:00Z"}}}},
@@ -141,8 +143,9 @@ func TestKubectlGet(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"get", "pblob"}, []string{"NAME SIZE PAGE DESIRED NODES READY AGE", "b 1Gi 2Mi 2 2 True"}},
-		{[]string{"get", "pblob", "-o", "wide"}, []string{"FINGERPRINT", "0123456789abcdef"}},
+		{[]string{"get", "pblob"}, []string{"NAME SOURCE SIZE READY STATUS MB/S DIGEST AGE",
+			"b pvc:data/models/x.safetensors 300Mi 2/2 Materialized 333.1 abababababab"}},
+		{[]string{"get", "pblob", "-o", "wide"}, []string{"PAGE SECONDS FINGERPRINT", "2Mi 0.944 0123456789abcdef"}},
 		{[]string{"get", "pxfer"}, []string{"NAME MODE TRANSPORT PHASE MB/S MB/CPU-S INTEGRITY AGE",
 			"x Offset TCP Succeeded 1062.3 1075.0 OK"}},
 		{[]string{"get", "pxfer", "-o", "wide"}, []string{"LABEL", "Native PFS Offset-only Mode - TCP"}},

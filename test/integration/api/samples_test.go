@@ -26,6 +26,7 @@ import (
 var sampleDefaults = map[string]map[string]any{
 	"blob-1g":    {"spec.pageFallback": "Allow"},
 	"blob-small": {"spec.pageFallback": "Allow"},
+	"blob-model": {"spec.replication.transport": "TCP"},
 	"tcp-payload": {
 		"spec.gram.descriptorsPerGram": 1024, "spec.gram.slabBytes": "1Mi",
 		"spec.gram.maxDescriptorLength": "256Ki", "spec.gram.align": 64,

@@ -126,6 +126,30 @@ func TestBlobHolder(t *testing.T) {
 	}
 }
 
+// TestSourceBlobPods runs the scan pod and the origin and relay holders of a
+// blob with a source through pfs. The fan-out options (--fetch-from,
+// --replicate-listen, --replicate-rate) arrive with the data plane of issue
+// 14: a pfs without them skips the holders, saying so, rather than passing.
+func TestSourceBlobPods(t *testing.T) {
+	bin := pfsBinary(t)
+	b := blob(pfsv1alpha1.PageSize2Mi, "")
+	b.Spec.Size = resource.Quantity{}
+	b.Spec.Source = &pfsv1alpha1.BlobSource{PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: "data", Path: "models/x.safetensors"}}
+	b.Spec.Replication = &pfsv1alpha1.BlobReplication{BandwidthLimit: ptr.To(q("100Mi"))}
+	t.Run("scan", func(t *testing.T) { checkPod(t, bin, &podspec.BlobScanPod(cfg, b).Spec) })
+	help, _ := exec.Command(bin, "blob", "create", "--help").CombinedOutput()
+	if !strings.Contains(string(help), "replicate-listen") {
+		t.Skip("this pfs has no --replicate-listen yet (the fan-out data plane of issue 14): holder command lines not checked")
+	}
+	for _, role := range []pfsv1alpha1.BlobNodeRole{pfsv1alpha1.BlobNodeOrigin, pfsv1alpha1.BlobNodeRelay} {
+		t.Run(string(role), func(t *testing.T) {
+			h := podspec.SourceHolder{Node: "w1", Role: role, Size: 67108864, Page: pfsv1alpha1.PageSize2Mi,
+				Upstreams: []string{"10.0.0.1:7470", "10.0.0.2:7470"}, Attempt: 1}
+			checkPod(t, bin, &podspec.BlobSourceHolderPod(cfg, b, h).Spec)
+		})
+	}
+}
+
 func TestTransferPods(t *testing.T) {
 	bin := pfsBinary(t)
 	have := transports(t, bin)
@@ -237,6 +261,11 @@ func TestSamples(t *testing.T) {
 		}
 	}
 	for _, b := range blobs {
+		if b.Spec.Source != nil {
+			// Its holders need the fan-out data plane: TestSourceBlobPods.
+			checkPod(t, bin, &podspec.BlobScanPod(cfg, b).Spec)
+			continue
+		}
 		checkPod(t, bin, &podspec.BlobHolderDaemonSet(cfg, b).Spec.Template.Spec)
 	}
 	for _, x := range xfers {

@@ -88,6 +88,9 @@ func TestBlobStatusFromHolderResults(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx)
 	blob := readyBlob(t, ctx, ns, "shared", "node-a", "node-b")
+	if blob.Status.Ready != "2/2" || blob.Status.Size == nil || blob.Status.Size.String() != "64Mi" {
+		t.Errorf("kubectl columns ready %q size %v, want 2/2 and 64Mi", blob.Status.Ready, blob.Status.Size)
+	}
 	if blob.Status.ReadyNodes != 2 || blob.Status.DesiredNodes != 2 {
 		t.Errorf("ready/desired = %d/%d, want 2/2", blob.Status.ReadyNodes, blob.Status.DesiredNodes)
 	}

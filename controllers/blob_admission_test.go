@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/podspec"
+)
+
+func testNode(name string, alloc ...string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	for i := 0; i < len(alloc); i += 2 {
+		n.Status.Allocatable[corev1.ResourceName(alloc[i])] = resource.MustParse(alloc[i+1])
+	}
+	return n
+}
+
+func TestAdmitNode(t *testing.T) {
+	cfg := podspec.Config{}
+	gi := int64(1 << 30)
+	tests := map[string]struct {
+		node     *corev1.Node
+		used     corev1.ResourceList
+		page     pfsv1alpha1.PageSize
+		fallback pfsv1alpha1.PageFallback
+		want     admission
+	}{
+		"fits": {testNode("w1", "hugepages-2Mi", "2Gi", "memory", "4Gi"), nil, pfsv1alpha1.PageSize2Mi, pfsv1alpha1.PageFallbackNever,
+			admission{OK: true, Page: pfsv1alpha1.PageSize2Mi}},
+		"other pods use the hugepages, Never": {testNode("w1", "hugepages-2Mi", "1536Mi", "memory", "4Gi"),
+			corev1.ResourceList{"hugepages-2Mi": resource.MustParse("1Gi")}, pfsv1alpha1.PageSize2Mi, pfsv1alpha1.PageFallbackNever,
+			admission{Message: "node w1 has 512Mi of hugepages-2Mi free, blob needs 1Gi"}},
+		"no hugepages, Allow maps 4Ki": {testNode("w1", "memory", "4Gi"), nil, pfsv1alpha1.PageSize2Mi, pfsv1alpha1.PageFallbackAllow,
+			admission{OK: true, Page: pfsv1alpha1.PageSize4Ki,
+				Fallback: "node w1 has 0 of hugepages-2Mi free, blob needs 1Gi: the holder maps 4Ki pages instead (spec.pageFallback Allow)"}},
+		"no hugepages, Allow, memory short": {testNode("w1", "memory", "1Gi"), nil, pfsv1alpha1.PageSize2Mi, pfsv1alpha1.PageFallbackAllow,
+			admission{Message: "node w1 has 0 of hugepages-2Mi free, blob needs 1Gi; on 4Ki pages it needs 1088Mi of memory and the node has 1Gi free"}},
+		"4Ki counts memory": {testNode("w1", "memory", "1Gi"), nil, pfsv1alpha1.PageSize4Ki, pfsv1alpha1.PageFallbackAllow,
+			admission{Message: "node w1 has 1Gi of memory free, blob needs 1088Mi"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := admitNode(cfg, tc.node, tc.used, gi, tc.page, tc.fallback)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckSourcePolicy(t *testing.T) {
+	hp := func(p string) *pfsv1alpha1.PfsBlob {
+		return &pfsv1alpha1.PfsBlob{Spec: pfsv1alpha1.PfsBlobSpec{Source: &pfsv1alpha1.BlobSource{HostPath: &pfsv1alpha1.HostPathBlobSource{Path: p}}}}
+	}
+	tests := map[string]struct {
+		b    *pfsv1alpha1.PfsBlob
+		pol  SourcePolicy
+		want string // substring of the message; "" means allowed
+	}{
+		"pvc always allowed": {&pfsv1alpha1.PfsBlob{Spec: pfsv1alpha1.PfsBlobSpec{Source: &pfsv1alpha1.BlobSource{
+			PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: "d"}}}}, SourcePolicy{}, ""},
+		"hostPath disabled": {hp("/srv/x"), SourcePolicy{}, "sources.hostPath.enabled"},
+		"under a prefix":    {hp("/srv/models/x"), SourcePolicy{HostPathEnabled: true, HostPathPrefixes: []string{"/data", "/srv/models"}}, ""},
+		"the prefix itself": {hp("/srv/models"), SourcePolicy{HostPathEnabled: true, HostPathPrefixes: []string{"/srv/models/"}}, ""},
+		"a sibling is not under": {hp("/srv/models2/x"), SourcePolicy{HostPathEnabled: true, HostPathPrefixes: []string{"/srv/models"}},
+			"not under an allowed prefix (/srv/models)"},
+		"enabled without prefixes": {hp("/srv/x"), SourcePolicy{HostPathEnabled: true}, "allowed prefix (none)"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			v := checkSourcePolicy(tc.b, tc.pol)
+			switch {
+			case tc.want == "" && v != nil:
+				t.Errorf("refused: %+v", v)
+			case tc.want != "" && (v == nil || v.Reason != pfsv1alpha1.ReasonSourceNotAllowed || !strings.Contains(v.Message, tc.want)):
+				t.Errorf("verdict %+v, want SourceNotAllowed with %q", v, tc.want)
+			}
+		})
+	}
+}
+
+func TestSumRequests(t *testing.T) {
+	pod := func(phase corev1.PodPhase, initHP, hp string) corev1.Pod {
+		return corev1.Pod{Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: rl("hugepages-2Mi", initHP)}}},
+			Containers:     []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: rl("hugepages-2Mi", hp)}}}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	got := sumRequests([]corev1.Pod{pod(corev1.PodRunning, "1Gi", "1Gi"), pod(corev1.PodPending, "2Gi", "512Mi"), pod(corev1.PodFailed, "4Gi", "4Gi")})
+	q := got["hugepages-2Mi"]
+	if q.Cmp(resource.MustParse("3Gi")) != 0 {
+		t.Errorf("hugepages-2Mi = %s, want 3Gi (init max, ended pods free)", q.String())
+	}
+}
+
+func rl(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}

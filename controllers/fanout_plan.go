@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/podspec"
+)
+
+// The shape of a source blob's fan-out: which node fetches from which.
+// Pure functions over node names and the holder pods' addresses.
+
+// maxRelayAttempts bounds the holder pods created for one relay node.
+const maxRelayAttempts = 3
+
+// maxUpstreams bounds a relay's --fetch-from list.
+const maxUpstreams = 8
+
+// topologyOrder is the origin first, then the other nodes by name.
+func topologyOrder(origin string, others []string) []string {
+	rest := make([]string, 0, len(others))
+	for _, n := range others {
+		if n != origin {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	return append([]string{origin}, rest...)
+}
+
+// upstreamIndexes are the positions node i fetches from, nearest first:
+// Chain i-1, i-2, i-3 then the origin; Tree the parent (i-1)/2 and its
+// ancestors up to the origin.
+func upstreamIndexes(topology pfsv1alpha1.ReplicationTopology, i int) []int {
+	if i <= 0 {
+		return nil
+	}
+	var out []int
+	if topology == pfsv1alpha1.TopologyTree {
+		for j := (i - 1) / 2; ; j = (j - 1) / 2 {
+			out = append(out, j)
+			if j == 0 {
+				return out
+			}
+		}
+	}
+	for j := i - 1; j >= 1 && j >= i-3; j-- {
+		out = append(out, j)
+	}
+	return append(out, 0)
+}
+
+// upstreamAddrs is node i's --fetch-from list: its topology upstreams whose
+// holder has an address (a pod IP and not failed), then the other Ready
+// holders (late joiners and retries fetch from any complete copy), at most
+// maxUpstreams, as "IP:port".
+func upstreamAddrs(topology pfsv1alpha1.ReplicationTopology, order []string, i int,
+	addr map[string]string, ready map[string]bool) []string {
+	var out []string
+	seen := map[string]bool{order[i]: true}
+	add := func(node string) {
+		if seen[node] || addr[node] == "" || len(out) >= maxUpstreams {
+			return
+		}
+		seen[node] = true
+		out = append(out, addr[node]+":"+strconv.Itoa(podspec.ReplicationPort))
+	}
+	for _, j := range upstreamIndexes(topology, i) {
+		add(order[j])
+	}
+	for _, n := range order {
+		if ready[n] {
+			add(n)
+		}
+	}
+	return out
+}
+
+// holderAttempt is the attempt a source holder pod carries in its label.
+func holderAttempt(p *corev1.Pod) int32 {
+	n, err := strconv.Atoi(p.Labels[podspec.LabelAttempt])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return int32(n)
+}
+
+// holderPodNode is the node a source holder pod is for (its annotation,
+// else where it is bound or pinned).
+func holderPodNode(p *corev1.Pod) string {
+	if n := p.Annotations[podspec.AnnotationNode]; n != "" {
+		return n
+	}
+	return podNode(p)
+}
+
+// newestHolders groups holder pods by node: the newest attempt per node, and
+// the older ones (to delete).
+func newestHolders(pods []corev1.Pod) (newest map[string]*corev1.Pod, older []*corev1.Pod) {
+	newest = map[string]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		node := holderPodNode(p)
+		if node == "" {
+			continue
+		}
+		cur, ok := newest[node]
+		switch {
+		case !ok:
+			newest[node] = p
+		case holderAttempt(p) > holderAttempt(cur):
+			older = append(older, cur)
+			newest[node] = p
+		default:
+			older = append(older, p)
+		}
+	}
+	return newest, older
+}

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crevent "sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/podspec"
+)
+
+// The gather and apply of a blob with spec.source; the decision is
+// decideSource (pfsblob_source.go).
+
+// podNodeNameField indexes the pod cache by spec.nodeName. The manager
+// already holds every pod in its cache (it watches holder pods cluster
+// wide), so the admission's per-node list costs no apiserver call, unlike
+// a field-selector list through the API reader per node and reconcile.
+const podNodeNameField = "spec.nodeName"
+
+// reconcileSource gathers, decides, applies and commits a source blob.
+func (r *PfsBlobReconciler) reconcileSource(ctx context.Context, blob *pfsv1alpha1.PfsBlob) (reconcile.Result, error) {
+	obs, err := r.gatherSource(ctx, blob)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	st, plan := decideSource(r.Pods, r.Sources, blob, obs)
+	var applyErr error
+	for _, p := range plan.Delete {
+		if err := r.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			applyErr = err
+			continue
+		}
+		logf.FromContext(ctx).Info("Deleted Pod", "pod", client.ObjectKeyFromObject(p))
+	}
+	for _, p := range plan.Create {
+		if cf := createPod(ctx, &r.Deps, blob, p); cf != nil {
+			applyErr = cf.Err
+			plan.Events = append(plan.Events, event{Type: corev1.EventTypeWarning, Reason: pfsv1alpha1.ReasonPodsPending,
+				Message: truncate(fmt.Sprintf("cannot create pod %s: %v", p.Name, cf.Err), 1024)})
+			unclaim(&st, p)
+		}
+	}
+	if err := commitStatus(ctx, &r.Deps, blob, &blob.Status, st, plan.Events); err != nil {
+		return requeueOnConflict(err)
+	}
+	if c := plan.ReadinessChanged; c != nil {
+		logf.FromContext(ctx).Info("Blob readiness changed", "ready", c.Status, "reason", c.Reason, "nodes", st.Ready)
+	}
+	return reconcile.Result{RequeueAfter: plan.RequeueAfter}, applyErr
+}
+
+// unclaim takes back a node's attempt whose pod the apiserver refused, so
+// a refusal does not use up the node's attempts.
+func unclaim(st *pfsv1alpha1.PfsBlobStatus, p *corev1.Pod) {
+	node := p.Annotations[podspec.AnnotationNode]
+	for i := range st.Nodes {
+		if n := &st.Nodes[i]; n.Node == node && n.Pod == p.Name {
+			n.Pod, n.Attempts = "", n.Attempts-1
+			n.Message = "the apiserver refused the holder pod; retrying"
+		}
+	}
+}
+
+// gatherSource reads the claim, the scan pod, the holder pods, the nodes
+// and, for admission, what the other pods request on each selected node.
+func (r *PfsBlobReconciler) gatherSource(ctx context.Context, blob *pfsv1alpha1.PfsBlob) (sourceObservation, error) {
+	obs := sourceObservation{Now: r.Clock.Now(), Requested: map[string]corev1.ResourceList{}}
+	if pvc := blob.Spec.Source.PersistentVolumeClaim; pvc != nil {
+		// The API reader: one get, no cache (and no list/watch) of claims.
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: blob.Namespace, Name: pvc.ClaimName}, &corev1.PersistentVolumeClaim{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return obs, err
+		}
+		obs.ClaimFound = err == nil
+	}
+	scan, err := getPod(ctx, &r.Deps, blob.Namespace, podspec.ScanPodName(blob.Name))
+	if err != nil {
+		return obs, err
+	}
+	obs.Scan = scan
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(blob.Namespace), client.MatchingLabels(podspec.BlobHolderLabels(blob))); err != nil {
+		return obs, err
+	}
+	obs.Holders = pods.Items
+	// A pod created a moment ago may not be in the cache yet: confirm the
+	// ones status names before deciding they are gone.
+	listed := map[string]bool{}
+	for _, p := range obs.Holders {
+		listed[p.Name] = true
+	}
+	for _, n := range blob.Status.Nodes {
+		if n.Pod == "" || listed[n.Pod] {
+			continue
+		}
+		p, err := getPod(ctx, &r.Deps, blob.Namespace, n.Pod)
+		if err != nil {
+			return obs, err
+		}
+		if p != nil && p.Labels[podspec.LabelBlobUID] == string(blob.UID) {
+			obs.Holders = append(obs.Holders, *p)
+		}
+	}
+	if scan == nil || scan.Spec.NodeName == "" {
+		return obs, nil // no holder before the scan: nodes are not needed yet
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(blob.Spec.NodeSelector)}); err != nil {
+		return obs, err
+	}
+	obs.Nodes = nodes.Items
+	for _, n := range obs.Nodes {
+		onNode := &corev1.PodList{}
+		if err := r.Client.List(ctx, onNode, client.MatchingFields{podNodeNameField: n.Name}); err != nil {
+			return obs, err
+		}
+		others := onNode.Items[:0]
+		for _, p := range onNode.Items {
+			if p.Labels[podspec.LabelBlobUID] != string(blob.UID) {
+				others = append(others, p)
+			}
+		}
+		obs.Requested[n.Name] = sumRequests(others)
+	}
+	return obs, nil
+}
+
+// nodeToSourceBlobs enqueues the blobs with a source when a node changes:
+// a new node may be a late joiner, a node gone or cordoned changes the
+// fan-out.
+func (r *PfsBlobReconciler) nodeToSourceBlobs(ctx context.Context, _ client.Object) []reconcile.Request {
+	blobs := &pfsv1alpha1.PfsBlobList{}
+	if err := r.Client.List(ctx, blobs); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing blobs for a node event")
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range blobs.Items {
+		if b.Spec.Source != nil {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+		}
+	}
+	return out
+}
+
+// nodeChanged passes node events that can change a fan-out: creation,
+// deletion, and updates of labels, schedulability, readiness or allocatable
+// resources (not the periodic status heartbeats).
+var nodeChanged = predicate.Funcs{
+	UpdateFunc: func(e crevent.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Node)
+		n, ok2 := e.ObjectNew.(*corev1.Node)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
+			nodeUsable(o) != nodeUsable(n) || !equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
+	},
+}

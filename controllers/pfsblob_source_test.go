@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/podspec"
+)
+
+var digestA = strings.Repeat("ab", 32)
+
+func srcBlob(size string) *pfsv1alpha1.PfsBlob {
+	b := &pfsv1alpha1.PfsBlob{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns", UID: "uid-w", Generation: 1},
+		Spec: pfsv1alpha1.PfsBlobSpec{PageSize: pfsv1alpha1.PageSize2Mi, PageFallback: pfsv1alpha1.PageFallbackNever,
+			Source: &pfsv1alpha1.BlobSource{PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: "data", Path: "m/x"}}}}
+	if size != "" {
+		b.Spec.Size = resource.MustParse(size)
+	}
+	return b
+}
+
+func scanPod(code int32, msg string) *corev1.Pod {
+	p := testPod("w-holder-scan", podspec.ContainerBlobScan, onNode("w0"), isTerminated(code, "", msg))
+	return p
+}
+
+const scanMsg = `{"ok":true,"cmd":"blob-create","dry_run":true,"source":{"kind":"file","path":"m/x","files":1,"bytes":3000000,"needed":4194304}}`
+
+func originMsg(sha string) string {
+	return fmt.Sprintf(`{"ok":true,"blob":{"size":4194304,"page":"2M","fingerprint":"0x00000000000000aa"},"source":{"kind":"file","bytes":3000000,"sha256":%q,"seconds":0.5,"t0_unix":1767225600,"t1_unix":1767225600.5},"manifest":{"sha256":%q,"bytes":3000000,"offset":3000000,"length":100}}`, sha, sha)
+}
+
+func relayMsg(sha, from string) string {
+	return fmt.Sprintf(`{"ok":true,"blob":{"size":4194304,"page":"2M","fingerprint":"0x00000000000000aa"},"fetch":{"from":%q,"bytes":4194304,"seconds":0.25,"verified":true,"t0_unix":1767225600.1,"t1_unix":1767225601},"manifest":{"sha256":%q,"bytes":3000000,"offset":3000000,"length":100}}`, from, sha)
+}
+
+// srcHolder is a holder pod built by the real builder, then given an IP
+// and an init-container result (code < 0: still running).
+func srcHolder(b *pfsv1alpha1.PfsBlob, node string, role pfsv1alpha1.BlobNodeRole, ip string, code int32, msg string, ready bool) corev1.Pod {
+	p := podspec.BlobSourceHolderPod(podspec.Config{}, b, podspec.SourceHolder{Node: node, Role: role, Size: 4194304,
+		Page: pfsv1alpha1.PageSize2Mi, Upstreams: []string{"x:1"}, Attempt: 1})
+	p.Spec.NodeName = node
+	p.Status.PodIP = ip
+	if code >= 0 {
+		holder := holder(node, 0, code, msg, ready)
+		p.Status.Phase, p.Status.Conditions = holder.Status.Phase, holder.Status.Conditions
+		p.Status.InitContainerStatuses = holder.Status.InitContainerStatuses
+		if code != 0 {
+			p.Status.Phase = corev1.PodFailed
+		}
+	}
+	return *p
+}
+
+func TestDecideSource(t *testing.T) {
+	nodes := []corev1.Node{*testNode("w0", "hugepages-2Mi", "1Gi"), *testNode("w1", "hugepages-2Mi", "1Gi"),
+		*testNode("w2", "hugepages-2Mi", "1Gi"), *testNode("w3", "hugepages-2Mi", "2Mi")}
+	b := srcBlob("")
+	tests := map[string]struct {
+		blob       *pfsv1alpha1.PfsBlob
+		obs        sourceObservation
+		wantReady  string // Ready reason
+		wantMsg    string // substring of the Ready message
+		wantCreate []string
+		wantDelete []string
+		wantNodes  map[string]string // node -> state/reason
+		wantEvents []string
+		check      func(t *testing.T, st pfsv1alpha1.PfsBlobStatus)
+	}{
+		"claim missing": {blob: b, obs: sourceObservation{},
+			wantReady: pfsv1alpha1.ReasonSourceNotFound, wantMsg: "PersistentVolumeClaim data not found in namespace ns: create it or fix spec.source.persistentVolumeClaim.claimName",
+			wantEvents: []string{pfsv1alpha1.ReasonSourceNotFound}},
+		"scan created": {blob: b, obs: sourceObservation{ClaimFound: true},
+			wantReady: pfsv1alpha1.ReasonScanningSource, wantCreate: []string{"w-holder-scan"}, wantEvents: []string{pfsv1alpha1.ReasonScanningSource}},
+		"scan refused the source": {blob: b, obs: sourceObservation{ClaimFound: true,
+			Scan: scanPod(1, `{"ok":false,"cmd":"blob-create","error":"'m/x' is a socket: only regular files and directories are read"}`)},
+			wantReady: pfsv1alpha1.ReasonSourceInvalid, wantMsg: "'m/x' is a socket", wantEvents: []string{pfsv1alpha1.ReasonSourceInvalid}},
+		"source too large": {blob: srcBlob("2Mi"), obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg)},
+			wantReady: pfsv1alpha1.ReasonSourceTooLarge, wantMsg: "the source needs 4194304 bytes (4Mi, its 1 files and manifest) but spec.size is 2097152 (2Mi)",
+			wantEvents: []string{pfsv1alpha1.ReasonSourceTooLarge}},
+		"origin first, relays wait for an address": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes},
+			wantReady: pfsv1alpha1.ReasonHugePagesUnavailable, wantCreate: []string{podspec.SourceHolderPodName("w", "w0", 1)},
+			wantNodes: map[string]string{"w0": "Pending/", "w1": "Pending/", "w2": "Pending/",
+				"w3": "Failed/HugePagesUnavailable"},
+			wantMsg:    "node w3 has 2Mi of hugepages-2Mi free, blob needs 4Mi",
+			wantEvents: []string{pfsv1alpha1.ReasonHugePagesUnavailable, pfsv1alpha1.ReasonNodeFailed}},
+		"chain: w1 once the origin has an IP": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:3],
+			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", -1, "", false)}},
+			wantReady: pfsv1alpha1.ReasonMaterializing, wantCreate: []string{podspec.SourceHolderPodName("w", "w1", 1)},
+			wantNodes:  map[string]string{"w0": "Pending/", "w1": "Pending/", "w2": "Pending/"},
+			wantEvents: []string{pfsv1alpha1.ReasonMaterializing}},
+		"all verified": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
+			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true),
+				srcHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 0, relayMsg(digestA, "10.0.0.1:7470"), true)}},
+			wantReady: pfsv1alpha1.ReasonMaterialized, wantMsg: "2 of 2 nodes hold the blob, sha256 abababababab",
+			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Ready/"},
+			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonMaterialized},
+			check: func(t *testing.T, st pfsv1alpha1.PfsBlobStatus) {
+				want := []string{st.Ready, st.SHA256, st.Digest, st.Size.String(), st.Source, st.DistributionSeconds, st.DistributionMBps,
+					st.Nodes[1].From, st.Nodes[1].Seconds, st.Nodes[1].MBps, string(st.Nodes[0].Role)}
+				if diff := cmp.Diff([]string{"2/2", digestA, "abababababab", "4Mi", "pvc:data/m/x", "1.000", "4.2", "w0", "0.250", "16.8", "Origin"}, want); diff != "" {
+					t.Errorf("status (-want +got):\n%s", diff)
+				}
+			}},
+		"relay with other bytes": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
+			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true),
+				srcHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 0, relayMsg(strings.Repeat("cd", 32), "10.0.0.1:7470"), true)}},
+			wantReady: pfsv1alpha1.ReasonDigestMismatch, wantMsg: "the node holds sha256 cdcd",
+			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Failed/DigestMismatch"},
+			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonDigestMismatch, pfsv1alpha1.ReasonDigestMismatch}},
+		"origin failed": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
+			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 1, `{"ok":false,"error":"m/x changed while it was read"}`, false)}},
+			wantReady: pfsv1alpha1.ReasonSourceFailed, wantMsg: "m/x changed while it was read",
+			wantNodes:  map[string]string{"w0": "Failed/SourceFailed", "w1": "Failed/SourceFailed"},
+			wantEvents: []string{pfsv1alpha1.ReasonSourceFailed, pfsv1alpha1.ReasonNodeFailed}},
+		"a failed relay is retried from the others": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:3],
+			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true),
+				srcHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 1, `{"ok":false,"error":"fetch: connection reset"}`, false),
+				srcHolder(b, "w2", pfsv1alpha1.BlobNodeRelay, "10.0.0.3", -1, "", false)}},
+			wantReady: pfsv1alpha1.ReasonMaterializing, wantCreate: []string{podspec.SourceHolderPodName("w", "w1", 2)},
+			wantDelete: []string{podspec.SourceHolderPodName("w", "w1", 1)},
+			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Pending/", "w2": "Pending/"},
+			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonMaterializing}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.obs.Now = t0
+			st, plan := decideSource(podspec.Config{}, SourcePolicy{}, tc.blob, tc.obs)
+			if c := condSummary(st.Conditions)[pfsv1alpha1.ConditionReady]; !strings.Contains(c, "/"+tc.wantReady) {
+				t.Errorf("Ready = %s (%s), want reason %s", c, condMessage(st.Conditions, pfsv1alpha1.ConditionReady), tc.wantReady)
+			}
+			if msg := condMessage(st.Conditions, pfsv1alpha1.ConditionReady); !strings.Contains(msg, tc.wantMsg) {
+				t.Errorf("Ready message %q, want %q in it", msg, tc.wantMsg)
+			}
+			var created, deleted []string
+			for _, p := range plan.Create {
+				created = append(created, p.Name)
+			}
+			for _, p := range plan.Delete {
+				deleted = append(deleted, p.Name)
+			}
+			if diff := cmp.Diff(tc.wantCreate, created); diff != "" {
+				t.Errorf("created (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantDelete, deleted); diff != "" {
+				t.Errorf("deleted (-want +got):\n%s", diff)
+			}
+			if tc.wantNodes != nil {
+				got := map[string]string{}
+				for _, n := range st.Nodes {
+					got[n.Node] = string(n.State) + "/" + n.Reason
+				}
+				if diff := cmp.Diff(tc.wantNodes, got); diff != "" {
+					t.Errorf("nodes (-want +got):\n%s\n%+v", diff, st.Nodes)
+				}
+			}
+			if diff := cmp.Diff(tc.wantEvents, eventReasons(plan.Events)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if tc.check != nil {
+				tc.check(t, st)
+			}
+		})
+	}
+}

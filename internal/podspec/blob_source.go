@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package podspec
+
+import (
+	"path"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+)
+
+// A blob with spec.source has no DaemonSet: a scan pod sizes the source,
+// then one holder pod per admitted node, each pinned to its node. The
+// origin's init container reads the source; the relays' fetch the bytes
+// from upstream holders (--fetch-from); every holder serves the blob on to
+// the next nodes on ReplicationPort. Consumers see the same socket and
+// token as with a DaemonSet holder.
+
+// scanResources: the scan lists files and maps nothing.
+var scanResources = guaranteedQ(resource.MustParse("100m"), resource.MustParse("64Mi"), nil)
+
+// SourceHolder is what the controller decided for one node's holder pod.
+type SourceHolder struct {
+	// Node is the node the pod is pinned to.
+	Node string
+	// Role is Origin (reads the source) or Relay (fetches from Upstreams).
+	Role pfsv1alpha1.BlobNodeRole
+	// Size is the effective blob size in bytes.
+	Size int64
+	// Page is the page kind to map: spec.pageSize, or 4Ki when admission
+	// found too few hugepages and spec.pageFallback allows it.
+	Page pfsv1alpha1.PageSize
+	// PageFallback says why Page is not spec.pageSize; empty otherwise.
+	PageFallback string
+	// Upstreams are the relay's "IP:port" sources, nearest first.
+	Upstreams []string
+	// Attempt is 1 for the node's first pod, 2 and 3 for its retries.
+	Attempt int32
+}
+
+// BlobScanLabels select a blob's scan pod.
+func BlobScanLabels(b *pfsv1alpha1.PfsBlob) map[string]string {
+	return map[string]string{LabelManagedBy: ManagedBy, LabelComponent: ComponentBlobScan, LabelBlobUID: string(b.UID)}
+}
+
+// SourceArgs are the pfs options that read a blob's source mounted at
+// SourceDir. --source is relative to --source-root (pfs refuses an absolute
+// one), "." for a whole volume; a hostPath is mounted at SourceDir/<base>,
+// so a file works as well as a directory.
+func SourceArgs(b *pfsv1alpha1.PfsBlob) []string {
+	rel := "."
+	switch src := b.Spec.Source; {
+	case src == nil:
+		return nil
+	case src.PersistentVolumeClaim != nil:
+		if p := strings.Trim(path.Clean("/"+src.PersistentVolumeClaim.Path), "/"); p != "" {
+			rel = p
+		}
+	case src.HostPath != nil:
+		rel = hostPathBase(src.HostPath.Path)
+	}
+	return []string{"--source", rel, "--source-root", SourceDir}
+}
+
+// hostPathBase is the name a hostPath source is mounted under in SourceDir.
+func hostPathBase(p string) string {
+	base := path.Base(path.Clean(p))
+	if base == "/" || base == "." {
+		return "host"
+	}
+	return base
+}
+
+// sourceVolume mounts the source read-only: the claim at SourceDir, or the
+// host path at SourceDir/<base>. The hostPath type is unset: a source may
+// be a file or a directory, and the scan reports a missing one.
+func sourceVolume(b *pfsv1alpha1.PfsBlob) (corev1.Volume, corev1.VolumeMount) {
+	const name = "source"
+	src := b.Spec.Source
+	if src.HostPath != nil {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: path.Clean(src.HostPath.Path), Type: ptr.To(corev1.HostPathUnset)}}},
+			corev1.VolumeMount{Name: name, MountPath: path.Join(SourceDir, hostPathBase(src.HostPath.Path)), ReadOnly: true}
+	}
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+			ClaimName: src.PersistentVolumeClaim.ClaimName, ReadOnly: true}}},
+		corev1.VolumeMount{Name: name, MountPath: SourceDir, ReadOnly: true}
+}
+
+// BlobScanPod builds the pod that lists a blob's source and prints the blob
+// size it needs (`pfs blob create --source … --dry-run`), read-only, with
+// small resources and no hugepages. It runs as the origin holder does
+// (uid 0, no capabilities) so it can read exactly what the origin will.
+// The scheduler places it (for a ReadWriteOnce claim, where the volume can
+// be attached); that node becomes the origin.
+func BlobScanPod(cfg Config, b *pfsv1alpha1.PfsBlob) *corev1.Pod {
+	args := append([]string{cmdBlob, "create"}, SourceArgs(b)...)
+	args = append(args, "--dry-run", "--result-file", TerminationLog)
+	vol, mount := sourceVolume(b)
+	c := dataPlaneContainer(cfg, ContainerBlobScan, args, scanResources, privRootNoCaps)
+	c.VolumeMounts = []corev1.VolumeMount{mount}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: ScanPodName(b.Name), Namespace: b.Namespace,
+			Labels: BlobScanLabels(b), Annotations: map[string]string{AnnotationBlob: b.Name}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			NodeSelector:                  copyMap(b.Spec.NodeSelector),
+			Containers:                    []corev1.Container{c},
+			Volumes:                       []corev1.Volume{vol},
+			SecurityContext:               podSecurity(),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To(int64(5)),
+		},
+	}
+}
+
+// replicateArgs are the serving options both holder containers take.
+func replicateArgs(b *pfsv1alpha1.PfsBlob) []string {
+	args := []string{"--replicate-listen", "0.0.0.0:" + strconv.Itoa(ReplicationPort)}
+	if r := b.Spec.Replication; r != nil && r.BandwidthLimit != nil {
+		args = append(args, "--replicate-rate", strconv.FormatInt(r.BandwidthLimit.Value(), 10))
+	}
+	return args
+}
+
+// BlobSourceHolderPod builds one node's holder of a blob with a source: the
+// DaemonSet holder's pod (same socket, token, memory and probe) pinned to
+// h.Node with a required node affinity on metadata.name, restartPolicy
+// Never, whose init container reads the source (origin) or fetches it from
+// h.Upstreams (relay), and which serves it on ReplicationPort.
+func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *corev1.Pod {
+	res, blobVol := HolderResources(cfg, h.Size, h.Page)
+	args := holderCreateArgs(b, h.Size, h.Page)
+	if b.Spec.PageFallback == pfsv1alpha1.PageFallbackNever {
+		args = append(args, "--no-fallback")
+	}
+	args = append(args, "--replace", "--result-file", TerminationLog)
+	volumes := []corev1.Volume{blobVol, socketVolume(b.Namespace), tokenVolume(b.Name)}
+	mounts := holderMounts(b)
+	createMounts := []corev1.VolumeMount{mounts[0], mounts[2]}
+	if h.Role == pfsv1alpha1.BlobNodeOrigin {
+		args = append(args, SourceArgs(b)...)
+		vol, mount := sourceVolume(b)
+		volumes = append(volumes, vol)
+		createMounts = append(createMounts, mount)
+	} else {
+		args = append(args, "--fetch-from", strings.Join(h.Upstreams, ","))
+	}
+	args = append(args, "--token-file", TokenFile)
+	args = append(args, replicateArgs(b)...)
+	create := dataPlaneContainer(cfg, ContainerBlobCreate, args, res, privRootNoCaps)
+	create.VolumeMounts = createMounts
+	serve := serveContainer(cfg, b, res, replicateArgs(b))
+	serve.Ports = []corev1.ContainerPort{{Name: ReplicationPortName, ContainerPort: ReplicationPort, Protocol: corev1.ProtocolTCP}}
+
+	labels := BlobHolderLabels(b)
+	labels[LabelNodeHash] = NodeHash(h.Node)
+	labels[LabelAttempt] = strconv.Itoa(int(h.Attempt))
+	ann := map[string]string{AnnotationBlob: b.Name, AnnotationNode: h.Node, AnnotationRole: string(h.Role)}
+	if h.PageFallback != "" {
+		ann[AnnotationPageFallback] = h.PageFallback
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: SourceHolderPodName(b.Name, h.Node, h.Attempt), Namespace: b.Namespace,
+			Labels: labels, Annotations: ann},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			Affinity:                      pinToNode(h.Node),
+			InitContainers:                []corev1.Container{create},
+			Containers:                    []corev1.Container{serve},
+			Volumes:                       volumes,
+			SecurityContext:               podSecurity(),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To(int64(10)),
+		},
+	}
+}
+
+// pinToNode is the node affinity the DaemonSet controller gives its pods:
+// required, on the node's metadata.name.
+func pinToNode(node string) *corev1.Affinity {
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}},
+	}}
+}

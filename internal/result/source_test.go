@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package result
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var sha = strings.Repeat("5a", 32)
+
+// The data-plane contract of a blob with a source (issue 14): an origin adds
+// "source" and "manifest", a relay "fetch" and "manifest", both may add "repl".
+const (
+	originOK = `{"ok":true,"cmd":"blob-create","blob":{"size":314572800,"page":"2M","fingerprint":"0x0123456789abcdef","fallback_reason":null,"map_s":0.001,"prefault_s":0.05,"fill_s":0},` +
+		`"source":{"kind":"file","path":"models/x.safetensors","root":"/source","files":1,"bytes":314000000,"sha256":"` + "SHA" + `","crc32c":"0x1234abcd","read_seconds":0.5,"read_mbps":628.0,"o_direct":false,"o_direct_why":"tmpfs","seconds":0.75,"t0_unix":1767225600.25,"t1_unix":1767225601.0},` +
+		`"manifest":{"kind":"file","files":1,"bytes":314000000,"sha256":"` + "SHA" + `","offset":314000000,"length":200},` +
+		`"repl":{"listen":"0.0.0.0:7470","clients":2,"bytes_served":628000000,"refused":0},"error":null}`
+	relayOK = `{"ok":true,"cmd":"blob-create","blob":{"size":314572800,"page":"2M","fingerprint":"0x0123456789abcdef"},` +
+		`"fetch":{"from":"10.0.0.1:7470","bytes":314572800,"seconds":0.9,"mbps":349.5,"attempts":2,"resumed_at":[1048576],"t0_unix":1767225600.5,"t1_unix":1767225601.4,"verified":true,"verify_seconds":0.2},` +
+		`"manifest":{"kind":"file","files":1,"bytes":314000000,"sha256":"` + "SHA" + `","offset":314000000,"length":200}}`
+)
+
+func withSHA(s string) string { return strings.ReplaceAll(s, "SHA", sha) }
+
+func TestParseBlobCreateFanout(t *testing.T) {
+	manifest := &Manifest{Kind: "file", Files: 1, Bytes: 314000000, SHA256: sha, Offset: 314000000, Length: 200}
+	tests := map[string]struct {
+		msg     string
+		want    *BlobCreate
+		wantErr string
+	}{
+		"origin": {msg: withSHA(originOK), want: &BlobCreate{OK: true, Size: 314572800, Page: "2M", Fingerprint: "0123456789abcdef",
+			Map: time.Millisecond, Prefault: 50 * time.Millisecond,
+			Source: &Source{Kind: "file", Path: "models/x.safetensors", Files: 1, Bytes: 314000000, SHA256: sha,
+				Read: 500 * time.Millisecond, Load: 750 * time.Millisecond, ODirectWhy: "tmpfs",
+				T0: time.Unix(1767225600, 250000000).UTC(), T1: time.Unix(1767225601, 0).UTC()},
+			Manifest: manifest,
+			Repl:     &Repl{Listen: "0.0.0.0:7470", Clients: 2, BytesServed: 628000000}}},
+		"relay": {msg: withSHA(relayOK), want: &BlobCreate{OK: true, Size: 314572800, Page: "2M", Fingerprint: "0123456789abcdef",
+			Fetch: &Fetch{From: "10.0.0.1:7470", Bytes: 314572800, Elapsed: 900 * time.Millisecond, Attempts: 2, ResumedAt: []int64{1048576},
+				Verified: true, Verify: 200 * time.Millisecond,
+				T0: time.Unix(1767225600, 500000000).UTC(), T1: time.Unix(1767225601, 400000000).UTC()},
+			Manifest: manifest}},
+		"relay failure": {msg: `{"ok":false,"cmd":"blob-create","error":"fetch from 10.0.0.1:7470: connection refused"}`,
+			want: &BlobCreate{Error: "fetch from 10.0.0.1:7470: connection refused"}},
+		"origin without manifest": {msg: withSHA(strings.Replace(originOK, `"manifest":`, `"manifest_x":`, 1)),
+			wantErr: "lacks required field(s): manifest"},
+		"source without sha256": {msg: strings.Replace(withSHA(originOK), `"sha256":"`+sha+`","crc32c"`, `"crc32c"`, 1),
+			wantErr: "source.sha256"},
+		"short sha256":      {msg: strings.ReplaceAll(originOK, "SHA", "abcd"), wantErr: "not 64 hex digits"},
+		"upper-case sha256": {msg: strings.ReplaceAll(originOK, "SHA", strings.Repeat("AB", 32)), wantErr: "not lower-case hex"},
+		"fetch without verified": {msg: withSHA(strings.Replace(relayOK, `"verified":true,`, ``, 1)),
+			wantErr: "fetch.verified"},
+		"negative fetch bytes": {msg: withSHA(strings.Replace(relayOK, `"bytes":314572800,"seconds"`, `"bytes":-1,"seconds"`, 1)),
+			wantErr: "negative"},
+		"bad t0": {msg: withSHA(strings.Replace(originOK, `"t0_unix":1767225600.25`, `"t0_unix":-3`, 1)),
+			wantErr: "not a Unix time"},
+		"both source and fetch": {msg: withSHA(strings.Replace(originOK, `"repl":`, `"fetch":{"from":"a:1","bytes":1,"seconds":1,"verified":true},"repl":`, 1)),
+			wantErr: "both \"source\" and \"fetch\""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseBlobCreate(tc.msg)
+			checkErr(t, err, tc.wantErr)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseBlobCreate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// scanOK has the shape pfs_cli_source_plan (dataplane/tools/pfs/source.c) prints.
+const scanOK = `{"ok":true,"cmd":"blob-create","dry_run":true,"source":{"kind":"dir","path":".","root":"/source","files":3,"bytes":3000000,"needed":3149824,"blob_size":4194304},"error":null}`
+
+func TestParseSourceScan(t *testing.T) {
+	tests := map[string]struct {
+		msg     string
+		want    *SourceScan
+		wantErr string
+	}{
+		"scan": {msg: scanOK, want: &SourceScan{OK: true, Kind: "dir", Files: 3, Bytes: 3000000, Needed: 3149824, BlobSize: 4194304}},
+		"refused": {msg: `{"ok":false,"cmd":"blob-create","error":"symlink 'a' -> '/etc/passwd' points outside the source root /source"}`,
+			want: &SourceScan{Error: "symlink 'a' -> '/etc/passwd' points outside the source root /source"}},
+		"not a dry run":  {msg: strings.Replace(scanOK, `"dry_run":true`, `"dry_run":false`, 1), wantErr: "not a dry run"},
+		"no needed":      {msg: strings.Replace(scanOK, `"needed":3149824,`, ``, 1), wantErr: "source.needed"},
+		"zero needed":    {msg: strings.Replace(scanOK, `"needed":3149824`, `"needed":0`, 1), wantErr: "not a size"},
+		"no error text":  {msg: `{"ok":false}`, wantErr: "without an error message"},
+		"truncated scan": {msg: scanOK[:60], wantErr: "truncated JSON"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseSourceScan(tc.msg)
+			checkErr(t, err, tc.wantErr)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseSourceScan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
