@@ -47,8 +47,9 @@ type blobStatus struct {
 		Type, Status, Reason, Message string
 	} `json:"conditions"`
 	Nodes []struct {
-		Node, Pod, State, Role, From, Bytes, Seconds, MBps, SHA256, Message string
-		Attempts                                                            int
+		Node, Pod, State, Role, From, Seconds, MBps, SHA256, Reason, Message string
+		Bytes                                                                int64
+		Attempts                                                             int
 	} `json:"nodes"`
 }
 
