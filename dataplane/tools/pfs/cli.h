@@ -164,10 +164,14 @@ int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 /* Relay: fetch the blob from --fetch-from, verify its manifest, then let
  * the server hand out the last bytes. 0 or -errno with @why. */
 int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n);
-/* The fill failed with @msg: connected clients get it as ERROR. */
+/* The fill failed with @msg: clients connected or connecting within
+ * --replicate-linger get it as ERROR; then the server stops. */
 void pfs_cli_repl_abort(struct pfs_cli_repl *r, const char *msg);
-/* The blob is complete: serve until --replicate-linger passed idle. */
+/* The blob is complete: serve until --replicate-linger passed idle, then
+ * pfs_cli_repl_stop. */
 void pfs_cli_repl_finish(struct pfs_cli_repl *r);
+/* Stop the server now, keeping its counters for the result. */
+void pfs_cli_repl_stop(struct pfs_cli_repl *r);
 /* "fetch" and "repl" members of a result, when they apply. */
 void pfs_cli_repl_json(struct pfs_json *j, const struct pfs_cli_repl *r);
 void pfs_cli_repl_free(struct pfs_cli_repl *r);

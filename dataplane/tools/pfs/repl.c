@@ -144,17 +144,9 @@ void pfs_cli_repl_hook(void *ctx, uint64_t mark)
 		pfs_progress__advance(r->prog, mark);
 }
 
-int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
-		       struct pfs_progress *prog, char *why, size_t n)
+/* The token of --token-file into r->token (once). 0 or -errno. */
+static int read_token(struct pfs_cli_repl *r, char *why, size_t n)
 {
-	struct pfs_repl_server_opts o = { .sz = sizeof(o),
-					  .listen = r->listen,
-					  .blob = pfs_blob__data(blob),
-					  .size = pfs_blob__size(blob),
-					  .progress = prog,
-					  .token = r->token,
-					  .token_len = (size_t)r->token_len,
-					  .rate = r->rate };
 	int tl = r->token_len ? r->token_len :
 				pfs_share_token_read(r->token_file, r->token, sizeof(r->token));
 
@@ -164,16 +156,33 @@ int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 		pfs_err("%s", why);
 		return tl;
 	}
-	r->token_len = o.token_len = (size_t)tl;
-	r->serving = false;
+	r->token_len = tl;
+	return 0;
+}
+
+int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
+		       struct pfs_progress *prog, char *why, size_t n)
+{
+	struct pfs_repl_server_opts o = { .sz = sizeof(o),
+					  .listen = r->listen,
+					  .blob = pfs_blob__data(blob),
+					  .size = pfs_blob__size(blob),
+					  .progress = prog,
+					  .token = r->token,
+					  .rate = r->rate };
+	int err;
+
 	if (!r->listen)
 		return 0;
+	err = read_token(r, why, n);
+	if (err)
+		return err;
+	o.token_len = (size_t)r->token_len;
 	r->srv = pfs_repl_server__start(&o, why, n);
 	if (!r->srv) {
-		int e = errno;
-
+		err = -errno;
 		pfs_err("--replicate-listen: %s", why);
-		return -e;
+		return err;
 	}
 	r->serving = true;
 	return 0;
@@ -181,6 +190,10 @@ int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 
 int pfs_cli_repl_start(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
 {
+	int err = read_token(r, why, n);
+
+	if (err)
+		return err;
 	r->prog = pfs_progress__new(pfs_blob__size(blob));
 	if (!r->prog) {
 		snprintf(why, n, "no memory");
@@ -251,25 +264,28 @@ void pfs_cli_repl_abort(struct pfs_cli_repl *r, const char *msg)
 {
 	if (r->prog)
 		pfs_progress__fail(r->prog, msg);
-	if (r->srv) {
-		/* Let each connected client read its ERROR frame. */
-		pfs_repl_server__drain(r->srv, 2000);
-		pfs_repl_server__stats(r->srv, &r->st);
-		pfs_repl_server__stop(r->srv);
-		r->srv = NULL;
-	}
+	/* Clients connected now, and relays that connect within the linger,
+	 * get the message as an ERROR frame instead of a refused connect they
+	 * would retry until their --fetch-timeout. */
+	pfs_cli_repl_finish(r);
 }
 
-void pfs_cli_repl_finish(struct pfs_cli_repl *r)
+void pfs_cli_repl_stop(struct pfs_cli_repl *r)
 {
 	if (!r->srv)
 		return;
-	pfs_repl_server__linger(r->srv, r->linger_ms, &pfs_cli_stop);
 	pfs_repl_server__stats(r->srv, &r->st);
 	pfs_info("repl serve: %" PRIu64 " clients, %" PRIu64 " bytes served, %" PRIu64 " refused",
 		 r->st.clients, r->st.bytes_served, r->st.refused);
 	pfs_repl_server__stop(r->srv);
 	r->srv = NULL;
+}
+
+void pfs_cli_repl_finish(struct pfs_cli_repl *r)
+{
+	if (r->srv)
+		pfs_repl_server__linger(r->srv, r->linger_ms, &pfs_cli_stop);
+	pfs_cli_repl_stop(r);
 }
 
 static void fetch_json(struct pfs_json *j, const struct pfs_cli_repl *r)
