@@ -26,8 +26,10 @@ static void emit(const char *dir, int idx, const struct repl_frame *f)
 
 int main(int argc, char **argv)
 {
-	static const char *const texts[] = { "x", "authentication failed: the token does not match",
-					     "source changed while it was read: 'a.bin' size 1 -> 2" };
+	static const char *const texts[] = {
+		"x", "authentication failed: the token does not match",
+		"source changed while it was read: 'a.bin' size 1 -> 2"
+	};
 	struct repl_frame f = { .size = 1ULL << 30, .offset = 4096 };
 	int idx = 0;
 

@@ -160,7 +160,8 @@ static int t_setup(void)
 	snprintf(tok, sizeof(tok), "%s/token", tmpdir);
 	snprintf(bad_tok, sizeof(bad_tok), "%s/bad-token", tmpdir);
 	f = fopen(tok, "w");
-	CHECK(f && fprintf(f, "%s\n", "6b1f0c3e9a2d4c5b8e7f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5") > 0,
+	CHECK(f && fprintf(f, "%s\n",
+			   "6b1f0c3e9a2d4c5b8e7f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5") > 0,
 	      "token");
 	fclose(f);
 	f = fopen(bad_tok, "w");
@@ -180,6 +181,17 @@ static bool manifest_verifies(const char *name)
 		   name);
 }
 
+/* Wait (5 s at most) until tmpdir/@tag.err says @what. */
+static bool wait_log(const char *tag, const char *what)
+{
+	for (int i = 0; i < 250; i++) {
+		if (strstr(slurp(tag, "err"), what))
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
 /* origin (ns a) -> relay1 (ns b) -> relay2 (ns a): all ok and equal. */
 static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r2)
 {
@@ -191,6 +203,8 @@ static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r
 
 	addr(a0, ip_a, 7470);
 	addr(a1, ip_b, 7471);
+	/* The previous run's log must not answer wait_log below. */
+	sh("rm -f %s/relay1.err", tmpdir);
 	po = pfs_in(ns_a, "origin", "blob", "create", "--source", src_dir, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname(0, "origin"), "--replace", "--token-file", tok,
 		    "--replicate-listen", a0, "--replicate-linger", "2s", "--replicate-rate",
@@ -199,6 +213,9 @@ static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r
 		    "/dev/shm", "--name", bname(1, "relay1"), "--replace", "--token-file", tok,
 		    "--fetch-from", a0, "--replicate-listen", a1, "--replicate-linger", "2s",
 		    "--fetch-timeout", "60s", NULL);
+	/* relay2 must find relay1 listening, or it takes the next upstream. */
+	if (!wait_log("relay1", "repl serve: listening"))
+		tap_diag("relay1 did not listen within 5 s");
 	p2 = pfs_in(ns_a, "relay2", "blob", "create", "--size", blob_size, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname(2, "relay2"), "--replace", "--token-file", tok,
 		    "--fetch-from", kill_after_ms ? strcat(strcat(a1, ","), a0) : a1,
@@ -285,6 +302,7 @@ static int t_kill_relay(void)
 	NEED_NET();
 	CHECK(!chain("30Mi", 1500, o, r1, r2), "chain failed");
 	tap_diag("relay2: %.300s", strstr(r2, "\"fetch\""));
+	tap_diag("relay2 log: %.800s", slurp("relay2", "err"));
 	CHECK(strstr(r2, "\"ok\":true") && strstr(r2, "\"verified\":true"), "relay2 not ok");
 	CHECK(!strcmp(jstr(r2, "\"fetch\"", "from", from, sizeof(from)), addr(a0, ip_a, 7470)),
 	      "from %s", from);
@@ -297,16 +315,28 @@ static int t_kill_relay(void)
 
 /* A small origin on loopback in ns a (UAPI headers, 8 MiB blob) and one
  * relay with @extra options; the relay's exit code, results in o and r1. */
-static int small_pair(const char *origin_src, uid_t origin_uid, const char *rtok,
-		      const char *rsize)
+static int small_pair(const char *origin_src, uid_t origin_uid, const char *rtok, const char *rsize)
 {
 	/* An unprivileged origin cannot --replace root's blob: its own name. */
 	char *oname = origin_uid ? bname(7, "small-u") : bname(3, "small");
-	char *oargs[] = { "blob",	  "create", "--source",	      (char *)origin_src,
-			  "--page",	  "4k",	    "--dir",	      "/dev/shm",
-			  "--name",	  oname,    "--replace", "--token-file",
-			  tok,		  "--replicate-listen", "127.0.0.1:7480", "--replicate-linger",
-			  "3s",		  NULL };
+	char *oargs[] = { "blob",
+			  "create",
+			  "--source",
+			  (char *)origin_src,
+			  "--page",
+			  "4k",
+			  "--dir",
+			  "/dev/shm",
+			  "--name",
+			  oname,
+			  "--replace",
+			  "--token-file",
+			  tok,
+			  "--replicate-listen",
+			  "127.0.0.1:7480",
+			  "--replicate-linger",
+			  "3s",
+			  NULL };
 	pid_t po = spawn_as(ns_a, "sorigin", origin_uid, oargs), pr;
 	int rc, orc;
 
@@ -525,8 +555,8 @@ static int t_malformed(void)
 	      "create");
 	snprintf(sock, sizeof(sock), "%s/held.sock", tmpdir);
 	srv = pfs_in(ns_a, "serve", "blob", "serve", "--name", names[5], "--dir", "/dev/shm",
-		     "--socket", sock, "--token-file", tok, "--replicate-listen",
-		     "127.0.0.1:7490", NULL);
+		     "--socket", sock, "--token-file", tok, "--replicate-listen", "127.0.0.1:7490",
+		     NULL);
 	h = in_ns_a(hostile_fn, 7490, 0);
 	hr = wait_rc(h, 60);
 	fk = in_ns_a(fake_upstream, 7491, 8ULL << 20);
