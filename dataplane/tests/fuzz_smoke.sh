@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # TAP wrapper: a short, fixed-count, fixed-seed libFuzzer run of every wire
 # parser (gram decoder, Ethernet/IP/UDP frame parser) and of the blob
-# manifest decoder under ASan/UBSan (part of `make test`; `make fuzz` runs
+# manifest decoder and the replication control frames under ASan/UBSan (part of `make test`; `make fuzz` runs
 # longer).
 set -u
 build=${BUILD:-build}
 runs=${FUZZ_RUNS:-20000}
-harnesses=(gram frame manifest)
+harnesses=(gram frame manifest repl)
 echo "1..${#harnesses[@]}"
 pass=0 fail=0 skip=0 i=0
 for h in "${harnesses[@]}"; do

@@ -53,6 +53,15 @@ struct pfs_source_opts {
 	uint64_t chunk; /* bytes per pread, a multiple of 4096 in
 				 * [64 KiB, 256 MiB]; 0: PFS_SOURCE_CHUNK */
 	bool no_direct; /* never try O_DIRECT */
+	/* Called with the watermark of the load: bytes [0, mark) of the blob
+	 * are final (a file's zero padding counts as done once the file is;
+	 * the manifest and footer region, up to the blob size, only after the
+	 * load succeeded). From the loader's hashing thread, in increasing
+	 * order, right after the bytes were written (and ordered by its lock);
+	 * it must not block. Why: a replication server serves the blob while
+	 * it loads (blob_repl.h, pfs_progress_hook). NULL: none. */
+	void (*progress)(void *ctx, uint64_t mark);
+	void *progress_ctx;
 };
 
 /* What a load did, for the result. */

@@ -31,6 +31,7 @@ void pfs_json_num(struct pfs_json *j, const char *key, double v, int prec);
 void pfs_json_hex(struct pfs_json *j, const char *key, uint64_t v, int width);
 void pfs_json_bool(struct pfs_json *j, const char *key, bool v);
 void pfs_json_ints(struct pfs_json *j, const char *key, const int *v, int n); /* [..] */
+void pfs_json_u64s(struct pfs_json *j, const char *key, const uint64_t *v, int n); /* [..] */
 void pfs_json_obj(struct pfs_json *j, const char *key); /* opens "key":{ */
 void pfs_json_close(struct pfs_json *j); /* closes } */
 /* Terminates the object; returns its text (a short error object if the

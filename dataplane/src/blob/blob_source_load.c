@@ -115,6 +115,9 @@ int pfs_source__load(struct pfs_source *s, void *blob, uint64_t size, struct pfs
 		err = src_recheck(s, why, n);
 	if (!err)
 		err = write_manifest(s, blob, size, st, why, n);
+	/* Only now is the tail (manifest, zeros, footer) final. */
+	if (!err && s->o.progress)
+		s->o.progress(s->o.progress_ctx, size);
 	st->load_s = src_now() - t0;
 	return err;
 }

@@ -311,7 +311,20 @@ static int make_units(struct pipe *p)
 	return 0;
 }
 
-/* The hashing thread's loop: sha256 per file in order, CRC32C of all. */
+/* The watermark after unit @i: its end, or where the next file starts when
+ * it is a file's last (the zero padding between files is done with it). */
+static uint64_t unit_mark(const struct pipe *p, size_t i)
+{
+	const struct unit *u = &p->u[i];
+	const struct pfs_source *s = p->s;
+
+	if (!u->last)
+		return s->l.f[u->file].offset + u->off + u->len;
+	return u->file + 1 < s->l.n ? s->l.f[u->file + 1].offset : s->mani_off;
+}
+
+/* The hashing thread's loop: sha256 per file in order, CRC32C of all;
+ * the progress hook hears of each unit as soon as it is in place. */
 static void hash_units(struct pipe *p, EVP_MD_CTX *ctx, struct pfs_source_stats *st)
 {
 	for (size_t i = 0; i < p->nu; i++) {
@@ -327,6 +340,8 @@ static void hash_units(struct pipe *p, EVP_MD_CTX *ctx, struct pfs_source_stats 
 		pthread_mutex_unlock(&p->lock);
 		if (!done)
 			return;
+		if (p->s->o.progress)
+			p->s->o.progress(p->s->o.progress_ctx, unit_mark(p, i));
 		t = src_now();
 		if (!u->off)
 			EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);

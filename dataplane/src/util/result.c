@@ -5,6 +5,7 @@
  * limit itself, so a result that fits the buffer fits the pod message.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -107,6 +108,15 @@ void pfs_json_ints(struct pfs_json *j, const char *k, const int *v, int n)
 	put(j, "[");
 	for (int i = 0; i < n; i++)
 		put(j, "%s%d", i ? "," : "", v[i]);
+	put(j, "]");
+}
+
+void pfs_json_u64s(struct pfs_json *j, const char *k, const uint64_t *v, int n)
+{
+	key(j, k);
+	put(j, "[");
+	for (int i = 0; i < n; i++)
+		put(j, "%s%" PRIu64, i ? "," : "", v[i]);
 	put(j, "]");
 }
 

@@ -20,6 +20,7 @@ struct blob_args {
 	bool replace, size_given;
 	struct pfs_cli_blob cb;
 	struct pfs_cli_source src;
+	struct pfs_cli_repl repl;
 };
 
 #define AT(f) PFS_OPT_AT(struct blob_args, f)
@@ -40,6 +41,9 @@ static const struct pfs_opt blob_opts[] = {
 static const char blob_usage[] =
 	"usage: pfs blob create [--name NAME [--dir DIR]] [blob options]\n"
 	"                       [--source PATH [--source-root DIR]] [--result-file PATH]\n"
+	"                       [--replicate-listen ADDR:PORT --token-file PATH]\n"
+	"       pfs blob create --name NAME --size N --fetch-from IP:PORT[,...] --token-file PATH\n"
+	"                       [--replicate-listen ADDR:PORT] [--result-file PATH]\n"
 	"       pfs blob info --name NAME [--dir DIR] [--result-file PATH]\n"
 	"       pfs blob rm --name NAME [--dir DIR]\n"
 	"       pfs blob manifest --name NAME [--dir DIR] | --blob-socket PATH --blob-token-file PATH\n"
@@ -50,7 +54,10 @@ static const char blob_usage[] =
 	"create  maps, prefaults and fills a blob and prints its page kind, setup\n"
 	"        timings and fingerprint. With --name the blob is a file that stays\n"
 	"        for other processes (`--blob-name` of send/recv). With --source\n"
-	"        the blob holds a file or a directory and its manifest.\n"
+	"        the blob holds a file or a directory and its manifest. With\n"
+	"        --replicate-listen it serves the blob to other nodes while it fills;\n"
+	"        with --fetch-from it is filled from such a server (a relay), resuming\n"
+	"        on the next upstream when one breaks, and verified against its manifest.\n"
 	"info    opens a named blob and prints size, page kind and fingerprint.\n"
 	"rm      deletes a named blob.\n"
 	"manifest prints the manifest of a blob made with --source (-h).\n"
@@ -83,8 +90,8 @@ static int show_error(struct blob_args *a, const char *cmd, const char *msg)
 	return PFS_EXIT_ERROR;
 }
 
-/* info: what the manifest says, or why there is none. */
-static void manifest_json(struct pfs_json *j, const struct pfs_blob *blob)
+/* info, relay: what the manifest says, or why there is none. */
+void pfs_cli_manifest_json(struct pfs_json *j, const struct pfs_blob *blob)
 {
 	struct pfs_manifest *m;
 	char why[256], sha[65];
@@ -107,6 +114,29 @@ static void manifest_json(struct pfs_json *j, const struct pfs_blob *blob)
 	pfs_manifest_free(m);
 }
 
+/* create: what fills the blob beyond pfs_blob__create (files, upstreams)
+ * and the replication server on it. 0 or -errno with @why; on failure the
+ * server's clients got the reason and the server is stopped. */
+static int fill(struct blob_args *a, struct pfs_blob *blob, char *why, size_t n)
+{
+	int err = 0;
+
+	if (pfs_cli_repl_set(&a->repl))
+		err = pfs_cli_repl_start(&a->repl, blob, why, n);
+	if (!err && a->src.path)
+		err = pfs_cli_source_load(&a->src, blob, why, n);
+	if (!err && a->repl.fetch_from)
+		err = pfs_cli_repl_fetch(&a->repl, blob, why, n);
+	if (err) {
+		pfs_cli_repl_abort(&a->repl, why);
+		if (a->repl.fetch_from && pfs_blob__path(blob) && !unlink(pfs_blob__path(blob)))
+			pfs_warn("removed the blob %s: its fetch failed", pfs_blob__path(blob));
+		return err;
+	}
+	pfs_cli_repl_finish(&a->repl);
+	return 0;
+}
+
 /* create or info: the blob, its fingerprint and how long that took. */
 static int blob_show(struct blob_args *a, bool info)
 {
@@ -122,6 +152,12 @@ static int blob_show(struct blob_args *a, bool info)
 		a->cb.open_name = a->cb.opts.name;
 		a->cb.open_dir = a->cb.opts.dir;
 	}
+	if (a->repl.listen) {
+		a->src.progress = pfs_cli_repl_hook;
+		a->src.progress_ctx = &a->repl;
+	}
+	if (a->repl.fetch_from)
+		a->cb.opts.fill = PFS_FILL_NONE;
 	if (a->src.path && pfs_cli_source_scan(&a->src, &a->cb, a->size_given, msg, sizeof(msg)))
 		return show_error(a, cmd, msg);
 	if (a->src.dry_run)
@@ -138,7 +174,7 @@ static int blob_show(struct blob_args *a, bool info)
 	blob = pfs_cli_blob_get(&a->cb, msg, sizeof(msg));
 	if (!blob)
 		return show_error(a, cmd, msg);
-	if (a->src.path && pfs_cli_source_load(&a->src, blob, msg, sizeof(msg))) {
+	if (fill(a, blob, msg, sizeof(msg))) {
 		pfs_blob__close(blob);
 		return show_error(a, cmd, msg);
 	}
@@ -153,8 +189,9 @@ static int blob_show(struct blob_args *a, bool info)
 	pfs_json_num(&j, "fingerprint_s", fp_s, 4);
 	if (a->src.path)
 		pfs_cli_source_json(&j, &a->src);
-	if (info)
-		manifest_json(&j, blob);
+	if (info || a->repl.fetch_from)
+		pfs_cli_manifest_json(&j, blob);
+	pfs_cli_repl_json(&j, &a->repl);
 	pfs_json_str(&j, "error", NULL, 0);
 	if (pfs_result_emit(pfs_json_end(&j), a->result_file)) {
 		pfs_err("cannot write the result to %s: %s", a->result_file, strerror(errno));
@@ -172,7 +209,8 @@ int pfs_cmd_blob(int argc, char **argv)
 		.usage = blob_usage,
 		.group = { { blob_opts, &a },
 			   { pfs_cli_blob_opts, &a.cb },
-			   { pfs_cli_source_opts, &a.src } },
+			   { pfs_cli_source_opts, &a.src },
+			   { pfs_cli_repl_opts, &a.repl } },
 	};
 	char cmd[16];
 	int err;
@@ -197,6 +235,7 @@ int pfs_cmd_blob(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "blob %s", verb);
 	c.cmd = cmd;
 	pfs_cli_blob_init(&a.cb);
+	pfs_cli_repl_init(&a.repl);
 	err = pfs_opt_parse(&c, argc - 1, argv + 1);
 	if (err)
 		return pfs_exit_parse(err);
@@ -208,7 +247,11 @@ int pfs_cmd_blob(int argc, char **argv)
 		pfs_opt_fail(&c, "--source is an option of create");
 		return PFS_EXIT_USAGE;
 	}
-	if (pfs_cli_source_check(&c, &a.src))
+	if (strcmp(verb, "create") && pfs_cli_repl_set(&a.repl)) {
+		pfs_opt_fail(&c, "--replicate-listen and --fetch-from are options of create");
+		return PFS_EXIT_USAGE;
+	}
+	if (pfs_cli_source_check(&c, &a.src) || pfs_cli_repl_check(&c, &a.repl, &a.src))
 		return PFS_EXIT_USAGE;
 	a.size_given = pfs_opt_given(&c, "size");
 	if (pfs_cli_check_args)
@@ -217,5 +260,6 @@ int pfs_cmd_blob(int argc, char **argv)
 		return blob_rm(&a);
 	err = blob_show(&a, !strcmp(verb, "info"));
 	pfs_cli_source_free(&a.src);
+	pfs_cli_repl_free(&a.repl);
 	return err;
 }

@@ -49,3 +49,11 @@ int pfs_cli_parse_umem_page(const char *arg, void *field)
 {
 	return pfs_xsk_page_parse(arg, field);
 }
+
+double pfs_cli_wall(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -14,6 +14,8 @@
 
 #include "opt.h"
 #include "pfs/blob.h"
+#include "pfs/blob_repl.h"
+#include "pfs/blob_share.h"
 #include "pfs/blob_source.h"
 #include "pfs/result.h"
 
@@ -82,6 +84,9 @@ struct pfs_cli_source {
 	bool no_direct; /* --source-no-direct */
 	bool dry_run; /* --dry-run: plan only */
 	struct pfs_source *src; /* after pfs_cli_source_scan */
+	void (*progress)(void *ctx, uint64_t mark); /* the loader's hook */
+	void *progress_ctx;
+	double t0_unix, t1_unix; /* wall clock: load start and end */
 	struct pfs_source_stats st; /* after pfs_cli_source_load */
 };
 
@@ -113,6 +118,69 @@ int pfs_cli_source_plan(const struct pfs_cli_source *s, const struct pfs_cli_blo
 void pfs_cli_source_json(struct pfs_json *j, const struct pfs_cli_source *s);
 
 void pfs_cli_source_free(struct pfs_cli_source *s);
+
+/* `pfs blob create --replicate-listen / --fetch-from` and `pfs blob serve
+ * --replicate-listen` (repl.c): serve a blob to other nodes' relays, or
+ * fill one from upstreams. pfs_cli_repl_init first. */
+struct pfs_cli_repl {
+	const char *listen; /* --replicate-listen ADDR:PORT */
+	const char *fetch_from; /* --fetch-from IP:PORT[,...] */
+	const char *token_file; /* --token-file */
+	int linger_ms; /* --replicate-linger, default 3 s */
+	uint64_t rate; /* --replicate-rate, bytes/s per connection; 0: unpaced */
+	int fetch_timeout_ms; /* --fetch-timeout, default 600 s */
+	char *ups[PFS_REPL_UPSTREAMS]; /* --fetch-from split, into upbuf */
+	int nups;
+	char upbuf[1024];
+	char token[PFS_SHARE_TOKEN_MAX + 1];
+	int token_len;
+	struct pfs_progress *prog; /* the blob's watermark while it fills */
+	struct pfs_repl_server *srv;
+	bool serving; /* a server ran: "repl" in the result */
+	struct pfs_repl_server_stats st; /* at its stop */
+	bool fetched, verified;
+	struct pfs_repl_fetch_result fr;
+	double verify_s;
+};
+
+/* The table over struct pfs_cli_repl: --replicate-listen, --fetch-from,
+ * --token-file, --replicate-linger, --replicate-rate, --fetch-timeout. */
+extern const struct pfs_opt pfs_cli_repl_opts[];
+void pfs_cli_repl_init(struct pfs_cli_repl *r);
+/* After parsing: what excludes what (--fetch-from vs --source/--fill),
+ * what needs what (--token-file). 0 or -EINVAL after printing why. */
+int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
+		       const struct pfs_cli_source *s);
+bool pfs_cli_repl_set(const struct pfs_cli_repl *r);
+/* pfs_source_opts.progress for the origin: ctx is the struct pfs_cli_repl. */
+void pfs_cli_repl_hook(void *ctx, uint64_t mark);
+/* The watermark for @blob and, with --replicate-listen, the server on it.
+ * 0 or -errno with @why. */
+int pfs_cli_repl_start(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n);
+/* The server alone (r->token_file, r->listen) over @blob as it fills
+ * (@prog) or complete (NULL); nothing without r->listen. 0 or -errno. */
+int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
+		       struct pfs_progress *prog, char *why, size_t n);
+/* Relay: fetch the blob from --fetch-from, verify its manifest, then let
+ * the server hand out the last bytes. 0 or -errno with @why. */
+int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n);
+/* The fill failed with @msg: clients connected or connecting within
+ * --replicate-linger get it as ERROR; then the server stops. */
+void pfs_cli_repl_abort(struct pfs_cli_repl *r, const char *msg);
+/* The blob is complete: serve until --replicate-linger passed idle, then
+ * pfs_cli_repl_stop. */
+void pfs_cli_repl_finish(struct pfs_cli_repl *r);
+/* Stop the server now, keeping its counters for the result. */
+void pfs_cli_repl_stop(struct pfs_cli_repl *r);
+/* "fetch" and "repl" members of a result, when they apply. */
+void pfs_cli_repl_json(struct pfs_json *j, const struct pfs_cli_repl *r);
+void pfs_cli_repl_free(struct pfs_cli_repl *r);
+/* PFS_OPT_FN: a duration ("3", "3s", "500ms", "2m", "1h") into int ms. */
+int pfs_cli_parse_dur(const char *arg, void *field);
+
+/* The "manifest" member of a result (blob.c): kind, files, bytes, sha256,
+ * offset, length of the blob's manifest, or null and why. */
+void pfs_cli_manifest_json(struct pfs_json *j, const struct pfs_blob *blob);
 
 /* The blob from a holder (`pfs blob serve`) instead of one's own;
  * zero-initialise. */
@@ -152,5 +220,7 @@ void pfs_cli_catch_stop(void);
 
 /* CLOCK_MONOTONIC in seconds. */
 double pfs_cli_now(void);
+/* CLOCK_REALTIME in seconds (timestamps other nodes compare). */
+double pfs_cli_wall(void);
 
 #endif /* PFS_TOOL_CLI_H */

@@ -42,7 +42,7 @@ static void usage(FILE *f)
 		   "Results: one JSON object on stdout (<= 4 KiB); logs on stderr.\n"
 		   "Exit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused, 5 timeout.\n"
 		   "Log levels: error, warn, info (default), debug.\n"
-		   "Sizes take K/M/G/T and KiB..TiB (binary), KB/MB/GB/TB (decimal) and\n"
+		   "Sizes take K/M/G/T, Ki..Ti and KiB..TiB (binary), KB/MB/GB/TB (decimal) and\n"
 		   "fractions (1.5G); integers take 0x (hex) and 0 (octal) prefixes.\n");
 }
 

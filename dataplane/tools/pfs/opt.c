@@ -44,15 +44,19 @@ int pfs_parse_size(const char *s, uint64_t *out)
 		{ "b", 1 },
 		{ "k", 1024.0 },
 		{ "kib", 1024.0 },
+		{ "ki", 1024.0 }, /* Kubernetes quantities */
 		{ "kb", 1e3 },
 		{ "m", 1048576.0 },
 		{ "mib", 1048576.0 },
+		{ "mi", 1048576.0 }, /* Kubernetes quantities */
 		{ "mb", 1e6 },
 		{ "g", 1073741824.0 },
 		{ "gib", 1073741824.0 },
+		{ "gi", 1073741824.0 }, /* Kubernetes quantities */
 		{ "gb", 1e9 },
 		{ "t", 1099511627776.0 },
 		{ "tib", 1099511627776.0 },
+		{ "ti", 1099511627776.0 }, /* Kubernetes quantities */
 		{ "tb", 1e12 },
 	};
 	char *end;

@@ -101,8 +101,8 @@ int pfs_opt_fail(const struct pfs_cmdline *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* The value parsers the tables use, for the commands' own checks too.
- * pfs_parse_size: "4096", "64K", "1G", "2GiB", "1.5M" (K/M/G/T and
- * KiB/MiB/GiB/TiB binary, fractions allowed), "1GB" (KB/MB/GB/TB decimal);
+ * pfs_parse_size: "4096", "64K", "1G", "2GiB", "1.5M" (K/M/G/T,
+ * Ki/Mi/Gi/Ti and KiB/MiB/GiB/TiB binary, fractions allowed), "1GB" (KB/MB/GB/TB decimal);
  * the result must be a whole number of bytes. pfs_parse_u64: an integer as
  * strtoull(base 0) reads it, nothing after it. 0 or -EINVAL. */
 int pfs_parse_size(const char *s, uint64_t *out);

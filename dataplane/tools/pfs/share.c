@@ -73,6 +73,7 @@ struct serve_args {
 	const char *name, *dir, *result_file;
 	struct uid_list allow;
 	struct pfs_share_server_opts so;
+	struct pfs_cli_repl repl; /* --replicate-listen, --replicate-rate */
 };
 
 #define AT(f) PFS_OPT_AT(struct serve_args, f)
@@ -101,6 +102,12 @@ static const struct pfs_opt serve_opts[] = {
 	{ "ready-file", PFS_OPT_STR, AT(so.ready_file), "PATH",
 	  "created once listening, removed on exit" },
 	{ "result-file", PFS_OPT_STR, AT(result_file), "PATH", "write the exit JSON there too" },
+	{ "replicate-listen", PFS_OPT_STR, AT(repl.listen), "ADDR:PORT",
+	  "also serve the blob to replication clients (`pfs blob create --fetch-from`) on "
+	  "this TCP address, with the --token-file token",
+	  .flags = PFS_OPT_NONZERO },
+	{ "replicate-rate", PFS_OPT_SIZE, AT(repl.rate), "BYTES_PER_S",
+	  "pace each replication connection (e.g. 50Mi; default unpaced)", .min = 4096 },
 	{ 0 },
 };
 #undef AT
@@ -175,6 +182,7 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	struct pfs_blob *blob;
 	struct pfs_json j;
 	uint64_t fp, acc = 0, ref = 0;
+	char why[320];
 	double t0, fp_s;
 	sigset_t sigs;
 	int err, rc = PFS_EXIT_OK;
@@ -182,6 +190,9 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	err = pfs_opt_parse(&c, argc, argv);
 	if (err)
 		return pfs_exit_parse(err);
+	if (pfs_opt_given(&c, "replicate-rate") && !a.repl.listen)
+		return pfs_opt_fail(&c, "--replicate-rate needs --replicate-listen"),
+		       PFS_EXIT_USAGE;
 	if (a.allow.n) {
 		a.so.allow_uids = a.allow.uid;
 		a.so.n_allow_uids = a.allow.n;
@@ -209,13 +220,16 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 		 pfs_blob__path(blob), pfs_blob__size(blob),
 		 pfs_page_kind_str(pfs_blob__page_kind(blob)), fp, fp_s);
 	srv = pfs_share_server__new(blob, fp, &a.so);
-	if (!srv) {
+	a.repl.token_file = a.so.token_file;
+	if (!srv || pfs_cli_repl_serve(&a.repl, blob, NULL, why, sizeof(why))) {
+		pfs_share_server__free(srv);
 		pfs_blob__close(blob);
 		return PFS_EXIT_ERROR;
 	}
 	err = serve_until_signal(srv, &sigs);
 	pfs_share_server__counts(srv, &acc, &ref);
 	pfs_share_server__free(srv);
+	pfs_cli_repl_stop(&a.repl);
 	if (err)
 		rc = PFS_EXIT_ERROR;
 
@@ -226,9 +240,11 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	pfs_json_num(&j, "fingerprint_s", fp_s, 4);
 	pfs_json_u64(&j, "accepted", acc);
 	pfs_json_u64(&j, "refused", ref);
+	pfs_cli_repl_json(&j, &a.repl);
 	pfs_json_str(&j, "error", err ? strerror(-err) : NULL, 120);
 	if (pfs_result_emit(pfs_json_end(&j), a.result_file))
 		pfs_err("cannot write the result to %s: %s", a.result_file, strerror(errno));
+	pfs_cli_repl_free(&a.repl);
 	pfs_blob__close(blob);
 	return rc;
 }

@@ -72,7 +72,9 @@ int pfs_cli_source_scan(struct pfs_cli_source *s, struct pfs_cli_blob *b, bool s
 				     .root = s->root,
 				     .threads = s->threads,
 				     .chunk = s->chunk,
-				     .no_direct = s->no_direct };
+				     .no_direct = s->no_direct,
+				     .progress = s->progress,
+				     .progress_ctx = s->progress_ctx };
 	char need[32], have[32];
 	uint64_t needed, size;
 
@@ -111,8 +113,11 @@ static double mbps(uint64_t bytes, double s)
 int pfs_cli_source_load(struct pfs_cli_source *s, struct pfs_blob *blob, char *why, size_t n)
 {
 	const struct pfs_source_stats *st = &s->st;
-	int err = pfs_source__load(s->src, pfs_blob__data(blob), pfs_blob__size(blob), &s->st, why,
-				   n);
+	int err;
+
+	s->t0_unix = pfs_cli_wall();
+	err = pfs_source__load(s->src, pfs_blob__data(blob), pfs_blob__size(blob), &s->st, why, n);
+	s->t1_unix = pfs_cli_wall();
 
 	if (err) {
 		pfs_err("--source %s: %s", s->path, why);
@@ -150,6 +155,8 @@ void pfs_cli_source_json(struct pfs_json *j, const struct pfs_cli_source *s)
 	pfs_json_u64(j, "chunk", st->chunk);
 	pfs_json_bool(j, "o_direct", st->o_direct);
 	pfs_json_str(j, "o_direct_why", st->o_direct ? NULL : st->o_direct_why, 160);
+	pfs_json_num(j, "t0_unix", s->t0_unix, 3);
+	pfs_json_num(j, "t1_unix", s->t1_unix, 3);
 	pfs_json_close(j);
 }
 

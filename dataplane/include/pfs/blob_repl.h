@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Blob replication ("fan-out"): a blob loaded on one node (the origin,
+ * `pfs blob create --source`) reaches every other node's holder through a
+ * chain or tree of relays, cut-through: the origin serves each part as soon
+ * as it was read, a relay writes what it receives straight into its own
+ * blob mapping and serves it further downstream at the same time, up to
+ * what it holds contiguously. Why not one sender to every node: the
+ * origin's NIC and disk would be the bottleneck; a chain moves each byte
+ * over each link once and finishes in about the time of one hop.
+ *
+ * Three pieces:
+ *   pfs_progress    the watermark of a blob being filled: bytes [0, mark)
+ *                   are final. Advanced by whoever fills the blob (the
+ *                   source loader's hashing thread, the fetch client),
+ *                   waited on by the server's connections; a failed fill
+ *                   carries its message to every waiting connection.
+ *   pfs_repl_server serves [start, mark) of a blob over TCP to
+ *                   authenticated clients, one thread per connection.
+ *   pfs_repl_fetch  receives [have, size) from a list of upstreams,
+ *                   resuming from its own watermark on another upstream
+ *                   when one breaks.
+ *
+ * Wire (docs/wire-format.md, "Replication stream"): server HELLO (size,
+ * 32-byte nonce) -> client AUTH (HMAC-SHA256(token, "pfs-repl-v1" ||
+ * nonce || le64 size), start offset) -> ACCEPT or REFUSE(text) -> payload
+ * grams of one descriptor each, in order, <= 1 MiB -> END or ERROR(text).
+ * Nothing unauthenticated gets a blob byte; every blocking call has a
+ * timeout; malformed input is counted and drops the connection, never the
+ * process.
+ *
+ * The library reads no environment and installs no signal handlers: stop
+ * flags and timeouts come in through the option structs. */
+#ifndef PFS_BLOB_REPL_H
+#define PFS_BLOB_REPL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfs/gram.h"
+
+#define PFS_REPL_PORT 7470 /* the default port of the operator's pods */
+#define PFS_REPL_GRAM_MAX (1u << 20) /* payload bytes per gram at most */
+#define PFS_REPL_MSG_MAX 480 /* bytes of a REFUSE/ERROR text */
+#define PFS_REPL_CLIENTS 32 /* default bound of concurrent connections */
+#define PFS_REPL_UPSTREAMS 16 /* --fetch-from entries at most */
+#define PFS_REPL_RESUMES 8 /* resume offsets kept in the result */
+
+/* ---- progress: the watermark of a blob being filled ---- */
+
+struct pfs_progress;
+
+/* pfs_progress__new - a watermark at 0 of a blob of @size bytes. NULL and
+ * errno ENOMEM. */
+struct pfs_progress *pfs_progress__new(uint64_t size);
+void pfs_progress__free(struct pfs_progress *p);
+
+/* pfs_progress__advance - bytes [0, @mark) are final (written, and the
+ * writes ordered before this call by its release). Never moves backwards;
+ * @mark above the size is cut to it. Wakes every waiter. */
+void pfs_progress__advance(struct pfs_progress *p, uint64_t mark);
+
+/* pfs_progress_hook - pfs_progress__advance with the signature of
+ * pfs_source_opts.progress (ctx is the struct pfs_progress). */
+void pfs_progress_hook(void *ctx, uint64_t mark);
+
+/* pfs_progress__fail - the fill failed: @msg (copied, cut to
+ * PFS_REPL_MSG_MAX) is what every waiter and every later caller of
+ * pfs_progress__wait gets. The first failure wins. */
+void pfs_progress__fail(struct pfs_progress *p, const char *msg);
+
+/* pfs_progress__mark - the watermark now (acquire: the bytes below it may
+ * be read after this returns). */
+uint64_t pfs_progress__mark(const struct pfs_progress *p);
+uint64_t pfs_progress__size(const struct pfs_progress *p);
+
+/* pfs_progress__wait - wait until the watermark is above @have, the fill
+ * failed, or @timeout_ms passed. Returns 0 with *@mark set (> @have),
+ * -ECANCELED when the fill failed (@msg, size @n, gets its message), or
+ * -ETIMEDOUT. */
+int pfs_progress__wait(struct pfs_progress *p, uint64_t have, int timeout_ms, uint64_t *mark,
+		       char *msg, size_t n);
+
+/* ---- server ---- */
+
+/* Options for pfs_repl_server__start(); zero-initialise, set sz. */
+struct pfs_repl_server_opts {
+	size_t sz; /* sizeof(struct pfs_repl_server_opts), for growth */
+	const char *listen; /* "ADDR:PORT", "[V6]:PORT"; numeric only */
+	const uint8_t *blob; /* the bytes served; the caller's, outlives the server */
+	uint64_t size;
+	struct pfs_progress *progress; /* NULL: the blob is complete */
+	const char *token; /* the shared secret (the blob's Secret) */
+	size_t token_len;
+	int max_clients; /* 0: PFS_REPL_CLIENTS */
+	uint64_t rate; /* bytes/s per connection, 0: unpaced */
+	int io_timeout_ms; /* each send/recv; 0: 30000 */
+	int auth_timeout_ms; /* HELLO to AUTH; 0: 5000 */
+};
+
+struct pfs_repl_server_stats {
+	uint64_t clients; /* connections authenticated and accepted */
+	uint64_t bytes_served; /* payload bytes sent, all connections */
+	uint64_t refused; /* bad AUTH, busy, malformed handshake */
+	uint64_t completed; /* connections that got END */
+	uint64_t failed; /* connections ended with ERROR or broken */
+	int active; /* accepted connections not yet complete */
+};
+
+struct pfs_repl_server;
+
+/* pfs_repl_server__start - bind and listen on opts->listen and serve from
+ * an accept thread (one more thread per connection). NULL and errno:
+ * EINVAL options or address, EADDRINUSE, EACCES, ENOMEM, EAGAIN (threads);
+ * the reason in @why (size @n). */
+struct pfs_repl_server *pfs_repl_server__start(const struct pfs_repl_server_opts *opts, char *why,
+					       size_t n);
+
+/* pfs_repl_server__linger - return once no connection has been incomplete
+ * for @linger_ms in a row (connections that arrive meanwhile restart the
+ * clock), or when *@stop is set (may be NULL). */
+void pfs_repl_server__linger(struct pfs_repl_server *s, int linger_ms,
+			     const volatile sig_atomic_t *stop);
+
+/* pfs_repl_server__drain - wait at most @timeout_ms until no connection is
+ * active (after a failed fill: each has sent its ERROR). */
+void pfs_repl_server__drain(struct pfs_repl_server *s, int timeout_ms);
+
+void pfs_repl_server__stats(struct pfs_repl_server *s, struct pfs_repl_server_stats *st);
+
+/* The address it listens on, "ADDR:PORT" (the port the kernel chose when
+ * opts->listen had port 0). */
+const char *pfs_repl_server__addr(const struct pfs_repl_server *s);
+
+/* pfs_repl_server__stop - close the listener, end every connection (they
+ * see their timeouts or the closed socket), join the threads, free. */
+void pfs_repl_server__stop(struct pfs_repl_server *s);
+
+/* ---- client ---- */
+
+/* Options for pfs_repl_fetch(); zero-initialise, set sz. */
+struct pfs_repl_fetch_opts {
+	size_t sz; /* sizeof(struct pfs_repl_fetch_opts), for growth */
+	const char *const *upstreams; /* "IP:PORT" each, tried in order, cycled */
+	int n_upstreams; /* 1..PFS_REPL_UPSTREAMS */
+	uint8_t *blob; /* received bytes are written here, at their offset */
+	uint64_t size; /* the blob's size; an upstream with another is refused */
+	struct pfs_progress *progress; /* advanced as bytes arrive, or NULL */
+	uint64_t hold_back; /* the progress stays this many bytes below the
+			     * end until the caller advances it (verify first) */
+	const char *token;
+	size_t token_len;
+	int timeout_ms; /* the whole fetch; 0: 600000 */
+	int io_timeout_ms; /* a silent upstream is dropped after this; 0: 10000 */
+	int connect_timeout_ms; /* 0: 2000 */
+	const volatile sig_atomic_t *stop; /* set: give up (-EINTR), may be NULL */
+};
+
+struct pfs_repl_fetch_result {
+	char from[64]; /* the upstream that delivered the last byte */
+	uint64_t bytes; /* payload bytes received, every attempt */
+	uint64_t attempts; /* connections made (TCP connected) */
+	uint64_t resumed_at[PFS_REPL_RESUMES]; /* offsets resumed from after a break */
+	int n_resumed;
+	double t0_unix, t1_unix; /* wall clock: first and last payload byte */
+	double seconds; /* monotonic, first to last payload byte */
+	uint64_t rejected; /* malformed frames or grams, each dropped a connection */
+	struct pfs_gram_stats gram; /* decode results of the grams */
+	char error[512];
+};
+
+/* pfs_repl_fetch - receive [0, size) into opts->blob from the upstreams.
+ * 0 when every byte arrived (the caller verifies the content). Else -errno
+ * with r->error: EACCES an upstream refused our token, EMSGSIZE an upstream
+ * holds a blob of another size, ECANCELED an upstream's own fill failed
+ * ("upstream IP:PORT failed: ..."), ETIMEDOUT nothing complete within
+ * timeout_ms, EINTR stopped, EINVAL options. Broken connections, timeouts,
+ * busy upstreams and malformed streams are retried on the next upstream
+ * with a backoff of 100 ms doubling to 2 s; on failure the progress (if
+ * any) is failed with r->error. */
+int pfs_repl_fetch(const struct pfs_repl_fetch_opts *opts, struct pfs_repl_fetch_result *r);
+
+#endif /* PFS_BLOB_REPL_H */

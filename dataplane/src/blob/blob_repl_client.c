@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Replication client (blob_repl.h, pfs_repl_fetch): receives a blob from a
+ * list of upstreams into the caller's mapping, resuming from its own
+ * contiguous watermark on the next upstream when a connection breaks.
+ *
+ * One thread (the caller's). Payload bytes are received straight into the
+ * blob at their offset (no bounce buffer); a gram is accepted only when its
+ * header and descriptor decode (gram.h's checked decoders), it is a payload
+ * gram of one descriptor of at most PFS_REPL_GRAM_MAX bytes, its sequence
+ * number is the next one and its offset is exactly the watermark. Anything
+ * else is counted (r->gram, r->rejected), logged and drops the connection;
+ * the fetch goes on with the next upstream. Only an upstream's verdict on
+ * us (token, size) or its own failure (ERROR) ends the fetch at once.
+ *
+ * The progress (if any) is advanced after each gram, so a server on the
+ * same blob serves what arrived while the rest is still arriving; it stays
+ * hold_back bytes below the end until the caller verified the content.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blob/blob_repl_int.h"
+#include "pfs/log.h"
+#include "wire/wire_le.h"
+
+struct fetch {
+	const struct pfs_repl_fetch_opts *o;
+	struct pfs_repl_fetch_result *r;
+	const char *up; /* the upstream of this attempt */
+	uint64_t have; /* contiguous bytes received */
+	uint64_t seq; /* the next gram's sequence number */
+	double t_first; /* monotonic, first payload byte; 0 before */
+	bool final; /* the last error ends the fetch: no other upstream */
+};
+
+static int fail(struct fetch *f, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct fetch *f, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(f->r->error, sizeof(f->r->error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* An error that no other upstream can fix: the token, the size, the
+ * origin's own failure, a stop. */
+static int final(struct fetch *f, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int final(struct fetch *f, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(f->r->error, sizeof(f->r->error), fmt, ap);
+	va_end(ap);
+	f->final = true;
+	return err;
+}
+
+static bool stopped(const struct fetch *f)
+{
+	return f->o->stop && *f->o->stop;
+}
+
+/* A connected socket to @up, or -errno. Non-blocking connect bounded by
+ * connect_timeout_ms, then blocking with the I/O timeouts. */
+static int dial(struct fetch *f)
+{
+	struct sockaddr_storage ss;
+	struct pollfd p = { .events = POLLOUT };
+	int fd, err = 0;
+	socklen_t sl, el = sizeof(err);
+
+	if (repl_parse_addr(f->up, &ss, &sl))
+		return final(f, -EINVAL, "bad upstream address '%s'", f->up);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return fail(f, -errno, "socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&ss, sl) && errno != EINPROGRESS)
+		err = -errno;
+	p.fd = fd;
+	if (!err && poll(&p, 1, f->o->connect_timeout_ms) != 1)
+		err = -ETIMEDOUT;
+	if (!err && (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err))
+		err = -(err ? err : errno);
+	if (!err && (fcntl(fd, F_SETFL, 0) || repl_set_timeout(fd, f->o->io_timeout_ms)))
+		err = -errno;
+	if (err) {
+		close(fd);
+		return fail(f, err, "connect %s: %s", f->up, strerror(-err));
+	}
+	return fd;
+}
+
+/* A REFUSE: final when it is about us (token, size), else retry. */
+static int refused(struct fetch *f, const struct repl_frame *x)
+{
+	if (x->offset == REPL_REFUSE_AUTH)
+		return final(f, -EACCES, "upstream %s refused: %s (check --token-file)", f->up,
+			     (const char *)x->body);
+	if (x->offset == REPL_REFUSE_SIZE)
+		return final(f, -EMSGSIZE, "upstream %s refused: %s", f->up, (const char *)x->body);
+	return fail(f, -EAGAIN, "upstream %s refused: %s", f->up, (const char *)x->body);
+}
+
+/* A malformed stream: counted, and the connection is dropped. */
+static int reject(struct fetch *f, int err, const char *what)
+{
+	f->r->rejected++;
+	pfs_gram_stats_count(&f->r->gram, err);
+	pfs_warn("repl fetch: %s sent a bad %s at %" PRIu64 ": %s; dropping it", f->up, what,
+		 f->have, strerror(-err));
+	return fail(f, -EPROTO, "upstream %s sent a bad %s at offset %" PRIu64 " (%s)", f->up, what,
+		    f->have, strerror(-err));
+}
+
+/* The next frame, which must be @want (REFUSE is answered by refused()). */
+static int expect(struct fetch *f, int fd, uint8_t want, struct repl_frame *x)
+{
+	uint8_t hdr[REPL_HDR];
+	int err = repl_read_full(fd, hdr, sizeof(hdr));
+
+	if (err)
+		return fail(f, err, "upstream %s: %s during the handshake", f->up, strerror(-err));
+	err = repl_read_frame(fd, hdr, x);
+	if (err)
+		return err == -ECONNRESET || err == -ETIMEDOUT ?
+			       fail(f, err, "upstream %s: %s", f->up, strerror(-err)) :
+			       reject(f, err, "handshake frame");
+	if (x->type == REPL_REFUSE)
+		return refused(f, x);
+	if (x->type != want)
+		return reject(f, -EPROTO, repl_type_str(x->type));
+	return 0;
+}
+
+/* HELLO -> AUTH -> ACCEPT. 0 or -errno (f->final: no retry). */
+static int handshake(struct fetch *f, int fd)
+{
+	struct repl_frame h, a = {
+		.type = REPL_AUTH, .size = f->o->size, .offset = f->have, .body_len = REPL_MAC
+	};
+	int err = expect(f, fd, REPL_HELLO, &h);
+
+	if (err)
+		return err;
+	if (h.size != f->o->size)
+		return final(f, -EMSGSIZE,
+			     "upstream %s holds a blob of %" PRIu64 " bytes, this one is %" PRIu64
+			     " (--size must match the origin's)",
+			     f->up, h.size, f->o->size);
+	if (repl_mac(f->o->token, f->o->token_len, h.body, h.size, a.body))
+		return final(f, -EIO, "HMAC-SHA256 failed");
+	err = repl_send_frame(fd, &a);
+	if (err)
+		return fail(f, err, "upstream %s: %s", f->up, strerror(-err));
+	err = expect(f, fd, REPL_ACCEPT, &h);
+	if (!err && h.offset != f->have)
+		err = reject(f, -ERANGE, "ACCEPT offset");
+	return err;
+}
+
+/* The gram whose first 32 header bytes are in @b: check, then receive its
+ * payload into the blob. 0 or -errno. */
+static int gram(struct fetch *f, int fd, uint8_t *b)
+{
+	const struct pfs_repl_fetch_opts *o = f->o;
+	struct pfs_gram_hdr h;
+	struct pfs_desc d;
+	int err = repl_read_full(fd, b + REPL_HDR, PFS_GRAM_HDR_LEN - REPL_HDR);
+
+	if (!err)
+		err = pfs_gram_decode_hdr(b, PFS_GRAM_HDR_LEN, &h);
+	if (err == -ECONNRESET || err == -ETIMEDOUT)
+		return fail(f, err, "upstream %s: %s", f->up, strerror(-err));
+	if (err)
+		return reject(f, err, "gram header");
+	if (h.mode != PFS_MODE_PAYLOAD || h.ndesc != 1 || h.payload_len > PFS_REPL_GRAM_MAX ||
+	    !h.payload_len || h.seq != f->seq)
+		return reject(f, -EPROTO, "gram (mode, count, length or sequence)");
+	err = repl_read_full(fd, b + PFS_GRAM_HDR_LEN, h.desc_len);
+	if (err)
+		return fail(f, err, "upstream %s: %s", f->up, strerror(-err));
+	err = pfs_gram_decode_desc(&h, b + PFS_GRAM_HDR_LEN, h.desc_len, o->size, &d, 1);
+	if (err < 0)
+		return reject(f, err, "gram descriptor");
+	if (d.off != f->have)
+		return reject(f, -ERANGE, "gram offset (not the next byte)");
+	pfs_gram_stats_count(&f->r->gram, 0);
+	if (!f->t_first) {
+		f->t_first = repl_now();
+		f->r->t0_unix = repl_wall();
+	}
+	err = repl_read_full(fd, o->blob + d.off, d.len);
+	/* What arrived counts as received even when the rest did not. */
+	f->r->bytes += err ? 0 : d.len;
+	if (err)
+		return fail(f, err, "upstream %s: %s at offset %" PRIu64, f->up, strerror(-err),
+			    f->have);
+	f->have += d.len;
+	f->seq++;
+	f->r->t1_unix = repl_wall();
+	f->r->seconds = repl_now() - f->t_first;
+	if (o->progress)
+		pfs_progress__advance(o->progress, f->have < o->size - o->hold_back ?
+							   f->have :
+							   o->size - o->hold_back);
+	return 0;
+}
+
+/* A control frame inside the stream: END (1: done), KEEPALIVE (0) or
+ * ERROR (final). */
+static int control(struct fetch *f, int fd, const uint8_t *b)
+{
+	struct repl_frame x;
+	int err = repl_read_frame(fd, b, &x);
+
+	if (err == -ECONNRESET || err == -ETIMEDOUT)
+		return fail(f, err, "upstream %s: %s", f->up, strerror(-err));
+	if (err)
+		return reject(f, err, "control frame");
+	if (x.type == REPL_KEEPALIVE)
+		return 0;
+	if (x.type == REPL_ERROR)
+		return final(f, -ECANCELED, "upstream %s failed: %s", f->up, (const char *)x.body);
+	if (x.type != REPL_END)
+		return reject(f, -EPROTO, repl_type_str(x.type));
+	if (x.offset != f->o->size || f->have != f->o->size)
+		return reject(f, -ERANGE, "END (before the last byte)");
+	return 1;
+}
+
+/* Grams until END. 0 when complete, else -errno (f->final: no retry). */
+static int receive(struct fetch *f, int fd)
+{
+	uint8_t b[PFS_GRAM_HDR_LEN + PFS_GRAM_OFFSET_DESC_LEN * 2];
+	int err = 0;
+
+	while (!err) {
+		if (stopped(f))
+			return final(f, -EINTR, "stopped");
+		err = repl_read_full(fd, b, REPL_HDR);
+		if (err)
+			return fail(f, err, "upstream %s: %s at offset %" PRIu64, f->up,
+				    strerror(-err), f->have);
+		if (get32(b) == PFS_GRAM_MAGIC)
+			err = gram(f, fd, b);
+		else if (get32(b) == REPL_MAGIC)
+			err = control(f, fd, b);
+		else
+			err = reject(f, -EBADMSG, "record (unknown magic)");
+	}
+	return err == 1 ? 0 : err;
+}
+
+/* One connection to f->up: 0 when the blob is complete. */
+static int attempt(struct fetch *f)
+{
+	int fd = dial(f), err;
+
+	if (fd < 0)
+		return fd;
+	f->r->attempts++;
+	err = handshake(f, fd);
+	if (!err) {
+		if (f->have && f->r->n_resumed < PFS_REPL_RESUMES)
+			f->r->resumed_at[f->r->n_resumed++] = f->have;
+		if (f->have)
+			pfs_info("repl fetch: resuming at %" PRIu64 " from %s", f->have, f->up);
+		f->seq = 0;
+		err = receive(f, fd);
+	}
+	close(fd);
+	return err;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int check_opts(const struct pfs_repl_fetch_opts *o, struct pfs_repl_fetch_opts *c,
+		      struct pfs_repl_fetch_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	memset(c, 0, sizeof(*c));
+	if (o && o->sz)
+		memcpy(c, o, o->sz < sizeof(*c) ? o->sz : sizeof(*c));
+	if (!o || !o->sz || c->n_upstreams < 1 || c->n_upstreams > PFS_REPL_UPSTREAMS ||
+	    !c->upstreams || !c->blob || !c->size || !c->token || !c->token_len ||
+	    c->hold_back > c->size) {
+		snprintf(r->error, sizeof(r->error), "bad fetch options");
+		return -EINVAL;
+	}
+	c->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 600000;
+	c->io_timeout_ms = c->io_timeout_ms > 0 ? c->io_timeout_ms : 10000;
+	c->connect_timeout_ms = c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 2000;
+	return 0;
+}
+
+/* Attempts over the upstreams, cycling with backoff. 0 or -errno. */
+static int cycle(struct fetch *f)
+{
+	double end = repl_now() + f->o->timeout_ms / 1000.0;
+	int backoff = 100, err;
+
+	for (int i = 0;; i = (i + 1) % f->o->n_upstreams) {
+		uint64_t had = f->have;
+
+		f->up = f->o->upstreams[i];
+		err = attempt(f);
+		if (!err) {
+			snprintf(f->r->from, sizeof(f->r->from), "%s", f->up);
+			return 0;
+		}
+		if (f->final)
+			return err;
+		pfs_warn("repl fetch: %s; trying the next upstream", f->r->error);
+		if (repl_now() + backoff / 1000.0 > end) {
+			char last[sizeof(f->r->error)];
+
+			snprintf(last, sizeof(last), "%s", f->r->error);
+			return fail(f, -ETIMEDOUT,
+				    "no upstream completed the blob in %d s (last: %.400s)",
+				    f->o->timeout_ms / 1000, last);
+		}
+		if (f->have > had)
+			backoff = 100;
+		sleep_ms(backoff);
+		backoff = backoff * 2 > 2000 ? 2000 : backoff * 2;
+		if (stopped(f))
+			return fail(f, -EINTR, "stopped");
+	}
+}
+
+int pfs_repl_fetch(const struct pfs_repl_fetch_opts *opts, struct pfs_repl_fetch_result *r)
+{
+	struct pfs_repl_fetch_opts o;
+	struct fetch f = { .o = &o, .r = r };
+	int err = check_opts(opts, &o, r);
+
+	if (!err)
+		err = cycle(&f);
+	if (err) {
+		pfs_err("repl fetch: %s", r->error);
+		if (o.progress)
+			pfs_progress__fail(o.progress, r->error);
+	}
+	return err;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internal: what the replication server and client share (blob_repl_io.c):
+ * addresses, blocking socket I/O with timeouts, frames on a socket, the
+ * AUTH MAC and the nonce. Not a public API. */
+#ifndef PFS_BLOB_REPL_INT_H
+#define PFS_BLOB_REPL_INT_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "blob/blob_repl_wire.h"
+
+/* Why a server refused (REFUSE's offset field). */
+enum repl_refuse {
+	REPL_REFUSE_AUTH = 1, /* the MAC does not match: another token */
+	REPL_REFUSE_SIZE = 2, /* the client's blob has another size */
+	REPL_REFUSE_BUSY = 3, /* too many connections */
+	REPL_REFUSE_REQUEST = 4, /* malformed AUTH, offset past the end */
+};
+
+double repl_now(void); /* CLOCK_MONOTONIC seconds */
+double repl_wall(void); /* CLOCK_REALTIME seconds */
+
+/* "A.B.C.D:PORT" or "[V6]:PORT", numeric: 0 or -EINVAL. */
+int repl_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
+void repl_addr_str(const struct sockaddr_storage *ss, char *out, size_t n);
+
+/* SO_RCVTIMEO and SO_SNDTIMEO of @fd; 0 or -errno. */
+int repl_set_timeout(int fd, int ms);
+
+/* Blocking full read/write under the socket's timeouts: 0, -ECONNRESET
+ * (EOF or reset), -ETIMEDOUT, -errno. */
+int repl_read_full(int fd, void *buf, size_t len);
+int repl_writev_full(int fd, struct iovec *iov, int cnt);
+
+/* Encode and send @f: 0 or -errno. */
+int repl_send_frame(int fd, const struct repl_frame *f);
+/* A text frame (REFUSE, ERROR) with @code in its offset field; best effort. */
+void repl_send_text(int fd, uint8_t type, uint64_t size, uint64_t code, const char *text);
+/* The rest of a frame whose 32-byte header is in @hdr: read the body and
+ * decode. 0 or -errno (the decoder's, or the socket's). */
+int repl_read_frame(int fd, const uint8_t *hdr, struct repl_frame *f);
+
+/* HMAC-SHA256(token, REPL_LABEL || nonce || le64 size) into @mac. 0 or -EIO. */
+int repl_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
+	     uint8_t *mac);
+/* 32 random bytes (getrandom): 0 or -errno. */
+int repl_nonce(uint8_t *nonce);
+
+#endif /* PFS_BLOB_REPL_INT_H */

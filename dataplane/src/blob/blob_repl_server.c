@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Replication server (blob_repl.h): serves [start, watermark) of a blob to
+ * authenticated clients, cut-through while the blob is still being filled.
+ *
+ * Threads: one accept thread (poll on the listener, 200 ms ticks so a stop
+ * is seen) and one thread per connection, at most max_clients; more are
+ * answered REFUSE "busy" by the accept thread and closed. A connection
+ * thread owns its socket until it sets done; the accept thread (or stop,
+ * after joining the accept thread) joins it and closes the fd, so stop can
+ * shutdown() an fd that is still open and a blocked send/recv returns.
+ *
+ * Memory: the blob is the caller's and is only read here, below the
+ * watermark (pfs_progress__mark's acquire orders those reads after the
+ * filler's writes). Counters and the connection list are under lock;
+ * bytes_served is an atomic the connection threads add to.
+ *
+ * Hostile input: the only bytes a client sends are its AUTH frame, read
+ * with a deadline and decoded by the checked decoder; anything else is
+ * counted as refused, logged (at most REPL_LOG_PER_S lines a second, the
+ * rest summed) and the connection closed. No blob byte leaves before the
+ * MAC matched.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/crypto.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blob/blob_repl_int.h"
+#include "pfs/log.h"
+#include "wire/wire_le.h"
+
+#define REPL_LOG_PER_S 10
+#define REPL_WAIT_MS 200 /* progress waits and stop checks */
+
+struct conn {
+	struct pfs_repl_server *s;
+	int fd;
+	pthread_t tid;
+	bool done; /* under s->lock: the thread has finished */
+	char peer[64];
+	struct conn *next;
+};
+
+struct pfs_repl_server {
+	struct pfs_repl_server_opts o;
+	char *token;
+	char addr[64];
+	int lfd;
+	pthread_t accept_tid;
+	atomic_bool stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* CLOCK_MONOTONIC; active changed */
+	struct conn *conns; /* under lock */
+	int nconn; /* threads alive, under lock */
+	int active; /* connections not complete, under lock */
+	double idle_since; /* when active last became 0 */
+	uint64_t clients, refused, completed, failed; /* under lock */
+	_Atomic uint64_t served;
+	double log_t0; /* refusal lines: REPL_LOG_PER_S per second */
+	unsigned int log_n;
+	uint64_t log_dropped;
+};
+
+/* A refusal line, rate-limited (under lock). */
+static void refuse_log(struct pfs_repl_server *s, const char *peer, const char *why)
+{
+	double now = repl_now();
+
+	if (now - s->log_t0 >= 1.0) {
+		if (s->log_dropped)
+			pfs_warn("repl serve: suppressed %" PRIu64 " similar messages",
+				 s->log_dropped);
+		s->log_t0 = now;
+		s->log_n = 0;
+		s->log_dropped = 0;
+	}
+	if (s->log_n++ < REPL_LOG_PER_S)
+		pfs_warn("repl serve: refused %s: %s", peer, why);
+	else
+		s->log_dropped++;
+}
+
+static void refuse(struct conn *c, uint64_t code, const char *why)
+{
+	struct pfs_repl_server *s = c->s;
+
+	repl_send_text(c->fd, REPL_REFUSE, s->o.size, code, why);
+	pthread_mutex_lock(&s->lock);
+	s->refused++;
+	refuse_log(s, c->peer, why);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* HELLO, then the client's AUTH: its start offset, or -1 after refusing. */
+static int64_t handshake(struct conn *c)
+{
+	struct pfs_repl_server *s = c->s;
+	struct repl_frame h = { .type = REPL_HELLO, .size = s->o.size, .body_len = REPL_NONCE };
+	uint8_t hdr[REPL_HDR], mac[REPL_MAC];
+	struct repl_frame a;
+	char why[160];
+	int err;
+
+	if (repl_nonce(h.body) || repl_send_frame(c->fd, &h))
+		return -1;
+	err = repl_read_full(c->fd, hdr, sizeof(hdr));
+	if (!err)
+		err = repl_read_frame(c->fd, hdr, &a);
+	if (!err && a.type != REPL_AUTH)
+		err = -EPROTO;
+	if (err) {
+		snprintf(why, sizeof(why), "bad request: expected AUTH: %s", strerror(-err));
+		refuse(c, REPL_REFUSE_REQUEST, why);
+		return -1;
+	}
+	if (repl_mac(s->token, s->o.token_len, h.body, s->o.size, mac) ||
+	    CRYPTO_memcmp(mac, a.body, REPL_MAC)) {
+		refuse(c, REPL_REFUSE_AUTH, "authentication failed: the token does not match");
+		return -1;
+	}
+	if (a.size != s->o.size || a.offset > s->o.size) {
+		snprintf(why, sizeof(why),
+			 "blob size %" PRIu64 " offset %" PRIu64 ": this server holds %" PRIu64
+			 " bytes",
+			 a.size, a.offset, s->o.size);
+		refuse(c, a.size != s->o.size ? REPL_REFUSE_SIZE : REPL_REFUSE_REQUEST, why);
+		return -1;
+	}
+	return (int64_t)a.offset;
+}
+
+/* While a connection waits for the watermark: the client must stay silent
+ * (it sends nothing after AUTH), so readable means it closed or broke the
+ * protocol; either way the connection ends. A KEEPALIVE each second tells
+ * it the server is alive. 0, or -ECONNRESET / -EPROTO / a send error. */
+static int idle_check(struct conn *c, uint64_t mark, double *t_ka)
+{
+	struct repl_frame ka = { .type = REPL_KEEPALIVE, .size = c->s->o.size, .offset = mark };
+	uint8_t b;
+	ssize_t r = recv(c->fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+		return -ECONNRESET;
+	if (r > 0)
+		return -EPROTO;
+	if (repl_now() - *t_ka < 1.0)
+		return 0;
+	*t_ka = repl_now();
+	return repl_send_frame(c->fd, &ka);
+}
+
+/* The watermark above @off: 0, -ECANCELED (ERROR sent), -EINTR (stop), or
+ * what idle_check found. */
+static int wait_mark(struct conn *c, uint64_t off, uint64_t *mark)
+{
+	struct pfs_repl_server *s = c->s;
+	char msg[PFS_REPL_MSG_MAX + 1];
+	double t_ka = repl_now();
+	int err = 0;
+
+	if (!s->o.progress) {
+		*mark = s->o.size;
+		return 0;
+	}
+	*mark = pfs_progress__mark(s->o.progress);
+	while (*mark <= off && !err) {
+		if (atomic_load(&s->stop))
+			return -EINTR;
+		err = pfs_progress__wait(s->o.progress, off, REPL_WAIT_MS, mark, msg, sizeof(msg));
+		if (err == -ECANCELED) {
+			repl_send_text(c->fd, REPL_ERROR, s->o.size, 0, msg);
+			return err;
+		}
+		err = err == -ETIMEDOUT ? idle_check(c, *mark, &t_ka) : err;
+	}
+	return err;
+}
+
+/* Sleep until @sent bytes are due at the paced rate (from @t0). */
+static void pace(struct pfs_repl_server *s, double t0, uint64_t sent)
+{
+	double due = t0 + (double)sent / (double)s->o.rate, now;
+
+	while ((now = repl_now()) < due && !atomic_load(&s->stop)) {
+		double d = due - now < 0.2 ? due - now : 0.2;
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)(d * 1e9) };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int send_gram(struct conn *c, uint64_t seq, uint64_t off, uint32_t len)
+{
+	struct pfs_desc d = { .off = off, .len = len };
+	uint8_t hdr[PFS_GRAM_HDR_LEN + PFS_GRAM_OFFSET_DESC_LEN];
+	ssize_t hl = pfs_gram_encode(PFS_MODE_PAYLOAD, seq, &d, 1, hdr, sizeof(hdr));
+	struct iovec iov[2] = { { .iov_base = hdr },
+				{ .iov_base = (void *)(c->s->o.blob + off), .iov_len = len } };
+
+	if (hl < 0)
+		return (int)hl;
+	iov[0].iov_len = (size_t)hl;
+	return repl_writev_full(c->fd, iov, 2);
+}
+
+/* Grams from @off to the end, then END. 0 or -errno. */
+static int stream(struct conn *c, uint64_t off)
+{
+	struct pfs_repl_server *s = c->s;
+	uint64_t chunk = PFS_REPL_GRAM_MAX, sent = 0, seq = 0, mark;
+	struct repl_frame end = { .type = REPL_END, .size = s->o.size, .offset = s->o.size };
+	double t0 = repl_now();
+	int err = 0;
+
+	if (s->o.rate && s->o.rate / 16 < chunk)
+		chunk = s->o.rate / 16 > 4096 ? s->o.rate / 16 : 4096;
+	while (off < s->o.size && !err) {
+		err = wait_mark(c, off, &mark);
+		if (err)
+			break;
+		uint32_t len = (uint32_t)(mark - off < chunk ? mark - off : chunk);
+
+		err = send_gram(c, seq++, off, len);
+		off += len;
+		sent += len;
+		atomic_fetch_add(&s->served, len);
+		if (!err && s->o.rate)
+			pace(s, t0, sent);
+		if (atomic_load(&s->stop))
+			err = -EINTR;
+	}
+	return err ? err : repl_send_frame(c->fd, &end);
+}
+
+/* After END: wait for the client to close (it has everything then). */
+static void await_close(struct conn *c)
+{
+	uint8_t b[64];
+
+	shutdown(c->fd, SHUT_WR);
+	while (!atomic_load(&c->s->stop) && recv(c->fd, b, sizeof(b), 0) > 0)
+		;
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+	struct pfs_repl_server *s = c->s;
+	int64_t start;
+	int err = -EPROTO;
+
+	repl_set_timeout(c->fd, s->o.auth_timeout_ms);
+	start = handshake(c);
+	if (start >= 0) {
+		struct repl_frame ok = { .type = REPL_ACCEPT,
+					 .size = s->o.size,
+					 .offset = (uint64_t)start };
+
+		pthread_mutex_lock(&s->lock);
+		s->clients++;
+		pthread_mutex_unlock(&s->lock);
+		pfs_info("repl serve: %s from offset %" PRId64, c->peer, start);
+		repl_set_timeout(c->fd, s->o.io_timeout_ms);
+		err = repl_send_frame(c->fd, &ok);
+		if (!err)
+			err = stream(c, (uint64_t)start);
+		if (!err)
+			await_close(c);
+		else if (err != -ECANCELED)
+			pfs_warn("repl serve: %s: %s", c->peer, strerror(-err));
+	}
+	pthread_mutex_lock(&s->lock);
+	if (start >= 0)
+		err ? s->failed++ : s->completed++;
+	if (--s->active == 0)
+		s->idle_since = repl_now();
+	c->done = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* Join and free the finished connections (@all: every one, after stop). */
+static void reap(struct pfs_repl_server *s, bool all)
+{
+	struct conn **pp = &s->conns, *c;
+
+	pthread_mutex_lock(&s->lock);
+	while ((c = *pp)) {
+		if (!c->done && !all) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		s->nconn--;
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(c->tid, NULL);
+		close(c->fd);
+		free(c);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* A new connection: a thread for it, or "busy". */
+static void admit(struct pfs_repl_server *s, int fd, const struct sockaddr_storage *ss)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	bool full;
+
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->s = s;
+	c->fd = fd;
+	repl_addr_str(ss, c->peer, sizeof(c->peer));
+	repl_set_timeout(fd, s->o.auth_timeout_ms);
+	pthread_mutex_lock(&s->lock);
+	full = s->nconn >= s->o.max_clients;
+	if (!full) {
+		c->next = s->conns;
+		s->conns = c;
+		s->nconn++;
+		s->active++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (full) {
+		refuse(c, REPL_REFUSE_BUSY, "busy: too many replication clients");
+		close(fd);
+		free(c);
+	} else if (pthread_create(&c->tid, NULL, conn_main, c)) {
+		/* Only this thread adds to the list: @c is still its head. */
+		pthread_mutex_lock(&s->lock);
+		s->conns = c->next;
+		s->nconn--;
+		if (--s->active == 0)
+			s->idle_since = repl_now();
+		pthread_mutex_unlock(&s->lock);
+		pfs_warn("repl serve: no thread for %s", c->peer);
+		close(fd);
+		free(c);
+	}
+}
+
+static void *accept_main(void *arg)
+{
+	struct pfs_repl_server *s = arg;
+
+	while (!atomic_load(&s->stop)) {
+		struct pollfd p = { .fd = s->lfd, .events = POLLIN };
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd;
+
+		reap(s, false);
+		if (poll(&p, 1, REPL_WAIT_MS) <= 0)
+			continue;
+		fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		if (fd >= 0)
+			admit(s, fd, &ss);
+	}
+	return NULL;
+}
+
+static int listen_on(struct pfs_repl_server *s, char *why, size_t n)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int one = 1;
+
+	if (repl_parse_addr(s->o.listen, &ss, &sl)) {
+		snprintf(why, n, "bad listen address '%s' (want ADDR:PORT)", s->o.listen);
+		return -EINVAL;
+	}
+	s->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->lfd < 0 || setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(s->lfd, (struct sockaddr *)&ss, sl) || listen(s->lfd, 64)) {
+		int err = -errno;
+
+		snprintf(why, n, "cannot listen on %s: %s", s->o.listen, strerror(errno));
+		return err;
+	}
+	sl = sizeof(ss);
+	getsockname(s->lfd, (struct sockaddr *)&ss, &sl);
+	repl_addr_str(&ss, s->addr, sizeof(s->addr));
+	return 0;
+}
+
+static int check_opts(struct pfs_repl_server *s, const struct pfs_repl_server_opts *o, char *why,
+		      size_t n)
+{
+	if (!o || !o->sz) {
+		snprintf(why, n, "no options");
+		return -EINVAL;
+	}
+	memcpy(&s->o, o, o->sz < sizeof(s->o) ? o->sz : sizeof(s->o));
+	if (!s->o.listen || !s->o.blob || !s->o.token || !s->o.token_len) {
+		snprintf(why, n, "listen address, blob and token are required");
+		return -EINVAL;
+	}
+	if (s->o.progress && pfs_progress__size(s->o.progress) != s->o.size) {
+		snprintf(why, n, "the progress is of another size than the blob");
+		return -EINVAL;
+	}
+	s->o.max_clients = s->o.max_clients > 0 ? s->o.max_clients : PFS_REPL_CLIENTS;
+	s->o.io_timeout_ms = s->o.io_timeout_ms > 0 ? s->o.io_timeout_ms : 30000;
+	s->o.auth_timeout_ms = s->o.auth_timeout_ms > 0 ? s->o.auth_timeout_ms : 5000;
+	s->token = malloc(s->o.token_len);
+	if (!s->token) {
+		snprintf(why, n, "no memory");
+		return -ENOMEM;
+	}
+	memcpy(s->token, s->o.token, s->o.token_len);
+	s->o.token = s->token;
+	return 0;
+}
+
+static void server_free(struct pfs_repl_server *s)
+{
+	if (s->lfd >= 0)
+		close(s->lfd);
+	if (s->token)
+		OPENSSL_cleanse(s->token, s->o.token_len);
+	free(s->token);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+struct pfs_repl_server *pfs_repl_server__start(const struct pfs_repl_server_opts *opts, char *why,
+					       size_t n)
+{
+	struct pfs_repl_server *s = calloc(1, sizeof(*s));
+	pthread_condattr_t ca;
+	int err;
+
+	if (!s) {
+		snprintf(why, n, "no memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->lfd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	s->idle_since = repl_now();
+	err = check_opts(s, opts, why, n);
+	if (!err)
+		err = listen_on(s, why, n);
+	if (!err) {
+		err = -pthread_create(&s->accept_tid, NULL, accept_main, s);
+		if (err)
+			snprintf(why, n, "cannot start the accept thread: %s", strerror(-err));
+	}
+	if (err) {
+		server_free(s);
+		errno = -err;
+		return NULL;
+	}
+	pfs_info("repl serve: listening on %s (%" PRIu64 " bytes%s)", s->addr, s->o.size,
+		 s->o.progress ? ", cut-through while filling" : "");
+	return s;
+}
+
+static void timed_wait(struct pfs_repl_server *s, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+}
+
+void pfs_repl_server__linger(struct pfs_repl_server *s, int linger_ms,
+			     const volatile sig_atomic_t *stop)
+{
+	double t_call = repl_now();
+
+	pthread_mutex_lock(&s->lock);
+	while (!(stop && *stop)) {
+		double since = s->idle_since > t_call ? s->idle_since : t_call;
+
+		if (!s->active && repl_now() - since >= linger_ms / 1000.0)
+			break;
+		timed_wait(s, 100);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void pfs_repl_server__drain(struct pfs_repl_server *s, int timeout_ms)
+{
+	double end = repl_now() + timeout_ms / 1000.0;
+
+	pthread_mutex_lock(&s->lock);
+	while (s->active && repl_now() < end)
+		timed_wait(s, 50);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void pfs_repl_server__stats(struct pfs_repl_server *s, struct pfs_repl_server_stats *st)
+{
+	pthread_mutex_lock(&s->lock);
+	st->clients = s->clients;
+	st->refused = s->refused;
+	st->completed = s->completed;
+	st->failed = s->failed;
+	st->active = s->active;
+	pthread_mutex_unlock(&s->lock);
+	st->bytes_served = atomic_load(&s->served);
+}
+
+const char *pfs_repl_server__addr(const struct pfs_repl_server *s)
+{
+	return s->addr;
+}
+
+void pfs_repl_server__stop(struct pfs_repl_server *s)
+{
+	if (!s)
+		return;
+	atomic_store(&s->stop, true);
+	pthread_join(s->accept_tid, NULL);
+	pthread_mutex_lock(&s->lock);
+	for (struct conn *c = s->conns; c; c = c->next)
+		if (!c->done)
+			shutdown(c->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&s->lock);
+	reap(s, true);
+	server_free(s);
+}

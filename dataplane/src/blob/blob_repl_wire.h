@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internal: the control frames of the replication stream (blob_repl.h,
+ * docs/wire-format.md "Replication stream"). Data travels as payload grams
+ * (gram.h); these frames carry the handshake and the end. One 32-byte
+ * header, little-endian, then a body of body_len bytes:
+ *
+ *   0  4 magic    "PFSF"
+ *   4  1 version  1
+ *   5  1 type     1 HELLO, 2 AUTH, 3 ACCEPT, 4 REFUSE, 5 END, 6 ERROR,
+ *                 7 KEEPALIVE
+ *   6  2 body_len HELLO, AUTH: 32; ACCEPT, END, KEEPALIVE: 0; REFUSE, ERROR:
+ *                 1..480
+ *   8  8 size     the server's blob size (every type; AUTH: the client's)
+ *  16  8 offset   AUTH, ACCEPT: the start offset; END: the end (= size);
+ *                 KEEPALIVE: the server's watermark; REFUSE: why (a code)
+ *  24  4 reserved 0
+ *  28  4 crc      CRC32C of bytes 0..27 and the body
+ *  32    body     HELLO: nonce; AUTH: HMAC-SHA256; REFUSE/ERROR: text
+ *                 (printable ASCII and UTF-8, no control bytes, no NUL)
+ *
+ * The decoder takes bytes from any peer: it checks the header before it
+ * trusts body_len, never reads outside the buffer, and returns 0 or -errno
+ * like the gram decoders (gram.h): -EMSGSIZE truncated or a length that
+ * disagrees, -EBADMSG bad magic or body, -EILSEQ CRC, -EPROTONOSUPPORT
+ * version, -EPROTO type, reserved or a length the type cannot have. */
+#ifndef PFS_BLOB_REPL_WIRE_H
+#define PFS_BLOB_REPL_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfs/blob_repl.h"
+
+#define REPL_MAGIC 0x46534650u /* "PFSF" */
+#define REPL_VERSION 1
+#define REPL_HDR 32
+#define REPL_NONCE 32
+#define REPL_MAC 32
+#define REPL_FRAME_MAX (REPL_HDR + PFS_REPL_MSG_MAX)
+#define REPL_LABEL "pfs-repl-v1"
+
+enum repl_type {
+	REPL_HELLO = 1,
+	REPL_AUTH = 2,
+	REPL_ACCEPT = 3,
+	REPL_REFUSE = 4,
+	REPL_END = 5,
+	REPL_ERROR = 6,
+	REPL_KEEPALIVE = 7, /* server: nothing new yet, still there */
+};
+
+struct repl_frame {
+	uint8_t type;
+	uint16_t body_len;
+	uint64_t size, offset;
+	uint8_t body[PFS_REPL_MSG_MAX + 1]; /* text frames: NUL-terminated */
+};
+
+/* repl_frame_encode - @f into @out (REPL_FRAME_MAX bytes); the bytes
+ * written, or -EINVAL (a body the type cannot have). */
+int repl_frame_encode(const struct repl_frame *f, uint8_t *out);
+
+/* repl_frame_body_len - from a 32-byte header: the body length it
+ * announces (checked against its type), or -errno as below. */
+int repl_frame_body_len(const uint8_t *hdr, size_t len);
+
+/* repl_frame_decode - a whole frame, exactly @len bytes. 0 or -errno. */
+int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f);
+
+const char *repl_type_str(uint8_t type);
+
+#endif /* PFS_BLOB_REPL_WIRE_H */

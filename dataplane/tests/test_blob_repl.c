@@ -1,0 +1,598 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Blob replication (`pfs blob create --replicate-listen / --fetch-from`,
+ * `pfs blob serve --replicate-listen`) as the operator's pods run it: the
+ * binary in $PFS over a real veth pair between two network namespaces
+ * (origin and relay2 in one, relay1 in the other, so every hop crosses the
+ * veth), a source of real files of installed Debian packages (>= 64 MiB,
+ * hard links into a private directory). The chain's results, fingerprints
+ * and manifests; cut-through (relay2 starts before relay1 ends); relay1
+ * killed mid-stream (relay2 resumes from the origin); a bad token, a size
+ * mismatch, an origin whose load fails; and malformed input on both sides
+ * (this program as a hostile client and as a fake upstream). Needs root
+ * (netns); SKIP otherwise. Named blobs in /dev/shm, removed at the end.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "blob/blob_repl_wire.h"
+#include "netns.h"
+#include "pfs/gram.h"
+
+#define SRC_MIN (64ULL << 20)
+#define REAL_UAPI "/usr/include/linux"
+
+static char src_dir[128], tok[128], bad_tok[128], blob_size[32];
+static char names[8][64];
+static long long size;
+
+static const char *const big_files[] = {
+	"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1",
+	"/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1",
+	"/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
+	"/usr/lib/x86_64-linux-gnu/libcrypto.a",
+};
+
+/* The string value of "@key" (first occurrence after @after, if set). */
+static const char *jstr(const char *json, const char *after, const char *key, char *out, size_t n)
+{
+	char pat[64];
+	const char *p = json && after ? strstr(json, after) : json;
+	size_t i = 0;
+
+	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+	p = p ? strstr(p, pat) : NULL;
+	if (p)
+		for (p += strlen(pat); *p && *p != '"' && i + 1 < n; p++)
+			out[i++] = *p;
+	out[i] = '\0';
+	return out;
+}
+
+/* The number value of "@key" (after @after, if set), or -1. */
+static double jnum(const char *json, const char *after, const char *key)
+{
+	char pat[64];
+	const char *p = json && after ? strstr(json, after) : json;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = p ? strstr(p, pat) : NULL;
+	return p && p[strlen(pat)] >= '0' && p[strlen(pat)] <= '9' ? atof(p + strlen(pat)) : -1;
+}
+
+/* A shell command's stdout (malloc'd). */
+static char *slurp_cmd(const char *cmd)
+{
+	size_t cap = 1 << 16, len = 0, r;
+	char *out = malloc(cap);
+	FILE *p = popen(cmd, "r");
+
+	while (p && out && len + 1 < cap && (r = fread(out + len, 1, cap - len - 1, p)) > 0)
+		len += r;
+	if (p)
+		pclose(p);
+	if (out)
+		out[len] = '\0';
+	return out;
+}
+
+static void cleanup(void)
+{
+	for (int i = 0; i < 8; i++)
+		if (names[i][0])
+			sh("rm -f /dev/shm/%s", names[i]);
+}
+
+/* A source directory of hard links (copies across file systems) to real
+ * files, at least SRC_MIN bytes in all; its blob size from --dry-run. */
+static int make_source(void)
+{
+	unsigned long long total = 0;
+	char *out, args[256];
+	struct stat st;
+
+	snprintf(src_dir, sizeof(src_dir), "%s/src", tmpdir);
+	CHECK(!mkdir(src_dir, 0755), "mkdir: %s", strerror(errno));
+	for (size_t i = 0; i < sizeof(big_files) / sizeof(big_files[0]); i++) {
+		if (stat(big_files[i], &st))
+			continue;
+		sh("ln %s %s/ 2>/dev/null || cp %s %s/", big_files[i], src_dir, big_files[i],
+		   src_dir);
+		total += (unsigned long long)st.st_size;
+	}
+	sh("cp -al /usr/include/linux %s/linux 2>/dev/null || cp -a /usr/include/linux %s/linux",
+	   src_dir, src_dir);
+	if (total < SRC_MIN)
+		return tap_skip("real files of installed packages sum to %llu bytes, < 64 MiB",
+				total);
+	snprintf(args, sizeof(args), "%s blob create --source %s --dry-run 2>/dev/null", pfs_bin,
+		 src_dir);
+	out = slurp_cmd(args);
+	size = (long long)jnum(out, "\"source\"", "blob_size");
+	free(out);
+	CHECK(size > (long long)SRC_MIN, "dry run: blob_size %lld", size);
+	snprintf(blob_size, sizeof(blob_size), "%lld", size);
+	tap_diag("source %s: %llu bytes of real files, blob %lld bytes", src_dir, total, size);
+	return TAP_PASS;
+}
+
+/* pfs with the NULL-terminated words after @tag, in netns @ns. */
+static pid_t pfs_in(const char *ns, const char *tag, ...)
+{
+	char *args[40];
+	va_list ap;
+	int n = 0;
+
+	va_start(ap, tag);
+	while (n < 39 && (args[n] = va_arg(ap, char *)))
+		n++;
+	va_end(ap);
+	args[n] = NULL;
+	return spawn(ns, tag, args);
+}
+
+/* A blob name for slot @i, removed at exit. */
+static char *bname(int i, const char *what)
+{
+	snprintf(names[i], sizeof(names[i]), "pfs-repl-%s-%d", what, getpid());
+	return names[i];
+}
+
+static char *addr(char *buf, const char *ip, int port)
+{
+	snprintf(buf, 48, "%s:%d", ip, port);
+	return buf;
+}
+
+static int t_setup(void)
+{
+	int r = netns_setup("rp", 43);
+	FILE *f;
+
+	if (r != TAP_PASS)
+		return r;
+	atexit(cleanup);
+	snprintf(tok, sizeof(tok), "%s/token", tmpdir);
+	snprintf(bad_tok, sizeof(bad_tok), "%s/bad-token", tmpdir);
+	f = fopen(tok, "w");
+	CHECK(f && fprintf(f, "%s\n",
+			   "6b1f0c3e9a2d4c5b8e7f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5") > 0,
+	      "token");
+	fclose(f);
+	f = fopen(bad_tok, "w");
+	CHECK(f && fprintf(f, "%s\n", "not-the-token") > 0, "bad token");
+	fclose(f);
+	chmod(tok, 0644);
+	r = make_source();
+	if (r != TAP_PASS)
+		net_ok = false, snprintf(net_skip, sizeof(net_skip), "%.190s", tap_skip_reason);
+	return r;
+}
+
+/* `pfs blob manifest --verify` of /dev/shm/@name exits 0. */
+static bool manifest_verifies(const char *name)
+{
+	return !sh("%s blob manifest --name %s --dir /dev/shm --verify >/dev/null 2>&1", pfs_bin,
+		   name);
+}
+
+/* Wait (5 s at most) until tmpdir/@tag.err says @what. */
+static bool wait_log(const char *tag, const char *what)
+{
+	for (int i = 0; i < 250; i++) {
+		if (strstr(slurp(tag, "err"), what))
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+/* origin (ns a) -> relay1 (ns b) -> relay2 (ns a): all ok and equal. */
+static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r2)
+{
+	/* relay2 falls back to the origin only where the test wants it: a
+	 * relay2 that finds relay1 not yet listening would take the origin. */
+	char a0[48], a1[48];
+	pid_t po, p1, p2;
+	int rc[3];
+
+	addr(a0, ip_a, 7470);
+	addr(a1, ip_b, 7471);
+	/* The previous run's log must not answer wait_log below. */
+	sh("rm -f %s/relay1.err", tmpdir);
+	po = pfs_in(ns_a, "origin", "blob", "create", "--source", src_dir, "--page", "4k", "--dir",
+		    "/dev/shm", "--name", bname(0, "origin"), "--replace", "--token-file", tok,
+		    "--replicate-listen", a0, "--replicate-linger", "2s", "--replicate-rate",
+		    rate ? rate : "1T", NULL);
+	p1 = pfs_in(ns_b, "relay1", "blob", "create", "--size", blob_size, "--page", "4k", "--dir",
+		    "/dev/shm", "--name", bname(1, "relay1"), "--replace", "--token-file", tok,
+		    "--fetch-from", a0, "--replicate-listen", a1, "--replicate-linger", "2s",
+		    "--fetch-timeout", "60s", NULL);
+	/* relay2 must find relay1 listening, or it takes the next upstream. */
+	if (!wait_log("relay1", "repl serve: listening"))
+		tap_diag("relay1 did not listen within 5 s");
+	p2 = pfs_in(ns_a, "relay2", "blob", "create", "--size", blob_size, "--page", "4k", "--dir",
+		    "/dev/shm", "--name", bname(2, "relay2"), "--replace", "--token-file", tok,
+		    "--fetch-from", kill_after_ms ? strcat(strcat(a1, ","), a0) : a1,
+		    "--fetch-timeout", "60s", NULL);
+	if (kill_after_ms) {
+		usleep((useconds_t)kill_after_ms * 1000);
+		kill(p1, SIGKILL);
+	}
+	rc[2] = wait_rc(p2, 120);
+	rc[1] = wait_rc(p1, 120);
+	rc[0] = wait_rc(po, 120);
+	snprintf(o, 4096, "%s", slurp("origin", "json"));
+	snprintf(r1, 4096, "%s", slurp("relay1", "json"));
+	snprintf(r2, 4096, "%s", slurp("relay2", "json"));
+	tap_diag("rc origin %d relay1 %d relay2 %d", rc[0], rc[1], rc[2]);
+	if (rc[0] || rc[2] || (!kill_after_ms && rc[1])) {
+		tap_diag("origin: %.1500s", slurp("origin", "err"));
+		tap_diag("relay1: %.1500s", slurp("relay1", "err"));
+		tap_diag("relay2: %.1500s", slurp("relay2", "err"));
+		return -1;
+	}
+	return 0;
+}
+
+static char o[4096], r1[4096], r2[4096];
+
+/* The plain chain: every copy equal, verified, the source read once. */
+static int t_chain(void)
+{
+	char f0[24], f1[24], f2[24], s0[70], s1[70], s2[70], from[64];
+
+	NEED_NET();
+	CHECK(!chain(NULL, 0, o, r1, r2), "chain failed");
+	jstr(o, "\"blob\"", "fingerprint", f0, sizeof(f0));
+	jstr(r1, "\"blob\"", "fingerprint", f1, sizeof(f1));
+	jstr(r2, "\"blob\"", "fingerprint", f2, sizeof(f2));
+	CHECK(f0[0] && !strcmp(f0, f1) && !strcmp(f0, f2), "fingerprints %s %s %s", f0, f1, f2);
+	jstr(o, "\"source\"", "sha256", s0, sizeof(s0));
+	jstr(r1, "\"manifest\"", "sha256", s1, sizeof(s1));
+	jstr(r2, "\"manifest\"", "sha256", s2, sizeof(s2));
+	CHECK(s0[0] && !strcmp(s0, s1) && !strcmp(s0, s2), "sha256 %s %s %s", s0, s1, s2);
+	CHECK(strstr(r1, "\"verified\":true") && strstr(r2, "\"verified\":true"), "verified");
+	CHECK(manifest_verifies(names[0]) && manifest_verifies(names[1]) &&
+		      manifest_verifies(names[2]),
+	      "pfs blob manifest --verify");
+	/* Read once: only the origin has a source; it served exactly one copy. */
+	CHECK(!strstr(r1, "\"source\"") && !strstr(r2, "\"source\"") &&
+		      jnum(o, "\"repl\"", "clients") == 1 &&
+		      jnum(o, "\"repl\"", "bytes_served") == (double)size &&
+		      jnum(r1, "\"repl\"", "bytes_served") == (double)size,
+	      "origin %.300s", strstr(o, "\"repl\""));
+	CHECK(!strcmp(jstr(r2, "\"fetch\"", "from", from, sizeof(from)), ip_b) ||
+		      strstr(from, ip_b),
+	      "relay2 from %s", from);
+	tap_diag("relay1 %.0f MB/s, relay2 %.0f MB/s; JSON %zu/%zu/%zu bytes",
+		 jnum(r1, "\"fetch\"", "mbps"), jnum(r2, "\"fetch\"", "mbps"), strlen(o),
+		 strlen(r1), strlen(r2));
+	CHECK(strlen(o) < 3500 && strlen(r1) < 3500 && strlen(r2) < 3500, "result size");
+	return TAP_PASS;
+}
+
+/* Paced origin: relay2's first byte arrives before relay1's last. */
+static int t_cut_through(void)
+{
+	double r1_t1, r2_t0;
+
+	NEED_NET();
+	CHECK(!chain("40Mi", 0, o, r1, r2), "chain failed");
+	r1_t1 = jnum(r1, "\"fetch\"", "t1_unix");
+	r2_t0 = jnum(r2, "\"fetch\"", "t0_unix");
+	tap_diag("relay1 %.3f..%.3f, relay2 %.3f..%.3f", jnum(r1, "\"fetch\"", "t0_unix"), r1_t1,
+		 r2_t0, jnum(r2, "\"fetch\"", "t1_unix"));
+	CHECK(r1_t1 > 0 && r2_t0 > 0 && r2_t0 < r1_t1 - 0.5, "not cut-through");
+	CHECK(strstr(r2, "\"verified\":true"), "relay2 not verified");
+	return TAP_PASS;
+}
+
+/* relay1 killed mid-stream: relay2 resumes from the origin. */
+static int t_kill_relay(void)
+{
+	char from[64], a0[48];
+	const char *ra;
+
+	NEED_NET();
+	CHECK(!chain("30Mi", 1500, o, r1, r2), "chain failed");
+	tap_diag("relay2: %.300s", strstr(r2, "\"fetch\""));
+	tap_diag("relay2 log: %.800s", slurp("relay2", "err"));
+	CHECK(strstr(r2, "\"ok\":true") && strstr(r2, "\"verified\":true"), "relay2 not ok");
+	CHECK(!strcmp(jstr(r2, "\"fetch\"", "from", from, sizeof(from)), addr(a0, ip_a, 7470)),
+	      "from %s", from);
+	ra = strstr(r2, "\"resumed_at\":[");
+	CHECK(ra && ra[14] >= '1' && ra[14] <= '9' && jnum(r2, "\"fetch\"", "attempts") >= 2,
+	      "no resume");
+	CHECK(manifest_verifies(names[2]), "manifest --verify");
+	return TAP_PASS;
+}
+
+/* A small origin on loopback in ns a (UAPI headers, 8 MiB blob) and one
+ * relay with @extra options; the relay's exit code, results in o and r1. */
+static int small_pair(const char *origin_src, uid_t origin_uid, const char *rtok, const char *rsize)
+{
+	/* An unprivileged origin cannot --replace root's blob: its own name. */
+	char *oname = origin_uid ? bname(7, "small-u") : bname(3, "small");
+	char *oargs[] = { "blob",
+			  "create",
+			  "--source",
+			  (char *)origin_src,
+			  "--page",
+			  "4k",
+			  "--dir",
+			  "/dev/shm",
+			  "--name",
+			  oname,
+			  "--replace",
+			  "--token-file",
+			  tok,
+			  "--replicate-listen",
+			  "127.0.0.1:7480",
+			  "--replicate-linger",
+			  "3s",
+			  NULL };
+	pid_t po = spawn_as(ns_a, "sorigin", origin_uid, oargs), pr;
+	int rc, orc;
+
+	pr = pfs_in(ns_a, "srelay", "blob", "create", "--size", rsize, "--page", "4k", "--dir",
+		    "/dev/shm", "--name", bname(4, "srelay"), "--replace", "--token-file", rtok,
+		    "--fetch-from", "127.0.0.1:7480", "--fetch-timeout", "20s", NULL);
+	rc = wait_rc(pr, 60);
+	orc = wait_rc(po, 60);
+	snprintf(o, sizeof(o), "%s", slurp("sorigin", "json"));
+	snprintf(r1, sizeof(r1), "%s", slurp("srelay", "json"));
+	tap_diag("origin rc %d: %.200s", orc, o);
+	if (orc && !strstr(o, "\"ok\":false"))
+		tap_diag("origin: %.600s", slurp("sorigin", "err"));
+	tap_diag("relay rc %d: %.300s", rc, r1);
+	return rc;
+}
+
+static int t_bad_token(void)
+{
+	char e[600];
+
+	NEED_NET();
+	CHECK(small_pair(REAL_UAPI, 0, bad_tok, "8M") == 1, "relay did not fail");
+	CHECK(strstr(jstr(r1, NULL, "error", e, sizeof(e)), "authentication"), "error: %s", e);
+	CHECK(jnum(o, "\"repl\"", "refused") >= 1 && jnum(o, "\"repl\"", "bytes_served") == 0,
+	      "origin counted no refusal");
+	return TAP_PASS;
+}
+
+static int t_size_mismatch(void)
+{
+	char e[600];
+
+	NEED_NET();
+	CHECK(small_pair(REAL_UAPI, 0, tok, "16M") == 1, "relay did not fail");
+	CHECK(strstr(jstr(r1, NULL, "error", e, sizeof(e)), "holds a blob of 8388608 bytes"),
+	      "error: %s", e);
+	return TAP_PASS;
+}
+
+/* The origin (unprivileged) cannot open one file of its source: the relay
+ * fails with the origin's message and never reports ok. */
+static int t_origin_fails(void)
+{
+	char dir[128], e[600];
+
+	NEED_NET();
+	snprintf(dir, sizeof(dir), "%s/unreadable", tmpdir);
+	CHECK(!sh("mkdir -p %s && cp /usr/include/linux/tcp.h /usr/include/linux/udp.h %s/ && "
+		  "chmod 755 %s && chmod 644 %s/tcp.h && chmod 000 %s/udp.h && chmod 644 %s",
+		  dir, dir, dir, dir, dir, tok),
+	      "setup");
+	CHECK(small_pair(dir, 65534, tok, "2M") == 1, "relay did not fail");
+	CHECK(strstr(jstr(r1, NULL, "error", e, sizeof(e)), "upstream 127.0.0.1:7480 failed: ") &&
+		      strstr(e, "udp.h"),
+	      "error: %s", e);
+	CHECK(strstr(o, "\"ok\":false"), "origin: %s", o);
+	return TAP_PASS;
+}
+
+/* ---- malformed input: this program as a client and as an upstream ---- */
+
+static int tcp_to(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct timeval tv = { .tv_sec = 5 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	for (int i = 0; i < 100; i++) {
+		if (!connect(fd, (struct sockaddr *)&a, sizeof(a)))
+			return fd;
+		usleep(50000);
+	}
+	close(fd);
+	return -1;
+}
+
+static int read_full(int fd, void *b, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = recv(fd, (char *)b + got, n - got, 0);
+
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* The next frame from @fd (its type), or -1. */
+static int frame_in(int fd, struct repl_frame *f)
+{
+	uint8_t b[REPL_FRAME_MAX];
+	int bl;
+
+	if (read_full(fd, b, REPL_HDR) || (bl = repl_frame_body_len(b, REPL_HDR)) < 0 ||
+	    read_full(fd, b + REPL_HDR, (size_t)bl) ||
+	    repl_frame_decode(b, REPL_HDR + (size_t)bl, f))
+		return -1;
+	return f->type;
+}
+
+static void frame_out(int fd, const struct repl_frame *f)
+{
+	uint8_t b[REPL_FRAME_MAX];
+	int n = repl_frame_encode(f, b);
+
+	if (n > 0)
+		(void)!write(fd, b, (size_t)n);
+}
+
+/* One gram of @len bytes at @off; @corrupt flips a header byte (CRC). */
+static void gram_out(int fd, uint64_t seq, uint64_t off, uint32_t len, bool corrupt)
+{
+	struct pfs_desc d = { .off = off, .len = len };
+	static uint8_t b[PFS_GRAM_HDR_LEN + 12 + 65536];
+	ssize_t h = pfs_gram_encode(PFS_MODE_PAYLOAD, seq, &d, 1, b, sizeof(b));
+
+	memset(b + h, 0x5a, len);
+	if (corrupt)
+		b[9] ^= 1;
+	(void)!write(fd, b, (size_t)h + len);
+}
+
+/* As a hostile client of the holder on @port: garbage instead of AUTH, a
+ * gram instead of AUTH, silence then close. Each must get REFUSE (or a
+ * close) and no blob byte. The number of cases that behaved. */
+static int hostile_client(int port)
+{
+	static const uint8_t garbage[64] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct repl_frame f;
+	int good = 0;
+
+	for (int k = 0; k < 3; k++) {
+		int fd = tcp_to(port);
+
+		if (fd < 0 || frame_in(fd, &f) != REPL_HELLO) {
+			close(fd);
+			continue;
+		}
+		if (k == 0)
+			(void)!write(fd, garbage, sizeof(garbage));
+		else if (k == 1)
+			gram_out(fd, 0, 0, 4096, false);
+		else
+			shutdown(fd, SHUT_WR);
+		good += frame_in(fd, &f) == REPL_REFUSE || k == 2;
+		close(fd);
+	}
+	return good;
+}
+
+/* As a fake upstream on @port: two connections, an out-of-order gram on
+ * the first, a gram with a broken header CRC on the second. */
+static int fake_upstream(int port, uint64_t blob)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1, served = 0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 4))
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		struct repl_frame h = { .type = REPL_HELLO, .size = blob, .body_len = REPL_NONCE };
+		struct repl_frame ok = { .type = REPL_ACCEPT, .size = blob }, au;
+		int fd;
+
+		if (poll(&p, 1, 20000) != 1 || (fd = accept(lfd, NULL, NULL)) < 0)
+			break;
+		frame_out(fd, &h);
+		if (frame_in(fd, &au) == REPL_AUTH) {
+			frame_out(fd, &ok);
+			gram_out(fd, 0, k ? 0 : 4096, 4096, k == 1);
+			served++;
+		}
+		/* The relay must drop us: wait for its close. */
+		frame_in(fd, &au);
+		close(fd);
+	}
+	close(lfd);
+	return served;
+}
+
+/* Run @fn(@port, @arg) in a child inside ns a; its result (exit code). */
+static pid_t in_ns_a(int (*fn)(int, uint64_t), int port, uint64_t arg)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(netns_enter(ns_a) ? 255 : fn(port, arg));
+	return pid;
+}
+
+static int hostile_fn(int port, uint64_t arg)
+{
+	(void)arg;
+	return hostile_client(port);
+}
+
+static int t_malformed(void)
+{
+	char sock[128], e[64];
+	pid_t srv, h, fk, rel;
+	int hr, fr, rr;
+
+	NEED_NET();
+	CHECK(!sh("%s blob create --source %s --page 4k --dir /dev/shm --name %s --replace "
+		  ">/dev/null 2>&1",
+		  pfs_bin, REAL_UAPI, bname(5, "held")),
+	      "create");
+	snprintf(sock, sizeof(sock), "%s/held.sock", tmpdir);
+	srv = pfs_in(ns_a, "serve", "blob", "serve", "--name", names[5], "--dir", "/dev/shm",
+		     "--socket", sock, "--token-file", tok, "--replicate-listen", "127.0.0.1:7490",
+		     NULL);
+	h = in_ns_a(hostile_fn, 7490, 0);
+	hr = wait_rc(h, 60);
+	fk = in_ns_a(fake_upstream, 7491, 8ULL << 20);
+	usleep(100000);
+	rel = pfs_in(ns_a, "mrelay", "blob", "create", "--size", "8M", "--page", "4k", "--dir",
+		     "/dev/shm", "--name", bname(6, "mrelay"), "--replace", "--token-file", tok,
+		     "--fetch-from", "127.0.0.1:7491,127.0.0.1:7491,127.0.0.1:7490",
+		     "--fetch-timeout", "30s", NULL);
+	rr = wait_rc(rel, 60);
+	fr = wait_rc(fk, 60);
+	kill(srv, SIGTERM);
+	wait_rc(srv, 20);
+	tap_diag("hostile cases handled %d/3, fake upstream served %d, relay rc %d", hr, fr, rr);
+	tap_diag("relay: %.400s", strstr(slurp("mrelay", "json"), "\"fetch\""));
+	tap_diag("serve: %.300s", strstr(slurp("serve", "json"), "\"accepted\""));
+	CHECK(hr == 3 && fr == 2 && rr == 0, "see above; relay: %.600s", slurp("mrelay", "err"));
+	snprintf(r1, sizeof(r1), "%s", slurp("mrelay", "json"));
+	CHECK(jnum(r1, "\"fetch\"", "rejected") == 2 && jnum(r1, "\"fetch\"", "attempts") == 3 &&
+		      !strcmp(jstr(r1, "\"fetch\"", "from", e, sizeof(e)), "127.0.0.1:7490") &&
+		      strstr(r1, "\"verified\":true"),
+	      "relay result");
+	snprintf(o, sizeof(o), "%s", slurp("serve", "json"));
+	CHECK(jnum(o, "\"repl\"", "refused") >= 2 && jnum(o, "\"repl\"", "clients") == 1,
+	      "serve result %s", o);
+	return TAP_PASS;
+}
+
+static const struct tap_test tests[] = {
+	{ "setup: netns, veth, a >= 64 MiB source of real files", t_setup },
+	{ "origin -> relay1 -> relay2 over veth: equal, verified, source read once", t_chain },
+	{ "cut-through: relay2 starts before relay1 ends (paced origin)", t_cut_through },
+	{ "relay1 SIGKILLed mid-stream: relay2 resumes from the origin", t_kill_relay },
+	{ "bad token: refused, the relay names auth", t_bad_token },
+	{ "size mismatch: refused with both sizes", t_size_mismatch },
+	{ "origin load fails: the relay fails with the upstream's message", t_origin_fails },
+	{ "malformed: hostile client, fake upstream; counted, no crash", t_malformed },
+};
+
+TAP_MAIN(tests)

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Blob replication in the CLI (library: blob_repl.h): the options of
+ * `pfs blob create` that serve the blob to other nodes while it fills
+ * (--replicate-listen, origin and relay) and that fill it from upstreams
+ * instead of a source (--fetch-from, relay), their checks, the relay's
+ * fetch + manifest verification, the linger before exit and the "fetch"
+ * and "repl" members of the result. `pfs blob serve` uses the server part
+ * (share.c). The library's threads (server, source readers) are started
+ * and joined inside these calls; this file's state is the struct
+ * pfs_cli_repl its caller owns.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pfs/blob_manifest.h"
+#include "pfs/blob_share.h"
+#include "pfs/log.h"
+
+/* "3", "3s", "500ms", "2m", "1h", fractions allowed: milliseconds. */
+int pfs_cli_parse_dur(const char *arg, void *field)
+{
+	static const struct {
+		const char *unit;
+		double ms;
+	} units[] = { { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 } };
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (end == arg || !(v >= 0))
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit) && v * units[i].ms <= 86400000.0) {
+			*(int *)field = (int)(v * units[i].ms + 0.5);
+			return 0;
+		}
+	return -EINVAL;
+}
+
+#define AT(f) PFS_OPT_AT(struct pfs_cli_repl, f)
+const struct pfs_opt pfs_cli_repl_opts[] = {
+	PFS_OPT_HEADING("\nReplication (create: fan a blob out to other nodes, cut-through):"),
+	{ "replicate-listen", PFS_OPT_STR, AT(listen), "ADDR:PORT",
+	  "serve the blob to relays while it fills (e.g. 0.0.0.0:7470), up to what is "
+	  "contiguous; needs --token-file",
+	  .flags = PFS_OPT_NONZERO },
+	{ "fetch-from", PFS_OPT_STR, AT(fetch_from), "IP:PORT[,...]",
+	  "fill the blob from these upstreams (first that answers; resume on the next), "
+	  "then verify its manifest; excludes --source and --fill; needs --token-file",
+	  .flags = PFS_OPT_NONZERO },
+	{ "token-file", PFS_OPT_STR, AT(token_file), "PATH",
+	  "the blob's token (its Secret): HMAC key of the replication handshake",
+	  .flags = PFS_OPT_NONZERO },
+	{ "replicate-linger", PFS_OPT_FN, AT(linger_ms), "DUR",
+	  "after the blob is complete, serve until no client was incomplete this long "
+	  "(default 3s; 500ms, 2m ...)",
+	  .parse = pfs_cli_parse_dur },
+	{ "replicate-rate", PFS_OPT_SIZE, AT(rate), "BYTES_PER_S",
+	  "pace each served connection to this many bytes/s (e.g. 50Mi; default unpaced)",
+	  .min = 4096 },
+	{ "fetch-timeout", PFS_OPT_FN, AT(fetch_timeout_ms), "DUR",
+	  "give up the fetch after this long (default 600s)", .parse = pfs_cli_parse_dur },
+	{ 0 },
+};
+#undef AT
+
+void pfs_cli_repl_init(struct pfs_cli_repl *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->linger_ms = 3000;
+	r->fetch_timeout_ms = 600000;
+}
+
+/* Split --fetch-from into r->ups. 0 or -EINVAL. */
+static int split_upstreams(struct pfs_cli_repl *r)
+{
+	char *save, *tok;
+
+	if (strlen(r->fetch_from) >= sizeof(r->upbuf))
+		return -EINVAL;
+	strcpy(r->upbuf, r->fetch_from);
+	r->nups = 0;
+	for (tok = strtok_r(r->upbuf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (r->nups >= PFS_REPL_UPSTREAMS || !strchr(tok, ':'))
+			return -EINVAL;
+		r->ups[r->nups++] = tok;
+	}
+	return r->nups ? 0 : -EINVAL;
+}
+
+int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
+		       const struct pfs_cli_source *s)
+{
+	static const char *const need[] = { "replicate-linger", "replicate-rate" };
+
+	if (!r->listen && !r->fetch_from) {
+		for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+			if (pfs_opt_given(c, need[i]))
+				return pfs_opt_fail(c, "--%s needs --replicate-listen", need[i]);
+		if (pfs_opt_given(c, "fetch-timeout"))
+			return pfs_opt_fail(c, "--fetch-timeout needs --fetch-from");
+		return 0;
+	}
+#ifdef PFS_NO_SOURCE
+	return pfs_opt_fail(c, "this pfs was built without replication (the arm64 cross build "
+			       "has no libcrypto for HMAC-SHA256)");
+#endif
+	if (!r->token_file)
+		return pfs_opt_fail(c, "--replicate-listen and --fetch-from need --token-file");
+	if (r->fetch_from && s->path)
+		return pfs_opt_fail(c, "--fetch-from and --source exclude each other (a relay "
+				       "fills its blob from upstream, the origin from files)");
+	if (r->fetch_from && (pfs_opt_given(c, "fill") || pfs_opt_given(c, "seed")))
+		return pfs_opt_fail(c, "--fetch-from and --fill/--seed exclude each other");
+	if (r->fetch_from && (pfs_opt_given(c, "blob-name") || !pfs_opt_given(c, "size")))
+		return pfs_opt_fail(c, "--fetch-from needs --size (the origin's) and no "
+				       "--blob-name");
+	if (!r->fetch_from && pfs_opt_given(c, "fetch-timeout"))
+		return pfs_opt_fail(c, "--fetch-timeout needs --fetch-from");
+	if (r->fetch_from && split_upstreams(r))
+		return pfs_opt_fail(c,
+				    "invalid --fetch-from '%s' (IP:PORT[,IP:PORT...], at most "
+				    "%d)",
+				    r->fetch_from, PFS_REPL_UPSTREAMS);
+	if (r->listen && !strchr(r->listen, ':'))
+		return pfs_opt_fail(c, "invalid --replicate-listen '%s' (ADDR:PORT)", r->listen);
+	return 0;
+}
+
+bool pfs_cli_repl_set(const struct pfs_cli_repl *r)
+{
+	return r->listen || r->fetch_from;
+}
+
+void pfs_cli_repl_hook(void *ctx, uint64_t mark)
+{
+	struct pfs_cli_repl *r = ctx;
+
+	if (r->prog)
+		pfs_progress__advance(r->prog, mark);
+}
+
+/* The token of --token-file into r->token (once). 0 or -errno. */
+static int read_token(struct pfs_cli_repl *r, char *why, size_t n)
+{
+	int tl = r->token_len ? r->token_len :
+				pfs_share_token_read(r->token_file, r->token, sizeof(r->token));
+
+	if (tl < 0) {
+		snprintf(why, n, "--token-file %s: %s", r->token_file,
+			 pfs_share_token_strerror(tl));
+		pfs_err("%s", why);
+		return tl;
+	}
+	r->token_len = tl;
+	return 0;
+}
+
+int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
+		       struct pfs_progress *prog, char *why, size_t n)
+{
+	struct pfs_repl_server_opts o = { .sz = sizeof(o),
+					  .listen = r->listen,
+					  .blob = pfs_blob__data(blob),
+					  .size = pfs_blob__size(blob),
+					  .progress = prog,
+					  .token = r->token,
+					  .rate = r->rate };
+	int err;
+
+	if (!r->listen)
+		return 0;
+	err = read_token(r, why, n);
+	if (err)
+		return err;
+	o.token_len = (size_t)r->token_len;
+	r->srv = pfs_repl_server__start(&o, why, n);
+	if (!r->srv) {
+		err = -errno;
+		pfs_err("--replicate-listen: %s", why);
+		return err;
+	}
+	r->serving = true;
+	return 0;
+}
+
+int pfs_cli_repl_start(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
+{
+	int err = read_token(r, why, n);
+
+	if (err)
+		return err;
+	r->prog = pfs_progress__new(pfs_blob__size(blob));
+	if (!r->prog) {
+		snprintf(why, n, "no memory");
+		return -ENOMEM;
+	}
+	return pfs_cli_repl_serve(r, blob, r->prog, why, n);
+}
+
+/* The received blob against its manifest (parse + every sha256). */
+static int verify(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
+{
+	const uint8_t *b = pfs_blob__data(blob);
+	uint64_t size = pfs_blob__size(blob);
+	struct pfs_manifest *m = NULL;
+	double t0 = pfs_cli_now();
+	char msg[400];
+	int err = pfs_manifest_parse(b, size, &m, msg, sizeof(msg));
+
+	if (!err)
+		err = pfs_manifest_verify(m, b, size, msg, sizeof(msg));
+	r->verify_s = pfs_cli_now() - t0;
+	pfs_manifest_free(m);
+	if (err) {
+		snprintf(why, n, "received bytes do not match the manifest: %s", msg);
+		pfs_err("%s", why);
+		return err;
+	}
+	r->verified = true;
+	return 0;
+}
+
+int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
+{
+	struct pfs_repl_fetch_opts o = { .sz = sizeof(o),
+					 .upstreams = (const char *const *)r->ups,
+					 .n_upstreams = r->nups,
+					 .blob = pfs_blob__data(blob),
+					 .size = pfs_blob__size(blob),
+					 .progress = r->prog,
+					 .hold_back = PFS_MANIFEST_FOOTER,
+					 .token = r->token,
+					 .token_len = (size_t)r->token_len,
+					 .timeout_ms = r->fetch_timeout_ms,
+					 .stop = &pfs_cli_stop };
+	int err = pfs_repl_fetch(&o, &r->fr);
+
+	r->fetched = true;
+	if (err) {
+		snprintf(why, n, "%s", r->fr.error);
+		return err;
+	}
+	pfs_info("repl fetch: %" PRIu64 " bytes from %s in %.3f s (%.0f MB/s, %" PRIu64
+		 " connections)",
+		 r->fr.bytes, r->fr.from, r->fr.seconds,
+		 r->fr.seconds > 0 ? (double)r->fr.bytes / 1e6 / r->fr.seconds : 0.0,
+		 r->fr.attempts);
+	err = verify(r, blob, why, n);
+	if (err) {
+		pfs_progress__fail(r->prog, why);
+		return err;
+	}
+	/* Downstream gets the footer only from a verified copy. */
+	pfs_progress__advance(r->prog, pfs_blob__size(blob));
+	return 0;
+}
+
+void pfs_cli_repl_abort(struct pfs_cli_repl *r, const char *msg)
+{
+	if (r->prog)
+		pfs_progress__fail(r->prog, msg);
+	/* Clients connected now, and relays that connect within the linger,
+	 * get the message as an ERROR frame instead of a refused connect they
+	 * would retry until their --fetch-timeout. */
+	pfs_cli_repl_finish(r);
+}
+
+void pfs_cli_repl_stop(struct pfs_cli_repl *r)
+{
+	if (!r->srv)
+		return;
+	pfs_repl_server__stats(r->srv, &r->st);
+	pfs_info("repl serve: %" PRIu64 " clients, %" PRIu64 " bytes served, %" PRIu64 " refused",
+		 r->st.clients, r->st.bytes_served, r->st.refused);
+	pfs_repl_server__stop(r->srv);
+	r->srv = NULL;
+}
+
+void pfs_cli_repl_finish(struct pfs_cli_repl *r)
+{
+	if (r->srv)
+		pfs_repl_server__linger(r->srv, r->linger_ms, &pfs_cli_stop);
+	pfs_cli_repl_stop(r);
+}
+
+static void fetch_json(struct pfs_json *j, const struct pfs_cli_repl *r)
+{
+	const struct pfs_repl_fetch_result *f = &r->fr;
+
+	pfs_json_obj(j, "fetch");
+	pfs_json_str(j, "from", f->from, 64);
+	pfs_json_u64(j, "bytes", f->bytes);
+	pfs_json_num(j, "seconds", f->seconds, 4);
+	pfs_json_num(j, "mbps", f->seconds > 0 ? (double)f->bytes / 1e6 / f->seconds : 0, 1);
+	pfs_json_u64(j, "attempts", f->attempts);
+	pfs_json_u64s(j, "resumed_at", f->resumed_at, f->n_resumed);
+	pfs_json_num(j, "t0_unix", f->t0_unix, 3);
+	pfs_json_num(j, "t1_unix", f->t1_unix, 3);
+	pfs_json_bool(j, "verified", r->verified);
+	pfs_json_num(j, "verify_seconds", r->verify_s, 4);
+	pfs_json_u64(j, "rejected", f->rejected);
+	pfs_json_close(j);
+}
+
+void pfs_cli_repl_json(struct pfs_json *j, const struct pfs_cli_repl *r)
+{
+	if (r->fetched)
+		fetch_json(j, r);
+	if (!r->serving)
+		return;
+	pfs_json_obj(j, "repl");
+	pfs_json_str(j, "listen", r->listen, 64);
+	pfs_json_u64(j, "clients", r->st.clients);
+	pfs_json_u64(j, "bytes_served", r->st.bytes_served);
+	pfs_json_u64(j, "refused", r->st.refused);
+	pfs_json_close(j);
+}
+
+void pfs_cli_repl_free(struct pfs_cli_repl *r)
+{
+	if (r->srv)
+		pfs_repl_server__stop(r->srv);
+	r->srv = NULL;
+	pfs_progress__free(r->prog);
+	r->prog = NULL;
+	memset(r->token, 0, sizeof(r->token));
+}
