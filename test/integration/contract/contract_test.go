@@ -137,10 +137,6 @@ func TestSourceBlobPods(t *testing.T) {
 	b.Spec.Source = &pfsv1alpha1.BlobSource{PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: "data", Path: "models/x.safetensors"}}
 	b.Spec.Replication = &pfsv1alpha1.BlobReplication{BandwidthLimit: ptr.To(q("100Mi"))}
 	t.Run("scan", func(t *testing.T) { checkPod(t, bin, &podspec.BlobScanPod(cfg, b).Spec) })
-	help, _ := exec.Command(bin, "blob", "create", "--help").CombinedOutput()
-	if !strings.Contains(string(help), "replicate-listen") {
-		t.Skip("this pfs has no --replicate-listen yet (the fan-out data plane of issue 14): holder command lines not checked")
-	}
 	for _, role := range []pfsv1alpha1.BlobNodeRole{pfsv1alpha1.BlobNodeOrigin, pfsv1alpha1.BlobNodeRelay} {
 		t.Run(string(role), func(t *testing.T) {
 			h := podspec.SourceHolder{Node: "w1", Role: role, Size: 67108864, Page: pfsv1alpha1.PageSize2Mi,
