@@ -166,13 +166,15 @@ spec:
 
 // waitBlob polls the blob's status until done says so; it fails the test
 // with the blob's description on a timeout.
-func waitBlob(ctx context.Context, t *testing.T, name string, timeout time.Duration, done func(*blobStatus) bool) *blobStatus {
+func waitBlob(ctx context.Context, t *testing.T, name string, timeout time.Duration, done func(*blobStatus) (bool, error)) *blobStatus {
 	t.Helper()
 	var st *blobStatus
 	err := poll(ctx, timeout, func() (bool, error) {
 		var err error
-		st, err = getBlobStatus(name)
-		return err == nil && done(st), err
+		if st, err = getBlobStatus(name); err != nil {
+			return false, err
+		}
+		return done(st)
 	})
 	if err != nil {
 		pods, _ := kubectl("-n", testNS, "get", "pods", "-o", "wide")
@@ -181,9 +183,15 @@ func waitBlob(ctx context.Context, t *testing.T, name string, timeout time.Durat
 	return st
 }
 
-func blobReady(st *blobStatus) bool {
-	s, _, _ := st.condition("Ready")
-	return s == "True"
+// blobReady: Ready, or an error when the blob failed for good (a reason the
+// operator never retries), so a broken run ends at once.
+func blobReady(st *blobStatus) (bool, error) {
+	s, reason, msg := st.condition("Ready")
+	switch reason {
+	case "SourceFailed", "SourceInvalid", "SourceNotAllowed", "SourceTooLarge", "DigestMismatch":
+		return false, fmt.Errorf("blob failed: %s: %s", reason, msg)
+	}
+	return s == "True", nil
 }
 
 // checkEveryNode asserts the blob is Ready on every node of the cluster with
@@ -408,9 +416,9 @@ spec:
 		}
 	}
 	for _, c := range cases {
-		st := waitBlob(ctx, t, c.name, 3*time.Minute, func(st *blobStatus) bool {
+		st := waitBlob(ctx, t, c.name, 3*time.Minute, func(st *blobStatus) (bool, error) {
 			_, reason, _ := st.condition("Ready")
-			return reason == c.reason
+			return reason == c.reason, nil
 		})
 		s, _, msg := st.condition("Ready")
 		if s != "False" || !strings.Contains(msg, c.msg) || st.ReadyNodes != 0 {

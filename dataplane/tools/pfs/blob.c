@@ -189,7 +189,9 @@ static int blob_show(struct blob_args *a, bool info)
 	pfs_json_num(&j, "fingerprint_s", fp_s, 4);
 	if (a->src.path)
 		pfs_cli_source_json(&j, &a->src);
-	if (info || a->repl.fetch_from)
+	/* The operator reads the verified digest from "manifest" on every
+	 * holder, the origin's included. */
+	if (info || a->repl.fetch_from || a->src.path)
 		pfs_cli_manifest_json(&j, blob);
 	pfs_cli_repl_json(&j, &a->repl);
 	pfs_json_str(&j, "error", NULL, 0);
