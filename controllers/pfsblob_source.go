@@ -570,8 +570,9 @@ func (f *fanout) summarise() {
 	}
 }
 
-// distribution is the data plane's window: the origin's first byte read to
-// the latest end any holder reported.
+// distribution is the data plane's window: the origin's load start to the
+// latest moment a holder had verified its copy (a relay's last byte
+// received plus its sha256 verify: it is not Ready before).
 func (f *fanout) distribution() {
 	oi := f.info[f.origin]
 	if oi == nil || oi.result == nil || oi.result.Source == nil || oi.result.Source.T0.IsZero() {
@@ -579,8 +580,11 @@ func (f *fanout) distribution() {
 	}
 	t0, t1 := oi.result.Source.T0, oi.result.Source.T1
 	for _, hi := range f.info {
-		if hi.result != nil && hi.result.Fetch != nil && hi.result.Fetch.T1.After(t1) {
-			t1 = hi.result.Fetch.T1
+		if hi.result == nil || hi.result.Fetch == nil {
+			continue
+		}
+		if end := hi.result.Fetch.T1.Add(hi.result.Fetch.Verify); end.After(t1) {
+			t1 = end
 		}
 	}
 	if !t1.After(t0) {

@@ -46,6 +46,8 @@ cleanup() {
 trap cleanup EXIT
 
 field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" | head -1; }
+# sect NAME FILE: the members of the result's NAME object (source, fetch, repl).
+sect() { sed -n "s/.*\"$1\":{\([^}]*\)}.*/\1/p" "$2"; }
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 now() { date +%s.%N; }
 in_ns() { local i=$1; shift; nsenter --net="/run/netns/pfsfan$i" "$@"; }
@@ -116,18 +118,19 @@ from() { # the comma list of upstreams for node i in a chain: i-1 ... 0
 # load_origin <src> <size> <listen?>: node 0 reads the source.
 load_origin() {
 	# shellcheck disable=SC2046
-	timed 0 "$W/r0" $(create 0 "$2" --source "$1") ${3:+--replicate-listen "$(ip_of 0):$PORT"}
+	timed 0 "$W/r0" $(create 0 "$2" --source "$1") ${3:+--replicate-listen "$(ip_of 0):$PORT" --replicate-linger 1s}
 }
 relay() { # relay <node> <size> <from-list> [listen]
 	# shellcheck disable=SC2046
-	timed "$1" "$W/r$1" $(create "$1" "$2" --fetch-from "$3") ${4:+--replicate-listen "$(ip_of "$1"):$PORT"}
+	timed "$1" "$W/r$1" $(create "$1" "$2" --fetch-from "$3") ${4:+--replicate-listen "$(ip_of "$1"):$PORT" --replicate-linger 1s}
 }
 check() { # every relay verified, one digest
 	local i want
-	want=$(field sha256 <"$W/r0")
+	want=$(sect manifest "$W/r0" | field sha256)
 	for i in $(seq 1 $(($1 - 1))); do
 		[ "$(field ok <"$W/r$i")" = true ] || { echo "node $i failed: $(cat "$W/r$i")" >&2; exit 1; }
-		[ "$(field verified <"$W/r$i")" = true ] || { echo "node $i not verified" >&2; exit 1; }
+		[ "$(sect fetch "$W/r$i" | field verified)" = true ] || { echo "node $i not verified" >&2; exit 1; }
+		[ "$(sect manifest "$W/r$i" | field sha256)" = "$want" ] || { echo "node $i: other sha256" >&2; exit 1; }
 	done
 	[ -n "$want" ]
 }
@@ -136,7 +139,7 @@ cpu_per_gib() {
 	local i c=0 b=0
 	for i in $(seq 1 $(($1 - 1))); do
 		c=$(echo "$c + $(cpu "$W/r$i")" | bc -l)
-		b=$(echo "$b + $(field bytes <"$W/r$i" | tail -1)" | bc)
+		b=$(echo "$b + $(sect fetch "$W/r$i" | field bytes)" | bc)
 	done
 	echo "scale=3; $c * 1073741824 / $b" | bc -l
 }
@@ -151,12 +154,14 @@ run_pipelined() { # -> seconds; also leaves the origin's bytes served in $W/serv
 	done
 	for i in "${rp[@]}"; do wait "$i"; done
 	check "$n"
-	t0=$(field t0_unix <"$W/r0")
+	t0=$(sect source "$W/r0" | field t0_unix)
 	for i in $(seq 1 $((n - 1))); do
-		t1=$(sed -n 's/.*"fetch":{[^}]*"t1_unix":\([0-9.]*\).*/\1/p' "$W/r$i")
+		# A relay is done once it verified what it received.
+		t1=$(sect fetch "$W/r$i" | field t1_unix)
+		t1=$(echo "$t1 + $(sect fetch "$W/r$i" | field verify_seconds)" | bc -l)
 		[ "$(echo "$t1 > $last" | bc)" = 1 ] && last=$t1
 	done
-	sed -n 's/.*"repl":{[^}]*"bytes_served":\([0-9]*\).*/\1/p' "$W/r0" >"$W/served"
+	sect repl "$W/r0" | field bytes_served >"$W/served"
 	echo "$last - $t0" | bc -l
 }
 run_store_fwd() {
@@ -192,7 +197,7 @@ run_one_hop() { # the origin loaded and serving; node 1 fetches: hop seconds
 	relay 1 "$size" "$(ip_of 0):$PORT"
 	stop_bg
 	check 2
-	field seconds <<<"$(sed -n 's/.*\("fetch":{[^}]*}\).*/\1/p' "$W/r1")"
+	sect fetch "$W/r1" | field seconds
 }
 
 echo "| source | bytes | N | pipelined s | store-fwd s | from-origin s | one hop s | source bytes read | origin bytes sent | relay CPU-s/GiB/hop |"
@@ -201,7 +206,6 @@ for s in $SOURCES; do
 	src=$(src_path "$s")
 	j=$("$PFS" -q blob create --source "$src" --dry-run)
 	size=$(field needed <<<"$j")
-	[ -n "$size" ] || size=$(field size <<<"$j")
 	bytes=$(field bytes <<<"$j")
 	hop=""
 	for _ in $(seq "$ROUNDS"); do hop="$hop $(run_one_hop "$src" "$size")"; done
@@ -210,7 +214,7 @@ for s in $SOURCES; do
 		for _ in $(seq "$ROUNDS"); do
 			p="$p $(run_pipelined "$n" "$src" "$size")"
 			c="$c $(cpu_per_gib "$n")"
-			read_b=$(sed -n 's/.*"source":{[^}]*"bytes":\([0-9]*\).*/\1/p' "$W/r0")
+			read_b=$(sect source "$W/r0" | field bytes)
 			served=$(cat "$W/served")
 			a="$a $(run_store_fwd "$n" "$src" "$size")"
 			b="$b $(run_from_origin "$n" "$src" "$size")"
