@@ -127,7 +127,8 @@ func testBlob(ctx context.Context, t *testing.T) {
 		t.Errorf("blob held on %v, want %s and %s", nodes, env.cpNode, env.worker)
 	}
 	row := getRow(t, "pfsblob", blobName, "-o", "wide")
-	if row["READY"] != "True" || row["NODES"] != strconv.Itoa(len(env.nodes)) || row["FINGERPRINT"] != b.Status.Fingerprint {
+	n := strconv.Itoa(len(env.nodes))
+	if row["READY"] != n+"/"+n || row["STATUS"] != string(pfsv1alpha1.ReasonMaterialized) || row["FINGERPRINT"] != b.Status.Fingerprint {
 		t.Errorf("kubectl get pfsblob -o wide: %v", row)
 	}
 	t.Logf("blob %s Ready on %d nodes, fingerprint %s", blobName, b.Status.ReadyNodes, b.Status.Fingerprint)
