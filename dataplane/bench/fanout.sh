@@ -222,5 +222,41 @@ for s in $SOURCES; do
 		printf '| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %s | %s | %.3f |\n' "$s" "$bytes" "$n" \
 			"$(median <<<"$p")" "$(median <<<"$a")" "$(median <<<"$b")" "$(median <<<"$hop")" \
 			"$read_b" "$served" "$(median <<<"$c")"
+		printf '%s\t%s\t%s\t%s\t%s\n' "$size" "$n" "$(median <<<"$p")" "$(median <<<"$hop")" \
+			"$(median <<<"$c")" >>"$W/results.tsv"
 	done
 done
+
+# The model, fed only by the numbers above (docs/bench-fanout.md explains it).
+python3 - "$W/results.tsv" <<'PY'
+import math, sys
+rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
+rows = [(int(a), int(b), float(c), float(d), float(e)) for a, b, c, d, e in rows]
+big = max(r[0] for r in rows)
+hop = [r for r in rows if r[0] == big]
+B = big / min(r[3] for r in hop)                 # one hop, bytes/s (fastest round's median)
+# Each node added to the pipelined chain of the largest source costs delta s.
+by_n = sorted((r[1], r[2]) for r in hop)
+delta = max(0.0, (by_n[-1][1] - by_n[0][1]) / (by_n[-1][0] - by_n[0][0])) if len(by_n) > 1 else 0.0
+base = by_n[0][1] - big / B                      # the pipelined 2-node time beyond one hop: load start, verify
+cpu = sorted(r[4] for r in hop)[len(hop) // 2]
+gram = (1 << 20) / B
+print()
+print("Model inputs (measured above, largest source): one hop %.0f MB/s; each added node +%.3f s; "
+      "2-node overhead beyond one hop %.3f s; relay CPU %.2f CPU-s/GiB; gram latency %.4f s"
+      % (B / 1e6, delta, base, cpu, gram))
+print()
+print("| nodes | GB | chain, measured +s/node | chain, gram latency/node | binary tree | store-and-forward or all from one origin | relay cores for 25 GbE |")
+print("|---:|---:|---:|---:|---:|---:|---:|")
+for n in (16, 64, 1000):
+    for gb in (10, 70, 140):
+        S = gb * 1e9
+        t_one = S / B
+        chain_m = t_one + base + (n - 2) * delta
+        chain_g = t_one + base + (n - 2) * gram
+        depth = math.ceil(math.log2(n))
+        tree = 2 * t_one + base + depth * delta  # each node feeds two children: half the rate each
+        sf = base + (n - 1) * t_one
+        cores = cpu * (25e9 / 8) / (1 << 30)
+        print("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.1f |" % (n, gb, chain_m, chain_g, tree, sf, cores))
+PY
