@@ -154,6 +154,13 @@ struct pfs_repl_fetch_opts {
 	int timeout_ms; /* the whole fetch; 0: 600000 */
 	int io_timeout_ms; /* a silent upstream is dropped after this; 0: 10000 */
 	int connect_timeout_ms; /* 0: 2000 */
+	/* The first upstream is the nearest one (the previous node of a chain),
+	 * which may not listen yet: it is still mapping and prefaulting its
+	 * blob. A refused connect to it is retried for this long before the
+	 * next upstream is tried, so a chain does not collapse into every
+	 * node pulling from the origin; once it has answered, a failure moves
+	 * on at once (route around). 0: 60000; < 0: no wait. */
+	int prefer_wait_ms;
 	const volatile sig_atomic_t *stop; /* set: give up (-EINTR), may be NULL */
 };
 

@@ -40,6 +40,7 @@ struct fetch {
 	uint64_t seq; /* the next gram's sequence number */
 	double t_first; /* monotonic, first payload byte; 0 before */
 	bool final; /* the last error ends the fetch: no other upstream */
+	bool first_answered; /* upstreams[0] accepted a connection once */
 };
 
 static int fail(struct fetch *f, int err, const char *fmt, ...)
@@ -274,6 +275,8 @@ static int attempt(struct fetch *f)
 
 	if (fd < 0)
 		return fd;
+	if (f->up == f->o->upstreams[0])
+		f->first_answered = true;
 	f->r->attempts++;
 	err = handshake(f, fd);
 	if (!err) {
@@ -311,13 +314,21 @@ static int check_opts(const struct pfs_repl_fetch_opts *o, struct pfs_repl_fetch
 	c->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 600000;
 	c->io_timeout_ms = c->io_timeout_ms > 0 ? c->io_timeout_ms : 10000;
 	c->connect_timeout_ms = c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 2000;
+	c->prefer_wait_ms = c->prefer_wait_ms ? c->prefer_wait_ms : 60000;
 	return 0;
+}
+
+/* Wait for the nearest upstream to listen? (see prefer_wait_ms) */
+static bool wait_for_first(const struct fetch *f, int i, int err, double start)
+{
+	return i == 0 && err == -ECONNREFUSED && !f->first_answered && f->o->prefer_wait_ms > 0 &&
+	       repl_now() < start + f->o->prefer_wait_ms / 1000.0;
 }
 
 /* Attempts over the upstreams, cycling with backoff. 0 or -errno. */
 static int cycle(struct fetch *f)
 {
-	double end = repl_now() + f->o->timeout_ms / 1000.0;
+	double start = repl_now(), end = start + f->o->timeout_ms / 1000.0;
 	int backoff = 100, err;
 
 	for (int i = 0;; i = (i + 1) % f->o->n_upstreams) {
@@ -331,6 +342,13 @@ static int cycle(struct fetch *f)
 		}
 		if (f->final)
 			return err;
+		if (wait_for_first(f, i, err, start)) {
+			sleep_ms(100);
+			if (stopped(f))
+				return fail(f, -EINTR, "stopped");
+			i = -1; /* the loop's step makes it 0 again */
+			continue;
+		}
 		pfs_warn("repl fetch: %s; trying the next upstream", f->r->error);
 		if (repl_now() + backoff / 1000.0 > end) {
 			char last[sizeof(f->r->error)];
