@@ -98,7 +98,7 @@ func testFanout(ctx context.Context, t *testing.T) {
 	t.Run("a 193 MiB file reaches every node with its sha256, through a holder killed mid-fan-out", func(t *testing.T) {
 		testFileBlob(ctx, t)
 	})
-	t.Run("a model directory; a consumer pod reads a tensor through the Python client", func(t *testing.T) {
+	t.Run("a model directory, a node joining later, a consumer pod reading a tensor through the Python client", func(t *testing.T) {
 		testDirBlob(ctx, t)
 	})
 	t.Run("bad sources become conditions that say what to fix", func(t *testing.T) { testBadSources(ctx, t) })
@@ -279,22 +279,53 @@ func waitMiddleRelay(ctx context.Context, t *testing.T) string {
 	return pod
 }
 
+// modelsLabel selects the nodes that hold the directory blob: all but one
+// at first, so the last one joins later and must be filled from a peer.
+const modelsLabel = "pfs-e2e/models"
+
+func labelNode(t *testing.T, node string) {
+	t.Helper()
+	if out, err := kubectl("label", "node", node, modelsLabel+"=true", "--overwrite"); err != nil {
+		t.Fatalf("labelling %s: %v\n%s", node, err, out)
+	}
+	t.Cleanup(func() { _, _ = kubectl("label", "node", node, modelsLabel+"-") })
+}
+
 func testDirBlob(ctx context.Context, t *testing.T) {
 	dir := filepath.Join(env.dataDir, "minilm")
-	applyBlob(t, dirBlob, "minilm", "")
+	origin, late := env.nodes[len(env.nodes)-1], env.nodes[len(env.nodes)-2]
+	for _, n := range env.nodes {
+		if n != late {
+			labelNode(t, n)
+		}
+	}
+	applyBlob(t, dirBlob, "minilm", fmt.Sprintf("  nodeSelector: {%s: \"true\"}\n", modelsLabel))
+	first := len(env.nodes) - 1
 	st := waitBlob(ctx, t, dirBlob, 5*time.Minute, blobReady)
+	if st.Ready != fmt.Sprintf("%d/%d", first, first) {
+		t.Fatalf("before %s joins: ready %q, want %d/%d", late, st.Ready, first, first)
+	}
+	// A node that matches the selector later is filled from a Ready peer.
+	labelNode(t, late)
+	st = waitBlob(ctx, t, dirBlob, 5*time.Minute, func(st *blobStatus) (bool, error) {
+		ok, err := blobReady(st)
+		return ok && st.ReadyNodes == len(env.nodes), err
+	})
 	// A directory's digest is the sha256 of its manifest's files text; each
-	// file's own digest is checked by every node before it is Ready. Here
-	// the model file's digest must be in the manifest the holders expose.
+	// file's own digest is checked by every node before it is Ready.
 	for _, n := range st.Nodes {
 		if n.State != "Ready" || n.SHA256 != st.SHA256 || st.SHA256 == "" {
 			t.Errorf("node %s: %s sha256 %q, blob %q", n.Node, n.State, n.SHA256, st.SHA256)
 		}
+		if n.Node == late && (n.From == "" || n.From == late) {
+			t.Errorf("late node %s: from %q, want the Ready peer it was filled from", late, n.From)
+		}
 	}
 	name, sum := firstTensor(t, filepath.Join(dir, "model.safetensors"))
-	for _, node := range []string{env.nodes[0], env.nodes[len(env.nodes)-1]} {
+	fileSum := sha256File(t, filepath.Join(dir, "model.safetensors"))
+	for _, node := range []string{late, origin} {
 		got := readTensorOnNode(ctx, t, node, name)
-		if !strings.Contains(got, "sha256="+sum) || !strings.Contains(got, "file model.safetensors sha256="+sha256File(t, filepath.Join(dir, "model.safetensors"))) {
+		if !strings.Contains(got, "sha256="+sum) || !strings.Contains(got, "file model.safetensors sha256="+fileSum) {
 			t.Errorf("consumer on %s printed:\n%s\nwant tensor %s sha256=%s and the file's digest", node, got, name, sum)
 		}
 	}
