@@ -53,9 +53,10 @@ type blobStatus struct {
 	} `json:"nodes"`
 }
 
-func (s *blobStatus) condition(typ string) (status, reason, msg string) {
+// ready is the Ready condition's status, reason and message.
+func (s *blobStatus) ready() (status, reason, msg string) {
 	for _, c := range s.Conditions {
-		if c.Type == typ {
+		if c.Type == "Ready" {
 			return c.Status, c.Reason, c.Message
 		}
 	}
@@ -186,7 +187,7 @@ func waitBlob(ctx context.Context, t *testing.T, name string, timeout time.Durat
 // blobReady: Ready, or an error when the blob failed for good (a reason the
 // operator never retries), so a broken run ends at once.
 func blobReady(st *blobStatus) (bool, error) {
-	s, reason, msg := st.condition("Ready")
+	s, reason, msg := st.ready()
 	switch reason {
 	case "SourceFailed", "SourceInvalid", "SourceNotAllowed", "SourceTooLarge", "DigestMismatch":
 		return false, fmt.Errorf("blob failed: %s: %s", reason, msg)
@@ -260,7 +261,7 @@ func waitMiddleRelay(ctx context.Context, t *testing.T) string {
 		if err != nil {
 			return false, err
 		}
-		if s, reason, msg := st.condition("Ready"); s == "False" && strings.HasPrefix(reason, "Source") {
+		if s, reason, msg := st.ready(); s == "False" && strings.HasPrefix(reason, "Source") {
 			return false, fmt.Errorf("blob failed before the fan-out: %s: %s", reason, msg)
 		}
 		for _, n := range st.Nodes {
@@ -448,10 +449,10 @@ spec:
 	}
 	for _, c := range cases {
 		st := waitBlob(ctx, t, c.name, 3*time.Minute, func(st *blobStatus) (bool, error) {
-			_, reason, _ := st.condition("Ready")
+			_, reason, _ := st.ready()
 			return reason == c.reason, nil
 		})
-		s, _, msg := st.condition("Ready")
+		s, _, msg := st.ready()
 		if s != "False" || !strings.Contains(msg, c.msg) || st.ReadyNodes != 0 {
 			t.Errorf("%s: Ready=%s %q readyNodes %d; want False naming %q", c.name, s, msg, st.ReadyNodes, c.msg)
 		}
