@@ -524,20 +524,11 @@ func (f *fanout) summarise() {
 			fellBack = append(fellBack, n.Node)
 		}
 	}
-	st.SHA256, st.Digest, st.Fingerprint, st.PageSize = "", "", "", ""
+	st.SHA256, st.Digest = "", ""
 	if sameDigest && st.ReadyNodes > 0 {
 		st.SHA256, st.Digest = digest, digest[:12]
 	}
-	if len(byFP) == 1 {
-		for fp := range byFP {
-			st.Fingerprint = fp
-		}
-	}
-	if len(pages) == 1 {
-		for p := range pages {
-			st.PageSize = p
-		}
-	}
+	st.Fingerprint, st.PageSize = soleKey(byFP), soleKey(pages)
 	all := st.ReadyNodes == st.DesiredNodes && st.DesiredNodes > 0
 	if all {
 		f.distribution()

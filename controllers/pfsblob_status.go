@@ -87,17 +87,7 @@ func computeBlobStatus(b *pfsv1alpha1.PfsBlob, obs blobObservation) pfsv1alpha1.
 			fellBack = append(fellBack, n.Node)
 		}
 	}
-	st.Fingerprint, st.PageSize = "", ""
-	if len(byFP) == 1 {
-		for fp := range byFP {
-			st.Fingerprint = fp
-		}
-	}
-	if len(pages) == 1 {
-		for p := range pages {
-			st.PageSize = p
-		}
-	}
+	st.Fingerprint, st.PageSize = soleKey(byFP), soleKey(pages)
 
 	// The kubectl columns a source blob fills too: size and "ready/desired".
 	size := b.Spec.Size.DeepCopy()
@@ -304,4 +294,17 @@ func apiPage(p string) pfsv1alpha1.PageSize {
 		return pfsv1alpha1.PageSizeTHP
 	}
 	return pfsv1alpha1.PageSize4Ki
+}
+
+// soleKey is the one key of m, or the zero value when m has none or several:
+// a blob-wide fingerprint or page size exists only when every node agrees.
+func soleKey[K comparable, V any](m map[K]V) K {
+	var only K
+	if len(m) != 1 {
+		return only
+	}
+	for k := range m {
+		only = k
+	}
+	return only
 }
