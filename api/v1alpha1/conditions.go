@@ -92,6 +92,12 @@ const (
 	// than the origin's source digest.
 	ReasonDigestMismatch = "DigestMismatch"
 
+	// ReasonNetworkUnavailable (a node Failed; Ready=False when it is the
+	// origin): a holder pod runs but its network-status annotation gives it
+	// no address on spec.replication.network (Multus missing, or a wrong
+	// NetworkAttachmentDefinition).
+	ReasonNetworkUnavailable = "NetworkUnavailable"
+
 	// ReasonNodeReady is the Event of a node whose copy became Ready, with
 	// its size, time, rate, upstream and digest.
 	ReasonNodeReady = "NodeReady"

@@ -133,6 +133,7 @@ const (
 
 // BlobReplication says how a source blob travels from the origin node to
 // the other nodes.
+// +kubebuilder:validation:XValidation:rule="!has(self.resourceName) || has(self.network)",message="replication.resourceName is only used with replication.network: set replication.network to the NetworkAttachmentDefinition the device-plugin resource backs, or remove replication.resourceName"
 type BlobReplication struct {
 	// transport is the wire the bytes travel on between holders. Only TCP is
 	// implemented; UDP and AFXDP are reserved.
@@ -151,6 +152,25 @@ type BlobReplication struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('1Mi')) >= 0)",message="replication.bandwidthLimit must be a whole number of bytes per second, at least 1Mi (e.g. 100Mi)"
 	BandwidthLimit *resource.Quantity `json:"bandwidthLimit,omitempty"`
+
+	// network is the NetworkAttachmentDefinition ("name" in the blob's
+	// namespace, or "namespace/name") over which the holders replicate:
+	// every holder pod requests it through Multus and relays fetch from
+	// their upstreams' addresses on it, read from the pods'
+	// k8s.v1.cni.cncf.io/network-status annotation. Absent means the pod
+	// network. Immutable with replication.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?$`
+	Network string `json:"network,omitempty"`
+
+	// resourceName is the device-plugin resource that backs network, e.g.
+	// "intel.com/sriov_netdevice"; each holder pod requests one unit. Only
+	// with network.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-.a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])?$`
+	ResourceName string `json:"resourceName,omitempty"`
 }
 
 // EffectiveSize is the blob's size in bytes: status.size once the operator
@@ -160,6 +180,14 @@ func (b *PfsBlob) EffectiveSize() int64 {
 		return b.Status.Size.Value()
 	}
 	return b.Spec.Size.Value()
+}
+
+// NetworkOrDefault is r.Network, or "" (the pod network) when r is nil.
+func (r *BlobReplication) NetworkOrDefault() string {
+	if r == nil {
+		return ""
+	}
+	return r.Network
 }
 
 // TopologyOrDefault is r.Topology, or Chain when r or its topology is unset.
