@@ -137,6 +137,14 @@ func replicateArgs(b *pfsv1alpha1.PfsBlob) []string {
 // h.Upstreams (relay), and which serves it on ReplicationPort.
 func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *corev1.Pod {
 	res, blobVol := HolderResources(cfg, h.Size, h.Page)
+	network, resourceName := replicationNetwork(b)
+	if resourceName != "" {
+		// Both containers: the init container fetches over the device, the
+		// server serves over it; the kubelet hands the init container's
+		// device on, so the pod holds one unit.
+		one := *resource.NewQuantity(1, resource.DecimalSI)
+		res.Requests[corev1.ResourceName(resourceName)], res.Limits[corev1.ResourceName(resourceName)] = one, one
+	}
 	args := holderCreateArgs(b, h.Size, h.Page)
 	if b.Spec.PageFallback == pfsv1alpha1.PageFallbackNever {
 		args = append(args, "--no-fallback")
@@ -167,6 +175,9 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 	if h.PageFallback != "" {
 		ann[AnnotationPageFallback] = h.PageFallback
 	}
+	if network != "" {
+		ann[AnnotationNetworks] = network
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: SourceHolderPodName(b.Name, h.Node, h.Attempt), Namespace: b.Namespace,
 			Labels: labels, Annotations: ann},
@@ -182,6 +193,16 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 			TerminationGracePeriodSeconds: ptr.To(int64(10)),
 		},
 	}
+}
+
+// replicationNetwork is the NetworkAttachmentDefinition the holders
+// replicate over and the device-plugin resource behind it, as a transfer
+// pod requests its endpoint's network; both empty for the pod network.
+func replicationNetwork(b *pfsv1alpha1.PfsBlob) (network, resourceName string) {
+	if r := b.Spec.Replication; r != nil && r.Network != "" {
+		return r.Network, r.ResourceName
+	}
+	return "", ""
 }
 
 // pinToNode is the node affinity the DaemonSet controller gives its pods:

@@ -27,6 +27,15 @@ func sourceBlob(src pfsv1alpha1.BlobSource, rate string) *pfsv1alpha1.PfsBlob {
 	return b
 }
 
+// onNetwork sets spec.replication.network and resourceName.
+func onNetwork(b *pfsv1alpha1.PfsBlob, network, resourceName string) *pfsv1alpha1.PfsBlob {
+	if b.Spec.Replication == nil {
+		b.Spec.Replication = &pfsv1alpha1.BlobReplication{}
+	}
+	b.Spec.Replication.Network, b.Spec.Replication.ResourceName = network, resourceName
+	return b
+}
+
 func pvc(p string) pfsv1alpha1.BlobSource {
 	return pfsv1alpha1.BlobSource{PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: "data", Path: p}}
 }
@@ -104,24 +113,37 @@ func TestBlobSourceHolderPod(t *testing.T) {
 		wantServe  string
 		wantLimits corev1.ResourceList
 		wantVols   int
+		// wantNetworks is the Multus networks annotation ("" for none).
+		wantNetworks string
 	}{
 		"origin": {sourceBlob(pvc("models/x.safetensors"), ""),
 			SourceHolder{Node: "w0", Role: pfsv1alpha1.BlobNodeOrigin, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi, Attempt: 1},
 			"w-holder-" + NodeHash("w0"),
 			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --source models/x.safetensors --source-root /source --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
-			serve, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 4},
+			serve, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 4, ""},
 		"relay with a rate limit, second attempt": {sourceBlob(pvc(""), "100Mi"),
 			SourceHolder{Node: "w2", Role: pfsv1alpha1.BlobNodeRelay, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi,
 				Upstreams: []string{"10.0.0.2:7470", "10.0.0.1:7470"}, Attempt: 2},
 			"w-holder-" + NodeHash("w2") + "-2",
 			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --fetch-from 10.0.0.2:7470,10.0.0.1:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470 --replicate-rate 104857600",
-			serve + " --replicate-rate 104857600", rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 3},
+			serve + " --replicate-rate 104857600", rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 3, ""},
 		"relay falling back to 4Ki": {sourceBlob(hostPath("/srv/x"), ""),
 			SourceHolder{Node: "w1", Role: pfsv1alpha1.BlobNodeRelay, Size: 314572800, Page: pfsv1alpha1.PageSize4Ki,
 				PageFallback: "node w1 has 0 of hugepages-2Mi free", Upstreams: []string{"10.0.0.1:7470"}, Attempt: 1},
 			"w-holder-" + NodeHash("w1"),
 			create + "--page 4k --no-fallback --replace --result-file /dev/termination-log --fetch-from 10.0.0.1:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
-			serve, rl("cpu", "1", "memory", "364Mi"), 3},
+			serve, rl("cpu", "1", "memory", "364Mi"), 3, ""},
+		"origin on a network with a device-plugin resource": {onNetwork(sourceBlob(pvc(""), ""), "fabric", "intel.com/sriov_netdevice"),
+			SourceHolder{Node: "w0", Role: pfsv1alpha1.BlobNodeOrigin, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi, Attempt: 1},
+			"w-holder-" + NodeHash("w0"),
+			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --source . --source-root /source --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
+			serve, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi", "intel.com/sriov_netdevice", "1"), 4, "fabric"},
+		"relay on a network of another namespace": {onNetwork(sourceBlob(pvc(""), ""), "nets/fabric", ""),
+			SourceHolder{Node: "w1", Role: pfsv1alpha1.BlobNodeRelay, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi,
+				Upstreams: []string{"192.168.9.1:7470"}, Attempt: 1},
+			"w-holder-" + NodeHash("w1"),
+			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --fetch-from 192.168.9.1:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
+			serve, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 3, "nets/fabric"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -138,6 +160,12 @@ func TestBlobSourceHolderPod(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantLimits, s.Resources.Limits); diff != "" {
 				t.Errorf("limits (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantLimits, p.Spec.InitContainers[0].Resources.Requests); diff != "" {
+				t.Errorf("create requests (-want +got):\n%s", diff)
+			}
+			if got, ok := p.Annotations[AnnotationNetworks]; got != tc.wantNetworks || ok != (tc.wantNetworks != "") {
+				t.Errorf("networks annotation %q (present %v), want %q", got, ok, tc.wantNetworks)
 			}
 			if len(p.Spec.Volumes) != tc.wantVols {
 				t.Errorf("%d volumes, want %d: %+v", len(p.Spec.Volumes), tc.wantVols, p.Spec.Volumes)
