@@ -3,12 +3,15 @@
 package controllers
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
 	"packetfs.io/operator/internal/podspec"
 )
 
@@ -76,6 +79,82 @@ func upstreamAddrs(topology pfsv1alpha1.ReplicationTopology, order []string, i i
 	for _, n := range order {
 		if ready[n] {
 			add(n)
+		}
+	}
+	return out
+}
+
+// networkStatusGrace is how long a started holder may go without an
+// address on spec.replication.network before its node fails. Multus writes
+// the network-status annotation when it sets up the pod's sandbox, before
+// any container starts, so a started pod without it will not get it.
+const networkStatusGrace = 30 * time.Second
+
+// holderAddr is where a holder serves the blob to the next nodes.
+type holderAddr struct {
+	// IP is the pod IP, or its IP on the replication network; "" while unknown.
+	IP string
+	// Missing, when set, is the Failed message of a holder that started
+	// more than networkStatusGrace ago and has no address on the network.
+	Missing string
+	// RecheckAfter asks for another look when the grace runs out.
+	RecheckAfter time.Duration
+}
+
+// holderAddress is pod's serving address: its pod IP without a network,
+// else its first IP on network from the Multus network-status annotation
+// (the address a PfsTransfer sender uses too). Only a holder whose
+// containers started can be judged: its sandbox, and Multus, are done.
+func holderAddress(p *corev1.Pod, network string, now time.Time) holderAddr {
+	a, err := placement.ReceiverAddress(p, network)
+	if err == nil {
+		return holderAddr{IP: a.IP}
+	}
+	started, ok := holderStarted(p)
+	if network == "" || !ok {
+		return holderAddr{}
+	}
+	if wait := started.Add(networkStatusGrace).Sub(now); wait > 0 {
+		return holderAddr{RecheckAfter: wait}
+	}
+	return holderAddr{Missing: fmt.Sprintf("holder pod %s has no address on network %s: is the NetworkAttachmentDefinition right? (%v)",
+		p.Name, network, err)}
+}
+
+// holderStarted is when the first of pod's containers (the init container
+// first) started; ok is false before any did.
+func holderStarted(p *corev1.Pod) (time.Time, bool) {
+	var first time.Time
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, c := range list {
+			var t time.Time
+			switch {
+			case c.State.Running != nil:
+				t = c.State.Running.StartedAt.Time
+			case c.State.Terminated != nil:
+				t = c.State.Terminated.StartedAt.Time
+			}
+			if !t.IsZero() && (first.IsZero() || t.Before(first)) {
+				first = t
+			}
+		}
+	}
+	if first.IsZero() && p.Status.Phase == corev1.PodRunning && p.Status.StartTime != nil {
+		first = p.Status.StartTime.Time
+	}
+	return first, !first.IsZero()
+}
+
+// holderIPs are the addresses a relay's result may name pod's holder by
+// (fetch.from): its pod IP and its IP on the replication network.
+func holderIPs(p *corev1.Pod, network string) []string {
+	var out []string
+	if p.Status.PodIP != "" {
+		out = append(out, p.Status.PodIP)
+	}
+	if network != "" {
+		if a, err := placement.ReceiverAddress(p, network); err == nil {
+			out = append(out, a.IP)
 		}
 	}
 	return out

@@ -4,10 +4,14 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
 )
 
 func TestTopologyOrder(t *testing.T) {
@@ -65,5 +69,65 @@ func TestUpstreamAddrs(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestHolderAddress(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const status = `[{"name":"cbr0","ips":["10.1.0.5"],"default":true},{"name":"ns/fabric","interface":"net1","ips":["fe80::1x","192.168.9.5"]}]`
+	pod := func(phase corev1.PodPhase, ip, netStatus string, initStarted *time.Time) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: "ns"}, Status: corev1.PodStatus{Phase: phase, PodIP: ip}}
+		if netStatus != "" {
+			p.Annotations = map[string]string{placement.NetworkStatusAnnotation: netStatus}
+		}
+		if initStarted != nil {
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "blob-create",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(*initStarted)}}}}
+		}
+		return p
+	}
+	at := func(d time.Duration) *time.Time { t := t0.Add(-d); return &t }
+	const missing = "holder pod h has no address on network fabric: is the NetworkAttachmentDefinition right? "
+	tests := map[string]struct {
+		pod         *corev1.Pod
+		network     string
+		wantIP      string
+		wantMissing string
+		wantRecheck time.Duration
+	}{
+		"pod network, no IP yet":   {pod(corev1.PodPending, "", "", nil), "", "", "", 0},
+		"pod network":              {pod(corev1.PodPending, "10.1.0.5", status, at(time.Hour)), "", "10.1.0.5", "", 0},
+		"network, first valid IP":  {pod(corev1.PodPending, "10.1.0.5", status, at(time.Second)), "fabric", "192.168.9.5", "", 0},
+		"network by its full name": {pod(corev1.PodRunning, "10.1.0.5", status, nil), "ns/fabric", "192.168.9.5", "", 0},
+		"network, not started yet": {pod(corev1.PodPending, "", "", nil), "fabric", "", "", 0},
+		"network, started a moment ago without the annotation": {pod(corev1.PodPending, "10.1.0.5", "", at(10*time.Second)), "fabric", "", "",
+			20 * time.Second},
+		"network, started long ago without the annotation": {pod(corev1.PodPending, "10.1.0.5", "", at(time.Minute)), "fabric", "", missing +
+			"(pod h has no k8s.v1.cni.cncf.io/network-status annotation yet (is Multus installed?))", 0},
+		"network, running long ago, the annotation lacks it": {pod(corev1.PodRunning, "10.1.0.5", status, at(time.Minute)), "other", "",
+			"holder pod h has no address on network other: is the NetworkAttachmentDefinition right? (pod h: network other is not in k8s.v1.cni.cncf.io/network-status)", 0},
+		"network, the pod IP does not count": {pod(corev1.PodRunning, "10.1.0.5", `[{"name":"ns/fabric","ips":[]}]`, at(time.Minute)), "fabric", "", missing +
+			"(pod h: network fabric has no IP address in k8s.v1.cni.cncf.io/network-status)", 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := holderAddress(tc.pod, tc.network, t0)
+			want := holderAddr{IP: tc.wantIP, Missing: tc.wantMissing, RecheckAfter: tc.wantRecheck}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHolderIPs(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: "ns",
+		Annotations: map[string]string{placement.NetworkStatusAnnotation: `[{"name":"fabric","ips":["192.168.9.5"]}]`}},
+		Status: corev1.PodStatus{PodIP: "10.1.0.5"}}
+	if diff := cmp.Diff([]string{"10.1.0.5"}, holderIPs(p, "")); diff != "" {
+		t.Errorf("pod network (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"10.1.0.5", "192.168.9.5"}, holderIPs(p, "fabric")); diff != "" {
+		t.Errorf("network (-want +got):\n%s", diff)
 	}
 }

@@ -56,6 +56,7 @@ var warningReasons = map[string]bool{
 	pfsv1alpha1.ReasonSourceInvalid: true, pfsv1alpha1.ReasonSourceTooLarge: true,
 	pfsv1alpha1.ReasonSourceFailed: true, pfsv1alpha1.ReasonHugePagesUnavailable: true,
 	pfsv1alpha1.ReasonFingerprintMismatch: true, pfsv1alpha1.ReasonDigestMismatch: true,
+	pfsv1alpha1.ReasonNetworkUnavailable: true,
 }
 
 // describeSource is status.source: "pvc:<claim>[/<path>]" or "hostPath:<path>".
@@ -96,11 +97,19 @@ type fanout struct {
 	digest          string
 	fingerprint     string
 	originFailed    string
+	originReason    string
 	originAdmission string
 }
 
 func (f *fanout) ready(ok bool, reason, msg string) {
 	setCondition(&f.st.Conditions, pfsv1alpha1.ConditionReady, boolStatus(ok), reason, msg, f.b.Generation, f.obs.Now)
+}
+
+// requeue asks for another look after d at the latest.
+func (f *fanout) requeue(d time.Duration) {
+	if d > 0 && (f.plan.RequeueAfter == 0 || d < f.plan.RequeueAfter) {
+		f.plan.RequeueAfter = d
+	}
 }
 
 func (f *fanout) degraded(ok bool, reason, msg string) {
@@ -278,18 +287,34 @@ func (f *fanout) selectNodes() {
 }
 
 // readHolders reads every existing holder: the origin's digest first, then
-// the relays against it, and the addresses new relays may fetch from.
+// the relays against it, and the addresses new relays may fetch from (pod
+// IPs, or the holders' IPs on spec.replication.network).
 func (f *fanout) readHolders() {
 	f.info, f.addr, f.readyPeer = map[string]*holderInfo{}, map[string]string{}, map[string]bool{}
+	network := f.b.Spec.Replication.NetworkOrDefault()
 	ipNode := map[string]string{}
 	for _, p := range f.obs.Holders {
-		if p.Status.PodIP != "" {
-			ipNode[p.Status.PodIP] = holderPodNode(&p)
+		for _, ip := range holderIPs(&p, network) {
+			ipNode[ip] = holderPodNode(&p)
 		}
 	}
+	addr := map[string]string{}
 	for _, n := range f.order {
-		if p := f.newest[n]; p != nil {
-			f.info[n] = readHolder(f.b, n, p)
+		p := f.newest[n]
+		if p == nil {
+			continue
+		}
+		hi := readHolder(f.b, n, p)
+		f.info[n] = hi
+		if hi.failed {
+			continue
+		}
+		a := holderAddress(p, network, f.obs.Now)
+		addr[n] = a.IP
+		f.requeue(a.RecheckAfter)
+		if a.Missing != "" {
+			hi.failed = true
+			hi.status.State, hi.status.Reason, hi.status.Message = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonNetworkUnavailable, a.Missing
 		}
 	}
 	if oi := f.info[f.origin]; oi != nil {
@@ -300,8 +325,8 @@ func (f *fanout) readHolders() {
 		if hi == nil || hi.failed {
 			continue
 		}
-		if p := f.newest[n]; p.Status.PodIP != "" {
-			f.addr[n] = p.Status.PodIP
+		if addr[n] != "" {
+			f.addr[n] = addr[n]
 		}
 		if n != f.origin {
 			verifyRelay(hi, f.digest, f.fingerprint, ipNode)
@@ -329,8 +354,11 @@ func (f *fanout) readOrigin(oi *holderInfo) {
 		f.digest, f.fingerprint = r.Source.SHA256, r.Fingerprint
 		return
 	}
-	f.originFailed = oi.status.Message
-	oi.status.State, oi.status.Reason = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonSourceFailed
+	f.originFailed, f.originReason = oi.status.Message, pfsv1alpha1.ReasonSourceFailed
+	if oi.status.Reason == pfsv1alpha1.ReasonNetworkUnavailable {
+		f.originReason = oi.status.Reason
+	}
+	oi.status.State, oi.status.Reason = pfsv1alpha1.BlobNodeFailed, f.originReason
 }
 
 // planNode decides node n (position i in the order): its holder as read,
@@ -355,7 +383,7 @@ func (f *fanout) planNode(i int, n string, decided []pfsv1alpha1.BlobNodeStatus)
 		}
 		if role == pfsv1alpha1.BlobNodeOrigin || f.originFailed != "" || attempts >= maxRelayAttempts || f.newest[n].DeletionTimestamp != nil {
 			if f.originFailed != "" && role == pfsv1alpha1.BlobNodeRelay && ns.Reason == "" {
-				ns.Reason = pfsv1alpha1.ReasonSourceFailed
+				ns.Reason = f.originReason
 			}
 			return ns
 		}
@@ -366,7 +394,7 @@ func (f *fanout) planNode(i int, n string, decided []pfsv1alpha1.BlobNodeStatus)
 		return f.prev[n]
 	}
 	if f.originFailed != "" {
-		ns.State, ns.Reason, ns.Message = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonSourceFailed, "the origin failed: "+f.originFailed
+		ns.State, ns.Reason, ns.Message = pfsv1alpha1.BlobNodeFailed, f.originReason, "the origin failed: "+f.originFailed
 		return ns
 	}
 	ad := admission{Message: "node " + n + " does not match spec.nodeSelector or is gone"}
@@ -534,6 +562,9 @@ func (f *fanout) summarise() {
 		f.distribution()
 	}
 	switch {
+	case originFailed != "" && f.originReason == pfsv1alpha1.ReasonNetworkUnavailable:
+		f.ready(false, pfsv1alpha1.ReasonNetworkUnavailable, truncate(fmt.Sprintf(
+			"the origin node %s cannot serve the blob on spec.replication.network: %s; fix the NetworkAttachmentDefinition and recreate the blob", origin, originFailed), 2048))
 	case originFailed != "":
 		f.ready(false, pfsv1alpha1.ReasonSourceFailed, truncate(fmt.Sprintf(
 			"the origin node %s could not load the source: %s; fix the source and recreate the blob", origin, originFailed), 2048))

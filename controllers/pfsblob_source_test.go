@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
 	"packetfs.io/operator/internal/podspec"
 )
 
@@ -61,10 +63,35 @@ func srcHolder(b *pfsv1alpha1.PfsBlob, node string, role pfsv1alpha1.BlobNodeRol
 	return *p
 }
 
+// onFabric gives a holder pod an address on the network "fabric" (none
+// when ip is empty) and an init container (running, unless it has one)
+// started `started` before t0.
+func onFabric(p corev1.Pod, ip string, started time.Duration) corev1.Pod {
+	if ip != "" {
+		p.Annotations[placement.NetworkStatusAnnotation] = fmt.Sprintf(`[{"name":"cbr0","ips":[%q],"default":true},{"name":"ns/fabric","interface":"net1","ips":[%q]}]`, p.Status.PodIP, ip)
+	}
+	if len(p.Status.InitContainerStatuses) == 0 {
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: podspec.ContainerBlobCreate,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	}
+	for i := range p.Status.InitContainerStatuses {
+		st := metav1.NewTime(t0.Add(-started))
+		if r := p.Status.InitContainerStatuses[i].State.Running; r != nil {
+			r.StartedAt = st
+		}
+		if r := p.Status.InitContainerStatuses[i].State.Terminated; r != nil {
+			r.StartedAt = st
+		}
+	}
+	return p
+}
+
 func TestDecideSource(t *testing.T) {
 	nodes := []corev1.Node{*testNode("w0", "hugepages-2Mi", "1Gi"), *testNode("w1", "hugepages-2Mi", "1Gi"),
 		*testNode("w2", "hugepages-2Mi", "1Gi"), *testNode("w3", "hugepages-2Mi", "2Mi")}
 	b := srcBlob("")
+	nb := srcBlob("")
+	nb.Spec.Replication = &pfsv1alpha1.BlobReplication{Network: "fabric"}
 	tests := map[string]struct {
 		blob       *pfsv1alpha1.PfsBlob
 		obs        sourceObservation
@@ -122,6 +149,40 @@ func TestDecideSource(t *testing.T) {
 			wantReady: pfsv1alpha1.ReasonSourceFailed, wantMsg: "m/x changed while it was read",
 			wantNodes:  map[string]string{"w0": "Failed/SourceFailed", "w1": "Failed/SourceFailed"},
 			wantEvents: []string{pfsv1alpha1.ReasonSourceFailed, pfsv1alpha1.ReasonNodeFailed}},
+		"network: w1 once the origin has an address on it": {blob: nb, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:3],
+			Holders: []corev1.Pod{onFabric(srcHolder(nb, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", -1, "", false), "192.168.9.1", time.Second)}},
+			wantReady: pfsv1alpha1.ReasonMaterializing, wantCreate: []string{podspec.SourceHolderPodName("w", "w1", 1)},
+			wantNodes:  map[string]string{"w0": "Materializing/", "w1": "Pending/", "w2": "Pending/"},
+			wantEvents: []string{pfsv1alpha1.ReasonMaterializing}},
+		"network: a pod IP is not an address on it": {blob: nb, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:3],
+			Holders: []corev1.Pod{onFabric(srcHolder(nb, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", -1, "", false), "", time.Second)}},
+			wantReady:  pfsv1alpha1.ReasonMaterializing,
+			wantNodes:  map[string]string{"w0": "Materializing/", "w1": "Pending/", "w2": "Pending/"},
+			wantEvents: []string{pfsv1alpha1.ReasonMaterializing}},
+		"network: all verified, from read by the network address": {blob: nb, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
+			Holders: []corev1.Pod{onFabric(srcHolder(nb, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true), "192.168.9.1", time.Hour),
+				onFabric(srcHolder(nb, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 0, relayMsg(digestA, "192.168.9.1:7470"), true), "192.168.9.2", time.Hour)}},
+			wantReady: pfsv1alpha1.ReasonMaterialized, wantMsg: "2 of 2 nodes hold the blob",
+			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Ready/"},
+			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonMaterialized},
+			check: func(t *testing.T, st pfsv1alpha1.PfsBlobStatus) {
+				if st.Nodes[1].From != "w0" {
+					t.Errorf("w1 from %q, want w0", st.Nodes[1].From)
+				}
+			}},
+		"network: an origin without an address on it fails": {blob: nb, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
+			Holders: []corev1.Pod{onFabric(srcHolder(nb, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true), "", time.Minute)}},
+			wantReady:  pfsv1alpha1.ReasonNetworkUnavailable,
+			wantMsg:    "the origin node w0 cannot serve the blob on spec.replication.network: holder pod " + podspec.SourceHolderPodName("w", "w0", 1) + " has no address on network fabric: is the NetworkAttachmentDefinition right?",
+			wantNodes:  map[string]string{"w0": "Failed/NetworkUnavailable", "w1": "Failed/NetworkUnavailable"},
+			wantEvents: []string{pfsv1alpha1.ReasonNetworkUnavailable, pfsv1alpha1.ReasonNodeFailed}},
+		"network: a relay without an address on it is retried": {blob: nb, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
+			Holders: []corev1.Pod{onFabric(srcHolder(nb, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true), "192.168.9.1", time.Hour),
+				onFabric(srcHolder(nb, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", -1, "", false), "", time.Minute)}},
+			wantReady: pfsv1alpha1.ReasonMaterializing, wantCreate: []string{podspec.SourceHolderPodName("w", "w1", 2)},
+			wantDelete: []string{podspec.SourceHolderPodName("w", "w1", 1)},
+			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Pending/"},
+			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonMaterializing}},
 		"a failed relay is retried from the others": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:3],
 			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true),
 				srcHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 1, `{"ok":false,"error":"fetch: connection reset"}`, false),
