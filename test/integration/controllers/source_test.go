@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
 	"packetfs.io/operator/internal/podspec"
 )
 
@@ -295,4 +296,131 @@ func TestSourceBlobRefusals(t *testing.T) {
 				Message: `{"ok":false,"cmd":"blob-create","error":"--source .: x.bin changed while it was read"}`}}}}
 	})
 	waitReady(t, ctx, broken, metav1.ConditionFalse, pfsv1alpha1.ReasonSourceFailed, "x.bin changed while it was read")
+}
+
+// annotateNetwork plays Multus: it writes the pod's network-status
+// annotation with ip on the network ns/fabric (only the default network
+// when ip is empty).
+func annotateNetwork(t *testing.T, ctx context.Context, ns, name, podIP, ip string) {
+	t.Helper()
+	entries := fmt.Sprintf(`[{"name":"cbr0","interface":"eth0","ips":[%q],"default":true}`, podIP)
+	if ip != "" {
+		entries += fmt.Sprintf(`,{"name":"%s/fabric","interface":"net1","ips":[%q],"mac":"02:00:00:00:00:01"}`, ns, ip)
+	}
+	entries += "]"
+	eventually(t, "annotating pod "+name, func() error {
+		pod := &corev1.Pod{}
+		if err := get(ctx, ns, name, pod); err != nil {
+			return err
+		}
+		pod.Annotations[placement.NetworkStatusAnnotation] = entries
+		return env.Client.Update(ctx, pod)
+	})
+}
+
+// assertOnFabric checks that a holder pod requests the network and one
+// unit of its device-plugin resource in both containers.
+func assertOnFabric(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	if got := p.Annotations[podspec.AnnotationNetworks]; got != "fabric" {
+		t.Errorf("pod %s networks annotation %q, want fabric", p.Name, got)
+	}
+	for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+		if q := c.Resources.Limits["example.com/fabric"]; q.Value() != 1 {
+			t.Errorf("pod %s container %s limits %v lack example.com/fabric: 1", p.Name, c.Name, c.Resources.Limits)
+		}
+	}
+}
+
+// spec.replication.network: every holder requests the network, relays
+// fetch from their upstreams' addresses on it (not the pod IPs), and
+// status.nodes[].from maps a network address back to its node.
+func TestSourceBlobFanoutOnNetwork(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx)
+	w0, w1, w2 := ns+"-w0", ns+"-w1", ns+"-w2"
+	testNodes(t, ctx, ns, "1Gi", w0, w1, w2)
+	testClaim(t, ctx, ns, "data")
+	blob := sourceBlob(ns, "model", pvcSource("data", "models/x.safetensors"))
+	blob.Spec.Replication = &pfsv1alpha1.BlobReplication{Network: "fabric", ResourceName: "example.com/fabric"}
+	if err := env.Client.Create(ctx, blob); err != nil {
+		t.Fatal(err)
+	}
+	scan := waitPod(t, ctx, ns, "model-holder-scan")
+	if _, ok := scan.Annotations[podspec.AnnotationNetworks]; ok {
+		t.Errorf("the scan pod requests a network: %v", scan.Annotations)
+	}
+	finishScan(t, ctx, blob, w0, 0, scanResult)
+
+	origin := podspec.SourceHolderPodName("model", w0, 1)
+	r1, r2 := podspec.SourceHolderPodName("model", w1, 1), podspec.SourceHolderPodName("model", w2, 1)
+	assertOnFabric(t, waitPod(t, ctx, ns, origin))
+	holderStarted(t, ctx, ns, origin, w0, "10.1.0.1")
+	consistently(t, "no relay before the origin has an address on the network", 500*time.Millisecond, func() error { return absent(ctx, ns, r1) })
+	annotateNetwork(t, ctx, ns, origin, "10.1.0.1", "192.168.9.1")
+	p1 := waitPod(t, ctx, ns, r1)
+	assertOnFabric(t, p1)
+	if got := args(p1, true); !strings.Contains(got, "--fetch-from 192.168.9.1:7470 --token-file") {
+		t.Errorf("relay 1 create args = %q", got)
+	}
+	holderStarted(t, ctx, ns, r1, w1, "10.1.0.2")
+	annotateNetwork(t, ctx, ns, r1, "10.1.0.2", "192.168.9.2")
+	p2 := waitPod(t, ctx, ns, r2)
+	assertOnFabric(t, p2)
+	if got := args(p2, true); !strings.Contains(got, "--fetch-from 192.168.9.2:7470,192.168.9.1:7470 ") {
+		t.Errorf("relay 2 create args = %q", got)
+	}
+	holderStarted(t, ctx, ns, r2, w2, "10.1.0.3")
+	annotateNetwork(t, ctx, ns, r2, "10.1.0.3", "192.168.9.3")
+
+	holderDone(t, ctx, ns, origin, "10.1.0.1", originResult())
+	holderDone(t, ctx, ns, r1, "10.1.0.2", relayResult("192.168.9.1:7470", "1767225600.9"))
+	holderDone(t, ctx, ns, r2, "10.1.0.3", relayResult("192.168.9.2:7470", "1767225601"))
+	waitReady(t, ctx, blob, metav1.ConditionTrue, pfsv1alpha1.ReasonMaterialized, "3 of 3 nodes hold the blob")
+	for _, n := range blob.Status.Nodes {
+		want := map[string]string{w0: "", w1: w0, w2: w1}[n.Node]
+		if n.From != want {
+			t.Errorf("node %s from %q, want %q", n.Node, n.From, want)
+		}
+	}
+}
+
+// A holder that runs without an address on spec.replication.network (no
+// Multus, a wrong NetworkAttachmentDefinition) fails its node, and an
+// origin that does fails the blob.
+func TestSourceBlobNoAddressOnNetwork(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx)
+	w0, w1 := ns+"-w0", ns+"-w1"
+	testNodes(t, ctx, ns, "1Gi", w0, w1)
+	testClaim(t, ctx, ns, "data")
+	blob := sourceBlob(ns, "model", pvcSource("data", ""))
+	blob.Spec.Replication = &pfsv1alpha1.BlobReplication{Network: "fabric"}
+	if err := env.Client.Create(ctx, blob); err != nil {
+		t.Fatal(err)
+	}
+	finishScan(t, ctx, blob, w0, 0, scanResult)
+	origin := podspec.SourceHolderPodName("model", w0, 1)
+	holderStarted(t, ctx, ns, origin, w0, "10.1.0.1")
+	annotateNetwork(t, ctx, ns, origin, "10.1.0.1", "")
+	// The kubelet started the init container a minute ago: past the grace.
+	setStatus(t, ctx, ns, origin, func(p *corev1.Pod) {
+		p.Status.InitContainerStatuses[0].State.Running.StartedAt = metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	})
+	waitReady(t, ctx, blob, metav1.ConditionFalse, pfsv1alpha1.ReasonNetworkUnavailable,
+		"holder pod "+origin+" has no address on network fabric: is the NetworkAttachmentDefinition right?")
+	byNode := map[string]pfsv1alpha1.BlobNodeStatus{}
+	for _, n := range blob.Status.Nodes {
+		byNode[n.Node] = n
+	}
+	if n := byNode[w0]; n.State != pfsv1alpha1.BlobNodeFailed || n.Reason != pfsv1alpha1.ReasonNetworkUnavailable ||
+		!strings.Contains(n.Message, "network fabric is not in k8s.v1.cni.cncf.io/network-status") {
+		t.Errorf("origin status %+v", n)
+	}
+	if n := byNode[w1]; n.State != pfsv1alpha1.BlobNodeFailed {
+		t.Errorf("relay status %+v", n)
+	}
+	if err := absent(ctx, ns, podspec.SourceHolderPodName("model", w1, 1)); err != nil {
+		t.Error(err)
+	}
 }
