@@ -393,8 +393,8 @@ func TestSourceBlobNoAddressOnNetwork(t *testing.T) {
 	ns := newNamespace(t, ctx)
 	w0, w1 := ns+"-w0", ns+"-w1"
 	testNodes(t, ctx, ns, "1Gi", w0, w1)
-	testClaim(t, ctx, ns, "data")
-	blob := sourceBlob(ns, "model", pvcSource("data", ""))
+	testClaim(t, ctx, ns, "weights")
+	blob := sourceBlob(ns, "model", pvcSource("weights", ""))
 	blob.Spec.Replication = &pfsv1alpha1.BlobReplication{Network: "fabric"}
 	if err := env.Client.Create(ctx, blob); err != nil {
 		t.Fatal(err)
