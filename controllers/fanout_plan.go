@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"time"
@@ -71,7 +72,7 @@ func upstreamAddrs(topology pfsv1alpha1.ReplicationTopology, order []string, i i
 			return
 		}
 		seen[node] = true
-		out = append(out, addr[node]+":"+strconv.Itoa(podspec.ReplicationPort))
+		out = append(out, net.JoinHostPort(addr[node], strconv.Itoa(podspec.ReplicationPort)))
 	}
 	for _, j := range upstreamIndexes(topology, i) {
 		add(order[j])

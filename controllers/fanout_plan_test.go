@@ -61,6 +61,7 @@ func TestUpstreamAddrs(t *testing.T) {
 		"a failed upstream is skipped": {2, map[string]string{"w0": "10.0.0.1"}, nil, []string{"10.0.0.1:7470"}},
 		"ready peers after the topology": {1, map[string]string{"w0": "10.0.0.1", "w4": "10.0.0.5", "w3": "10.0.0.4"},
 			map[string]bool{"w4": true}, []string{"10.0.0.1:7470", "10.0.0.5:7470"}},
+		"IPv6 in brackets, as pfs parses it": {1, map[string]string{"w0": "fd00::1"}, nil, []string{"[fd00::1]:7470"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

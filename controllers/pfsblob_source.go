@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"fmt"
+	"net"
 	"path"
 	"sort"
 	"strings"
@@ -494,7 +495,8 @@ func verifyRelay(hi *holderInfo, digest, fingerprint string, ipNode map[string]s
 	}
 	ft := r.Fetch
 	ns.Bytes, ns.Seconds, ns.MBps = ft.Bytes, pfsv1alpha1.FormatSeconds(ft.Elapsed), pfsv1alpha1.FormatMBps(ft.Bytes, ft.Elapsed)
-	if ip, _, ok := strings.Cut(ft.From, ":"); ok {
+	// fetch.from is host:port, [v6]:port for IPv6 (a secondary network may be v6).
+	if ip, _, err := net.SplitHostPort(ft.From); err == nil {
 		ns.From = ipNode[ip]
 	}
 	switch {
