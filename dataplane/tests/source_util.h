@@ -20,6 +20,7 @@
 #include "pfs/blob.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/blob_source.h"
+#include "json_util.h"
 #include "sh.h"
 
 /* libcrypto.a of libssl-dev (a few MiB) and the kernel's UAPI headers of
@@ -169,34 +170,6 @@ __attribute__((unused)) static void unload(struct loaded *L)
 	pfs_blob__close(L->blob);
 	L->m = NULL;
 	L->blob = NULL;
-}
-
-/* The string value of "@key" in a JSON text into @out ("" if absent). */
-__attribute__((unused)) static const char *jstr(const char *json, const char *key, char *out,
-						size_t n)
-{
-	char pat[64];
-	const char *p;
-	size_t i = 0;
-
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	p = json ? strstr(json, pat) : NULL;
-	if (p)
-		for (p += strlen(pat); *p && *p != '"' && i + 1 < n; p++)
-			out[i++] = *p;
-	out[i] = '\0';
-	return out;
-}
-
-/* The unsigned number value of "@key", or -1. */
-__attribute__((unused)) static long long jnum(const char *json, const char *key)
-{
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = json ? strstr(json, pat) : NULL;
-	return p && p[strlen(pat)] >= '0' && p[strlen(pat)] <= '9' ? atoll(p + strlen(pat)) : -1;
 }
 
 #endif /* PFS_TESTS_SOURCE_UTIL_H */

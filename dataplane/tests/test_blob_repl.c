@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "blob/blob_repl_wire.h"
+#include "json_util.h"
 #include "netns.h"
 #include "pfs/gram.h"
 
@@ -37,33 +38,6 @@ static const char *const big_files[] = {
 	"/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
 	"/usr/lib/x86_64-linux-gnu/libcrypto.a",
 };
-
-/* The string value of "@key" (first occurrence after @after, if set). */
-static const char *jstr(const char *json, const char *after, const char *key, char *out, size_t n)
-{
-	char pat[64];
-	const char *p = json && after ? strstr(json, after) : json;
-	size_t i = 0;
-
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	p = p ? strstr(p, pat) : NULL;
-	if (p)
-		for (p += strlen(pat); *p && *p != '"' && i + 1 < n; p++)
-			out[i++] = *p;
-	out[i] = '\0';
-	return out;
-}
-
-/* The number value of "@key" (after @after, if set), or -1. */
-static double jnum(const char *json, const char *after, const char *key)
-{
-	char pat[64];
-	const char *p = json && after ? strstr(json, after) : json;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = p ? strstr(p, pat) : NULL;
-	return p && p[strlen(pat)] >= '0' && p[strlen(pat)] <= '9' ? atof(p + strlen(pat)) : -1;
-}
 
 /* A shell command's stdout (malloc'd). */
 static char *slurp_cmd(const char *cmd)
@@ -113,7 +87,7 @@ static int make_source(void)
 	snprintf(args, sizeof(args), "%s blob create --source %s --dry-run 2>/dev/null", pfs_bin,
 		 src_dir);
 	out = slurp_cmd(args);
-	size = (long long)jnum(out, "\"source\"", "blob_size");
+	size = (long long)jreal(jsect(out, "\"source\""), "blob_size");
 	free(out);
 	CHECK(size > (long long)SRC_MIN, "dry run: blob_size %lld", size);
 	snprintf(blob_size, sizeof(blob_size), "%lld", size);
@@ -249,13 +223,13 @@ static int t_chain(void)
 
 	NEED_NET();
 	CHECK(!chain(NULL, 0, o, r1, r2), "chain failed");
-	jstr(o, "\"blob\"", "fingerprint", f0, sizeof(f0));
-	jstr(r1, "\"blob\"", "fingerprint", f1, sizeof(f1));
-	jstr(r2, "\"blob\"", "fingerprint", f2, sizeof(f2));
+	jstr(jsect(o, "\"blob\""), "fingerprint", f0, sizeof(f0));
+	jstr(jsect(r1, "\"blob\""), "fingerprint", f1, sizeof(f1));
+	jstr(jsect(r2, "\"blob\""), "fingerprint", f2, sizeof(f2));
 	CHECK(f0[0] && !strcmp(f0, f1) && !strcmp(f0, f2), "fingerprints %s %s %s", f0, f1, f2);
-	jstr(o, "\"source\"", "sha256", s0, sizeof(s0));
-	jstr(r1, "\"manifest\"", "sha256", s1, sizeof(s1));
-	jstr(r2, "\"manifest\"", "sha256", s2, sizeof(s2));
+	jstr(jsect(o, "\"source\""), "sha256", s0, sizeof(s0));
+	jstr(jsect(r1, "\"manifest\""), "sha256", s1, sizeof(s1));
+	jstr(jsect(r2, "\"manifest\""), "sha256", s2, sizeof(s2));
 	CHECK(s0[0] && !strcmp(s0, s1) && !strcmp(s0, s2), "sha256 %s %s %s", s0, s1, s2);
 	CHECK(strstr(r1, "\"verified\":true") && strstr(r2, "\"verified\":true"), "verified");
 	CHECK(manifest_verifies(names[0]) && manifest_verifies(names[1]) &&
@@ -263,16 +237,16 @@ static int t_chain(void)
 	      "pfs blob manifest --verify");
 	/* Read once: only the origin has a source; it served exactly one copy. */
 	CHECK(!strstr(r1, "\"source\"") && !strstr(r2, "\"source\"") &&
-		      jnum(o, "\"repl\"", "clients") == 1 &&
-		      jnum(o, "\"repl\"", "bytes_served") == (double)size &&
-		      jnum(r1, "\"repl\"", "bytes_served") == (double)size,
+		      jreal(jsect(o, "\"repl\""), "clients") == 1 &&
+		      jreal(jsect(o, "\"repl\""), "bytes_served") == (double)size &&
+		      jreal(jsect(r1, "\"repl\""), "bytes_served") == (double)size,
 	      "origin %.300s", strstr(o, "\"repl\""));
-	CHECK(!strcmp(jstr(r2, "\"fetch\"", "from", from, sizeof(from)), ip_b) ||
+	CHECK(!strcmp(jstr(jsect(r2, "\"fetch\""), "from", from, sizeof(from)), ip_b) ||
 		      strstr(from, ip_b),
 	      "relay2 from %s", from);
 	tap_diag("relay1 %.0f MB/s, relay2 %.0f MB/s; JSON %zu/%zu/%zu bytes",
-		 jnum(r1, "\"fetch\"", "mbps"), jnum(r2, "\"fetch\"", "mbps"), strlen(o),
-		 strlen(r1), strlen(r2));
+		 jreal(jsect(r1, "\"fetch\""), "mbps"), jreal(jsect(r2, "\"fetch\""), "mbps"),
+		 strlen(o), strlen(r1), strlen(r2));
 	CHECK(strlen(o) < 3500 && strlen(r1) < 3500 && strlen(r2) < 3500, "result size");
 	return TAP_PASS;
 }
@@ -284,10 +258,10 @@ static int t_cut_through(void)
 
 	NEED_NET();
 	CHECK(!chain("40Mi", 0, o, r1, r2), "chain failed");
-	r1_t1 = jnum(r1, "\"fetch\"", "t1_unix");
-	r2_t0 = jnum(r2, "\"fetch\"", "t0_unix");
-	tap_diag("relay1 %.3f..%.3f, relay2 %.3f..%.3f", jnum(r1, "\"fetch\"", "t0_unix"), r1_t1,
-		 r2_t0, jnum(r2, "\"fetch\"", "t1_unix"));
+	r1_t1 = jreal(jsect(r1, "\"fetch\""), "t1_unix");
+	r2_t0 = jreal(jsect(r2, "\"fetch\""), "t0_unix");
+	tap_diag("relay1 %.3f..%.3f, relay2 %.3f..%.3f", jreal(jsect(r1, "\"fetch\""), "t0_unix"),
+		 r1_t1, r2_t0, jreal(jsect(r2, "\"fetch\""), "t1_unix"));
 	CHECK(r1_t1 > 0 && r2_t0 > 0 && r2_t0 < r1_t1 - 0.5, "not cut-through");
 	CHECK(strstr(r2, "\"verified\":true"), "relay2 not verified");
 	return TAP_PASS;
@@ -304,10 +278,12 @@ static int t_kill_relay(void)
 	tap_diag("relay2: %.300s", strstr(r2, "\"fetch\""));
 	tap_diag("relay2 log: %.800s", slurp("relay2", "err"));
 	CHECK(strstr(r2, "\"ok\":true") && strstr(r2, "\"verified\":true"), "relay2 not ok");
-	CHECK(!strcmp(jstr(r2, "\"fetch\"", "from", from, sizeof(from)), addr(a0, ip_a, 7470)),
+	CHECK(!strcmp(jstr(jsect(r2, "\"fetch\""), "from", from, sizeof(from)),
+		      addr(a0, ip_a, 7470)),
 	      "from %s", from);
 	ra = strstr(r2, "\"resumed_at\":[");
-	CHECK(ra && ra[14] >= '1' && ra[14] <= '9' && jnum(r2, "\"fetch\"", "attempts") >= 2,
+	CHECK(ra && ra[14] >= '1' && ra[14] <= '9' &&
+		      jreal(jsect(r2, "\"fetch\""), "attempts") >= 2,
 	      "no resume");
 	CHECK(manifest_verifies(names[2]), "manifest --verify");
 	return TAP_PASS;
@@ -360,8 +336,10 @@ static int t_bad_token(void)
 
 	NEED_NET();
 	CHECK(small_pair(REAL_UAPI, 0, bad_tok, "8M") == 1, "relay did not fail");
-	CHECK(strstr(jstr(r1, NULL, "error", e, sizeof(e)), "authentication"), "error: %s", e);
-	CHECK(jnum(o, "\"repl\"", "refused") >= 1 && jnum(o, "\"repl\"", "bytes_served") == 0,
+	CHECK(strstr(jstr(jsect(r1, NULL), "error", e, sizeof(e)), "authentication"), "error: %s",
+	      e);
+	CHECK(jreal(jsect(o, "\"repl\""), "refused") >= 1 &&
+		      jreal(jsect(o, "\"repl\""), "bytes_served") == 0,
 	      "origin counted no refusal");
 	return TAP_PASS;
 }
@@ -372,7 +350,7 @@ static int t_size_mismatch(void)
 
 	NEED_NET();
 	CHECK(small_pair(REAL_UAPI, 0, tok, "16M") == 1, "relay did not fail");
-	CHECK(strstr(jstr(r1, NULL, "error", e, sizeof(e)), "holds a blob of 8388608 bytes"),
+	CHECK(strstr(jstr(jsect(r1, NULL), "error", e, sizeof(e)), "holds a blob of 8388608 bytes"),
 	      "error: %s", e);
 	return TAP_PASS;
 }
@@ -390,7 +368,8 @@ static int t_origin_fails(void)
 		  dir, dir, dir, dir, dir, tok),
 	      "setup");
 	CHECK(small_pair(dir, 65534, tok, "2M") == 1, "relay did not fail");
-	CHECK(strstr(jstr(r1, NULL, "error", e, sizeof(e)), "upstream 127.0.0.1:7480 failed: ") &&
+	CHECK(strstr(jstr(jsect(r1, NULL), "error", e, sizeof(e)),
+		     "upstream 127.0.0.1:7480 failed: ") &&
 		      strstr(e, "udp.h"),
 	      "error: %s", e);
 	CHECK(strstr(o, "\"ok\":false"), "origin: %s", o);
@@ -574,12 +553,15 @@ static int t_malformed(void)
 	tap_diag("serve: %.300s", strstr(slurp("serve", "json"), "\"accepted\""));
 	CHECK(hr == 3 && fr == 2 && rr == 0, "see above; relay: %.600s", slurp("mrelay", "err"));
 	snprintf(r1, sizeof(r1), "%s", slurp("mrelay", "json"));
-	CHECK(jnum(r1, "\"fetch\"", "rejected") == 2 && jnum(r1, "\"fetch\"", "attempts") == 3 &&
-		      !strcmp(jstr(r1, "\"fetch\"", "from", e, sizeof(e)), "127.0.0.1:7490") &&
+	CHECK(jreal(jsect(r1, "\"fetch\""), "rejected") == 2 &&
+		      jreal(jsect(r1, "\"fetch\""), "attempts") == 3 &&
+		      !strcmp(jstr(jsect(r1, "\"fetch\""), "from", e, sizeof(e)),
+			      "127.0.0.1:7490") &&
 		      strstr(r1, "\"verified\":true"),
 	      "relay result");
 	snprintf(o, sizeof(o), "%s", slurp("serve", "json"));
-	CHECK(jnum(o, "\"repl\"", "refused") >= 2 && jnum(o, "\"repl\"", "clients") == 1,
+	CHECK(jreal(jsect(o, "\"repl\""), "refused") >= 2 &&
+		      jreal(jsect(o, "\"repl\""), "clients") == 1,
 	      "serve result %s", o);
 	return TAP_PASS;
 }
