@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Writes a seed corpus for fuzz_repl into a directory: one well-formed
- * frame of every type (HELLO and AUTH with 32-byte bodies, ACCEPT, END and
+ * frame of every type (HELLO and AUTH with 32-byte bodies, AUTH once per
+ * transport, ACCEPT, END and
  * KEEPALIVE without, REFUSE and ERROR with texts of several lengths). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,16 @@ int main(int argc, char **argv)
 		f.type = t;
 		f.body_len = t == REPL_HELLO || t == REPL_AUTH ? REPL_NONCE : 0;
 		memset(f.body, 0xa5, REPL_NONCE);
+		if (t == REPL_AUTH) { /* TCP, then each datagram transport */
+			for (uint8_t x = REPL_XPORT_TCP; x <= REPL_XPORT_AFXDP; x++) {
+				f.xport = x;
+				f.data_port = x == REPL_XPORT_TCP ? 0 : 7470;
+				emit(argv[1], idx++, &f);
+			}
+			f.xport = 0;
+			f.data_port = 0;
+			continue;
+		}
 		if (t != REPL_REFUSE && t != REPL_ERROR) {
 			emit(argv[1], idx++, &f);
 			continue;

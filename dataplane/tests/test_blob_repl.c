@@ -20,10 +20,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "blob/blob_repl_int.h"
 #include "blob/blob_repl_wire.h"
 #include "json_util.h"
 #include "netns.h"
 #include "pfs/gram.h"
+#include "pfs/integrity.h"
+#include "wire/wire_le.h"
 
 #define SRC_MIN (64ULL << 20)
 #define REAL_UAPI "/usr/include/linux"
@@ -166,6 +169,9 @@ static bool wait_log(const char *tag, const char *what)
 	return false;
 }
 
+/* How the chain's relays fetch (--fetch-transport); NULL: the default, tcp. */
+static const char *xport;
+
 /* origin (ns a) -> relay1 (ns b) -> relay2 (ns a): all ok and equal. */
 static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r2)
 {
@@ -186,14 +192,15 @@ static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r
 	p1 = pfs_in(ns_b, "relay1", "blob", "create", "--size", blob_size, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname(1, "relay1"), "--replace", "--token-file", tok,
 		    "--fetch-from", a0, "--replicate-listen", a1, "--replicate-linger", "2s",
-		    "--fetch-timeout", "60s", NULL);
+		    "--fetch-timeout", "60s", xport ? "--fetch-transport" : NULL, xport, NULL);
 	/* relay2 must find relay1 listening, or it takes the next upstream. */
 	if (!wait_log("relay1", "repl serve: listening"))
 		tap_diag("relay1 did not listen within 5 s");
 	p2 = pfs_in(ns_a, "relay2", "blob", "create", "--size", blob_size, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname(2, "relay2"), "--replace", "--token-file", tok,
 		    "--fetch-from", kill_after_ms ? strcat(strcat(a1, ","), a0) : a1,
-		    "--fetch-timeout", "60s", NULL);
+		    "--fetch-timeout", "60s", xport ? "--fetch-transport" : NULL, xport,
+		    xport ? "--fetch-data-port" : NULL, "7472", NULL);
 	if (kill_after_ms) {
 		usleep((useconds_t)kill_after_ms * 1000);
 		kill(p1, SIGKILL);
@@ -318,7 +325,8 @@ static int small_pair(const char *origin_src, uid_t origin_uid, const char *rtok
 
 	pr = pfs_in(ns_a, "srelay", "blob", "create", "--size", rsize, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname(4, "srelay"), "--replace", "--token-file", rtok,
-		    "--fetch-from", "127.0.0.1:7480", "--fetch-timeout", "20s", NULL);
+		    "--fetch-from", "127.0.0.1:7480", "--fetch-timeout", "20s",
+		    xport ? "--fetch-transport" : NULL, xport, NULL);
 	rc = wait_rc(pr, 60);
 	orc = wait_rc(po, 60);
 	snprintf(o, sizeof(o), "%s", slurp("sorigin", "json"));
@@ -373,6 +381,81 @@ static int t_origin_fails(void)
 		      strstr(e, "udp.h"),
 	      "error: %s", e);
 	CHECK(strstr(o, "\"ok\":false"), "origin: %s", o);
+	return TAP_PASS;
+}
+
+/* ---- the datagram transports (--fetch-transport udp | afxdp) ---- */
+
+/* The chain and its checks over @x; xport is reset for the next test. */
+static int over(const char *x, int (*t)(void))
+{
+	int r;
+
+	xport = x;
+	r = t();
+	xport = NULL;
+	return r;
+}
+
+/* Both relays received datagrams and said so. */
+static bool dgram_fetched(const char *r, const char *x)
+{
+	char tr[16];
+
+	return !strcmp(jstr(jsect(r, "\"fetch\""), "transport", tr, sizeof(tr)), x) &&
+	       jreal(jsect(r, "\"dgrams\""), "received") > 0;
+}
+
+static int t_chain_udp(void)
+{
+	int r = over("udp", t_chain);
+
+	CHECK(r == TAP_PASS, "chain over udp");
+	CHECK(dgram_fetched(r1, "udp") && dgram_fetched(r2, "udp"), "relays: %.300s / %.300s",
+	      strstr(r1, "\"fetch\""), strstr(r2, "\"fetch\""));
+	tap_diag("relay2: %.400s", strstr(r2, "\"fetch\""));
+	return TAP_PASS;
+}
+
+static int t_cut_through_udp(void)
+{
+	int r = over("udp", t_cut_through);
+
+	CHECK(r == TAP_PASS && dgram_fetched(r2, "udp"), "cut-through over udp");
+	return TAP_PASS;
+}
+
+static int t_kill_relay_udp(void)
+{
+	int r = over("udp", t_kill_relay);
+
+	CHECK(r == TAP_PASS && dgram_fetched(r2, "udp"), "route around over udp");
+	return TAP_PASS;
+}
+
+/* The origin fails mid-load: ABORT carries its message to the relay. */
+static int t_origin_fails_udp(void)
+{
+	CHECK(over("udp", t_origin_fails) == TAP_PASS, "origin failure over udp");
+	return TAP_PASS;
+}
+
+/* AF_XDP receivers on both veth ends (copy mode: veth has no zero-copy).
+ * The origin and relay1 send through kernel UDP sockets. */
+static int t_chain_afxdp(void)
+{
+	int r;
+
+	NEED_NET();
+	if (geteuid())
+		return tap_skip("AF_XDP needs CAP_NET_ADMIN and CAP_BPF: run as root");
+	r = over("afxdp", t_chain);
+	CHECK(r == TAP_PASS, "chain over afxdp");
+	CHECK(dgram_fetched(r1, "afxdp") && dgram_fetched(r2, "afxdp"), "relays: %.300s / %.300s",
+	      strstr(r1, "\"fetch\""), strstr(r2, "\"fetch\""));
+	CHECK(strstr(r1, "afxdp") && strstr(jsect(r1, "\"fetch\""), "\"path\":\"afxdp"),
+	      "relay1 path: %.300s", strstr(r1, "\"path\""));
+	tap_diag("relay1: %.400s", strstr(r1, "\"fetch\""));
 	return TAP_PASS;
 }
 
@@ -521,6 +604,54 @@ static int hostile_fn(int port, uint64_t arg)
 	return hostile_client(port);
 }
 
+/* AUTH's xport word: round trip, what the decoder refuses, and the MAC
+ * covers it (a TCP AUTH cannot be turned into "datagrams to this port"). */
+static int t_auth_xport(void)
+{
+	struct repl_frame a = { .type = REPL_AUTH,
+				.xport = REPL_XPORT_UDP,
+				.data_port = 9000,
+				.size = 4096,
+				.body_len = REPL_MAC },
+			  d;
+	uint8_t b[REPL_FRAME_MAX], nonce[REPL_NONCE] = { 1 }, m0[REPL_MAC], m1[REPL_MAC];
+	int n = repl_frame_encode(&a, b);
+
+	CHECK(n == REPL_HDR + REPL_MAC && !repl_frame_decode(b, (size_t)n, &d) &&
+		      d.xport == REPL_XPORT_UDP && d.data_port == 9000,
+	      "round trip: %d, xport %u port %u", n, d.xport, d.data_port);
+	a.data_port = 0;
+	CHECK(repl_frame_encode(&a, b) == -EINVAL, "udp without a port encoded");
+	a.xport = REPL_XPORT_TCP;
+	a.data_port = 9000;
+	CHECK(repl_frame_encode(&a, b) == -EINVAL, "tcp with a port encoded");
+	/* Bytes from a peer: an unknown transport, byte 25, a port on ACCEPT. */
+	a = (struct repl_frame){ .type = REPL_AUTH,
+				 .xport = REPL_XPORT_AFXDP,
+				 .data_port = 1,
+				 .size = 4096,
+				 .body_len = REPL_MAC };
+	n = repl_frame_encode(&a, b);
+	b[24] = 3;
+	put32(b + 28, pfs_crc32c(pfs_crc32c(0, b, 28), b + REPL_HDR, REPL_MAC));
+	CHECK(repl_frame_decode(b, (size_t)n, &d) == -EPROTO, "transport 3 accepted");
+	b[24] = REPL_XPORT_AFXDP;
+	b[25] = 1;
+	put32(b + 28, pfs_crc32c(pfs_crc32c(0, b, 28), b + REPL_HDR, REPL_MAC));
+	CHECK(repl_frame_decode(b, (size_t)n, &d) == -EPROTO, "byte 25 accepted");
+	a = (struct repl_frame){ .type = REPL_ACCEPT, .size = 4096 };
+	n = repl_frame_encode(&a, b);
+	b[26] = 1;
+	put32(b + 28, pfs_crc32c(0, b, 28));
+	CHECK(repl_frame_decode(b, (size_t)n, &d) == -EPROTO, "ACCEPT with an xport");
+	a = (struct repl_frame){ .type = REPL_AUTH, .xport = REPL_XPORT_UDP, .data_port = 9000 };
+	CHECK(!repl_mac("k", 1, nonce, 4096, 0, m0) &&
+		      !repl_mac("k", 1, nonce, 4096, repl_xport_word(&a), m1) &&
+		      memcmp(m0, m1, REPL_MAC),
+	      "the MAC does not cover the transport");
+	return TAP_PASS;
+}
+
 static int t_malformed(void)
 {
 	char sock[128], e[64];
@@ -571,10 +702,16 @@ static const struct tap_test tests[] = {
 	{ "origin -> relay1 -> relay2 over veth: equal, verified, source read once", t_chain },
 	{ "cut-through: relay2 starts before relay1 ends (paced origin)", t_cut_through },
 	{ "relay1 SIGKILLed mid-stream: relay2 resumes from the origin", t_kill_relay },
+	{ "udp: origin -> relay1 -> relay2, datagrams NAK-repaired, verified", t_chain_udp },
+	{ "udp: cut-through (paced origin)", t_cut_through_udp },
+	{ "udp: relay1 SIGKILLed mid-stream, relay2 resumes from the origin", t_kill_relay_udp },
+	{ "udp: the origin's load fails: the relay fails with its message", t_origin_fails_udp },
+	{ "afxdp: both relays receive through AF_XDP sockets on veth", t_chain_afxdp },
 	{ "bad token: refused, the relay names auth", t_bad_token },
 	{ "size mismatch: refused with both sizes", t_size_mismatch },
 	{ "origin load fails: the relay fails with the upstream's message", t_origin_fails },
 	{ "malformed: hostile client, fake upstream; counted, no crash", t_malformed },
+	{ "AUTH's transport word: round trip, refused when malformed, signed", t_auth_xport },
 };
 
 TAP_MAIN(tests)

@@ -93,6 +93,11 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *opts);
  * /dev/hugepages1G, /dev/shm. NULL + errno (ENOENT, EINVAL, EACCES, ENOMEM).*/
 struct pfs_blob *pfs_blob__open(const char *dir, const char *name);
 struct pfs_blob *pfs_blob__from_fd(int fd);
+/* pfs_blob__view - a blob object over @size bytes at @data that the caller
+ * mapped and keeps (pfs_blob__close frees the object only): how a mapping
+ * another layer owns is handed to a transport. No fd, no path, page kind
+ * 4K. NULL and errno ENOMEM. */
+struct pfs_blob *pfs_blob__view(uint8_t *data, uint64_t size);
 
 /* pfs_blob_remove - unlink a named blob (dir NULL: search as _open). 0 or
  * -errno. Mappings that exist stay valid until closed. */

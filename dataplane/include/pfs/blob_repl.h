@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "pfs/gram.h"
+#include "pfs/xfer.h"
 
 #define PFS_REPL_PORT 7470 /* the default port of the operator's pods */
 #define PFS_REPL_GRAM_MAX (1u << 20) /* payload bytes per gram at most */
@@ -105,6 +106,7 @@ struct pfs_repl_server_stats {
 	uint64_t refused; /* bad AUTH, busy, malformed handshake */
 	uint64_t completed; /* connections that got END */
 	uint64_t failed; /* connections ended with ERROR or broken */
+	uint64_t retransmitted; /* datagram connections: datagrams sent again (NAKs) */
 	int active; /* accepted connections not yet complete */
 };
 
@@ -162,6 +164,15 @@ struct pfs_repl_fetch_opts {
 	 * on at once (route around). 0: 60000; < 0: no wait. */
 	int prefer_wait_ms;
 	const volatile sig_atomic_t *stop; /* set: give up (-EINTR), may be NULL */
+	/* How the data comes: "tcp" (NULL: the default; grams on the
+	 * connection), "udp" or "afxdp" (datagrams to data_port, NAK-repaired,
+	 * the connection carrying the repair plane's control records; afxdp
+	 * attaches an XDP program to ifname, NULL: the interface holding the
+	 * local address of the connection). */
+	const char *transport;
+	uint16_t data_port; /* udp, afxdp: required */
+	const char *ifname;
+	char *const *env; /* afxdp: AFXDP_DEVICES_* / PCIDEVICE_* (pfs/netdev.h) */
 };
 
 struct pfs_repl_fetch_result {
@@ -174,6 +185,9 @@ struct pfs_repl_fetch_result {
 	double seconds; /* monotonic, first to last payload byte */
 	uint64_t rejected; /* malformed frames or grams, each dropped a connection */
 	struct pfs_gram_stats gram; /* decode results of the grams */
+	char transport[8]; /* "tcp" | "udp" | "afxdp" */
+	char path[128]; /* datagram transports: how the bytes came in */
+	struct pfs_dgram_stats dgrams; /* datagram transports, every attempt */
 	char error[512];
 };
 

@@ -70,7 +70,13 @@ enum pfs_ctl_type {
 	PFS_CTL_RESULT = 5, /* receiver -> sender, its verdict */
 	PFS_CTL_DIGEST = 6, /* either way, right before END or RESULT when the
 				 * checksum is wider than END's 32-bit word */
+	PFS_CTL_WAIT = 7, /* sender -> receiver (udp, afxdp): still there, waiting
+			   * for its source (a blob still being filled) */
+	PFS_CTL_ABORT = 8, /* sender -> receiver (udp, afxdp): its source failed;
+			    * word: the errno, count: the length of the reason
+			    * (text) that follows the record; the transfer ends */
 };
+#define PFS_CTL_ABORT_TEXT_MAX 480
 
 /* Why a receiver refused (pfs_ctl.word of PFS_CTL_REFUSE). */
 enum pfs_refuse_code {

@@ -98,6 +98,32 @@ struct pfs_xfer_opts {
 	uint32_t test_rx_drop_ppm; /* tests only: receivers (udp, afxdp) drop this many
 					 * data datagrams per million on purpose, <= 1000000
 					 * (pfs: PFS_TEST_RX_DROP_PPM) */
+	/* Embedding a datagram transfer (udp, afxdp) in another protocol, as
+	 * blob replication does (blob_repl.h); all zero for pfs send/recv. */
+	bool ctl_given; /* ctl_fd is the control connection, connected (and
+			 * authenticated) by the caller: the sender does not
+			 * connect, the receiver neither listens nor accepts;
+			 * the caller keeps the fd (not closed), its timeouts set */
+	int ctl_fd;
+	/* sender: the blob may still be filling. Before a gram is built from
+	 * bytes below @end the sender asks src_ready(src_ctx, end, why, n): 0
+	 * ready, -EAGAIN not yet (asked again within a few ms; the receiver is
+	 * kept alive meanwhile), -ECANCELED (the source failed) aborts the
+	 * transfer and the receiver gets the reason written to @why (ABORT: it
+	 * fails for good), any other -errno just ends it (the receiver sees the
+	 * connection close and may try elsewhere). NULL: the whole blob is
+	 * ready. */
+	int (*src_ready)(void *ctx, uint64_t end, char *why, size_t n);
+	void *src_ctx;
+	double rate_max; /* sender: bytes/s the pacing never exceeds; 0: no cap */
+	/* receiver, payload mode: write each byte into out_mem at its offset
+	 * (descriptors past out_mem_size are refused), then call
+	 * on_exec(exec_ctx, off, len) once per descriptor executed, in order;
+	 * a non-zero return aborts the transfer with that error. */
+	uint8_t *out_mem;
+	uint64_t out_mem_size;
+	int (*on_exec)(void *ctx, uint64_t off, uint64_t len);
+	void *exec_ctx;
 };
 
 struct pfs_transport {

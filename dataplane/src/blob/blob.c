@@ -81,6 +81,7 @@ struct pfs_blob {
 	uint64_t huge_bytes;
 	struct pfs_blob_timings t;
 	char reason[768];
+	bool view; /* pfs_blob__view: the memory is the caller's */
 };
 
 static double now_s(void)
@@ -656,6 +657,20 @@ struct pfs_blob *pfs_blob__from_fd(int fd)
 	return b;
 }
 
+struct pfs_blob *pfs_blob__view(uint8_t *data, uint64_t size)
+{
+	struct pfs_blob *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->data = data;
+	b->size = size;
+	b->kind = PFS_PAGE_4K;
+	b->fd = -1;
+	b->view = true;
+	return b;
+}
+
 static const char *const default_dirs[] = { "/dev/hugepages", "/dev/hugepages1G", "/dev/shm" };
 
 static int find_named(const char *dir, const char *name, char *path, size_t n)
@@ -712,7 +727,8 @@ void pfs_blob__close(struct pfs_blob *b)
 {
 	if (!b)
 		return;
-	munmap(b->data, b->size);
+	if (!b->view)
+		munmap(b->data, b->size);
 	if (b->fd >= 0)
 		close(b->fd);
 	free(b->path);

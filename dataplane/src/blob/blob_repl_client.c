@@ -41,6 +41,7 @@ struct fetch {
 	double t_first; /* monotonic, first payload byte; 0 before */
 	bool final; /* the last error ends the fetch: no other upstream */
 	bool first_answered; /* upstreams[0] accepted a connection once */
+	uint8_t xport; /* enum repl_xport */
 };
 
 static int fail(struct fetch *f, int err, const char *fmt, ...)
@@ -152,9 +153,12 @@ static int expect(struct fetch *f, int fd, uint8_t want, struct repl_frame *x)
 /* HELLO -> AUTH -> ACCEPT. 0 or -errno (f->final: no retry). */
 static int handshake(struct fetch *f, int fd)
 {
-	struct repl_frame h, a = {
-		.type = REPL_AUTH, .size = f->o->size, .offset = f->have, .body_len = REPL_MAC
-	};
+	struct repl_frame h, a = { .type = REPL_AUTH,
+				   .xport = f->xport,
+				   .data_port = f->xport == REPL_XPORT_TCP ? 0 : f->o->data_port,
+				   .size = f->o->size,
+				   .offset = f->have,
+				   .body_len = REPL_MAC };
 	int err = expect(f, fd, REPL_HELLO, &h);
 
 	if (err)
@@ -164,7 +168,7 @@ static int handshake(struct fetch *f, int fd)
 			     "upstream %s holds a blob of %" PRIu64 " bytes, this one is %" PRIu64
 			     " (--size must match the origin's)",
 			     f->up, h.size, f->o->size);
-	if (repl_mac(f->o->token, f->o->token_len, h.body, h.size, a.body))
+	if (repl_mac(f->o->token, f->o->token_len, h.body, h.size, repl_xport_word(&a), a.body))
 		return final(f, -EIO, "HMAC-SHA256 failed");
 	err = repl_send_frame(fd, &a);
 	if (err)
@@ -173,6 +177,110 @@ static int handshake(struct fetch *f, int fd)
 	if (!err && h.offset != f->have)
 		err = reject(f, -ERANGE, "ACCEPT offset");
 	return err;
+}
+
+static void first_byte(struct fetch *f)
+{
+	if (!f->t_first) {
+		f->t_first = repl_now();
+		f->r->t0_unix = repl_wall();
+	}
+}
+
+/* @len more bytes at the watermark are in the blob: count them (what
+ * arrived counts as received even when the rest does not) and let the
+ * server on this blob serve them on. */
+static void arrived(struct fetch *f, uint64_t len)
+{
+	const struct pfs_repl_fetch_opts *o = f->o;
+
+	first_byte(f);
+	f->r->bytes += len;
+	f->have += len;
+	f->r->t1_unix = repl_wall();
+	f->r->seconds = repl_now() - f->t_first;
+	if (o->progress)
+		pfs_progress__advance(o->progress, f->have < o->size - o->hold_back ?
+							   f->have :
+							   o->size - o->hold_back);
+}
+
+/* The datagram receiver's on_exec: bytes must come in order. */
+static int dgram_exec(void *ctx, uint64_t off, uint64_t len)
+{
+	struct fetch *f = ctx;
+
+	if (off != f->have) {
+		f->r->rejected++;
+		return -ERANGE;
+	}
+	arrived(f, len);
+	return 0;
+}
+
+/* Errors of the datagram receiver that another upstream would not cure:
+ * this node cannot receive that way (no such interface, no capability, a
+ * build without AF_XDP), or the upstream's own fill failed. */
+static bool dgram_final(int err)
+{
+	switch (-err) {
+	case ENOTSUP:
+	case ENODEV:
+	case EPERM:
+	case EACCES:
+	case ENOMEM:
+	case EMSGSIZE:
+	case EADDRINUSE:
+	case EINVAL:
+	case ECANCELED:
+	case EINTR:
+		return true;
+	}
+	return false;
+}
+
+static void dgram_count(struct pfs_dgram_stats *a, const struct pfs_dgram_stats *b)
+{
+	a->sent += b->sent;
+	a->received += b->received;
+	a->retransmitted += b->retransmitted;
+	a->naks += b->naks;
+	a->duplicates += b->duplicates;
+	a->out_of_order += b->out_of_order;
+	a->dropped += b->dropped;
+	a->test_dropped += b->test_dropped;
+}
+
+/* After ACCEPT, datagrams: 0 when complete, else -errno. */
+static int dgram(struct fetch *f, int fd)
+{
+	const struct pfs_repl_fetch_opts *o = f->o;
+	struct repl_dgram_sink k = { .xport = f->xport,
+				     .data_port = o->data_port,
+				     .ifname = o->ifname,
+				     .blob = o->blob,
+				     .size = o->size,
+				     .on_exec = dgram_exec,
+				     .exec_ctx = f,
+				     .io_timeout_ms = o->io_timeout_ms,
+				     .stop = o->stop,
+				     .env = o->env };
+	struct pfs_xfer_result x;
+	int err = repl_dgram_fetch(fd, &k, &x);
+
+	dgram_count(&f->r->dgrams, &x.dgrams);
+	if (x.path[0])
+		snprintf(f->r->path, sizeof(f->r->path), "%s", x.path);
+	if (!err && f->have != o->size)
+		return reject(f, -ERANGE, "END (before the last byte)");
+	if (!err)
+		return 0;
+	if (err == -ECANCELED)
+		return final(f, err, "upstream %s failed: %s", f->up, x.error);
+	if (dgram_final(err))
+		return final(f, err, "receiving over %s from %s: %s", repl_xport_str(f->xport),
+			     f->up, x.error);
+	return fail(f, err, "upstream %s over %s: %s", f->up, repl_xport_str(f->xport), x.error);
 }
 
 /* The gram whose first 32 header bytes are in @b: check, then receive its
@@ -202,24 +310,13 @@ static int gram(struct fetch *f, int fd, uint8_t *b)
 	if (d.off != f->have)
 		return reject(f, -ERANGE, "gram offset (not the next byte)");
 	pfs_gram_stats_count(&f->r->gram, 0);
-	if (!f->t_first) {
-		f->t_first = repl_now();
-		f->r->t0_unix = repl_wall();
-	}
+	first_byte(f);
 	err = repl_read_full(fd, o->blob + d.off, d.len);
-	/* What arrived counts as received even when the rest did not. */
-	f->r->bytes += err ? 0 : d.len;
 	if (err)
 		return fail(f, err, "upstream %s: %s at offset %" PRIu64, f->up, strerror(-err),
 			    f->have);
-	f->have += d.len;
+	arrived(f, d.len);
 	f->seq++;
-	f->r->t1_unix = repl_wall();
-	f->r->seconds = repl_now() - f->t_first;
-	if (o->progress)
-		pfs_progress__advance(o->progress, f->have < o->size - o->hold_back ?
-							   f->have :
-							   o->size - o->hold_back);
 	return 0;
 }
 
@@ -285,7 +382,7 @@ static int attempt(struct fetch *f)
 		if (f->have)
 			pfs_info("repl fetch: resuming at %" PRIu64 " from %s", f->have, f->up);
 		f->seq = 0;
-		err = receive(f, fd);
+		err = f->xport == REPL_XPORT_TCP ? receive(f, fd) : dgram(f, fd);
 	}
 	close(fd);
 	return err;
@@ -315,6 +412,19 @@ static int check_opts(const struct pfs_repl_fetch_opts *o, struct pfs_repl_fetch
 	c->io_timeout_ms = c->io_timeout_ms > 0 ? c->io_timeout_ms : 10000;
 	c->connect_timeout_ms = c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 2000;
 	c->prefer_wait_ms = c->prefer_wait_ms ? c->prefer_wait_ms : 60000;
+	return 0;
+}
+
+static int check_xport(struct fetch *f)
+{
+	const struct pfs_repl_fetch_opts *o = f->o;
+
+	if (repl_xport_parse(o->transport ? o->transport : "tcp", &f->xport))
+		return final(f, -EINVAL, "unknown transport '%s' (tcp, udp or afxdp)",
+			     o->transport);
+	if (f->xport != REPL_XPORT_TCP && !o->data_port)
+		return final(f, -EINVAL, "a %s fetch needs a data port", o->transport);
+	snprintf(f->r->transport, sizeof(f->r->transport), "%s", repl_xport_str(f->xport));
 	return 0;
 }
 
@@ -373,6 +483,8 @@ int pfs_repl_fetch(const struct pfs_repl_fetch_opts *opts, struct pfs_repl_fetch
 	struct fetch f = { .o = &o, .r = r };
 	int err = check_opts(opts, &o, r);
 
+	if (!err)
+		err = check_xport(&f);
 	if (!err)
 		err = cycle(&f);
 	if (err) {

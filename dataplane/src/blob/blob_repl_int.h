@@ -5,11 +5,15 @@
 #ifndef PFS_BLOB_REPL_INT_H
 #define PFS_BLOB_REPL_INT_H
 
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "blob/blob_repl_wire.h"
+#include "pfs/xfer.h"
 
 /* Why a server refused (REFUSE's offset field). */
 enum repl_refuse {
@@ -42,10 +46,56 @@ void repl_send_text(int fd, uint8_t type, uint64_t size, uint64_t code, const ch
  * decode. 0 or -errno (the decoder's, or the socket's). */
 int repl_read_frame(int fd, const uint8_t *hdr, struct repl_frame *f);
 
-/* HMAC-SHA256(token, REPL_LABEL || nonce || le64 size) into @mac. 0 or -EIO. */
+/* HMAC-SHA256(token, REPL_LABEL || nonce || le64 size [|| le32 @xport])
+ * into @mac; @xport (repl_xport_word of the AUTH) only when not 0. 0 or
+ * -EIO. */
 int repl_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
-	     uint8_t *mac);
+	     uint32_t xport, uint8_t *mac);
+
+static inline uint32_t repl_xport_word(const struct repl_frame *a)
+{
+	return (uint32_t)a->xport | (uint32_t)a->data_port << 16;
+}
 /* 32 random bytes (getrandom): 0 or -errno. */
 int repl_nonce(uint8_t *nonce);
+
+/* ---- datagram replication (blob_repl_dgram.c) ---- */
+
+const char *repl_xport_str(uint8_t xport); /* "tcp" | "udp" | "afxdp" */
+int repl_xport_parse(const char *s, uint8_t *xport); /* 0 or -EINVAL */
+
+/* What a server streams from. */
+struct repl_dgram_src {
+	const uint8_t *blob;
+	uint64_t size;
+	struct pfs_progress *progress; /* NULL: complete */
+	atomic_bool *stop;
+};
+
+/* Server, after ACCEPT: send [auth->offset, size) to the client's data port
+ * over the repair plane, @fd its control connection. 0 when the client
+ * reported every byte with our checksum; else -errno (-ECANCELED: the fill
+ * failed, the client was told; -EINTR: stopped), r->error says why. */
+int repl_dgram_serve(int fd, const struct repl_frame *auth, struct repl_dgram_src *src,
+		     uint64_t rate, int io_timeout_ms, struct pfs_xfer_result *r);
+
+/* Where a client receives. */
+struct repl_dgram_sink {
+	uint8_t xport; /* REPL_XPORT_UDP | REPL_XPORT_AFXDP */
+	uint16_t data_port;
+	const char *ifname; /* afxdp; NULL: the interface of the local address */
+	uint8_t *blob;
+	uint64_t size;
+	int (*on_exec)(void *ctx, uint64_t off, uint64_t len); /* in order */
+	void *exec_ctx;
+	int io_timeout_ms;
+	const volatile sig_atomic_t *stop;
+	char *const *env;
+};
+
+/* Client, after ACCEPT: receive into k->blob over the repair plane, @fd
+ * its control connection. 0 or -errno with r->error (-ECANCELED: the
+ * upstream's own fill failed). */
+int repl_dgram_fetch(int fd, const struct repl_dgram_sink *k, struct pfs_xfer_result *r);
 
 #endif /* PFS_BLOB_REPL_INT_H */

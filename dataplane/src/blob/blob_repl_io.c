@@ -188,9 +188,11 @@ int repl_read_frame(int fd, const uint8_t *hdr, struct repl_frame *f)
 	return err ? err : repl_frame_decode(buf, REPL_HDR + (size_t)bl, f);
 }
 
-int repl_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size, uint8_t *mac)
+int repl_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
+	     uint32_t xport, uint8_t *mac)
 {
-	uint8_t msg[sizeof(REPL_LABEL) - 1 + REPL_NONCE + 8];
+	uint8_t msg[sizeof(REPL_LABEL) - 1 + REPL_NONCE + 8 + 4];
+	size_t len = sizeof(msg) - 4;
 	unsigned int ml = 0;
 
 	/* No openssl.cnf: a static pfs in a scratch image has none. */
@@ -198,8 +200,13 @@ int repl_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t
 	memcpy(msg, REPL_LABEL, sizeof(REPL_LABEL) - 1);
 	memcpy(msg + sizeof(REPL_LABEL) - 1, nonce, REPL_NONCE);
 	put64(msg + sizeof(REPL_LABEL) - 1 + REPL_NONCE, size);
-	if (!HMAC(EVP_sha256(), token, (int)token_len, msg, sizeof(msg), mac, &ml) ||
-	    ml != REPL_MAC)
+	/* A datagram request is signed too: nobody on the path turns it into
+	 * "send the blob to this other port". TCP keeps the v1 message. */
+	if (xport) {
+		put32(msg + len, xport);
+		len += 4;
+	}
+	if (!HMAC(EVP_sha256(), token, (int)token_len, msg, len, mac, &ml) || ml != REPL_MAC)
 		return -EIO;
 	return 0;
 }

@@ -63,7 +63,7 @@ struct pfs_repl_server {
 	int active; /* connections not complete, under lock */
 	double idle_since; /* when active last became 0 */
 	uint64_t clients, refused, completed, failed; /* under lock */
-	_Atomic uint64_t served;
+	_Atomic uint64_t served, resent;
 	double log_t0; /* refusal lines: REPL_LOG_PER_S per second */
 	unsigned int log_n;
 	uint64_t log_dropped;
@@ -99,8 +99,9 @@ static void refuse(struct conn *c, uint64_t code, const char *why)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* HELLO, then the client's AUTH: its start offset, or -1 after refusing. */
-static int64_t handshake(struct conn *c)
+/* HELLO, then the client's AUTH (into @a): its start offset, or -1 after
+ * refusing. */
+static int64_t handshake(struct conn *c, struct repl_frame *a_out)
 {
 	struct pfs_repl_server *s = c->s;
 	struct repl_frame h = { .type = REPL_HELLO, .size = s->o.size, .body_len = REPL_NONCE };
@@ -121,7 +122,7 @@ static int64_t handshake(struct conn *c)
 		refuse(c, REPL_REFUSE_REQUEST, why);
 		return -1;
 	}
-	if (repl_mac(s->token, s->o.token_len, h.body, s->o.size, mac) ||
+	if (repl_mac(s->token, s->o.token_len, h.body, s->o.size, repl_xport_word(&a), mac) ||
 	    CRYPTO_memcmp(mac, a.body, REPL_MAC)) {
 		refuse(c, REPL_REFUSE_AUTH, "authentication failed: the token does not match");
 		return -1;
@@ -134,6 +135,7 @@ static int64_t handshake(struct conn *c)
 		refuse(c, a.size != s->o.size ? REPL_REFUSE_SIZE : REPL_REFUSE_REQUEST, why);
 		return -1;
 	}
+	*a_out = a;
 	return (int64_t)a.offset;
 }
 
@@ -250,15 +252,34 @@ static void await_close(struct conn *c)
 		;
 }
 
+/* The client asked for datagrams: the repair plane takes the connection. */
+static int serve_dgram(struct conn *c, const struct repl_frame *auth)
+{
+	struct pfs_repl_server *s = c->s;
+	struct repl_dgram_src src = {
+		.blob = s->o.blob, .size = s->o.size, .progress = s->o.progress, .stop = &s->stop
+	};
+	struct pfs_xfer_result r;
+	int err = repl_dgram_serve(c->fd, auth, &src, s->o.rate, s->o.io_timeout_ms, &r);
+
+	atomic_fetch_add(&s->served, r.bytes);
+	atomic_fetch_add(&s->resent, r.dgrams.retransmitted);
+	if (err && err != -ECANCELED)
+		pfs_warn("repl serve: %s over %s: %s", c->peer, repl_xport_str(auth->xport),
+			 r.error[0] ? r.error : strerror(-err));
+	return err;
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
 	struct pfs_repl_server *s = c->s;
+	struct repl_frame auth;
 	int64_t start;
 	int err = -EPROTO;
 
 	repl_set_timeout(c->fd, s->o.auth_timeout_ms);
-	start = handshake(c);
+	start = handshake(c, &auth);
 	if (start >= 0) {
 		struct repl_frame ok = { .type = REPL_ACCEPT,
 					 .size = s->o.size,
@@ -267,15 +288,18 @@ static void *conn_main(void *arg)
 		pthread_mutex_lock(&s->lock);
 		s->clients++;
 		pthread_mutex_unlock(&s->lock);
-		pfs_info("repl serve: %s from offset %" PRId64, c->peer, start);
+		pfs_info("repl serve: %s from offset %" PRId64 " over %s", c->peer, start,
+			 repl_xport_str(auth.xport));
 		repl_set_timeout(c->fd, s->o.io_timeout_ms);
 		err = repl_send_frame(c->fd, &ok);
-		if (!err)
+		if (!err && auth.xport != REPL_XPORT_TCP)
+			err = serve_dgram(c, &auth);
+		else if (!err)
 			err = stream(c, (uint64_t)start);
-		if (!err)
+		if (!err && auth.xport == REPL_XPORT_TCP)
 			await_close(c);
-		else if (err != -ECANCELED)
-			pfs_warn("repl serve: %s: %s", c->peer, strerror(-err));
+		else if (err != -ECANCELED && auth.xport == REPL_XPORT_TCP)
+			pfs_warn("repl serve: %s: %s", c->peer, strerror(-err)); /* dgram: logged */
 	}
 	pthread_mutex_lock(&s->lock);
 	if (start >= 0)
@@ -520,6 +544,7 @@ void pfs_repl_server__stats(struct pfs_repl_server *s, struct pfs_repl_server_st
 	st->active = s->active;
 	pthread_mutex_unlock(&s->lock);
 	st->bytes_served = atomic_load(&s->served);
+	st->retransmitted = atomic_load(&s->resent);
 }
 
 const char *pfs_repl_server__addr(const struct pfs_repl_server *s)

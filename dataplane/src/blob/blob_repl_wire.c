@@ -34,6 +34,14 @@ static int body_range(uint8_t type, uint16_t *lo, uint16_t *hi)
 	return -EPROTO;
 }
 
+/* AUTH's xport: TCP has no port, a datagram transport needs one. */
+static int xport_check(uint8_t xport, uint8_t zero, uint16_t port)
+{
+	if (zero || xport > REPL_XPORT_AFXDP || (xport == REPL_XPORT_TCP) != (port == 0))
+		return -EPROTO;
+	return 0;
+}
+
 static bool text_frame(uint8_t type)
 {
 	return type == REPL_REFUSE || type == REPL_ERROR;
@@ -55,6 +63,8 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 
 	if (body_range(f->type, &lo, &hi) || f->body_len < lo || f->body_len > hi)
 		return -EINVAL;
+	if (f->type == REPL_AUTH && xport_check(f->xport, 0, f->data_port))
+		return -EINVAL;
 	if (text_frame(f->type) && check_text(f->body, f->body_len))
 		return -EINVAL;
 	memset(out, 0, REPL_HDR);
@@ -64,6 +74,10 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 	put16(out + 6, f->body_len);
 	put64(out + 8, f->size);
 	put64(out + 16, f->offset);
+	if (f->type == REPL_AUTH) {
+		out[24] = f->xport;
+		put16(out + 26, f->data_port);
+	}
 	memcpy(out + REPL_HDR, f->body, f->body_len);
 	crc = pfs_crc32c(0, out, 28);
 	crc = pfs_crc32c(crc, out + REPL_HDR, f->body_len);
@@ -82,7 +96,10 @@ int repl_frame_body_len(const uint8_t *hdr, size_t len)
 	if (hdr[4] != REPL_VERSION)
 		return -EPROTONOSUPPORT;
 	bl = get16(hdr + 6);
-	if (body_range(hdr[5], &lo, &hi) || bl < lo || bl > hi || get32(hdr + 24))
+	if (body_range(hdr[5], &lo, &hi) || bl < lo || bl > hi)
+		return -EPROTO;
+	if (hdr[5] == REPL_AUTH ? xport_check(hdr[24], hdr[25], get16(hdr + 26)) :
+				  get32(hdr + 24) != 0)
 		return -EPROTO;
 	return bl;
 }
@@ -107,6 +124,10 @@ int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f)
 	f->body_len = (uint16_t)bl;
 	f->size = get64(buf + 8);
 	f->offset = get64(buf + 16);
+	if (f->type == REPL_AUTH) {
+		f->xport = buf[24];
+		f->data_port = get16(buf + 26);
+	}
 	memcpy(f->body, buf + REPL_HDR, (size_t)bl);
 	return 0;
 }

@@ -13,7 +13,12 @@
  *   8  8 size     the server's blob size (every type; AUTH: the client's)
  *  16  8 offset   AUTH, ACCEPT: the start offset; END: the end (= size);
  *                 KEEPALIVE: the server's watermark; REFUSE: why (a code)
- *  24  4 reserved 0
+ *  24  4 xport    AUTH: how the client receives the data: byte 24 the
+ *                 transport (0 TCP: grams on this connection; 1 UDP, 2
+ *                 AF_XDP: datagrams to the client's port at bytes 26..27,
+ *                 le16, this connection carrying the repair plane's
+ *                 control records, docs/wire-format.md "Datagram
+ *                 replication"), byte 25 zero. Every other type: 0
  *  28  4 crc      CRC32C of bytes 0..27 and the body
  *  32    body     HELLO: nonce; AUTH: HMAC-SHA256; REFUSE/ERROR: text
  *                 (printable ASCII and UTF-8, no control bytes, no NUL)
@@ -49,8 +54,17 @@ enum repl_type {
 	REPL_KEEPALIVE = 7, /* server: nothing new yet, still there */
 };
 
+/* How a client receives (AUTH's xport). */
+enum repl_xport {
+	REPL_XPORT_TCP = 0,
+	REPL_XPORT_UDP = 1,
+	REPL_XPORT_AFXDP = 2,
+};
+
 struct repl_frame {
 	uint8_t type;
+	uint8_t xport; /* AUTH: enum repl_xport */
+	uint16_t data_port; /* AUTH with a datagram xport: the client's UDP port */
 	uint16_t body_len;
 	uint64_t size, offset;
 	uint8_t body[PFS_REPL_MSG_MAX + 1]; /* text frames: NUL-terminated */

@@ -16,6 +16,7 @@
 
 #include "pfs/log.h"
 #include "pfs/wire.h"
+#include "wire/wire_le.h"
 #include "repair.h"
 
 int pfs_udp_ctl_next(struct pfs_udp_ctlin *c, const uint8_t **rec, size_t *len)
@@ -31,6 +32,14 @@ int pfs_udp_ctl_next(struct pfs_udp_ctlin *c, const uint8_t **rec, size_t *len)
 
 			if (magic == PFS_CTL_MAGIC) {
 				need = PFS_CTL_LEN;
+				/* ABORT: its reason follows, count bytes. */
+				if (have >= PFS_CTL_LEN && p[5] == PFS_CTL_ABORT) {
+					uint64_t text = get64(p + 24);
+
+					if (text > PFS_CTL_ABORT_TEXT_MAX)
+						return -EPROTO;
+					need += text;
+				}
 			} else if (magic == PFS_UDP_REC_MAGIC) {
 				struct pfs_udp_rec r;
 				int err;

@@ -309,6 +309,8 @@ static int rx_exec(struct rx *x)
 						   x->base + d->off + x->cur_off;
 
 			x->crc = pfs_crc32c(x->crc, p, n);
+			if (x->o->out_mem)
+				memcpy(x->o->out_mem + d->off + x->cur_off, p, n);
 			if (x->o->out_fd >= 0 &&
 			    (err = pfs_xfer_out_write(x->o->out_fd, p, n, d->off + x->cur_off, r)))
 				return err;
@@ -317,6 +319,12 @@ static int rx_exec(struct rx *x)
 			x->cur_at += n;
 			budget -= n;
 			if (x->cur_off == d->len) {
+				if (x->o->on_exec &&
+				    (err = x->o->on_exec(x->o->exec_ctx, d->off, d->len)))
+					return pfs_xfer_fail(r, err,
+							     "recv: bytes at %" PRIu64
+							     " from %s refused: %s",
+							     d->off, r->peer, strerror(-err));
 				x->cur_i++;
 				x->cur_off = 0;
 			}
@@ -441,6 +449,17 @@ static int rx_tick(struct rx *x, double now)
 }
 
 /* Read END (the only record a sender sends after PARAMS). */
+/* The sender's ABORT: its reason, printable bytes only, into r->error. */
+static int rx_aborted(struct rx *x, const uint8_t *text, size_t n)
+{
+	char why[PFS_CTL_ABORT_TEXT_MAX + 1];
+
+	for (size_t i = 0; i < n; i++)
+		why[i] = text[i] >= 0x20 && text[i] != 0x7f ? (char)text[i] : '?';
+	why[n] = '\0';
+	return pfs_xfer_fail(x->r, -ECANCELED, "%s", why);
+}
+
 static int rx_ctl(struct rx *x, double now)
 {
 	const uint8_t *rec;
@@ -448,15 +467,24 @@ static int rx_ctl(struct rx *x, double now)
 	int err;
 
 	while ((err = pfs_udp_ctl_next(x->cin, &rec, &len)) == 1) {
-		if (len != PFS_CTL_LEN || pfs_ctl_decode(rec, len, &x->end) ||
-		    x->end.type != PFS_CTL_END || x->end_known || x->end.count < x->cum)
+		struct pfs_ctl c;
+
+		if ((len != PFS_CTL_LEN && rec[5] != PFS_CTL_ABORT) ||
+		    pfs_ctl_decode(rec, PFS_CTL_LEN, &c) || x->end_known ||
+		    (c.type != PFS_CTL_END && c.type != PFS_CTL_WAIT && c.type != PFS_CTL_ABORT) ||
+		    (c.type == PFS_CTL_END && c.count < x->cum))
 			return pfs_xfer_fail(x->r, -EPROTO,
 					     "recv: unexpected control record from "
 					     "%s after %" PRIu64 " grams",
 					     x->r->peer, x->cum);
-		x->end_known = true;
-		x->end_at = now;
 		x->progress_at = now;
+		if (c.type == PFS_CTL_ABORT)
+			return rx_aborted(x, rec + PFS_CTL_LEN, len - PFS_CTL_LEN);
+		if (c.type == PFS_CTL_END) {
+			x->end = c;
+			x->end_known = true;
+			x->end_at = now;
+		}
 	}
 	if (err == -ECONNRESET)
 		return pfs_xfer_fail(x->r, err,
@@ -652,18 +680,23 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	err = be->open_rx(o, &ss, sl, &x->io, r);
 	if (err)
 		goto out_free;
-	lfd = pfs_xfer_listen(o->host, o->port,
-			      !strcmp(be->name, "udp") ? "udp (control on tcp, same port)" :
-							 "afxdp (control on tcp, same port)",
-			      r);
-	if (lfd < 0) {
-		err = lfd;
-		goto out_close_io;
+	if (o->ctl_given) {
+		x->cfd = pfs_xfer_given_ctl(o->ctl_fd, r);
+	} else {
+		lfd = pfs_xfer_listen(o->host, o->port,
+				      !strcmp(be->name, "udp") ?
+					      "udp (control on tcp, same port)" :
+					      "afxdp (control on tcp, same port)",
+				      r);
+		if (lfd < 0) {
+			err = lfd;
+			goto out_close_io;
+		}
+		x->cfd = pfs_xfer_accept_stop(lfd, o->accept_timeout_ms,
+					      o->io_timeout_ms > 0 ? o->io_timeout_ms :
+								     UDP_DEFAULT_TIMEOUT_MS,
+					      o->ready_file, x->io->stop, r);
 	}
-	x->cfd = pfs_xfer_accept_stop(lfd, o->accept_timeout_ms,
-				      o->io_timeout_ms > 0 ? o->io_timeout_ms :
-							     UDP_DEFAULT_TIMEOUT_MS,
-				      o->ready_file, x->io->stop, r);
 	if (x->cfd < 0) {
 		err = x->cfd;
 		goto out_close_io;
@@ -672,6 +705,13 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	err = rx_handshake(x, fp, be->name);
 	if (err)
 		goto out_close_ctl;
+	if (o->out_mem && (o->mode != PFS_MODE_PAYLOAD || x->bound > o->out_mem_size)) {
+		err = pfs_xfer_fail(r, -EMSGSIZE,
+				    "recv: %s sends a blob of %" PRIu64 " bytes, the destination "
+				    "holds %" PRIu64,
+				    r->peer, x->bound, o->out_mem_size);
+		goto out_close_ctl;
+	}
 	err = rx_alloc(x);
 	if (err) {
 		err = pfs_xfer_fail(r, err, "recv: out of memory for %u slots of %u bytes",
@@ -721,7 +761,8 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		pfs_warn("recv: sending RESULT: %s (the verdict stands)", pfs_xfer_io_what(err));
 	err = 0;
 out_close_ctl:
-	close(x->cfd);
+	if (!o->ctl_given)
+		close(x->cfd);
 out_close_io:
 	x->io->ops->close(x->io); /* afxdp: sockets, then the program is detached */
 out_free:

@@ -101,6 +101,8 @@ struct tx {
 	struct sslot slots[UDP_WINDOW];
 	struct pfs_sched sched;
 	bool sched_done, end_sent, got_result;
+	bool src_wait; /* the next gram's bytes are not in the blob yet */
+	double wait_sent; /* when the last WAIT went to the receiver */
 	uint64_t acked, produced, fresh_seq, hashed;
 	uint32_t hash_desc, hash_off; /* progress inside gram `hashed` */
 	const uint8_t *base;
@@ -110,7 +112,7 @@ struct tx {
 	struct rq_ent *rq;
 	uint32_t rq_head, rq_tail;
 	/* pacing */
-	double rate, tokens, tok_at, last_dec, srtt;
+	double rate, rate_max, tokens, tok_at, last_dec, srtt;
 	bool slow_start;
 	uint64_t ovfl_seen, loss_sent, loss_naked;
 	double progress_at;
@@ -126,7 +128,47 @@ static struct sslot *slot_of(struct tx *t, uint64_t seq)
 	return &t->slots[seq % UDP_WINDOW];
 }
 
-/* Fill the next slot from the schedule. 0, 1 when the schedule is done. */
+/* Tell the receiver the source failed and why, then fail with @err. */
+static int tx_abort(struct tx *t, int err, const char *why)
+{
+	size_t n = strnlen(why, PFS_CTL_ABORT_TEXT_MAX);
+	struct pfs_ctl a = {
+		.type = PFS_CTL_ABORT, .mode = t->o->mode, .count = n, .word = (uint32_t)-err
+	};
+	uint8_t rec[PFS_CTL_LEN];
+	struct iovec iov[2] = { { rec, sizeof(rec) }, { (void *)why, n } };
+
+	pfs_ctl_encode(&a, rec);
+	pfs_xfer_writev_full(t->cfd, iov, 2, &t->r->wire_bytes);
+	return pfs_xfer_fail(t->r, err, "send: the source failed: %s", why);
+}
+
+/* Are the bytes of @d[0..n) in the blob yet (o->src_ready)? 0 yes, 1 not
+ * yet, or -errno after telling the receiver (ABORT). */
+static int tx_src_ready(struct tx *t, const struct pfs_desc *d, uint32_t n)
+{
+	char why[PFS_CTL_ABORT_TEXT_MAX + 1] = "";
+	uint64_t end = 0;
+	int err;
+
+	if (!t->o->src_ready)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (d[i].off + d[i].len > end)
+			end = d[i].off + d[i].len;
+	err = t->o->src_ready(t->o->src_ctx, end, why, sizeof(why));
+	t->src_wait = err == -EAGAIN;
+	if (err == -EAGAIN)
+		return 1;
+	if (err && !why[0])
+		snprintf(why, sizeof(why), "%s", strerror(-err));
+	if (err == -ECANCELED)
+		return tx_abort(t, err, why);
+	return err ? pfs_xfer_fail(t->r, err, "send: stopped: %s", why) : 0;
+}
+
+/* Fill the next slot from the schedule. 0, 1 when the schedule is done, 2
+ * when its bytes are not in the blob yet (o->src_ready), or -errno. */
 static int tx_produce(struct tx *t)
 {
 	const struct pfs_xfer_opts *o = t->o;
@@ -135,14 +177,20 @@ static int tx_produce(struct tx *t)
 			       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes :
 								       UDP_GRAM_PAYLOAD_MAX) :
 			       UINT64_MAX;
-	uint32_t n = pfs_sched_next(&t->sched, s->d, o->desc_per_gram, cap);
+	struct pfs_sched next = t->sched; /* committed once the bytes are there */
+	uint32_t n = pfs_sched_next(&next, s->d, o->desc_per_gram, cap);
 	ssize_t len;
 	uint64_t eff = 0;
+	int err;
 
 	if (!n) {
 		t->sched_done = true;
 		return 1;
 	}
+	err = tx_src_ready(t, s->d, n);
+	if (err)
+		return err < 0 ? err : 2;
+	t->sched = next;
 	len = pfs_gram_encode(o->mode, t->produced, s->d, n, s->buf, t->cfg.max_gram);
 	if (len < 0)
 		return pfs_xfer_fail(t->r, (int)len, "send: encoding gram %" PRIu64 ": %s",
@@ -315,13 +363,15 @@ static void tx_rate_on_ack(struct tx *t, const struct pfs_udp_rec *a, double now
 	if (cong) {
 		if (now - t->last_dec > (t->srtt > 0.005 ? t->srtt : 0.005)) {
 			t->rate = t->rate * 0.7 > RATE_MIN ? t->rate * 0.7 : RATE_MIN;
+			if (t->rate > t->rate_max)
+				t->rate = t->rate_max;
 			t->last_dec = now;
 			t->slow_start = false;
 		}
 	} else {
 		t->rate = t->slow_start ? t->rate * 1.25 : t->rate + RATE_STEP;
-		if (t->rate > RATE_MAX)
-			t->rate = RATE_MAX;
+		if (t->rate > t->rate_max)
+			t->rate = t->rate_max;
 	}
 }
 
@@ -407,6 +457,25 @@ static int tx_ctl(struct tx *t, double now)
 	return 0;
 }
 
+/* Waiting for the source with everything acknowledged: neither side is
+ * stuck, so keep both clocks going (a WAIT a second for the receiver). */
+static int tx_keepalive(struct tx *t, double now)
+{
+	struct pfs_ctl w = { .type = PFS_CTL_WAIT, .mode = t->o->mode };
+	int err;
+
+	if (t->acked < t->produced)
+		return 0;
+	t->progress_at = now;
+	if (now - t->wait_sent < 1.0)
+		return 0;
+	t->wait_sent = now;
+	err = pfs_xfer_send_ctl(t->cfd, &w, &t->r->wire_bytes);
+	return err ? pfs_xfer_fail(t->r, err, "send: WAIT to %s: %s", t->r->peer,
+				   pfs_xfer_io_what(err)) :
+		     0;
+}
+
 static int tx_loop(struct tx *t)
 {
 	const struct pfs_xfer_opts *o = t->o;
@@ -434,6 +503,10 @@ static int tx_loop(struct tx *t)
 		       t->produced < t->hashed + UDP_WINDOW)
 			if ((err = tx_produce(t)) < 0)
 				return err;
+			else if (err == 2)
+				break;
+		if (t->src_wait && (err = tx_keepalive(t, now)))
+			return err;
 		n = tx_send(t, now);
 		if (n == -ECONNREFUSED) {
 			/* ICMP port unreachable: the receiver's data socket is gone.
@@ -607,7 +680,8 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	t->r = r;
 	t->cfd = -1;
 	t->base = pfs_blob__data(o->blob);
-	t->rate = RATE_START;
+	t->rate_max = o->rate_max > 0 && o->rate_max < RATE_MAX ? o->rate_max : RATE_MAX;
+	t->rate = RATE_START < t->rate_max ? RATE_START : t->rate_max;
 	t->slow_start = true;
 	{
 		struct pfs_sched_opts so = o->sched;
@@ -630,9 +704,11 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		err = pfs_xfer_fail(r, err, "send: out of memory (mtu %u)", o->mtu);
 		goto out_close_io;
 	}
-	t->cfd = pfs_xfer_connect(o->host, o->port, o->connect_timeout_ms,
-				  o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
-				  r);
+	t->cfd = o->ctl_given ? pfs_xfer_given_ctl(o->ctl_fd, r) :
+				pfs_xfer_connect(o->host, o->port, o->connect_timeout_ms,
+						 o->io_timeout_ms > 0 ? o->io_timeout_ms :
+									UDP_DEFAULT_TIMEOUT_MS,
+						 r);
 	if (t->cfd < 0) {
 		err = t->cfd;
 		goto out_close_io;
@@ -666,7 +742,8 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 			"0x%08x",
 			r->peer, (uint32_t)r->crc, t->res.word);
 out_close_ctl:
-	close(t->cfd);
+	if (!o->ctl_given)
+		close(t->cfd);
 out_close_io:
 	t->io->ops->close(t->io);
 out_free:

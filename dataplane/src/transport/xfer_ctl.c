@@ -435,3 +435,15 @@ int pfs_xfer_out_write(int fd, const uint8_t *p, size_t len, uint64_t off,
 	}
 	return 0;
 }
+
+int pfs_xfer_given_ctl(int fd, struct pfs_xfer_result *r)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl))
+		snprintf(r->peer, sizeof(r->peer), "fd %d", fd);
+	else
+		pfs_xfer_addr_str(&ss, r->peer, sizeof(r->peer));
+	return fd;
+}

@@ -57,6 +57,10 @@ int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms, cons
 int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms, int io_timeout_ms,
 		     struct pfs_xfer_result *r);
 
+/* Either side, pfs_xfer_opts.ctl_given: the caller's connected control
+ * socket @fd; sets r->peer. Returns @fd. */
+int pfs_xfer_given_ctl(int fd, struct pfs_xfer_result *r);
+
 /* Receiver: judge the sender's HELLO (@raw, PFS_CTL_LEN bytes) for a
  * receiver of @mode and checksum @integrity holding @blob_size bytes with
  * fingerprint @fp (payload mode: no blob needed). Fills @ans with ACCEPT or REFUSE (the caller sends

@@ -122,6 +122,12 @@ void pfs_cli_source_free(struct pfs_cli_source *s);
 /* `pfs blob create --replicate-listen / --fetch-from` and `pfs blob serve
  * --replicate-listen` (repl.c): serve a blob to other nodes' relays, or
  * fill one from upstreams. pfs_cli_repl_init first. */
+enum pfs_cli_fetch_xport {
+	PFS_CLI_FETCH_TCP = 0, /* index into repl.c's choice table too */
+	PFS_CLI_FETCH_UDP,
+	PFS_CLI_FETCH_AFXDP,
+};
+
 struct pfs_cli_repl {
 	const char *listen; /* --replicate-listen ADDR:PORT */
 	const char *fetch_from; /* --fetch-from IP:PORT[,...] */
@@ -129,6 +135,9 @@ struct pfs_cli_repl {
 	int linger_ms; /* --replicate-linger, default 3 s */
 	uint64_t rate; /* --replicate-rate, bytes/s per connection; 0: unpaced */
 	int fetch_timeout_ms; /* --fetch-timeout, default 600 s */
+	int xport; /* --fetch-transport: enum pfs_cli_fetch_xport */
+	uint64_t data_port; /* --fetch-data-port; 0: see data_port() in repl.c */
+	const char *fetch_if; /* --fetch-if (afxdp) */
 	char *ups[PFS_REPL_UPSTREAMS]; /* --fetch-from split, into upbuf */
 	int nups;
 	char upbuf[1024];
@@ -144,7 +153,8 @@ struct pfs_cli_repl {
 };
 
 /* The table over struct pfs_cli_repl: --replicate-listen, --fetch-from,
- * --token-file, --replicate-linger, --replicate-rate, --fetch-timeout. */
+ * --token-file, --replicate-linger, --replicate-rate, --fetch-timeout,
+ * --fetch-transport, --fetch-data-port, --fetch-if. */
 extern const struct pfs_opt pfs_cli_repl_opts[];
 void pfs_cli_repl_init(struct pfs_cli_repl *r);
 /* After parsing: what excludes what (--fetch-from vs --source/--fill),

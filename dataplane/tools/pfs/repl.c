@@ -41,6 +41,11 @@ int pfs_cli_parse_dur(const char *arg, void *field)
 	return -EINVAL;
 }
 
+static const struct pfs_opt_choice xport_choices[] = { { "tcp", PFS_CLI_FETCH_TCP },
+						       { "udp", PFS_CLI_FETCH_UDP },
+						       { "afxdp", PFS_CLI_FETCH_AFXDP },
+						       { NULL } };
+
 #define AT(f) PFS_OPT_AT(struct pfs_cli_repl, f)
 const struct pfs_opt pfs_cli_repl_opts[] = {
 	PFS_OPT_HEADING("\nReplication (create: fan a blob out to other nodes, cut-through):"),
@@ -64,6 +69,19 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	  .min = 4096 },
 	{ "fetch-timeout", PFS_OPT_FN, AT(fetch_timeout_ms), "DUR",
 	  "give up the fetch after this long (default 600s)", .parse = pfs_cli_parse_dur },
+	{ "fetch-transport", PFS_OPT_CHOICE, AT(xport), "tcp|udp|afxdp",
+	  "how the fetch receives: grams on the TCP connection (default), or UDP\n"
+	  "datagrams, NAK-repaired, into a UDP socket or an AF_XDP socket (XDP program\n"
+	  "on --fetch-if; needs CAP_NET_ADMIN, CAP_BPF, CAP_NET_RAW, CAP_IPC_LOCK)",
+	  .choices = xport_choices },
+	{ "fetch-data-port", PFS_OPT_U64, AT(data_port), "PORT",
+	  "udp/afxdp: the UDP port datagrams arrive on (default: --replicate-listen's\n"
+	  "port, else 7470)",
+	  .min = 1, .max = 65535 },
+	{ "fetch-if", PFS_OPT_STR, AT(fetch_if), "IFNAME",
+	  "afxdp: the interface to receive on (default: the one holding the local\n"
+	  "address towards the upstream)",
+	  .flags = PFS_OPT_NONZERO },
 	{ 0 },
 };
 #undef AT
@@ -97,12 +115,16 @@ int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
 {
 	static const char *const need[] = { "replicate-linger", "replicate-rate" };
 
+	static const char *const need_fetch[] = { "fetch-timeout", "fetch-transport",
+						  "fetch-data-port", "fetch-if" };
+
 	if (!r->listen && !r->fetch_from) {
 		for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
 			if (pfs_opt_given(c, need[i]))
 				return pfs_opt_fail(c, "--%s needs --replicate-listen", need[i]);
-		if (pfs_opt_given(c, "fetch-timeout"))
-			return pfs_opt_fail(c, "--fetch-timeout needs --fetch-from");
+		for (size_t i = 0; i < sizeof(need_fetch) / sizeof(need_fetch[0]); i++)
+			if (pfs_opt_given(c, need_fetch[i]))
+				return pfs_opt_fail(c, "--%s needs --fetch-from", need_fetch[i]);
 		return 0;
 	}
 #ifdef PFS_NO_SOURCE
@@ -121,6 +143,10 @@ int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
 				       "--blob-name");
 	if (!r->fetch_from && pfs_opt_given(c, "fetch-timeout"))
 		return pfs_opt_fail(c, "--fetch-timeout needs --fetch-from");
+	if (r->xport != PFS_CLI_FETCH_AFXDP && pfs_opt_given(c, "fetch-if"))
+		return pfs_opt_fail(c, "--fetch-if needs --fetch-transport afxdp");
+	if (r->xport == PFS_CLI_FETCH_TCP && pfs_opt_given(c, "fetch-data-port"))
+		return pfs_opt_fail(c, "--fetch-data-port needs --fetch-transport udp or afxdp");
 	if (r->fetch_from && split_upstreams(r))
 		return pfs_opt_fail(c,
 				    "invalid --fetch-from '%s' (IP:PORT[,IP:PORT...], at most "
@@ -225,6 +251,20 @@ static int verify(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why
 	return 0;
 }
 
+extern char **environ;
+
+/* --fetch-data-port, else the port we serve on (a free one by then: TCP
+ * and UDP ports are separate), else the default. */
+static uint16_t data_port(const struct pfs_cli_repl *r)
+{
+	const char *colon = r->listen ? strrchr(r->listen, ':') : NULL;
+	long p = colon ? strtol(colon + 1, NULL, 10) : 0;
+
+	if (r->data_port)
+		return (uint16_t)r->data_port;
+	return p > 0 && p < 65536 ? (uint16_t)p : PFS_REPL_PORT;
+}
+
 int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
 {
 	struct pfs_repl_fetch_opts o = { .sz = sizeof(o),
@@ -243,7 +283,11 @@ int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char
 					 .token = r->token,
 					 .token_len = (size_t)r->token_len,
 					 .timeout_ms = r->fetch_timeout_ms,
-					 .stop = &pfs_cli_stop };
+					 .stop = &pfs_cli_stop,
+					 .transport = xport_choices[r->xport].name,
+					 .data_port = data_port(r),
+					 .ifname = r->fetch_if,
+					 .env = environ };
 	int err = pfs_repl_fetch(&o, &r->fr);
 
 	r->fetched = true;
@@ -309,6 +353,16 @@ static void fetch_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 	pfs_json_bool(j, "verified", r->verified);
 	pfs_json_num(j, "verify_seconds", r->verify_s, 4);
 	pfs_json_u64(j, "rejected", f->rejected);
+	pfs_json_str(j, "transport", f->transport, sizeof(f->transport));
+	if (r->xport != PFS_CLI_FETCH_TCP) {
+		pfs_json_str(j, "path", f->path, sizeof(f->path));
+		pfs_json_obj(j, "dgrams");
+		pfs_json_u64(j, "received", f->dgrams.received);
+		pfs_json_u64(j, "naks", f->dgrams.naks);
+		pfs_json_u64(j, "duplicates", f->dgrams.duplicates);
+		pfs_json_u64(j, "dropped", f->dgrams.dropped);
+		pfs_json_close(j);
+	}
 	pfs_json_close(j);
 }
 
@@ -323,6 +377,7 @@ void pfs_cli_repl_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 	pfs_json_u64(j, "clients", r->st.clients);
 	pfs_json_u64(j, "bytes_served", r->st.bytes_served);
 	pfs_json_u64(j, "refused", r->st.refused);
+	pfs_json_u64(j, "retransmitted", r->st.retransmitted);
 	pfs_json_close(j);
 }
 
