@@ -201,6 +201,14 @@ func (r *BlobReplication) NetworkOrDefault() string {
 	return r.Network
 }
 
+// TransportOrDefault is r.Transport, or TCP when r or its transport is unset.
+func (r *BlobReplication) TransportOrDefault() Transport {
+	if r == nil || r.Transport == "" {
+		return TransportTCP
+	}
+	return r.Transport
+}
+
 // TopologyOrDefault is r.Topology, or Chain when r or its topology is unset.
 func (r *BlobReplication) TopologyOrDefault() ReplicationTopology {
 	if r == nil || r.Topology == "" {
