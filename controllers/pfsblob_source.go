@@ -495,6 +495,7 @@ func verifyRelay(hi *holderInfo, digest, fingerprint string, ipNode map[string]s
 	}
 	ft := r.Fetch
 	ns.Bytes, ns.Seconds, ns.MBps = ft.Bytes, pfsv1alpha1.FormatSeconds(ft.Elapsed), pfsv1alpha1.FormatMBps(ft.Bytes, ft.Elapsed)
+	relayTransport(ns, ft)
 	// fetch.from is host:port, [v6]:port for IPv6 (a secondary network may be v6).
 	if ip, _, err := net.SplitHostPort(ft.From); err == nil {
 		ns.From = ipNode[ip]

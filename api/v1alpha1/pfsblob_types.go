@@ -135,11 +135,22 @@ const (
 // the other nodes.
 // +kubebuilder:validation:XValidation:rule="!has(self.resourceName) || has(self.network)",message="replication.resourceName is only used with replication.network: set replication.network to the NetworkAttachmentDefinition the device-plugin resource backs, or remove replication.resourceName"
 type BlobReplication struct {
-	// transport is the wire the bytes travel on between holders. Only TCP is
-	// implemented; UDP and AFXDP are reserved.
+	// transport is how a relay receives the bytes from its upstreams: TCP
+	// (the default, a stream), UDP (datagrams, losses repaired over the TCP
+	// connection) or AFXDP (the same datagrams taken off the interface by an
+	// XDP program into an AF_XDP socket). Every transport keeps its control
+	// connection on TCP port 7470; UDP and AFXDP send the data to UDP port
+	// 7470 of the relay. An AFXDP relay's fetching (init) container runs as
+	// uid 0 with exactly the capabilities a PfsTransfer's AF_XDP pods get,
+	// NET_ADMIN, NET_RAW, BPF and IPC_LOCK, and is never privileged; the
+	// origin and the serving containers get none. It attaches its program to
+	// the interface of network (net1), else to the pod network's interface
+	// (eth0); on veth and pod networks the socket runs in copy mode (veth has
+	// no zero-copy). A relay that cannot attach (a missing capability,
+	// another XDP program on the interface) fails with the data plane's
+	// message in status.nodes[].message and is retried like any failed relay.
 	// +optional
 	// +kubebuilder:default=TCP
-	// +kubebuilder:validation:XValidation:rule="self == 'TCP'",message="replication over UDP and AFXDP is not implemented yet: use TCP"
 	Transport Transport `json:"transport,omitempty"`
 
 	// topology is Chain (default) or Tree.
@@ -188,6 +199,14 @@ func (r *BlobReplication) NetworkOrDefault() string {
 		return ""
 	}
 	return r.Network
+}
+
+// TransportOrDefault is r.Transport, or TCP when r or its transport is unset.
+func (r *BlobReplication) TransportOrDefault() Transport {
+	if r == nil || r.Transport == "" {
+		return TransportTCP
+	}
+	return r.Transport
 }
 
 // TopologyOrDefault is r.Topology, or Chain when r or its topology is unset.
@@ -361,6 +380,24 @@ type BlobNodeStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	From string `json:"from,omitempty"`
+
+	// transport is how a relay received the bytes, as its data plane
+	// reported it: TCP, UDP or AFXDP.
+	// +optional
+	Transport Transport `json:"transport,omitempty"`
+
+	// datapath is the relay's receive path as its data plane described it
+	// (e.g. "udp 1472B datagrams, GRO"; for AFXDP the attach and copy or
+	// zero-copy mode it obtained).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Datapath string `json:"datapath,omitempty"`
+
+	// retransmitted is how many datagrams a UDP or AFXDP relay's upstreams
+	// sent again after losses: the repair its fetch needed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Retransmitted int64 `json:"retransmitted,omitempty"`
 
 	// bytes is how many bytes the node read from the source (origin) or
 	// fetched from upstream (relay).

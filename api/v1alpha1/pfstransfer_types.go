@@ -24,7 +24,8 @@ const (
 	ModeArithmetic TransferMode = "Arithmetic"
 )
 
-// Transport is the wire the grams travel on.
+// Transport is the wire the data travels on: a transfer's grams, or a source
+// blob's bytes between holders (spec.replication.transport).
 // +kubebuilder:validation:Enum=TCP;UDP;AFXDP
 type Transport string
 

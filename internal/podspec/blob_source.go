@@ -160,11 +160,13 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 		createMounts = append(createMounts, mount)
 	} else {
 		args = append(args, "--fetch-from", strings.Join(h.Upstreams, ","))
+		args = append(args, fetchTransportArgs(b)...)
 	}
 	args = append(args, "--token-file", TokenFile)
 	args = append(args, replicateArgs(b)...)
-	create := dataPlaneContainer(cfg, ContainerBlobCreate, args, res, privRootNoCaps)
+	create := dataPlaneContainer(cfg, ContainerBlobCreate, args, res, fetchPrivilege(b, h.Role))
 	create.VolumeMounts = createMounts
+	create.Ports = fetchPorts(b, h.Role)
 	serve := serveContainer(cfg, b, res, replicateArgs(b))
 	serve.Ports = []corev1.ContainerPort{{Name: ReplicationPortName, ContainerPort: ReplicationPort, Protocol: corev1.ProtocolTCP}}
 
@@ -193,6 +195,45 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 			TerminationGracePeriodSeconds: ptr.To(int64(10)),
 		},
 	}
+}
+
+// fetchTransportArgs are a relay's options for receiving from its
+// upstreams. TCP adds none, so a TCP blob's holders keep the command line
+// they had before datagram replication. The datagrams arrive on the
+// default --fetch-data-port, ReplicationPort. AF_XDP on a network binds
+// its interface; on the pod network pfs finds the interface itself.
+func fetchTransportArgs(b *pfsv1alpha1.PfsBlob) []string {
+	r := b.Spec.Replication
+	tr := r.TransportOrDefault()
+	if tr == pfsv1alpha1.TransportTCP {
+		return nil
+	}
+	args := []string{"--fetch-transport", cliTransport(tr)}
+	if ifname := xdpInterface(r.NetworkOrDefault()); tr == pfsv1alpha1.TransportAFXDP && ifname != "" {
+		args = append(args, "--fetch-if", ifname)
+	}
+	return args
+}
+
+// fetchPrivilege is the create container's profile: an AFXDP relay attaches
+// an XDP program and an AF_XDP socket there, as a transfer's AF_XDP pod
+// does; the origin and every serving container send over plain sockets
+// and need no capability.
+func fetchPrivilege(b *pfsv1alpha1.PfsBlob, role pfsv1alpha1.BlobNodeRole) privilege {
+	if role == pfsv1alpha1.BlobNodeRelay && b.Spec.Replication.TransportOrDefault() == pfsv1alpha1.TransportAFXDP {
+		return privAFXDP
+	}
+	return privRootNoCaps
+}
+
+// fetchPorts declares the UDP port a datagram relay receives on, in the
+// container that receives: the init container fetches, while serving (in
+// either container) sends from an ephemeral port.
+func fetchPorts(b *pfsv1alpha1.PfsBlob, role pfsv1alpha1.BlobNodeRole) []corev1.ContainerPort {
+	if role != pfsv1alpha1.BlobNodeRelay || b.Spec.Replication.TransportOrDefault() == pfsv1alpha1.TransportTCP {
+		return nil
+	}
+	return []corev1.ContainerPort{{Name: ReplicationDataPortName, ContainerPort: ReplicationPort, Protocol: corev1.ProtocolUDP}}
 }
 
 // replicationNetwork is the NetworkAttachmentDefinition the holders

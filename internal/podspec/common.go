@@ -73,6 +73,21 @@ const (
 // loading BPF (BPF) and pinning its UMEM beyond the 8 MiB memlock limit (IPC_LOCK).
 var AFXDPCapabilities = []corev1.Capability{"NET_RAW", "NET_ADMIN", "BPF", "IPC_LOCK"}
 
+// secondaryIfName is the interface Multus creates for the one network a
+// data-plane pod lists in k8s.v1.cni.cncf.io/networks: the annotation names
+// no interface, so Multus numbers it net1. AF_XDP binds it.
+const secondaryIfName = "net1"
+
+// xdpInterface is the interface an AF_XDP socket binds in a pod attached to
+// network, "" on the pod network (pfs then takes the interface its TCP
+// connection runs over).
+func xdpInterface(network string) string {
+	if network == "" {
+		return ""
+	}
+	return secondaryIfName
+}
+
 func securityFor(p privilege) *corev1.SecurityContext {
 	sc := &corev1.SecurityContext{
 		Privileged:               ptr.To(false),

@@ -92,6 +92,10 @@ const (
 	// nodes (--replicate-listen), named ReplicationPortName.
 	ReplicationPort     = 7470
 	ReplicationPortName = "repl"
+	// ReplicationDataPortName names ReplicationPort over UDP, where a UDP or
+	// AFXDP relay receives its upstreams' datagrams (pfs --fetch-data-port
+	// defaults to the --replicate-listen port).
+	ReplicationDataPortName = "repl-data"
 	// maxSocketPath is sun_path's size minus the terminating NUL.
 	maxSocketPath = 107
 )

@@ -221,11 +221,11 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, comp
 }
 
 // transportArgs are the per-endpoint options of a transport: AF_XDP binds
-// the secondary interface Multus names net1.
+// the endpoint's secondary interface (the API requires its network).
 func transportArgs(x *pfsv1alpha1.PfsTransfer, ep pfsv1alpha1.Endpoint) []string {
 	var args []string
 	if x.Spec.Transport == pfsv1alpha1.TransportAFXDP {
-		args = append(args, "--ifname", "net1")
+		args = append(args, "--ifname", secondaryIfName)
 	}
 	if ep.Queues > 1 {
 		args = append(args, "--queues", strconv.Itoa(int(ep.Queues)))

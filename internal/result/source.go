@@ -60,6 +60,11 @@ type Fetch struct {
 	Verify   time.Duration
 	// T0, T1 are the wall-clock start and end of the fetch; zero when not reported.
 	T0, T1 time.Time
+	// Transport is FetchTCP, FetchUDP or FetchAFXDP; Path describes the
+	// datapath ("" when not reported).
+	Transport, Path string
+	// Dgrams counts a UDP or AF_XDP fetch's datagrams; nil when not reported.
+	Dgrams *Datagrams
 }
 
 // Repl is the "repl" member: what the holder served to other nodes.
@@ -95,15 +100,18 @@ type manifestJSON struct {
 }
 
 type fetchJSON struct {
-	From          *string  `json:"from"`
-	Bytes         *int64   `json:"bytes"`
-	Seconds       *float64 `json:"seconds"`
-	Attempts      *int64   `json:"attempts"`
-	ResumedAt     []int64  `json:"resumed_at"`
-	T0Unix        *float64 `json:"t0_unix"`
-	T1Unix        *float64 `json:"t1_unix"`
-	Verified      *bool    `json:"verified"`
-	VerifySeconds *float64 `json:"verify_seconds"`
+	From          *string     `json:"from"`
+	Bytes         *int64      `json:"bytes"`
+	Seconds       *float64    `json:"seconds"`
+	Attempts      *int64      `json:"attempts"`
+	ResumedAt     []int64     `json:"resumed_at"`
+	T0Unix        *float64    `json:"t0_unix"`
+	T1Unix        *float64    `json:"t1_unix"`
+	Verified      *bool       `json:"verified"`
+	VerifySeconds *float64    `json:"verify_seconds"`
+	Transport     *string     `json:"transport"`
+	Path          *string     `json:"path"`
+	Dgrams        *dgramsJSON `json:"dgrams"`
 }
 
 type replJSON struct {
@@ -259,6 +267,9 @@ func parseFetch(j *fetchJSON) (*Fetch, error) {
 		return nil, err
 	}
 	if f.T1, err = unixTime("fetch.t1_unix", j.T1Unix); err != nil {
+		return nil, err
+	}
+	if err := parseFetchTransport(j, f); err != nil {
 		return nil, err
 	}
 	return f, nil

@@ -42,7 +42,7 @@ func TestParseBlobCreateFanout(t *testing.T) {
 			Repl:     &Repl{Listen: "0.0.0.0:7470", Clients: 2, BytesServed: 628000000}}},
 		"relay": {msg: withSHA(relayOK), want: &BlobCreate{OK: true, Size: 314572800, Page: "2M", Fingerprint: "0123456789abcdef",
 			Fetch: &Fetch{From: "10.0.0.1:7470", Bytes: 314572800, Elapsed: 900 * time.Millisecond, Attempts: 2, ResumedAt: []int64{1048576},
-				Verified: true, Verify: 200 * time.Millisecond,
+				Verified: true, Verify: 200 * time.Millisecond, Transport: FetchTCP,
 				T0: time.Unix(1767225600, 500000000).UTC(), T1: time.Unix(1767225601, 400000000).UTC()},
 			Manifest: manifest}},
 		"relay failure": {msg: `{"ok":false,"cmd":"blob-create","error":"fetch from 10.0.0.1:7470: connection refused"}`,

@@ -69,12 +69,14 @@ func TestKubectlExplain(t *testing.T) {
 	cases := map[string][]string{
 		"pfstransfer.spec.mode": {"mode is what a gram carries", "Payload", "Offset", "Arithmetic",
 			"receiver", "executes over its own copy"},
-		"pfstransfer.spec.transport":   {"TCP", "UDP", "AFXDP", "sender.network"},
-		"pfsblob.spec.size":            {"1Mi to 64Gi", "Immutable"},
-		"pfsblob.spec.nodeSelector":    {"only field that may change"},
-		"pcorejob.spec.op":             {"xor", "add", "counteq", "fnv", "crc32c"},
-		"pcorejob.status.cpupwn":       {"throughputMBps / baselineMBps"},
-		"pfstransfer.status.integrity": {"OK, Mismatch or NotChecked"},
+		"pfstransfer.spec.transport": {"TCP", "UDP", "AFXDP", "sender.network"},
+		"pfsblob.spec.size":          {"1Mi to 64Gi", "Immutable"},
+		// What an AFXDP relay is given and how it runs, before a user asks for it.
+		"pfsblob.spec.replication.transport": {"TCP", "UDP", "AFXDP", "NET_ADMIN, NET_RAW, BPF and IPC_LOCK", "never privileged", "copy mode"},
+		"pfsblob.spec.nodeSelector":          {"only field that may change"},
+		"pcorejob.spec.op":                   {"xor", "add", "counteq", "fnv", "crc32c"},
+		"pcorejob.status.cpupwn":             {"throughputMBps / baselineMBps"},
+		"pfstransfer.status.integrity":       {"OK, Mismatch or NotChecked"},
 	}
 	ctx := testContext(t)
 	for field, want := range cases {

@@ -146,6 +146,34 @@ func TestSourceBlobPods(t *testing.T) {
 	}
 }
 
+// TestDatagramRelayPods runs the holders of a blob replicated over UDP and
+// AFXDP, on the pod network and on a secondary one, through pfs. A pfs
+// from before datagram replication has no --fetch-transport: the relays
+// are skipped, saying so, rather than passed.
+func TestDatagramRelayPods(t *testing.T) {
+	bin := pfsBinary(t)
+	out, _ := exec.Command(bin, "--check-args", "blob", "create", "--fetch-transport", "udp").CombinedOutput()
+	lacks := strings.Contains(string(out), "unknown or incomplete option '--fetch-transport'")
+	for _, tr := range []pfsv1alpha1.Transport{pfsv1alpha1.TransportUDP, pfsv1alpha1.TransportAFXDP} {
+		for net, network := range map[string]string{"pod network": "", "secondary network": "fabric"} {
+			for _, role := range []pfsv1alpha1.BlobNodeRole{pfsv1alpha1.BlobNodeOrigin, pfsv1alpha1.BlobNodeRelay} {
+				t.Run(fmt.Sprintf("%s/%s/%s", tr, net, role), func(t *testing.T) {
+					if lacks && role == pfsv1alpha1.BlobNodeRelay {
+						t.Skip("this pfs build has no --fetch-transport yet")
+					}
+					b := blob(pfsv1alpha1.PageSize2Mi, "")
+					b.Spec.Size = resource.Quantity{}
+					b.Spec.Source = &pfsv1alpha1.BlobSource{PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: "data"}}
+					b.Spec.Replication = &pfsv1alpha1.BlobReplication{Transport: tr, Network: network}
+					h := podspec.SourceHolder{Node: "w1", Role: role, Size: 67108864, Page: pfsv1alpha1.PageSize2Mi,
+						Upstreams: []string{"10.0.0.1:7470", "[fd00::2]:7470"}, Attempt: 1}
+					checkPod(t, bin, &podspec.BlobSourceHolderPod(cfg, b, h).Spec)
+				})
+			}
+		}
+	}
+}
+
 func TestTransferPods(t *testing.T) {
 	bin := pfsBinary(t)
 	have := transports(t, bin)

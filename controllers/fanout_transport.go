@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/result"
+)
+
+// maxDatapath is status.nodes[].datapath's MaxLength.
+const maxDatapath = 256
+
+// relayTransport copies how a relay fetched, as its data plane reported
+// it, into its node status: the wire, the datapath (an AF_XDP relay on a
+// veth says it ran in copy mode there) and the datagrams its upstreams
+// sent again, the price of the losses on a datagram transport.
+func relayTransport(ns *pfsv1alpha1.BlobNodeStatus, ft *result.Fetch) {
+	switch ft.Transport {
+	case result.FetchUDP:
+		ns.Transport = pfsv1alpha1.TransportUDP
+	case result.FetchAFXDP:
+		ns.Transport = pfsv1alpha1.TransportAFXDP
+	default:
+		ns.Transport = pfsv1alpha1.TransportTCP
+	}
+	// truncate appends "...", which must fit the MaxLength too.
+	ns.Datapath = truncate(ft.Path, maxDatapath-len("..."))
+	ns.Retransmitted = 0
+	if ft.Dgrams != nil {
+		ns.Retransmitted = ft.Dgrams.Retransmitted
+	}
+}
