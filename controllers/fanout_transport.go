@@ -12,8 +12,8 @@ const maxDatapath = 256
 
 // relayTransport copies how a relay fetched, as its data plane reported
 // it, into its node status: the wire, the datapath (an AF_XDP relay on a
-// veth says it ran in copy mode there) and the datagrams its upstreams
-// sent again, the price of the losses on a datagram transport.
+// veth says it ran in copy mode there) and the loss reports it sent its
+// upstreams, the price of the losses on a datagram transport.
 func relayTransport(ns *pfsv1alpha1.BlobNodeStatus, ft *result.Fetch) {
 	switch ft.Transport {
 	case result.FetchUDP:
@@ -25,8 +25,8 @@ func relayTransport(ns *pfsv1alpha1.BlobNodeStatus, ft *result.Fetch) {
 	}
 	// truncate appends "...", which must fit the MaxLength too.
 	ns.Datapath = truncate(ft.Path, maxDatapath-len("..."))
-	ns.Retransmitted = 0
+	ns.NAKs = 0
 	if ft.Dgrams != nil {
-		ns.Retransmitted = ft.Dgrams.Retransmitted
+		ns.NAKs = ft.Dgrams.NAKs
 	}
 }

@@ -143,23 +143,23 @@ func TestDecideSource(t *testing.T) {
 		"UDP: all verified, each relay's transport and repair": {blob: udp, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:3],
 			Holders: []corev1.Pod{srcHolder(udp, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true),
 				srcHolder(udp, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 0, strings.Replace(relayMsg(digestA, "10.0.0.1:7470"), `"verified":true`,
-					`"verified":true,"transport":"udp","path":"udp 1472B datagrams","dgrams":{"received":2900,"retransmitted":7,"naks":2,"dropped":0}`, 1), true),
+					`"verified":true,"transport":"udp","path":"udp 1472B datagrams","dgrams":{"received":2900,"naks":2,"dropped":0}`, 1), true),
 				srcHolder(udp, "w2", pfsv1alpha1.BlobNodeRelay, "10.0.0.3", 0, relayMsg(digestA, "10.0.0.2:7470"), true)}},
 			wantReady: pfsv1alpha1.ReasonMaterialized, wantMsg: "3 of 3 nodes hold the blob",
 			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Ready/", "w2": "Ready/"},
 			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonMaterialized},
 			check: func(t *testing.T, st pfsv1alpha1.PfsBlobStatus) {
 				type tr struct {
-					Transport     pfsv1alpha1.Transport
-					Datapath      string
-					Retransmitted int64
+					Transport pfsv1alpha1.Transport
+					Datapath  string
+					NAKs      int64
 				}
 				got := make([]tr, 0, len(st.Nodes))
 				for _, n := range st.Nodes {
-					got = append(got, tr{n.Transport, n.Datapath, n.Retransmitted})
+					got = append(got, tr{n.Transport, n.Datapath, n.NAKs})
 				}
 				// The origin fetched nothing; w2's pfs did not say, so it had TCP only.
-				want := []tr{{}, {pfsv1alpha1.TransportUDP, "udp 1472B datagrams", 7}, {Transport: pfsv1alpha1.TransportTCP}}
+				want := []tr{{}, {pfsv1alpha1.TransportUDP, "udp 1472B datagrams", 2}, {Transport: pfsv1alpha1.TransportTCP}}
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("nodes' transport (-want +got):\n%s", diff)
 				}

@@ -393,11 +393,12 @@ type BlobNodeStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	Datapath string `json:"datapath,omitempty"`
 
-	// retransmitted is how many datagrams a UDP or AFXDP relay's upstreams
-	// sent again after losses: the repair its fetch needed.
+	// naks is how many loss reports (NAKs) a UDP or AFXDP relay sent its
+	// upstreams, each asking for lost datagrams again: the repair its fetch
+	// needed.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	Retransmitted int64 `json:"retransmitted,omitempty"`
+	NAKs int64 `json:"naks,omitempty"`
 
 	// bytes is how many bytes the node read from the source (origin) or
 	// fetched from upstream (relay).

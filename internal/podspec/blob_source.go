@@ -137,6 +137,7 @@ func replicateArgs(b *pfsv1alpha1.PfsBlob) []string {
 // h.Upstreams (relay), and which serves it on ReplicationPort.
 func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *corev1.Pod {
 	res, blobVol := HolderResources(cfg, h.Size, h.Page)
+	addDatagramMemory(&res, b)
 	network, resourceName := replicationNetwork(b)
 	if resourceName != "" {
 		// Both containers: the init container fetches over the device, the
@@ -194,6 +195,25 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To(int64(10)),
 		},
+	}
+}
+
+// datagramWindowMemory is what a datagram transport holds besides the
+// blob, per container: 16 MiB of reassembly slots (receiving), 16 MiB of
+// 4 KiB UMEM (AF_XDP), 16 MiB of send slots per connection served (a tree
+// serves two). TCP holds nothing: it streams from the blob.
+var datagramWindowMemory = resource.MustParse("64Mi")
+
+// addDatagramMemory raises a UDP or AFXDP holder's memory by
+// datagramWindowMemory (requests == limits stay equal: Guaranteed).
+func addDatagramMemory(res *corev1.ResourceRequirements, b *pfsv1alpha1.PfsBlob) {
+	if b.Spec.Replication.TransportOrDefault() == pfsv1alpha1.TransportTCP {
+		return
+	}
+	for _, l := range []corev1.ResourceList{res.Requests, res.Limits} {
+		m := l[corev1.ResourceMemory]
+		m.Add(datagramWindowMemory)
+		l[corev1.ResourceMemory] = m
 	}
 }
 

@@ -80,6 +80,18 @@ func TestBlobSourceHolderTransport(t *testing.T) {
 			if strings.Contains(strings.Join(serve.Args, " "), "--fetch-") {
 				t.Errorf("serve args %q have fetch options", serve.Args)
 			}
+			// Datagram windows are memory besides the blob, in both
+			// containers (each may serve datagram clients); TCP has none.
+			want := holderBaseMemory.DeepCopy()
+			if tc.blob.Spec.Replication.TransportOrDefault() != pfsv1alpha1.TransportTCP {
+				want.Add(datagramWindowMemory)
+			}
+			for _, c := range []corev1.Container{create, serve} {
+				req, lim := c.Resources.Requests[corev1.ResourceMemory], c.Resources.Limits[corev1.ResourceMemory]
+				if req.Cmp(want) != 0 || lim.Cmp(want) != 0 {
+					t.Errorf("%s memory %s/%s, want %s", c.Name, req.String(), lim.String(), want.String())
+				}
+			}
 		})
 	}
 }

@@ -20,8 +20,6 @@ const (
 type Datagrams struct {
 	// Received is how many data datagrams arrived.
 	Received int64
-	// Retransmitted is how many the upstreams sent again after a loss.
-	Retransmitted int64
 	// NAKs is how many loss reports the relay sent upstream.
 	NAKs int64
 	// Dropped is how many arrived datagrams the relay discarded.
@@ -29,10 +27,9 @@ type Datagrams struct {
 }
 
 type dgramsJSON struct {
-	Received      *int64 `json:"received"`
-	Retransmitted *int64 `json:"retransmitted"`
-	NAKs          *int64 `json:"naks"`
-	Dropped       *int64 `json:"dropped"`
+	Received *int64 `json:"received"`
+	NAKs     *int64 `json:"naks"`
+	Dropped  *int64 `json:"dropped"`
 }
 
 // parseFetchTransport fills f's Transport, Path and Dgrams from j.
@@ -57,7 +54,7 @@ func parseFetchTransport(j *fetchJSON, f *Fetch) error {
 		name string
 		in   *int64
 		out  *int64
-	}{{"fetch.dgrams.received", j.Dgrams.Received, &d.Received}, {"fetch.dgrams.retransmitted", j.Dgrams.Retransmitted, &d.Retransmitted},
+	}{{"fetch.dgrams.received", j.Dgrams.Received, &d.Received},
 		{"fetch.dgrams.naks", j.Dgrams.NAKs, &d.NAKs}, {"fetch.dgrams.dropped", j.Dgrams.Dropped, &d.Dropped}} {
 		var err error
 		if *c.out, err = count(c.name, c.in); err != nil {

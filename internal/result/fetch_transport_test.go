@@ -29,16 +29,16 @@ func TestParseFetchTransport(t *testing.T) {
 		want    want
 		wantErr string
 	}{
-		"udp": {fetch: `,"transport":"udp","path":"udp 1472B datagrams, GRO","dgrams":{"received":213847,"retransmitted":312,"naks":17,"dropped":4}`,
-			want: want{FetchUDP, "udp 1472B datagrams, GRO", &Datagrams{Received: 213847, Retransmitted: 312, NAKs: 17, Dropped: 4}}},
-		"afxdp in copy mode": {fetch: `,"transport":"afxdp","path":"afxdp eth0 q0 generic XDP, copy mode","dgrams":{"received":213535,"retransmitted":0,"naks":0,"dropped":0}`,
+		"udp": {fetch: `,"transport":"udp","path":"udp 1472B datagrams, GRO","dgrams":{"received":213847,"naks":17,"dropped":4}`,
+			want: want{FetchUDP, "udp 1472B datagrams, GRO", &Datagrams{Received: 213847, NAKs: 17, Dropped: 4}}},
+		"afxdp in copy mode": {fetch: `,"transport":"afxdp","path":"afxdp eth0 q0 generic XDP, copy mode","dgrams":{"received":213535,"naks":0,"dropped":0}`,
 			want: want{FetchAFXDP, "afxdp eth0 q0 generic XDP, copy mode", &Datagrams{Received: 213535}}},
 		"tcp says so":                      {fetch: `,"transport":"tcp","path":"tcp stream"`, want: want{FetchTCP, "tcp stream", nil}},
 		"tcp from a TCP-only pfs":          {fetch: ``, want: want{transport: FetchTCP}},
 		"counters a newer pfs adds":        {fetch: `,"transport":"udp","dgrams":{"received":5,"reordered":2}`, want: want{FetchUDP, "", &Datagrams{Received: 5}}},
 		"an unknown transport":             {fetch: `,"transport":"quic"`, wantErr: `"fetch.transport": "quic" is not tcp, udp or afxdp`},
 		"an upper-case transport":          {fetch: `,"transport":"UDP"`, wantErr: "is not tcp, udp or afxdp"},
-		"a negative counter":               {fetch: `,"transport":"udp","dgrams":{"received":10,"retransmitted":-1}`, wantErr: `"fetch.dgrams.retransmitted": -1 is negative`},
+		"a negative counter":               {fetch: `,"transport":"udp","dgrams":{"received":10,"naks":-1}`, wantErr: `"fetch.dgrams.naks": -1 is negative`},
 		"a counter that is not a number":   {fetch: `,"transport":"udp","dgrams":{"naks":"many"}`, wantErr: "has the wrong type"},
 		"a transport that is not a string": {fetch: `,"transport":2`, wantErr: "has the wrong type"},
 	}

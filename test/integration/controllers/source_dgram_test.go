@@ -57,13 +57,13 @@ func TestSourceBlobFanoutAFXDP(t *testing.T) {
 
 	holderDone(t, ctx, ns, origin, "10.1.0.1", originResult())
 	holderDone(t, ctx, ns, relay, "10.1.0.2", strings.Replace(relayResult("192.168.9.1:7470", "1767225600.9"), `"verified":true`,
-		`"verified":true,"transport":"afxdp","path":"afxdp net1 q0 native XDP, copy mode","dgrams":{"received":2900,"retransmitted":3,"naks":1,"dropped":0}`, 1))
+		`"verified":true,"transport":"afxdp","path":"afxdp net1 q0 native XDP, copy mode","dgrams":{"received":2900,"naks":3,"dropped":0}`, 1))
 	waitReady(t, ctx, blob, metav1.ConditionTrue, pfsv1alpha1.ReasonMaterialized, "2 of 2 nodes hold the blob")
 	for _, n := range blob.Status.Nodes {
 		if n.Node != w1 {
 			continue
 		}
-		if n.Transport != pfsv1alpha1.TransportAFXDP || n.Datapath != "afxdp net1 q0 native XDP, copy mode" || n.Retransmitted != 3 || n.From != w0 {
+		if n.Transport != pfsv1alpha1.TransportAFXDP || n.Datapath != "afxdp net1 q0 native XDP, copy mode" || n.NAKs != 3 || n.From != w0 {
 			t.Errorf("relay status %+v", n)
 		}
 	}
