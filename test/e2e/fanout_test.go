@@ -28,6 +28,7 @@ const (
 	modelsPVC = "models"
 	fileBlob  = "dict-file"
 	dirBlob   = "minilm"
+	xdpBlob   = "minilm-weights"
 	// fanoutRate paces every hop of the file blob so the test can delete
 	// the middle node's holder while bytes still flow through it.
 	fanoutRate = "40Mi"
@@ -48,7 +49,8 @@ type blobStatus struct {
 	} `json:"conditions"`
 	Nodes []struct {
 		Node, Pod, State, Role, From, Seconds, MBps, SHA256, Reason, Message string
-		Bytes                                                                int64
+		Transport, Datapath                                                  string
+		Bytes, NAKs                                                          int64
 		Attempts                                                             int
 	} `json:"nodes"`
 }
@@ -96,15 +98,18 @@ func sha256File(t *testing.T, path string) string {
 // loaded once by the origin, relayed node to node, verified everywhere.
 func testFanout(ctx context.Context, t *testing.T) {
 	applyModelsVolume(t)
-	t.Run("a 193 MiB file reaches every node with its sha256, through a holder killed mid-fan-out", func(t *testing.T) {
+	t.Run("a 193 MiB file reaches every node over UDP with its sha256, through a holder killed mid-fan-out", func(t *testing.T) {
 		testFileBlob(ctx, t)
+	})
+	t.Run("model weights reach every node through AF_XDP sockets on the pod network", func(t *testing.T) {
+		testXDPBlob(ctx, t)
 	})
 	t.Run("a model directory, a node joining later, a consumer pod reading a tensor through the Python client", func(t *testing.T) {
 		testDirBlob(ctx, t)
 	})
 	t.Run("bad sources become conditions that say what to fix", func(t *testing.T) { testBadSources(ctx, t) })
 	t.Run("invalid sources rejected by the API with the CEL message", testInvalidSources)
-	_, _ = kubectl("-n", testNS, "delete", "pfsblob", fileBlob, dirBlob, "--ignore-not-found", "--wait=true", "--timeout=120s")
+	_, _ = kubectl("-n", testNS, "delete", "pfsblob", fileBlob, dirBlob, xdpBlob, "--ignore-not-found", "--wait=true", "--timeout=120s")
 }
 
 // applyModelsVolume makes the PVC the blobs load from: a local
@@ -228,7 +233,7 @@ func checkEveryNode(t *testing.T, st *blobStatus, want string) {
 
 func testFileBlob(ctx context.Context, t *testing.T) {
 	want := sha256File(t, filepath.Join(env.dataDir, "sudachi", "system.dic"))
-	applyBlob(t, fileBlob, "sudachi/system.dic", fmt.Sprintf("  replication: {topology: Chain, bandwidthLimit: %s}\n", fanoutRate))
+	applyBlob(t, fileBlob, "sudachi/system.dic", fmt.Sprintf("  replication: {transport: UDP, topology: Chain, bandwidthLimit: %s}\n", fanoutRate))
 	// The chain is origin (last node), then the others by name: the middle
 	// one is a relay that both receives and forwards. Delete its holder
 	// while it is receiving; its downstream must go on from the origin and
@@ -245,7 +250,34 @@ func testFileBlob(ctx context.Context, t *testing.T) {
 	if row["READY"] != st.Ready || !strings.HasPrefix(st.SHA256, row["DIGEST"]) || row["DIGEST"] == "" || row["SOURCE"] == "" {
 		t.Errorf("kubectl get pfsblob row %v does not show the status (%s, %s)", row, st.Ready, st.SHA256)
 	}
+	checkTransport(t, st, "UDP", "udp ")
 	t.Logf("file blob Ready %s in %s s (%s MB/s), sha256 %s; nodes %+v", st.Ready, st.DistributionSeconds, st.DistributionMBps, st.SHA256, st.Nodes)
+}
+
+// checkTransport asserts every relay reports having received over the
+// transport the spec asked for, with a datapath that starts with prefix.
+func checkTransport(t *testing.T, st *blobStatus, transport, prefix string) {
+	t.Helper()
+	for _, n := range st.Nodes {
+		if n.Role == "Origin" {
+			continue
+		}
+		if n.Transport != transport || !strings.HasPrefix(n.Datapath, prefix) {
+			t.Errorf("relay %s: transport %q datapath %q, want %s (%q...)", n.Node, n.Transport, n.Datapath, transport, prefix)
+		}
+	}
+}
+
+// testXDPBlob: the relays attach our XDP program to their pod's eth0 and
+// receive the datagrams through AF_XDP sockets (copy mode: veth), with the
+// capabilities the API documents and nothing more.
+func testXDPBlob(ctx context.Context, t *testing.T) {
+	want := sha256File(t, filepath.Join(env.dataDir, "minilm", "model.safetensors"))
+	applyBlob(t, xdpBlob, "minilm/model.safetensors", "  replication: {transport: AFXDP, topology: Chain}\n")
+	st := waitBlob(ctx, t, xdpBlob, 5*time.Minute, blobReady)
+	checkEveryNode(t, st, want)
+	checkTransport(t, st, "AFXDP", "afxdp ")
+	t.Logf("AF_XDP blob Ready %s in %s s (%s MB/s); nodes %+v", st.Ready, st.DistributionSeconds, st.DistributionMBps, st.Nodes)
 }
 
 // waitMiddleRelay waits until the middle node of the chain has a holder pod
