@@ -26,7 +26,10 @@
 # e.g. "2gbit" (tc tbf on every node's egress: a node's NIC, so the hops are
 # bound by the network as on a real cluster, and one origin serving every
 # node shares its uplink).
-#   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi" LINKS="none 2gbit" bench/fanout.sh
+# TRANSPORTS: the pipelined chain of the largest source again with the
+# relays fetching over each of these (--fetch-transport), a second table.
+#   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi" LINKS="none 2gbit" \
+#   TRANSPORTS="tcp udp afxdp" bench/fanout.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for t in bc /usr/bin/time nsenter; do
@@ -37,6 +40,8 @@ NODES=${NODES:-2 3 4}
 ROUNDS=${ROUNDS:-3}
 SOURCES=${SOURCES:-minilm sudachi}
 LINKS=${LINKS:-none 2gbit}
+TRANSPORTS=${TRANSPORTS:-tcp udp afxdp}
+FETCH=() # --fetch-transport for the relays of the transport table
 PORT=7470
 W=$(mktemp -d /tmp/pfs-fanout.XXXXXX)
 maxn=$(tr ' ' '\n' <<<"$NODES" | sort -n | tail -1)
@@ -133,7 +138,7 @@ load_origin() {
 }
 relay() { # relay <node> <size> <from-list> [listen]
 	# shellcheck disable=SC2046
-	timed "$1" "$W/r$1" $(create "$1" "$2" --fetch-from "$3") ${4:+--replicate-listen "$(ip_of "$1"):$PORT" --replicate-linger 1s}
+	timed "$1" "$W/r$1" $(create "$1" "$2" --fetch-from "$3") ${4:+--replicate-listen "$(ip_of "$1"):$PORT" --replicate-linger 1s} "${FETCH[@]}"
 }
 check() { # every relay verified, one digest
 	local i want
@@ -261,6 +266,39 @@ for s in $SOURCES; do
 	done
 done
 done
+
+# The pipelined chain again, the relays fetching over each transport (the
+# largest source: the longest transfer, the steadiest rate).
+big=""
+for s in $SOURCES; do
+	sz=$("$PFS" -q blob create --source "$(src_path "$s")" --dry-run | field needed)
+	[ -n "$big" ] && [ "$sz" -le "$(cut -d' ' -f2 <<<"$big")" ] || big="$s $sz"
+done
+read -r s size <<<"$big"
+src=$(src_path "$s")
+echo
+echo "Pipelined chain by relay transport ($s, $size bytes; median of $ROUNDS; relay CPU-s per GiB per hop in brackets):"
+echo
+printf '| link | N |'; for x in $TRANSPORTS; do printf ' %s s |' "$x"; done; echo
+printf '|---|---:|'; for _ in $TRANSPORTS; do printf -- '---:|'; done; echo
+for link in $LINKS; do
+	shape "$link"
+	for n in $NODES; do
+		printf '| %s | %s |' "$link" "$n"
+		for x in $TRANSPORTS; do
+			FETCH=(--fetch-transport "$x")
+			p="" c=""
+			for _ in $(seq "$ROUNDS"); do
+				p="$p $(run_pipelined "$n" "$src" "$size")"
+				c="$c $(cpu_per_gib "$n")"
+				[ "$(sect fetch "$W/r1" | field transport)" = "$x" ] || { echo "relay 1 did not fetch over $x" >&2; exit 1; }
+			done
+			printf ' %.3f (%.2f) |' "$(median <<<"$p")" "$(median <<<"$c")"
+		done
+		echo
+	done
+done
+FETCH=()
 
 # The model, fed only by the numbers above (docs/bench-fanout.md explains it).
 python3 - "$W/results.tsv" <<'PY'

@@ -604,6 +604,51 @@ static int hostile_fn(int port, uint64_t arg)
 	return hostile_client(port);
 }
 
+/* A DNS name in --fetch-from (the operator lists holders by name): one that
+ * does not resolve yet is waited for like a refused connect, then used.
+ * `ip netns exec` gives the relay /etc/netns/NS/hosts as its /etc/hosts, a
+ * file this test writes the name into after the relay started. */
+static int t_name_upstream(void)
+{
+	char etc[128], rcf[128], e[600];
+	pid_t po;
+	int rc = -1, orc;
+
+	NEED_NET();
+	snprintf(etc, sizeof(etc), "/etc/netns/%s", ns_a);
+	snprintf(rcf, sizeof(rcf), "%s/dns.rc", tmpdir);
+	CHECK(!sh("mkdir -p %s && printf '127.0.0.1 localhost\\n' >%s/hosts", etc, etc), "hosts");
+	po = pfs_in(ns_a, "dorigin", "blob", "create", "--source", REAL_UAPI, "--page", "4k",
+		    "--dir", "/dev/shm", "--name", bname(3, "dorigin"), "--replace", "--token-file",
+		    tok, "--replicate-listen", "127.0.0.1:7480", "--replicate-linger", "3s", NULL);
+	sh("(ip netns exec %s %s blob create --size 8M --page 4k --dir /dev/shm --name %s --replace "
+	   "--token-file %s --fetch-from origin.pfs-test:7480 --fetch-timeout 30s >%s/dns.json "
+	   "2>%s/dns.err; echo $? >%s) &",
+	   ns_a, pfs_bin, bname(4, "drelay"), tok, tmpdir, tmpdir, rcf);
+	usleep(1500000);
+	/* In place (>>): the bind mount is of this inode. */
+	sh("echo '127.0.0.1 origin.pfs-test' >>%s/hosts", etc);
+	for (int i = 0; i < 600 && rc < 0; i++) {
+		FILE *f = fopen(rcf, "r");
+
+		if (!f || fscanf(f, "%d", &rc) != 1)
+			rc = -1;
+		if (f)
+			fclose(f);
+		if (rc < 0)
+			usleep(100000);
+	}
+	orc = wait_rc(po, 30);
+	sh("rm -rf %s", etc);
+	snprintf(r1, sizeof(r1), "%s", slurp("dns", "json"));
+	tap_diag("relay rc %d origin rc %d: %.300s", rc, orc, strstr(r1, "\"fetch\""));
+	CHECK(rc == 0 && strstr(r1, "\"verified\":true"), "relay: %.600s", slurp("dns", "err"));
+	CHECK(!strcmp(jstr(jsect(r1, "\"fetch\""), "from", e, sizeof(e)), "origin.pfs-test:7480") &&
+		      jreal(jsect(r1, "\"fetch\""), "attempts") == 1,
+	      "from %s, attempts %.0f", e, jreal(jsect(r1, "\"fetch\""), "attempts"));
+	return TAP_PASS;
+}
+
 /* AUTH's xport word: round trip, what the decoder refuses, and the MAC
  * covers it (a TCP AUTH cannot be turned into "datagrams to this port"). */
 static int t_auth_xport(void)
@@ -712,6 +757,8 @@ static const struct tap_test tests[] = {
 	{ "origin load fails: the relay fails with the upstream's message", t_origin_fails },
 	{ "malformed: hostile client, fake upstream; counted, no crash", t_malformed },
 	{ "AUTH's transport word: round trip, refused when malformed, signed", t_auth_xport },
+	{ "a DNS name in --fetch-from: waited for until it resolves, then fetched",
+	  t_name_upstream },
 };
 
 TAP_MAIN(tests)

@@ -78,6 +78,23 @@ static bool stopped(const struct fetch *f)
 	return f->o->stop && *f->o->stop;
 }
 
+/* @up as an address: numeric, or a DNS name resolved now (every attempt:
+ * a holder's name appears once its pod has an IP). A name that does not
+ * resolve yet counts as a refused connection. 0 or -errno. */
+static int resolve(struct fetch *f, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	int err = repl_resolve_addr(f->up, ss, sl);
+
+	if (err == -EINVAL)
+		return final(f, err, "bad upstream address '%s' (HOST:PORT, [V6]:PORT)", f->up);
+	if (err == -EAGAIN)
+		return fail(f, -ECONNREFUSED, "upstream %s: the name does not resolve (yet)",
+			    f->up);
+	if (err)
+		return fail(f, err, "upstream %s: resolving the name: %s", f->up, strerror(-err));
+	return 0;
+}
+
 /* A connected socket to @up, or -errno. Non-blocking connect bounded by
  * connect_timeout_ms, then blocking with the I/O timeouts. */
 static int dial(struct fetch *f)
@@ -87,8 +104,8 @@ static int dial(struct fetch *f)
 	int fd, err = 0;
 	socklen_t sl, el = sizeof(err);
 
-	if (repl_parse_addr(f->up, &ss, &sl))
-		return final(f, -EINVAL, "bad upstream address '%s'", f->up);
+	if ((err = resolve(f, &ss, &sl)))
+		return err;
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return fail(f, -errno, "socket: %s", strerror(errno));

@@ -29,6 +29,10 @@ double repl_wall(void); /* CLOCK_REALTIME seconds */
 /* "A.B.C.D:PORT" or "[V6]:PORT", numeric: 0 or -EINVAL. */
 int repl_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
 void repl_addr_str(const struct sockaddr_storage *ss, char *out, size_t n);
+/* repl_parse_addr, else "NAME:PORT" resolved by DNS or /etc/hosts (the
+ * first address). 0; -EINVAL malformed; -EAGAIN the name does not resolve
+ * (not there yet, or the DNS server did not answer); -errno otherwise. */
+int repl_resolve_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
 
 /* SO_RCVTIMEO and SO_SNDTIMEO of @fd; 0 or -errno. */
 int repl_set_timeout(int fd, int ms);

@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -70,6 +71,37 @@ int repl_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 	a->sin_port = htons((uint16_t)port);
 	*len = sizeof(*a);
 	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : -EINVAL;
+}
+
+int repl_resolve_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
+	const char *colon = strrchr(s, ':');
+	char host[256];
+	int rc;
+
+	if (!repl_parse_addr(s, ss, len))
+		return 0;
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host) || s[0] == '[' ||
+	    !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+		return -EINVAL;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	rc = getaddrinfo(host, colon + 1, &hints, &ai);
+	if (rc == EAI_NONAME || rc == EAI_AGAIN || rc == EAI_FAIL
+#ifdef EAI_NODATA
+	    || rc == EAI_NODATA
+#endif
+	)
+		return -EAGAIN;
+	if (rc == EAI_SYSTEM)
+		return errno ? -errno : -EIO;
+	if (rc)
+		return -EINVAL;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
 }
 
 void repl_addr_str(const struct sockaddr_storage *ss, char *out, size_t n)
