@@ -17,7 +17,8 @@ import (
 )
 
 // The shape of a source blob's fan-out: which node fetches from which.
-// Pure functions over node names and the holder pods' addresses.
+// Pure functions over node names and the holder pods' addresses: DNS names
+// on the pod network, IPs on spec.replication.network.
 
 // maxRelayAttempts bounds the holder pods created for one relay node.
 const maxRelayAttempts = 3
@@ -60,9 +61,10 @@ func upstreamIndexes(topology pfsv1alpha1.ReplicationTopology, i int) []int {
 }
 
 // upstreamAddrs is node i's --fetch-from list: its topology upstreams whose
-// holder has an address (a pod IP and not failed), then the other Ready
-// holders (late joiners and retries fetch from any complete copy), at most
-// maxUpstreams, as "IP:port".
+// holder has an address (not failed; on the pod network a DNS name, known
+// as soon as the pod is planned), then the other Ready holders (late
+// joiners and retries fetch from any complete copy), at most maxUpstreams,
+// as "host:port".
 func upstreamAddrs(topology pfsv1alpha1.ReplicationTopology, order []string, i int,
 	addr map[string]string, ready map[string]bool) []string {
 	var out []string
@@ -93,8 +95,9 @@ const networkStatusGrace = 30 * time.Second
 
 // holderAddr is where a holder serves the blob to the next nodes.
 type holderAddr struct {
-	// IP is the pod IP, or its IP on the replication network; "" while unknown.
-	IP string
+	// Host is the pod's DNS name, its IP on the replication network, or the
+	// pod IP of a holder from before DNS names; "" while unknown.
+	Host string
 	// Missing, when set, is the Failed message of a holder that started
 	// more than networkStatusGrace ago and has no address on the network.
 	Missing string
@@ -102,14 +105,20 @@ type holderAddr struct {
 	RecheckAfter time.Duration
 }
 
-// holderAddress is pod's serving address: its pod IP without a network,
-// else its first IP on network from the Multus network-status annotation
-// (the address a PfsTransfer sender uses too). Only a holder whose
-// containers started can be judged: its sandbox, and Multus, are done.
+// holderAddress is pod's serving address. Without a network: its DNS name,
+// which needs no IP yet (the relay resolves it when it connects), or the
+// pod IP of a holder created without one (by an operator from before DNS
+// names: it stays reachable). On a network: its first IP there from the
+// Multus network-status annotation (the address a PfsTransfer sender uses
+// too), as a name resolves to the pod IP; only a holder whose containers
+// started can be judged: its sandbox, and Multus, are done.
 func holderAddress(p *corev1.Pod, network string, now time.Time) holderAddr {
+	if name := podspec.PodDNSName(p); network == "" && name != "" {
+		return holderAddr{Host: name}
+	}
 	a, err := placement.ReceiverAddress(p, network)
 	if err == nil {
-		return holderAddr{IP: a.IP}
+		return holderAddr{Host: a.IP}
 	}
 	started, ok := holderStarted(p)
 	if network == "" || !ok {
@@ -146,10 +155,14 @@ func holderStarted(p *corev1.Pod) (time.Time, bool) {
 	return first, !first.IsZero()
 }
 
-// holderIPs are the addresses a relay's result may name pod's holder by
-// (fetch.from): its pod IP and its IP on the replication network.
-func holderIPs(p *corev1.Pod, network string) []string {
+// holderHosts are the hosts a relay's result may name pod's holder by
+// (fetch.from, as given in --fetch-from): its DNS name, its pod IP and its
+// IP on the replication network.
+func holderHosts(p *corev1.Pod, network string) []string {
 	var out []string
+	if name := podspec.PodDNSName(p); name != "" {
+		out = append(out, name)
+	}
 	if p.Status.PodIP != "" {
 		out = append(out, p.Status.PodIP)
 	}

@@ -62,6 +62,8 @@ func TestUpstreamAddrs(t *testing.T) {
 		"ready peers after the topology": {1, map[string]string{"w0": "10.0.0.1", "w4": "10.0.0.5", "w3": "10.0.0.4"},
 			map[string]bool{"w4": true}, []string{"10.0.0.1:7470", "10.0.0.5:7470"}},
 		"IPv6 in brackets, as pfs parses it": {1, map[string]string{"w0": "fd00::1"}, nil, []string{"[fd00::1]:7470"}},
+		"DNS names, nearest first": {2, map[string]string{"w0": "h-0.w-holders.ns.svc", "w1": "h-1.w-holders.ns.svc"}, nil,
+			[]string{"h-1.w-holders.ns.svc:7470", "h-0.w-holders.ns.svc:7470"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -89,18 +91,25 @@ func TestHolderAddress(t *testing.T) {
 	}
 	at := func(d time.Duration) *time.Time { t := t0.Add(-d); return &t }
 	const missing = "holder pod h has no address on network fabric: is the NetworkAttachmentDefinition right? "
+	named := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Hostname, p.Spec.Subdomain = "h-1", "w-holders"
+		return p
+	}
 	tests := map[string]struct {
 		pod         *corev1.Pod
 		network     string
-		wantIP      string
+		wantHost    string
 		wantMissing string
 		wantRecheck time.Duration
 	}{
-		"pod network, no IP yet":   {pod(corev1.PodPending, "", "", nil), "", "", "", 0},
-		"pod network":              {pod(corev1.PodPending, "10.1.0.5", status, at(time.Hour)), "", "10.1.0.5", "", 0},
-		"network, first valid IP":  {pod(corev1.PodPending, "10.1.0.5", status, at(time.Second)), "fabric", "192.168.9.5", "", 0},
-		"network by its full name": {pod(corev1.PodRunning, "10.1.0.5", status, nil), "ns/fabric", "192.168.9.5", "", 0},
-		"network, not started yet": {pod(corev1.PodPending, "", "", nil), "fabric", "", "", 0},
+		"pod network, no IP yet":              {pod(corev1.PodPending, "", "", nil), "", "", "", 0},
+		"pod network":                         {pod(corev1.PodPending, "10.1.0.5", status, at(time.Hour)), "", "10.1.0.5", "", 0},
+		"pod network, named: no IP needed":    {named(pod(corev1.PodPending, "", "", nil)), "", "h-1.w-holders.ns.svc", "", 0},
+		"pod network, named, with an IP":      {named(pod(corev1.PodRunning, "10.1.0.5", "", nil)), "", "h-1.w-holders.ns.svc", "", 0},
+		"network: a name is no address on it": {named(pod(corev1.PodPending, "10.1.0.5", status, at(time.Second))), "fabric", "192.168.9.5", "", 0},
+		"network, first valid IP":             {pod(corev1.PodPending, "10.1.0.5", status, at(time.Second)), "fabric", "192.168.9.5", "", 0},
+		"network by its full name":            {pod(corev1.PodRunning, "10.1.0.5", status, nil), "ns/fabric", "192.168.9.5", "", 0},
+		"network, not started yet":            {pod(corev1.PodPending, "", "", nil), "fabric", "", "", 0},
 		"network, started a moment ago without the annotation": {pod(corev1.PodPending, "10.1.0.5", "", at(10*time.Second)), "fabric", "", "",
 			20 * time.Second},
 		"network, started long ago without the annotation": {pod(corev1.PodPending, "10.1.0.5", "", at(time.Minute)), "fabric", "", missing +
@@ -113,7 +122,7 @@ func TestHolderAddress(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := holderAddress(tc.pod, tc.network, t0)
-			want := holderAddr{IP: tc.wantIP, Missing: tc.wantMissing, RecheckAfter: tc.wantRecheck}
+			want := holderAddr{Host: tc.wantHost, Missing: tc.wantMissing, RecheckAfter: tc.wantRecheck}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -121,14 +130,18 @@ func TestHolderAddress(t *testing.T) {
 	}
 }
 
-func TestHolderIPs(t *testing.T) {
+func TestHolderHosts(t *testing.T) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: "ns",
 		Annotations: map[string]string{placement.NetworkStatusAnnotation: `[{"name":"fabric","ips":["192.168.9.5"]}]`}},
 		Status: corev1.PodStatus{PodIP: "10.1.0.5"}}
-	if diff := cmp.Diff([]string{"10.1.0.5"}, holderIPs(p, "")); diff != "" {
+	if diff := cmp.Diff([]string{"10.1.0.5"}, holderHosts(p, "")); diff != "" {
 		t.Errorf("pod network (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"10.1.0.5", "192.168.9.5"}, holderIPs(p, "fabric")); diff != "" {
+	if diff := cmp.Diff([]string{"10.1.0.5", "192.168.9.5"}, holderHosts(p, "fabric")); diff != "" {
 		t.Errorf("network (-want +got):\n%s", diff)
+	}
+	p.Spec.Hostname, p.Spec.Subdomain = "h-1", "w-holders"
+	if diff := cmp.Diff([]string{"h-1.w-holders.ns.svc", "10.1.0.5"}, holderHosts(p, "")); diff != "" {
+		t.Errorf("named (-want +got):\n%s", diff)
 	}
 }

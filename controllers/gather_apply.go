@@ -50,21 +50,30 @@ func getPod(ctx context.Context, d *Deps, namespace, name string) (*corev1.Pod, 
 	return pod, nil
 }
 
-// createPod creates a pod that owner owns. An existing pod of that name is
-// the one we want (names are deterministic). Any other error comes back as
-// the createFailure the decide functions read (a refusal shows in status).
+// createPod creates a pod that owner owns. Any error comes back as the
+// createFailure the decide functions read (a refusal shows in status).
 func createPod(ctx context.Context, d *Deps, owner client.Object, pod *corev1.Pod) *createFailure {
-	if err := ctrl.SetControllerReference(owner, pod, d.Client.Scheme()); err != nil {
+	created, err := createChild(ctx, d, owner, pod)
+	if err != nil {
 		return &createFailure{Pod: pod.Name, Err: err}
 	}
-	if err := d.Client.Create(ctx, pod); err != nil {
-		if err = ignoreAlreadyExists(err); err != nil {
-			return &createFailure{Pod: pod.Name, Err: err}
-		}
-		return nil
+	if created {
+		logf.FromContext(ctx).Info("Created Pod", "pod", client.ObjectKeyFromObject(pod), "component", pod.Labels[podspec.LabelComponent])
 	}
-	logf.FromContext(ctx).Info("Created Pod", "pod", client.ObjectKeyFromObject(pod), "component", pod.Labels[podspec.LabelComponent])
 	return nil
+}
+
+// createChild creates obj with owner as its controller. An existing object
+// of that name is the one we want (names are deterministic): created is
+// then false and err nil.
+func createChild(ctx context.Context, d *Deps, owner, obj client.Object) (created bool, err error) {
+	if err := ctrl.SetControllerReference(owner, obj, d.Client.Scheme()); err != nil {
+		return false, err
+	}
+	if err := d.Client.Create(ctx, obj); err != nil {
+		return false, ignoreAlreadyExists(err)
+	}
+	return true, nil
 }
 
 // podEnded reports whether a pod has stopped for good.

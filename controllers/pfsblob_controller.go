@@ -53,6 +53,8 @@ type PfsBlobReconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// Services: create only, the holders' headless Service (see applySource).
+// +kubebuilder:rbac:groups="",resources=services,verbs=create
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -156,7 +158,8 @@ func (r *PfsBlobReconciler) ensureDaemonSet(ctx context.Context, blob *pfsv1alph
 }
 
 // SetupWithManager watches blobs, their DaemonSets and the holder pods (which
-// the DaemonSet owns; they name their blob in an annotation).
+// the DaemonSet owns; they name their blob in an annotation). Not the
+// holders' Services: they are only created (see applySource).
 func (r *PfsBlobReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	holderPods := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		c := o.GetLabels()[podspec.LabelComponent]

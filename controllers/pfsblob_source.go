@@ -41,7 +41,10 @@ type sourceObservation struct {
 type sourcePlan struct {
 	Create []*corev1.Pod
 	Delete []*corev1.Pod
-	Events []event
+	// Service, when set, is the holders' headless Service, to create
+	// before Create: set whenever a holder with a DNS name is planned.
+	Service *corev1.Service
+	Events  []event
 	// RequeueAfter asks for another look (the claim is not watched).
 	RequeueAfter time.Duration
 	// ReadinessChanged is the new Ready condition when its reason changed.
@@ -118,8 +121,9 @@ func (f *fanout) degraded(ok bool, reason, msg string) {
 }
 
 // decideSource decides a source blob's status and its children: the
-// policy, the claim, the scan, the size, then one holder per admitted node
-// in topology order, relays created once an upstream has an address.
+// policy, the claim, the scan, the size, then one holder per admitted node:
+// on the pod network all at once (a relay names its upstreams by DNS), on
+// spec.replication.network in topology order as upstreams get an address.
 func decideSource(cfg podspec.Config, pol SourcePolicy, b *pfsv1alpha1.PfsBlob, obs sourceObservation) (pfsv1alpha1.PfsBlobStatus, sourcePlan) {
 	f := &fanout{b: b, cfg: cfg, obs: obs, st: *b.Status.DeepCopy()}
 	f.st.ObservedGeneration = b.Generation
@@ -235,7 +239,8 @@ type holderInfo struct {
 	failed bool
 }
 
-// holders plans and reads one holder per node, in topology order.
+// holders reads and plans one holder per node, in topology order (a
+// node's upstreams are decided before it).
 func (f *fanout) holders(origin string, size int64) {
 	f.origin, f.size = origin, size
 	f.selectNodes()
@@ -288,15 +293,15 @@ func (f *fanout) selectNodes() {
 }
 
 // readHolders reads every existing holder: the origin's digest first, then
-// the relays against it, and the addresses new relays may fetch from (pod
-// IPs, or the holders' IPs on spec.replication.network).
+// the relays against it, and the addresses new relays may fetch from (DNS
+// names, or the holders' IPs on spec.replication.network).
 func (f *fanout) readHolders() {
 	f.info, f.addr, f.readyPeer = map[string]*holderInfo{}, map[string]string{}, map[string]bool{}
 	network := f.b.Spec.Replication.NetworkOrDefault()
-	ipNode := map[string]string{}
+	hostNode := map[string]string{}
 	for _, p := range f.obs.Holders {
-		for _, ip := range holderIPs(&p, network) {
-			ipNode[ip] = holderPodNode(&p)
+		for _, h := range holderHosts(&p, network) {
+			hostNode[h] = holderPodNode(&p)
 		}
 	}
 	addr := map[string]string{}
@@ -311,7 +316,7 @@ func (f *fanout) readHolders() {
 			continue
 		}
 		a := holderAddress(p, network, f.obs.Now)
-		addr[n] = a.IP
+		addr[n] = a.Host
 		f.requeue(a.RecheckAfter)
 		if a.Missing != "" {
 			hi.failed = true
@@ -330,7 +335,7 @@ func (f *fanout) readHolders() {
 			f.addr[n] = addr[n]
 		}
 		if n != f.origin {
-			verifyRelay(hi, f.digest, f.fingerprint, ipNode)
+			verifyRelay(hi, f.digest, f.fingerprint, hostNode)
 		}
 		if hi.status.State == pfsv1alpha1.BlobNodeReady {
 			f.readyPeer[n] = true
@@ -364,7 +369,9 @@ func (f *fanout) readOrigin(oi *holderInfo) {
 
 // planNode decides node n (position i in the order): its holder as read,
 // or a new pod (first attempt, or a retry of a failed relay) once the node
-// is admitted and, for a relay, its nearest upstream has an address.
+// is admitted and, for a relay, its nearest upstream has an address: on
+// the pod network from the moment that upstream's pod is planned, so all
+// holders are created in one pass.
 func (f *fanout) planNode(i int, n string, decided []pfsv1alpha1.BlobNodeStatus) pfsv1alpha1.BlobNodeStatus {
 	b := f.b
 	role := pfsv1alpha1.BlobNodeRelay
@@ -415,8 +422,11 @@ func (f *fanout) planNode(i int, n string, decided []pfsv1alpha1.BlobNodeStatus)
 			return ns
 		}
 		topo := b.Spec.Replication.TopologyOrDefault()
-		// Holders start in topology order: a relay waits for its nearest
-		// upstream's address unless that node failed for good.
+		// A relay waits for its nearest upstream's address unless that node
+		// failed for good. A DNS name exists as soon as the upstream's pod
+		// is planned (it resolves once the pod has an IP, which the data
+		// plane waits for); an IP on a network only once the pod has one,
+		// so there holders start in topology order.
 		nearest := f.order[upstreamIndexes(topo, i)[0]]
 		h.Upstreams = upstreamAddrs(topo, f.order, i, f.addr, f.readyPeer)
 		if len(h.Upstreams) == 0 || (f.addr[nearest] == "" && !failedIn(decided, nearest)) {
@@ -426,6 +436,12 @@ func (f *fanout) planNode(i int, n string, decided []pfsv1alpha1.BlobNodeStatus)
 	}
 	pod := podspec.BlobSourceHolderPod(f.cfg, b, h)
 	f.plan.Create = append(f.plan.Create, pod)
+	if name := podspec.PodDNSName(pod); name != "" {
+		f.addr[n] = name
+		if f.plan.Service == nil {
+			f.plan.Service = podspec.BlobHolderService(b)
+		}
+	}
 	ns.Pod, ns.Attempts, ns.State, ns.Reason = pod.Name, h.Attempt, pfsv1alpha1.BlobNodePending, ""
 	if !strings.HasPrefix(ns.Message, "attempt ") {
 		ns.Message = ""
@@ -482,7 +498,7 @@ func readHolder(b *pfsv1alpha1.PfsBlob, node string, p *corev1.Pod) *holderInfo 
 
 // verifyRelay checks a relay's result against the origin's digest and
 // fingerprint: it is Ready only when both match and it verified the bytes.
-func verifyRelay(hi *holderInfo, digest, fingerprint string, ipNode map[string]string) {
+func verifyRelay(hi *holderInfo, digest, fingerprint string, hostNode map[string]string) {
 	r := hi.result
 	if r == nil {
 		return
@@ -496,9 +512,10 @@ func verifyRelay(hi *holderInfo, digest, fingerprint string, ipNode map[string]s
 	ft := r.Fetch
 	ns.Bytes, ns.Seconds, ns.MBps = ft.Bytes, pfsv1alpha1.FormatSeconds(ft.Elapsed), pfsv1alpha1.FormatMBps(ft.Bytes, ft.Elapsed)
 	relayTransport(ns, ft)
-	// fetch.from is host:port, [v6]:port for IPv6 (a secondary network may be v6).
-	if ip, _, err := net.SplitHostPort(ft.From); err == nil {
-		ns.From = ipNode[ip]
+	// fetch.from is the --fetch-from entry: name:port, ip:port, or
+	// [v6]:port for IPv6 (a secondary network may be v6).
+	if host, _, err := net.SplitHostPort(ft.From); err == nil {
+		ns.From = hostNode[host]
 	}
 	switch {
 	case !ft.Verified:

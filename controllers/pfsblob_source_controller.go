@@ -37,22 +37,7 @@ func (r *PfsBlobReconciler) reconcileSource(ctx context.Context, blob *pfsv1alph
 		return reconcile.Result{}, err
 	}
 	st, plan := decideSource(r.Pods, r.Sources, blob, obs)
-	var applyErr error
-	for _, p := range plan.Delete {
-		if err := r.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
-			applyErr = err
-			continue
-		}
-		logf.FromContext(ctx).Info("Deleted Pod", "pod", client.ObjectKeyFromObject(p))
-	}
-	for _, p := range plan.Create {
-		if cf := createPod(ctx, &r.Deps, blob, p); cf != nil {
-			applyErr = cf.Err
-			plan.Events = append(plan.Events, event{Type: corev1.EventTypeWarning, Reason: pfsv1alpha1.ReasonPodsPending,
-				Message: truncate(fmt.Sprintf("cannot create pod %s: %v", p.Name, cf.Err), 1024)})
-			unclaim(&st, p)
-		}
-	}
+	applyErr := r.applySource(ctx, blob, &st, &plan)
 	if err := commitStatus(ctx, &r.Deps, blob, &blob.Status, st, plan.Events); err != nil {
 		return requeueOnConflict(err)
 	}
@@ -62,14 +47,63 @@ func (r *PfsBlobReconciler) reconcileSource(ctx context.Context, blob *pfsv1alph
 	return reconcile.Result{RequeueAfter: plan.RequeueAfter}, applyErr
 }
 
-// unclaim takes back a node's attempt whose pod the apiserver refused, so
-// a refusal does not use up the node's attempts.
-func unclaim(st *pfsv1alpha1.PfsBlobStatus, p *corev1.Pod) {
+// applySource deletes and creates what decideSource planned, the holders'
+// Service before the pods whose DNS names it makes. A refused child is an
+// Event and its nodes' attempts are taken back (st); the error returned
+// brings a retry with backoff.
+//
+// The Service is created, not watched or read (RBAC: create only): its
+// spec follows from the blob's name and UID, which never change, so there
+// is nothing to update, and the plan carries it whenever it creates a
+// holder with a DNS name, which makes "create, AlreadyExists is fine" a
+// create-if-missing that costs nothing once every holder runs. Should it
+// be deleted, a relay that cannot resolve its upstreams fails, and its
+// retry brings the Service back. Owns() would cache every Service in the
+// cluster for that.
+func (r *PfsBlobReconciler) applySource(ctx context.Context, blob *pfsv1alpha1.PfsBlob, st *pfsv1alpha1.PfsBlobStatus, plan *sourcePlan) error {
+	var applyErr error
+	refused := func(what string, err error, pods []*corev1.Pod, message string) {
+		applyErr = err
+		plan.Events = append(plan.Events, event{Type: corev1.EventTypeWarning, Reason: pfsv1alpha1.ReasonPodsPending,
+			Message: truncate(fmt.Sprintf("cannot create %s: %v", what, err), 1024)})
+		for _, p := range pods {
+			unclaim(st, p, message)
+		}
+	}
+	for _, p := range plan.Delete {
+		if err := r.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			applyErr = err
+			continue
+		}
+		logf.FromContext(ctx).Info("Deleted Pod", "pod", client.ObjectKeyFromObject(p))
+	}
+	if svc := plan.Service; svc != nil {
+		created, err := createChild(ctx, &r.Deps, blob, svc)
+		if err != nil {
+			// No holder this time: a relay would spend its attempts on
+			// names that do not resolve.
+			refused("service "+svc.Name, err, plan.Create, "the apiserver refused the holders' Service "+svc.Name+"; retrying")
+			return applyErr
+		}
+		if created {
+			logf.FromContext(ctx).Info("Created Service", "service", client.ObjectKeyFromObject(svc))
+		}
+	}
+	for _, p := range plan.Create {
+		if cf := createPod(ctx, &r.Deps, blob, p); cf != nil {
+			refused("pod "+p.Name, cf.Err, []*corev1.Pod{p}, "the apiserver refused the holder pod; retrying")
+		}
+	}
+	return applyErr
+}
+
+// unclaim takes back a node's attempt whose pod was not created, so a
+// refusal does not use up the node's attempts.
+func unclaim(st *pfsv1alpha1.PfsBlobStatus, p *corev1.Pod, message string) {
 	node := p.Annotations[podspec.AnnotationNode]
 	for i := range st.Nodes {
 		if n := &st.Nodes[i]; n.Node == node && n.Pod == p.Name {
-			n.Pod, n.Attempts = "", n.Attempts-1
-			n.Message = "the apiserver refused the holder pod; retrying"
+			n.Pod, n.Attempts, n.Message = "", n.Attempts-1, message
 		}
 	}
 }

@@ -103,7 +103,9 @@ func TestDecideSource(t *testing.T) {
 		wantDelete []string
 		wantNodes  map[string]string // node -> state/reason
 		wantEvents []string
-		check      func(t *testing.T, st pfsv1alpha1.PfsBlobStatus)
+		// wantService: the plan creates the holders' Service.
+		wantService bool
+		check       func(t *testing.T, st pfsv1alpha1.PfsBlobStatus)
 	}{
 		"claim missing": {blob: b, obs: sourceObservation{},
 			wantReady: pfsv1alpha1.ReasonSourceNotFound, wantMsg: "PersistentVolumeClaim data not found in namespace ns: create it or fix spec.source.persistentVolumeClaim.claimName",
@@ -116,17 +118,30 @@ func TestDecideSource(t *testing.T) {
 		"source too large": {blob: srcBlob("2Mi"), obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg)},
 			wantReady: pfsv1alpha1.ReasonSourceTooLarge, wantMsg: "the source needs 4194304 bytes (4Mi, its 1 files and manifest) but spec.size is 2097152 (2Mi)",
 			wantEvents: []string{pfsv1alpha1.ReasonSourceTooLarge}},
-		"origin first, relays wait for an address": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes},
-			wantReady: pfsv1alpha1.ReasonHugePagesUnavailable, wantCreate: []string{podspec.SourceHolderPodName("w", "w0", 1)},
+		"every holder at once, by DNS name": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes},
+			wantReady: pfsv1alpha1.ReasonHugePagesUnavailable, wantCreate: []string{podspec.SourceHolderPodName("w", "w0", 1),
+				podspec.SourceHolderPodName("w", "w1", 1), podspec.SourceHolderPodName("w", "w2", 1)},
 			wantNodes: map[string]string{"w0": "Pending/", "w1": "Pending/", "w2": "Pending/",
 				"w3": "Failed/HugePagesUnavailable"},
-			wantMsg:    "node w3 has 2Mi of hugepages-2Mi free, blob needs 4Mi",
-			wantEvents: []string{pfsv1alpha1.ReasonHugePagesUnavailable, pfsv1alpha1.ReasonNodeFailed}},
-		"chain: w1 once the origin has an IP": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:3],
-			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", -1, "", false)}},
-			wantReady: pfsv1alpha1.ReasonMaterializing, wantCreate: []string{podspec.SourceHolderPodName("w", "w1", 1)},
+			wantMsg:     "node w3 has 2Mi of hugepages-2Mi free, blob needs 4Mi",
+			wantEvents:  []string{pfsv1alpha1.ReasonHugePagesUnavailable, pfsv1alpha1.ReasonNodeFailed},
+			wantService: true},
+		"the relays of an origin without an IP": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:3],
+			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "", -1, "", false)}},
+			wantReady: pfsv1alpha1.ReasonMaterializing, wantCreate: []string{podspec.SourceHolderPodName("w", "w1", 1),
+				podspec.SourceHolderPodName("w", "w2", 1)},
+			wantNodes:   map[string]string{"w0": "Pending/", "w1": "Pending/", "w2": "Pending/"},
+			wantEvents:  []string{pfsv1alpha1.ReasonMaterializing},
+			wantService: true},
+		"network: origin first, relays wait for an address": {blob: nb, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:3]},
+			wantReady: pfsv1alpha1.ReasonMaterializing, wantCreate: []string{podspec.SourceHolderPodName("w", "w0", 1)},
 			wantNodes:  map[string]string{"w0": "Pending/", "w1": "Pending/", "w2": "Pending/"},
-			wantEvents: []string{pfsv1alpha1.ReasonMaterializing}},
+			wantEvents: []string{pfsv1alpha1.ReasonMaterializing},
+			check: func(t *testing.T, st pfsv1alpha1.PfsBlobStatus) {
+				if m := st.Nodes[1].Message; m != "waiting for the holder on w0 (upstream) to get an address" {
+					t.Errorf("w1 message %q", m)
+				}
+			}},
 		"all verified": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
 			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true),
 				srcHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 0, relayMsg(digestA, "10.0.0.1:7470"), true)}},
@@ -144,7 +159,7 @@ func TestDecideSource(t *testing.T) {
 			Holders: []corev1.Pod{srcHolder(udp, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true),
 				srcHolder(udp, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 0, strings.Replace(relayMsg(digestA, "10.0.0.1:7470"), `"verified":true`,
 					`"verified":true,"transport":"udp","path":"udp 1472B datagrams","dgrams":{"received":2900,"naks":2,"dropped":0}`, 1), true),
-				srcHolder(udp, "w2", pfsv1alpha1.BlobNodeRelay, "10.0.0.3", 0, relayMsg(digestA, "10.0.0.2:7470"), true)}},
+				srcHolder(udp, "w2", pfsv1alpha1.BlobNodeRelay, "10.0.0.3", 0, relayMsg(digestA, podspec.HolderDNSName("w", "ns", "w1")+":7470"), true)}},
 			wantReady: pfsv1alpha1.ReasonMaterialized, wantMsg: "3 of 3 nodes hold the blob",
 			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Ready/", "w2": "Ready/"},
 			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonMaterialized},
@@ -162,6 +177,10 @@ func TestDecideSource(t *testing.T) {
 				want := []tr{{}, {pfsv1alpha1.TransportUDP, "udp 1472B datagrams", 2}, {Transport: pfsv1alpha1.TransportTCP}}
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("nodes' transport (-want +got):\n%s", diff)
+				}
+				// fetch.from by pod IP (w1) and by DNS name (w2).
+				if from := []string{st.Nodes[1].From, st.Nodes[2].From}; from[0] != "w0" || from[1] != "w1" {
+					t.Errorf("from %q, want w0 w1", from)
 				}
 			}},
 		"relay with other bytes": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
@@ -214,9 +233,10 @@ func TestDecideSource(t *testing.T) {
 				srcHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 1, `{"ok":false,"error":"fetch: connection reset"}`, false),
 				srcHolder(b, "w2", pfsv1alpha1.BlobNodeRelay, "10.0.0.3", -1, "", false)}},
 			wantReady: pfsv1alpha1.ReasonMaterializing, wantCreate: []string{podspec.SourceHolderPodName("w", "w1", 2)},
-			wantDelete: []string{podspec.SourceHolderPodName("w", "w1", 1)},
-			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Pending/", "w2": "Pending/"},
-			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonMaterializing}},
+			wantDelete:  []string{podspec.SourceHolderPodName("w", "w1", 1)},
+			wantNodes:   map[string]string{"w0": "Ready/", "w1": "Pending/", "w2": "Pending/"},
+			wantEvents:  []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonMaterializing},
+			wantService: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -252,6 +272,9 @@ func TestDecideSource(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantEvents, eventReasons(plan.Events)); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if (plan.Service != nil) != tc.wantService {
+				t.Errorf("plan.Service %v, want one: %v", plan.Service, tc.wantService)
 			}
 			if tc.check != nil {
 				tc.check(t, st)

@@ -38,7 +38,8 @@ type SourceHolder struct {
 	Page pfsv1alpha1.PageSize
 	// PageFallback says why Page is not spec.pageSize; empty otherwise.
 	PageFallback string
-	// Upstreams are the relay's "IP:port" sources, nearest first.
+	// Upstreams are the relay's "host:port" sources, nearest first: the
+	// holders' DNS names on the pod network, their IPs on a network.
 	Upstreams []string
 	// Attempt is 1 for the node's first pod, 2 and 3 for its retries.
 	Attempt int32
@@ -160,7 +161,7 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 		volumes = append(volumes, vol)
 		createMounts = append(createMounts, mount)
 	} else {
-		args = append(args, "--fetch-from", strings.Join(h.Upstreams, ","))
+		args = append(args, "--fetch-from", fetchFrom(h.Upstreams))
 		args = append(args, fetchTransportArgs(b)...)
 	}
 	args = append(args, "--token-file", TokenFile)
@@ -181,7 +182,7 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 	if network != "" {
 		ann[AnnotationNetworks] = network
 	}
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: SourceHolderPodName(b.Name, h.Node, h.Attempt), Namespace: b.Namespace,
 			Labels: labels, Annotations: ann},
 		Spec: corev1.PodSpec{
@@ -196,6 +197,34 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 			TerminationGracePeriodSeconds: ptr.To(int64(10)),
 		},
 	}
+	if network == "" {
+		// A DNS name through BlobHolderService. On a network, relays fetch
+		// from the holders' IPs there: a name resolves to the pod IP.
+		pod.Spec.Hostname, pod.Spec.Subdomain = HolderHostname(h.Node), HolderServiceName(b.Name)
+	}
+	return pod
+}
+
+// maxFetchFrom is the longest --fetch-from pfs takes: it copies the list
+// into a 1024-byte buffer (tools/pfs/cli.h, upbuf), NUL included.
+const maxFetchFrom = 1023
+
+// fetchFrom is the --fetch-from value: the upstreams, nearest first, less
+// the farthest ones that do not fit in maxFetchFrom (eight DNS names in a
+// namespace and of a blob with 63-character names take 1183).
+func fetchFrom(upstreams []string) string {
+	out := ""
+	for _, u := range upstreams {
+		next := u
+		if out != "" {
+			next = out + "," + u
+		}
+		if len(next) > maxFetchFrom {
+			break
+		}
+		out = next
+	}
+	return out
 }
 
 // datagramWindowMemory is what a datagram transport holds besides the

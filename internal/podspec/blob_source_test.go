@@ -123,9 +123,9 @@ func TestBlobSourceHolderPod(t *testing.T) {
 			serve, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 4, ""},
 		"relay with a rate limit, second attempt": {sourceBlob(pvc(""), "100Mi"),
 			SourceHolder{Node: "w2", Role: pfsv1alpha1.BlobNodeRelay, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi,
-				Upstreams: []string{"10.0.0.2:7470", "10.0.0.1:7470"}, Attempt: 2},
+				Upstreams: []string{"h-" + NodeHash("w1") + ".w-holders.ns.svc:7470", "h-" + NodeHash("w0") + ".w-holders.ns.svc:7470"}, Attempt: 2},
 			"w-holder-" + NodeHash("w2") + "-2",
-			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --fetch-from 10.0.0.2:7470,10.0.0.1:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470 --replicate-rate 104857600",
+			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --fetch-from h-" + NodeHash("w1") + ".w-holders.ns.svc:7470,h-" + NodeHash("w0") + ".w-holders.ns.svc:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470 --replicate-rate 104857600",
 			serve + " --replicate-rate 104857600", rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 3, ""},
 		"relay falling back to 4Ki": {sourceBlob(hostPath("/srv/x"), ""),
 			SourceHolder{Node: "w1", Role: pfsv1alpha1.BlobNodeRelay, Size: 314572800, Page: pfsv1alpha1.PageSize4Ki,
@@ -167,6 +167,15 @@ func TestBlobSourceHolderPod(t *testing.T) {
 			if got, ok := p.Annotations[AnnotationNetworks]; got != tc.wantNetworks || ok != (tc.wantNetworks != "") {
 				t.Errorf("networks annotation %q (present %v), want %q", got, ok, tc.wantNetworks)
 			}
+			// On the pod network a holder has a DNS name (every attempt the
+			// same); on a network its peers use its IP there.
+			var wantHost, wantSub string
+			if tc.wantNetworks == "" {
+				wantHost, wantSub = "h-"+NodeHash(tc.h.Node), "w-holders"
+			}
+			if p.Spec.Hostname != wantHost || p.Spec.Subdomain != wantSub {
+				t.Errorf("hostname %q subdomain %q, want %q %q", p.Spec.Hostname, p.Spec.Subdomain, wantHost, wantSub)
+			}
 			if len(p.Spec.Volumes) != tc.wantVols {
 				t.Errorf("%d volumes, want %d: %+v", len(p.Spec.Volumes), tc.wantVols, p.Spec.Volumes)
 			}
@@ -197,6 +206,36 @@ func TestBlobSourceHolderPod(t *testing.T) {
 			// Consumers find the same socket and token as with a DaemonSet holder.
 			if s.VolumeMounts[1].MountPath != SocketDir("ns") || p.Spec.Volumes[1].HostPath.Path != "/run/packetfs/ns" {
 				t.Errorf("socket dir %+v", s.VolumeMounts)
+			}
+		})
+	}
+}
+
+func TestFetchFrom(t *testing.T) {
+	// The longest DNS names: a 63-character blob in a 63-character namespace.
+	name := func(node string) string {
+		return HolderDNSName(strings.Repeat("b", 63), strings.Repeat("n", 63), node) + ":7470"
+	}
+	var longest []string
+	for i := 0; i < 8; i++ {
+		longest = append(longest, name(fmt.Sprint("w", i)))
+	}
+	tests := map[string]struct {
+		ups  []string
+		want string
+	}{
+		"one":                     {[]string{"10.0.0.1:7470"}, "10.0.0.1:7470"},
+		"nearest first, in order": {[]string{"a.svc:7470", "[fd00::1]:7470"}, "a.svc:7470,[fd00::1]:7470"},
+		"the farthest do not fit": {longest, strings.Join(longest[:6], ",")},
+	}
+	for n, tc := range tests {
+		t.Run(n, func(t *testing.T) {
+			got := fetchFrom(tc.ups)
+			if got != tc.want {
+				t.Errorf("fetchFrom = %q (%d), want %q", got, len(got), tc.want)
+			}
+			if len(got) > maxFetchFrom {
+				t.Errorf("%d characters: pfs takes at most %d", len(got), maxFetchFrom)
 			}
 		})
 	}

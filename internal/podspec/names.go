@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package podspec builds the children the controllers create: the blob
-// holder DaemonSet and its token Secret, the receiver and sender pods of a
+// holder DaemonSet and its token Secret, a source blob's scan and holder
+// pods and their headless Service, the receiver and sender pods of a
 // transfer, and the pod of a pcore job. Builders take their inputs and return
 // objects; they make no API calls and set no owner references (the
 // controller does, with ctrl.SetControllerReference), so each is a pure
@@ -12,6 +13,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Labels and annotations on every child. Label values are limited to 63
@@ -124,10 +129,12 @@ func ChildName(owner, suffix string, maxLen int) string {
 }
 
 // Name limits: a pod name is also its hostname (a DNS label); a DaemonSet's
-// pods get a 5-character suffix and its name ends up in a 63-character label.
+// pods get a 5-character suffix and its name ends up in a 63-character label;
+// a Service name is a DNS-1035 label.
 const (
 	PodNameMax       = 63
 	DaemonSetNameMax = 52
+	ServiceNameMax   = 63
 )
 
 // HolderName is the name of a blob's holder DaemonSet.
@@ -137,10 +144,54 @@ func HolderName(blob string) string { return ChildName(blob, "holder", DaemonSet
 func ScanPodName(blob string) string { return ChildName(HolderName(blob), "scan", PodNameMax) }
 
 // NodeHash is a short, stable hash of a node name (8 hex digits).
-func NodeHash(node string) string {
+func NodeHash(node string) string { return shortHash(node) }
+
+// shortHash is 8 hex digits of FNV-1a.
+func shortHash(s string) string {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(node))
+	_, _ = h.Write([]byte(s))
 	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// HolderServiceName is the name of the headless Service that gives a
+// source blob's holder pods their DNS names: "<blob>-holders". A Service
+// name is a DNS-1035 label, stricter than a blob name (a DNS subdomain: it
+// may hold dots or start with a digit); such a blob name is rewritten and
+// given a hash of itself, so two blobs never share a Service.
+func HolderServiceName(blob string) string {
+	if name := ChildName(blob, "holders", ServiceNameMax); len(validation.IsDNS1035Label(name)) == 0 {
+		return name
+	}
+	label := strings.ReplaceAll(blob, ".", "-")
+	if c := label[0]; c < 'a' || c > 'z' {
+		label = "b-" + label
+	}
+	return ChildName(label, shortHash(blob)+"-holders", ServiceNameMax)
+}
+
+// HolderHostname is the spec.hostname of a source blob's holder pod on
+// node, every attempt alike: the DNS name follows the node, so a relay
+// whose upstream was retried reaches the new pod under the old name.
+func HolderHostname(node string) string { return "h-" + NodeHash(node) }
+
+// HolderDNSName is the DNS name of a source blob's holder on node:
+// "h-<nodehash>.<service>.<namespace>.svc". Namespace-qualified, it is the
+// form the Kubernetes DNS specification documents for a pod with a
+// hostname and subdomain; a pod resolves it through the search path the
+// kubelet writes for it (its last entry, the cluster domain), whatever
+// that domain is called, which the operator does not know.
+func HolderDNSName(blob, namespace, node string) string {
+	return HolderHostname(node) + "." + HolderServiceName(blob) + "." + namespace + ".svc"
+}
+
+// PodDNSName is the name a pod with spec.hostname and spec.subdomain has
+// in the cluster's DNS (once its subdomain's headless Service selects it),
+// in HolderDNSName's form; "" for a pod without them.
+func PodDNSName(p *corev1.Pod) string {
+	if p.Spec.Hostname == "" || p.Spec.Subdomain == "" {
+		return ""
+	}
+	return p.Spec.Hostname + "." + p.Spec.Subdomain + "." + p.Namespace + ".svc"
 }
 
 // SourceHolderPodName is the name of attempt n of a source blob's holder

@@ -144,6 +144,20 @@ func TestSourceBlobPods(t *testing.T) {
 			checkPod(t, bin, &podspec.BlobSourceHolderPod(cfg, b, h).Spec)
 		})
 	}
+	// On the pod network a relay names its upstreams by DNS; the longest
+	// names (a 63-character blob in a 63-character namespace), eight of
+	// them, must still make a --fetch-from pfs takes.
+	t.Run("relay by DNS name, the longest names", func(t *testing.T) {
+		long := b.DeepCopy()
+		long.Name, long.Namespace = strings.Repeat("b", 63), strings.Repeat("n", 63)
+		var ups []string
+		for i := 0; i < 8; i++ {
+			ups = append(ups, podspec.HolderDNSName(long.Name, long.Namespace, fmt.Sprint("w", i))+":7470")
+		}
+		h := podspec.SourceHolder{Node: "w8", Role: pfsv1alpha1.BlobNodeRelay, Size: 67108864, Page: pfsv1alpha1.PageSize2Mi,
+			Upstreams: ups, Attempt: 1}
+		checkPod(t, bin, &podspec.BlobSourceHolderPod(cfg, long, h).Spec)
+	})
 }
 
 // TestDatagramRelayPods runs the holders of a blob replicated over UDP and

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,9 +132,10 @@ func args(p *corev1.Pod, init bool) string {
 	return strings.Join(p.Spec.Containers[0].Args, " ")
 }
 
-// A source blob: scan, then holders in chain order as IPs appear, results
-// into status (n/m, sha256, per-node rates), NodeReady events, and a
-// deleted relay recreated from the remaining copies.
+// A source blob: scan, then every holder at once (relays fetch from their
+// upstreams' DNS names), results into status (n/m, sha256, per-node rates,
+// from by name), NodeReady events, and a deleted relay recreated from the
+// remaining copies.
 func TestSourceBlobFanout(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx)
@@ -164,23 +166,22 @@ func TestSourceBlobFanout(t *testing.T) {
 		t.Errorf("origin labels %v annotations %v", p0.Labels, p0.Annotations)
 	}
 	r1, r2 := podspec.SourceHolderPodName("model", w1, 1), podspec.SourceHolderPodName("model", w2, 1)
-	consistently(t, "no relay before the origin has an IP", 500*time.Millisecond, func() error { return absent(ctx, ns, r1) })
-	holderStarted(t, ctx, ns, origin, w0, "10.1.0.1")
+	dns := func(node string) string { return podspec.HolderDNSName("model", ns, node) + ":7470" }
 	p1 := waitPod(t, ctx, ns, r1)
-	if got := args(p1, true); !strings.Contains(got, "--fetch-from 10.1.0.1:7470 --token-file") || strings.Contains(got, "--source") {
+	if got := args(p1, true); !strings.Contains(got, "--fetch-from "+dns(w0)+" --token-file") || strings.Contains(got, "--source") {
 		t.Errorf("relay 1 create args = %q", got)
 	}
-	consistently(t, "relay 2 waits for relay 1's IP", 500*time.Millisecond, func() error { return absent(ctx, ns, r2) })
-	holderStarted(t, ctx, ns, r1, w1, "10.1.0.2")
 	p2 := waitPod(t, ctx, ns, r2)
-	if got := args(p2, true); !strings.Contains(got, "--fetch-from 10.1.0.2:7470,10.1.0.1:7470 ") {
+	if got := args(p2, true); !strings.Contains(got, "--fetch-from "+dns(w1)+","+dns(w0)+" ") {
 		t.Errorf("relay 2 create args = %q", got)
 	}
+	holderStarted(t, ctx, ns, origin, w0, "10.1.0.1")
+	holderStarted(t, ctx, ns, r1, w1, "10.1.0.2")
 	holderStarted(t, ctx, ns, r2, w2, "10.1.0.3")
 
 	holderDone(t, ctx, ns, origin, "10.1.0.1", originResult())
-	holderDone(t, ctx, ns, r1, "10.1.0.2", relayResult("10.1.0.1:7470", "1767225600.9"))
-	holderDone(t, ctx, ns, r2, "10.1.0.3", relayResult("10.1.0.2:7470", "1767225601"))
+	holderDone(t, ctx, ns, r1, "10.1.0.2", relayResult(dns(w0), "1767225600.9"))
+	holderDone(t, ctx, ns, r2, "10.1.0.3", relayResult(dns(w1), "1767225601"))
 	waitReady(t, ctx, blob, metav1.ConditionTrue, pfsv1alpha1.ReasonMaterialized, "3 of 3 nodes hold the blob, sha256 5a5a5a5a5a5a")
 	st := blob.Status
 	got := []string{st.Ready, st.SHA256, st.Digest, st.Size.String(), st.Source, st.DistributionSeconds, st.DistributionMBps}
@@ -223,7 +224,7 @@ func TestSourceBlobFanout(t *testing.T) {
 		t.Fatal(err)
 	}
 	retry := waitPod(t, ctx, ns, podspec.SourceHolderPodName("model", w2, 2))
-	if got := args(retry, true); !strings.Contains(got, "--fetch-from 10.1.0.2:7470,10.1.0.1:7470 ") {
+	if got := args(retry, true); !strings.Contains(got, "--fetch-from "+dns(w1)+","+dns(w0)+" ") {
 		t.Errorf("retry create args = %q", got)
 	}
 	if retry.Labels[podspec.LabelAttempt] != "2" {
@@ -319,11 +320,15 @@ func annotateNetwork(t *testing.T, ctx context.Context, ns, name, podIP, ip stri
 }
 
 // assertOnFabric checks that a holder pod requests the network and one
-// unit of its device-plugin resource in both containers.
+// unit of its device-plugin resource in both containers, and has no DNS
+// name (it would resolve to the pod IP).
 func assertOnFabric(t *testing.T, p *corev1.Pod) {
 	t.Helper()
 	if got := p.Annotations[podspec.AnnotationNetworks]; got != "fabric" {
 		t.Errorf("pod %s networks annotation %q, want fabric", p.Name, got)
+	}
+	if p.Spec.Hostname != "" || p.Spec.Subdomain != "" {
+		t.Errorf("pod %s hostname %q subdomain %q, want none", p.Name, p.Spec.Hostname, p.Spec.Subdomain)
 	}
 	for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
 		if q := c.Resources.Limits["example.com/fabric"]; q.Value() != 1 {
@@ -333,8 +338,9 @@ func assertOnFabric(t *testing.T, p *corev1.Pod) {
 }
 
 // spec.replication.network: every holder requests the network, relays
-// fetch from their upstreams' addresses on it (not the pod IPs), and
-// status.nodes[].from maps a network address back to its node.
+// fetch from their upstreams' addresses on it (not the pod IPs nor DNS
+// names, which resolve to the pod IPs), so holders start in topology
+// order, and status.nodes[].from maps a network address back to its node.
 func TestSourceBlobFanoutOnNetwork(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx)
@@ -382,6 +388,9 @@ func TestSourceBlobFanoutOnNetwork(t *testing.T) {
 		if n.From != want {
 			t.Errorf("node %s from %q, want %q", n.Node, n.From, want)
 		}
+	}
+	if err := get(ctx, ns, podspec.HolderServiceName("model"), &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the holders' Service on a network: %v, want NotFound", err)
 	}
 }
 
