@@ -206,12 +206,12 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 }
 
 // maxFetchFrom is the longest --fetch-from pfs takes: it copies the list
-// into a 1024-byte buffer (tools/pfs/cli.h, upbuf), NUL included.
-const maxFetchFrom = 1023
+// into a 4096-byte buffer (tools/pfs/cli.h, upbuf), NUL included.
+const maxFetchFrom = 4095
 
 // fetchFrom is the --fetch-from value: the upstreams, nearest first, less
 // the farthest ones that do not fit in maxFetchFrom (eight DNS names in a
-// namespace and of a blob with 63-character names take 1183).
+// namespace and of a blob with 63-character names take 1183: they fit).
 func fetchFrom(upstreams []string) string {
 	out := ""
 	for _, u := range upstreams {

@@ -216,9 +216,10 @@ func TestFetchFrom(t *testing.T) {
 	name := func(node string) string {
 		return HolderDNSName(strings.Repeat("b", 63), strings.Repeat("n", 63), node) + ":7470"
 	}
-	var longest []string
+	var longest, long600 []string
 	for i := 0; i < 8; i++ {
 		longest = append(longest, name(fmt.Sprint("w", i)))
+		long600 = append(long600, fmt.Sprintf("%0595d:7470", i))
 	}
 	tests := map[string]struct {
 		ups  []string
@@ -226,7 +227,8 @@ func TestFetchFrom(t *testing.T) {
 	}{
 		"one":                     {[]string{"10.0.0.1:7470"}, "10.0.0.1:7470"},
 		"nearest first, in order": {[]string{"a.svc:7470", "[fd00::1]:7470"}, "a.svc:7470,[fd00::1]:7470"},
-		"the farthest do not fit": {longest, strings.Join(longest[:6], ",")},
+		"the longest names fit":   {longest, strings.Join(longest, ",")},
+		"the farthest do not fit": {long600, strings.Join(long600[:6], ",")},
 	}
 	for n, tc := range tests {
 		t.Run(n, func(t *testing.T) {

@@ -140,7 +140,7 @@ struct pfs_cli_repl {
 	const char *fetch_if; /* --fetch-if (afxdp) */
 	char *ups[PFS_REPL_UPSTREAMS]; /* --fetch-from split, into upbuf */
 	int nups;
-	char upbuf[1024];
+	char upbuf[4096];
 	char token[PFS_SHARE_TOKEN_MAX + 1];
 	int token_len;
 	struct pfs_progress *prog; /* the blob's watermark while it fills */
