@@ -277,6 +277,7 @@ func testXDPBlob(ctx context.Context, t *testing.T) {
 	st := waitBlob(ctx, t, xdpBlob, 5*time.Minute, blobReady)
 	checkEveryNode(t, st, want)
 	checkTransport(t, st, "AFXDP", "afxdp ")
+	checkCreatedAtOnce(t, st)
 	t.Logf("AF_XDP blob Ready %s in %s s (%s MB/s); nodes %+v", st.Ready, st.DistributionSeconds, st.DistributionMBps, st.Nodes)
 }
 
@@ -510,5 +511,33 @@ func testInvalidSources(t *testing.T) {
 		if err == nil || !strings.Contains(out, c.msg) {
 			t.Errorf("spec %s: err %v, output %q; want a rejection mentioning %q", c.spec, err, out, c.msg)
 		}
+	}
+}
+
+// checkCreatedAtOnce asserts the operator created every holder in one go:
+// on the pod network relays name their upstreams by DNS, so none waits for
+// its upstream's pod IP (in chain order that cost about 2 s per hop here).
+// The timestamps have a resolution of one second.
+func checkCreatedAtOnce(t *testing.T, st *blobStatus) {
+	t.Helper()
+	var first, last time.Time
+	for _, n := range st.Nodes {
+		out, err := kubectl("-n", testNS, "get", "pod", n.Pod, "-o", "jsonpath={.metadata.creationTimestamp}")
+		if err != nil {
+			t.Fatalf("holder %s: %v: %s", n.Pod, err, out)
+		}
+		at, err := time.Parse(time.RFC3339, out)
+		if err != nil {
+			t.Fatalf("holder %s creationTimestamp %q: %v", n.Pod, out, err)
+		}
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	if spread := last.Sub(first); spread > time.Second {
+		t.Errorf("holders created %s apart, want at once (<= 1 s): the relays waited for their upstreams", spread)
 	}
 }
