@@ -81,9 +81,10 @@ type admission struct {
 // non-terminated pods on it request (requested) must fit the holder's
 // request, computed exactly as for the pod (podspec.HolderResources). With
 // pageFallback Allow a node short of hugepages maps 4Ki pages, whose tmpfs
-// is counted in memory, if that fits.
+// is counted in memory, if that fits. A holder replicating over transport
+// UDP or AFXDP needs podspec.DatagramMemory more memory.
 func admitNode(cfg podspec.Config, node *corev1.Node, requested corev1.ResourceList, size int64,
-	page pfsv1alpha1.PageSize, fallback pfsv1alpha1.PageFallback) admission {
+	page pfsv1alpha1.PageSize, fallback pfsv1alpha1.PageFallback, transport pfsv1alpha1.Transport) admission {
 	free := func(name corev1.ResourceName) int64 {
 		alloc := node.Status.Allocatable[name]
 		used := requested[name]
@@ -96,7 +97,8 @@ func admitNode(cfg podspec.Config, node *corev1.Node, requested corev1.ResourceL
 			return hp, q.Value()
 		}
 		q := res.Requests[corev1.ResourceMemory]
-		return corev1.ResourceMemory, q.Value()
+		extra := podspec.DatagramMemory(transport)
+		return corev1.ResourceMemory, q.Value() + extra.Value()
 	}
 	res, want := need(page)
 	have := free(res)

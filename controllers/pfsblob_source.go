@@ -407,7 +407,8 @@ func (f *fanout) planNode(i int, n string, decided []pfsv1alpha1.BlobNodeStatus)
 	}
 	ad := admission{Message: "node " + n + " does not match spec.nodeSelector or is gone"}
 	if f.nodes[n] != nil {
-		ad = admitNode(f.cfg, f.nodes[n], f.obs.Requested[n], f.size, b.Spec.PageSize, b.Spec.PageFallback)
+		ad = admitNode(f.cfg, f.nodes[n], f.obs.Requested[n], f.size, b.Spec.PageSize, b.Spec.PageFallback,
+			b.Spec.Replication.TransportOrDefault())
 	}
 	if !ad.OK {
 		ns.State, ns.Reason, ns.Message = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonHugePagesUnavailable, ad.Message

@@ -233,15 +233,26 @@ func fetchFrom(upstreams []string) string {
 // serves two). TCP holds nothing: it streams from the blob.
 var datagramWindowMemory = resource.MustParse("64Mi")
 
+// DatagramMemory is the memory a source holder replicating over tr needs
+// besides HolderResources: datagramWindowMemory for UDP and AFXDP, 0 for
+// TCP. Admission counts it too.
+func DatagramMemory(tr pfsv1alpha1.Transport) resource.Quantity {
+	if tr == pfsv1alpha1.TransportTCP || tr == "" {
+		return resource.Quantity{}
+	}
+	return datagramWindowMemory.DeepCopy()
+}
+
 // addDatagramMemory raises a UDP or AFXDP holder's memory by
-// datagramWindowMemory (requests == limits stay equal: Guaranteed).
+// DatagramMemory (requests == limits stay equal: Guaranteed).
 func addDatagramMemory(res *corev1.ResourceRequirements, b *pfsv1alpha1.PfsBlob) {
-	if b.Spec.Replication.TransportOrDefault() == pfsv1alpha1.TransportTCP {
+	extra := DatagramMemory(b.Spec.Replication.TransportOrDefault())
+	if extra.IsZero() {
 		return
 	}
 	for _, l := range []corev1.ResourceList{res.Requests, res.Limits} {
 		m := l[corev1.ResourceMemory]
-		m.Add(datagramWindowMemory)
+		m.Add(extra)
 		l[corev1.ResourceMemory] = m
 	}
 }
