@@ -17,8 +17,9 @@ import (
 // creates: DNS names on the pod network, all in one pass; IPs on a
 // network, in topology order.
 func TestRelayUpstreams(t *testing.T) {
-	var nodes []corev1.Node
-	for _, n := range []string{"w0", "w1", "w2", "w3"} {
+	names := []string{"w0", "w1", "w2", "w3"}
+	nodes := make([]corev1.Node, 0, len(names))
+	for _, n := range names {
 		nodes = append(nodes, *testNode(n, "hugepages-2Mi", "1Gi"))
 	}
 	b := srcBlob("")
