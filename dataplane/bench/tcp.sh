@@ -166,12 +166,15 @@ CFG
 }
 
 # ---- pfs ----
-run_pfs() {	# path recv_ns send_ns addr mode [binary, default $PFS]
-	local path=$1 rns=$2 sns=$3 addr=$4 mode=$5 bin=${6:-$PFS} port=7600
-	nice -n "$NICE" nsenter --net=/run/netns/"$rns" "$bin" -q recv --listen "$addr:$port" --mode "$mode" \
-		--size "$SIZE" --page 2m --notes "$path" > "$work/pfs.$path.$mode.recv.json" \
+run_pfs() {	# path recv_ns send_ns addr mode|into-blob [binary, default $PFS]
+	local path=$1 rns=$2 sns=$3 addr=$4 mode=$5 bin=${6:-$PFS} port=7600 wire=$5 into=()
+	# into-blob: payload received straight into the receiver's own blob (the
+	# fan-out's case), not hashed out of a bounce buffer.
+	[ "$mode" = into-blob ] && wire=payload into=(--into-blob --fill zero)
+	nice -n "$NICE" nsenter --net=/run/netns/"$rns" "$bin" -q recv --listen "$addr:$port" --mode "$wire" \
+		"${into[@]}" --size "$SIZE" --page 2m --notes "$path" > "$work/pfs.$path.$mode.recv.json" \
 		2>"$work/pfs.$path.$mode.recv.err" & pids+=($!)
-	inns "$sns" "$bin" -q send --connect "$addr:$port" --mode "$mode" --size "$SIZE" --page 2m \
+	inns "$sns" "$bin" -q send --connect "$addr:$port" --mode "$wire" --size "$SIZE" --page 2m \
 		--bytes "$BYTES" --notes "$path" > "$work/pfs.$path.$mode.send.json" || true
 	wait "${pids[-1]}" || true
 	jq -r --arg p "$path" '[$p, .label, .purpose, .size_mb, .elapsed_s, .effective_mb_s, .user_s, .sys_s, .mb_per_cpu_s, .integrity, "receiver; blob \(.blob.page // "none"); sender CPU \(.user_s)+\(.sys_s)"] | @tsv' \
@@ -187,7 +190,7 @@ for path in loopback veth; do
 	echo "bench: $path: iperf3 x$REPS" >&2
 	rows+=("$(for i in $(seq "$REPS"); do run_iperf $path "$rns" "$sns" "$addr"; done | median_row)")
 	echo "bench: $path: scp" >&2; rows+=("$(run_scp $path "$rns" "$sns" "$addr")")
-	for mode in payload offset arith; do
+	for mode in payload into-blob offset arith; do
 		echo "bench: $path: pfs $mode x$REPS" >&2
 		if [ $mode = payload ] && [ -n "$PFS_BEFORE" ]; then
 			: > "$work/before.rows"; : > "$work/after.rows"
@@ -199,7 +202,8 @@ for path in loopback veth; do
 			rows+=("$(awk -F'\t' -v OFS='\t' '{ $2 = "Before: " $2 }; 1' "$work/before.rows" | median_row)")
 			continue
 		fi
-		rows+=("$(for i in $(seq "$REPS"); do run_pfs $path "$rns" "$sns" "$addr" $mode; done | median_row)")
+		rows+=("$(for i in $(seq "$REPS"); do run_pfs $path "$rns" "$sns" "$addr" $mode; done | median_row |
+			if [ $mode = into-blob ]; then awk -F'\t' -v OFS='\t' '{ $2 = "Into blob: " $2 }; 1'; else cat; fi)")
 	done
 done
 load_end=$(load)
@@ -226,6 +230,8 @@ for path in loopback veth; do
 	# Load-independent view: CPU cost per byte, receiver vs baseline.
 	payc=$(get $path PFS-With-Payload 9); ip3c=$(get $path iperf3 9)
 	targets+=$'\n'"| (CPU-normalised) payload receiver MB/CPU-s vs iperf3 receiver | $path | $(ratio "$payc" "$ip3c")x ($payc / $ip3c) | (0.80x) | $(verdict "$(ratio "$payc" "$ip3c")" 0.8) |"
+	ib=$(get $path "Into blob: PFS-With-Payload" 6); ibc=$(get $path "Into blob: PFS-With-Payload" 9)
+	targets+=$'\n'"| (Into the receiver's blob, the fan-out's case) PFS-With-Payload-TCP vs iperf3, wall / receiver MB/CPU-s | $path | $(ratio "$ib" "$ip3")x / $(ratio "$ibc" "$ip3c")x ($ib MB/s, $ibc MB/CPU-s) | (0.90x / 0.80x) | $(verdict "$(ratio "$ib" "$ip3")" 0.9) / $(verdict "$(ratio "$ibc" "$ip3c")" 0.8) |"
 	if [ -n "$PFS_BEFORE" ]; then
 		bp=$(get $path "Before: PFS-With-Payload" 6); bpc=$(get $path "Before: PFS-With-Payload" 9)
 		targets+=$'\n'"| (Before) PFS-With-Payload-TCP vs iperf3, wall / receiver MB/CPU-s | $path | $(ratio "$bp" "$ip3")x / $(ratio "$bpc" "$ip3c")x | - | - |"

@@ -25,6 +25,7 @@
 #include "pfs/blob.h"
 #include "pfs/gram.h"
 #include "pfs/integrity.h"
+#include "json_util.h"
 #include "netns.h"
 
 static int port = 7400;
@@ -530,6 +531,92 @@ static int t_nonroot(void)
 	return TAP_PASS;
 }
 
+/* --into-blob: a payload receiver writes the bytes straight into its own
+ * blob (zero-filled) at their offsets. One sequential sweep of the sender's
+ * seeded blob makes the two blobs equal: same fingerprint, over @transport.
+ * A receiver blob of another size is refused, naming both sizes. */
+static int into_blob(const char *transport)
+{
+	char addr[64], tag[32], rtag[48], stag[48], fr[24], fs[24];
+	const char *rj, *sj;
+	int rrc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	snprintf(tag, sizeof(tag), "into-%s", transport);
+	{
+		char *rargs[] = {
+			"recv",	       "--listen", addr,	  "--mode",	     "payload",
+			"--into-blob", "--size",   "16M",	  "--page",	     "4k",
+			"--fill",      "zero",	   "--transport", (char *)transport, NULL
+		};
+		char *sargs[] = { "send",
+				  "--connect",
+				  addr,
+				  "--mode",
+				  "payload",
+				  "--size",
+				  "16M",
+				  "--page",
+				  "4k",
+				  "--seed",
+				  "7",
+				  "--transport",
+				  (char *)transport,
+				  NULL };
+
+		xfer(tag, rargs, sargs, &rrc, &src);
+	}
+	snprintf(rtag, sizeof(rtag), "%s-recv", tag);
+	snprintf(stag, sizeof(stag), "%s-send", tag);
+	rj = slurp(rtag, "json");
+	sj = slurp(stag, "json");
+	CHECK(rrc == 0 && src == 0, "exit codes %d %d: %.400s", rrc, src, slurp(rtag, "err"));
+	CHECK(strstr(rj, "\"integrity\":\"OK\""), "integrity: %.300s", rj);
+	jstr(jsect(rj, "\"blob\""), "fingerprint", fr, sizeof(fr));
+	jstr(jsect(sj, "\"blob\""), "fingerprint", fs, sizeof(fs));
+	CHECK(fr[0] && !strcmp(fr, fs), "receiver blob %s, sender blob %s", fr, fs);
+	tap_diag("%s: the receiver's blob has the sender's fingerprint %s", transport, fr);
+	{
+		char *rargs[] = { "recv",
+				  "--listen",
+				  addr,
+				  "--mode",
+				  "payload",
+				  "--into-blob",
+				  "--size",
+				  "8M",
+				  "--page",
+				  "4k",
+				  "--accept-timeout",
+				  "30",
+				  "--transport",
+				  (char *)transport,
+				  NULL };
+		char *sargs[] = { "send",	 "--connect",	    addr,
+				  "--mode",	 "payload",	    "--size",
+				  "16M",	 "--page",	    "4k",
+				  "--transport", (char *)transport, NULL };
+
+		snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+		xfer("into-small", rargs, sargs, &rrc, &src);
+	}
+	CHECK(rrc && strstr(slurp("into-small-recv", "err"), "16777216") &&
+		      strstr(slurp("into-small-recv", "err"), "8388608"),
+	      "rc %d: %.400s", rrc, slurp("into-small-recv", "err"));
+	return TAP_PASS;
+}
+
+static int t_into_blob_tcp(void)
+{
+	return into_blob("tcp");
+}
+
+static int t_into_blob_udp(void)
+{
+	return into_blob("udp");
+}
+
 static int t_teardown(void)
 {
 	NEED_NET();
@@ -558,6 +645,10 @@ static const struct tap_test tests[] = {
 	{ "--integrity none, arithmetic: counts compared, integrity NA, exit 0", t_none_arith },
 	{ "different --integrity on the two ends is refused, clear error", t_integrity_mismatch },
 	{ "offset mode with both sides unprivileged (uid 65534, no capabilities)", t_nonroot },
+	{ "--into-blob over tcp: the receiver's blob becomes the sender's; other size refused",
+	  t_into_blob_tcp },
+	{ "--into-blob over udp: the receiver's blob becomes the sender's; other size refused",
+	  t_into_blob_udp },
 	{ "--range: one sweep of a blob range checksums exactly those bytes", t_range },
 	{ "pfs probe: 1 before the receiver is ready, 0 after, 2 without --ready-file", t_probe },
 	{ "remove the namespaces and veth", t_teardown },

@@ -49,6 +49,10 @@ struct pfs_tcp_recv_opts {
 	int io_timeout_ms;
 	const char *ready_file; /* NULL, or created once listening */
 	enum pfs_integrity integrity; /* checksum; a sender running another is refused */
+	/* payload: receive each byte straight into out_mem at its offset (the
+	 * receiver's blob; a sender of another blob size is refused), or NULL */
+	uint8_t *out_mem;
+	uint64_t out_mem_size;
 };
 
 /* pfs_tcp_send/pfs_tcp_recv - run one transfer. Return 0 when the transfer

@@ -448,7 +448,6 @@ static int rx_tick(struct rx *x, double now)
 	return 0;
 }
 
-/* Read END (the only record a sender sends after PARAMS). */
 /* The sender's ABORT: its reason, printable bytes only, into r->error. */
 static int rx_aborted(struct rx *x, const uint8_t *text, size_t n)
 {
@@ -460,6 +459,8 @@ static int rx_aborted(struct rx *x, const uint8_t *text, size_t n)
 	return pfs_xfer_fail(x->r, -ECANCELED, "%s", why);
 }
 
+/* Read the sender's records after PARAMS: END, and WAIT / ABORT from a
+ * sender whose blob is still filling. */
 static int rx_ctl(struct rx *x, double now)
 {
 	const uint8_t *rec;
@@ -558,6 +559,17 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname)
 	err = pfs_xfer_hello_check(raw, o->mode, o->integrity,
 				   o->blob ? pfs_blob__size(o->blob) : 0, fp, o->out_fd, &x->bound,
 				   &a, r);
+	if (!err && o->out_mem && x->bound != o->out_mem_size) {
+		a.type = PFS_CTL_REFUSE;
+		a.word = PFS_REFUSE_SIZE;
+		a.size = o->out_mem_size;
+		err = pfs_xfer_fail(r, -EPERM,
+				    "recv: refused %s: size mismatch: sender blob %" PRIu64
+				    " bytes, this receiver's blob %" PRIu64
+				    " bytes (--into-blob needs "
+				    "the sender's size)",
+				    r->peer, x->bound, o->out_mem_size);
+	}
 	if (err == -EPROTO)
 		return err;
 	if (!err) {
@@ -646,6 +658,8 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH)
 		return pfs_xfer_fail(r, -EINVAL, "recv: invalid options");
 	r->mode = o->mode;
+	if (o->out_mem && o->mode != PFS_MODE_PAYLOAD)
+		return pfs_xfer_fail(r, -EINVAL, "recv: out_mem is for payload mode");
 	if (o->mode != PFS_MODE_PAYLOAD && !o->blob)
 		return pfs_xfer_fail(r, -EINVAL,
 				     "recv: %s mode executes over a local blob: give one",
@@ -705,13 +719,6 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	err = rx_handshake(x, fp, be->name);
 	if (err)
 		goto out_close_ctl;
-	if (o->out_mem && (o->mode != PFS_MODE_PAYLOAD || x->bound > o->out_mem_size)) {
-		err = pfs_xfer_fail(r, -EMSGSIZE,
-				    "recv: %s sends a blob of %" PRIu64 " bytes, the destination "
-				    "holds %" PRIu64,
-				    r->peer, x->bound, o->out_mem_size);
-		goto out_close_ctl;
-	}
 	err = rx_alloc(x);
 	if (err) {
 		err = pfs_xfer_fail(r, err, "recv: out of memory for %u slots of %u bytes",

@@ -18,7 +18,10 @@
  *
  * Receiver: a 4 MiB receive buffer owned by the receiver thread; headers and
  * tables are decoded in place, payload is hashed in chunks of at most
- * 256 KiB as it arrives. A malformed gram ends the transfer with -EPROTO
+ * 256 KiB as it arrives. Into a blob (out_mem), payload beyond what is
+ * already buffered is received straight into the blob's pages at its offset
+ * and hashed there right after each piece lands, while it is in cache: no
+ * bounce buffer, one copy (the kernel's). A malformed gram ends the transfer with -EPROTO
  * (a byte stream cannot be resynchronised), counted in r->stats and logged.
  */
 #include <arpa/inet.h>
@@ -129,6 +132,17 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 				   o->blob ? pfs_blob__size(o->blob) : 0, fp, o->out_fd, bound, &a,
 				   r);
 	x->head += PFS_CTL_LEN;
+	if (!err && o->out_mem && *bound != o->out_mem_size) {
+		a.type = PFS_CTL_REFUSE;
+		a.word = PFS_REFUSE_SIZE;
+		a.size = o->out_mem_size;
+		err = pfs_xfer_fail(r, -EPERM,
+				    "recv: refused %s: size mismatch: sender blob %" PRIu64
+				    " bytes, this receiver's blob %" PRIu64
+				    " bytes (--into-blob needs "
+				    "the sender's size)",
+				    r->peer, *bound, o->out_mem_size);
+	}
 	if (err == -EPROTO)
 		return err;
 	if (err) {
@@ -170,6 +184,41 @@ static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x, const s
 			done += take;
 		}
 	}
+	return 0;
+}
+
+/* Payload into o->out_mem: see the file comment. */
+static int recv_payload_mem(const struct pfs_tcp_recv_opts *o, struct rx *x,
+			    const struct pfs_desc *d, int n, uint64_t *sum,
+			    struct pfs_xfer_result *r)
+{
+	for (int i = 0; i < n; i++) {
+		uint8_t *dst = o->out_mem + d[i].off;
+		uint64_t done = x->tail - x->head < d[i].len ? x->tail - x->head : d[i].len;
+
+		memcpy(dst, x->buf + x->head, done);
+		*sum = pfs_digest(o->integrity, *sum, dst, done);
+		x->head += done;
+		while (done < d[i].len) {
+			size_t want = d[i].len - done < RX_READ_MAX ? d[i].len - done : RX_READ_MAX;
+			ssize_t got = recv(x->fd, dst + done, want, MSG_WAITALL);
+
+			if (got <= 0) {
+				int err = got == 0 ? -ECONNRESET : pfs_xfer_io_err(errno);
+
+				if (got < 0 && errno == EINTR)
+					continue;
+				return pfs_xfer_fail(r, err,
+						     "recv: payload of gram %" PRIu64 ": %s",
+						     r->grams, pfs_xfer_io_what(err));
+			}
+			x->wire += (uint64_t)got;
+			*sum = pfs_digest(o->integrity, *sum, dst + done, (size_t)got);
+			done += (uint64_t)got;
+		}
+	}
+	if (x->head == x->tail)
+		x->head = x->tail = 0;
 	return 0;
 }
 
@@ -224,7 +273,8 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 					     r->stats.errors);
 		x->head += h.desc_len;
 		if (o->mode == PFS_MODE_PAYLOAD) {
-			err = recv_payload(o, x, d, n, &sum, r);
+			err = o->out_mem ? recv_payload_mem(o, x, d, n, &sum, r) :
+					   recv_payload(o, x, d, n, &sum, r);
 			if (err)
 				return err;
 			r->bytes += h.payload_len;
@@ -292,6 +342,8 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 	    o->integrity > PFS_INTEGRITY_NONE)
 		return pfs_xfer_fail(r, -EINVAL, "recv: invalid options");
 	r->mode = o->mode;
+	if (o->out_mem && o->mode != PFS_MODE_PAYLOAD)
+		return pfs_xfer_fail(r, -EINVAL, "recv: out_mem is for payload mode");
 	if (o->mode != PFS_MODE_PAYLOAD && !o->blob)
 		return pfs_xfer_fail(r, -EINVAL,
 				     "recv: %s mode executes over a local blob: give one",

@@ -50,6 +50,8 @@ static int tcp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 		.io_timeout_ms = o->io_timeout_ms,
 		.ready_file = o->ready_file,
 		.integrity = o->integrity,
+		.out_mem = o->out_mem,
+		.out_mem_size = o->out_mem_size,
 	};
 
 	return pfs_tcp_recv(&ro, r);

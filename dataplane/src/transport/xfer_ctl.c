@@ -409,6 +409,9 @@ int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t 
 			"mode %s, blob %" PRIu64 " bytes fingerprint 0x%016" PRIx64 ")%s",
 			r->peer, pfs_xfer_refuse_str(a.word), pfs_mode_str(h->mode), h->size, fp,
 			pfs_mode_str(a.mode), a.size, a.value,
+			a.word == PFS_REFUSE_SIZE && h->mode == PFS_MODE_PAYLOAD ?
+				"; a receiver writing into its blob (--into-blob) needs the "
+				"sender's size" :
 			a.word == PFS_REFUSE_FINGERPRINT || a.word == PFS_REFUSE_SIZE ?
 				"; offset and arithmetic modes need the same blob on both ends" :
 			a.word == PFS_REFUSE_INTEGRITY ?

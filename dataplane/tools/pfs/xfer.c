@@ -24,6 +24,7 @@
 
 struct xfer_args {
 	bool sender;
+	bool into_blob; /* --into-blob */
 	const char *connect, *listen;
 	const struct pfs_transport *transport;
 	enum pfs_gram_mode mode;
@@ -112,6 +113,9 @@ static const struct pfs_opt recv_opts[] = {
 	  "create PATH once a sender may start (readiness probes)" },
 	{ "out", PFS_OPT_STR, AT(out), "FILE",
 	  "also write the referenced bytes to FILE at their offsets" },
+	{ "into-blob", PFS_OPT_FLAG, AT(into_blob), NULL,
+	  "payload: receive the bytes straight into this side's blob at their offsets\n"
+	  "(--blob-name/--size/--page as for offset mode; tcp, udp, afxdp)" },
 	{ "accept-timeout", PFS_OPT_SECS, AT(accept_timeout), "S",
 	  "wait this long for a sender (default 60)" },
 	{ "attach", PFS_OPT_FN, AT(xdp_attach), "MODE",
@@ -487,6 +491,12 @@ static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 		.integrity = a->integrity,
 	};
 
+	if (a->into_blob) {
+		/* The blob is the destination here: no fingerprint to agree on. */
+		xo.blob = NULL;
+		xo.out_mem = pfs_blob__data(blob);
+		xo.out_mem_size = pfs_blob__size(blob);
+	}
 	process_opts(a, &xo);
 	if (a->sender) {
 		xo.sched.total_bytes = a->bytes		  ? a->bytes :
@@ -501,6 +511,8 @@ static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 		pfs_err("closing --out %s: %s", a->out, strerror(errno));
 		rc = rc ? rc : PFS_EXIT_ERROR;
 	}
+	if (a->into_blob && !err)
+		fp = pfs_blob__fingerprint(blob); /* of what arrived: the sender's when equal */
 	report(a, blob, fp, r, err, rc);
 	return rc;
 }
@@ -532,7 +544,12 @@ static int run(int argc, char **argv, bool sender)
 	}
 	if (pfs_cli_check_args)
 		return PFS_EXIT_OK;
-	if (sender || a.mode != PFS_MODE_PAYLOAD) {
+	if (a.into_blob && (sender || a.mode != PFS_MODE_PAYLOAD)) {
+		pfs_err("%s: --into-blob is for a payload receiver (pfs recv --mode payload)",
+			argv[0]);
+		return PFS_EXIT_USAGE;
+	}
+	if (sender || a.mode != PFS_MODE_PAYLOAD || a.into_blob) {
 		blob = pfs_cli_share_set(&a.share) ?
 			       pfs_cli_share_get(&a.share, r.error, sizeof(r.error)) :
 			       pfs_cli_blob_get(&a.cb, r.error, sizeof(r.error));
