@@ -86,6 +86,8 @@ enum pfs_refuse_code {
 	PFS_REFUSE_SIZE = 4,
 	PFS_REFUSE_PARAMS = 5, /* transport parameters (udp: fragment size, window) */
 	PFS_REFUSE_INTEGRITY = 6, /* the two ends run different checksums */
+	PFS_REFUSE_LIMIT = 7, /* the sender's blob is over the receiver's size
+			       * limit (payload mode); REFUSE.size carries it */
 };
 
 #define PFS_CTL_F_OK 0x01 /* RESULT: receiver's checksum matched */

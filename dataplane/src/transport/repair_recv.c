@@ -108,6 +108,7 @@ struct rx {
 	double end_at;
 	struct pfs_ctl end;
 	uint64_t bound;
+	uint64_t planned; /* HELLO count: the effective bytes agreed */
 	const uint8_t *base;
 	struct pfs_desc *d; /* descriptors of gram `cum` while it executes */
 	uint32_t cur_n, cur_i; /* its descriptor count + 1 (0: none decoded), next one */
@@ -548,6 +549,13 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname)
 	struct pfs_xfer_result *r = x->r;
 	const struct pfs_xfer_opts *o = x->o;
 	uint8_t raw[PFS_CTL_LEN], prm[PFS_UDP_REC_LEN];
+	const struct pfs_xfer_terms t = { .mode = o->mode,
+					  .integrity = o->integrity,
+					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
+					  .fp = fp,
+					  .out_fd = o->out_fd,
+					  .max_size = o->max_size };
+	struct pfs_xfer_agreed ag = { 0 };
 	struct pfs_udp_rec p;
 	struct pfs_ctl a;
 	int err = pfs_xfer_read_full(x->cfd, raw, sizeof(raw), &r->wire_bytes);
@@ -555,9 +563,9 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname)
 	if (err)
 		return pfs_xfer_fail(r, err, "recv: waiting for HELLO from %s: %s", r->peer,
 				     pfs_xfer_io_what(err));
-	err = pfs_xfer_hello_check(raw, o->mode, o->integrity,
-				   o->blob ? pfs_blob__size(o->blob) : 0, fp, o->out_fd, &x->bound,
-				   &a, r);
+	err = pfs_xfer_hello_check(raw, &t, &ag, &a, r);
+	x->bound = ag.bound;
+	x->planned = ag.planned;
 	if (err == -EPROTO)
 		return err;
 	if (!err) {

@@ -117,17 +117,21 @@ static int recv_accept(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result
 
 /* Answer HELLO: 0 to go on, -errno after sending REFUSE. */
 static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t fp,
-			  uint64_t *bound, struct pfs_xfer_result *r)
+			  struct pfs_xfer_agreed *ag, struct pfs_xfer_result *r)
 {
+	const struct pfs_xfer_terms t = { .mode = o->mode,
+					  .integrity = o->integrity,
+					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
+					  .fp = fp,
+					  .out_fd = o->out_fd,
+					  .max_size = o->max_size };
 	struct pfs_ctl a;
 	int err = rx_need(x, PFS_CTL_LEN);
 
 	if (err)
 		return pfs_xfer_fail(r, err, "recv: waiting for HELLO from %s: %s", r->peer,
 				     pfs_xfer_io_what(err));
-	err = pfs_xfer_hello_check(x->buf + x->head, o->mode, o->integrity,
-				   o->blob ? pfs_blob__size(o->blob) : 0, fp, o->out_fd, bound, &a,
-				   r);
+	err = pfs_xfer_hello_check(x->buf + x->head, &t, ag, &a, r);
 	x->head += PFS_CTL_LEN;
 	if (err == -EPROTO)
 		return err;
@@ -284,7 +288,8 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 	struct pfs_ctl end, res = { .type = PFS_CTL_RESULT };
 	struct pfs_desc *d = NULL;
 	double t0, u0, s0, u1, s1;
-	uint64_t fp = 0, bound = 0;
+	struct pfs_xfer_agreed ag = { 0 };
+	uint64_t fp = 0;
 	int err;
 
 	memset(r, 0, sizeof(*r));
@@ -310,15 +315,15 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 		err = x.fd;
 		goto out_free;
 	}
-	err = recv_handshake(o, &x, fp, &bound, r);
+	err = recv_handshake(o, &x, fp, &ag, r);
 	if (err)
 		goto out_close;
 	pfs_info("recv: %s connected, mode %s, blob %" PRIu64 " bytes", r->peer,
-		 pfs_mode_str(o->mode), bound);
+		 pfs_mode_str(o->mode), ag.bound);
 
 	t0 = pfs_xfer_now();
 	pfs_xfer_cpu(&u0, &s0);
-	err = recv_stream(o, &x, bound, d, &end, r);
+	err = recv_stream(o, &x, ag.bound, d, &end, r);
 	pfs_xfer_cpu(&u1, &s1);
 	r->elapsed_s = pfs_xfer_now() - t0;
 	r->user_s = u1 - u0;

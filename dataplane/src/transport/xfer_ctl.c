@@ -131,6 +131,8 @@ const char *pfs_xfer_refuse_str(uint32_t code)
 		return "transport parameters not acceptable";
 	case PFS_REFUSE_INTEGRITY:
 		return "integrity checksum mismatch";
+	case PFS_REFUSE_LIMIT:
+		return "blob over the receiver's size limit";
 	}
 	return "unknown reason";
 }
@@ -309,10 +311,15 @@ int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms, in
 	}
 }
 
-int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode, enum pfs_integrity integrity,
-			 uint64_t size, uint64_t fp, int out_fd, uint64_t *bound, struct pfs_ctl *a,
-			 struct pfs_xfer_result *r)
+int pfs_xfer_hello_check(const uint8_t *raw, const struct pfs_xfer_terms *t,
+			 struct pfs_xfer_agreed *ag, struct pfs_ctl *a, struct pfs_xfer_result *r)
 {
+	enum pfs_gram_mode mode = t->mode;
+	enum pfs_integrity integrity = t->integrity;
+	uint64_t size = t->blob_size, fp = t->fp;
+	uint64_t max_size = t->max_size ? t->max_size : PFS_XFER_MAX_SIZE_DEFAULT;
+	uint64_t *bound = &ag->bound;
+	int out_fd = t->out_fd;
 	struct pfs_ctl h;
 	int err = pfs_ctl_decode(raw, PFS_CTL_LEN, &h);
 
@@ -364,8 +371,21 @@ int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode, enum pfs_i
 				     r->peer, pfs_xfer_refuse_str(a->word), h.size, h.value, size,
 				     fp, pfs_mode_str(mode));
 	}
-	/* Payload mode needs no shared blob: bounds come from the sender's. */
+	/* Payload mode needs no shared blob: bounds come from the sender's, and
+	 * --out is sized to them, so a claim of 2^40 bytes would make a 1 TiB
+	 * file. The receiver's own limit decides, not the sender. */
+	if (mode == PFS_MODE_PAYLOAD && h.size > max_size) {
+		a->type = PFS_CTL_REFUSE;
+		a->word = PFS_REFUSE_LIMIT;
+		a->size = max_size;
+		return pfs_xfer_fail(r, -EPERM,
+				     "recv: refused %s: its blob of %" PRIu64 " bytes is over "
+				     "this receiver's limit of %" PRIu64 " bytes; raise "
+				     "--max-size to accept it",
+				     r->peer, h.size, max_size);
+	}
 	*bound = mode == PFS_MODE_PAYLOAD ? h.size : size;
+	ag->planned = h.count;
 	if (out_fd >= 0) {
 		struct stat st;
 
@@ -401,6 +421,12 @@ int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t 
 		return pfs_xfer_fail(r, -EPROTO, "send: bad answer to HELLO from %s", r->peer);
 	r->peer_blob_size = a.size;
 	r->peer_fingerprint = a.value;
+	if (a.type == PFS_CTL_REFUSE && a.word == PFS_REFUSE_LIMIT)
+		return pfs_xfer_fail(r, -EPERM,
+				     "send: receiver %s refused: %s: this blob is %" PRIu64
+				     " bytes, the receiver takes at most %" PRIu64
+				     " (its --max-size)",
+				     r->peer, pfs_xfer_refuse_str(a.word), h->size, a.size);
 	if (a.type == PFS_CTL_REFUSE)
 		return pfs_xfer_fail(
 			r, -EPERM,

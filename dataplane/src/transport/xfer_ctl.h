@@ -61,14 +61,31 @@ int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms, in
  * socket @fd; sets r->peer. Returns @fd. */
 int pfs_xfer_given_ctl(int fd, struct pfs_xfer_result *r);
 
-/* Receiver: judge the sender's HELLO (@raw, PFS_CTL_LEN bytes) for a
- * receiver of @mode and checksum @integrity holding @blob_size bytes with
- * fingerprint @fp (payload mode: no blob needed). Fills @ans with ACCEPT or REFUSE (the caller sends
- * it) and *bound with the blob size descriptors are checked against; sizes
- * @out_fd to it. 0 accept, -EPERM refuse, -EPROTO not a HELLO; r->error set. */
-int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode, enum pfs_integrity integrity,
-			 uint64_t blob_size, uint64_t fp, int out_fd, uint64_t *bound,
-			 struct pfs_ctl *ans, struct pfs_xfer_result *r);
+/* What a receiver accepts: its mode and checksum, its blob (payload mode:
+ * none, blob_size and fp 0), its --out file (-1: none) and the largest blob
+ * a payload sender may claim (0: PFS_XFER_MAX_SIZE_DEFAULT). */
+struct pfs_xfer_terms {
+	enum pfs_gram_mode mode;
+	enum pfs_integrity integrity;
+	uint64_t blob_size, fp;
+	int out_fd;
+	uint64_t max_size;
+};
+
+/* What a receiver agreed to with an accepted HELLO. */
+struct pfs_xfer_agreed {
+	uint64_t bound; /* descriptors must lie inside [0, bound) */
+	uint64_t planned; /* effective bytes the sender announced (HELLO count): the most
+			   * the receiver executes; a gram past it ends the transfer */
+};
+
+/* Receiver: judge the sender's HELLO (@raw, PFS_CTL_LEN bytes) against @t.
+ * Fills @ans with ACCEPT or REFUSE (the caller sends it) and @ag; sizes
+ * t->out_fd to ag->bound. 0 accept, -EPERM refuse, -EPROTO not a HELLO;
+ * r->error set. */
+int pfs_xfer_hello_check(const uint8_t *raw, const struct pfs_xfer_terms *t,
+			 struct pfs_xfer_agreed *ag, struct pfs_ctl *ans,
+			 struct pfs_xfer_result *r);
 /* Sender: judge the receiver's answer @raw to our HELLO @h. 0 accepted,
  * -EPERM refused, -EPROTO garbage; r->error set. */
 int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t fp,
