@@ -23,13 +23,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pfs/blob.h"
 #include "pfs/gram.h"
 #include "pfs/udp.h"
 #include "netns.h"
 
 static int port = 7900;
 
-__attribute__((unused)) static double mono(void)
+static double mono(void)
 {
 	struct timespec ts;
 
@@ -175,6 +176,176 @@ static int t_max_size_udp(void)
 	return max_size_send("udp");
 }
 
+/* ---- item: work bounded by what was agreed ---- */
+
+#define BLOB_SIZE (64ULL << 20)
+
+/* The fingerprint of the receivers' blob: --size 64M --fill zero. */
+static uint64_t zero_blob_fp(void)
+{
+	static uint64_t fp;
+	uint8_t *z;
+
+	if (fp)
+		return fp;
+	z = calloc(1, BLOB_SIZE);
+	if (z)
+		fp = pfs_fingerprint_mem(z, BLOB_SIZE);
+	free(z);
+	return fp;
+}
+
+/* In a child: an offset-mode gram 0 of @n descriptors of @len bytes at
+ * offset 0 into @g (cap bytes); its length or -1. */
+static ssize_t offset_gram(uint32_t n, uint32_t len, uint8_t *g, size_t cap)
+{
+	struct pfs_desc *d = calloc(n, sizeof(*d));
+	ssize_t gl;
+
+	if (!d)
+		return -1;
+	for (uint32_t i = 0; i < n; i++)
+		d[i].len = len;
+	gl = pfs_gram_encode(PFS_MODE_OFFSET, 0, d, n, g, cap);
+	free(d);
+	return gl;
+}
+
+/* In a child: HELLO for the receivers' blob announcing @planned bytes (udp:
+ * + PARAMS naming @uport), then the answer; 0 on ACCEPT. */
+static int hello_accepted(int s, bool udp, uint64_t planned, uint16_t uport)
+{
+	struct pfs_ctl h = { .type = PFS_CTL_HELLO,
+			     .mode = PFS_MODE_OFFSET,
+			     .size = BLOB_SIZE,
+			     .value = zero_blob_fp(),
+			     .count = planned,
+			     .word = PFS_GRAM_MAX_DESC };
+	struct pfs_udp_rec p = {
+		.type = PFS_UDP_PARAMS, .a = 1u << 20, .b = uport, .d = 1440, .e = 32
+	};
+	uint8_t rec[PFS_CTL_LEN + PFS_UDP_REC_LEN];
+	size_t len = PFS_CTL_LEN;
+
+	pfs_ctl_encode(&h, rec);
+	if (udp)
+		len += pfs_udp_rec_encode(&p, NULL, rec + PFS_CTL_LEN);
+	if (write(s, rec, len) != (ssize_t)len || read(s, rec, PFS_CTL_LEN) != PFS_CTL_LEN ||
+	    pfs_ctl_decode(rec, PFS_CTL_LEN, &h) || h.type != PFS_CTL_ACCEPT)
+		return -1;
+	return 0;
+}
+
+/* A hand-made sender of one offset gram of @n x @len bytes after a HELLO
+ * announcing @planned: the receiver (--timeout 4) must reject it, count it,
+ * say @want, exit 1 and drop the connection, well within its timeout. */
+static int bad_gram(const char *transport, uint32_t n, uint32_t len, uint64_t planned,
+		    const char *want)
+{
+	bool udp = !strcmp(transport, "udp");
+	char addr[64];
+	char *rargs[] = { "recv",
+			  "--listen",
+			  addr,
+			  "--mode",
+			  "offset",
+			  "--size",
+			  "64M",
+			  "--page",
+			  "4k",
+			  "--fill",
+			  "zero",
+			  "--transport",
+			  (char *)transport,
+			  "--timeout",
+			  "4",
+			  "--accept-timeout",
+			  "20",
+			  NULL };
+	double t0;
+	pid_t r, c;
+	int rc;
+
+	NEED_NET();
+	CHECK(zero_blob_fp(), "no memory for the blob's fingerprint");
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn(ns_b, "badgram", rargs);
+	t0 = mono();
+	c = fork();
+	if (c == 0) {
+		size_t cap = PFS_GRAM_HDR_LEN + pfs_gram_desc_len_max(PFS_MODE_OFFSET, n);
+		uint8_t *g = malloc(cap), dg[PFS_UDP_FRAG_LEN + 1440];
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) }, la;
+		socklen_t ll = sizeof(la);
+		ssize_t gl;
+		int s = raw_connect(), u = -1;
+
+		if (s < 0 || !g || (gl = offset_gram(n, len, g, cap)) < 0)
+			_exit(2);
+		if (udp) {
+			inet_pton(AF_INET, ip_b, &sa.sin_addr);
+			u = socket(AF_INET, SOCK_DGRAM, 0);
+			if (connect(u, (struct sockaddr *)&sa, sizeof(sa)) ||
+			    getsockname(u, (struct sockaddr *)&la, &ll))
+				_exit(3);
+		}
+		if (hello_accepted(s, udp, planned, udp ? ntohs(la.sin_port) : 0))
+			_exit(4);
+		if (!udp && write(s, g, gl) != gl)
+			_exit(5);
+		for (uint32_t off = 0; udp && off < gl; off += 1440) {
+			struct pfs_udp_frag f = { .frag_len = gl - off < 1440 ? gl - off : 1440,
+						  .gram_len = (uint32_t)gl,
+						  .frag_off = off };
+
+			pfs_udp_frag_encode(&f, dg);
+			memcpy(dg + PFS_UDP_FRAG_LEN, g + off, f.frag_len);
+			(void)!send(u, dg, PFS_UDP_FRAG_LEN + f.frag_len, 0);
+			if (off / 1440 % 32 == 31)
+				usleep(1000); /* no socket overflow: nobody repairs */
+		}
+		/* The receiver closes the connection when it drops us. */
+		while (read(s, dg, sizeof(dg)) > 0)
+			;
+		_exit(0);
+	}
+	rc = wait_rc(r, 20);
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	tap_diag("%s: rejected after %.2f s: %.160s", transport, mono() - t0,
+		 strstr(slurp("badgram", "err"), "recv: gram") ?: slurp("badgram", "err"));
+	CHECK(rc == 1, "receiver exit %d (want 1): %s", rc, slurp("badgram", "err"));
+	CHECK(mono() - t0 < 4, "took %.1f s, over the receiver's --timeout 4", mono() - t0);
+	CHECK(strstr(slurp("badgram", "err"), want), "message lacks '%s': %s", want,
+	      slurp("badgram", "err"));
+	CHECK(strstr(slurp("badgram", "json"), "\"decode_errors\":1"), "not counted: %s",
+	      slurp("badgram", "json"));
+	return TAP_PASS;
+}
+
+/* The issue's gram: 65536 descriptors of 64 MiB (786 KB on the wire, 4 TiB
+ * to hash), announced honestly: over the per-gram cap. */
+static int t_gram_cap_tcp(void)
+{
+	return bad_gram("tcp", PFS_GRAM_MAX_DESC, 64u << 20, 1ULL << 42, "over the limit");
+}
+
+static int t_gram_cap_udp(void)
+{
+	return bad_gram("udp", PFS_GRAM_MAX_DESC, 64u << 20, 1ULL << 42, "over the limit");
+}
+
+/* Within the cap, but past what the HELLO announced (1 MiB). */
+static int t_planned_tcp(void)
+{
+	return bad_gram("tcp", 4, 1u << 20, 1u << 20, "past the 1048576 effective bytes");
+}
+
+static int t_planned_udp(void)
+{
+	return bad_gram("udp", 4, 1u << 20, 1u << 20, "past the 1048576 effective bytes");
+}
+
 static int t_teardown(void)
 {
 	NEED_NET();
@@ -189,6 +360,14 @@ static const struct tap_test tests[] = {
 	  t_max_size_hello },
 	{ "tcp: pfs send over --max-size: both sides exit 4 naming both numbers", t_max_size_tcp },
 	{ "udp: pfs send over --max-size: both sides exit 4 naming both numbers", t_max_size_udp },
+	{ "tcp: a gram of 65536 x 64 MiB is rejected (cap), counted, logged, within --timeout",
+	  t_gram_cap_tcp },
+	{ "udp: a gram of 65536 x 64 MiB is rejected (cap), counted, logged, within --timeout",
+	  t_gram_cap_udp },
+	{ "tcp: a gram past the HELLO's planned bytes is rejected, counted, logged",
+	  t_planned_tcp },
+	{ "udp: a gram past the HELLO's planned bytes is rejected, counted, logged",
+	  t_planned_udp },
 	{ "remove the namespaces and veth", t_teardown },
 };
 

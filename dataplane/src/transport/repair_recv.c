@@ -259,6 +259,16 @@ static int rx_burst(struct rx *x, double now)
 	return x->io->ops->recv(x->io, place_cb, x);
 }
 
+/* The sum of a decoded gram's descriptor lengths: what executing it costs. */
+static uint64_t gram_effective(const struct pfs_desc *d, int n)
+{
+	uint64_t eff = 0;
+
+	for (int i = 0; i < n; i++)
+		eff += d[i].len;
+	return eff;
+}
+
 /* Execute the complete grams at the front of the window, in order, at most
  * EXEC_STEP referenced bytes per call: an offset-mode gram can reference
  * 100+ MiB, and the socket must not go unread (nor ACKs unsent) that long. */
@@ -273,6 +283,8 @@ static int rx_exec(struct rx *x)
 
 		if (!x->cur_n) {
 			struct pfs_gram_hdr h;
+			uint64_t eff = 0;
+			bool over;
 			int n;
 
 			if (!s->used || s->seq != x->cum || s->have < s->nfrags)
@@ -281,7 +293,24 @@ static int rx_exec(struct rx *x)
 					    &x->cur_pl);
 			if (n >= 0 && (h.seq != s->seq || h.mode != x->o->mode))
 				n = -EBADMSG;
-			pfs_gram_stats_count(&r->stats, n);
+			/* Work beyond what the HELLO announced, or over the
+			 * per-gram cap, is what the sender meant (the CRCs held),
+			 * not damage in transit: refused, not asked for again. */
+			over = n >= 0 && (eff = gram_effective(x->d, n)) > x->planned - r->bytes;
+			pfs_gram_stats_count(&r->stats, over ? -E2BIG : n);
+			if (n == -E2BIG)
+				return pfs_xfer_fail(r, -EPROTO,
+						     "recv: gram %" PRIu64 " from %s refused: %s; "
+						     "dropped",
+						     s->seq, r->peer, pfs_wire_strerror(n));
+			if (over) {
+				return pfs_xfer_fail(
+					r, -EPROTO,
+					"recv: gram %" PRIu64 " from %s references %" PRIu64
+					" bytes, past the %" PRIu64 " effective bytes its "
+					"HELLO announced (%" PRIu64 " done); dropped",
+					s->seq, r->peer, eff, x->planned, r->bytes);
+			}
 			if (n < 0) {
 				s->used = false; /* asked for again by the next NAK scan */
 				pfs_warn("recv: gram %" PRIu64

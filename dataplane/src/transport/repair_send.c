@@ -176,7 +176,7 @@ static int tx_produce(struct tx *t)
 	uint64_t cap = o->mode == PFS_MODE_PAYLOAD ?
 			       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes :
 								       UDP_GRAM_PAYLOAD_MAX) :
-			       UINT64_MAX;
+			       PFS_GRAM_MAX_EFFECTIVE;
 	struct pfs_sched next = t->sched; /* committed once the bytes are there */
 	uint32_t n = pfs_sched_next(&next, s->d, o->desc_per_gram, cap);
 	ssize_t len;

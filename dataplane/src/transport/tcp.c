@@ -53,6 +53,7 @@
 #define TX_FLUSH_EFFECTIVE (8ULL << 20)
 #define TX_PIECE (256u << 10)
 #define TX_IOV 64
+#define EXEC_STEP (4u << 20) /* referenced bytes executed between deadline checks */
 
 /* Receive buffer: bytes [head, tail) are unread. Owned by one thread. */
 struct rx {
@@ -60,6 +61,7 @@ struct rx {
 	uint8_t *buf;
 	size_t head, tail;
 	uint64_t wire;
+	double deadline; /* CLOCK_MONOTONIC s: the current record must be whole by then */
 };
 
 static int rx_read(struct rx *x, size_t max)
@@ -177,17 +179,66 @@ static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x, const s
 	return 0;
 }
 
-static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t bound,
-		       struct pfs_desc *d, struct pfs_ctl *end, struct pfs_xfer_result *r)
+/* The sum of a decoded gram's descriptor lengths: what executing it costs. */
+static uint64_t gram_effective(const struct pfs_desc *d, int n)
 {
-	const uint8_t *base = o->blob ? pfs_blob__data(o->blob) : NULL;
+	uint64_t eff = 0;
+
+	for (int i = 0; i < n; i++)
+		eff += d[i].len;
+	return eff;
+}
+
+/* Offset/arith: hash (and copy out) the receiver's own bytes the gram
+ * references, EXEC_STEP at a time, so a gram of gigabytes still notices
+ * the deadline it must complete by. */
+static int recv_exec(const struct pfs_tcp_recv_opts *o, const struct pfs_desc *d, int n,
+		     double deadline, uint64_t *sum, struct pfs_xfer_result *r)
+{
+	const uint8_t *base = pfs_blob__data(o->blob);
+	uint64_t budget = EXEC_STEP;
+	int err;
+
+	for (int i = 0; i < n; i++) {
+		for (uint64_t done = 0; done < d[i].len;) {
+			uint64_t take = d[i].len - done < budget ? d[i].len - done : budget;
+
+			*sum = pfs_digest(o->integrity, *sum, base + d[i].off + done, take);
+			if (o->out_fd >= 0 &&
+			    (err = pfs_xfer_out_write(o->out_fd, base + d[i].off + done, take,
+						      d[i].off + done, r)))
+				return err;
+			done += take;
+			budget -= take;
+			if (budget)
+				continue;
+			budget = EXEC_STEP;
+			if (pfs_xfer_now() > deadline)
+				return pfs_xfer_fail(r, -ETIMEDOUT,
+						     "recv: gram %" PRIu64 " from %s not executed "
+						     "within %.1f s (--timeout); dropped",
+						     r->grams, r->peer, o->io_timeout_ms / 1000.0);
+		}
+		r->bytes += d[i].len;
+	}
+	return 0;
+}
+
+static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x,
+		       const struct pfs_xfer_agreed *ag, struct pfs_desc *d, struct pfs_ctl *end,
+		       struct pfs_xfer_result *r)
+{
 	uint64_t sum = pfs_digest_init(o->integrity);
 	int err;
 
 	for (;;) {
 		struct pfs_gram_hdr h;
+		uint64_t eff = 0;
 		int n;
 
+		/* Each gram (or the END after the last) must be whole, and an
+		 * offset/arith gram executed, within --timeout of the one before. */
+		x->deadline = pfs_xfer_now() + o->io_timeout_ms / 1000.0;
 		err = rx_need(x, PFS_GRAM_HDR_LEN);
 		if (err)
 			return pfs_xfer_fail(r, err, "recv: after %" PRIu64 " grams: %s", r->grams,
@@ -215,9 +266,19 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 			if (err)
 				return pfs_xfer_fail(r, err, "recv: table of gram %" PRIu64 ": %s",
 						     h.seq, pfs_xfer_io_what(err));
-			n = pfs_gram_decode_desc(&h, x->buf + x->head, h.desc_len, bound, d,
+			n = pfs_gram_decode_desc(&h, x->buf + x->head, h.desc_len, ag->bound, d,
 						 PFS_GRAM_MAX_DESC);
 			err = n < 0 ? n : 0;
+		}
+		/* Work beyond what the HELLO announced is refused, like a
+		 * malformed gram, before any of it is done. */
+		if (!err && (eff = gram_effective(d, n)) > ag->planned - r->bytes) {
+			pfs_gram_stats_count(&r->stats, -E2BIG);
+			return pfs_xfer_fail(r, -EPROTO,
+					     "recv: gram %" PRIu64 " from %s references %" PRIu64
+					     " bytes, past the %" PRIu64 " effective bytes its "
+					     "HELLO announced (%" PRIu64 " done); dropped",
+					     r->grams, r->peer, eff, ag->planned, r->bytes);
 		}
 		pfs_gram_stats_count(&r->stats, err);
 		if (err)
@@ -233,15 +294,9 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 				return err;
 			r->bytes += h.payload_len;
 		} else {
-			for (int i = 0; i < n; i++) {
-				sum = pfs_digest(o->integrity, sum, base + d[i].off, d[i].len);
-				r->bytes += d[i].len;
-			}
-			if (o->out_fd >= 0)
-				for (int i = 0; i < n; i++)
-					if ((err = pfs_xfer_out_write(o->out_fd, base + d[i].off,
-								      d[i].len, d[i].off, r)))
-						return err;
+			err = recv_exec(o, d, n, x->deadline, &sum, r);
+			if (err)
+				return err;
 		}
 		r->descs += n;
 		r->grams++;
@@ -323,7 +378,7 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 
 	t0 = pfs_xfer_now();
 	pfs_xfer_cpu(&u0, &s0);
-	err = recv_stream(o, &x, ag.bound, d, &end, r);
+	err = recv_stream(o, &x, &ag, d, &end, r);
 	pfs_xfer_cpu(&u1, &s1);
 	r->elapsed_s = pfs_xfer_now() - t0;
 	r->user_s = u1 - u0;
@@ -455,7 +510,8 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 				     so.align, so.min_len, so.max_len, so.range_off, so.range_len,
 				     so.blob_size);
 	while ((n = pfs_sched_next(&s, d, o->desc_per_gram,
-				   o->mode == PFS_MODE_PAYLOAD ? o->gram_bytes : UINT64_MAX))) {
+				   o->mode == PFS_MODE_PAYLOAD ? o->gram_bytes :
+								 PFS_GRAM_MAX_EFFECTIVE))) {
 		ssize_t len;
 
 		if (cap - fill < need) {
