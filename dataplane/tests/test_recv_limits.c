@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -346,6 +347,225 @@ static int t_planned_udp(void)
 	return bad_gram("udp", 4, 1u << 20, 1u << 20, "past the 1048576 effective bytes");
 }
 
+/* ---- item: deadlines, not per-recv() timeouts ---- */
+
+/* In a child: write @len bytes of @b one a second until @max_s have passed
+ * or the receiver closes; exit with the seconds until it closed (255: it
+ * never did). */
+static void trickle(int s, const uint8_t *b, size_t len, int max_s)
+{
+	double t0 = mono();
+
+	signal(SIGPIPE, SIG_IGN);
+	for (size_t i = 0; i < len && mono() - t0 < max_s; i++) {
+		struct timeval tv = { .tv_sec = 1 };
+		uint8_t c;
+
+		if (write(s, b + i, 1) != 1)
+			_exit((int)(mono() - t0 + 0.5));
+		/* A second's wait that also sees the receiver close. */
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (read(s, &c, 1) == 0)
+			_exit((int)(mono() - t0 + 0.5));
+	}
+	_exit(255);
+}
+
+/* A client sends its HELLO (udp: HELLO + PARAMS) a byte a second to a
+ * receiver with --timeout 3: it is dropped after 3 s, said so, and the
+ * receiver goes on accepting: a real `pfs send` then succeeds. */
+static int trickle_hello(const char *transport)
+{
+	bool udp = !strcmp(transport, "udp");
+	char addr[64], tag[32], rt[48], st[48];
+	char *rargs[] = { "recv",
+			  "--listen",
+			  addr,
+			  "--mode",
+			  "payload",
+			  "--transport",
+			  (char *)transport,
+			  "--timeout",
+			  "3",
+			  "--accept-timeout",
+			  "30",
+			  NULL };
+	char *sargs[] = { "send",
+			  "--connect",
+			  addr,
+			  "--mode",
+			  "payload",
+			  "--transport",
+			  (char *)transport,
+			  "--size",
+			  "8M",
+			  "--page",
+			  "4k",
+			  NULL };
+	pid_t r, c, s;
+	int rc, crc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	snprintf(tag, sizeof(tag), "trickle-%s", transport);
+	snprintf(rt, sizeof(rt), "%s-recv", tag);
+	snprintf(st, sizeof(st), "%s-send", tag);
+	r = spawn(ns_b, rt, rargs);
+	c = fork();
+	if (c == 0) {
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO,
+				     .mode = PFS_MODE_PAYLOAD,
+				     .size = 1 << 20,
+				     .count = 1 << 20,
+				     .word = 1 };
+		struct pfs_udp_rec p = {
+			.type = PFS_UDP_PARAMS, .a = 1u << 20, .b = 9, .d = 1440, .e = 32
+		};
+		uint8_t rec[PFS_CTL_LEN + PFS_UDP_REC_LEN];
+		int fd = raw_connect();
+
+		pfs_ctl_encode(&h, rec);
+		pfs_udp_rec_encode(&p, NULL, rec + PFS_CTL_LEN);
+		if (fd < 0)
+			_exit(254);
+		trickle(fd, rec, udp ? sizeof(rec) : PFS_CTL_LEN, 10);
+	}
+	crc = wait_rc(c, 20);
+	s = spawn(ns_a, st, sargs);
+	src = wait_rc(s, 30);
+	rc = wait_rc(r, 30);
+	tap_diag("%s: the trickling client was dropped after %d s", transport, crc);
+	CHECK(crc >= 2 && crc <= 4, "dropped after %d s (want 3 +- 1; 255: never)", crc);
+	CHECK(strstr(slurp(rt, "err"), "no complete HELLO within 3.0 s"), "no message: %s",
+	      slurp(rt, "err"));
+	CHECK(rc == 0 && src == 0, "the real transfer: recv %d send %d: %s", rc, src,
+	      slurp(rt, "err"));
+	CHECK(strstr(slurp(rt, "json"), "\"integrity\":\"OK\""), "receiver: %s", slurp(rt, "json"));
+	return TAP_PASS;
+}
+
+static int t_trickle_hello_tcp(void)
+{
+	return trickle_hello("tcp");
+}
+
+static int t_trickle_hello_udp(void)
+{
+	return trickle_hello("udp");
+}
+
+/* A valid HELLO, then a gram header a byte a second: the receiver (exit 5)
+ * gives up 3 s after the HELLO, saying the gram did not arrive whole. */
+static int t_trickle_gram_tcp(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--listen",	      addr, "--mode", "payload", "--timeout",
+			  "3",	  "--accept-timeout", "20", NULL };
+	pid_t r, c;
+	int rc, crc;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn(ns_b, "tricklegram", rargs);
+	c = fork();
+	if (c == 0) {
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO,
+				     .mode = PFS_MODE_PAYLOAD,
+				     .size = 1 << 20,
+				     .count = 100,
+				     .word = 1 };
+		struct pfs_desc d = { .len = 100 };
+		uint8_t rec[PFS_CTL_LEN], g[256];
+		int fd = raw_connect();
+		ssize_t gl = pfs_gram_encode(PFS_MODE_PAYLOAD, 0, &d, 1, g, sizeof(g));
+
+		pfs_ctl_encode(&h, rec);
+		if (fd < 0 || gl < 0 || write(fd, rec, sizeof(rec)) != sizeof(rec) ||
+		    read(fd, rec, sizeof(rec)) != sizeof(rec))
+			_exit(254);
+		trickle(fd, g, (size_t)gl, 10);
+	}
+	crc = wait_rc(c, 20);
+	rc = wait_rc(r, 20);
+	tap_diag("the trickling sender was dropped after %d s", crc);
+	CHECK(rc == 5, "receiver exit %d (want 5): %s", rc, slurp("tricklegram", "err"));
+	CHECK(crc >= 2 && crc <= 4, "dropped after %d s (want 3 +- 1; 255: never)", crc);
+	CHECK(strstr(slurp("tricklegram", "err"), "gram 0") &&
+		      strstr(slurp("tricklegram", "err"), "not complete within 3.0 s"),
+	      "message: %s", slurp("tricklegram", "err"));
+	return TAP_PASS;
+}
+
+/* A connection that says nothing, then the real sender at once: the
+ * transfer succeeds without waiting for the silent one's deadline. */
+static int silent_first(const char *transport)
+{
+	char addr[64], tag[32], rt[48], st[48];
+	char *rargs[] = { "recv",
+			  "--listen",
+			  addr,
+			  "--mode",
+			  "payload",
+			  "--transport",
+			  (char *)transport,
+			  "--timeout",
+			  "20",
+			  "--accept-timeout",
+			  "30",
+			  NULL };
+	char *sargs[] = { "send",
+			  "--connect",
+			  addr,
+			  "--mode",
+			  "payload",
+			  "--transport",
+			  (char *)transport,
+			  "--size",
+			  "8M",
+			  "--page",
+			  "4k",
+			  NULL };
+	double t0;
+	pid_t r, c, s;
+	int rc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	snprintf(tag, sizeof(tag), "silent-%s", transport);
+	snprintf(rt, sizeof(rt), "%s-recv", tag);
+	snprintf(st, sizeof(st), "%s-send", tag);
+	r = spawn(ns_b, rt, rargs);
+	c = fork();
+	if (c == 0) {
+		int fd = raw_connect();
+
+		sleep(25); /* connected, silent */
+		_exit(fd < 0 ? 1 : 0);
+	}
+	usleep(500000); /* the silent one first */
+	t0 = mono();
+	s = spawn(ns_a, st, sargs);
+	src = wait_rc(s, 30);
+	rc = wait_rc(r, 30);
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	CHECK(rc == 0 && src == 0, "recv %d send %d: %s", rc, src, slurp(rt, "err"));
+	CHECK(mono() - t0 < 10, "took %.1f s (the receiver waited for the silent one)",
+	      mono() - t0);
+	CHECK(strstr(slurp(rt, "json"), "\"integrity\":\"OK\""), "receiver: %s", slurp(rt, "json"));
+	return TAP_PASS;
+}
+
+static int t_silent_first_tcp(void)
+{
+	return silent_first("tcp");
+}
+
+static int t_silent_first_udp(void)
+{
+	return silent_first("udp");
+}
+
 static int t_teardown(void)
 {
 	NEED_NET();
@@ -368,6 +588,14 @@ static const struct tap_test tests[] = {
 	  t_planned_tcp },
 	{ "udp: a gram past the HELLO's planned bytes is rejected, counted, logged",
 	  t_planned_udp },
+	{ "tcp: a HELLO at 1 byte/s is dropped at --timeout, said so; the real sender then succeeds",
+	  t_trickle_hello_tcp },
+	{ "udp: HELLO+PARAMS at 1 byte/s dropped at --timeout, said so; the real sender succeeds",
+	  t_trickle_hello_udp },
+	{ "tcp: a gram header at 1 byte/s ends the transfer at --timeout (exit 5), said so",
+	  t_trickle_gram_tcp },
+	{ "tcp: a silent first connection does not lock out the real sender", t_silent_first_tcp },
+	{ "udp: a silent first connection does not lock out the real sender", t_silent_first_udp },
 	{ "remove the namespaces and veth", t_teardown },
 };
 

@@ -572,12 +572,17 @@ static int rx_loop(struct rx *x)
 	}
 }
 
-/* HELLO -> judge; PARAMS -> judge; ACCEPT or REFUSE. */
-static int rx_handshake(struct rx *x, uint64_t fp, const char *tname)
+/* HELLO -> judge; PARAMS -> judge; ACCEPT or REFUSE. @raw holds the HELLO
+ * when the accept already read it; else it is read here. Both records must
+ * be whole within --timeout of @t0 (the connection's start). */
+static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *raw, bool have,
+			double t0)
 {
 	struct pfs_xfer_result *r = x->r;
 	const struct pfs_xfer_opts *o = x->o;
-	uint8_t raw[PFS_CTL_LEN], prm[PFS_UDP_REC_LEN];
+	uint8_t prm[PFS_UDP_REC_LEN];
+	int io_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS;
+	double deadline = t0 + io_ms / 1000.0;
 	const struct pfs_xfer_terms t = { .mode = o->mode,
 					  .integrity = o->integrity,
 					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
@@ -587,23 +592,30 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname)
 	struct pfs_xfer_agreed ag = { 0 };
 	struct pfs_udp_rec p;
 	struct pfs_ctl a;
-	int err = pfs_xfer_read_full(x->cfd, raw, sizeof(raw), &r->wire_bytes);
+	int err = have ? 0 : pfs_xfer_read_by(x->cfd, raw, PFS_CTL_LEN, deadline, &r->wire_bytes);
 
 	if (err)
 		return pfs_xfer_fail(r, err, "recv: waiting for HELLO from %s: %s", r->peer,
-				     pfs_xfer_io_what(err));
+				     err == -ETIMEDOUT ? "not complete within --timeout; dropped" :
+							 pfs_xfer_io_what(err));
+	if (have)
+		r->wire_bytes += PFS_CTL_LEN;
 	err = pfs_xfer_hello_check(raw, &t, &ag, &a, r);
 	x->bound = ag.bound;
 	x->planned = ag.planned;
 	if (err == -EPROTO)
 		return err;
 	if (!err) {
-		err = pfs_xfer_read_full(x->cfd, prm, sizeof(prm), &r->wire_bytes);
+		err = pfs_xfer_read_by(x->cfd, prm, sizeof(prm), deadline, &r->wire_bytes);
 		if (err)
 			return pfs_xfer_fail(r, err,
 					     "recv: waiting for PARAMS from %s: %s (is the "
 					     "sender running --transport %s?)",
-					     r->peer, pfs_xfer_io_what(err), tname);
+					     r->peer,
+					     err == -ETIMEDOUT ? "HELLO and PARAMS not complete "
+								 "within --timeout; dropped" :
+								 pfs_xfer_io_what(err),
+					     tname);
 		if (pfs_udp_rec_decode_hdr(prm, sizeof(prm), &p) || p.type != PFS_UDP_PARAMS)
 			return pfs_xfer_fail(r, -EPROTO,
 					     "recv: %s sent no valid PARAMS after HELLO "
@@ -676,6 +688,9 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	socklen_t sl;
 	double t0, u0, s0, u1, s1;
 	struct pfs_ctl res = { .type = PFS_CTL_RESULT };
+	uint8_t hello[PFS_CTL_LEN];
+	bool have_hello = false;
+	double t_conn;
 	uint64_t fp = 0;
 	int lfd = -1, err;
 
@@ -720,6 +735,15 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	if (o->ctl_given) {
 		x->cfd = pfs_xfer_given_ctl(o->ctl_fd, r);
 	} else {
+		struct pfs_xfer_accept_opts ao = {
+			.accept_timeout_ms = o->accept_timeout_ms,
+			.hello_timeout_ms =
+				o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
+			.ready_file = o->ready_file,
+			.stop = x->io->stop,
+		};
+
+		ao.io_timeout_ms = ao.hello_timeout_ms;
 		lfd = pfs_xfer_listen(o->host, o->port,
 				      !strcmp(be->name, "udp") ?
 					      "udp (control on tcp, same port)" :
@@ -729,17 +753,16 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 			err = lfd;
 			goto out_close_io;
 		}
-		x->cfd = pfs_xfer_accept_stop(lfd, o->accept_timeout_ms,
-					      o->io_timeout_ms > 0 ? o->io_timeout_ms :
-								     UDP_DEFAULT_TIMEOUT_MS,
-					      o->ready_file, x->io->stop, r);
+		x->cfd = pfs_xfer_accept_hello(lfd, &ao, hello, r);
+		have_hello = true;
 	}
+	t_conn = pfs_xfer_now();
 	if (x->cfd < 0) {
 		err = x->cfd;
 		goto out_close_io;
 	}
 	*x->cin = (struct pfs_udp_ctlin){ .fd = x->cfd, .wire = &r->wire_bytes };
-	err = rx_handshake(x, fp, be->name);
+	err = rx_handshake(x, fp, be->name, hello, have_hello, t_conn);
 	if (err)
 		goto out_close_ctl;
 	if (o->out_mem && (o->mode != PFS_MODE_PAYLOAD || x->bound > o->out_mem_size)) {

@@ -62,12 +62,19 @@ struct rx {
 	size_t head, tail;
 	uint64_t wire;
 	double deadline; /* CLOCK_MONOTONIC s: the current record must be whole by then */
+	double timeout_s; /* --timeout: how far each deadline lies */
 };
 
+/* Read what is there, up to @max bytes; wait for it no later than
+ * x->deadline. The timeout is a deadline for a whole record, not one per
+ * recv(): a peer sending a byte a second must not keep the receiver alive.
+ * The happy path is one recv(); poll() only when the socket is empty. */
 static int rx_read(struct rx *x, size_t max)
 {
 	for (;;) {
-		ssize_t n = recv(x->fd, x->buf + x->tail, max, 0);
+		ssize_t n = recv(x->fd, x->buf + x->tail, max, MSG_DONTWAIT);
+		struct pollfd pfd = { .fd = x->fd, .events = POLLIN };
+		double left;
 
 		if (n > 0) {
 			x->tail += n;
@@ -76,9 +83,28 @@ static int rx_read(struct rx *x, size_t max)
 		}
 		if (n == 0)
 			return -ECONNRESET;
-		if (errno != EINTR)
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return pfs_xfer_io_err(errno);
+		left = x->deadline - pfs_xfer_now();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return -errno;
 	}
+}
+
+/* Words for a failed read of a record: a timeout is the deadline. */
+static const char *rx_what(const struct rx *x, int err, char *buf, size_t n)
+{
+	if (err != -ETIMEDOUT)
+		return pfs_xfer_io_what(err);
+	snprintf(buf, n,
+		 "timed out: not complete within %.1f s (--timeout: a gram must arrive whole "
+		 "within it); dropped",
+		 x->timeout_s);
+	return buf;
 }
 
 /* Make @need bytes (<= RX_BUF) contiguous at head. */
@@ -108,13 +134,25 @@ static int rx_need(struct rx *x, size_t need)
 
 /* ---- receiver ---- */
 
-static int recv_accept(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
+/* The first connection that sends a whole HELLO within --timeout; its
+ * HELLO is left in the receive buffer. */
+static int recv_accept(const struct pfs_tcp_recv_opts *o, struct rx *x, struct pfs_xfer_result *r)
 {
-	int lfd = pfs_xfer_listen(o->host, o->port, "tcp", r);
+	const struct pfs_xfer_accept_opts ao = { .accept_timeout_ms = o->accept_timeout_ms,
+						 .hello_timeout_ms = o->io_timeout_ms,
+						 .io_timeout_ms = o->io_timeout_ms,
+						 .ready_file = o->ready_file };
+	int lfd = pfs_xfer_listen(o->host, o->port, "tcp", r), fd;
 
 	if (lfd < 0)
 		return lfd;
-	return pfs_xfer_accept(lfd, o->accept_timeout_ms, o->io_timeout_ms, o->ready_file, r);
+	fd = pfs_xfer_accept_hello(lfd, &ao, x->buf, r);
+	if (fd >= 0) {
+		x->head = 0;
+		x->tail = PFS_CTL_LEN;
+		x->wire += PFS_CTL_LEN;
+	}
+	return fd;
 }
 
 /* Answer HELLO: 0 to go on, -errno after sending REFUSE. */
@@ -128,11 +166,8 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 					  .out_fd = o->out_fd,
 					  .max_size = o->max_size };
 	struct pfs_ctl a;
-	int err = rx_need(x, PFS_CTL_LEN);
+	int err;
 
-	if (err)
-		return pfs_xfer_fail(r, err, "recv: waiting for HELLO from %s: %s", r->peer,
-				     pfs_xfer_io_what(err));
 	err = pfs_xfer_hello_check(x->buf + x->head, &t, ag, &a, r);
 	x->head += PFS_CTL_LEN;
 	if (err == -EPROTO)
@@ -151,6 +186,8 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x, const struct pfs_desc *d,
 			int n, uint64_t *sum, struct pfs_xfer_result *r)
 {
+	char why[128];
+
 	for (int i = 0; i < n; i++) {
 		uint64_t done = 0;
 
@@ -162,9 +199,11 @@ static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x, const s
 				x->head = x->tail = 0;
 				err = rx_read(x, RX_READ_MAX);
 				if (err)
-					return pfs_xfer_fail(
-						r, err, "recv: payload of gram %" PRIu64 ": %s",
-						r->grams, pfs_xfer_io_what(err));
+					return pfs_xfer_fail(r, err,
+							     "recv: payload of gram %" PRIu64
+							     " from %s: %s",
+							     r->grams, r->peer,
+							     rx_what(x, err, why, sizeof(why)));
 			}
 			avail = x->tail - x->head;
 			take = d[i].len - done < avail ? d[i].len - done : avail;
@@ -229,6 +268,7 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x,
 		       struct pfs_xfer_result *r)
 {
 	uint64_t sum = pfs_digest_init(o->integrity);
+	char why[128];
 	int err;
 
 	for (;;) {
@@ -241,8 +281,12 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x,
 		x->deadline = pfs_xfer_now() + o->io_timeout_ms / 1000.0;
 		err = rx_need(x, PFS_GRAM_HDR_LEN);
 		if (err)
-			return pfs_xfer_fail(r, err, "recv: after %" PRIu64 " grams: %s", r->grams,
-					     pfs_xfer_io_what(err));
+			return pfs_xfer_fail(r, err,
+					     "recv: gram %" PRIu64
+					     " (or END) from %s: %s (%zu of its "
+					     "%u header bytes arrived)",
+					     r->grams, r->peer, rx_what(x, err, why, sizeof(why)),
+					     x->tail - x->head, PFS_GRAM_HDR_LEN);
 		if (pfs_wire_magic(x->buf + x->head, PFS_GRAM_HDR_LEN) == PFS_CTL_MAGIC) {
 			err = pfs_ctl_decode(x->buf + x->head, PFS_CTL_LEN, end);
 			x->head += PFS_CTL_LEN;
@@ -264,8 +308,9 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x,
 			x->head += PFS_GRAM_HDR_LEN;
 			err = rx_need(x, h.desc_len);
 			if (err)
-				return pfs_xfer_fail(r, err, "recv: table of gram %" PRIu64 ": %s",
-						     h.seq, pfs_xfer_io_what(err));
+				return pfs_xfer_fail(
+					r, err, "recv: table of gram %" PRIu64 " from %s: %s",
+					h.seq, r->peer, rx_what(x, err, why, sizeof(why)));
 			n = pfs_gram_decode_desc(&h, x->buf + x->head, h.desc_len, ag->bound, d,
 						 PFS_GRAM_MAX_DESC);
 			err = n < 0 ? n : 0;
@@ -365,7 +410,8 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 		err = pfs_xfer_fail(r, -ENOMEM, "recv: out of memory");
 		goto out_free;
 	}
-	x.fd = recv_accept(o, r);
+	x.timeout_s = o->io_timeout_ms / 1000.0;
+	x.fd = recv_accept(o, &x, r);
 	if (x.fd < 0) {
 		err = x.fd;
 		goto out_free;

@@ -132,7 +132,8 @@ static const struct pfs_opt both_opts[] = {
 	{ "transport", PFS_OPT_FN, AT(transport), "T",
 	  "tcp | udp | afxdp, those built in (default tcp)", .parse = parse_transport },
 	{ "timeout", PFS_OPT_SECS, AT(timeout), "S",
-	  "no progress for S seconds is an error (default: tcp 30, udp and afxdp 5)",
+	  "no progress for S seconds is an error; the receiver's HELLO and each "
+	  "tcp gram must arrive whole within S (default: tcp 30, udp and afxdp 5)",
 	  .flags = PFS_OPT_NONZERO },
 	{ "integrity", PFS_OPT_FN, AT(integrity), "K",
 	  "crc32c | fnv1a64 | none (default crc32c); both ends must "
