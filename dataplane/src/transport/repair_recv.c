@@ -523,7 +523,7 @@ static int rx_ctl(struct rx *x, double now)
 				     x->r->peer, x->cum);
 	if (err)
 		return pfs_xfer_fail(x->r, err, "recv: control connection from %s: %s", x->r->peer,
-				     err == -EPROTO ? "malformed record" : strerror(-err));
+				     err == -EPROTO ? "malformed record" : pfs_wire_strerror(err));
 	return 0;
 }
 

@@ -67,6 +67,7 @@
 #include "pfs/integrity.h"
 #include "dgram_io.h"
 #include "pfs/log.h"
+#include "pfs/wire.h"
 #include "repair.h"
 
 #define TX_BATCH 64
@@ -453,7 +454,7 @@ static int tx_ctl(struct tx *t, double now)
 				     r->peer, t->acked, t->produced);
 	if (err)
 		return pfs_xfer_fail(r, err, "send: control connection to %s: %s", r->peer,
-				     err == -EPROTO ? "malformed record" : strerror(-err));
+				     err == -EPROTO ? "malformed record" : pfs_wire_strerror(err));
 	return 0;
 }
 
