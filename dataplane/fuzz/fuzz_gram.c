@@ -29,9 +29,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	n = pfs_gram_decode(data, size, blob, &h, out, PFS_GRAM_MAX_DESC, &pl);
 	if (n >= 0) {
-		for (int i = 0; i < n; i++)
+		uint64_t eff = 0;
+
+		for (int i = 0; i < n; i++) {
 			if (out[i].off > blob || out[i].len > blob - out[i].off)
 				__builtin_trap();
+			eff += out[i].len;
+		}
+		/* No accepted gram makes a receiver execute more than the cap. */
+		if (eff > PFS_GRAM_MAX_EFFECTIVE)
+			__builtin_trap();
 		if (pl && (pl < data || pl + h.payload_len > data + size))
 			__builtin_trap();
 	}

@@ -100,13 +100,18 @@ static int t_max_len_and_blob_end(void)
 
 	for (int m = PFS_MODE_OFFSET; m <= PFS_MODE_ARITH; m++) {
 		in[0] = (struct pfs_desc){ .off = 0, .len = UINT32_MAX };
-		in[1] = (struct pfs_desc){ .off = blob - UINT32_MAX, .len = UINT32_MAX };
-		in[2] = (struct pfs_desc){ .off = blob, .len = 0 };
+		CHECK(roundtrip(m, in, 1, blob) > 0, "max len, mode %d", m);
+		/* Referencing exactly PFS_GRAM_MAX_EFFECTIVE bytes is allowed. */
+		in[0] = (struct pfs_desc){ .off = blob - UINT32_MAX, .len = UINT32_MAX };
+		in[1] = (struct pfs_desc){ .off = blob, .len = 0 };
+		in[2] = (struct pfs_desc){ .off = 0, .len = 0 }; /* max backwards delta */
 		in[3] = (struct pfs_desc){ .off = blob - 1, .len = 1 };
-		in[4] = (struct pfs_desc){ .off = 0, .len = UINT32_MAX }; /* max backwards delta */
-		CHECK(roundtrip(m, in, 5, blob) > 0, "mode %d: %d", m, roundtrip(m, in, 5, blob));
-		in[5] = (struct pfs_desc){ .off = blob, .len = 1 };
-		CHECK(roundtrip(m, in, 6, blob) == -ERANGE, "one past the end accepted, mode %d",
+		CHECK(roundtrip(m, in, 4, blob) > 0, "mode %d: %d", m, roundtrip(m, in, 4, blob));
+		in[4] = (struct pfs_desc){ .off = 0, .len = 1 };
+		CHECK(roundtrip(m, in, 5, blob) == -E2BIG, "over the effective cap, mode %d: %d", m,
+		      roundtrip(m, in, 5, blob));
+		in[4] = (struct pfs_desc){ .off = blob, .len = 1 };
+		CHECK(roundtrip(m, in, 5, blob) == -ERANGE, "one past the end accepted, mode %d",
 		      m);
 		in[0] = (struct pfs_desc){ .off = blob - UINT32_MAX + 1, .len = UINT32_MAX };
 		CHECK(roundtrip(m, in, 1, blob) == -ERANGE, "max len past end, mode %d", m);

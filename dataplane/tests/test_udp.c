@@ -546,6 +546,7 @@ static int t_malformed(void)
 		struct pfs_ctl h = { .type = PFS_CTL_HELLO,
 				     .mode = PFS_MODE_PAYLOAD,
 				     .size = 1 << 20,
+				     .count = 100, /* the one gram's bytes */
 				     .word = 1 },
 			       e;
 		struct pfs_desc d = { .off = 4096, .len = 100 };

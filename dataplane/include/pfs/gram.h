@@ -18,7 +18,8 @@
  *   -EILSEQ          header or descriptor-table CRC32C mismatch
  *   -EPROTONOSUPPORT unknown version
  *   -EPROTO          unknown mode, type, flags or non-zero reserved field
- *   -E2BIG           a count above PFS_GRAM_MAX_DESC / PFS_GRAM_MAX_PAYLOAD
+ *   -E2BIG           a count above PFS_GRAM_MAX_DESC / PFS_GRAM_MAX_PAYLOAD, or
+ *                    descriptors referencing over PFS_GRAM_MAX_EFFECTIVE bytes
  *   -ERANGE          a descriptor outside the blob, or offset/length overflow
  *   -ENOSPC          (caller error) output array smaller than ndesc
  */
@@ -36,6 +37,10 @@
 #define PFS_CTL_LEN 40
 #define PFS_GRAM_MAX_DESC 65536u
 #define PFS_GRAM_MAX_PAYLOAD (1u << 30)
+/* Effective bytes one offset/arith gram may reference: 65536 descriptors of
+ * 64 MiB (786 KB on the wire) would otherwise make a receiver hash 4 TiB.
+ * One descriptor (< 4 GiB) always fits; senders cut their grams to it. */
+#define PFS_GRAM_MAX_EFFECTIVE (1ULL << 32)
 #define PFS_GRAM_OFFSET_DESC_LEN 12 /* le64 offset, le32 length */
 #define PFS_GRAM_ARITH_DESC_MAX 15 /* 10-byte varint + 5-byte varint */
 
@@ -86,6 +91,8 @@ enum pfs_refuse_code {
 	PFS_REFUSE_SIZE = 4,
 	PFS_REFUSE_PARAMS = 5, /* transport parameters (udp: fragment size, window) */
 	PFS_REFUSE_INTEGRITY = 6, /* the two ends run different checksums */
+	PFS_REFUSE_LIMIT = 7, /* the sender's blob is over the receiver's size
+			       * limit (payload mode); REFUSE.size carries it */
 };
 
 #define PFS_CTL_F_OK 0x01 /* RESULT: receiver's checksum matched */

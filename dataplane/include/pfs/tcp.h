@@ -48,6 +48,7 @@ struct pfs_tcp_recv_opts {
 	int accept_timeout_ms;
 	int io_timeout_ms;
 	const char *ready_file; /* NULL, or created once listening */
+	uint64_t max_size; /* payload mode: largest blob a sender may claim; 0: default */
 	enum pfs_integrity integrity; /* checksum; a sender running another is refused */
 	/* payload: receive each byte straight into out_mem at its offset (the
 	 * receiver's blob; a sender of another blob size is refused), or NULL */

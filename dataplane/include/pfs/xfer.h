@@ -75,6 +75,9 @@ struct pfs_xfer_opts {
 	int out_fd; /* -1, or a file to pwrite referenced bytes into */
 	int accept_timeout_ms;
 	const char *ready_file; /* NULL, or created once senders can start */
+	uint64_t max_size; /* payload mode: the largest blob a sender may claim
+			    * (out_fd is sized to it); a HELLO above is refused.
+			    * 0: PFS_XFER_MAX_SIZE_DEFAULT */
 	/* both */
 	int io_timeout_ms; /* no progress for this long is an error */
 	/* link-level transports (udp, afxdp); 0/NULL = the transport's default */
@@ -125,6 +128,12 @@ struct pfs_xfer_opts {
 	int (*on_exec)(void *ctx, uint64_t off, uint64_t len);
 	void *exec_ctx;
 };
+
+/* A payload receiver trusts the sender's blob size only this far unless told
+ * otherwise (pfs recv --max-size): a fixed number, not the free space of the
+ * file system, so whether a transfer is accepted does not depend on what
+ * else the node holds at that moment. */
+#define PFS_XFER_MAX_SIZE_DEFAULT (64ULL << 30)
 
 struct pfs_transport {
 	const char *name; /* --transport value: "tcp" */

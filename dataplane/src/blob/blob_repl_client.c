@@ -30,6 +30,7 @@
 
 #include "blob/blob_repl_int.h"
 #include "pfs/log.h"
+#include "pfs/wire.h"
 #include "wire/wire_le.h"
 
 struct fetch {
@@ -142,9 +143,9 @@ static int reject(struct fetch *f, int err, const char *what)
 	f->r->rejected++;
 	pfs_gram_stats_count(&f->r->gram, err);
 	pfs_warn("repl fetch: %s sent a bad %s at %" PRIu64 ": %s; dropping it", f->up, what,
-		 f->have, strerror(-err));
+		 f->have, pfs_wire_strerror(err));
 	return fail(f, -EPROTO, "upstream %s sent a bad %s at offset %" PRIu64 " (%s)", f->up, what,
-		    f->have, strerror(-err));
+		    f->have, pfs_wire_strerror(err));
 }
 
 /* The next frame, which must be @want (REFUSE is answered by refused()). */

@@ -229,6 +229,7 @@ int repl_dgram_fetch(int fd, const struct repl_dgram_sink *k, struct pfs_xfer_re
 		.ctl_fd = fd,
 		.out_mem = k->blob,
 		.out_mem_size = k->size,
+		.max_size = k->size, /* the destination decides, not the 64 GiB default */
 		.on_exec = k->on_exec,
 		.exec_ctx = k->exec_ctx,
 	};

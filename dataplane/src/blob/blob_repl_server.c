@@ -35,6 +35,7 @@
 
 #include "blob/blob_repl_int.h"
 #include "pfs/log.h"
+#include "pfs/wire.h"
 #include "wire/wire_le.h"
 
 #define REPL_LOG_PER_S 10
@@ -118,7 +119,8 @@ static int64_t handshake(struct conn *c, struct repl_frame *a_out)
 	if (!err && a.type != REPL_AUTH)
 		err = -EPROTO;
 	if (err) {
-		snprintf(why, sizeof(why), "bad request: expected AUTH: %s", strerror(-err));
+		snprintf(why, sizeof(why), "bad request: expected AUTH: %s",
+			 pfs_wire_strerror(err));
 		refuse(c, REPL_REFUSE_REQUEST, why);
 		return -1;
 	}
@@ -299,7 +301,8 @@ static void *conn_main(void *arg)
 		if (!err && auth.xport == REPL_XPORT_TCP)
 			await_close(c);
 		else if (err != -ECANCELED && auth.xport == REPL_XPORT_TCP)
-			pfs_warn("repl serve: %s: %s", c->peer, strerror(-err)); /* dgram: logged */
+			pfs_warn("repl serve: %s: %s", c->peer,
+				 pfs_wire_strerror(err)); /* dgram: logged */
 	}
 	pthread_mutex_lock(&s->lock);
 	if (start >= 0)

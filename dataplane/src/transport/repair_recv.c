@@ -108,6 +108,7 @@ struct rx {
 	double end_at;
 	struct pfs_ctl end;
 	uint64_t bound;
+	uint64_t planned; /* HELLO count: the effective bytes agreed */
 	const uint8_t *base;
 	struct pfs_desc *d; /* descriptors of gram `cum` while it executes */
 	uint32_t cur_n, cur_i; /* its descriptor count + 1 (0: none decoded), next one */
@@ -258,6 +259,16 @@ static int rx_burst(struct rx *x, double now)
 	return x->io->ops->recv(x->io, place_cb, x);
 }
 
+/* The sum of a decoded gram's descriptor lengths: what executing it costs. */
+static uint64_t gram_effective(const struct pfs_desc *d, int n)
+{
+	uint64_t eff = 0;
+
+	for (int i = 0; i < n; i++)
+		eff += d[i].len;
+	return eff;
+}
+
 /* Execute the complete grams at the front of the window, in order, at most
  * EXEC_STEP referenced bytes per call: an offset-mode gram can reference
  * 100+ MiB, and the socket must not go unread (nor ACKs unsent) that long. */
@@ -272,6 +283,8 @@ static int rx_exec(struct rx *x)
 
 		if (!x->cur_n) {
 			struct pfs_gram_hdr h;
+			uint64_t eff = 0;
+			bool over;
 			int n;
 
 			if (!s->used || s->seq != x->cum || s->have < s->nfrags)
@@ -280,7 +293,24 @@ static int rx_exec(struct rx *x)
 					    &x->cur_pl);
 			if (n >= 0 && (h.seq != s->seq || h.mode != x->o->mode))
 				n = -EBADMSG;
-			pfs_gram_stats_count(&r->stats, n);
+			/* Work beyond what the HELLO announced, or over the
+			 * per-gram cap, is what the sender meant (the CRCs held),
+			 * not damage in transit: refused, not asked for again. */
+			over = n >= 0 && (eff = gram_effective(x->d, n)) > x->planned - r->bytes;
+			pfs_gram_stats_count(&r->stats, over ? -E2BIG : n);
+			if (n == -E2BIG)
+				return pfs_xfer_fail(r, -EPROTO,
+						     "recv: gram %" PRIu64 " from %s refused: %s; "
+						     "dropped",
+						     s->seq, r->peer, pfs_wire_strerror(n));
+			if (over) {
+				return pfs_xfer_fail(
+					r, -EPROTO,
+					"recv: gram %" PRIu64 " from %s references %" PRIu64
+					" bytes, past the %" PRIu64 " effective bytes its "
+					"HELLO announced (%" PRIu64 " done); dropped",
+					s->seq, r->peer, eff, x->planned, r->bytes);
+			}
 			if (n < 0) {
 				s->used = false; /* asked for again by the next NAK scan */
 				pfs_warn("recv: gram %" PRIu64
@@ -494,7 +524,7 @@ static int rx_ctl(struct rx *x, double now)
 				     x->r->peer, x->cum);
 	if (err)
 		return pfs_xfer_fail(x->r, err, "recv: control connection from %s: %s", x->r->peer,
-				     err == -EPROTO ? "malformed record" : strerror(-err));
+				     err == -EPROTO ? "malformed record" : pfs_wire_strerror(err));
 	return 0;
 }
 
@@ -543,22 +573,37 @@ static int rx_loop(struct rx *x)
 	}
 }
 
-/* HELLO -> judge; PARAMS -> judge; ACCEPT or REFUSE. */
-static int rx_handshake(struct rx *x, uint64_t fp, const char *tname)
+/* HELLO -> judge; PARAMS -> judge; ACCEPT or REFUSE. @raw holds the HELLO
+ * when the accept already read it; else it is read here. Both records must
+ * be whole within --timeout of @t0 (the connection's start). */
+static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *raw, bool have,
+			double t0)
 {
 	struct pfs_xfer_result *r = x->r;
 	const struct pfs_xfer_opts *o = x->o;
-	uint8_t raw[PFS_CTL_LEN], prm[PFS_UDP_REC_LEN];
+	uint8_t prm[PFS_UDP_REC_LEN];
+	int io_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS;
+	double deadline = t0 + io_ms / 1000.0;
+	const struct pfs_xfer_terms t = { .mode = o->mode,
+					  .integrity = o->integrity,
+					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
+					  .fp = fp,
+					  .out_fd = o->out_fd,
+					  .max_size = o->max_size };
+	struct pfs_xfer_agreed ag = { 0 };
 	struct pfs_udp_rec p;
 	struct pfs_ctl a;
-	int err = pfs_xfer_read_full(x->cfd, raw, sizeof(raw), &r->wire_bytes);
+	int err = have ? 0 : pfs_xfer_read_by(x->cfd, raw, PFS_CTL_LEN, deadline, &r->wire_bytes);
 
 	if (err)
 		return pfs_xfer_fail(r, err, "recv: waiting for HELLO from %s: %s", r->peer,
-				     pfs_xfer_io_what(err));
-	err = pfs_xfer_hello_check(raw, o->mode, o->integrity,
-				   o->blob ? pfs_blob__size(o->blob) : 0, fp, o->out_fd, &x->bound,
-				   &a, r);
+				     err == -ETIMEDOUT ? "not complete within --timeout; dropped" :
+							 pfs_xfer_io_what(err));
+	if (have)
+		r->wire_bytes += PFS_CTL_LEN;
+	err = pfs_xfer_hello_check(raw, &t, &ag, &a, r);
+	x->bound = ag.bound;
+	x->planned = ag.planned;
 	if (!err && o->out_mem && x->bound != o->out_mem_size) {
 		a.type = PFS_CTL_REFUSE;
 		a.word = PFS_REFUSE_SIZE;
@@ -573,12 +618,16 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname)
 	if (err == -EPROTO)
 		return err;
 	if (!err) {
-		err = pfs_xfer_read_full(x->cfd, prm, sizeof(prm), &r->wire_bytes);
+		err = pfs_xfer_read_by(x->cfd, prm, sizeof(prm), deadline, &r->wire_bytes);
 		if (err)
 			return pfs_xfer_fail(r, err,
 					     "recv: waiting for PARAMS from %s: %s (is the "
 					     "sender running --transport %s?)",
-					     r->peer, pfs_xfer_io_what(err), tname);
+					     r->peer,
+					     err == -ETIMEDOUT ? "HELLO and PARAMS not complete "
+								 "within --timeout; dropped" :
+								 pfs_xfer_io_what(err),
+					     tname);
 		if (pfs_udp_rec_decode_hdr(prm, sizeof(prm), &p) || p.type != PFS_UDP_PARAMS)
 			return pfs_xfer_fail(r, -EPROTO,
 					     "recv: %s sent no valid PARAMS after HELLO "
@@ -651,6 +700,9 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	socklen_t sl;
 	double t0, u0, s0, u1, s1;
 	struct pfs_ctl res = { .type = PFS_CTL_RESULT };
+	uint8_t hello[PFS_CTL_LEN];
+	bool have_hello = false;
+	double t_conn;
 	uint64_t fp = 0;
 	int lfd = -1, err;
 
@@ -697,6 +749,15 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	if (o->ctl_given) {
 		x->cfd = pfs_xfer_given_ctl(o->ctl_fd, r);
 	} else {
+		struct pfs_xfer_accept_opts ao = {
+			.accept_timeout_ms = o->accept_timeout_ms,
+			.hello_timeout_ms =
+				o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
+			.ready_file = o->ready_file,
+			.stop = x->io->stop,
+		};
+
+		ao.io_timeout_ms = ao.hello_timeout_ms;
 		lfd = pfs_xfer_listen(o->host, o->port,
 				      !strcmp(be->name, "udp") ?
 					      "udp (control on tcp, same port)" :
@@ -706,17 +767,16 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 			err = lfd;
 			goto out_close_io;
 		}
-		x->cfd = pfs_xfer_accept_stop(lfd, o->accept_timeout_ms,
-					      o->io_timeout_ms > 0 ? o->io_timeout_ms :
-								     UDP_DEFAULT_TIMEOUT_MS,
-					      o->ready_file, x->io->stop, r);
+		x->cfd = pfs_xfer_accept_hello(lfd, &ao, hello, r);
+		have_hello = true;
 	}
+	t_conn = pfs_xfer_now();
 	if (x->cfd < 0) {
 		err = x->cfd;
 		goto out_close_io;
 	}
 	*x->cin = (struct pfs_udp_ctlin){ .fd = x->cfd, .wire = &r->wire_bytes };
-	err = rx_handshake(x, fp, be->name);
+	err = rx_handshake(x, fp, be->name, hello, have_hello, t_conn);
 	if (err)
 		goto out_close_ctl;
 	err = rx_alloc(x);

@@ -67,6 +67,7 @@
 #include "pfs/integrity.h"
 #include "dgram_io.h"
 #include "pfs/log.h"
+#include "pfs/wire.h"
 #include "repair.h"
 
 #define TX_BATCH 64
@@ -176,7 +177,7 @@ static int tx_produce(struct tx *t)
 	uint64_t cap = o->mode == PFS_MODE_PAYLOAD ?
 			       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes :
 								       UDP_GRAM_PAYLOAD_MAX) :
-			       UINT64_MAX;
+			       PFS_GRAM_MAX_EFFECTIVE;
 	struct pfs_sched next = t->sched; /* committed once the bytes are there */
 	uint32_t n = pfs_sched_next(&next, s->d, o->desc_per_gram, cap);
 	ssize_t len;
@@ -453,7 +454,7 @@ static int tx_ctl(struct tx *t, double now)
 				     r->peer, t->acked, t->produced);
 	if (err)
 		return pfs_xfer_fail(r, err, "send: control connection to %s: %s", r->peer,
-				     err == -EPROTO ? "malformed record" : strerror(-err));
+				     err == -EPROTO ? "malformed record" : pfs_wire_strerror(err));
 	return 0;
 }
 

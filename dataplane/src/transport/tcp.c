@@ -56,6 +56,7 @@
 #define TX_FLUSH_EFFECTIVE (8ULL << 20)
 #define TX_PIECE (256u << 10)
 #define TX_IOV 64
+#define EXEC_STEP (4u << 20) /* referenced bytes executed between deadline checks */
 
 /* Receive buffer: bytes [head, tail) are unread. Owned by one thread. */
 struct rx {
@@ -63,23 +64,61 @@ struct rx {
 	uint8_t *buf;
 	size_t head, tail;
 	uint64_t wire;
+	double deadline; /* CLOCK_MONOTONIC s: the current record must be whole by then */
+	double timeout_s; /* --timeout: how far each deadline lies */
 };
 
-static int rx_read(struct rx *x, size_t max)
+/* Read what is there into @dst, up to @max bytes; wait for it no later
+ * than x->deadline. The timeout is a deadline for a whole record, not one
+ * per recv(): a peer sending a byte a second must not keep the receiver
+ * alive. The happy path is one recv(); poll() only when the socket is
+ * empty. The bytes read, or -errno. */
+static ssize_t rx_recv(struct rx *x, uint8_t *dst, size_t max)
 {
 	for (;;) {
-		ssize_t n = recv(x->fd, x->buf + x->tail, max, 0);
+		ssize_t n = recv(x->fd, dst, max, MSG_DONTWAIT);
+		struct pollfd pfd = { .fd = x->fd, .events = POLLIN };
+		double left;
 
 		if (n > 0) {
-			x->tail += n;
 			x->wire += n;
-			return 0;
+			return n;
 		}
 		if (n == 0)
 			return -ECONNRESET;
-		if (errno != EINTR)
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return pfs_xfer_io_err(errno);
+		left = x->deadline - pfs_xfer_now();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return -errno;
 	}
+}
+
+/* rx_recv into the buffer's tail. 0 or -errno. */
+static int rx_read(struct rx *x, size_t max)
+{
+	ssize_t n = rx_recv(x, x->buf + x->tail, max);
+
+	if (n < 0)
+		return (int)n;
+	x->tail += (size_t)n;
+	return 0;
+}
+
+/* Words for a failed read of a record: a timeout is the deadline. */
+static const char *rx_what(const struct rx *x, int err, char *buf, size_t n)
+{
+	if (err != -ETIMEDOUT)
+		return pfs_xfer_io_what(err);
+	snprintf(buf, n,
+		 "timed out: not complete within %.1f s (--timeout: a gram must arrive whole "
+		 "within it); dropped",
+		 x->timeout_s);
+	return buf;
 }
 
 /* Make @need bytes (<= RX_BUF) contiguous at head. */
@@ -109,30 +148,43 @@ static int rx_need(struct rx *x, size_t need)
 
 /* ---- receiver ---- */
 
-static int recv_accept(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
+/* The first connection that sends a whole HELLO within --timeout; its
+ * HELLO is left in the receive buffer. */
+static int recv_accept(const struct pfs_tcp_recv_opts *o, struct rx *x, struct pfs_xfer_result *r)
 {
-	int lfd = pfs_xfer_listen(o->host, o->port, "tcp", r);
+	const struct pfs_xfer_accept_opts ao = { .accept_timeout_ms = o->accept_timeout_ms,
+						 .hello_timeout_ms = o->io_timeout_ms,
+						 .io_timeout_ms = o->io_timeout_ms,
+						 .ready_file = o->ready_file };
+	int lfd = pfs_xfer_listen(o->host, o->port, "tcp", r), fd;
 
 	if (lfd < 0)
 		return lfd;
-	return pfs_xfer_accept(lfd, o->accept_timeout_ms, o->io_timeout_ms, o->ready_file, r);
+	fd = pfs_xfer_accept_hello(lfd, &ao, x->buf, r);
+	if (fd >= 0) {
+		x->head = 0;
+		x->tail = PFS_CTL_LEN;
+		x->wire += PFS_CTL_LEN;
+	}
+	return fd;
 }
 
 /* Answer HELLO: 0 to go on, -errno after sending REFUSE. */
 static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t fp,
-			  uint64_t *bound, struct pfs_xfer_result *r)
+			  struct pfs_xfer_agreed *ag, struct pfs_xfer_result *r)
 {
+	const struct pfs_xfer_terms t = { .mode = o->mode,
+					  .integrity = o->integrity,
+					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
+					  .fp = fp,
+					  .out_fd = o->out_fd,
+					  .max_size = o->max_size };
 	struct pfs_ctl a;
-	int err = rx_need(x, PFS_CTL_LEN);
+	int err;
 
-	if (err)
-		return pfs_xfer_fail(r, err, "recv: waiting for HELLO from %s: %s", r->peer,
-				     pfs_xfer_io_what(err));
-	err = pfs_xfer_hello_check(x->buf + x->head, o->mode, o->integrity,
-				   o->blob ? pfs_blob__size(o->blob) : 0, fp, o->out_fd, bound, &a,
-				   r);
+	err = pfs_xfer_hello_check(x->buf + x->head, &t, ag, &a, r);
 	x->head += PFS_CTL_LEN;
-	if (!err && o->out_mem && *bound != o->out_mem_size) {
+	if (!err && o->out_mem && ag->bound != o->out_mem_size) {
 		a.type = PFS_CTL_REFUSE;
 		a.word = PFS_REFUSE_SIZE;
 		a.size = o->out_mem_size;
@@ -141,7 +193,7 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 				    " bytes, this receiver's blob %" PRIu64
 				    " bytes (--into-blob needs "
 				    "the sender's size)",
-				    r->peer, *bound, o->out_mem_size);
+				    r->peer, ag->bound, o->out_mem_size);
 	}
 	if (err == -EPROTO)
 		return err;
@@ -159,6 +211,8 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x, const struct pfs_desc *d,
 			int n, uint64_t *sum, struct pfs_xfer_result *r)
 {
+	char why[128];
+
 	for (int i = 0; i < n; i++) {
 		uint64_t done = 0;
 
@@ -170,9 +224,11 @@ static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x, const s
 				x->head = x->tail = 0;
 				err = rx_read(x, RX_READ_MAX);
 				if (err)
-					return pfs_xfer_fail(
-						r, err, "recv: payload of gram %" PRIu64 ": %s",
-						r->grams, pfs_xfer_io_what(err));
+					return pfs_xfer_fail(r, err,
+							     "recv: payload of gram %" PRIu64
+							     " from %s: %s",
+							     r->grams, r->peer,
+							     rx_what(x, err, why, sizeof(why)));
 			}
 			avail = x->tail - x->head;
 			take = d[i].len - done < avail ? d[i].len - done : avail;
@@ -201,18 +257,14 @@ static int recv_payload_mem(const struct pfs_tcp_recv_opts *o, struct rx *x,
 		x->head += done;
 		while (done < d[i].len) {
 			size_t want = d[i].len - done < RX_READ_MAX ? d[i].len - done : RX_READ_MAX;
-			ssize_t got = recv(x->fd, dst + done, want, MSG_WAITALL);
+			ssize_t got = rx_recv(x, dst + done, want);
+			char why[128];
 
-			if (got <= 0) {
-				int err = got == 0 ? -ECONNRESET : pfs_xfer_io_err(errno);
-
-				if (got < 0 && errno == EINTR)
-					continue;
-				return pfs_xfer_fail(r, err,
-						     "recv: payload of gram %" PRIu64 ": %s",
-						     r->grams, pfs_xfer_io_what(err));
-			}
-			x->wire += (uint64_t)got;
+			if (got < 0)
+				return pfs_xfer_fail(
+					r, (int)got,
+					"recv: payload of gram %" PRIu64 " from %s: %s", r->grams,
+					r->peer, rx_what(x, (int)got, why, sizeof(why)));
 			*sum = pfs_digest(o->integrity, *sum, dst + done, (size_t)got);
 			done += (uint64_t)got;
 		}
@@ -222,21 +274,75 @@ static int recv_payload_mem(const struct pfs_tcp_recv_opts *o, struct rx *x,
 	return 0;
 }
 
-static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t bound,
-		       struct pfs_desc *d, struct pfs_ctl *end, struct pfs_xfer_result *r)
+/* The sum of a decoded gram's descriptor lengths: what executing it costs. */
+static uint64_t gram_effective(const struct pfs_desc *d, int n)
 {
-	const uint8_t *base = o->blob ? pfs_blob__data(o->blob) : NULL;
+	uint64_t eff = 0;
+
+	for (int i = 0; i < n; i++)
+		eff += d[i].len;
+	return eff;
+}
+
+/* Offset/arith: hash (and copy out) the receiver's own bytes the gram
+ * references, EXEC_STEP at a time, so a gram of gigabytes still notices
+ * the deadline it must complete by. */
+static int recv_exec(const struct pfs_tcp_recv_opts *o, const struct pfs_desc *d, int n,
+		     double deadline, uint64_t *sum, struct pfs_xfer_result *r)
+{
+	const uint8_t *base = pfs_blob__data(o->blob);
+	uint64_t budget = EXEC_STEP;
+	int err;
+
+	for (int i = 0; i < n; i++) {
+		for (uint64_t done = 0; done < d[i].len;) {
+			uint64_t take = d[i].len - done < budget ? d[i].len - done : budget;
+
+			*sum = pfs_digest(o->integrity, *sum, base + d[i].off + done, take);
+			if (o->out_fd >= 0 &&
+			    (err = pfs_xfer_out_write(o->out_fd, base + d[i].off + done, take,
+						      d[i].off + done, r)))
+				return err;
+			done += take;
+			budget -= take;
+			if (budget)
+				continue;
+			budget = EXEC_STEP;
+			if (pfs_xfer_now() > deadline)
+				return pfs_xfer_fail(r, -ETIMEDOUT,
+						     "recv: gram %" PRIu64 " from %s not executed "
+						     "within %.1f s (--timeout); dropped",
+						     r->grams, r->peer, o->io_timeout_ms / 1000.0);
+		}
+		r->bytes += d[i].len;
+	}
+	return 0;
+}
+
+static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x,
+		       const struct pfs_xfer_agreed *ag, struct pfs_desc *d, struct pfs_ctl *end,
+		       struct pfs_xfer_result *r)
+{
 	uint64_t sum = pfs_digest_init(o->integrity);
+	char why[128];
 	int err;
 
 	for (;;) {
 		struct pfs_gram_hdr h;
+		uint64_t eff = 0;
 		int n;
 
+		/* Each gram (or the END after the last) must be whole, and an
+		 * offset/arith gram executed, within --timeout of the one before. */
+		x->deadline = pfs_xfer_now() + o->io_timeout_ms / 1000.0;
 		err = rx_need(x, PFS_GRAM_HDR_LEN);
 		if (err)
-			return pfs_xfer_fail(r, err, "recv: after %" PRIu64 " grams: %s", r->grams,
-					     pfs_xfer_io_what(err));
+			return pfs_xfer_fail(r, err,
+					     "recv: gram %" PRIu64
+					     " (or END) from %s: %s (%zu of its "
+					     "%u header bytes arrived)",
+					     r->grams, r->peer, rx_what(x, err, why, sizeof(why)),
+					     x->tail - x->head, PFS_GRAM_HDR_LEN);
 		if (pfs_wire_magic(x->buf + x->head, PFS_GRAM_HDR_LEN) == PFS_CTL_MAGIC) {
 			err = pfs_ctl_decode(x->buf + x->head, PFS_CTL_LEN, end);
 			x->head += PFS_CTL_LEN;
@@ -258,11 +364,22 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 			x->head += PFS_GRAM_HDR_LEN;
 			err = rx_need(x, h.desc_len);
 			if (err)
-				return pfs_xfer_fail(r, err, "recv: table of gram %" PRIu64 ": %s",
-						     h.seq, pfs_xfer_io_what(err));
-			n = pfs_gram_decode_desc(&h, x->buf + x->head, h.desc_len, bound, d,
+				return pfs_xfer_fail(
+					r, err, "recv: table of gram %" PRIu64 " from %s: %s",
+					h.seq, r->peer, rx_what(x, err, why, sizeof(why)));
+			n = pfs_gram_decode_desc(&h, x->buf + x->head, h.desc_len, ag->bound, d,
 						 PFS_GRAM_MAX_DESC);
 			err = n < 0 ? n : 0;
+		}
+		/* Work beyond what the HELLO announced is refused, like a
+		 * malformed gram, before any of it is done. */
+		if (!err && (eff = gram_effective(d, n)) > ag->planned - r->bytes) {
+			pfs_gram_stats_count(&r->stats, -E2BIG);
+			return pfs_xfer_fail(r, -EPROTO,
+					     "recv: gram %" PRIu64 " from %s references %" PRIu64
+					     " bytes, past the %" PRIu64 " effective bytes its "
+					     "HELLO announced (%" PRIu64 " done); dropped",
+					     r->grams, r->peer, eff, ag->planned, r->bytes);
 		}
 		pfs_gram_stats_count(&r->stats, err);
 		if (err)
@@ -279,15 +396,9 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t
 				return err;
 			r->bytes += h.payload_len;
 		} else {
-			for (int i = 0; i < n; i++) {
-				sum = pfs_digest(o->integrity, sum, base + d[i].off, d[i].len);
-				r->bytes += d[i].len;
-			}
-			if (o->out_fd >= 0)
-				for (int i = 0; i < n; i++)
-					if ((err = pfs_xfer_out_write(o->out_fd, base + d[i].off,
-								      d[i].len, d[i].off, r)))
-						return err;
+			err = recv_exec(o, d, n, x->deadline, &sum, r);
+			if (err)
+				return err;
 		}
 		r->descs += n;
 		r->grams++;
@@ -334,7 +445,8 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 	struct pfs_ctl end, res = { .type = PFS_CTL_RESULT };
 	struct pfs_desc *d = NULL;
 	double t0, u0, s0, u1, s1;
-	uint64_t fp = 0, bound = 0;
+	struct pfs_xfer_agreed ag = { 0 };
+	uint64_t fp = 0;
 	int err;
 
 	memset(r, 0, sizeof(*r));
@@ -357,20 +469,21 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 		err = pfs_xfer_fail(r, -ENOMEM, "recv: out of memory");
 		goto out_free;
 	}
-	x.fd = recv_accept(o, r);
+	x.timeout_s = o->io_timeout_ms / 1000.0;
+	x.fd = recv_accept(o, &x, r);
 	if (x.fd < 0) {
 		err = x.fd;
 		goto out_free;
 	}
-	err = recv_handshake(o, &x, fp, &bound, r);
+	err = recv_handshake(o, &x, fp, &ag, r);
 	if (err)
 		goto out_close;
 	pfs_info("recv: %s connected, mode %s, blob %" PRIu64 " bytes", r->peer,
-		 pfs_mode_str(o->mode), bound);
+		 pfs_mode_str(o->mode), ag.bound);
 
 	t0 = pfs_xfer_now();
 	pfs_xfer_cpu(&u0, &s0);
-	err = recv_stream(o, &x, bound, d, &end, r);
+	err = recv_stream(o, &x, &ag, d, &end, r);
 	pfs_xfer_cpu(&u1, &s1);
 	r->elapsed_s = pfs_xfer_now() - t0;
 	r->user_s = u1 - u0;
@@ -502,7 +615,8 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 				     so.align, so.min_len, so.max_len, so.range_off, so.range_len,
 				     so.blob_size);
 	while ((n = pfs_sched_next(&s, d, o->desc_per_gram,
-				   o->mode == PFS_MODE_PAYLOAD ? o->gram_bytes : UINT64_MAX))) {
+				   o->mode == PFS_MODE_PAYLOAD ? o->gram_bytes :
+								 PFS_GRAM_MAX_EFFECTIVE))) {
 		ssize_t len;
 
 		if (cap - fill < need) {

@@ -49,6 +49,7 @@ static int tcp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 		.accept_timeout_ms = o->accept_timeout_ms,
 		.io_timeout_ms = o->io_timeout_ms,
 		.ready_file = o->ready_file,
+		.max_size = o->max_size,
 		.integrity = o->integrity,
 		.out_mem = o->out_mem,
 		.out_mem_size = o->out_mem_size,

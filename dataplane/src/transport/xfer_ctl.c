@@ -24,6 +24,11 @@
 #include "pfs/wire.h"
 #include "xfer_ctl.h"
 
+/* Connections a receiver keeps while they have not completed their HELLO. */
+#define HELLO_PENDING 8
+/* Dropped connections logged one by one; the rest are counted. */
+#define HELLO_DROP_LOG 5
+
 double pfs_xfer_now(void)
 {
 	struct timespec ts;
@@ -131,6 +136,8 @@ const char *pfs_xfer_refuse_str(uint32_t code)
 		return "transport parameters not acceptable";
 	case PFS_REFUSE_INTEGRITY:
 		return "integrity checksum mismatch";
+	case PFS_REFUSE_LIMIT:
+		return "blob over the receiver's size limit";
 	}
 	return "unknown reason";
 }
@@ -207,7 +214,7 @@ int pfs_xfer_listen(const char *host, uint16_t port, const char *who, struct pfs
 	if (lfd < 0)
 		return pfs_xfer_fail(r, -errno, "recv: socket: %s", strerror(errno));
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(lfd, (struct sockaddr *)&ss, sl) || listen(lfd, 1)) {
+	if (bind(lfd, (struct sockaddr *)&ss, sl) || listen(lfd, HELLO_PENDING)) {
 		int e = errno;
 
 		close(lfd);
@@ -220,61 +227,207 @@ int pfs_xfer_listen(const char *host, uint16_t port, const char *who, struct pfs
 	return lfd;
 }
 
-int pfs_xfer_accept(int lfd, int accept_timeout_ms, int io_timeout_ms, const char *ready_file,
-		    struct pfs_xfer_result *r)
+int pfs_xfer_read_by(int fd, void *buf, size_t len, double deadline, uint64_t *wire)
 {
-	return pfs_xfer_accept_stop(lfd, accept_timeout_ms, io_timeout_ms, ready_file, NULL, r);
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = recv(fd, (uint8_t *)buf + got, len - got, MSG_DONTWAIT);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		double left;
+
+		if (n > 0) {
+			got += n;
+			*wire += n;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return pfs_xfer_io_err(errno);
+		left = deadline - pfs_xfer_now();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
 }
 
-int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms, const char *ready_file,
-			 const volatile sig_atomic_t *stop, struct pfs_xfer_result *r)
+/* A connection that has not completed its HELLO yet. */
+struct hello_pending {
+	int fd;
+	size_t got;
+	double deadline;
+	uint8_t buf[PFS_CTL_LEN];
+	char peer[64];
+};
+
+static void hello_drop(struct hello_pending *p, int *dropped, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Close @p and say why, the first HELLO_DROP_LOG times. */
+static void hello_drop(struct hello_pending *p, int *dropped, const char *fmt, ...)
 {
+	char why[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (++*dropped <= HELLO_DROP_LOG)
+		pfs_warn("recv: dropped %s: %s%s", p->peer, why,
+			 *dropped == HELLO_DROP_LOG ? " (further drops are only counted)" : "");
+	close(p->fd);
+	p->fd = -1;
+}
+
+/* Read what @p has; 1 when it holds a HELLO to judge (a valid one, or one
+ * of a version this receiver does not speak, which is answered with
+ * REFUSE), 0 to keep waiting, -1 dropped. */
+static int hello_read(struct hello_pending *p, int *dropped)
+{
+	struct pfs_ctl h;
+	ssize_t n = recv(p->fd, p->buf + p->got, sizeof(p->buf) - p->got, MSG_DONTWAIT);
+	int err;
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		hello_drop(p, dropped, "closed after %zu of the %u bytes of a HELLO", p->got,
+			   PFS_CTL_LEN);
+		return -1;
+	}
+	p->got += n;
+	if (p->got < sizeof(p->buf))
+		return 0;
+	err = pfs_ctl_decode(p->buf, sizeof(p->buf), &h);
+	if (err == -EPROTONOSUPPORT || (!err && h.type == PFS_CTL_HELLO))
+		return 1;
+	hello_drop(p, dropped, "its first record is not a HELLO (%s)",
+		   err ? pfs_wire_strerror(err) : "another record type");
+	return -1;
+}
+
+/* Keep the connections still open, in order. */
+static int hello_compact(struct hello_pending *p, int np)
+{
+	int k = 0;
+
+	for (int i = 0; i < np; i++)
+		if (p[i].fd >= 0)
+			p[k++] = p[i];
+	return k;
+}
+
+int pfs_xfer_accept_hello(int lfd, const struct pfs_xfer_accept_opts *ao, uint8_t *hello,
+			  struct pfs_xfer_result *r)
+{
+	struct hello_pending p[HELLO_PENDING];
+	struct pollfd pfd[HELLO_PENDING + 1];
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+	double end = pfs_xfer_now() + ao->accept_timeout_ms / 1000.0;
 	char where[80] = "?";
-	int fd, pr;
+	int np = 0, dropped = 0, err, fd = -1;
 
 	if (!getsockname(lfd, (struct sockaddr *)&ss, &sl))
 		pfs_xfer_addr_str(&ss, where, sizeof(where));
-	pr = pfs_xfer_ready(ready_file);
-	if (pr) {
-		close(lfd);
-		return pfs_xfer_fail(r, pr, "recv: cannot create the ready file %s: %s", ready_file,
-				     strerror(-pr));
+	err = pfs_xfer_ready(ao->ready_file);
+	if (err) {
+		err = pfs_xfer_fail(r, err, "recv: cannot create the ready file %s: %s",
+				    ao->ready_file, strerror(-err));
+		goto out_close;
 	}
-	if (stop && *stop) {
-		pr = -1;
-		errno = EINTR;
-	} else {
-		do
-			pr = poll(&pfd, 1, accept_timeout_ms);
-		while (pr < 0 && errno == EINTR && !(stop && *stop));
-	}
-	if (pr <= 0) {
-		int e = errno;
+	for (;;) {
+		double now = pfs_xfer_now(), wait = end - now;
+		bool listening = now < end;
+		int k = 0, pr;
 
-		close(lfd);
-		if (pr < 0 && e == EINTR)
-			return pfs_xfer_fail(r, -EINTR,
-					     "recv: stopped by a signal while waiting for "
-					     "a sender on %s",
-					     where);
-		if (pr == 0)
-			return pfs_xfer_fail(r, -ETIMEDOUT,
-					     "recv: no sender connected to %s within "
-					     "%.1f s",
-					     where, accept_timeout_ms / 1000.0);
-		return pfs_xfer_fail(r, -e, "recv: poll: %s", strerror(e));
+		if (ao->stop && *ao->stop) {
+			err = pfs_xfer_fail(
+				r, -EINTR,
+				"recv: stopped by a signal while waiting for a sender on %s",
+				where);
+			goto out_close;
+		}
+		for (int i = 0; i < np; i++)
+			if (now >= p[i].deadline)
+				hello_drop(&p[i], &dropped,
+					   "no complete HELLO within %.1f s (%zu of %u bytes)",
+					   ao->hello_timeout_ms / 1000.0, p[i].got, PFS_CTL_LEN);
+		np = hello_compact(p, np);
+		if (!listening && !np) {
+			err = pfs_xfer_fail(r, -ETIMEDOUT,
+					    "recv: no sender connected to %s within %.1f s%s",
+					    where, ao->accept_timeout_ms / 1000.0,
+					    dropped ? " (connections without a valid HELLO were "
+						      "dropped)" :
+						      "");
+			goto out_close;
+		}
+		if (listening)
+			pfd[k++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		for (int i = 0; i < np; i++) {
+			pfd[k++] = (struct pollfd){ .fd = p[i].fd, .events = POLLIN };
+			if (!listening || p[i].deadline - now < wait)
+				wait = p[i].deadline - now;
+		}
+		pr = poll(pfd, k, wait > 0 ? (int)(wait * 1000) + 1 : 0);
+		if (pr < 0 && errno != EINTR) {
+			err = pfs_xfer_fail(r, -errno, "recv: poll: %s", strerror(errno));
+			goto out_close;
+		}
+		if (pr <= 0)
+			continue;
+		for (int i = 0; i < np; i++) {
+			if (!pfd[i + listening].revents || p[i].fd < 0)
+				continue;
+			if (hello_read(&p[i], &dropped) == 1) {
+				fd = p[i].fd;
+				p[i].fd = -1;
+				memcpy(hello, p[i].buf, PFS_CTL_LEN);
+				snprintf(r->peer, sizeof(r->peer), "%s", p[i].peer);
+				goto out_chosen;
+			}
+		}
+		np = hello_compact(p, np);
+		if (listening && pfd[0].revents) {
+			int c;
+
+			sl = sizeof(ss);
+			c = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+			if (c < 0)
+				continue;
+			if (np == HELLO_PENDING) {
+				/* The oldest makes room: a real sender sends its
+				 * HELLO at once and needs milliseconds. */
+				hello_drop(&p[0], &dropped,
+					   "%d newer connections were waiting for a HELLO too",
+					   HELLO_PENDING);
+				memmove(p, p + 1, (HELLO_PENDING - 1) * sizeof(p[0]));
+				np--;
+			}
+			p[np] = (struct hello_pending){
+				.fd = c, .deadline = pfs_xfer_now() + ao->hello_timeout_ms / 1000.0
+			};
+			pfs_xfer_addr_str(&ss, p[np].peer, sizeof(p[np].peer));
+			np++;
+		}
 	}
-	sl = sizeof(ss);
-	fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+out_chosen:
+	if (dropped > HELLO_DROP_LOG)
+		pfs_warn("recv: %d connections without a valid HELLO dropped in all", dropped);
+	sock_setup(fd, ao->io_timeout_ms);
+	err = fd;
+out_close:
+	for (int i = 0; i < np; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
 	close(lfd);
-	if (fd < 0)
-		return pfs_xfer_fail(r, -errno, "recv: accept: %s", strerror(errno));
-	pfs_xfer_addr_str(&ss, r->peer, sizeof(r->peer));
-	sock_setup(fd, io_timeout_ms);
-	return fd;
+	return err;
 }
 
 int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms, int io_timeout_ms,
@@ -309,10 +462,15 @@ int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms, in
 	}
 }
 
-int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode, enum pfs_integrity integrity,
-			 uint64_t size, uint64_t fp, int out_fd, uint64_t *bound, struct pfs_ctl *a,
-			 struct pfs_xfer_result *r)
+int pfs_xfer_hello_check(const uint8_t *raw, const struct pfs_xfer_terms *t,
+			 struct pfs_xfer_agreed *ag, struct pfs_ctl *a, struct pfs_xfer_result *r)
 {
+	enum pfs_gram_mode mode = t->mode;
+	enum pfs_integrity integrity = t->integrity;
+	uint64_t size = t->blob_size, fp = t->fp;
+	uint64_t max_size = t->max_size ? t->max_size : PFS_XFER_MAX_SIZE_DEFAULT;
+	uint64_t *bound = &ag->bound;
+	int out_fd = t->out_fd;
 	struct pfs_ctl h;
 	int err = pfs_ctl_decode(raw, PFS_CTL_LEN, &h);
 
@@ -364,8 +522,21 @@ int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode, enum pfs_i
 				     r->peer, pfs_xfer_refuse_str(a->word), h.size, h.value, size,
 				     fp, pfs_mode_str(mode));
 	}
-	/* Payload mode needs no shared blob: bounds come from the sender's. */
+	/* Payload mode needs no shared blob: bounds come from the sender's, and
+	 * --out is sized to them, so a claim of 2^40 bytes would make a 1 TiB
+	 * file. The receiver's own limit decides, not the sender. */
+	if (mode == PFS_MODE_PAYLOAD && h.size > max_size) {
+		a->type = PFS_CTL_REFUSE;
+		a->word = PFS_REFUSE_LIMIT;
+		a->size = max_size;
+		return pfs_xfer_fail(r, -EPERM,
+				     "recv: refused %s: its blob of %" PRIu64 " bytes is over "
+				     "this receiver's limit of %" PRIu64 " bytes; raise "
+				     "--max-size to accept it",
+				     r->peer, h.size, max_size);
+	}
 	*bound = mode == PFS_MODE_PAYLOAD ? h.size : size;
+	ag->planned = h.count;
 	if (out_fd >= 0) {
 		struct stat st;
 
@@ -401,6 +572,12 @@ int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t 
 		return pfs_xfer_fail(r, -EPROTO, "send: bad answer to HELLO from %s", r->peer);
 	r->peer_blob_size = a.size;
 	r->peer_fingerprint = a.value;
+	if (a.type == PFS_CTL_REFUSE && a.word == PFS_REFUSE_LIMIT)
+		return pfs_xfer_fail(r, -EPERM,
+				     "send: receiver %s refused: %s: this blob is %" PRIu64
+				     " bytes, the receiver takes at most %" PRIu64
+				     " (its --max-size)",
+				     r->peer, pfs_xfer_refuse_str(a.word), h->size, a.size);
 	if (a.type == PFS_CTL_REFUSE)
 		return pfs_xfer_fail(
 			r, -EPERM,

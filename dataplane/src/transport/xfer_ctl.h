@@ -5,6 +5,7 @@
 #ifndef PFS_XFER_CTL_H
 #define PFS_XFER_CTL_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -44,14 +45,29 @@ int pfs_xfer_out_write(int fd, const uint8_t *p, size_t len, uint64_t off,
 /* Receiver: bind + listen on host:port (TCP). Returns the listening fd or
  * -errno (-EINVAL address, -EADDRINUSE, -EACCES) with r->error set. */
 int pfs_xfer_listen(const char *host, uint16_t port, const char *who, struct pfs_xfer_result *r);
-/* Receiver: create @ready_file, wait @accept_timeout_ms for one sender,
- * close @lfd. Sets r->peer and the I/O timeout. fd or -errno (-ETIMEDOUT;
- * -EINTR when @stop, if not NULL, is set: before the wait, or by the
- * signal that interrupted it). */
-int pfs_xfer_accept(int lfd, int accept_timeout_ms, int io_timeout_ms, const char *ready_file,
-		    struct pfs_xfer_result *r);
-int pfs_xfer_accept_stop(int lfd, int accept_timeout_ms, int io_timeout_ms, const char *ready_file,
-			 const volatile sig_atomic_t *stop, struct pfs_xfer_result *r);
+/* Receiver: how pfs_xfer_accept_hello waits. */
+struct pfs_xfer_accept_opts {
+	int accept_timeout_ms; /* for a connection that completes its HELLO */
+	int hello_timeout_ms; /* each connection's whole HELLO must arrive within this */
+	int io_timeout_ms; /* set on the chosen connection */
+	const char *ready_file; /* NULL, or created before waiting */
+	const volatile sig_atomic_t *stop; /* NULL, or non-zero: stop (-EINTR) */
+};
+
+/* Receiver: accept senders on @lfd until one has sent a whole HELLO (a
+ * valid record, or one of another protocol version, to be refused), copied
+ * to @hello (PFS_CTL_LEN bytes). Up to 8 connections wait for their HELLO
+ * at once, each for hello_timeout_ms, so a silent or slow client cannot
+ * hold the receiver while the real sender is refused; the others are
+ * dropped (logged, then counted). Closes @lfd. Sets r->peer. The fd or
+ * -errno: -ETIMEDOUT no HELLO within accept_timeout_ms, -EINTR stopped. */
+int pfs_xfer_accept_hello(int lfd, const struct pfs_xfer_accept_opts *ao, uint8_t *hello,
+			  struct pfs_xfer_result *r);
+
+/* Blocking full read of @len bytes that gives up at @deadline
+ * (pfs_xfer_now() seconds): 0, -ECONNRESET on EOF, -ETIMEDOUT. */
+int pfs_xfer_read_by(int fd, void *buf, size_t len, double deadline, uint64_t *wire);
+
 /* Sender: connect, retrying refused connects for @connect_timeout_ms.
  * Sets r->peer. fd or -errno. */
 int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms, int io_timeout_ms,
@@ -61,14 +77,31 @@ int pfs_xfer_connect(const char *host, uint16_t port, int connect_timeout_ms, in
  * socket @fd; sets r->peer. Returns @fd. */
 int pfs_xfer_given_ctl(int fd, struct pfs_xfer_result *r);
 
-/* Receiver: judge the sender's HELLO (@raw, PFS_CTL_LEN bytes) for a
- * receiver of @mode and checksum @integrity holding @blob_size bytes with
- * fingerprint @fp (payload mode: no blob needed). Fills @ans with ACCEPT or REFUSE (the caller sends
- * it) and *bound with the blob size descriptors are checked against; sizes
- * @out_fd to it. 0 accept, -EPERM refuse, -EPROTO not a HELLO; r->error set. */
-int pfs_xfer_hello_check(const uint8_t *raw, enum pfs_gram_mode mode, enum pfs_integrity integrity,
-			 uint64_t blob_size, uint64_t fp, int out_fd, uint64_t *bound,
-			 struct pfs_ctl *ans, struct pfs_xfer_result *r);
+/* What a receiver accepts: its mode and checksum, its blob (payload mode:
+ * none, blob_size and fp 0), its --out file (-1: none) and the largest blob
+ * a payload sender may claim (0: PFS_XFER_MAX_SIZE_DEFAULT). */
+struct pfs_xfer_terms {
+	enum pfs_gram_mode mode;
+	enum pfs_integrity integrity;
+	uint64_t blob_size, fp;
+	int out_fd;
+	uint64_t max_size;
+};
+
+/* What a receiver agreed to with an accepted HELLO. */
+struct pfs_xfer_agreed {
+	uint64_t bound; /* descriptors must lie inside [0, bound) */
+	uint64_t planned; /* effective bytes the sender announced (HELLO count): the most
+			   * the receiver executes; a gram past it ends the transfer */
+};
+
+/* Receiver: judge the sender's HELLO (@raw, PFS_CTL_LEN bytes) against @t.
+ * Fills @ans with ACCEPT or REFUSE (the caller sends it) and @ag; sizes
+ * t->out_fd to ag->bound. 0 accept, -EPERM refuse, -EPROTO not a HELLO;
+ * r->error set. */
+int pfs_xfer_hello_check(const uint8_t *raw, const struct pfs_xfer_terms *t,
+			 struct pfs_xfer_agreed *ag, struct pfs_ctl *ans,
+			 struct pfs_xfer_result *r);
 /* Sender: judge the receiver's answer @raw to our HELLO @h. 0 accepted,
  * -EPERM refused, -EPROTO garbage; r->error set. */
 int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t fp,

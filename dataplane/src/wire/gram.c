@@ -241,10 +241,11 @@ int pfs_gram_decode_desc(const struct pfs_gram_hdr *h, const void *desc, size_t 
 			out[i].rsvd = 0;
 			prev_end = off + l;
 			prev_len = (uint32_t)l;
+			sum += l;
 		}
 		if (p != end)
 			return -EBADMSG;
-		return (int)n;
+		return sum > PFS_GRAM_MAX_EFFECTIVE ? -E2BIG : (int)n;
 	}
 	/* desc_len == 12 * n was checked with the header. */
 	for (uint32_t i = 0; i < n; i++, p += PFS_GRAM_OFFSET_DESC_LEN) {
@@ -260,7 +261,7 @@ int pfs_gram_decode_desc(const struct pfs_gram_hdr *h, const void *desc, size_t 
 	}
 	if (h->mode == PFS_MODE_PAYLOAD && sum != h->payload_len)
 		return -EBADMSG;
-	return (int)n;
+	return sum > PFS_GRAM_MAX_EFFECTIVE ? -E2BIG : (int)n;
 }
 
 int pfs_gram_decode(const void *buf, size_t len, uint64_t blob_size, struct pfs_gram_hdr *h,

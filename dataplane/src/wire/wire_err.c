@@ -23,7 +23,8 @@ const char *pfs_wire_strerror(int err)
 	case -EPROTO:
 		return "protocol violation: unknown mode, type, op or flags, or a reserved field set";
 	case -E2BIG:
-		return "over the limit: more descriptors, payload bytes or ranges than allowed";
+		return "over the limit: more descriptors, payload or referenced bytes, or ranges "
+		       "than allowed";
 	case -ERANGE:
 		return "out of bounds: a descriptor outside the blob or a fragment outside its gram";
 	case -ENOSPC:

@@ -32,7 +32,7 @@ struct xfer_args {
 	struct pfs_cli_share share; /* --blob-socket: the blob from a holder */
 	struct pfs_sched_opts sched;
 	struct pfs_opt_range range;
-	uint64_t bytes;
+	uint64_t bytes, max_size;
 	uint32_t desc_per_gram, gram_bytes;
 	double connect_timeout, accept_timeout, timeout;
 	const char *out, *result_file, *csv, *notes, *ready_file;
@@ -118,6 +118,10 @@ static const struct pfs_opt recv_opts[] = {
 	  "(--blob-name/--size/--page as for offset mode; tcp, udp, afxdp)" },
 	{ "accept-timeout", PFS_OPT_SECS, AT(accept_timeout), "S",
 	  "wait this long for a sender (default 60)" },
+	{ "max-size", PFS_OPT_SIZE, AT(max_size), "SIZE",
+	  "payload mode: refuse a sender whose blob is over SIZE (--out is "
+	  "sized to the sender's blob; default 64G)",
+	  .min = 1 },
 	{ "attach", PFS_OPT_FN, AT(xdp_attach), "MODE",
 	  "afxdp: auto | native | generic XDP (default auto: native, "
 	  "else generic with the reason logged)",
@@ -132,7 +136,8 @@ static const struct pfs_opt both_opts[] = {
 	{ "transport", PFS_OPT_FN, AT(transport), "T",
 	  "tcp | udp | afxdp, those built in (default tcp)", .parse = parse_transport },
 	{ "timeout", PFS_OPT_SECS, AT(timeout), "S",
-	  "no progress for S seconds is an error (default: tcp 30, udp and afxdp 5)",
+	  "no progress for S seconds is an error; the receiver's HELLO and each "
+	  "tcp gram must arrive whole within S (default: tcp 30, udp and afxdp 5)",
 	  .flags = PFS_OPT_NONZERO },
 	{ "integrity", PFS_OPT_FN, AT(integrity), "K",
 	  "crc32c | fnv1a64 | none (default crc32c); both ends must "
@@ -197,7 +202,7 @@ static const char xfer_footer[] =
 	"\n(payload mode needs no blob on the receiver; none is created)\n"
 	"\nsend and recv take the same options and ignore the other side's, so one\n"
 	"argument list may serve both; --connect/--range are the sender's only,\n"
-	"--listen/--ready-file/--attach the receiver's only.\n"
+	"--listen/--ready-file/--attach/--max-size the receiver's only.\n"
 	"\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused (mode/version/\n"
 	"blob), 5 timeout.\n";
 
@@ -226,7 +231,8 @@ static int split_addr(const char *s, char *host, size_t n, uint16_t *port)
 static int check_side(const struct pfs_cmdline *c, bool sender)
 {
 	static const char *const send_only[] = { "connect", "range", NULL };
-	static const char *const recv_only[] = { "listen", "ready-file", "attach", NULL };
+	static const char *const recv_only[] = { "listen", "ready-file", "attach", "max-size",
+						 NULL };
 	const char *const *other = sender ? recv_only : send_only;
 
 	for (int i = 0; other[i]; i++)
@@ -481,6 +487,7 @@ static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 		.out_fd = out_fd,
 		.accept_timeout_ms = (int)(a->accept_timeout * 1000),
 		.ready_file = a->ready_file,
+		.max_size = a->max_size,
 		.io_timeout_ms = (int)(a->timeout * 1000),
 		.ifname = a->ifname,
 		.queues = a->queues,
@@ -496,6 +503,9 @@ static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 		xo.blob = NULL;
 		xo.out_mem = pfs_blob__data(blob);
 		xo.out_mem_size = pfs_blob__size(blob);
+		/* The destination decides the size, not the --max-size default. */
+		if (!a->max_size)
+			xo.max_size = xo.out_mem_size;
 	}
 	process_opts(a, &xo);
 	if (a->sender) {
