@@ -589,7 +589,8 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *r
 					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
 					  .fp = fp,
 					  .out_fd = o->out_fd,
-					  .max_size = o->max_size };
+					  .max_size = o->max_size,
+					  .out_mem_size = o->out_mem ? o->out_mem_size : 0 };
 	struct pfs_xfer_agreed ag = { 0 };
 	struct pfs_udp_rec p;
 	struct pfs_ctl a;
@@ -604,17 +605,6 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *r
 	err = pfs_xfer_hello_check(raw, &t, &ag, &a, r);
 	x->bound = ag.bound;
 	x->planned = ag.planned;
-	if (!err && o->out_mem && x->bound != o->out_mem_size) {
-		a.type = PFS_CTL_REFUSE;
-		a.word = PFS_REFUSE_SIZE;
-		a.size = o->out_mem_size;
-		err = pfs_xfer_fail(r, -EPERM,
-				    "recv: refused %s: size mismatch: sender blob %" PRIu64
-				    " bytes, this receiver's blob %" PRIu64
-				    " bytes (--into-blob needs "
-				    "the sender's size)",
-				    r->peer, x->bound, o->out_mem_size);
-	}
 	if (err == -EPROTO)
 		return err;
 	if (!err) {

@@ -178,23 +178,13 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
 					  .fp = fp,
 					  .out_fd = o->out_fd,
-					  .max_size = o->max_size };
+					  .max_size = o->max_size,
+					  .out_mem_size = o->out_mem ? o->out_mem_size : 0 };
 	struct pfs_ctl a;
 	int err;
 
 	err = pfs_xfer_hello_check(x->buf + x->head, &t, ag, &a, r);
 	x->head += PFS_CTL_LEN;
-	if (!err && o->out_mem && ag->bound != o->out_mem_size) {
-		a.type = PFS_CTL_REFUSE;
-		a.word = PFS_REFUSE_SIZE;
-		a.size = o->out_mem_size;
-		err = pfs_xfer_fail(r, -EPERM,
-				    "recv: refused %s: size mismatch: sender blob %" PRIu64
-				    " bytes, this receiver's blob %" PRIu64
-				    " bytes (--into-blob needs "
-				    "the sender's size)",
-				    r->peer, ag->bound, o->out_mem_size);
-	}
 	if (err == -EPROTO)
 		return err;
 	if (err) {

@@ -535,6 +535,16 @@ int pfs_xfer_hello_check(const uint8_t *raw, const struct pfs_xfer_terms *t,
 				     "--max-size to accept it",
 				     r->peer, h.size, max_size);
 	}
+	if (mode == PFS_MODE_PAYLOAD && t->out_mem_size && h.size != t->out_mem_size) {
+		a->type = PFS_CTL_REFUSE;
+		a->word = PFS_REFUSE_SIZE;
+		a->size = t->out_mem_size;
+		return pfs_xfer_fail(r, -EPERM,
+				     "recv: refused %s: size mismatch: sender blob %" PRIu64
+				     " bytes, this receiver's blob %" PRIu64 " bytes (--into-blob "
+				     "needs the sender's size)",
+				     r->peer, h.size, t->out_mem_size);
+	}
 	*bound = mode == PFS_MODE_PAYLOAD ? h.size : size;
 	ag->planned = h.count;
 	if (out_fd >= 0) {

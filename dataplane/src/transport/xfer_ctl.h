@@ -86,6 +86,8 @@ struct pfs_xfer_terms {
 	uint64_t blob_size, fp;
 	int out_fd;
 	uint64_t max_size;
+	uint64_t out_mem_size; /* payload into the receiver's blob: its size, which the
+				* sender's must equal; 0: none */
 };
 
 /* What a receiver agreed to with an accepted HELLO. */
