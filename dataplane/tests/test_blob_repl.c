@@ -604,6 +604,67 @@ static int hostile_fn(int port, uint64_t arg)
 	return hostile_client(port);
 }
 
+/* @arg connections in a row that send a bad AUTH (a zero MAC). */
+static int bad_auth_burst(int port, uint64_t arg)
+{
+	struct repl_frame a = { .type = REPL_AUTH, .size = 8ULL << 20, .body_len = REPL_MAC };
+	uint8_t b[REPL_FRAME_MAX];
+	int n = repl_frame_encode(&a, b), sent = 0;
+
+	for (uint64_t i = 0; i < arg; i++) {
+		int fd = tcp_to(port);
+		struct repl_frame h;
+
+		if (fd < 0)
+			continue;
+		if (frame_in(fd, &h) == REPL_HELLO && send(fd, b, (size_t)n, MSG_NOSIGNAL) == n)
+			sent++;
+		frame_in(fd, &h); /* the REFUSE, so the server logged before we go on */
+		close(fd);
+	}
+	return sent == (int)arg ? 0 : 1;
+}
+
+/* 300 clients with the wrong token in a burst: the holder logs at most
+ * REPL_LOG_PER_S refusal lines a second and counts the rest in
+ * "suppressed N" lines (the last one on its way out). */
+static int t_log_rate(void)
+{
+	char sock[128], cmd[512], *out;
+	unsigned long supp = 0;
+	int lines = 0, br;
+	pid_t srv, c;
+
+	NEED_NET();
+	CHECK(!sh("%s blob create --source %s --page 4k --dir /dev/shm --name %s --replace "
+		  ">/dev/null 2>&1",
+		  pfs_bin, REAL_UAPI, bname(7, "lograte")),
+	      "create");
+	snprintf(sock, sizeof(sock), "%s/lograte.sock", tmpdir);
+	srv = pfs_in(ns_a, "lograte", "blob", "serve", "--name", names[7], "--dir", "/dev/shm",
+		     "--socket", sock, "--token-file", tok, "--replicate-listen", "127.0.0.1:7496",
+		     NULL);
+	c = in_ns_a(bad_auth_burst, 7496, 300);
+	br = wait_rc(c, 120);
+	kill(srv, SIGTERM);
+	wait_rc(srv, 20);
+	/* The whole log, however long the burst took: counted by grep and awk. */
+	snprintf(cmd, sizeof(cmd),
+		 "grep -c 'repl serve: refused ' %s/lograte.err; "
+		 "sed -n 's/.*suppressed \\([0-9]*\\).*/\\1/p' %s/lograte.err | "
+		 "awk '{ s += $1 } END { print s + 0 }'",
+		 tmpdir, tmpdir);
+	out = slurp_cmd(cmd);
+	if (!out || sscanf(out, "%d %lu", &lines, &supp) != 2)
+		lines = -1;
+	free(out);
+	tap_diag("300 bad AUTHs: %d refusal lines, %lu suppressed", lines, supp);
+	CHECK(br == 0, "the burst did not complete (rc %d)", br);
+	CHECK(lines + supp == 300 && supp > 0 && lines < 300, "lines %d + suppressed %lu", lines,
+	      supp);
+	return TAP_PASS;
+}
+
 /* A DNS name in --fetch-from (the operator lists holders by name): one that
  * does not resolve yet is waited for like a refused connect, then used.
  * `ip netns exec` gives the relay /etc/netns/NS/hosts as its /etc/hosts, a
@@ -759,6 +820,7 @@ static const struct tap_test tests[] = {
 	{ "AUTH's transport word: round trip, refused when malformed, signed", t_auth_xport },
 	{ "a DNS name in --fetch-from: waited for until it resolves, then fetched",
 	  t_name_upstream },
+	{ "300 bad AUTHs in a burst: refusal lines rate-limited, the rest counted", t_log_rate },
 };
 
 TAP_MAIN(tests)

@@ -70,8 +70,10 @@ struct pfs_repl_server {
 	uint64_t log_dropped;
 };
 
-/* A refusal line, rate-limited (under lock). */
-static void refuse_log(struct pfs_repl_server *s, const char *peer, const char *why)
+/* A line about one client (a refusal, an aborted stream), at most
+ * REPL_LOG_PER_S a second, then a count of what was left out (under lock):
+ * a client loop must not flood the holder's log. */
+static void conn_log(struct pfs_repl_server *s, const char *what, const char *peer, const char *why)
 {
 	double now = repl_now();
 
@@ -84,9 +86,15 @@ static void refuse_log(struct pfs_repl_server *s, const char *peer, const char *
 		s->log_dropped = 0;
 	}
 	if (s->log_n++ < REPL_LOG_PER_S)
-		pfs_warn("repl serve: refused %s: %s", peer, why);
+		pfs_warn("repl serve: %s%s: %s", what, peer, why);
 	else
 		s->log_dropped++;
+}
+
+/* A refusal line, rate-limited (under lock). */
+static void refuse_log(struct pfs_repl_server *s, const char *peer, const char *why)
+{
+	conn_log(s, "refused ", peer, why);
 }
 
 static void refuse(struct conn *c, uint64_t code, const char *why)
@@ -266,9 +274,12 @@ static int serve_dgram(struct conn *c, const struct repl_frame *auth)
 
 	atomic_fetch_add(&s->served, r.bytes);
 	atomic_fetch_add(&s->resent, r.dgrams.retransmitted);
-	if (err && err != -ECANCELED)
-		pfs_warn("repl serve: %s over %s: %s", c->peer, repl_xport_str(auth->xport),
-			 r.error[0] ? r.error : strerror(-err));
+	if (err && err != -ECANCELED) {
+		pthread_mutex_lock(&s->lock);
+		conn_log(s, auth->xport == REPL_XPORT_AFXDP ? "afxdp client " : "udp client ",
+			 c->peer, r.error[0] ? r.error : strerror(-err));
+		pthread_mutex_unlock(&s->lock);
+	}
 	return err;
 }
 
@@ -300,9 +311,11 @@ static void *conn_main(void *arg)
 			err = stream(c, (uint64_t)start);
 		if (!err && auth.xport == REPL_XPORT_TCP)
 			await_close(c);
-		else if (err != -ECANCELED && auth.xport == REPL_XPORT_TCP)
-			pfs_warn("repl serve: %s: %s", c->peer,
-				 pfs_wire_strerror(err)); /* dgram: logged */
+		else if (err != -ECANCELED && auth.xport == REPL_XPORT_TCP) {
+			pthread_mutex_lock(&s->lock); /* dgram: logged by serve_dgram */
+			conn_log(s, "", c->peer, pfs_wire_strerror(err));
+			pthread_mutex_unlock(&s->lock);
+		}
 	}
 	pthread_mutex_lock(&s->lock);
 	if (start >= 0)
@@ -567,5 +580,7 @@ void pfs_repl_server__stop(struct pfs_repl_server *s)
 			shutdown(c->fd, SHUT_RDWR);
 	pthread_mutex_unlock(&s->lock);
 	reap(s, true);
+	if (s->log_dropped) /* the last window's count, which no later line flushed */
+		pfs_warn("repl serve: suppressed %" PRIu64 " similar messages", s->log_dropped);
 	server_free(s);
 }
