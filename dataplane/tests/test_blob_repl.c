@@ -604,6 +604,22 @@ static int hostile_fn(int port, uint64_t arg)
 	return hostile_client(port);
 }
 
+/* A blob of the UAPI headers in slot @i, served by `pfs blob serve` in ns
+ * a (log and result under @tag) with replication on @listen: its pid, or
+ * -1 when the blob could not be made. */
+static pid_t uapi_holder(int i, const char *tag, const char *listen)
+{
+	char sock[128];
+
+	if (sh("%s blob create --source %s --page 4k --dir /dev/shm --name %s --replace "
+	       ">/dev/null 2>&1",
+	       pfs_bin, REAL_UAPI, bname(i, tag)))
+		return -1;
+	snprintf(sock, sizeof(sock), "%s/%s.sock", tmpdir, tag);
+	return pfs_in(ns_a, tag, "blob", "serve", "--name", names[i], "--dir", "/dev/shm",
+		      "--socket", sock, "--token-file", tok, "--replicate-listen", listen, NULL);
+}
+
 /* @arg connections in a row that send a bad AUTH (a zero MAC). */
 static int bad_auth_burst(int port, uint64_t arg)
 {
@@ -630,20 +646,14 @@ static int bad_auth_burst(int port, uint64_t arg)
  * "suppressed N" lines (the last one on its way out). */
 static int t_log_rate(void)
 {
-	char sock[128], cmd[512], *out;
+	char cmd[512], *out;
 	unsigned long supp = 0;
 	int lines = 0, br;
 	pid_t srv, c;
 
 	NEED_NET();
-	CHECK(!sh("%s blob create --source %s --page 4k --dir /dev/shm --name %s --replace "
-		  ">/dev/null 2>&1",
-		  pfs_bin, REAL_UAPI, bname(7, "lograte")),
-	      "create");
-	snprintf(sock, sizeof(sock), "%s/lograte.sock", tmpdir);
-	srv = pfs_in(ns_a, "lograte", "blob", "serve", "--name", names[7], "--dir", "/dev/shm",
-		     "--socket", sock, "--token-file", tok, "--replicate-listen", "127.0.0.1:7496",
-		     NULL);
+	srv = uapi_holder(7, "lograte", "127.0.0.1:7496");
+	CHECK(srv > 0, "create");
 	c = in_ns_a(bad_auth_burst, 7496, 300);
 	br = wait_rc(c, 120);
 	kill(srv, SIGTERM);
@@ -760,19 +770,13 @@ static int t_auth_xport(void)
 
 static int t_malformed(void)
 {
-	char sock[128], e[64];
+	char e[64];
 	pid_t srv, h, fk, rel;
 	int hr, fr, rr;
 
 	NEED_NET();
-	CHECK(!sh("%s blob create --source %s --page 4k --dir /dev/shm --name %s --replace "
-		  ">/dev/null 2>&1",
-		  pfs_bin, REAL_UAPI, bname(5, "held")),
-	      "create");
-	snprintf(sock, sizeof(sock), "%s/held.sock", tmpdir);
-	srv = pfs_in(ns_a, "serve", "blob", "serve", "--name", names[5], "--dir", "/dev/shm",
-		     "--socket", sock, "--token-file", tok, "--replicate-listen", "127.0.0.1:7490",
-		     NULL);
+	srv = uapi_holder(5, "serve", "127.0.0.1:7490");
+	CHECK(srv > 0, "create");
 	h = in_ns_a(hostile_fn, 7490, 0);
 	hr = wait_rc(h, 60);
 	fk = in_ns_a(fake_upstream, 7491, 8ULL << 20);
