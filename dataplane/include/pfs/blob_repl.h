@@ -167,8 +167,8 @@ struct pfs_repl_fetch_opts {
 	/* How the data comes: "tcp" (NULL: the default; grams on the
 	 * connection), "udp" or "afxdp" (datagrams to data_port, NAK-repaired,
 	 * the connection carrying the repair plane's control records; afxdp
-	 * attaches an XDP program to ifname, NULL: the interface holding the
-	 * local address of the connection). */
+	 * attaches an XDP program to ifname, NULL: the interface the route
+	 * towards the upstream leaves by). */
 	const char *transport;
 	uint16_t data_port; /* udp, afxdp: required */
 	const char *ifname;

@@ -20,7 +20,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <inttypes.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -30,6 +29,7 @@
 
 #include "blob/blob_repl_int.h"
 #include "pfs/log.h"
+#include "pfs/netdev.h"
 #include "pfs/xfer.h"
 #include "pfs/xsk.h"
 
@@ -158,33 +158,24 @@ int repl_dgram_serve(int fd, const struct repl_frame *auth, struct repl_dgram_sr
 
 /* ---- client ---- */
 
-/* The interface that holds local address @host: where the upstream's
- * datagrams come in (the control connection took that route). */
-static int local_ifname(const char *host, char *ifname, size_t n)
+/* The interface the kernel routes towards the upstream (@fd's peer): where
+ * its datagrams come in, as the control connection's did. */
+static int upstream_ifname(int fd, char *ifname)
 {
-	struct ifaddrs *ifa, *i;
-	char a[INET6_ADDRSTRLEN];
-	int err = -ENODEV;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	uint8_t hop[16];
+	const void *a;
+	int oif = 0, err;
 
-	if (getifaddrs(&ifa))
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl))
 		return -errno;
-	for (i = ifa; i && err; i = i->ifa_next) {
-		const struct sockaddr *sa = i->ifa_addr;
-
-		if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
-			continue;
-		inet_ntop(sa->sa_family,
-			  sa->sa_family == AF_INET6 ?
-				  (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr :
-				  (const void *)&((const struct sockaddr_in *)sa)->sin_addr,
-			  a, sizeof(a));
-		if (!strcmp(a, host)) {
-			snprintf(ifname, n, "%s", i->ifa_name);
-			err = 0;
-		}
-	}
-	freeifaddrs(ifa);
-	return err;
+	a = ss.ss_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr :
+				       (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
+	err = pfs_netdev_next_hop(ss.ss_family, a, hop, &oif);
+	if (err)
+		return err;
+	return oif > 0 && if_indextoname((unsigned int)oif, ifname) ? 0 : -ENODEV;
 }
 
 int repl_dgram_fetch(int fd, const struct repl_dgram_sink *k, struct pfs_xfer_result *r)
@@ -205,12 +196,10 @@ int repl_dgram_fetch(int fd, const struct repl_dgram_sink *k, struct pfs_xfer_re
 		snprintf(r->error, sizeof(r->error), "getsockname: %s", strerror(-err));
 		return err;
 	}
-	if (k->xport == REPL_XPORT_AFXDP && !k->ifname &&
-	    (err = local_ifname(host, ifname, sizeof(ifname)))) {
+	if (k->xport == REPL_XPORT_AFXDP && !k->ifname && (err = upstream_ifname(fd, ifname))) {
 		snprintf(r->error, sizeof(r->error),
-			 "no interface holds %s, the local address towards the upstream: give "
-			 "--fetch-if",
-			 host);
+			 "no route towards the upstream names an interface (%s): give --fetch-if",
+			 strerror(-err));
 		return err;
 	}
 	struct pfs_xfer_opts o = {

@@ -79,8 +79,8 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	  "port, else 7470)",
 	  .min = 1, .max = 65535 },
 	{ "fetch-if", PFS_OPT_STR, AT(fetch_if), "IFNAME",
-	  "afxdp: the interface to receive on (default: the one holding the local\n"
-	  "address towards the upstream)",
+	  "afxdp: the interface to receive on (default: the one the route towards\n"
+	  "the upstream leaves by)",
 	  .flags = PFS_OPT_NONZERO },
 	{ 0 },
 };
