@@ -521,7 +521,7 @@ static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 		pfs_err("closing --out %s: %s", a->out, strerror(errno));
 		rc = rc ? rc : PFS_EXIT_ERROR;
 	}
-	if (a->into_blob && !err)
+	if (a->into_blob)
 		fp = pfs_blob__fingerprint(blob); /* of what arrived: the sender's when equal */
 	report(a, blob, fp, r, err, rc);
 	return rc;
@@ -567,7 +567,8 @@ static int run(int argc, char **argv, bool sender)
 			report(&a, NULL, 0, &r, -ENOMEM, PFS_EXIT_ERROR);
 			return PFS_EXIT_ERROR;
 		}
-		fp = pfs_blob__fingerprint(blob);
+		/* --into-blob: the fingerprint of what arrives, after the transfer. */
+		fp = a.into_blob ? 0 : pfs_blob__fingerprint(blob);
 	}
 	rc = transfer(&a, host, port, blob, fp, &r);
 	pfs_blob__close(blob);
