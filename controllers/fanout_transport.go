@@ -23,8 +23,7 @@ func relayTransport(ns *pfsv1alpha1.BlobNodeStatus, ft *result.Fetch) {
 	default:
 		ns.Transport = pfsv1alpha1.TransportTCP
 	}
-	// truncate appends "...", which must fit the MaxLength too.
-	ns.Datapath = truncate(ft.Path, maxDatapath-len("..."))
+	ns.Datapath = truncate(ft.Path, maxDatapath)
 	ns.NAKs = 0
 	if ft.Dgrams != nil {
 		ns.NAKs = ft.Dgrams.NAKs

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -173,11 +174,22 @@ func cliError(msg string) string {
 	return truncate(strings.TrimSpace(msg), 256)
 }
 
+// truncate cuts s to at most n bytes, "..." included, so the result fits a
+// field of MaxLength n; it cuts at a rune boundary, never inside a UTF-8
+// sequence.
 func truncate(s string, n int) string {
+	const ellipsis = "..."
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "..."
+	if n <= len(ellipsis) {
+		return ellipsis[:max(n, 0)]
+	}
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }
 
 func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {

@@ -75,3 +75,24 @@ func TestClassifyPod(t *testing.T) {
 		})
 	}
 }
+
+func TestTruncate(t *testing.T) {
+	tests := map[string]struct {
+		s    string
+		n    int
+		want string
+	}{
+		"fits":                 {"abc", 3, "abc"},
+		"cut, ellipsis inside": {"abcdefgh", 6, "abc..."},
+		"no room but the dots": {"abcdefgh", 2, ".."},
+		"not inside a rune":    {"ab\u00e9\u00e9\u00e9", 6, "ab..."},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := truncate(tc.s, tc.n)
+			if got != tc.want || len(got) > tc.n {
+				t.Errorf("truncate(%q, %d) = %q (%d bytes), want %q", tc.s, tc.n, got, len(got), tc.want)
+			}
+		})
+	}
+}
