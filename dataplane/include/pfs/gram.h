@@ -48,6 +48,9 @@ enum pfs_gram_mode {
 	PFS_MODE_PAYLOAD = 0, /* descriptors + referenced bytes */
 	PFS_MODE_OFFSET = 1, /* fixed 12-byte descriptors, no payload */
 	PFS_MODE_ARITH = 2, /* zig-zag varint deltas, no payload */
+	PFS_MODE_DELTA = 3, /* a new version as operations over a base both ends
+			     * hold: delta grams (pfs/delta.h), their own codec;
+			     * the gram codec here refuses this mode */
 };
 
 struct pfs_desc {
@@ -82,6 +85,9 @@ enum pfs_ctl_type {
 			    * (text) that follows the record; the transfer ends */
 };
 #define PFS_CTL_ABORT_TEXT_MAX 480
+/* DIGEST.word for a SHA-256 (delta mode): count is 32 and the 32 bytes of
+ * the digest follow the record. Not an enum pfs_integrity value. */
+#define PFS_DIGEST_SHA256 3u
 
 /* Why a receiver refused (pfs_ctl.word of PFS_CTL_REFUSE). */
 enum pfs_refuse_code {
@@ -139,7 +145,7 @@ struct pfs_gram_stats {
 };
 
 const char *pfs_mode_str(enum pfs_gram_mode mode);
-/* "payload", "offset" ("offset-only"), "arith" ("arithmetic"): 0/-EINVAL. */
+/* "payload", "offset" ("offset-only"), "arith" ("arithmetic"), "delta": 0/-EINVAL. */
 int pfs_mode_parse(const char *s, enum pfs_gram_mode *mode);
 
 /* Upper bound of the descriptor table size for n descriptors. */

@@ -600,7 +600,8 @@ int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t 
 				"; a receiver writing into its blob (--into-blob) needs the "
 				"sender's size" :
 			a.word == PFS_REFUSE_FINGERPRINT || a.word == PFS_REFUSE_SIZE ?
-				"; offset and arithmetic modes need the same blob on both ends" :
+				"; offset and arithmetic modes need the same blob on both ends, delta mode "
+				"the same base" :
 			a.word == PFS_REFUSE_INTEGRITY ?
 				"; start both ends with the same --integrity" :
 				"");

@@ -209,11 +209,14 @@ const char *pfs_label(enum pfs_gram_mode mode, const char *transport, char *buf,
 	case PFS_MODE_ARITH:
 		snprintf(buf, n, "Native PFS Arithmetic Mode - %s", transport);
 		break;
+	case PFS_MODE_DELTA:
+		snprintf(buf, n, "PFS-Delta-%s", transport);
+		break;
 	}
 	return buf;
 }
 
 const char *pfs_purpose(enum pfs_gram_mode mode)
 {
-	return mode == PFS_MODE_PAYLOAD ? "Transfer" : "Transfer|pCPU";
+	return mode == PFS_MODE_PAYLOAD || mode == PFS_MODE_DELTA ? "Transfer" : "Transfer|pCPU";
 }

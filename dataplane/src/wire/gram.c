@@ -22,6 +22,8 @@ const char *pfs_mode_str(enum pfs_gram_mode mode)
 		return "offset";
 	case PFS_MODE_ARITH:
 		return "arith";
+	case PFS_MODE_DELTA:
+		return "delta";
 	}
 	return "?";
 }
@@ -34,6 +36,8 @@ int pfs_mode_parse(const char *s, enum pfs_gram_mode *mode)
 		*mode = PFS_MODE_OFFSET;
 	else if (!strcasecmp(s, "arith") || !strcasecmp(s, "arithmetic"))
 		*mode = PFS_MODE_ARITH;
+	else if (!strcasecmp(s, "delta"))
+		*mode = PFS_MODE_DELTA;
 	else
 		return -EINVAL;
 	return 0;
@@ -43,26 +47,6 @@ size_t pfs_gram_desc_len_max(enum pfs_gram_mode mode, uint32_t n)
 {
 	return (size_t)n *
 	       (mode == PFS_MODE_ARITH ? PFS_GRAM_ARITH_DESC_MAX : PFS_GRAM_OFFSET_DESC_LEN);
-}
-
-static inline uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static inline int64_t unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-static inline uint8_t *put_uvarint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)v | 0x80;
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
 }
 
 ssize_t pfs_gram_encode(enum pfs_gram_mode mode, uint64_t seq, const struct pfs_desc *d, uint32_t n,
@@ -162,32 +146,6 @@ int pfs_gram_decode_hdr(const void *buf, size_t len, struct pfs_gram_hdr *h)
 	return 0;
 }
 
-/* Canonical LEB128: at most 10 bytes, no bits past 64, no trailing zero byte. */
-static inline int get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
-{
-	const uint8_t *p = *pp;
-	uint64_t r = 0;
-
-	for (unsigned int shift = 0; shift < 70; shift += 7) {
-		uint8_t c;
-
-		if (p == end)
-			return -EBADMSG;
-		c = *p++;
-		if (shift == 63 && c > 1)
-			return -ERANGE;
-		r |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			if (!c && shift)
-				return -EBADMSG;
-			*pp = p;
-			*v = r;
-			return 0;
-		}
-	}
-	return -EBADMSG;
-}
-
 static inline int in_blob(uint64_t off, uint64_t len, uint64_t blob_size)
 {
 	return off <= blob_size && len <= blob_size - off;
@@ -285,7 +243,7 @@ int pfs_ctl_encode(const struct pfs_ctl *c, void *out)
 {
 	uint8_t *o = out;
 
-	if (c->type < PFS_CTL_HELLO || c->type > PFS_CTL_ABORT || c->mode > PFS_MODE_ARITH)
+	if (c->type < PFS_CTL_HELLO || c->type > PFS_CTL_ABORT || c->mode > PFS_MODE_DELTA)
 		return -EINVAL;
 	put32(o, PFS_CTL_MAGIC);
 	o[4] = PFS_GRAM_VERSION;
@@ -311,7 +269,7 @@ int pfs_ctl_decode(const void *buf, size_t len, struct pfs_ctl *c)
 	if (get32(b + 36) != pfs_crc32c(0, b, 36))
 		return -EILSEQ;
 	/* The version is checked by the handshake so it can say which one. */
-	if (b[5] < PFS_CTL_HELLO || b[5] > PFS_CTL_ABORT || b[6] > PFS_MODE_ARITH ||
+	if (b[5] < PFS_CTL_HELLO || b[5] > PFS_CTL_ABORT || b[6] > PFS_MODE_DELTA ||
 	    (b[7] & ~(PFS_CTL_F_OK | PFS_CTL_F_INTEGRITY_MASK)))
 		return -EPROTO;
 	c->type = b[5];

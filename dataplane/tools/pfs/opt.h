@@ -65,7 +65,7 @@ struct pfs_opt {
 /* The field of an entry: PFS_OPT_AT(struct xfer_args, sched.align). */
 #define PFS_OPT_AT(type, field) .off = offsetof(type, field), .size = sizeof(((type *)0)->field)
 
-#define PFS_OPT_GROUPS 6
+#define PFS_OPT_GROUPS 8
 
 /* One command line: up to PFS_OPT_GROUPS tables, each over its own struct
  * (the command's own options, the shared blob options, ...). */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "xfer.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 #include "pfs/pcore.h"
@@ -22,26 +23,6 @@
 #include "pfs/xfer.h"
 #include "pfs/xsk.h"
 
-struct xfer_args {
-	bool sender;
-	bool into_blob; /* --into-blob */
-	const char *connect, *listen;
-	const struct pfs_transport *transport;
-	enum pfs_gram_mode mode;
-	struct pfs_cli_blob cb;
-	struct pfs_cli_share share; /* --blob-socket: the blob from a holder */
-	struct pfs_sched_opts sched;
-	struct pfs_opt_range range;
-	uint64_t bytes, max_size;
-	uint32_t desc_per_gram, gram_bytes;
-	double connect_timeout, accept_timeout, timeout;
-	const char *out, *result_file, *csv, *notes, *ready_file;
-	const char *ifname, *peer_mac;
-	uint32_t queues, mtu;
-	enum pfs_xdp_attach xdp_attach;
-	enum pfs_xsk_page umem_page;
-	enum pfs_integrity integrity;
-};
 
 static int parse_mode(const char *arg, void *field)
 {
@@ -131,7 +112,7 @@ static const struct pfs_opt recv_opts[] = {
 
 static const struct pfs_opt both_opts[] = {
 	PFS_OPT_HEADING("\nBoth sides:"),
-	{ "mode", PFS_OPT_FN, AT(mode), "MODE", "payload | offset | arith (required)",
+	{ "mode", PFS_OPT_FN, AT(mode), "MODE", "payload | offset | arith | delta (required)",
 	  .parse = parse_mode, .flags = PFS_OPT_REQUIRED },
 	{ "transport", PFS_OPT_FN, AT(transport), "T",
 	  "tcp | udp | afxdp, those built in (default tcp)", .parse = parse_transport },
@@ -257,12 +238,15 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 			   { both_opts, a },
 			   { link_opts, a },
 			   { pfs_cli_blob_opts, &a->cb },
-			   { pfs_cli_share_opts, &a->share } },
+			   { pfs_cli_share_opts, &a->share },
+			   { pfs_cli_delta_opts, &a->delta } },
 	};
 	int err = pfs_opt_parse(&c, argc, argv);
 
 	if (!err)
 		err = check_side(&c, a->sender);
+	if (!err)
+		err = pfs_cli_delta_check(&c, a);
 	if (err)
 		return err;
 	a->sched.range_off = a->range.off;
@@ -279,7 +263,7 @@ static int parse_args(int argc, char **argv, struct xfer_args *a)
 	return 0;
 }
 
-static int exit_code(int err, const struct pfs_xfer_result *r)
+int pfs_cli_xfer_exit(int err, const struct pfs_xfer_result *r)
 {
 	if (err == -EPERM)
 		return PFS_EXIT_REFUSED;
@@ -373,6 +357,15 @@ static void transfer_json(struct pfs_json *j, const struct xfer_args *a,
 	pfs_json_num(j, "mb_per_cpu_s", cpu > 0 ? mb / cpu : 0, 1);
 	pfs_json_str(j, "integrity", verdict_str(r), 10);
 	pfs_json_u64(j, "pthreads", 1);
+	if (a->mode == PFS_MODE_DELTA) {
+		/* The rebuilt target's SHA-256 against the sender's ("delta"). */
+		pfs_json_str(j, "integrity_alg", "sha256", 8);
+		pfs_json_u64(j, "descs", r->descs);
+		pfs_json_u64(j, "grams", r->grams);
+		pfs_json_u64(j, "wire_bytes", r->wire_bytes);
+		pfs_json_u64(j, "decode_errors", r->stats.errors);
+		return;
+	}
 	pfs_json_str(j, "integrity_alg", pfs_integrity_str(a->integrity), 8);
 	/* "crc32c"/"peer_crc32c" stay for readers that predate --integrity. */
 	if (a->integrity == PFS_INTEGRITY_CRC32C)
@@ -387,8 +380,8 @@ static void transfer_json(struct pfs_json *j, const struct xfer_args *a,
 	dgrams_json(j, &r->dgrams);
 }
 
-static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint64_t fp,
-		   const struct pfs_xfer_result *r, int err, int rc)
+void pfs_cli_xfer_report(const struct xfer_args *a, const struct pfs_blob *blob, uint64_t fp,
+			 const struct pfs_xfer_result *r, int err, int rc)
 {
 	double mb = r->bytes / 1e6, cpu = r->user_s + r->sys_s;
 	char label[64], notes[400];
@@ -411,6 +404,8 @@ static void report(const struct xfer_args *a, const struct pfs_blob *blob, uint6
 	if (r->afxdp_mode[0])
 		pfs_json_str(&j, "afxdp_mode", r->afxdp_mode, sizeof(r->afxdp_mode));
 	placement_json(&j);
+	if (a->delta.res)
+		pfs_cli_delta_json(&j, a->delta.res, r);
 	if (blob)
 		pfs_cli_blob_json(&j, blob, fp);
 	pfs_json_hex(&j, "peer_fingerprint", r->peer_fingerprint, 16);
@@ -516,14 +511,14 @@ static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 	} else {
 		err = a->transport->recv(&xo, r);
 	}
-	rc = exit_code(err, r);
+	rc = pfs_cli_xfer_exit(err, r);
 	if (out_fd >= 0 && close(out_fd)) {
 		pfs_err("closing --out %s: %s", a->out, strerror(errno));
 		rc = rc ? rc : PFS_EXIT_ERROR;
 	}
 	if (a->into_blob)
 		fp = pfs_blob__fingerprint(blob); /* of what arrived: the sender's when equal */
-	report(a, blob, fp, r, err, rc);
+	pfs_cli_xfer_report(a, blob, fp, r, err, rc);
 	return rc;
 }
 
@@ -554,6 +549,8 @@ static int run(int argc, char **argv, bool sender)
 	}
 	if (pfs_cli_check_args)
 		return PFS_EXIT_OK;
+	if (a.mode == PFS_MODE_DELTA)
+		return pfs_cli_delta_run(&a, host, port);
 	if (a.into_blob && (sender || a.mode != PFS_MODE_PAYLOAD)) {
 		pfs_err("%s: --into-blob is for a payload receiver (pfs recv --mode payload)",
 			argv[0]);
@@ -564,7 +561,7 @@ static int run(int argc, char **argv, bool sender)
 			       pfs_cli_share_get(&a.share, r.error, sizeof(r.error)) :
 			       pfs_cli_blob_get(&a.cb, r.error, sizeof(r.error));
 		if (!blob) {
-			report(&a, NULL, 0, &r, -ENOMEM, PFS_EXIT_ERROR);
+			pfs_cli_xfer_report(&a, NULL, 0, &r, -ENOMEM, PFS_EXIT_ERROR);
 			return PFS_EXIT_ERROR;
 		}
 		/* --into-blob: the fingerprint of what arrives, after the transfer. */

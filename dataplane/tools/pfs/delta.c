@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * `pfs send/recv --mode delta`: the base (a blob as for offset mode, a
+ * file with --base, or none with recv --no-base), the sender's source (a
+ * file, or a blob from its holder), and the receiver's output (--out FILE,
+ * written under a temporary name and renamed only once its SHA-256 equals
+ * the sender's, so a failed transfer never replaces a good file). The
+ * result is the usual one plus a "delta" member.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pfs/blob_manifest.h"
+#include "pfs/log.h"
+#include "xfer.h"
+
+#define AT(f) PFS_OPT_AT(struct pfs_cli_delta, f)
+
+const struct pfs_opt pfs_cli_delta_opts[] = {
+	PFS_OPT_HEADING("\nDelta mode (--mode delta, tcp):"),
+	{ "base", PFS_OPT_STR, AT(base_file), "FILE",
+	  "the base both ends hold, from a file (default: the blob options)" },
+	{ "src", PFS_OPT_STR, AT(src_file), "FILE", "send: the new version, from a file" },
+	{ "src-blob-socket", PFS_OPT_STR, AT(src_share.socket), "PATH",
+	  "send: the new version, the blob of this holder" },
+	{ "src-blob-token-file", PFS_OPT_STR, AT(src_share.token_file), "FILE",
+	  "send: the token of --src-blob-socket" },
+	{ "no-base", PFS_OPT_FLAG, AT(no_base), NULL,
+	  "recv: this side holds no base; the sender sends a compressed full copy" },
+	{ "zstd-level", PFS_OPT_U64, AT(level), "N", "send: zstd level 1..19 (default 3)",
+	  .min = 1, .max = 19 },
+	{ "delta-threads", PFS_OPT_U64, AT(threads), "N",
+	  "send: encoder threads (default: the CPUs this process may use)", .min = 1,
+	  .max = 64 },
+	{ 0 },
+};
+
+#undef AT
+
+int pfs_cli_delta_check(const struct pfs_cmdline *c, const struct xfer_args *a)
+{
+	static const char *const own[] = { "base",	 "src",	       "src-blob-socket",
+					   "src-blob-token-file", "no-base", "zstd-level",
+					   "delta-threads",	 NULL };
+	static const char *const blob[] = { "blob-socket", "blob-name", NULL };
+	const struct pfs_cli_delta *d = &a->delta;
+
+	if (a->mode != PFS_MODE_DELTA) {
+		for (int i = 0; own[i]; i++)
+			if (pfs_opt_given(c, own[i]))
+				return pfs_opt_fail(c, "--%s is an option of --mode delta", own[i]);
+		return 0;
+	}
+	if (a->transport && strcmp(a->transport->name, "tcp"))
+		return pfs_opt_fail(c, "--mode delta runs over --transport tcp only");
+	if (a->into_blob)
+		return pfs_opt_fail(c, "--into-blob is for payload mode; delta writes --out");
+	if (a->sender && !!d->src_file == !!d->src_share.socket)
+		return pfs_opt_fail(c, "pfs send --mode delta needs one source: --src FILE or "
+				       "--src-blob-socket PATH");
+	if (a->sender && d->no_base)
+		return pfs_opt_fail(c, "--no-base is the receiver's: the sender needs its base");
+	if (!a->sender && (d->src_file || d->src_share.socket))
+		return pfs_opt_fail(c, "--src and --src-blob-socket are the sender's");
+	for (int i = 0; blob[i]; i++)
+		if ((d->base_file || d->no_base) && pfs_opt_given(c, blob[i]))
+			return pfs_opt_fail(c, "--%s names a base: not with %s", blob[i],
+					    d->base_file ? "--base" : "--no-base");
+	if (d->base_file && d->no_base)
+		return pfs_opt_fail(c, "--base and --no-base exclude each other");
+	return 0;
+}
+
+/* A file mapped read-only; size 0 maps nothing. */
+struct mapped {
+	uint8_t *p;
+	uint64_t size;
+};
+
+static int map_file(const char *path, struct mapped *m, char *why, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		err = -errno;
+	} else if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+	} else if (st.st_size) {
+		m->p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m->p == MAP_FAILED) {
+			m->p = NULL;
+			err = -errno;
+		}
+		m->size = (uint64_t)st.st_size;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		snprintf(why, n, "%.500s: %s", path,
+			 err == -EINVAL ? "not a regular file" : strerror(-err));
+	return err;
+}
+
+static void unmap(struct mapped *m)
+{
+	if (m->p)
+		munmap(m->p, m->size);
+}
+
+/* The receiver's --out: a temporary file beside it, mapped when the
+ * sender's size is known, renamed over --out once verified. */
+struct out_file {
+	const char *path;
+	char tmp[4096];
+	int fd;
+	uint8_t *p;
+	uint64_t size;
+};
+
+static uint8_t *out_map(void *ctx, uint64_t size)
+{
+	struct out_file *f = ctx;
+
+	if (ftruncate(f->fd, (off_t)size))
+		return NULL;
+	f->p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
+	if (f->p == MAP_FAILED) {
+		f->p = NULL;
+		return NULL;
+	}
+	f->size = size;
+	return f->p;
+}
+
+/* Keep the file when @ok, else remove it; 0 or -errno. */
+static int out_finish(struct out_file *f, bool ok)
+{
+	int err = 0;
+
+	if (f->fd < 0)
+		return 0;
+	if (f->p)
+		munmap(f->p, f->size);
+	if (ok && fsync(f->fd))
+		err = -errno;
+	close(f->fd);
+	if (ok && !err && rename(f->tmp, f->path))
+		err = -errno;
+	if (!ok || err)
+		unlink(f->tmp);
+	if (err)
+		pfs_err("--out %s: %s", f->path, strerror(-err));
+	return err;
+}
+
+/* The blob named by @share, else by the blob options (NULL: @why). */
+static struct pfs_blob *get_blob(const struct pfs_cli_share *share, const struct pfs_cli_blob *cb,
+				 char *why, size_t n)
+{
+	return pfs_cli_share_set(share) ? pfs_cli_share_get(share, why, n) :
+					  pfs_cli_blob_get(cb, why, n);
+}
+
+struct delta_inputs {
+	struct mapped base_file, src_file;
+	struct pfs_blob *base_blob, *src_blob;
+	struct out_file out;
+};
+
+/* Base, source and output into @o. 0 or -errno with r->error set. */
+static int inputs_open(struct xfer_args *a, struct delta_inputs *in, struct pfs_delta_opts *o,
+		       struct pfs_xfer_result *r)
+{
+	const struct pfs_cli_delta *d = &a->delta;
+	int err = 0;
+
+	if (d->base_file) {
+		err = map_file(d->base_file, &in->base_file, r->error, sizeof(r->error));
+		o->base = in->base_file.p;
+		o->base_size = in->base_file.size;
+	} else if (!d->no_base) {
+		in->base_blob = get_blob(&a->share, &a->cb, r->error, sizeof(r->error));
+		err = in->base_blob ? 0 : -ENOENT;
+		if (in->base_blob) {
+			o->base = pfs_blob__data(in->base_blob);
+			o->base_size = pfs_blob__size(in->base_blob);
+		}
+	}
+	if (!err && d->src_file) {
+		err = map_file(d->src_file, &in->src_file, r->error, sizeof(r->error));
+		o->target = in->src_file.p;
+		o->target_size = in->src_file.size;
+	} else if (!err && d->src_share.socket) {
+		in->src_blob = pfs_cli_share_get(&d->src_share, r->error, sizeof(r->error));
+		err = in->src_blob ? 0 : -ENOENT;
+		if (in->src_blob) {
+			o->target = pfs_blob__data(in->src_blob);
+			o->target_size = pfs_blob__size(in->src_blob);
+		}
+	}
+	if (!err && a->out) {
+		snprintf(in->out.tmp, sizeof(in->out.tmp), "%s.pfs-partial", a->out);
+		in->out.path = a->out;
+		in->out.fd = open(in->out.tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (in->out.fd < 0) {
+			err = -errno;
+			snprintf(r->error, sizeof(r->error), "--out %.500s: %s", in->out.tmp,
+				 strerror(errno));
+		}
+		o->out_map = out_map;
+		o->out_ctx = &in->out;
+	}
+	if (err)
+		pfs_err("%s", r->error);
+	return err;
+}
+
+static void inputs_close(struct delta_inputs *in)
+{
+	unmap(&in->base_file);
+	unmap(&in->src_file);
+	pfs_blob__close(in->base_blob);
+	pfs_blob__close(in->src_blob);
+}
+
+int pfs_cli_delta_run(struct xfer_args *a, const char *host, uint16_t port)
+{
+	struct delta_inputs in = { .out = { .fd = -1 } };
+	struct pfs_xfer_result r = { 0 };
+	struct pfs_delta_result d = { 0 };
+	struct pfs_delta_opts o = {
+		.sz = sizeof(o),
+		.host = host,
+		.port = port,
+		.threads = (int)a->delta.threads,
+		.io_timeout_ms = (int)(a->timeout * 1000),
+		.level = (int)a->delta.level,
+		.connect_timeout_ms = (int)(a->connect_timeout * 1000),
+		.accept_timeout_ms = (int)(a->accept_timeout * 1000),
+		.ready_file = a->ready_file,
+		.max_size = a->max_size,
+	};
+	int err = inputs_open(a, &in, &o, &r), rc;
+
+	if (!err)
+		err = a->sender ? pfs_delta_send(&o, &r, &d) : pfs_delta_recv(&o, &r, &d);
+	rc = err && !r.error[0] ? PFS_EXIT_ERROR : pfs_cli_xfer_exit(err, &r);
+	if (out_finish(&in.out, !err && rc == PFS_EXIT_OK) && rc == PFS_EXIT_OK)
+		rc = PFS_EXIT_ERROR;
+	a->delta.res = &d;
+	pfs_cli_xfer_report(a, NULL, 0, &r, err, rc);
+	inputs_close(&in);
+	return rc;
+}
+
+static void region_json(struct pfs_json *j, const char *key, uint64_t n, uint64_t bytes,
+			const uint64_t *wire)
+{
+	pfs_json_obj(j, key);
+	pfs_json_u64(j, "n", n);
+	pfs_json_u64(j, "bytes", bytes);
+	if (wire)
+		pfs_json_u64(j, "wire", *wire);
+	pfs_json_close(j);
+}
+
+void pfs_cli_delta_json(struct pfs_json *j, const struct pfs_delta_result *d,
+			const struct pfs_xfer_result *r)
+{
+	const struct pfs_delta_stats *s = &d->st;
+	char hex[65];
+
+	pfs_json_obj(j, "delta");
+	pfs_json_u64(j, "base_bytes", d->base_size);
+	pfs_json_u64(j, "target_bytes", d->target_size);
+	pfs_json_u64(j, "wire_bytes", r->wire_bytes);
+	pfs_json_num(j, "ratio", r->wire_bytes ? (double)d->target_size / r->wire_bytes : 0, 3);
+	pfs_json_bool(j, "full_copy", d->full_copy);
+	if (d->sha_valid) {
+		pfs_sha256_hex(d->sha256, hex);
+		pfs_json_str(j, "sha256", hex, sizeof(hex));
+	}
+	pfs_json_obj(j, "regions");
+	region_json(j, "same", s->n[PFS_DELTA_COPY] - s->moved_n,
+		    s->bytes[PFS_DELTA_COPY] - s->moved_bytes, NULL);
+	region_json(j, "moved", s->moved_n, s->moved_bytes, NULL);
+	region_json(j, "xor", s->n[PFS_DELTA_XOR], s->bytes[PFS_DELTA_XOR], &s->wire[PFS_DELTA_XOR]);
+	region_json(j, "zstd", s->n[PFS_DELTA_ZSTD], s->bytes[PFS_DELTA_ZSTD],
+		    &s->wire[PFS_DELTA_ZSTD]);
+	region_json(j, "raw", s->n[PFS_DELTA_RAW], s->bytes[PFS_DELTA_RAW], NULL);
+	pfs_json_close(j);
+	pfs_json_obj(j, "stages");
+	pfs_json_num(j, "index_s", d->index_s, 6);
+	pfs_json_num(j, "encode_s", d->encode_s, 6);
+	pfs_json_num(j, "send_s", d->send_s, 6);
+	pfs_json_num(j, "wait_s", d->recv_wait_s, 6);
+	pfs_json_num(j, "apply_s", d->apply_s, 6);
+	pfs_json_num(j, "verify_s", d->verify_s, 6);
+	pfs_json_close(j);
+	pfs_json_str(j, "bound", d->bound[0] ? d->bound : NULL, sizeof(d->bound));
+	pfs_json_u64(j, "threads", (uint64_t)d->threads);
+	pfs_json_close(j);
+}

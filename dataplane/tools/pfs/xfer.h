@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `pfs send` / `pfs recv`: the parsed command line (xfer.c), shared with
+ * delta mode (delta.c), which takes the same options plus its own. */
+#ifndef PFS_TOOL_XFER_H
+#define PFS_TOOL_XFER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "pfs/delta.h"
+#include "pfs/integrity.h"
+#include "pfs/schedule.h"
+#include "pfs/xdp.h"
+#include "pfs/xfer.h"
+#include "pfs/xsk.h"
+
+/* --mode delta: the base, the source, how to code. */
+struct pfs_cli_delta {
+	const char *base_file; /* --base FILE, instead of the blob options */
+	const char *src_file; /* --src FILE */
+	struct pfs_cli_share src_share; /* --src-blob-socket, --src-blob-token-file */
+	bool no_base; /* recv --no-base */
+	uint64_t level; /* --zstd-level */
+	uint64_t threads; /* --delta-threads */
+	const struct pfs_delta_result *res; /* after the transfer, for the result */
+};
+
+struct xfer_args {
+	bool sender;
+	bool into_blob; /* --into-blob */
+	const char *connect, *listen;
+	const struct pfs_transport *transport;
+	enum pfs_gram_mode mode;
+	struct pfs_cli_blob cb;
+	struct pfs_cli_share share; /* --blob-socket: the blob from a holder */
+	struct pfs_sched_opts sched;
+	struct pfs_opt_range range;
+	uint64_t bytes, max_size;
+	uint32_t desc_per_gram, gram_bytes;
+	double connect_timeout, accept_timeout, timeout;
+	const char *out, *result_file, *csv, *notes, *ready_file;
+	const char *ifname, *peer_mac;
+	uint32_t queues, mtu;
+	enum pfs_xdp_attach xdp_attach;
+	enum pfs_xsk_page umem_page;
+	enum pfs_integrity integrity;
+	struct pfs_cli_delta delta; /* --mode delta (delta.c) */
+};
+
+/* The table over struct pfs_cli_delta (delta.c). */
+extern const struct pfs_opt pfs_cli_delta_opts[];
+
+/* After parsing, --mode delta: what needs what. 0 or -EINVAL (printed). */
+int pfs_cli_delta_check(const struct pfs_cmdline *c, const struct xfer_args *a);
+
+/* Run `pfs send/recv --mode delta` (host:port parsed); the exit code. */
+int pfs_cli_delta_run(struct xfer_args *a, const char *host, uint16_t port);
+
+/* The result of a transfer of any mode (xfer.c): JSON on stdout and
+ * --result-file, a CSV row with --csv. */
+void pfs_cli_xfer_report(const struct xfer_args *a, const struct pfs_blob *blob, uint64_t fp,
+			 const struct pfs_xfer_result *r, int err, int rc);
+/* The exit code of a finished transfer (xfer.c). */
+int pfs_cli_xfer_exit(int err, const struct pfs_xfer_result *r);
+/* The "delta" member of a result (delta.c). */
+void pfs_cli_delta_json(struct pfs_json *j, const struct pfs_delta_result *d,
+			const struct pfs_xfer_result *r);
+
+#endif /* PFS_TOOL_XFER_H */
