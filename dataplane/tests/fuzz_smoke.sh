@@ -7,7 +7,7 @@
 set -u
 build=${BUILD:-build}
 runs=${FUZZ_RUNS:-20000}
-harnesses=(gram frame manifest repl)
+harnesses=(gram frame manifest repl share delta)
 echo "1..${#harnesses[@]}"
 pass=0 fail=0 skip=0 i=0
 for h in "${harnesses[@]}"; do

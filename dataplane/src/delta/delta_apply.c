@@ -79,6 +79,8 @@ static int apply_coded(struct pfs_delta_apply *a, const struct pfs_delta_op *op,
 int pfs_delta_apply__ops(struct pfs_delta_apply *a, const struct pfs_delta_op *ops, uint32_t n,
 			 const uint8_t *payload, const uint8_t *base, uint8_t *target)
 {
+	size_t at = 0; /* offset into the payload: it is NULL when there is none */
+
 	for (uint32_t i = 0; i < n; i++) {
 		const struct pfs_delta_op *op = &ops[i];
 		uint8_t *dst = target + op->dst;
@@ -89,15 +91,15 @@ int pfs_delta_apply__ops(struct pfs_delta_apply *a, const struct pfs_delta_op *o
 			memcpy(dst, base + op->src, op->len);
 			break;
 		case PFS_DELTA_RAW:
-			memcpy(dst, payload, op->len);
+			memcpy(dst, payload + at, op->len);
 			break;
 		default:
-			err = apply_coded(a, op, payload, base, dst);
+			err = apply_coded(a, op, payload + at, base, dst);
 			if (err)
 				return err;
 			break;
 		}
-		payload += op->clen;
+		at += op->clen;
 	}
 	return 0;
 }

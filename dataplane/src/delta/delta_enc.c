@@ -47,7 +47,21 @@ struct pfs_delta_enc {
 	uint8_t *scratch; /* REGION: a transformed region */
 	uint8_t *sample_out; /* ZSTD_compressBound(SAMPLE) */
 	struct choice last;
+	int zc_level; /* the level e->zc is set to */
 };
+
+/* zstd at @level into @dst, with a content checksum in every frame (4
+ * bytes): a corrupt frame fails where it is applied, not only at the
+ * final SHA-256. The compressed size, or a zstd error code. */
+static size_t zc(struct pfs_delta_enc *e, void *dst, size_t cap, const void *src, size_t n,
+		 int level)
+{
+	if (e->zc_level != level) {
+		ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, level);
+		e->zc_level = level;
+	}
+	return ZSTD_compress2(e->zc, dst, cap, src, n);
+}
 
 struct pfs_delta_enc *pfs_delta_enc__new(const struct pfs_delta_index *idx, const uint8_t *base,
 					 uint64_t base_size, int level)
@@ -61,6 +75,8 @@ struct pfs_delta_enc *pfs_delta_enc__new(const struct pfs_delta_index *idx, cons
 	e->base_size = base ? base_size : 0;
 	e->level = level ? level : 3;
 	e->zc = ZSTD_createCCtx();
+	if (e->zc)
+		ZSTD_CCtx_setParameter(e->zc, ZSTD_c_checksumFlag, 1);
 	e->scratch = malloc(REGION);
 	e->sample_out = malloc(ZSTD_compressBound(SAMPLE));
 	e->last = (struct choice){ PFS_DELTA_ZSTD, 1 };
@@ -209,7 +225,7 @@ static struct choice choose(struct pfs_delta_enc *e, const uint8_t *t, uint64_t 
 		for (int i = 0; i < 3; i++) {
 			struct choice c = { k ? PFS_DELTA_ZSTD : PFS_DELTA_XOR, elems[i] };
 			const uint8_t *src = transform(e, c, t, off, n);
-			size_t z = ZSTD_compressCCtx(e->zc, e->sample_out, cap, src, n, 1);
+			size_t z = zc(e, e->sample_out, cap, src, n, 1);
 
 			if (!ZSTD_isError(z) && z < best_len) {
 				best_len = z;
@@ -229,7 +245,7 @@ static void code_region(struct pfs_delta_enc *e, const uint8_t *t, uint64_t off,
 	uint8_t *dst = e->buf + e->reserve + e->fill;
 	const uint8_t *src = transform(e, c, t, off, n);
 	/* Anything not smaller than the bytes goes raw. */
-	size_t z = ZSTD_compressCCtx(e->zc, dst, n - 1, src, n, e->level);
+	size_t z = n < 2 ? 0 : zc(e, dst, n - 1, src, n, e->level);
 	struct pfs_delta_op op = { .dst = off, .len = (uint32_t)n, .kind = c.kind, .elem = c.elem };
 
 	e->last = c;

@@ -234,6 +234,7 @@ static int send_hello(const struct pfs_delta_opts *o, int fd, uint64_t fp,
 			     .value = fp,
 			     .count = o->target_size };
 	uint8_t rec[PFS_CTL_LEN];
+	struct pfs_ctl a;
 	int err = pfs_xfer_send_ctl(fd, &h, &r->wire_bytes);
 
 	if (!err)
@@ -241,6 +242,13 @@ static int send_hello(const struct pfs_delta_opts *o, int fd, uint64_t fp,
 	if (err)
 		return pfs_xfer_fail(r, err, "send: HELLO to %s: %s", r->peer,
 				     pfs_xfer_io_what(err));
+	/* The limit is on the target here, not on the base HELLO.size names. */
+	if (!pfs_ctl_decode(rec, sizeof(rec), &a) && a.type == PFS_CTL_REFUSE &&
+	    a.word == PFS_REFUSE_LIMIT)
+		return pfs_xfer_fail(r, -EPERM,
+				     "send: receiver %s refused: the target is %" PRIu64
+				     " bytes, the receiver takes at most %" PRIu64 " (its --max-size)",
+				     r->peer, o->target_size, a.size);
 	err = pfs_xfer_answer_check(rec, &h, fp, r);
 	if (err)
 		return err;
@@ -377,6 +385,7 @@ int pfs_delta_send(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
 	if (err)
 		goto out;
 	p.base = d->full_copy ? NULL : o->base;
+	p.idx = d->full_copy ? NULL : p.idx;
 	p.base_size = d->full_copy ? 0 : o->base_size;
 	p.units = (o->target_size + UNIT - 1) / UNIT;
 	p.window = 2 * (uint32_t)d->threads;
