@@ -22,6 +22,8 @@ pkgs=(
   # and keeps it forever; without netavark that is CNI, whose networks have no
   # DNS, and the kind worker then cannot resolve the control plane.
   buildah netavark aardvark-dns
+  # make -C dataplane bench-delta: the tools delta mode is compared with.
+  rsync xdelta3 zstd
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -64,8 +64,8 @@ static void nudge_floats(uint8_t *p, size_t n)
 
 static void fill_text(uint8_t *p, size_t n)
 {
-	static const char *const words[] = { "gram ", "blob ", "offset ", "delta ", "pcore ",
-					     "tensor ", "shard\n" };
+	static const char *const words[] = { "gram ",  "blob ",	  "offset ", "delta ",
+					     "pcore ", "tensor ", "shard\n" };
 
 	for (size_t i = 0; i < n;) {
 		const char *w = words[rnd() % 7];
@@ -317,9 +317,12 @@ static int t_codec(void)
 
 static int t_codec_bounds(void)
 {
-	struct pfs_delta_op ops[1] = {
-		{ .dst = 1000, .src = 9000, .len = 100, .kind = PFS_DELTA_COPY, .elem = 1 }
-	}, back[1];
+	struct pfs_delta_op ops[1] = { { .dst = 1000,
+					 .src = 9000,
+					 .len = 100,
+					 .kind = PFS_DELTA_COPY,
+					 .elem = 1 } },
+			    back[1];
 	struct pfs_delta_hdr h;
 	uint8_t g[256];
 	ssize_t n = pfs_delta_gram_encode(0, ops, 1, g, sizeof(g));
@@ -328,8 +331,7 @@ static int t_codec_bounds(void)
 	/* The COPY source past the base, the target past its size. */
 	CHECK(pfs_delta_decode_ops(&h, g + 40, h.table_len, 9050, 4096, 0, back, 1) == -ERANGE,
 	      "source past the base");
-	CHECK(pfs_delta_decode_ops(&h, g + 40, h.table_len, 1 << 20, 1050, 0, back, 1) ==
-		      -ERANGE,
+	CHECK(pfs_delta_decode_ops(&h, g + 40, h.table_len, 1 << 20, 1050, 0, back, 1) == -ERANGE,
 	      "target past its size");
 	/* Before the end of the previous gram. */
 	CHECK(pfs_delta_decode_ops(&h, g + 40, h.table_len, 1 << 20, 4096, 1001, back, 1) ==
@@ -338,8 +340,9 @@ static int t_codec_bounds(void)
 	CHECK(pfs_delta_decode_ops(&h, g + 40, h.table_len, 1 << 20, 4096, 0, back, 0) == -ENOSPC,
 	      "output array too small");
 	/* XOR needs the base at the same offset. */
-	ops[0] = (struct pfs_delta_op){ .dst = 1000, .len = 100, .clen = 5,
-					.kind = PFS_DELTA_XOR, .elem = 1 };
+	ops[0] = (struct pfs_delta_op){
+		.dst = 1000, .len = 100, .clen = 5, .kind = PFS_DELTA_XOR, .elem = 1
+	};
 	n = pfs_delta_gram_encode(0, ops, 1, g, sizeof(g));
 	CHECK(n > 0 && !pfs_delta_decode_hdr(g, (size_t)n, &h), "encode xor");
 	CHECK(pfs_delta_decode_ops(&h, g + 40, h.table_len, 1050, 4096, 0, back, 1) == -ERANGE,
@@ -586,10 +589,13 @@ static int hostile_sender(const uint8_t *g, size_t n, size_t flip, const uint8_t
 				 .size = sizeof(sample_base),
 				 .value = pfs_delta_base_fp(sample_base, sizeof(sample_base)),
 				 .count = 8192 };
-	struct pfs_ctl dg = { .type = PFS_CTL_DIGEST, .mode = PFS_MODE_DELTA, .count = 32,
+	struct pfs_ctl dg = { .type = PFS_CTL_DIGEST,
+			      .mode = PFS_MODE_DELTA,
+			      .count = 32,
 			      .word = PFS_DIGEST_SHA256 };
-	struct pfs_ctl end = { .type = PFS_CTL_END, .mode = PFS_MODE_DELTA, .size = 8192,
-			       .value = 4, .count = 1 };
+	struct pfs_ctl end = {
+		.type = PFS_CTL_END, .mode = PFS_MODE_DELTA, .size = 8192, .value = 4, .count = 1
+	};
 	uint8_t rec[PFS_CTL_LEN], *c = malloc(n);
 	int s = -1;
 
@@ -647,12 +653,12 @@ static int corrupt_xfer(const char *where, int want_rc, const char *want_msg)
 	snprintf(out, sizeof(out), "%s/out-%s.bin", tmpdir, where);
 	snprintf(a, sizeof(a), "%s:%s", ip_b, pb);
 	r = spawn(ns_b, tag,
-		  (char *const[]){ "recv", "--mode", "delta", "--listen", a, "--base", base, "--out",
-				   out, "--timeout", "5", NULL });
+		  (char *const[]){ "recv", "--mode", "delta", "--listen", a, "--base", base,
+				   "--out", out, "--timeout", "5", NULL });
 	c = fork();
 	if (c == 0)
-		_exit(hostile_sender(g, (size_t)n, strcmp(where, "raw") ? payload + 10 : (size_t)n - 7,
-				     sha));
+		_exit(hostile_sender(g, (size_t)n,
+				     strcmp(where, "raw") ? payload + 10 : (size_t)n - 7, sha));
 	crc = wait_rc(c, 30);
 	rrc = wait_rc(r, 30);
 	CHECK(crc == 0, "hostile client rc %d", crc);
@@ -684,8 +690,7 @@ static int t_teardown(void)
 static const struct tap_test tests[] = {
 	{ "codec: every field of every operation kind round-trips; overlap refused", t_codec },
 	{ "codec: COPY/XOR past the base, past the target, rewinding: -ERANGE", t_codec_bounds },
-	{ "codec: every truncation and every header/table bit flip is refused",
-	  t_codec_corrupt },
+	{ "codec: every truncation and every header/table bit flip is refused", t_codec_corrupt },
 	{ "applier: corrupted zstd frames refused (-EBADMSG), the intact one applies",
 	  t_apply_corrupt },
 	{ "encoder: an unchanged target is same-offset COPYs, a few bytes on the wire",

@@ -154,8 +154,12 @@ static void push_copy(struct pfs_delta_enc *e, uint64_t dst, uint64_t src, uint6
 			st->bytes[PFS_DELTA_COPY] += take;
 		} else {
 			take = len < PFS_DELTA_OP_MAX ? (uint32_t)len : PFS_DELTA_OP_MAX;
-			push(e, (struct pfs_delta_op){ .dst = dst, .src = src, .len = take,
-						       .kind = PFS_DELTA_COPY, .elem = 1 },
+			push(e,
+			     (struct pfs_delta_op){ .dst = dst,
+						    .src = src,
+						    .len = take,
+						    .kind = PFS_DELTA_COPY,
+						    .elem = 1 },
 			     st);
 			st->moved_n += src != dst;
 		}

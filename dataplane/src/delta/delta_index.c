@@ -101,8 +101,8 @@ static void *slice_run(void *arg)
 			s->c = c;
 			s->cap = cap;
 		}
-		s->c[s->n++] = (struct chunk){ pos, pfs_crc32c(0, s->base + pos, len),
-					       (uint32_t)len };
+		s->c[s->n++] =
+			(struct chunk){ pos, pfs_crc32c(0, s->base + pos, len), (uint32_t)len };
 		pos += len;
 	}
 	return NULL;
@@ -154,7 +154,8 @@ struct pfs_delta_index *pfs_delta_index__build(const uint8_t *base, uint64_t siz
 	if (size < 64ULL * CDC_MAX)
 		nt = 1;
 	for (int t = 0; t < nt; t++) {
-		sl[t] = (struct slice){ .base = base, .from = size * t / nt,
+		sl[t] = (struct slice){ .base = base,
+					.from = size * t / nt,
 					.to = size * (t + 1) / nt };
 		if (t && !pthread_create(&th[t], NULL, slice_run, &sl[t]))
 			started[t] = true;

@@ -152,11 +152,10 @@ static void *enc_worker(void *arg)
 
 		t0 = pfs_xfer_now();
 		off = u * UNIT;
-		n = pfs_delta_enc__gram(e, u, p->o->target, off,
-					p->o->target_size - off < UNIT ?
-						(uint32_t)(p->o->target_size - off) :
-						UNIT,
-					&g, &st);
+		n = pfs_delta_enc__gram(
+			e, u, p->o->target, off,
+			p->o->target_size - off < UNIT ? (uint32_t)(p->o->target_size - off) : UNIT,
+			&g, &st);
 		if (n > 0 && (copy = malloc((size_t)n)))
 			memcpy(copy, g, (size_t)n);
 		busy += pfs_xfer_now() - t0;
@@ -212,8 +211,9 @@ static int send_grams(struct enc_pool *p, int fd, struct pfs_xfer_result *r, dou
 		*write_s += pfs_xfer_now() - t0;
 		free(got.data);
 		if (err)
-			return pfs_xfer_fail(r, err, "send: writing delta gram %" PRIu64 " to %s: %s",
-					     u, r->peer, pfs_xfer_io_what(err));
+			return pfs_xfer_fail(r, err,
+					     "send: writing delta gram %" PRIu64 " to %s: %s", u,
+					     r->peer, pfs_xfer_io_what(err));
 		pthread_mutex_lock(&p->mu);
 		p->sent = u + 1;
 		pthread_cond_broadcast(&p->cv);
@@ -247,7 +247,8 @@ static int send_hello(const struct pfs_delta_opts *o, int fd, uint64_t fp,
 	    a.word == PFS_REFUSE_LIMIT)
 		return pfs_xfer_fail(r, -EPERM,
 				     "send: receiver %s refused: the target is %" PRIu64
-				     " bytes, the receiver takes at most %" PRIu64 " (its --max-size)",
+				     " bytes, the receiver takes at most %" PRIu64
+				     " (its --max-size)",
 				     r->peer, o->target_size, a.size);
 	err = pfs_xfer_answer_check(rec, &h, fp, r);
 	if (err)
@@ -320,8 +321,7 @@ static int send_stream(const struct pfs_delta_opts *o, struct enc_pool *p, int f
 	if (!err)
 		err = pfs_xfer_send_ctl(fd, &end, &r->wire_bytes);
 	if (err)
-		return pfs_xfer_fail(r, err, "send: END to %s: %s", r->peer,
-				     pfs_xfer_io_what(err));
+		return pfs_xfer_fail(r, err, "send: END to %s: %s", r->peer, pfs_xfer_io_what(err));
 	return 0;
 }
 
@@ -469,14 +469,13 @@ static int rcv_gram(struct rcv *c, double deadline, struct pfs_xfer_result *r)
 		if ((err = rcv_grow(c, whole)))
 			return pfs_xfer_fail(r, err, "recv: out of memory for a %zu-byte gram",
 					     whole);
-		err = rcv_read(c, c->buf + PFS_DELTA_HDR_LEN, whole - PFS_DELTA_HDR_LEN,
-			       deadline, r);
+		err = rcv_read(c, c->buf + PFS_DELTA_HDR_LEN, whole - PFS_DELTA_HDR_LEN, deadline,
+			       r);
 		if (err)
 			return pfs_xfer_fail(r, err, "recv: delta gram %" PRIu64 " from %s: %s",
 					     r->grams, r->peer, pfs_xfer_io_what(err));
-		n = pfs_delta_decode_ops(&h, c->buf + PFS_DELTA_HDR_LEN, h.table_len,
-					 c->base_size, c->target_size, c->done, c->ops,
-					 PFS_DELTA_MAX_OPS);
+		n = pfs_delta_decode_ops(&h, c->buf + PFS_DELTA_HDR_LEN, h.table_len, c->base_size,
+					 c->target_size, c->done, c->ops, PFS_DELTA_MAX_OPS);
 	}
 	pfs_gram_stats_count(&r->stats, n < 0 ? n : 0);
 	if (n < 0)
@@ -515,7 +514,8 @@ static int rcv_stream(const struct pfs_delta_opts *o, struct rcv *c, struct pfs_
 		int err = rcv_read(c, c->buf, PFS_DELTA_HDR_LEN, deadline, r);
 
 		if (err)
-			return pfs_xfer_fail(r, err, "recv: delta gram %" PRIu64 " (or END) from %s: %s",
+			return pfs_xfer_fail(r, err,
+					     "recv: delta gram %" PRIu64 " (or END) from %s: %s",
 					     r->grams, r->peer, pfs_xfer_io_what(err));
 		if (pfs_wire_magic(c->buf, PFS_CTL_LEN) != PFS_CTL_MAGIC) {
 			err = rcv_gram(c, deadline, r);
@@ -605,7 +605,7 @@ static int rcv_verdict(struct rcv *c, const struct pfs_ctl *end, struct pfs_xfer
 		pfs_err("recv: MISMATCH: rebuilt %" PRIu64 " of %" PRIu64 " bytes in %" PRIu64
 			" grams (sender: %" PRIu64 "), SHA-256 %s",
 			r->bytes, c->target_size, r->grams, end->count,
-			!c->peer_sha_valid ? "never sent" :
+			!c->peer_sha_valid		   ? "never sent" :
 			memcmp(d->sha256, c->peer_sha, 32) ? "differs from the sender's" :
 							     "equal");
 	return 0;

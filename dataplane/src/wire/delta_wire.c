@@ -167,7 +167,7 @@ static int decode_op(const uint8_t **pp, const uint8_t *e, uint64_t end, uint64_
 		int64_t delta = unzigzag(v);
 
 		/* src = dst + delta, computed without overflow either way. */
-		if (delta < 0 ? (uint64_t)-(delta + 1) >= d->dst : (uint64_t)delta > base_size)
+		if (delta < 0 ? (uint64_t) - (delta + 1) >= d->dst : (uint64_t)delta > base_size)
 			return -ERANGE;
 		d->src = d->dst + (uint64_t)delta;
 		if (!inside(d->src, len, base_size))

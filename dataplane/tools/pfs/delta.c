@@ -33,11 +33,10 @@ const struct pfs_opt pfs_cli_delta_opts[] = {
 	  "send: the token of --src-blob-socket" },
 	{ "no-base", PFS_OPT_FLAG, AT(no_base), NULL,
 	  "recv: this side holds no base; the sender sends a compressed full copy" },
-	{ "zstd-level", PFS_OPT_U64, AT(level), "N", "send: zstd level 1..19 (default 3)",
-	  .min = 1, .max = 19 },
+	{ "zstd-level", PFS_OPT_U64, AT(level), "N", "send: zstd level 1..19 (default 3)", .min = 1,
+	  .max = 19 },
 	{ "delta-threads", PFS_OPT_U64, AT(threads), "N",
-	  "send: encoder threads (default: the CPUs this process may use)", .min = 1,
-	  .max = 64 },
+	  "send: encoder threads (default: the CPUs this process may use)", .min = 1, .max = 64 },
 	{ 0 },
 };
 
@@ -45,9 +44,10 @@ const struct pfs_opt pfs_cli_delta_opts[] = {
 
 int pfs_cli_delta_check(const struct pfs_cmdline *c, const struct xfer_args *a)
 {
-	static const char *const own[] = { "base",	 "src",	       "src-blob-socket",
-					   "src-blob-token-file", "no-base", "zstd-level",
-					   "delta-threads",	 NULL };
+	static const char *const own[] = {
+		"base",	   "src",	 "src-blob-socket", "src-blob-token-file",
+		"no-base", "zstd-level", "delta-threads",   NULL
+	};
 	static const char *const blob[] = { "blob-socket", "blob-name", NULL };
 	const struct pfs_cli_delta *d = &a->delta;
 
@@ -291,7 +291,8 @@ void pfs_cli_delta_json(struct pfs_json *j, const struct pfs_delta_result *d,
 	region_json(j, "same", s->n[PFS_DELTA_COPY] - s->moved_n,
 		    s->bytes[PFS_DELTA_COPY] - s->moved_bytes, NULL);
 	region_json(j, "moved", s->moved_n, s->moved_bytes, NULL);
-	region_json(j, "xor", s->n[PFS_DELTA_XOR], s->bytes[PFS_DELTA_XOR], &s->wire[PFS_DELTA_XOR]);
+	region_json(j, "xor", s->n[PFS_DELTA_XOR], s->bytes[PFS_DELTA_XOR],
+		    &s->wire[PFS_DELTA_XOR]);
 	region_json(j, "zstd", s->n[PFS_DELTA_ZSTD], s->bytes[PFS_DELTA_ZSTD],
 		    &s->wire[PFS_DELTA_ZSTD]);
 	region_json(j, "raw", s->n[PFS_DELTA_RAW], s->bytes[PFS_DELTA_RAW], NULL);

@@ -23,7 +23,6 @@
 #include "pfs/xfer.h"
 #include "pfs/xsk.h"
 
-
 static int parse_mode(const char *arg, void *field)
 {
 	return pfs_mode_parse(arg, field);
