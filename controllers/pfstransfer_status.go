@@ -404,7 +404,7 @@ func mergeTransfer(x *pfsv1alpha1.PfsTransfer, s, r *result.Transfer, st *pfsv1a
 	if alg == "" {
 		alg = pfsv1alpha1.IntegrityCRC32C
 	}
-	in := &pfsv1alpha1.IntegrityStatus{Algorithm: alg, SenderChecksum: s.Checksum, ReceiverChecksum: r.Checksum}
+	in := &pfsv1alpha1.IntegrityStatus{Algorithm: pfsv1alpha1.IntegrityCheck(alg), SenderChecksum: s.Checksum, ReceiverChecksum: r.Checksum}
 	switch {
 	case alg == pfsv1alpha1.IntegrityNone:
 		in.Result = pfsv1alpha1.IntegrityNotChecked
