@@ -21,7 +21,7 @@ func TestParseTransfer(t *testing.T) {
 	}{
 		"real receiver result": {msg: recvOK, want: &Transfer{OK: true, Measured: true, Side: "receiver", Transport: "tcp",
 			Label: "PFS-With-Payload-TCP", Bytes: 8388608, WireBytes: 8389568, ElapsedSeconds: 0.007721, SysSeconds: 0.002,
-			Integrity: "OK", Checksum: "287083f7", PeerChecksum: "287083f7", Grams: 2}},
+			Integrity: "OK", Checksum: "287083f7", PeerChecksum: "287083f7", Grams: 2, Mode: "payload"}},
 		"unknown fields are ignored, generic checksum preferred": {
 			msg: `{"ok":true,"bytes":10,"wire_bytes":20,"elapsed_s":1,"user_s":0.5,"sys_s":0.25,"integrity":"ok","checksum":"0xab","crc32c":"0xcd","future":{"x":[1,2]},"afxdp_mode":"copy","numa_node":1,"cpus":[3,4]}`,
 			want: &Transfer{OK: true, Measured: true, Bytes: 10, WireBytes: 20, ElapsedSeconds: 1, UserSeconds: 0.5, SysSeconds: 0.25,
