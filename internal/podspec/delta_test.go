@@ -3,7 +3,6 @@
 package podspec
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -95,19 +94,8 @@ func TestDeltaTransferPods(t *testing.T) {
 				res   corev1.ResourceList
 				nodes []string
 			}{{"receiver", recv, tc.wantRecv, tc.wantRecvRes, tc.wantRecvNode}, {"sender", send, tc.wantSend, tc.wantSendRes, tc.wantSendNode}} {
+				checkTransferContainer(t, c.what, c.pod, c.args, c.res, nonRoot)
 				ctr := c.pod.Spec.Containers[0]
-				if got := strings.Join(ctr.Args, " "); got != c.args {
-					t.Errorf("%s args\n got %s\nwant %s", c.what, got, c.args)
-				}
-				if diff := cmp.Diff(c.res, ctr.Resources.Limits, cmpQty); diff != "" {
-					t.Errorf("%s limits (-want +got):\n%s", c.what, diff)
-				}
-				if diff := cmp.Diff(ctr.Resources.Limits, ctr.Resources.Requests, cmpQty); diff != "" {
-					t.Errorf("%s requests != limits (not Guaranteed):\n%s", c.what, diff)
-				}
-				if diff := cmp.Diff(nonRoot, ctr.SecurityContext); diff != "" {
-					t.Errorf("%s security (-want +got):\n%s", c.what, diff)
-				}
 				var nodes []string
 				if a := c.pod.Spec.Affinity; a != nil {
 					for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {

@@ -115,13 +115,7 @@ func ReceiverPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs) *cor
 // receiver is the receiving side of the gram modes: it listens for grams
 // and, but in Payload mode, executes them over its copy of the blob.
 func receiver(x *pfsv1alpha1.PfsTransfer, in TransferInputs) transferSide {
-	args := []string{"recv",
-		"--listen", "0.0.0.0:" + strconv.Itoa(ReceiverPort),
-		"--mode", cliMode(x.Spec.Mode),
-		"--transport", cliTransport(x.Spec.Transport),
-		"--accept-timeout", strconv.Itoa(AcceptTimeoutSeconds),
-		"--ready-file", ReadyFile,
-	}
+	args := recvArgs(x, "--accept-timeout")
 	args = append(args, transportArgs(x, x.Spec.Receiver)...)
 	args = append(args, integrityArgs(x)...)
 	side := transferSide{component: ComponentReceiver, ep: x.Spec.Receiver}
@@ -131,6 +125,19 @@ func receiver(x *pfsv1alpha1.PfsTransfer, in TransferInputs) transferSide {
 	}
 	side.args = append(args, "--result-file", TerminationLog)
 	return side
+}
+
+// recvArgs are the options every receiver starts with: where it listens,
+// the mode and transport, how long it waits for its sender (timeoutOpt:
+// the mode's option for it) and its ready file.
+func recvArgs(x *pfsv1alpha1.PfsTransfer, timeoutOpt string) []string {
+	return []string{"recv",
+		"--listen", "0.0.0.0:" + strconv.Itoa(ReceiverPort),
+		"--mode", cliMode(x.Spec.Mode),
+		"--transport", cliTransport(x.Spec.Transport),
+		timeoutOpt, strconv.Itoa(AcceptTimeoutSeconds),
+		"--ready-file", ReadyFile,
+	}
 }
 
 // SenderPod builds the sending side, which connects to the receiver at addr.

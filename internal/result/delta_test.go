@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // deltaSend has the shape of a `pfs send --mode delta` result as the CLI
@@ -29,11 +27,7 @@ func TestParseDeltaTransfer(t *testing.T) {
 			XOR: &DeltaRegion{Count: 50, Bytes: 100000000, WireBytes: 20000000}, Zstd: &DeltaRegion{Count: 30, Bytes: 60000000, WireBytes: 120000000},
 			Raw: &DeltaRegion{Count: 2, Bytes: 3741824}, Index: 250 * time.Millisecond, Encode: 1250 * time.Millisecond,
 			Bound: "encode", Threads: 4}}
-	tests := map[string]struct {
-		msg     string
-		want    *Transfer
-		wantErr string
-	}{
+	runTransferCases(t, map[string]transferCase{
 		"sender": {msg: deltaSend, want: sender},
 		"receiver of a full copy, verdict without ok, stages of its own": {
 			msg: `{"side":"receiver","mode":"delta","verdict":"OK","bytes":4096,"wire_bytes":100,"elapsed_s":0.5,"user_s":0.1,"sys_s":0,` +
@@ -61,14 +55,5 @@ func TestParseDeltaTransfer(t *testing.T) {
 		"unknown bound":   {msg: strings.Replace(deltaSend, `"bound":"encode"`, `"bound":"disk"`, 1), wantErr: "not encode, wire, apply or verify"},
 		"negative region": {msg: strings.Replace(deltaSend, `"n":900`, `"n":-1`, 1), wantErr: `"delta.regions.same.n": -1 is negative`},
 		"negative stage":  {msg: strings.Replace(deltaSend, `"index_s":0.25`, `"index_s":-1`, 1), wantErr: `"delta.stages.index_s"`},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := ParseTransfer(tc.msg)
-			checkErr(t, err, tc.wantErr)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseTransfer (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }

@@ -13,12 +13,28 @@ import (
 // recvOK is a real `pfs recv` result (dp-core, payload mode over loopback).
 const recvOK = `{"ok":true,"cmd":"recv","label":"PFS-With-Payload-TCP","purpose":"Transfer","side":"receiver","transport":"tcp","mode":"payload","peer":"127.0.0.1:55206","size_mb":8.389,"bytes":8388608,"elapsed_s":0.007721,"effective_mb_s":1086.4,"user_s":0.000,"sys_s":0.002,"cpu_s":0.002,"mb_per_cpu_s":3739.9,"integrity":"OK","pthreads":1,"crc32c":"0x287083f7","peer_crc32c":"0x287083f7","crc32c_impl":"sse4.2-3way","descs":60,"grams":2,"wire_bytes":8389568,"decode_errors":0,"peer_fingerprint":"0x3489d5a4287083f7","notes":"receiver","exit_code":0,"error":null}`
 
+// transferCase is a termination message and what ParseTransfer makes of it.
+type transferCase struct {
+	msg     string
+	want    *Transfer
+	wantErr string
+}
+
+func runTransferCases(t *testing.T, tests map[string]transferCase) {
+	t.Helper()
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseTransfer(tc.msg)
+			checkErr(t, err, tc.wantErr)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseTransfer (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestParseTransfer(t *testing.T) {
-	tests := map[string]struct {
-		msg     string
-		want    *Transfer
-		wantErr string
-	}{
+	runTransferCases(t, map[string]transferCase{
 		"real receiver result": {msg: recvOK, want: &Transfer{OK: true, Measured: true, Side: "receiver", Transport: "tcp",
 			Label: "PFS-With-Payload-TCP", Bytes: 8388608, WireBytes: 8389568, ElapsedSeconds: 0.007721, SysSeconds: 0.002,
 			Integrity: "OK", Checksum: "287083f7", PeerChecksum: "287083f7", Grams: 2, Mode: "payload"}},
@@ -44,16 +60,7 @@ func TestParseTransfer(t *testing.T) {
 		"empty":                 {msg: "  \n", wantErr: "empty"},
 		"two objects":           {msg: `{"ok":false,"error":"a"} {"ok":true}`, wantErr: "data after the JSON object"},
 		"not an object":         {msg: `[1,2]`, wantErr: "wrong type"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := ParseTransfer(tc.msg)
-			checkErr(t, err, tc.wantErr)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseTransfer (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 // blobOK is a real `pfs blob create` result (dp-core).
