@@ -27,7 +27,7 @@ func TestParseDeltaTransfer(t *testing.T) {
 			XOR: &DeltaRegion{Count: 50, Bytes: 100000000, WireBytes: 20000000}, Zstd: &DeltaRegion{Count: 30, Bytes: 60000000, WireBytes: 120000000},
 			Raw: &DeltaRegion{Count: 2, Bytes: 3741824}, Index: 250 * time.Millisecond, Encode: 1250 * time.Millisecond,
 			Bound: "encode", Threads: 4}}
-	runTransferCases(t, map[string]transferCase{
+	runParseCases(t, ParseTransfer, map[string]parseCase[Transfer]{
 		"sender": {msg: deltaSend, want: sender},
 		"receiver of a full copy, verdict without ok, stages of its own": {
 			msg: `{"side":"receiver","mode":"delta","verdict":"OK","bytes":4096,"wire_bytes":100,"elapsed_s":0.5,"user_s":0.1,"sys_s":0,` +
