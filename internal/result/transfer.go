@@ -96,12 +96,7 @@ func ParseTransfer(msg string) (*Transfer, error) {
 		return nil, err
 	}
 	delta := j.Mode == modeDelta
-	if j.Integrity == nil {
-		j.Integrity = j.Verdict
-	}
-	if j.OK == nil && delta && j.Verdict != nil {
-		j.OK = ptrTo(*j.Verdict == "OK" && (j.Error == nil || *j.Error == ""))
-	}
+	j.verdictNames()
 	if j.OK == nil {
 		return nil, missing{"ok"}.err("transfer")
 	}
@@ -156,6 +151,24 @@ func ParseTransfer(msg string) (*Transfer, error) {
 	if delta {
 		return parseDeltaTransfer(t, j.Delta)
 	}
+	return parseChecksums(t, &j)
+}
+
+// verdictNames reads a delta-mode result's "verdict" as "integrity" and,
+// when "ok" is absent, the verdict OK without an error as ok.
+func (j *transferJSON) verdictNames() {
+	if j.Integrity == nil {
+		j.Integrity = j.Verdict
+	}
+	if j.OK == nil && j.Mode == modeDelta && j.Verdict != nil {
+		j.OK = ptrTo(*j.Verdict == "OK" && (j.Error == nil || *j.Error == ""))
+	}
+}
+
+// parseChecksums finishes a measured result of the gram modes: its
+// checksum ("checksum", or "crc32c" from CLIs that only know CRC32C) unless
+// integrity is NA, and the peer's when reported.
+func parseChecksums(t *Transfer, j *transferJSON) (*Transfer, error) {
 	sum, peer := j.Checksum, j.PeerChecksum
 	name, peerName := "checksum", "peer_checksum"
 	if sum == nil {

@@ -52,7 +52,7 @@ func affinityNodes(p *corev1.Pod) string {
 }
 
 func volumeNames(p *corev1.Pod) string {
-	var names []string
+	names := make([]string, 0, len(p.Spec.Volumes))
 	for _, v := range p.Spec.Volumes {
 		names = append(names, v.Name)
 	}
@@ -217,7 +217,7 @@ func TestDeltaTransferWaitsForSource(t *testing.T) {
 	if err := absent(ctx, ns, recvName(x.Name, 0)); err != nil {
 		t.Fatal(err)
 	}
-	holderPod(t, ctx, ds, "node-a", blobCreateResult("0x00c0ffee00c0ffee", "2M"), true)
+	holderPod(t, ctx, ds, "node-a", blobCreateResult("0x00c0ffee00c0ffee"), true)
 	recv := waitPod(t, ctx, ns, recvName(x.Name, 0))
 	if got := recv.Labels[podspec.LabelComponent]; got != podspec.ComponentReceiver {
 		t.Errorf("receiver component label %q", got)
