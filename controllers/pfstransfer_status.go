@@ -74,6 +74,9 @@ type transferDecision struct {
 	obs  transferObservation
 	st   pfsv1alpha1.PfsTransferStatus
 	plan transferPlan
+	// senderWait holds a Delta sender back while no node holds both its
+	// blobs Ready (the preconditions no longer ask once the receiver runs).
+	senderWait *verdict
 }
 
 func (d *transferDecision) cond(typ string, ok bool, reason, msg string) {
@@ -136,6 +139,11 @@ func (d *transferDecision) mayRun() bool {
 		return false
 	}
 	d.plan.BlobNodes = in.BlobNodes
+	if in.SourceRef != nil {
+		before := *in
+		before.Launched = false
+		d.senderWait = sourceReadyWithBase(&before)
+	}
 	if d.st.FailedAttempts > 0 && d.st.LastFailureTime != nil && !podsExist {
 		at := d.st.LastFailureTime.Add(backoff(d.st.FailedAttempts, obs.Timing.BackoffBase, obs.Timing.BackoffMax))
 		if now.Before(at) {
@@ -205,6 +213,11 @@ func (d *transferDecision) startSender(ro podOutcome) {
 	default:
 		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod "+obs.Receiver.Name+" is starting; the sender is created once it listens")
 		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, "waiting for the receiver to listen")
+		return
+	}
+	if v := d.senderWait; v != nil {
+		d.cond(pfsv1alpha1.ConditionPlaced, false, v.Reason, "receiver pod "+obs.Receiver.Name+" listens; the sender waits: "+v.Message)
+		d.cond(pfsv1alpha1.ConditionSucceeded, false, v.Reason, v.Message)
 		return
 	}
 	addr, err := placement.ReceiverAddress(obs.Receiver, x.Spec.Receiver.Network)

@@ -232,6 +232,18 @@ func TestDecideTransfer(t *testing.T) {
 				plan: transferPlan{CreateReceiver: true, BlobNodes: []string{"n1", "n2"},
 					Delta: placement.Delta{SenderNodes: []string{"n2"}, NoBaseNode: "n9"}},
 				delta: fullCopy, event: "Created receiver pod x-a0-recv (attempt 1); base old not Ready on node n9: sent as a full compressed copy"}},
+		"delta: the receiver listens, the sender waits for a node with both blobs": {
+			x:   base(withDelta, status(recvCreated)),
+			obs: transferObservation{Blob: base12, Source: readyBlobObj("64Mi", "n3"), Receiver: recvReady},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/BlobNotReady", "Succeeded": "False/BlobNotReady"},
+				plan: transferPlan{BlobNodes: []string{"n1", "n2"}, Delta: placement.Delta{ReceiverNodes: []string{"n1", "n2"}}},
+				msg: "no node holds Ready copies of both PfsBlob old (the base, spec.blobRef) and PfsBlob new (the source, spec.delta.sourceRef) yet: " +
+					"the sender reads both on its node"}},
+		"delta: the receiver listens, the sender goes where both blobs are": {
+			x: base(withDelta, status(recvCreated)), obs: transferObservation{Blob: base12, Source: source2, Receiver: recvReady},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/Running"},
+				plan: transferPlan{CreateSender: true, ReceiverAddr: placement.Address{IP: "10.0.0.5"}, BlobNodes: []string{"n1", "n2"},
+					Delta: placement.Delta{SenderNodes: []string{"n2"}, ReceiverNodes: []string{"n1", "n2"}}}}},
 		"delta: both succeeded: status.delta": {x: base(withDelta, deltaRunning(&pfsv1alpha1.DeltaStatus{Encoding: "Delta"})),
 			obs: deltaEnded(deltaSide("receiver", false, sum, "OK"), deltaSide("sender", false, sum, "OK"), 0),
 			want: want{phase: "Succeeded", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "True/Completed"}, plan: deltaRan,
