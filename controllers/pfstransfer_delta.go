@@ -29,7 +29,8 @@ func plannedDelta(x *pfsv1alpha1.PfsTransfer, p placement.Delta) *pfsv1alpha1.De
 		Message: fmt.Sprintf("base %s not Ready on node %s: sent as a full compressed copy", base, p.NoBaseNode)}
 }
 
-// deltaBounds maps the CLI's "bound" to the API's.
+// deltaBounds maps the CLI's "bound" to the API's; the receiver's "sender"
+// (it waited for the sender) is refined by the sender's own.
 var deltaBounds = map[string]pfsv1alpha1.DeltaBound{
 	"encode": pfsv1alpha1.DeltaBoundEncode, "wire": pfsv1alpha1.DeltaBoundWire,
 	"apply": pfsv1alpha1.DeltaBoundApply, "verify": pfsv1alpha1.DeltaBoundVerify,
@@ -39,7 +40,8 @@ var deltaBounds = map[string]pfsv1alpha1.DeltaBound{
 // is what plannedDelta wrote). The receiver is the authority on what it
 // rebuilt and on the wire, the sender on the encoding (regions, threads);
 // each side times its own stages. The bound is the receiver's, which sees
-// the end of the pipeline, else the sender's.
+// the end of the pipeline (apply, verify), unless it says it waited for the
+// sender: then the sender's (encode, wire).
 func mergeDelta(planned *pfsv1alpha1.DeltaStatus, s, r *result.Delta) (*pfsv1alpha1.DeltaStatus, error) {
 	if s == nil || r == nil {
 		return nil, fmt.Errorf("mode Delta, but a side reported no \"delta\" member (sender %t, receiver %t)", s != nil, r != nil)
@@ -58,7 +60,7 @@ func mergeDelta(planned *pfsv1alpha1.DeltaStatus, s, r *result.Delta) (*pfsv1alp
 	}
 	ds.Ratio = pfsv1alpha1.FormatRatio(float64(ds.EffectiveBytes), float64(ds.WireBytes))
 	ds.Bound = deltaBounds[r.Bound]
-	if ds.Bound == "" {
+	if ds.Bound == "" { // the receiver waited for the sender, or did not say
 		ds.Bound = deltaBounds[s.Bound]
 	}
 	ds.Threads = s.Threads

@@ -14,18 +14,18 @@ import (
 )
 
 // deltaSide is a delta-mode result of one side moving 1,000,000 source
-// bytes in 137,000 wire bytes; the sender reports the encoding, the
-// receiver its stages and the bound.
+// bytes in 137,000 wire bytes; the sender reports the encoding (bound by the
+// wire), the receiver its stages (it waited for the sender).
 func deltaSide(role string, fullCopy bool, sha, verdict string) string {
-	stages, extra := `"index_s":0.25,"encode_s":0.5`, `,"threads":2,"regions":{"same":{"n":9,"bytes":800000},"xor":{"n":1,"bytes":100000,"wire":37000},"zstd":{"n":1,"bytes":100000,"wire":100000}}`
+	stages, extra := `"index_s":0.25,"encode_s":0.5`, `,"bound":"wire","threads":2,"regions":{"same":{"n":9,"bytes":800000},"xor":{"n":1,"bytes":100000,"wire":37000},"zstd":{"n":1,"bytes":100000,"wire":100000}}`
 	if role == "receiver" {
-		stages, extra = `"apply_s":0.125,"verify_s":0.0625`, `,"bound":"wire"`
+		stages, extra = `"apply_s":0.125,"verify_s":0.0625`, `,"bound":"sender"`
 	}
 	errField := "null"
 	if verdict != "OK" {
 		errField = `"sha256 MISMATCH"`
 	}
-	return fmt.Sprintf(`{"ok":%t,"side":%q,"label":"PFS-Delta-TCP","mode":"delta","verdict":%q,"bytes":1000000,"wire_bytes":137000,`+
+	return fmt.Sprintf(`{"ok":%t,"side":%q,"label":"PFS-Delta-TCP","mode":"delta","integrity":%q,"integrity_alg":"sha256","bytes":1000000,"wire_bytes":137000,`+
 		`"elapsed_s":0.5,"user_s":0.25,"sys_s":0.125,"error":%s,"delta":{"base_bytes":900000,"target_bytes":1000000,"wire_bytes":137000,`+
 		`"ratio":7.3,"full_copy":%t,"sha256":%q,"stages":{%s}%s}}`, verdict == "OK", role, verdict, errField, fullCopy, sha, stages, extra)
 }

@@ -25,10 +25,7 @@ const deltaEncoderMemory = 64 << 20
 // source in memory (its size is requested, and --max-size refuses a larger
 // one), from the base on its node or from nothing.
 func deltaReceiver(x *pfsv1alpha1.PfsTransfer, in TransferInputs) transferSide {
-	// --timeout is the delta receiver's one timeout (the contract has no
-	// --accept-timeout): it also covers the wait for the sender, which is
-	// created once this pod is ready.
-	args := recvArgs(x, "--timeout")
+	args := recvArgs(x)
 	side := transferSide{component: ComponentReceiver, ep: x.Spec.Receiver}
 	if in.Delta.ReceiverHasBase() && in.Blob != nil {
 		args = append(args, blobConsumerArgs(x.Namespace, in.Blob.Name)...)

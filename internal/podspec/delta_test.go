@@ -55,7 +55,7 @@ func TestDeltaTransferPods(t *testing.T) {
 			x: deltaTransfer(),
 			in: TransferInputs{Attempt: 1, Blob: base, Source: source,
 				Delta: placement.Delta{SenderNodes: []string{"n2"}, ReceiverNodes: []string{"n1", "n2"}}},
-			wantRecv: "recv --listen 0.0.0.0:5000 --mode delta --transport tcp --timeout 300 --ready-file /run/pfs/ready " +
+			wantRecv: "recv --listen 0.0.0.0:5000 --mode delta --transport tcp --accept-timeout 300 --ready-file /run/pfs/ready " +
 				"--blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token --max-size 1074790400 --result-file /dev/termination-log",
 			wantSend: "send --connect 10.0.0.5:5000 --mode delta --transport tcp --blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token " +
 				"--src-blob-socket /run/packetfs/ns/new.sock --src-blob-token-file /etc/packetfs/source-token/token --zstd-level 3 --delta-threads 1 --result-file /dev/termination-log",
@@ -73,7 +73,7 @@ func TestDeltaTransferPods(t *testing.T) {
 			}),
 			in: TransferInputs{Blob: base, Source: source,
 				Delta: placement.Delta{SenderNodes: []string{"n1", "n2"}, NoBaseNode: "n9"}},
-			wantRecv: "recv --listen 0.0.0.0:5000 --mode delta --transport tcp --timeout 300 --ready-file /run/pfs/ready " +
+			wantRecv: "recv --listen 0.0.0.0:5000 --mode delta --transport tcp --accept-timeout 300 --ready-file /run/pfs/ready " +
 				"--no-base --max-size 1074790400 --result-file /dev/termination-log",
 			wantSend: "send --connect 10.0.0.5:5000 --mode delta --transport tcp --blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token " +
 				"--src-blob-socket /run/packetfs/ns/new.sock --src-blob-token-file /etc/packetfs/source-token/token --zstd-level 19 --delta-threads 4 --result-file /dev/termination-log",

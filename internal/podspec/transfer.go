@@ -115,7 +115,7 @@ func ReceiverPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs) *cor
 // receiver is the receiving side of the gram modes: it listens for grams
 // and, but in Payload mode, executes them over its copy of the blob.
 func receiver(x *pfsv1alpha1.PfsTransfer, in TransferInputs) transferSide {
-	args := recvArgs(x, "--accept-timeout")
+	args := recvArgs(x)
 	args = append(args, transportArgs(x, x.Spec.Receiver)...)
 	args = append(args, integrityArgs(x)...)
 	side := transferSide{component: ComponentReceiver, ep: x.Spec.Receiver}
@@ -128,14 +128,14 @@ func receiver(x *pfsv1alpha1.PfsTransfer, in TransferInputs) transferSide {
 }
 
 // recvArgs are the options every receiver starts with: where it listens,
-// the mode and transport, how long it waits for its sender (timeoutOpt:
-// the mode's option for it) and its ready file.
-func recvArgs(x *pfsv1alpha1.PfsTransfer, timeoutOpt string) []string {
+// the mode and transport, how long it waits for its sender and its ready
+// file.
+func recvArgs(x *pfsv1alpha1.PfsTransfer) []string {
 	return []string{"recv",
 		"--listen", "0.0.0.0:" + strconv.Itoa(ReceiverPort),
 		"--mode", cliMode(x.Spec.Mode),
 		"--transport", cliTransport(x.Spec.Transport),
-		timeoutOpt, strconv.Itoa(AcceptTimeoutSeconds),
+		"--accept-timeout", strconv.Itoa(AcceptTimeoutSeconds),
 		"--ready-file", ReadyFile,
 	}
 }

@@ -10,9 +10,10 @@ import (
 // A transfer in delta mode (`pfs send/recv --mode delta`) adds the member
 // "delta" to the transfer result: what the encoder made of the source
 // against the base, and how long each stage took. The sender fills the
-// index and encode stages, the receiver apply and verify; the one it did not
-// run is 0. Its "sha256" is the source's digest: the sender's of the source
-// it read, the receiver's of the source it rebuilt.
+// index and encode stages, the receiver apply and verify; the ones a side
+// did not run are 0. Its "sha256" is the source's digest: the sender's of
+// the source it read, the receiver's of the source it rebuilt. Its
+// "integrity" is the verdict on those two ("integrity_alg": "sha256").
 
 // Delta is the "delta" member of a delta-mode transfer result.
 type Delta struct {
@@ -29,7 +30,8 @@ type Delta struct {
 	Same, Moved, XOR, Zstd, Raw *DeltaRegion
 	// Index, Encode, Apply and Verify are the stage times (0: not this side's).
 	Index, Encode, Apply, Verify time.Duration
-	// Bound is the stage that limited the rate: "encode", "wire", "apply"
+	// Bound is the stage that limited this side: the sender's "encode" or
+	// "wire", the receiver's "sender" (it waited for the sender), "apply"
 	// or "verify"; "" when not reported.
 	Bound string
 	// Threads is how many encoder threads ran; 0 when not reported.
@@ -72,7 +74,7 @@ type deltaJSON struct {
 }
 
 // deltaBounds are the values "bound" may take.
-var deltaBounds = map[string]bool{"encode": true, "wire": true, "apply": true, "verify": true}
+var deltaBounds = map[string]bool{"encode": true, "wire": true, "sender": true, "apply": true, "verify": true}
 
 // parseDelta checks the "delta" member of a measured result. sha256 is
 // required unless the integrity verdict is NA.
@@ -126,7 +128,7 @@ func parseDelta(j *deltaJSON, needSHA bool) (*Delta, error) {
 	}
 	if j.Bound != nil && *j.Bound != "" {
 		if !deltaBounds[*j.Bound] {
-			return nil, fmt.Errorf("field \"delta.bound\": %q is not encode, wire, apply or verify", *j.Bound)
+			return nil, fmt.Errorf("field \"delta.bound\": %q is not encode, wire, sender, apply or verify", *j.Bound)
 		}
 		d.Bound = *j.Bound
 	}

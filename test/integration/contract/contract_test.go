@@ -239,8 +239,7 @@ func TestTransferPods(t *testing.T) {
 // receiver with the base and without it (--no-base), the sender with both
 // blobs, on IPv4 and IPv6. Their options (--mode delta, --no-base,
 // --src-blob-socket, --zstd-level, --delta-threads) are the CLI contract of
-// issue 15, which the data plane's delta mode implements: a pfs from
-// before it fails here, and passes once it is merged.
+// issue 15: a pfs from before the data plane's delta mode fails here.
 func TestDeltaTransferPods(t *testing.T) {
 	bin := pfsBinary(t)
 	named := func(name string) *pfsv1alpha1.PfsBlob {
