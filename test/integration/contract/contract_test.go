@@ -352,6 +352,12 @@ func TestSamples(t *testing.T) {
 					t.Fatalf("sample refers to blob %q, which no sample defines", x.Spec.BlobRef.Name)
 				}
 			}
+			if d := x.Spec.Delta; d != nil {
+				if in.Source = blobs[d.SourceRef.Name]; in.Source == nil {
+					t.Fatalf("sample refers to blob %q, which no sample defines", d.SourceRef.Name)
+				}
+				in.Delta = placement.PlanDelta([]string{"n1", "n2"}, []string{"n1"}, x.Spec.Sender, x.Spec.Receiver)
+			}
 			checkPod(t, bin, &podspec.ReceiverPod(cfg, x, in).Spec)
 			checkPod(t, bin, &podspec.SenderPod(cfg, x, in, placement.Address{IP: "10.0.0.2"}).Spec)
 		})
