@@ -17,9 +17,22 @@ import (
 	"packetfs.io/operator/internal/podspec"
 )
 
-// transferBlobIndex indexes PfsTransfers by spec.blobRef.name so a blob
-// change wakes the transfers waiting for it.
-const transferBlobIndex = "spec.blobRef.name"
+// transferBlobIndex indexes PfsTransfers by the blobs they use
+// (transferBlobNames) so a blob change wakes the transfers waiting for it.
+const transferBlobIndex = "spec.blobNames"
+
+// transferBlobNames are the PfsBlobs a transfer uses: spec.blobRef and, in
+// mode Delta, spec.delta.sourceRef.
+func transferBlobNames(x *pfsv1alpha1.PfsTransfer) []string {
+	var names []string
+	if ref := x.Spec.BlobRef; ref != nil {
+		names = append(names, ref.Name)
+	}
+	if d := x.Spec.Delta; d != nil {
+		names = append(names, d.SourceRef.Name)
+	}
+	return names
+}
 
 // PfsTransferReconciler runs a PfsTransfer: a receiver pod, then a sender
 // pod once the receiver listens, then the merged results in status.
@@ -65,13 +78,18 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
-// gather reads the referenced blob and, while the transfer runs, the
+// gather reads the referenced blobs and, while the transfer runs, the
 // current attempt's pods.
 func (r *PfsTransferReconciler) gather(ctx context.Context, x *pfsv1alpha1.PfsTransfer) (transferObservation, error) {
 	obs := transferObservation{Now: r.Clock.Now(), Timing: r.Timing}
 	var err error
 	if ref := x.Spec.BlobRef; ref != nil {
 		if obs.Blob, err = getBlob(ctx, &r.Deps, x.Namespace, ref.Name); err != nil {
+			return obs, err
+		}
+	}
+	if d := x.Spec.Delta; d != nil && x.Spec.Mode == pfsv1alpha1.ModeDelta {
+		if obs.Source, err = getBlob(ctx, &r.Deps, x.Namespace, d.SourceRef.Name); err != nil {
 			return obs, err
 		}
 	}
@@ -90,7 +108,7 @@ func (r *PfsTransferReconciler) gather(ctx context.Context, x *pfsv1alpha1.PfsTr
 // the createFailure to decide with) and deletes the pods it names.
 func (r *PfsTransferReconciler) apply(ctx context.Context, x *pfsv1alpha1.PfsTransfer, obs transferObservation,
 	attempt int32, plan transferPlan) (*createFailure, error) {
-	in := podspec.TransferInputs{Attempt: attempt, Blob: obs.Blob, BlobNodes: plan.BlobNodes}
+	in := podspec.TransferInputs{Attempt: attempt, Blob: obs.Blob, BlobNodes: plan.BlobNodes, Source: obs.Source, Delta: plan.Delta}
 	var create *corev1.Pod
 	switch {
 	case plan.CreateReceiver:
@@ -132,12 +150,7 @@ func (r *PfsTransferReconciler) deletePods(ctx context.Context, x *pfsv1alpha1.P
 // SetupWithManager watches transfers, their pods and the blobs they use.
 func (r *PfsTransferReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &pfsv1alpha1.PfsTransfer{}, transferBlobIndex,
-		func(o client.Object) []string {
-			if ref := o.(*pfsv1alpha1.PfsTransfer).Spec.BlobRef; ref != nil {
-				return []string{ref.Name}
-			}
-			return nil
-		}); err != nil {
+		func(o client.Object) []string { return transferBlobNames(o.(*pfsv1alpha1.PfsTransfer)) }); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -22,6 +22,9 @@ type transferObservation struct {
 	Now time.Time
 	// Blob is the referenced PfsBlob; nil without blobRef or when not found.
 	Blob *pfsv1alpha1.PfsBlob
+	// Source is the PfsBlob of spec.delta.sourceRef (mode Delta); nil
+	// otherwise or when not found.
+	Source *pfsv1alpha1.PfsBlob
 	// Receiver and Sender are the current attempt's pods; nil when absent
 	// (confirmed against the apiserver, not only the cache).
 	Receiver, Sender *corev1.Pod
@@ -39,6 +42,8 @@ type transferPlan struct {
 	ReceiverAddr placement.Address
 	// BlobNodes restrict blob consumers to nodes holding a Ready copy.
 	BlobNodes []string
+	// Delta is where a Delta transfer's pods run (mode Delta).
+	Delta placement.Delta
 	// DeleteActivePods deletes this attempt's pods that have not ended.
 	DeleteActivePods bool
 	// DeleteAllPods deletes every pod of the transfer (ttlSecondsAfterFinished).
@@ -69,6 +74,9 @@ type transferDecision struct {
 	obs  transferObservation
 	st   pfsv1alpha1.PfsTransferStatus
 	plan transferPlan
+	// senderWait holds a Delta sender back while no node holds both its
+	// blobs Ready (the preconditions no longer ask once the receiver runs).
+	senderWait *verdict
 }
 
 func (d *transferDecision) cond(typ string, ok bool, reason, msg string) {
@@ -116,11 +124,26 @@ func (d *transferDecision) mayRun() bool {
 	if in.BlobRef != nil && in.Blob != nil {
 		in.BlobNodes = placement.ReadyBlobNodes(in.Blob)
 	}
+	if x.Spec.Mode == pfsv1alpha1.ModeDelta && x.Spec.Delta != nil {
+		in.SourceRef, in.Source, in.SenderNodeName = &x.Spec.Delta.SourceRef, obs.Source, x.Spec.Sender.NodeName
+		var sourceNodes []string
+		if in.Source != nil {
+			sourceNodes = placement.ReadyBlobNodes(in.Source)
+		}
+		d.plan.Delta = placement.PlanDelta(in.BlobNodes, sourceNodes, x.Spec.Sender, x.Spec.Receiver)
+		in.SenderNodes = d.plan.Delta.SenderNodes
+	}
 	if v := runPreconditions.evaluate(in); v != nil {
+		d.plan.Delta = placement.Delta{}
 		d.stop(v)
 		return false
 	}
 	d.plan.BlobNodes = in.BlobNodes
+	if in.SourceRef != nil {
+		before := *in
+		before.Launched = false
+		d.senderWait = sourceReadyWithBase(&before)
+	}
 	if d.st.FailedAttempts > 0 && d.st.LastFailureTime != nil && !podsExist {
 		at := d.st.LastFailureTime.Add(backoff(d.st.FailedAttempts, obs.Timing.BackoffBase, obs.Timing.BackoffMax))
 		if now.Before(at) {
@@ -147,9 +170,16 @@ func (d *transferDecision) receiver() (ro podOutcome, ok bool) {
 		d.st.Phase = pfsv1alpha1.PhasePlacing
 		d.st.Receiver = &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{Pod: recvName}}
 		d.st.Sender = nil
+		msg := fmt.Sprintf("Created receiver pod %s (attempt %d)", recvName, attempt+1)
+		if x.Spec.Mode == pfsv1alpha1.ModeDelta {
+			d.st.Delta = plannedDelta(x, d.plan.Delta)
+			if m := d.st.Delta.Message; m != "" {
+				msg += "; " + m
+			}
+		}
 		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod created, waiting to be scheduled")
 		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, "waiting for the receiver to listen")
-		d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonPodsPending, fmt.Sprintf("Created receiver pod %s (attempt %d)", recvName, attempt+1))
+		d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonPodsPending, msg)
 		return ro, false
 	}
 	d.place(&d.st.Receiver, obs.Receiver)
@@ -183,6 +213,11 @@ func (d *transferDecision) startSender(ro podOutcome) {
 	default:
 		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod "+obs.Receiver.Name+" is starting; the sender is created once it listens")
 		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, "waiting for the receiver to listen")
+		return
+	}
+	if v := d.senderWait; v != nil {
+		d.cond(pfsv1alpha1.ConditionPlaced, false, v.Reason, "receiver pod "+obs.Receiver.Name+" listens; the sender waits: "+v.Message)
+		d.cond(pfsv1alpha1.ConditionSucceeded, false, v.Reason, v.Message)
 		return
 	}
 	addr, err := placement.ReceiverAddress(obs.Receiver, x.Spec.Receiver.Network)
@@ -335,6 +370,9 @@ func (d *transferDecision) finish(ro, so podOutcome) {
 	d.st.CompletionTime = &metav1.Time{Time: d.obs.Now.Truncate(time.Second)}
 	msg := fmt.Sprintf("moved %d bytes in %ss: %s MB/s, %s MB/CPU-s, integrity %s",
 		d.st.EffectiveBytes, d.st.ElapsedSeconds, d.st.EffectiveMBps, d.st.MBPerCPUSecond, d.st.Integrity.Result)
+	if ds := d.st.Delta; ds != nil {
+		msg += "; " + deltaSummary(ds)
+	}
 	d.cond(pfsv1alpha1.ConditionSucceeded, true, pfsv1alpha1.ReasonCompleted, msg)
 	d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonCompleted, msg)
 	d.afterFinish()
@@ -382,6 +420,18 @@ func mergeTransfer(x *pfsv1alpha1.PfsTransfer, s, r *result.Transfer, st *pfsv1a
 		repaired = s.Repaired
 	}
 	st.Grams = &pfsv1alpha1.GramCounters{Sent: s.Grams, Received: r.Grams, Rejected: r.DecodeErrors, Repaired: repaired}
+	alg := pfsv1alpha1.IntegrityCheck(x.Spec.Integrity)
+	if alg == "" {
+		alg = pfsv1alpha1.IntegrityCheck(pfsv1alpha1.IntegrityCRC32C)
+	}
+	if x.Spec.Mode == pfsv1alpha1.ModeDelta {
+		// Delta moves no grams; both sides check the source's sha256.
+		st.Grams, alg = nil, pfsv1alpha1.IntegritySHA256
+		var err error
+		if st.Delta, err = mergeDelta(st.Delta, s.Delta, r.Delta); err != nil {
+			return err
+		}
+	}
 	for _, side := range []struct {
 		es  **pfsv1alpha1.EndpointStatus
 		res *result.Transfer
@@ -400,13 +450,9 @@ func mergeTransfer(x *pfsv1alpha1.PfsTransfer, s, r *result.Transfer, st *pfsv1a
 			es.AFXDPBindMode = pfsv1alpha1.AFXDPCopy
 		}
 	}
-	alg := x.Spec.Integrity
-	if alg == "" {
-		alg = pfsv1alpha1.IntegrityCRC32C
-	}
 	in := &pfsv1alpha1.IntegrityStatus{Algorithm: alg, SenderChecksum: s.Checksum, ReceiverChecksum: r.Checksum}
 	switch {
-	case alg == pfsv1alpha1.IntegrityNone:
+	case alg == pfsv1alpha1.IntegrityCheck(pfsv1alpha1.IntegrityNone):
 		in.Result = pfsv1alpha1.IntegrityNotChecked
 	case s.Checksum == "" || r.Checksum == "":
 		return fmt.Errorf("integrity is %s but a side reported no checksum (sender %q, receiver %q)", alg, s.Checksum, r.Checksum)

@@ -5,6 +5,7 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,34 @@ func TestDecideTransfer(t *testing.T) {
 	recvReady := testPod("x-a0-recv", "receiver", onNode("n1"), withIP("10.0.0.5"), isRunning(true))
 	okRecv := testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(0, "Completed", side("receiver", 0.5, 0.1, 0.2, "abcd", "OK")))
 	okSend := testPod("x-a0-send", "sender", onNode("n2"), isTerminated(0, "Completed", side("sender", 0.4, 0.05, 0.15, "abcd", "OK")))
+	// A Delta transfer: base old (Ready on n1 and n2), source new (Ready on n2).
+	withDelta := func(x *pfsv1alpha1.PfsTransfer) {
+		x.Spec.Mode, x.Spec.BlobRef = pfsv1alpha1.ModeDelta, &pfsv1alpha1.BlobReference{Name: "old"}
+		x.Spec.Delta = &pfsv1alpha1.DeltaSpec{SourceRef: pfsv1alpha1.BlobReference{Name: "new"}, ZstdLevel: 3}
+	}
+	pinReceiver := func(x *pfsv1alpha1.PfsTransfer) { x.Spec.Receiver.NodeName = "n9" }
+	base12, source2 := readyBlobObj("64Mi", "n1", "n2"), readyBlobObj("64Mi", "n2")
+	fullCopy := &pfsv1alpha1.DeltaStatus{Encoding: "FullCopy", Message: "base old not Ready on node n9: sent as a full compressed copy"}
+	deltaRunning := func(planned *pfsv1alpha1.DeltaStatus) func(*pfsv1alpha1.PfsTransfer) {
+		st := *bothCreated.DeepCopy()
+		st.Phase, st.Delta = pfsv1alpha1.PhaseRunning, planned
+		return status(st)
+	}
+	deltaEnded := func(recv, send string, code int32) transferObservation {
+		reason := "Completed"
+		if code != 0 {
+			reason = "Error"
+		}
+		return transferObservation{Blob: base12, Source: source2,
+			Receiver: testPod("x-a0-recv", "receiver", onNode("n1"), isTerminated(code, reason, recv)),
+			Sender:   testPod("x-a0-send", "sender", onNode("n2"), isTerminated(code, reason, send))}
+	}
+	// deltaRan is the plan once both pods of a Delta transfer ended.
+	deltaRan := transferPlan{DeleteActivePods: true, BlobNodes: []string{"n1", "n2"},
+		Delta: placement.Delta{SenderNodes: []string{"n2"}, ReceiverNodes: []string{"n1", "n2"}}}
+	deltaRanPinned := deltaRan
+	deltaRanPinned.Delta = placement.Delta{SenderNodes: []string{"n2"}, NoBaseNode: "n9"}
+	sum, other := strings.Repeat("ab", 32), strings.Repeat("cd", 32)
 
 	type want struct {
 		phase    pfsv1alpha1.Phase
@@ -79,6 +108,8 @@ func TestDecideTransfer(t *testing.T) {
 		plan     transferPlan
 		msg      string   // Failed or Succeeded message, when checked
 		events   []string // Event reasons in order, when checked
+		event    string   // the first Event's message, when checked
+		delta    *pfsv1alpha1.DeltaStatus
 	}
 	tests := map[string]struct {
 		x    *pfsv1alpha1.PfsTransfer
@@ -185,6 +216,59 @@ func TestDecideTransfer(t *testing.T) {
 		"a create that failed otherwise changes nothing": {x: base(status(recvCreated)),
 			obs:  transferObservation{Receiver: recvReady, CreateFailed: &createFailure{Pod: "x-a0-send", Err: apierrors.NewTimeoutError("slow", 1)}},
 			want: want{phase: "Placing", events: []string{}}},
+		"delta: source not found: wait": {x: base(withDelta), obs: transferObservation{Blob: base12},
+			want: want{phase: "Pending", conds: map[string]string{"Placed": "False/BlobNotFound", "Succeeded": "False/BlobNotFound"},
+				msg: "PfsBlob new (spec.delta.sourceRef) not found in namespace ns"}},
+		"delta: no node holds both: wait": {x: base(withDelta), obs: transferObservation{Blob: readyBlobObj("64Mi", "n1"), Source: source2},
+			want: want{phase: "Pending", conds: map[string]string{"Placed": "False/BlobNotReady", "Succeeded": "False/BlobNotReady"}}},
+		"delta: receiver created where the base is": {x: base(withDelta), obs: transferObservation{Blob: base12, Source: source2},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/ReceiverNotReady"},
+				plan: transferPlan{CreateReceiver: true, BlobNodes: []string{"n1", "n2"},
+					Delta: placement.Delta{SenderNodes: []string{"n2"}, ReceiverNodes: []string{"n1", "n2"}}},
+				delta: &pfsv1alpha1.DeltaStatus{Encoding: "Delta"}, event: "Created receiver pod x-a0-recv (attempt 1)"}},
+		"delta: receiver pinned where the base is not Ready: a full copy, said in status and the Event": {x: base(withDelta, pinReceiver),
+			obs: transferObservation{Blob: base12, Source: source2},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/ReceiverNotReady"},
+				plan: transferPlan{CreateReceiver: true, BlobNodes: []string{"n1", "n2"},
+					Delta: placement.Delta{SenderNodes: []string{"n2"}, NoBaseNode: "n9"}},
+				delta: fullCopy, event: "Created receiver pod x-a0-recv (attempt 1); base old not Ready on node n9: sent as a full compressed copy"}},
+		"delta: the receiver listens, the sender waits for a node with both blobs": {
+			x:   base(withDelta, status(recvCreated)),
+			obs: transferObservation{Blob: base12, Source: readyBlobObj("64Mi", "n3"), Receiver: recvReady},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/BlobNotReady", "Succeeded": "False/BlobNotReady"},
+				plan: transferPlan{BlobNodes: []string{"n1", "n2"}, Delta: placement.Delta{ReceiverNodes: []string{"n1", "n2"}}},
+				msg: "no node holds Ready copies of both PfsBlob old (the base, spec.blobRef) and PfsBlob new (the source, spec.delta.sourceRef) yet: " +
+					"the sender reads both on its node"}},
+		"delta: the receiver listens, the sender goes where both blobs are": {
+			x: base(withDelta, status(recvCreated)), obs: transferObservation{Blob: base12, Source: source2, Receiver: recvReady},
+			want: want{phase: "Placing", conds: map[string]string{"Placed": "False/PodsPending", "Succeeded": "False/Running"},
+				plan: transferPlan{CreateSender: true, ReceiverAddr: placement.Address{IP: "10.0.0.5"}, BlobNodes: []string{"n1", "n2"},
+					Delta: placement.Delta{SenderNodes: []string{"n2"}, ReceiverNodes: []string{"n1", "n2"}}}}},
+		"delta: both succeeded: status.delta": {x: base(withDelta, deltaRunning(&pfsv1alpha1.DeltaStatus{Encoding: "Delta"})),
+			obs: deltaEnded(deltaSide("receiver", false, sum, "OK"), deltaSide("sender", false, sum, "OK"), 0),
+			want: want{phase: "Succeeded", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "True/Completed"}, plan: deltaRan,
+				delta: &pfsv1alpha1.DeltaStatus{Encoding: "Delta", BaseBytes: 900000, EffectiveBytes: 1000000, WireBytes: 137000, Ratio: "7.30",
+					Bound: "Wire", Threads: 2,
+					Stages: &pfsv1alpha1.DeltaStages{IndexSeconds: "0.250", EncodeSeconds: "0.500", ApplySeconds: "0.125", VerifySeconds: "0.062"},
+					Regions: &pfsv1alpha1.DeltaRegions{Same: &pfsv1alpha1.DeltaRegionCount{Count: 9, Bytes: 800000},
+						XOR:  &pfsv1alpha1.DeltaRegionCount{Count: 1, Bytes: 100000, WireBytes: 37000},
+						Zstd: &pfsv1alpha1.DeltaRegionCount{Count: 1, Bytes: 100000, WireBytes: 100000}}},
+				msg: "moved 1000000 bytes in 0.500s: 2.0 MB/s, 1.3 MB/CPU-s, integrity OK; delta: 137000 bytes on the wire, ratio 7.30"}},
+		"delta: a full copy succeeded: the planned reason stays": {x: base(withDelta, pinReceiver, deltaRunning(fullCopy)),
+			obs: deltaEnded(deltaSide("receiver", true, sum, "OK"), deltaSide("sender", true, sum, "OK"), 0),
+			want: want{phase: "Succeeded", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "True/Completed"}, plan: deltaRanPinned,
+				msg: "moved 1000000 bytes in 0.500s: 2.0 MB/s, 1.3 MB/CPU-s, integrity OK; " +
+					"base old not Ready on node n9: sent as a full compressed copy; 137000 bytes on the wire, ratio 7.30"}},
+		"delta: the rebuilt source's sha256 differs": {x: base(withDelta, deltaRunning(&pfsv1alpha1.DeltaStatus{Encoding: "Delta"})),
+			obs: deltaEnded(deltaSide("receiver", false, other, "MISMATCH"), deltaSide("sender", false, sum, "MISMATCH"), 3),
+			want: want{phase: "Failed", attempts: 1, conds: map[string]string{"Placed": "True/PodsScheduled", "Failed": "True/IntegrityMismatch", "Succeeded": "False/IntegrityMismatch"},
+				plan: deltaRan, msg: "SHA256 checksums differ: sender " + sum + ", receiver " + other}},
+		"delta: a side without its delta member: ResultInvalid": {x: base(withDelta, deltaRunning(&pfsv1alpha1.DeltaStatus{Encoding: "Delta"})),
+			// A sender that does not say it ran in delta mode: its "delta" is not read.
+			obs: deltaEnded(deltaSide("receiver", false, sum, "OK"),
+				strings.Replace(deltaSide("sender", false, sum, "OK"), `"mode":"delta"`, `"mode":"offset","checksum":"0xab"`, 1), 0),
+			want: want{phase: "Failed", conds: map[string]string{"Placed": "True/PodsScheduled", "Failed": "True/ResultInvalid", "Succeeded": "False/ResultInvalid"},
+				plan: deltaRan, msg: `mode Delta, but a side reported no "delta" member (sender false, receiver true)`}},
 		"finished, TTL over: pods go, the transfer stays": {x: base(func(x *pfsv1alpha1.PfsTransfer) {
 			x.Spec.TTLSecondsAfterFinished = ptr.To(int32(60))
 			x.Status = pfsv1alpha1.PfsTransferStatus{Phase: "Failed", CompletionTime: &metav1.Time{Time: t0.Add(-time.Minute)}}
@@ -228,6 +312,14 @@ func TestDecideTransfer(t *testing.T) {
 				if !hasReason(st.Conditions, e.Reason) {
 					t.Errorf("event reason %s matches no condition: %v", e.Reason, condSummary(st.Conditions))
 				}
+			}
+			if tc.want.delta != nil {
+				if diff := cmp.Diff(tc.want.delta, st.Delta); diff != "" {
+					t.Errorf("status.delta (-want +got):\n%s", diff)
+				}
+			}
+			if tc.want.event != "" && (len(plan.Events) == 0 || plan.Events[0].Message != tc.want.event) {
+				t.Errorf("events %+v, want the first saying %q", plan.Events, tc.want.event)
 			}
 			if tc.want.events != nil {
 				if diff := cmp.Diff(tc.want.events, eventReasons(plan.Events), cmpopts.EquateEmpty()); diff != "" {

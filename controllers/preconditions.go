@@ -34,6 +34,16 @@ type runInputs struct {
 	Blob *pfsv1alpha1.PfsBlob
 	// BlobNodes are the nodes that hold a Ready copy of Blob.
 	BlobNodes []string
+	// SourceRef is spec.delta.sourceRef of a Delta transfer, its second
+	// blob (Blob is then the base); nil otherwise.
+	SourceRef *pfsv1alpha1.BlobReference
+	// Source is the blob SourceRef names; nil when it was not found.
+	Source *pfsv1alpha1.PfsBlob
+	// SenderNodes are where a Delta sender may run: the nodes holding Ready
+	// copies of both Blob and Source (within SenderNodeName when set).
+	SenderNodes []string
+	// SenderNodeName is spec.sender.nodeName of a Delta transfer.
+	SenderNodeName string
 	// PodsExist says pods of the run exist (found, not only named in
 	// status): a blob missing under them was deleted while in use.
 	PodsExist bool
@@ -70,8 +80,9 @@ func (c preconditionChain) evaluate(in *runInputs) *verdict {
 }
 
 // runPreconditions is the chain of PfsTransfer and PcoreJob, in order: the
-// deadline first, then the blob: found, the range inside it, a Ready copy.
-var runPreconditions = preconditionChain{withinDeadline, blobFound, rangeInsideBlob, blobHasReadyCopy}
+// deadline first, then the blob: found, the range inside it, a Ready copy;
+// a Delta transfer's source is found and Ready beside the base.
+var runPreconditions = preconditionChain{withinDeadline, blobFound, sourceFound, rangeInsideBlob, blobHasReadyCopy, sourceReadyWithBase}
 
 // withinDeadline: spec.activeDeadlineSeconds has not passed since creation.
 func withinDeadline(in *runInputs) *verdict {
@@ -85,16 +96,24 @@ func withinDeadline(in *runInputs) *verdict {
 
 // blobFound: the referenced blob exists. Missing before the run's pods
 // exist, the run waits for it; missing under them, it was deleted in use.
-func blobFound(in *runInputs) *verdict {
-	if in.BlobRef == nil || in.Blob != nil {
+func blobFound(in *runInputs) *verdict { return refFound(in, in.BlobRef, in.Blob, "") }
+
+// sourceFound: a Delta transfer's source exists, as blobFound.
+func sourceFound(in *runInputs) *verdict {
+	return refFound(in, in.SourceRef, in.Source, " (spec.delta.sourceRef)")
+}
+
+// refFound is blobFound of one reference; field names it in messages.
+func refFound(in *runInputs, ref *pfsv1alpha1.BlobReference, blob *pfsv1alpha1.PfsBlob, field string) *verdict {
+	if ref == nil || blob != nil {
 		return nil
 	}
 	if in.PodsExist {
 		return &verdict{Fail: true, Reason: pfsv1alpha1.ReasonBlobDeleted,
-			Message: fmt.Sprintf("PfsBlob %s was deleted while the %s used it", in.BlobRef.Name, in.Kind)}
+			Message: fmt.Sprintf("PfsBlob %s%s was deleted while the %s used it", ref.Name, field, in.Kind)}
 	}
 	return &verdict{Reason: pfsv1alpha1.ReasonBlobNotFound,
-		Message: fmt.Sprintf("PfsBlob %s not found in namespace %s", in.BlobRef.Name, in.Namespace)}
+		Message: fmt.Sprintf("PfsBlob %s%s not found in namespace %s", ref.Name, field, in.Namespace)}
 }
 
 // rangeInsideBlob: spec.range ends inside the blob.
@@ -119,4 +138,20 @@ func blobHasReadyCopy(in *runInputs) *verdict {
 	}
 	return &verdict{Reason: pfsv1alpha1.ReasonBlobNotReady,
 		Message: fmt.Sprintf("PfsBlob %s has no node with a Ready copy yet", in.BlobRef.Name)}
+}
+
+// sourceReadyWithBase: a Delta transfer that has not launched its pods
+// waits for a node holding Ready copies of both the base and the source,
+// since its sender reads both from their holders on its node.
+func sourceReadyWithBase(in *runInputs) *verdict {
+	if in.SourceRef == nil || in.Source == nil || in.Blob == nil || len(in.SenderNodes) > 0 || in.Launched {
+		return nil
+	}
+	where := "no node holds"
+	if in.SenderNodeName != "" {
+		where = fmt.Sprintf("node %s (spec.sender.nodeName) does not hold", in.SenderNodeName)
+	}
+	return &verdict{Reason: pfsv1alpha1.ReasonBlobNotReady, Message: fmt.Sprintf(
+		"%s Ready copies of both PfsBlob %s (the base, spec.blobRef) and PfsBlob %s (the source, spec.delta.sourceRef) yet: the sender reads both on its node",
+		where, in.BlobRef.Name, in.SourceRef.Name)}
 }

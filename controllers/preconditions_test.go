@@ -28,6 +28,17 @@ func TestRunPreconditions(t *testing.T) {
 		}
 		return in
 	}
+	// A Delta transfer: base b, source src.
+	src := readyBlobObj("64Mi", "n2")
+	src.Name = "src"
+	delta := func(mut func(*runInputs)) *runInputs {
+		return inputs(func(in *runInputs) {
+			in.Kind, in.SourceRef, in.Source, in.SenderNodes = "transfer", &pfsv1alpha1.BlobReference{Name: "src"}, src, []string{"n1"}
+			if mut != nil {
+				mut(in)
+			}
+		})
+	}
 	tests := map[string]struct {
 		in   *runInputs
 		want *verdict
@@ -58,6 +69,22 @@ func TestRunPreconditions(t *testing.T) {
 		"no Ready copy after launch: the pods decide": {in: inputs(func(in *runInputs) { in.BlobNodes, in.PodsExist, in.Launched = nil, true, true })},
 		"no Ready copy, a pod named in status is gone: the caller decides": {
 			in: inputs(func(in *runInputs) { in.BlobNodes, in.Launched = nil, true })},
+		"delta: all hold": {in: delta(nil)},
+		"delta: source not found: wait": {in: delta(func(in *runInputs) { in.Source, in.SenderNodes = nil, nil }),
+			want: &verdict{Reason: "BlobNotFound", Message: "PfsBlob src (spec.delta.sourceRef) not found in namespace ns"}},
+		"delta: base not found comes first": {in: delta(func(in *runInputs) { in.Blob, in.Source, in.BlobNodes, in.SenderNodes = nil, nil, nil, nil }),
+			want: &verdict{Reason: "BlobNotFound", Message: "PfsBlob b not found in namespace ns"}},
+		"delta: source gone under the pods: fail": {in: delta(func(in *runInputs) { in.Source, in.PodsExist, in.Launched = nil, true, true }),
+			want: &verdict{Fail: true, Reason: "BlobDeleted", Message: "PfsBlob src (spec.delta.sourceRef) was deleted while the transfer used it"}},
+		"delta: base not Ready anywhere comes first": {in: delta(func(in *runInputs) { in.BlobNodes, in.SenderNodes = nil, nil }),
+			want: &verdict{Reason: "BlobNotReady", Message: "PfsBlob b has no node with a Ready copy yet"}},
+		"delta: no node holds both: wait": {in: delta(func(in *runInputs) { in.SenderNodes = nil }),
+			want: &verdict{Reason: "BlobNotReady", Message: "no node holds Ready copies of both PfsBlob b (the base, spec.blobRef) and " +
+				"PfsBlob src (the source, spec.delta.sourceRef) yet: the sender reads both on its node"}},
+		"delta: the pinned sender node does not hold both: wait": {in: delta(func(in *runInputs) { in.SenderNodes, in.SenderNodeName = nil, "n3" }),
+			want: &verdict{Reason: "BlobNotReady", Message: "node n3 (spec.sender.nodeName) does not hold Ready copies of both PfsBlob b (the base, spec.blobRef) and " +
+				"PfsBlob src (the source, spec.delta.sourceRef) yet: the sender reads both on its node"}},
+		"delta: no node holds both after launch: the pods decide": {in: delta(func(in *runInputs) { in.SenderNodes, in.PodsExist, in.Launched = nil, true, true })},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

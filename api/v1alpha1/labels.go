@@ -10,8 +10,8 @@ package v1alpha1
 const PcoreJobLabel = "pCPU Offset-mode"
 
 // TransferLabel returns the benchmark label of a transfer with the given mode
-// and transport, e.g. "PFS-With-Payload-TCP", "Native PFS Offset-only Mode - UDP"
-// or "Native PFS Arithmetic Mode - AF_XDP". It returns "" for a mode or
+// and transport, e.g. "PFS-With-Payload-TCP", "Native PFS Offset-only Mode - UDP",
+// "Native PFS Arithmetic Mode - AF_XDP" or "PFS-Delta-TCP". It returns "" for a mode or
 // transport it does not know, so that a caller never prints a wrong label.
 func TransferLabel(mode TransferMode, transport Transport) string {
 	var wire string
@@ -30,6 +30,8 @@ func TransferLabel(mode TransferMode, transport Transport) string {
 		return "Native PFS Offset-only Mode - " + wire
 	case ModeArithmetic:
 		return "Native PFS Arithmetic Mode - " + wire
+	case ModeDelta:
+		return "PFS-Delta-" + wire
 	default:
 		return ""
 	}

@@ -17,6 +17,7 @@ func TestTransferLabel(t *testing.T) {
 		"arithmetic tcp":    {ModeArithmetic, TransportTCP, "Native PFS Arithmetic Mode - TCP"},
 		"arithmetic afxdp":  {ModeArithmetic, TransportAFXDP, "Native PFS Arithmetic Mode - AF_XDP"},
 		"offset afxdp":      {ModeOffset, TransportAFXDP, "Native PFS Offset-only Mode - AF_XDP"},
+		"delta tcp":         {ModeDelta, TransportTCP, "PFS-Delta-TCP"},
 		"unknown mode":      {TransferMode("Teleport"), TransportTCP, ""},
 		"unknown transport": {ModeOffset, Transport("QUIC"), ""},
 		"empty":             {"", "", ""},

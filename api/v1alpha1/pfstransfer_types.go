@@ -8,7 +8,7 @@ import (
 )
 
 // TransferMode is what a gram carries.
-// +kubebuilder:validation:Enum=Payload;Offset;Arithmetic
+// +kubebuilder:validation:Enum=Payload;Offset;Arithmetic;Delta
 type TransferMode string
 
 const (
@@ -22,6 +22,12 @@ const (
 	// ModeArithmetic sends one absolute offset per gram followed by signed
 	// deltas, a more compact descriptor stream ("Native PFS Arithmetic Mode").
 	ModeArithmetic TransferMode = "Arithmetic"
+	// ModeDelta sends a new version of a blob (spec.delta.sourceRef) to a
+	// receiver that holds an old one, the base (spec.blobRef): identical
+	// regions travel as (offset, length) copies from the base, near-identical
+	// ones as XOR against it plus zstd, the rest as zstd or raw bytes; the
+	// receiver rebuilds the source and verifies its sha256.
+	ModeDelta TransferMode = "Delta"
 )
 
 // Transport is the wire the data travels on: a transfer's grams, or a source
@@ -51,6 +57,34 @@ const (
 	// IntegrityNone skips the check; status.integrity.result is then NotChecked.
 	IntegrityNone IntegrityAlgorithm = "None"
 )
+
+// IntegrityCheck is the checksum a finished transfer was verified with:
+// spec.integrity, or SHA256 in mode Delta.
+// +kubebuilder:validation:Enum=CRC32C;FNV1a64;None;SHA256
+type IntegrityCheck string
+
+// IntegritySHA256 is the check of mode Delta: the receiver computes the
+// sha256 of the source it rebuilt and compares it with the sender's.
+const IntegritySHA256 IntegrityCheck = "SHA256"
+
+// DeltaSpec is the new version a Delta transfer sends; spec.blobRef is the
+// base the receiver already holds.
+type DeltaSpec struct {
+	// sourceRef names the PfsBlob holding the new version (a new checkpoint, a
+	// dataset release). It must be Ready on the sender's node, beside the base,
+	// and differ from blobRef. Its content length is its manifest length (a
+	// blob loaded from files), else its size.
+	// +required
+	SourceRef BlobReference `json:"sourceRef"`
+
+	// zstdLevel is the zstd level of the compressed regions, from 1 (fastest)
+	// to 19 (smallest). Defaults to 3.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=19
+	ZstdLevel int32 `json:"zstdLevel,omitempty"`
+}
 
 // GramSpec shapes the grams: how many descriptors each carries and how large
 // its slab is. Defaults follow the original benchmarks (1024 descriptors per
@@ -121,7 +155,8 @@ type Endpoint struct {
 	ResourceName string `json:"resourceName,omitempty"`
 
 	// queues is how many NIC queues (AFXDP) or sockets (TCP, UDP) the endpoint
-	// uses, one worker thread each, from 1 to 64. Defaults to 1.
+	// uses, one worker thread each, from 1 to 64. Defaults to 1. In mode
+	// Delta it is the sender's encoder threads, and the CPUs each side gets.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
@@ -134,8 +169,16 @@ type Endpoint struct {
 // configuration, and numbers in status must describe the spec beside them.
 // Immutability compares values, not spellings (1Gi equals 1024Mi), because
 // clients re-spell quantities when they write an object back.
-// +kubebuilder:validation:XValidation:rule="self.mode == 'Payload' || has(self.blobRef)",message="blobRef is required when mode is Offset or Arithmetic: both ends must hold the same blob; set spec.blobRef.name to a PfsBlob name, or use mode Payload"
-// +kubebuilder:validation:XValidation:rule="has(self.blobRef) || has(self.range)",message="range is required without blobRef: the sender then fills a scratch buffer of range.length bytes; set spec.range or spec.blobRef"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'Payload' || self.mode == 'Delta' || has(self.blobRef)",message="blobRef is required when mode is Offset or Arithmetic: both ends must hold the same blob; set spec.blobRef.name to a PfsBlob name, or use mode Payload"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Delta' || has(self.blobRef)",message="mode Delta needs blobRef, the base: the old version the receiver already holds; set spec.blobRef.name to that PfsBlob"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Delta' || has(self.delta)",message="mode Delta needs delta.sourceRef, the new version to send; set spec.delta.sourceRef.name to that PfsBlob"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'Delta' || !has(self.delta)",message="delta is only used with mode Delta: remove spec.delta, or set spec.mode to Delta"
+// +kubebuilder:validation:XValidation:rule="!has(self.delta) || !has(self.blobRef) || self.delta.sourceRef.name != self.blobRef.name",message="delta.sourceRef must name another PfsBlob than blobRef: blobRef is the base the receiver holds, delta.sourceRef the new version; a blob sent against itself moves nothing"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Delta' || self.transport == 'TCP'",message="mode Delta runs over TCP only for now: remove spec.transport or set it to TCP"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Delta' || (!has(self.range) && !has(self.passes) && !has(self.totalBytes))",message="range, passes and totalBytes do not apply in mode Delta: the whole source blob is sent once; remove spec.range, spec.passes and spec.totalBytes"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Delta' || !has(self.gram) || ((!has(self.gram.descriptorsPerGram) || self.gram.descriptorsPerGram == 1024) && (!has(self.gram.align) || self.gram.align == 64) && (!has(self.gram.slabBytes) || !isQuantity(string(self.gram.slabBytes)) || quantity(string(self.gram.slabBytes)).compareTo(quantity('1Mi')) == 0) && (!has(self.gram.maxDescriptorLength) || !isQuantity(string(self.gram.maxDescriptorLength)) || quantity(string(self.gram.maxDescriptorLength)).compareTo(quantity('256Ki')) == 0))",message="gram does not apply in mode Delta: the delta encoder chooses its own regions; remove spec.gram (its defaults are accepted)"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Delta' || !has(self.integrity) || self.integrity == 'CRC32C'",message="integrity does not apply in mode Delta: the receiver verifies the rebuilt source by its sha256; remove spec.integrity"
+// +kubebuilder:validation:XValidation:rule="has(self.blobRef) || has(self.range) || self.mode == 'Delta'",message="range is required without blobRef: the sender then fills a scratch buffer of range.length bytes; set spec.range or spec.blobRef"
 // +kubebuilder:validation:XValidation:rule="has(self.blobRef) || !has(self.range) || !isQuantity(string(self.range.offset)) || quantity(string(self.range.offset)).compareTo(quantity('0')) == 0",message="range.offset must be 0 without blobRef: the sender's scratch buffer holds only range.length bytes; remove spec.range.offset or set spec.blobRef"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Payload' || !has(self.gram) || !has(self.gram.maxDescriptorLength) || !has(self.gram.slabBytes) || !isQuantity(string(self.gram.maxDescriptorLength)) || !isQuantity(string(self.gram.slabBytes)) || quantity(string(self.gram.maxDescriptorLength)).compareTo(quantity(string(self.gram.slabBytes))) <= 0",message="in Payload mode gram.maxDescriptorLength must not exceed gram.slabBytes, since a descriptor's bytes travel inside one gram slab: raise spec.gram.slabBytes or lower spec.gram.maxDescriptorLength"
 // +kubebuilder:validation:XValidation:rule="!(has(self.passes) && has(self.totalBytes))",message="set either passes or totalBytes, not both: passes repeats the range, totalBytes moves that many bytes over it"
@@ -145,18 +188,28 @@ type Endpoint struct {
 type PfsTransferSpec struct {
 	// blobRef names the PfsBlob the descriptors point into. Required in Offset
 	// and Arithmetic mode (both ends hold a copy); in Payload mode it is the
-	// source of the bytes and may be omitted (a scratch buffer is used).
+	// source of the bytes and may be omitted (a scratch buffer is used). In
+	// Delta mode it is the base: the old version the receiver already holds
+	// (when it is not Ready on the receiver's node, the source is sent as a
+	// full compressed copy).
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="blobRef is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	BlobRef *BlobReference `json:"blobRef,omitempty"`
 
 	// mode is what a gram carries: Payload (descriptors and bytes), Offset
 	// (descriptors only; both ends hold the same blob and the receiver
-	// executes over its own copy) or Arithmetic (one absolute offset per gram
-	// then signed deltas).
+	// executes over its own copy), Arithmetic (one absolute offset per gram
+	// then signed deltas) or Delta (the new version spec.delta.sourceRef,
+	// encoded against the base spec.blobRef the receiver holds; TCP only).
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="mode is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	Mode TransferMode `json:"mode"`
+
+	// delta is the new version a Delta transfer sends and how it is encoded;
+	// required with mode Delta and refused with the others.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="delta is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
+	Delta *DeltaSpec `json:"delta,omitempty"`
 
 	// transport is the wire: TCP (default), UDP (datagrams with a repair
 	// channel) or AFXDP (AF_XDP sockets on a secondary interface; needs
@@ -264,22 +317,24 @@ const (
 
 // IntegrityStatus is the integrity check of a finished transfer.
 type IntegrityStatus struct {
-	// algorithm is the checksum used.
+	// algorithm is the checksum used: spec.integrity, or SHA256 in mode Delta.
 	// +optional
-	Algorithm IntegrityAlgorithm `json:"algorithm,omitempty"`
+	Algorithm IntegrityCheck `json:"algorithm,omitempty"`
 
 	// result is OK, Mismatch or NotChecked.
 	// +optional
 	Result IntegrityOutcome `json:"result,omitempty"`
 
-	// senderChecksum is the sender's checksum in lower-case hex.
+	// senderChecksum is the sender's checksum in lower-case hex (64 digits
+	// for SHA256).
 	// +optional
-	// +kubebuilder:validation:Pattern=`^[0-9a-f]{1,16}$`
+	// +kubebuilder:validation:Pattern=`^([0-9a-f]{1,16}|[0-9a-f]{64})$`
 	SenderChecksum string `json:"senderChecksum,omitempty"`
 
-	// receiverChecksum is the receiver's checksum in lower-case hex.
+	// receiverChecksum is the receiver's checksum in lower-case hex (64 digits
+	// for SHA256).
 	// +optional
-	// +kubebuilder:validation:Pattern=`^[0-9a-f]{1,16}$`
+	// +kubebuilder:validation:Pattern=`^([0-9a-f]{1,16}|[0-9a-f]{64})$`
 	ReceiverChecksum string `json:"receiverChecksum,omitempty"`
 }
 
@@ -304,6 +359,160 @@ type GramCounters struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Repaired int64 `json:"repaired,omitempty"`
+}
+
+// DeltaEncoding says what a Delta transfer's source was encoded against.
+// +kubebuilder:validation:Enum=Delta;FullCopy
+type DeltaEncoding string
+
+const (
+	// DeltaEncodingDelta means the receiver held the base: the source went as
+	// copies from it, XOR against it and compressed regions.
+	DeltaEncodingDelta DeltaEncoding = "Delta"
+	// DeltaEncodingFullCopy means the receiver held no base (it was not Ready
+	// on the receiver's node): the source went as a compressed full copy.
+	DeltaEncodingFullCopy DeltaEncoding = "FullCopy"
+)
+
+// DeltaBound is the stage of a Delta transfer that limited its rate.
+// +kubebuilder:validation:Enum=Encode;Wire;Apply;Verify
+type DeltaBound string
+
+const (
+	// DeltaBoundEncode means the sender's encoder was the slowest stage.
+	DeltaBoundEncode DeltaBound = "Encode"
+	// DeltaBoundWire means the network was the slowest stage.
+	DeltaBoundWire DeltaBound = "Wire"
+	// DeltaBoundApply means the receiver's rebuilding was the slowest stage.
+	DeltaBoundApply DeltaBound = "Apply"
+	// DeltaBoundVerify means the receiver's sha256 check was the slowest stage.
+	DeltaBoundVerify DeltaBound = "Verify"
+)
+
+// DeltaRegionCount counts one kind of region of a Delta encoding.
+type DeltaRegionCount struct {
+	// count is how many regions of this kind the source was cut into.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Count int64 `json:"count,omitempty"`
+
+	// bytes is how many bytes of the source these regions cover.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Bytes int64 `json:"bytes,omitempty"`
+
+	// wireBytes is what these regions took on the wire once encoded (xor and
+	// zstd regions only).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	WireBytes int64 `json:"wireBytes,omitempty"`
+}
+
+// DeltaRegions counts the regions of a Delta encoding by kind.
+type DeltaRegions struct {
+	// same are regions identical to the base at the same offset, sent as copies.
+	// +optional
+	Same *DeltaRegionCount `json:"same,omitempty"`
+
+	// moved are regions found in the base at another offset, sent as copies.
+	// +optional
+	Moved *DeltaRegionCount `json:"moved,omitempty"`
+
+	// xor are near-identical regions, sent as XOR against the base plus zstd.
+	// +optional
+	XOR *DeltaRegionCount `json:"xor,omitempty"`
+
+	// zstd are new regions sent zstd-compressed.
+	// +optional
+	Zstd *DeltaRegionCount `json:"zstd,omitempty"`
+
+	// raw are new regions that did not compress, sent as they are.
+	// +optional
+	Raw *DeltaRegionCount `json:"raw,omitempty"`
+}
+
+// DeltaStages are the times of a Delta transfer's stages in decimal seconds
+// (e.g. "0.412"); the sender reports index and encode, the receiver apply
+// and verify.
+type DeltaStages struct {
+	// indexSeconds is the sender's time indexing the base.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	IndexSeconds string `json:"indexSeconds,omitempty"`
+
+	// encodeSeconds is the sender's time encoding the source.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	EncodeSeconds string `json:"encodeSeconds,omitempty"`
+
+	// applySeconds is the receiver's time rebuilding the source.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	ApplySeconds string `json:"applySeconds,omitempty"`
+
+	// verifySeconds is the receiver's time computing the rebuilt source's sha256.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	VerifySeconds string `json:"verifySeconds,omitempty"`
+}
+
+// DeltaStatus is what a Delta transfer encoded and what it saved.
+type DeltaStatus struct {
+	// encoding is Delta (the receiver held the base) or FullCopy (it did
+	// not: a compressed full copy). Set when the receiver is created, and
+	// from the results once the transfer finished.
+	// +optional
+	Encoding DeltaEncoding `json:"encoding,omitempty"`
+
+	// message says why the source went as a full copy, e.g. "base old not
+	// Ready on node n2: sent as a full compressed copy".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// baseBytes is the size of the base the sender encoded against.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	BaseBytes int64 `json:"baseBytes,omitempty"`
+
+	// effectiveBytes is the size of the source the receiver rebuilt.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	EffectiveBytes int64 `json:"effectiveBytes,omitempty"`
+
+	// wireBytes is the size of the encoded delta on the wire.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	WireBytes int64 `json:"wireBytes,omitempty"`
+
+	// ratio is effectiveBytes / wireBytes with two digits after the point
+	// (e.g. "7.31"): how many times less crossed the wire than a copy.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	Ratio string `json:"ratio,omitempty"`
+
+	// bound is the stage that limited the rate: Encode, Wire, Apply or Verify.
+	// +optional
+	Bound DeltaBound `json:"bound,omitempty"`
+
+	// threads is how many encoder threads the sender ran.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	Threads int32 `json:"threads,omitempty"`
+
+	// stages are the times of the stages.
+	// +optional
+	Stages *DeltaStages `json:"stages,omitempty"`
+
+	// regions count the regions of the encoding by kind.
+	// +optional
+	Regions *DeltaRegions `json:"regions,omitempty"`
 }
 
 // AFXDPBindMode is the AF_XDP mode a socket obtained.
@@ -403,6 +612,10 @@ type PfsTransferStatus struct {
 	// +optional
 	Grams *GramCounters `json:"grams,omitempty"`
 
+	// delta is what a Delta transfer encoded and saved (mode Delta only).
+	// +optional
+	Delta *DeltaStatus `json:"delta,omitempty"`
+
 	// sender is where the sender ran (pod, node, NUMA zone) and its CPU time.
 	// +optional
 	Sender *EndpointStatus `json:"sender,omitempty"`
@@ -447,6 +660,7 @@ type PfsTransferStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Label",type=string,JSONPath=`.status.label`,priority=1
 // +kubebuilder:printcolumn:name="Elapsed",type=string,JSONPath=`.status.elapsedSeconds`,priority=1,description="measured window, seconds"
+// +kubebuilder:printcolumn:name="Ratio",type=string,JSONPath=`.status.delta.ratio`,priority=1,description="mode Delta: source bytes per wire byte"
 type PfsTransfer struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the standard object metadata.

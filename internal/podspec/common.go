@@ -207,7 +207,9 @@ const (
 	volBlob    = "blob"
 	volSockets = "blob-sockets"
 	volToken   = "blob-token"
-	volRun     = "run"
+	// volSourceToken is a Delta sender's source token (volToken is the base's).
+	volSourceToken = "source-token"
+	volRun         = "run"
 )
 
 func socketVolume(namespace string) corev1.Volume {
@@ -215,9 +217,18 @@ func socketVolume(namespace string) corev1.Volume {
 		Path: SocketDir(namespace), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}}
 }
 
-func tokenVolume(blob string) corev1.Volume {
-	return corev1.Volume{Name: volToken, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+func tokenVolume(blob string) corev1.Volume { return tokenVolumeNamed(volToken, blob) }
+
+func tokenVolumeNamed(name, blob string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName: TokenSecretName(blob), DefaultMode: ptr.To(int32(0o440))}}}
+}
+
+// sourceTokenVolume mounts a second blob's token at SourceTokenDir; its
+// socket is in the namespace's socket directory, which blobConsumerVolumes
+// mounts with the first blob.
+func sourceTokenVolume(blob string) (corev1.Volume, corev1.VolumeMount) {
+	return tokenVolumeNamed(volSourceToken, blob), corev1.VolumeMount{Name: volSourceToken, MountPath: SourceTokenDir, ReadOnly: true}
 }
 
 // runVolume is a small writable directory for the ready file.

@@ -82,6 +82,10 @@ const (
 	TokenDir  = "/etc/packetfs/token"
 	TokenKey  = "token"
 	TokenFile = TokenDir + "/" + TokenKey
+	// SourceTokenDir holds the token Secret of a Delta sender's second blob,
+	// the source (spec.delta.sourceRef); TokenDir holds the base's.
+	SourceTokenDir  = "/etc/packetfs/source-token"
+	SourceTokenFile = SourceTokenDir + "/" + TokenKey
 	// RunDir is a small writable emptyDir (the root filesystem is read-only).
 	RunDir = "/run/pfs"
 	// ReadyFile is created by `pfs recv --ready-file` once it listens.

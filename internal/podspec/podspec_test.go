@@ -272,23 +272,7 @@ func TestTransferPods(t *testing.T) {
 				name, compName string
 			}{{recv, tc.wantRecv, tc.wantRecvRes, TransferPodName("x", tc.in.Attempt, ComponentReceiver), ComponentReceiver},
 				{send, tc.wantSend, tc.wantSendRes, TransferPodName("x", tc.in.Attempt, ComponentSender), ComponentSender}} {
-				ctr := c.pod.Spec.Containers[0]
-				if got := strings.Join(ctr.Args, " "); got != c.args {
-					t.Errorf("%s args\n got %s\nwant %s", c.compName, got, c.args)
-				}
-				if diff := cmp.Diff(c.res, ctr.Resources.Limits, cmpQty); diff != "" {
-					t.Errorf("%s limits (-want +got):\n%s", c.compName, diff)
-				}
-				if diff := cmp.Diff(ctr.Resources.Limits, ctr.Resources.Requests, cmpQty); diff != "" {
-					t.Errorf("%s requests != limits (not Guaranteed):\n%s", c.compName, diff)
-				}
-				if diff := cmp.Diff(tc.wantSec, ctr.SecurityContext); diff != "" {
-					t.Errorf("%s security (-want +got):\n%s", c.compName, diff)
-				}
-				// The result travels in the termination message, read from the file.
-				if ctr.TerminationMessagePolicy != corev1.TerminationMessageReadFile || ctr.TerminationMessagePath != TerminationLog {
-					t.Errorf("%s termination message %q at %q", c.compName, ctr.TerminationMessagePolicy, ctr.TerminationMessagePath)
-				}
+				checkTransferContainer(t, c.compName, c.pod, c.args, c.res, tc.wantSec)
 				if c.pod.Name != c.name || c.pod.Spec.RestartPolicy != corev1.RestartPolicyNever ||
 					*c.pod.Spec.AutomountServiceAccountToken || c.pod.Labels[LabelComponent] != c.compName {
 					t.Errorf("%s: name %q restart %q labels %v", c.compName, c.pod.Name, c.pod.Spec.RestartPolicy, c.pod.Labels)
@@ -327,6 +311,29 @@ func TestTransferPods(t *testing.T) {
 				t.Errorf("receiver readiness probe (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// checkTransferContainer checks the data-plane container of one side of a
+// transfer: its arguments, Guaranteed resources, security context, and the
+// result in the termination message, read from the file.
+func checkTransferContainer(t *testing.T, what string, pod *corev1.Pod, args string, res corev1.ResourceList, sec *corev1.SecurityContext) {
+	t.Helper()
+	ctr := pod.Spec.Containers[0]
+	if got := strings.Join(ctr.Args, " "); got != args {
+		t.Errorf("%s args\n got %s\nwant %s", what, got, args)
+	}
+	if diff := cmp.Diff(res, ctr.Resources.Limits, cmpQty); diff != "" {
+		t.Errorf("%s limits (-want +got):\n%s", what, diff)
+	}
+	if diff := cmp.Diff(ctr.Resources.Limits, ctr.Resources.Requests, cmpQty); diff != "" {
+		t.Errorf("%s requests != limits (not Guaranteed):\n%s", what, diff)
+	}
+	if diff := cmp.Diff(sec, ctr.SecurityContext); diff != "" {
+		t.Errorf("%s security (-want +got):\n%s", what, diff)
+	}
+	if ctr.TerminationMessagePolicy != corev1.TerminationMessageReadFile || ctr.TerminationMessagePath != TerminationLog {
+		t.Errorf("%s termination message %q at %q", what, ctr.TerminationMessagePolicy, ctr.TerminationMessagePath)
 	}
 }
 

@@ -29,6 +29,10 @@ type TransferInputs struct {
 	Blob *pfsv1alpha1.PfsBlob
 	// BlobNodes are the nodes holding a Ready copy of the blob.
 	BlobNodes []string
+	// Source is the PfsBlob of spec.delta.sourceRef (mode Delta); nil otherwise.
+	Source *pfsv1alpha1.PfsBlob
+	// Delta is where the pods of a Delta transfer run (mode Delta).
+	Delta placement.Delta
 }
 
 // TransferPodName is the name of one side's pod in one attempt.
@@ -84,22 +88,13 @@ func EffectiveBytes(x *pfsv1alpha1.PfsTransfer, blob *pfsv1alpha1.PfsBlob) int64
 // receiver can take it. A TCP probe would not do: `pfs recv` accepts one
 // peer and would take the kubelet's probe connection for its sender.
 func ReceiverPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs) *corev1.Pod {
-	needsBlob := x.Spec.Mode != pfsv1alpha1.ModePayload && in.Blob != nil
-	args := []string{"recv",
-		"--listen", "0.0.0.0:" + strconv.Itoa(ReceiverPort),
-		"--mode", cliMode(x.Spec.Mode),
-		"--transport", cliTransport(x.Spec.Transport),
-		"--accept-timeout", strconv.Itoa(AcceptTimeoutSeconds),
-		"--ready-file", ReadyFile,
+	var side transferSide
+	if x.Spec.Mode == pfsv1alpha1.ModeDelta {
+		side = deltaReceiver(x, in)
+	} else {
+		side = receiver(x, in)
 	}
-	args = append(args, transportArgs(x, x.Spec.Receiver)...)
-	args = append(args, integrityArgs(x)...)
-	if needsBlob {
-		args = append(args, blobConsumerArgs(x.Namespace, in.Blob.Name)...)
-	}
-	args = append(args, "--result-file", TerminationLog)
-
-	pod := transferPod(cfg, x, in, ComponentReceiver, x.Spec.Receiver, args, needsBlob, nil)
+	pod := transferPod(cfg, x, in.Attempt, side)
 	c := &pod.Spec.Containers[0]
 	c.ReadinessProbe = &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
@@ -117,10 +112,46 @@ func ReceiverPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs) *cor
 	return pod
 }
 
+// receiver is the receiving side of the gram modes: it listens for grams
+// and, but in Payload mode, executes them over its copy of the blob.
+func receiver(x *pfsv1alpha1.PfsTransfer, in TransferInputs) transferSide {
+	args := recvArgs(x)
+	args = append(args, transportArgs(x, x.Spec.Receiver)...)
+	args = append(args, integrityArgs(x)...)
+	side := transferSide{component: ComponentReceiver, ep: x.Spec.Receiver}
+	if x.Spec.Mode != pfsv1alpha1.ModePayload && in.Blob != nil {
+		args = append(args, blobConsumerArgs(x.Namespace, in.Blob.Name)...)
+		side.blob, side.nodes = in.Blob, in.BlobNodes
+	}
+	side.args = append(args, "--result-file", TerminationLog)
+	return side
+}
+
+// recvArgs are the options every receiver starts with: where it listens,
+// the mode and transport, how long it waits for its sender and its ready
+// file.
+func recvArgs(x *pfsv1alpha1.PfsTransfer) []string {
+	return []string{"recv",
+		"--listen", "0.0.0.0:" + strconv.Itoa(ReceiverPort),
+		"--mode", cliMode(x.Spec.Mode),
+		"--transport", cliTransport(x.Spec.Transport),
+		"--accept-timeout", strconv.Itoa(AcceptTimeoutSeconds),
+		"--ready-file", ReadyFile,
+	}
+}
+
 // SenderPod builds the sending side, which connects to the receiver at addr.
-// Without a blob it fills a scratch blob of the range's length on 2Mi
-// hugepages of its own (Payload mode only).
 func SenderPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, addr placement.Address) *corev1.Pod {
+	if x.Spec.Mode == pfsv1alpha1.ModeDelta {
+		return transferPod(cfg, x, in.Attempt, deltaSender(x, in, addr))
+	}
+	return transferPod(cfg, x, in.Attempt, sender(x, in, addr))
+}
+
+// sender is the sending side of the gram modes. Without a blob it fills a
+// scratch blob of the range's length on 2Mi hugepages of its own (Payload
+// mode only).
+func sender(x *pfsv1alpha1.PfsTransfer, in TransferInputs, addr placement.Address) transferSide {
 	args := []string{"send",
 		"--connect", addr.HostPort(ReceiverPort),
 		"--mode", cliMode(x.Spec.Mode),
@@ -145,28 +176,45 @@ func SenderPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, addr p
 	if x.Spec.Mode == pfsv1alpha1.ModePayload && !g.SlabBytes.IsZero() {
 		args = append(args, "--gram-bytes", strconv.FormatInt(g.SlabBytes.Value(), 10))
 	}
-	var extra corev1.ResourceList
+	side := transferSide{component: ComponentSender, ep: x.Spec.Sender}
 	if in.Blob != nil {
 		if r := x.Spec.Range; r != nil {
 			args = append(args, "--range", fmt.Sprintf("%d:%d", r.Offset.Value(), RangeLength(r, in.Blob)))
 		}
 		args = append(args, blobConsumerArgs(x.Namespace, in.Blob.Name)...)
+		side.blob, side.nodes = in.Blob, in.BlobNodes
 	} else {
 		scratch := RangeLength(x.Spec.Range, nil)
 		args = append(args, "--size", strconv.FormatInt(scratch, 10), "--page", "2m", "--fill", "seed")
-		extra = corev1.ResourceList{"hugepages-2Mi": *resource.NewQuantity(roundUp(scratch, 2<<20), resource.BinarySI)}
+		side.extra = corev1.ResourceList{"hugepages-2Mi": *resource.NewQuantity(roundUp(scratch, 2<<20), resource.BinarySI)}
 	}
-	args = append(args, "--result-file", TerminationLog)
-	return transferPod(cfg, x, in, ComponentSender, x.Spec.Sender, args, in.Blob != nil, extra)
+	side.args = append(args, "--result-file", TerminationLog)
+	return side
 }
 
-func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, component string,
-	ep pfsv1alpha1.Endpoint, args []string, blob bool, extra corev1.ResourceList) *corev1.Pod {
+// transferSide is what the two pods of a transfer differ in.
+type transferSide struct {
+	component string
+	ep        pfsv1alpha1.Endpoint
+	args      []string
+	// blob is the PfsBlob whose holder socket and token the pod mounts (nil:
+	// none); it then runs only on nodes.
+	blob  *pfsv1alpha1.PfsBlob
+	nodes []string
+	// source is a second blob's token to mount: a Delta sender's source.
+	source *pfsv1alpha1.PfsBlob
+	// memory is the container's memory besides podBaseMemory (bytes).
+	memory int64
+	extra  corev1.ResourceList
+}
+
+func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, attempt int32, side transferSide) *corev1.Pod {
+	ep, component := side.ep, side.component
 	queues := int64(ep.Queues)
 	if queues < 1 {
 		queues = 1
 	}
-	res := extra.DeepCopy()
+	res := side.extra.DeepCopy()
 	if res == nil {
 		res = corev1.ResourceList{}
 	}
@@ -181,14 +229,20 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, comp
 	if component == ComponentSender {
 		name = ContainerSender
 	}
-	c := dataPlaneContainer(cfg, name, args, guaranteed(queues, podBaseMemory.DeepCopy(), res), priv)
+	memory := *resource.NewQuantity(podBaseMemory.Value()+side.memory, resource.BinarySI)
+	c := dataPlaneContainer(cfg, name, side.args, guaranteed(queues, memory, res), priv)
 	runVol, runMount := runVolume()
 	vols := []corev1.Volume{runVol}
 	c.VolumeMounts = []corev1.VolumeMount{runMount}
-	if blob {
-		v, m := blobConsumerVolumes(x.Namespace, in.Blob.Name)
+	if side.blob != nil {
+		v, m := blobConsumerVolumes(x.Namespace, side.blob.Name)
 		vols = append(vols, v...)
 		c.VolumeMounts = append(c.VolumeMounts, m...)
+	}
+	if side.source != nil {
+		v, m := sourceTokenVolume(side.source.Name)
+		vols = append(vols, v)
+		c.VolumeMounts = append(c.VolumeMounts, m)
 	}
 	annotations := map[string]string{AnnotationOwner: x.Name}
 	if ep.Network != "" {
@@ -196,9 +250,9 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, comp
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        TransferPodName(x.Name, in.Attempt, component),
+			Name:        TransferPodName(x.Name, attempt, component),
 			Namespace:   x.Namespace,
-			Labels:      TransferPodLabels(x, in.Attempt, component),
+			Labels:      TransferPodLabels(x, attempt, component),
 			Annotations: annotations,
 		},
 		Spec: corev1.PodSpec{
@@ -214,9 +268,7 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, comp
 			ActiveDeadlineSeconds:         x.Spec.ActiveDeadlineSeconds,
 		},
 	}
-	if blob {
-		pod.Spec.Affinity = placement.NodeAffinity(in.BlobNodes)
-	}
+	pod.Spec.Affinity = placement.NodeAffinity(side.nodes)
 	return pod
 }
 
@@ -249,6 +301,8 @@ func cliMode(m pfsv1alpha1.TransferMode) string {
 		return "offset"
 	case pfsv1alpha1.ModeArithmetic:
 		return "arith"
+	case pfsv1alpha1.ModeDelta:
+		return "delta"
 	}
 	return "payload"
 }

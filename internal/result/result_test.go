@@ -13,15 +13,33 @@ import (
 // recvOK is a real `pfs recv` result (dp-core, payload mode over loopback).
 const recvOK = `{"ok":true,"cmd":"recv","label":"PFS-With-Payload-TCP","purpose":"Transfer","side":"receiver","transport":"tcp","mode":"payload","peer":"127.0.0.1:55206","size_mb":8.389,"bytes":8388608,"elapsed_s":0.007721,"effective_mb_s":1086.4,"user_s":0.000,"sys_s":0.002,"cpu_s":0.002,"mb_per_cpu_s":3739.9,"integrity":"OK","pthreads":1,"crc32c":"0x287083f7","peer_crc32c":"0x287083f7","crc32c_impl":"sse4.2-3way","descs":60,"grams":2,"wire_bytes":8389568,"decode_errors":0,"peer_fingerprint":"0x3489d5a4287083f7","notes":"receiver","exit_code":0,"error":null}`
 
+// parseCase is a termination message and what a parser makes of it: want,
+// or an error containing wantErr.
+type parseCase[T any] struct {
+	msg     string
+	want    *T
+	wantErr string
+}
+
+// runParseCases runs parse over each case.
+func runParseCases[T any](t *testing.T, parse func(string) (*T, error), tests map[string]parseCase[T]) {
+	t.Helper()
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := parse(tc.msg)
+			checkErr(t, err, tc.wantErr)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestParseTransfer(t *testing.T) {
-	tests := map[string]struct {
-		msg     string
-		want    *Transfer
-		wantErr string
-	}{
+	runParseCases(t, ParseTransfer, map[string]parseCase[Transfer]{
 		"real receiver result": {msg: recvOK, want: &Transfer{OK: true, Measured: true, Side: "receiver", Transport: "tcp",
 			Label: "PFS-With-Payload-TCP", Bytes: 8388608, WireBytes: 8389568, ElapsedSeconds: 0.007721, SysSeconds: 0.002,
-			Integrity: "OK", Checksum: "287083f7", PeerChecksum: "287083f7", Grams: 2}},
+			Integrity: "OK", Checksum: "287083f7", PeerChecksum: "287083f7", Grams: 2, Mode: "payload"}},
 		"unknown fields are ignored, generic checksum preferred": {
 			msg: `{"ok":true,"bytes":10,"wire_bytes":20,"elapsed_s":1,"user_s":0.5,"sys_s":0.25,"integrity":"ok","checksum":"0xab","crc32c":"0xcd","future":{"x":[1,2]},"afxdp_mode":"copy","numa_node":1,"cpus":[3,4]}`,
 			want: &Transfer{OK: true, Measured: true, Bytes: 10, WireBytes: 20, ElapsedSeconds: 1, UserSeconds: 0.5, SysSeconds: 0.25,
@@ -44,27 +62,14 @@ func TestParseTransfer(t *testing.T) {
 		"empty":                 {msg: "  \n", wantErr: "empty"},
 		"two objects":           {msg: `{"ok":false,"error":"a"} {"ok":true}`, wantErr: "data after the JSON object"},
 		"not an object":         {msg: `[1,2]`, wantErr: "wrong type"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := ParseTransfer(tc.msg)
-			checkErr(t, err, tc.wantErr)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseTransfer (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 // blobOK is a real `pfs blob create` result (dp-core).
 const blobOK = `{"ok":true,"cmd":"blob-create","crc32c_impl":"sse4.2-3way","blob":{"size":4194304,"page":"4K","huge_bytes":0,"fingerprint":"0x60d997d32201970a","path":null,"fallback_reason":null,"map_s":0.0000,"prefault_s":0.0064,"fill_s":0.0005},"fingerprint_s":0.0006,"error":null}`
 
 func TestParseBlobCreate(t *testing.T) {
-	tests := map[string]struct {
-		msg     string
-		want    *BlobCreate
-		wantErr string
-	}{
+	runParseCases(t, ParseBlobCreate, map[string]parseCase[BlobCreate]{
 		"real result": {msg: blobOK, want: &BlobCreate{OK: true, Size: 4194304, Page: "4K", Fingerprint: "60d997d32201970a",
 			Prefault: 6400 * time.Microsecond, Fill: 500 * time.Microsecond}},
 		"fallback and numa": {msg: `{"ok":true,"blob":{"size":1,"page":"THP","fingerprint":"0x0123456789abcdef","fallback_reason":"hugetlb 2M: no free pages","numa_node":0}}`,
@@ -77,16 +82,7 @@ func TestParseBlobCreate(t *testing.T) {
 		"zero size":         {msg: `{"ok":true,"blob":{"size":0,"page":"2M","fingerprint":"0x0123456789abcdef"}}`, wantErr: "not a size"},
 		"negative timing":   {msg: `{"ok":true,"blob":{"size":1,"page":"2M","fingerprint":"0x0123456789abcdef","fill_s":-1}}`, wantErr: "not a number of seconds"},
 		"truncated":         {msg: blobOK[:150], wantErr: "truncated JSON"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := ParseBlobCreate(tc.msg)
-			checkErr(t, err, tc.wantErr)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseBlobCreate (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 // pcoreOK has the shape of a `pfs pcore run --baseline` result (pcore branch).

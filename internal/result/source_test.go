@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 var sha = strings.Repeat("5a", 32)
@@ -28,11 +26,7 @@ func withSHA(s string) string { return strings.ReplaceAll(s, "SHA", sha) }
 
 func TestParseBlobCreateFanout(t *testing.T) {
 	manifest := &Manifest{Kind: "file", Files: 1, Bytes: 314000000, SHA256: sha, Offset: 314000000, Length: 200}
-	tests := map[string]struct {
-		msg     string
-		want    *BlobCreate
-		wantErr string
-	}{
+	runParseCases(t, ParseBlobCreate, map[string]parseCase[BlobCreate]{
 		"origin": {msg: withSHA(originOK), want: &BlobCreate{OK: true, Size: 314572800, Page: "2M", Fingerprint: "0123456789abcdef",
 			Map: time.Millisecond, Prefault: 50 * time.Millisecond,
 			Source: &Source{Kind: "file", Path: "models/x.safetensors", Files: 1, Bytes: 314000000, SHA256: sha,
@@ -61,27 +55,14 @@ func TestParseBlobCreateFanout(t *testing.T) {
 			wantErr: "not a Unix time"},
 		"both source and fetch": {msg: withSHA(strings.Replace(originOK, `"repl":`, `"fetch":{"from":"a:1","bytes":1,"seconds":1,"verified":true},"repl":`, 1)),
 			wantErr: "both \"source\" and \"fetch\""},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := ParseBlobCreate(tc.msg)
-			checkErr(t, err, tc.wantErr)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseBlobCreate (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 // scanOK has the shape pfs_cli_source_plan (dataplane/tools/pfs/source.c) prints.
 const scanOK = `{"ok":true,"cmd":"blob-create","dry_run":true,"source":{"kind":"dir","path":".","root":"/source","files":3,"bytes":3000000,"needed":3149824,"blob_size":4194304},"error":null}`
 
 func TestParseSourceScan(t *testing.T) {
-	tests := map[string]struct {
-		msg     string
-		want    *SourceScan
-		wantErr string
-	}{
+	runParseCases(t, ParseSourceScan, map[string]parseCase[SourceScan]{
 		"scan": {msg: scanOK, want: &SourceScan{OK: true, Kind: "dir", Files: 3, Bytes: 3000000, Needed: 3149824, BlobSize: 4194304}},
 		"refused": {msg: `{"ok":false,"cmd":"blob-create","error":"symlink 'a' -> '/etc/passwd' points outside the source root /source"}`,
 			want: &SourceScan{Error: "symlink 'a' -> '/etc/passwd' points outside the source root /source"}},
@@ -90,14 +71,5 @@ func TestParseSourceScan(t *testing.T) {
 		"zero needed":    {msg: strings.Replace(scanOK, `"needed":3149824`, `"needed":0`, 1), wantErr: "not a size"},
 		"no error text":  {msg: `{"ok":false}`, wantErr: "without an error message"},
 		"truncated scan": {msg: scanOK[:60], wantErr: "truncated JSON"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := ParseSourceScan(tc.msg)
-			checkErr(t, err, tc.wantErr)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseSourceScan (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }

@@ -47,6 +47,10 @@ type Transfer struct {
 	CPUs []int
 	// Error is the CLI's error message for a failed run.
 	Error string
+	// Mode is the CLI's mode ("payload", "offset", "arith", "delta"), when reported.
+	Mode string
+	// Delta is the "delta" member of a measured delta-mode result.
+	Delta *Delta
 }
 
 type transferJSON struct {
@@ -72,6 +76,10 @@ type transferJSON struct {
 	NUMANode     *int32   `json:"numa_node"`
 	CPUs         []int    `json:"cpus"`
 	Error        *string  `json:"error"`
+	Mode         string   `json:"mode"`
+	// Verdict is the delta mode's name for "integrity".
+	Verdict *string    `json:"verdict"`
+	Delta   *deltaJSON `json:"delta"`
 }
 
 // ParseTransfer parses the result of `pfs send` or `pfs recv`. A result with
@@ -79,17 +87,22 @@ type transferJSON struct {
 // Measured); a successful one must carry bytes,
 // wire_bytes, elapsed_s, user_s, sys_s, integrity and, unless integrity is
 // "NA", its checksum ("checksum", or "crc32c" from CLIs that only know CRC32C).
+// A delta-mode result ("mode": "delta") may name its verdict "verdict"
+// instead of "integrity" (and then leave out "ok": the verdict OK without an
+// error is ok); its checksum is "delta"."sha256", and "delta" is required.
 func ParseTransfer(msg string) (*Transfer, error) {
 	var j transferJSON
 	if err := decode(msg, &j); err != nil {
 		return nil, err
 	}
+	delta := j.Mode == modeDelta
+	j.verdictNames()
 	if j.OK == nil {
 		return nil, missing{"ok"}.err("transfer")
 	}
 	t := &Transfer{OK: *j.OK, Side: j.Side, Transport: j.Transport, Label: j.Label,
 		Grams: j.Grams, DecodeErrors: j.DecodeErrors, Repaired: j.Repaired,
-		AFXDPMode: j.AFXDPMode, NUMANode: j.NUMANode, CPUs: j.CPUs}
+		AFXDPMode: j.AFXDPMode, NUMANode: j.NUMANode, CPUs: j.CPUs, Mode: j.Mode}
 	if j.Error != nil {
 		t.Error = *j.Error
 	}
@@ -103,6 +116,7 @@ func ParseTransfer(msg string) (*Transfer, error) {
 	m.need(j.UserS != nil, "user_s")
 	m.need(j.SysS != nil, "sys_s")
 	m.need(j.Integrity != nil, "integrity")
+	m.need(j.Delta != nil || !delta, "delta")
 	if err := m.err("transfer"); err != nil {
 		if !t.OK {
 			return t, nil // a failure report without numbers
@@ -127,8 +141,34 @@ func ParseTransfer(msg string) (*Transfer, error) {
 	switch t.Integrity {
 	case "OK", "MISMATCH", "NA":
 	default:
+		if !t.OK {
+			// A failure's own verdict (e.g. a refusal): no checksum verdict.
+			t.Measured, t.Integrity = false, ""
+			return t, nil
+		}
 		return nil, fmt.Errorf("field \"integrity\": %q is not OK, MISMATCH or NA", *j.Integrity)
 	}
+	if delta {
+		return parseDeltaTransfer(t, j.Delta)
+	}
+	return parseChecksums(t, &j)
+}
+
+// verdictNames reads a delta-mode result's "verdict" as "integrity" and,
+// when "ok" is absent, the verdict OK without an error as ok.
+func (j *transferJSON) verdictNames() {
+	if j.Integrity == nil {
+		j.Integrity = j.Verdict
+	}
+	if j.OK == nil && j.Mode == modeDelta && j.Verdict != nil {
+		j.OK = ptrTo(*j.Verdict == "OK" && (j.Error == nil || *j.Error == ""))
+	}
+}
+
+// parseChecksums finishes a measured result of the gram modes: its
+// checksum ("checksum", or "crc32c" from CLIs that only know CRC32C) unless
+// integrity is NA, and the peer's when reported.
+func parseChecksums(t *Transfer, j *transferJSON) (*Transfer, error) {
 	sum, peer := j.Checksum, j.PeerChecksum
 	name, peerName := "checksum", "peer_checksum"
 	if sum == nil {
@@ -153,3 +193,23 @@ func ParseTransfer(msg string) (*Transfer, error) {
 	}
 	return t, nil
 }
+
+// modeDelta is the CLI's name of mode Delta in "mode".
+const modeDelta = "delta"
+
+// parseDeltaTransfer finishes a measured delta-mode result: its "delta"
+// member, whose sha256 is the side's checksum, and whose target is the
+// effective bytes.
+func parseDeltaTransfer(t *Transfer, j *deltaJSON) (*Transfer, error) {
+	d, err := parseDelta(j, t.Integrity != "NA")
+	if err != nil {
+		return nil, err
+	}
+	if d.TargetBytes != t.Bytes {
+		return nil, fmt.Errorf("transfer result: delta.target_bytes %d differs from bytes %d", d.TargetBytes, t.Bytes)
+	}
+	t.Delta, t.Checksum = d, d.SHA256
+	return t, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -24,9 +24,12 @@ import (
 // the value the apiserver must default them to. Every sample must be listed
 // here, so that adding one means thinking about what it relies on.
 var sampleDefaults = map[string]map[string]any{
-	"blob-1g":    {"spec.pageFallback": "Allow"},
-	"blob-small": {"spec.pageFallback": "Allow"},
-	"blob-model": {"spec.replication.transport": "TCP"},
+	"blob-1g":       {"spec.pageFallback": "Allow"},
+	"blob-small":    {"spec.pageFallback": "Allow"},
+	"blob-model":    {"spec.replication.transport": "TCP"},
+	"blob-model-v2": {"spec.pageFallback": "Allow"},
+	"delta-model": {"spec.integrity": "CRC32C", "spec.numa": "Preferred",
+		"spec.gram.descriptorsPerGram": 1024, "spec.receiver.queues": 1},
 	"tcp-payload": {
 		"spec.gram.descriptorsPerGram": 1024, "spec.gram.slabBytes": "1Mi",
 		"spec.gram.maxDescriptorLength": "256Ki", "spec.gram.align": 64,

@@ -235,6 +235,39 @@ func TestTransferPods(t *testing.T) {
 	}
 }
 
+// TestDeltaTransferPods runs the pods of a Delta transfer through pfs: the
+// receiver with the base and without it (--no-base), the sender with both
+// blobs, on IPv4 and IPv6. Their options (--mode delta, --no-base,
+// --src-blob-socket, --zstd-level, --delta-threads) are the CLI contract of
+// issue 15: a pfs from before the data plane's delta mode fails here.
+func TestDeltaTransferPods(t *testing.T) {
+	bin := pfsBinary(t)
+	named := func(name string) *pfsv1alpha1.PfsBlob {
+		b := blob(pfsv1alpha1.PageSize2Mi, pfsv1alpha1.FillSeed)
+		b.Name = name
+		return b
+	}
+	x := &pfsv1alpha1.PfsTransfer{
+		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "uid-x"},
+		Spec: pfsv1alpha1.PfsTransferSpec{Mode: pfsv1alpha1.ModeDelta, Transport: pfsv1alpha1.TransportTCP,
+			BlobRef: &pfsv1alpha1.BlobReference{Name: "old"},
+			Delta:   &pfsv1alpha1.DeltaSpec{SourceRef: pfsv1alpha1.BlobReference{Name: "new"}, ZstdLevel: 19},
+			Sender:  pfsv1alpha1.Endpoint{Network: "data", Queues: 4}},
+	}
+	for name, d := range map[string]placement.Delta{
+		"the receiver holds the base": {SenderNodes: []string{"n1"}, ReceiverNodes: []string{"n1", "n2"}},
+		"the receiver holds no base":  {SenderNodes: []string{"n1"}, NoBaseNode: "n3"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := podspec.TransferInputs{Attempt: 1, Blob: named("old"), BlobNodes: []string{"n1", "n2"}, Source: named("new"), Delta: d}
+			checkPod(t, bin, &podspec.ReceiverPod(cfg, x, in).Spec)
+			for _, ip := range []string{"10.1.2.3", "fd00::3"} {
+				checkPod(t, bin, &podspec.SenderPod(cfg, x, in, placement.Address{IP: ip}).Spec)
+			}
+		})
+	}
+}
+
 func TestPcorePods(t *testing.T) {
 	bin := pfsBinary(t)
 	ops := []pfsv1alpha1.PcoreOp{pfsv1alpha1.OpXor, pfsv1alpha1.OpAdd, pfsv1alpha1.OpCountEq, pfsv1alpha1.OpFNV, pfsv1alpha1.OpCRC32C}
@@ -318,6 +351,12 @@ func TestSamples(t *testing.T) {
 				if in.Blob == nil {
 					t.Fatalf("sample refers to blob %q, which no sample defines", x.Spec.BlobRef.Name)
 				}
+			}
+			if d := x.Spec.Delta; d != nil {
+				if in.Source = blobs[d.SourceRef.Name]; in.Source == nil {
+					t.Fatalf("sample refers to blob %q, which no sample defines", d.SourceRef.Name)
+				}
+				in.Delta = placement.PlanDelta([]string{"n1", "n2"}, []string{"n1"}, x.Spec.Sender, x.Spec.Receiver)
 			}
 			checkPod(t, bin, &podspec.ReceiverPod(cfg, x, in).Spec)
 			checkPod(t, bin, &podspec.SenderPod(cfg, x, in, placement.Address{IP: "10.0.0.2"}).Spec)

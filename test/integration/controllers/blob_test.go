@@ -107,7 +107,7 @@ func TestBlobStatusFromHolderResults(t *testing.T) {
 
 	// A third node joins with other bytes.
 	ds := rollOut(t, ctx, blob, 3)
-	holderPod(t, ctx, ds, "node-c", blobCreateResult("0x1111222233334444", "2M"), true)
+	holderPod(t, ctx, ds, "node-c", blobCreateResult("0x1111222233334444"), true)
 	eventually(t, "blob Degraded with FingerprintMismatch", func() error {
 		if err := get(ctx, ns, blob.Name, blob); err != nil {
 			return err
@@ -143,7 +143,7 @@ func TestBlobTruncatedHolderResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	ds := rollOut(t, ctx, blob, 1)
-	full := blobCreateResult("0x00c0ffee00c0ffee", "2M")
+	full := blobCreateResult("0x00c0ffee00c0ffee")
 	holderPod(t, ctx, ds, "node-a", full[:len(full)/2], false)
 	eventually(t, "node failed with ResultInvalid", func() error {
 		if err := get(ctx, ns, blob.Name, blob); err != nil {

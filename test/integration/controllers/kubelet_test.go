@@ -178,7 +178,7 @@ func readyBlob(t *testing.T, ctx context.Context, ns, name string, nodes ...stri
 	}
 	ds := rollOut(t, ctx, blob, int32(len(nodes)))
 	for _, n := range nodes {
-		holderPod(t, ctx, ds, n, blobCreateResult("0x00c0ffee00c0ffee", "2M"), true)
+		holderPod(t, ctx, ds, n, blobCreateResult("0x00c0ffee00c0ffee"), true)
 	}
 	eventually(t, "blob "+name+" Ready", func() error {
 		if err := get(ctx, ns, name, blob); err != nil {

@@ -8,10 +8,11 @@ import "fmt"
 // `pfs blob create`, `pfs send`, `pfs recv` and `pfs pcore run`, with the
 // numbers made parameters).
 
-func blobCreateResult(fingerprint, page string) string {
+// blobCreateResult is a holder's result: a 64 MiB blob on 2M pages.
+func blobCreateResult(fingerprint string) string {
 	return fmt.Sprintf(`{"ok":true,"cmd":"blob-create","crc32c_impl":"sse4.2-3way","blob":{"size":67108864,`+
-		`"page":%q,"huge_bytes":67108864,"fingerprint":%q,"path":"/dev/hugepages-blob/b","fallback_reason":null,`+
-		`"map_s":0.0001,"prefault_s":0.0064,"fill_s":0.0205},"fingerprint_s":0.0030,"error":null}`, page, fingerprint)
+		`"page":"2M","huge_bytes":67108864,"fingerprint":%q,"path":"/dev/hugepages-blob/b","fallback_reason":null,`+
+		`"map_s":0.0001,"prefault_s":0.0064,"fill_s":0.0205},"fingerprint_s":0.0030,"error":null}`, fingerprint)
 }
 
 // transferResult is one side's result: bytes moved in elapsed seconds with

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package podspec
+
+import (
+	"strconv"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
+)
+
+// The pods of a Delta transfer (`pfs send/recv --mode delta`, TCP only).
+// The sender maps the base (spec.blobRef) and the source
+// (spec.delta.sourceRef) from their holders on its node and encodes the
+// source against the base; the receiver maps the base from its node's
+// holder, or runs with --no-base when the base is not Ready there (the
+// sender then encodes against an empty base: a compressed full copy), and
+// rebuilds the source in its own memory.
+
+// deltaEncoderMemory is the Delta sender's working memory besides a copy
+// of the source's size (the encoder's index and buffers).
+const deltaEncoderMemory = 64 << 20
+
+// deltaReceiver is the receiving side of a Delta transfer: it rebuilds the
+// source in memory (its size is requested, and --max-size refuses a larger
+// one), from the base on its node or from nothing.
+func deltaReceiver(x *pfsv1alpha1.PfsTransfer, in TransferInputs) transferSide {
+	args := recvArgs(x)
+	side := transferSide{component: ComponentReceiver, ep: x.Spec.Receiver}
+	if in.Delta.ReceiverHasBase() && in.Blob != nil {
+		args = append(args, blobConsumerArgs(x.Namespace, in.Blob.Name)...)
+		side.blob, side.nodes = in.Blob, in.Delta.ReceiverNodes
+	} else {
+		args = append(args, "--no-base")
+	}
+	if n := sourceBytes(in); n > 0 {
+		args = append(args, "--max-size", strconv.FormatInt(n, 10))
+		side.memory = n
+	}
+	side.args = append(args, "--result-file", TerminationLog)
+	return side
+}
+
+// deltaSender is the sending side of a Delta transfer: it reads the base
+// and the source from their holders and encodes on sender.queues threads,
+// in working memory of the source's size plus deltaEncoderMemory.
+func deltaSender(x *pfsv1alpha1.PfsTransfer, in TransferInputs, addr placement.Address) transferSide {
+	args := []string{"send",
+		"--connect", addr.HostPort(ReceiverPort),
+		"--mode", cliMode(x.Spec.Mode),
+		"--transport", cliTransport(x.Spec.Transport),
+	}
+	side := transferSide{component: ComponentSender, ep: x.Spec.Sender, nodes: in.Delta.SenderNodes}
+	if in.Blob != nil {
+		args = append(args, blobConsumerArgs(x.Namespace, in.Blob.Name)...)
+		side.blob = in.Blob
+	}
+	if in.Source != nil {
+		args = append(args, "--src-blob-socket", SocketPath(x.Namespace, in.Source.Name), "--src-blob-token-file", SourceTokenFile)
+		side.source = in.Source
+	}
+	if d := x.Spec.Delta; d != nil && d.ZstdLevel > 0 {
+		args = append(args, "--zstd-level", strconv.Itoa(int(d.ZstdLevel)))
+	}
+	threads := x.Spec.Sender.Queues
+	if threads < 1 {
+		threads = 1
+	}
+	args = append(args, "--delta-threads", strconv.Itoa(int(threads)))
+	side.memory = sourceBytes(in) + deltaEncoderMemory
+	side.args = append(args, "--result-file", TerminationLog)
+	return side
+}
+
+// sourceBytes is the size of a Delta transfer's source blob, an upper bound
+// of its content (a blob loaded from files holds its manifest too); 0 when
+// unknown.
+func sourceBytes(in TransferInputs) int64 {
+	if in.Source == nil {
+		return 0
+	}
+	return in.Source.EffectiveSize()
+}
