@@ -62,6 +62,11 @@ struct pfs_dgram_kdf_in {
 struct pfs_dgram_auth *pfs_dgram_kx__derive(const struct pfs_dgram_kx *kx,
 					    const struct pfs_dgram_kdf_in *in, uint8_t *confirm);
 
+/* pfs_dgram_auth__from_key - the tagger of a raw 16-byte AES key (what
+ * derive makes; tests check the tags against AES-128-GCM with it). NULL
+ * with errno ENOMEM, EIO, ENOTSUP. */
+struct pfs_dgram_auth *pfs_dgram_auth__from_key(const uint8_t *key);
+
 /* pfs_dgram_auth__seal - write the tag of the datagram whose header is @hdr
  * (PFS_UDP_FRAG_LEN bytes, pn and everything but the tag filled) and whose
  * fragment bytes are @frag[0..len). 0, or -EIO. */

@@ -133,6 +133,28 @@ static void aes_block(const unsigned char in[16], unsigned char out[16], const v
 	EVP_EncryptUpdate((EVP_CIPHER_CTX *)key, out, &len, in, 16);
 }
 
+struct pfs_dgram_auth *pfs_dgram_auth__from_key(const uint8_t *key)
+{
+	struct pfs_dgram_auth *a = calloc(1, sizeof(*a));
+	int err = -ENOMEM;
+
+	if (!a || !(a->ecb = EVP_CIPHER_CTX_new()))
+		goto out_fail;
+	err = -EIO;
+	if (EVP_EncryptInit_ex(a->ecb, EVP_aes_128_ecb(), NULL, key, NULL) != 1 ||
+	    EVP_CIPHER_CTX_set_padding(a->ecb, 0) != 1)
+		goto out_fail;
+	/* Computes the hash key H = AES(0) through aes_block. */
+	a->gcm = CRYPTO_gcm128_new(a->ecb, aes_block);
+	if (!a->gcm)
+		goto out_fail;
+	return a;
+out_fail:
+	pfs_dgram_auth__free(a);
+	errno = -err;
+	return NULL;
+}
+
 struct pfs_dgram_auth *pfs_dgram_kx__derive(const struct pfs_dgram_kx *kx,
 					    const struct pfs_dgram_kdf_in *in, uint8_t *confirm)
 {
@@ -145,28 +167,15 @@ struct pfs_dgram_auth *pfs_dgram_kx__derive(const struct pfs_dgram_kx *kx,
 		err = hkdf(ss, in, in->sender ? kx->pub : in->peer_pub,
 			   in->sender ? in->peer_pub : kx->pub, okm);
 	OPENSSL_cleanse(ss, sizeof(ss));
+	if (!err) {
+		a = pfs_dgram_auth__from_key(okm);
+		err = a ? 0 : -errno;
+		memcpy(confirm, okm + AES_KEY_LEN, PFS_UDP_KEY_CONFIRM);
+	}
+	OPENSSL_cleanse(okm, sizeof(okm));
 	if (err)
-		goto out_fail;
-	err = -ENOMEM;
-	a = calloc(1, sizeof(*a));
-	if (!a || !(a->ecb = EVP_CIPHER_CTX_new()))
-		goto out_fail;
-	err = -EIO;
-	if (EVP_EncryptInit_ex(a->ecb, EVP_aes_128_ecb(), NULL, okm, NULL) != 1 ||
-	    EVP_CIPHER_CTX_set_padding(a->ecb, 0) != 1)
-		goto out_fail;
-	/* Computes the hash key H = AES(0) through aes_block. */
-	a->gcm = CRYPTO_gcm128_new(a->ecb, aes_block);
-	if (!a->gcm)
-		goto out_fail;
-	memcpy(confirm, okm + AES_KEY_LEN, PFS_UDP_KEY_CONFIRM);
-	OPENSSL_cleanse(okm, sizeof(okm));
+		errno = -err;
 	return a;
-out_fail:
-	OPENSSL_cleanse(okm, sizeof(okm));
-	pfs_dgram_auth__free(a);
-	errno = -err;
-	return NULL;
 }
 
 /* The tag of header @hdr (its pn) and fragment bytes @frag[0..len) into @tag. */
