@@ -129,7 +129,9 @@ static int t_bad_pub(void)
 static int t_gmac_is_gcm(void)
 {
 	uint8_t key[16], dg[PFS_UDP_FRAG_LEN + 1440], iv[12] = { 1, 0, 0, 0 }, tag[16];
-	struct pfs_udp_frag f = { .frag_len = 1440, .seq = 9, .gram_len = 5000, .pn = 0x1122334455 };
+	struct pfs_udp_frag f = {
+		.frag_len = 1440, .seq = 9, .gram_len = 5000, .pn = 0x1122334455
+	};
 	struct pfs_dgram_auth *a;
 	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
 	int n;
@@ -249,8 +251,7 @@ static void spoof_send(struct spoof *sp, const uint8_t *p, size_t len)
 	u->dest = htons(sp->dport);
 	u->len = htons((uint16_t)(8 + len));
 	memcpy(sp->pkt + 28, p, len);
-	(void)!sendto(sp->fd, sp->pkt, 28 + len, 0, (struct sockaddr *)&sp->dst,
-		      sizeof(sp->dst));
+	(void)!sendto(sp->fd, sp->pkt, 28 + len, 0, (struct sockaddr *)&sp->dst, sizeof(sp->dst));
 }
 
 enum attack {
@@ -338,10 +339,11 @@ static void injector(enum attack kind, uint16_t dport)
 static int attacked(const char *tag, enum attack kind)
 {
 	char addr[64], rt[48], st[48];
-	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-			  "--accept-timeout", "20", "--timeout", "5", NULL };
-	char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode", "payload",
-			  "--size", "64M", "--page", "4k", "--bytes", "1G", NULL };
+	char *rargs[] = { "recv",    "--transport",	 "udp", "--listen",  addr, "--mode",
+			  "payload", "--accept-timeout", "20",	"--timeout", "5",  NULL };
+	char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
+			  "--mode", "payload",	   "--size", "64M",	  "--page",
+			  "4k",	    "--bytes",	   "1G",     NULL };
 	const char *j;
 	pid_t r, s, inj;
 	int rrc, src;
@@ -432,10 +434,11 @@ static void capture(uint16_t dport)
 static int t_replay(void)
 {
 	char addr[64];
-	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-			  "--accept-timeout", "20", "--timeout", "5", NULL };
-	char *sargs[] = { "send", "--transport", "udp", "--connect", addr, "--mode", "payload",
-			  "--size", "16M", "--page", "4k", "--bytes", "16M", NULL };
+	char *rargs[] = { "recv",    "--transport",	 "udp", "--listen",  addr, "--mode",
+			  "payload", "--accept-timeout", "20",	"--timeout", "5",  NULL };
+	char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
+			  "--mode", "payload",	   "--size", "16M",	  "--page",
+			  "4k",	    "--bytes",	   "16M",    NULL };
 	pid_t c;
 	int rrc, src, *cnt;
 
@@ -494,7 +497,8 @@ static void mitm(uint16_t lport, uint16_t rport)
 	if (a < 0 || connect(b, (struct sockaddr *)&ra, sizeof(ra)))
 		_exit(4);
 	for (;;) {
-		struct pollfd p[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
+		struct pollfd p[2] = { { .fd = a, .events = POLLIN },
+				       { .fd = b, .events = POLLIN } };
 		ssize_t n;
 
 		if (poll(p, 2, 10000) <= 0)
@@ -505,7 +509,8 @@ static void mitm(uint16_t lport, uint16_t rport)
 				_exit(0);
 			/* the sender's first bytes: HELLO, PARAMS, KEY */
 			if (seen < key_at + PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY &&
-			    seen + n >= key_at + PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY && seen <= key_at)
+			    seen + n >= key_at + PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY &&
+			    seen <= key_at)
 				pfs_udp_key_encode(pub, NULL, buf + key_at - seen);
 			seen += n;
 			(void)!write(b, buf, n);
@@ -522,10 +527,10 @@ static void mitm(uint16_t lport, uint16_t rport)
 static int t_mitm(void)
 {
 	char addr[64], via[64];
-	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-			  "--accept-timeout", "20", "--timeout", "5", NULL };
-	char *sargs[] = { "send", "--transport", "udp", "--connect", via, "--mode", "payload",
-			  "--size", "16M", "--page", "4k", NULL };
+	char *rargs[] = { "recv",    "--transport",	 "udp", "--listen",  addr, "--mode",
+			  "payload", "--accept-timeout", "20",	"--timeout", "5",  NULL };
+	char *sargs[] = { "send",    "--transport", "udp", "--connect", via,  "--mode",
+			  "payload", "--size",	    "16M", "--page",	"4k", NULL };
 	pid_t m, r, s;
 	int rrc, src;
 	time_t t0;
@@ -563,8 +568,8 @@ static int t_mitm(void)
 static int handshake_with(const uint8_t *bad_pub, uint64_t suite, const char *tag, int *rrc)
 {
 	char addr[64];
-	char *rargs[] = { "recv", "--transport", "udp", "--listen", addr, "--mode", "payload",
-			  "--accept-timeout", "20", "--timeout", "5", NULL };
+	char *rargs[] = { "recv",    "--transport",	 "udp", "--listen",  addr, "--mode",
+			  "payload", "--accept-timeout", "20",	"--timeout", "5",  NULL };
 	pid_t r, c;
 	int crc;
 
@@ -598,8 +603,8 @@ static int handshake_with(const uint8_t *bad_pub, uint64_t suite, const char *ta
 		}
 		rc = dc.s < 0 ? -1 : dclient_handshake(&dc, &h, &p, bad_pub);
 		_exit(rc == 1 && dc.answer.type == PFS_CTL_REFUSE ? (int)dc.answer.word :
-		      rc == 0					      ? 0 :
-									202);
+		      rc == 0					  ? 0 :
+								    202);
 	}
 	crc = wait_rc(c, 20);
 	*rrc = wait_rc(r, 20);

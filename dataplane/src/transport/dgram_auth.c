@@ -109,12 +109,14 @@ static int hkdf(const uint8_t *ss, const struct pfs_dgram_kdf_in *in, const uint
 		memcpy(salt, LABEL, sizeof(LABEL) - 1);
 		if (in->psk_len)
 			memcpy(salt + sizeof(LABEL) - 1, in->psk, in->psk_len);
-		ok = EVP_PKEY_derive_init(pc) == 1 && EVP_PKEY_CTX_set_hkdf_md(pc, EVP_sha256()) == 1 &&
+		ok = EVP_PKEY_derive_init(pc) == 1 &&
+		     EVP_PKEY_CTX_set_hkdf_md(pc, EVP_sha256()) == 1 &&
 		     EVP_PKEY_CTX_set1_hkdf_salt(pc, salt, (int)salt_len) == 1 &&
 		     EVP_PKEY_CTX_set1_hkdf_key(pc, ss, 32) == 1 &&
 		     EVP_PKEY_CTX_add1_hkdf_info(pc, (const unsigned char *)LABEL,
 						 sizeof(LABEL) - 1) == 1 &&
-		     EVP_PKEY_CTX_add1_hkdf_info(pc, in->transcript, (int)in->transcript_len) == 1 &&
+		     EVP_PKEY_CTX_add1_hkdf_info(pc, in->transcript, (int)in->transcript_len) ==
+			     1 &&
 		     EVP_PKEY_CTX_add1_hkdf_info(pc, pub_s, PFS_UDP_KEY_PUB) == 1 &&
 		     EVP_PKEY_CTX_add1_hkdf_info(pc, pub_r, PFS_UDP_KEY_PUB) == 1 &&
 		     EVP_PKEY_derive(pc, okm, &out_len) == 1 && out_len == 32;
@@ -187,8 +189,7 @@ static int tag_of(struct pfs_dgram_auth *a, const uint8_t *hdr, const uint8_t *f
 	put32(iv, DIR_S2R);
 	memcpy(iv + 4, hdr + 28, 8); /* pn, as on the wire */
 	CRYPTO_gcm128_setiv(a->gcm, iv, sizeof(iv));
-	if (CRYPTO_gcm128_aad(a->gcm, hdr, PFS_UDP_TAG_OFF) ||
-	    CRYPTO_gcm128_aad(a->gcm, frag, len))
+	if (CRYPTO_gcm128_aad(a->gcm, hdr, PFS_UDP_TAG_OFF) || CRYPTO_gcm128_aad(a->gcm, frag, len))
 		return -EIO;
 	CRYPTO_gcm128_tag(a->gcm, tag, PFS_UDP_TAG_LEN);
 	return 0;

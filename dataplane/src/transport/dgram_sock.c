@@ -83,7 +83,8 @@ static int sock_send(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, int
 			uint32_t fl;
 
 			if (pfs_dgram_frag_hdr(io, &m[i], k, ts, s->hdr[i][k], &frag, &fl))
-				return pfs_xfer_fail(io->r, -EIO, "send: tagging a datagram failed");
+				return pfs_xfer_fail(io->r, -EIO,
+						     "send: tagging a datagram failed");
 			s->iov[i][2 * k] = (struct iovec){ s->hdr[i][k], PFS_UDP_FRAG_LEN };
 			s->iov[i][2 * k + 1] = (struct iovec){ (void *)frag, fl };
 		}

@@ -98,7 +98,8 @@ static int xsk_send(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, int 
 			 * tag is computed over the gram's bytes, then they are copied */
 			if (pfs_dgram_frag_hdr(io, &m[done + i], 0, ts, slot[i].payload, &frag,
 					       &fl))
-				return pfs_xfer_fail(io->r, -EIO, "send: tagging a datagram failed");
+				return pfs_xfer_fail(io->r, -EIO,
+						     "send: tagging a datagram failed");
 			memcpy(slot[i].payload + PFS_UDP_FRAG_LEN, frag, fl);
 			lens[i] = PFS_UDP_FRAG_LEN + fl;
 		}

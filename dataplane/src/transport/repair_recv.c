@@ -612,11 +612,11 @@ static int rx_key(struct rx *x, const uint8_t *tr, size_t tr_len, double deadlin
 	int e = 0, err = pfs_xfer_read_by(x->cfd, rec, sizeof(rec), deadline, &r->wire_bytes);
 
 	if (err)
-		return pfs_xfer_fail(r, err, "recv: waiting for the datagram key from %s: %s",
-				     r->peer,
-				     err == -ETIMEDOUT ? "HELLO, PARAMS and KEY not complete within "
-							 "--timeout; dropped" :
-							 pfs_xfer_io_what(err));
+		return pfs_xfer_fail(
+			r, err, "recv: waiting for the datagram key from %s: %s", r->peer,
+			err == -ETIMEDOUT ? "HELLO, PARAMS and KEY not complete within "
+					    "--timeout; dropped" :
+					    pfs_xfer_io_what(err));
 	err = pfs_udp_key_decode(rec, sizeof(rec), peer, confirm);
 	kx = err ? NULL : pfs_dgram_kx__new(pub);
 	if (!err && !kx)
@@ -635,7 +635,7 @@ static int rx_key(struct rx *x, const uint8_t *tr, size_t tr_len, double deadlin
 		a->word = PFS_REFUSE_PARAMS;
 		return pfs_xfer_fail(r, -EPERM, "recv: refused %s: its datagram key %s: %s",
 				     r->peer, err ? "record is malformed" : "is unusable",
-				     err	   ? pfs_wire_strerror(err) :
+				     err	 ? pfs_wire_strerror(err) :
 				     e == EINVAL ? "not a usable X25519 public key" :
 						   strerror(e));
 	}
@@ -713,9 +713,9 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *r
 					    "needs %u): a pfs from before datagram authentication; "
 					    "run the same pfs on both ends",
 					    r->peer, p.c, PFS_UDP_SUITE_X25519_GMAC);
-		} else if (p.d < 64 || p.d > 65507 - PFS_UDP_FRAG_LEN || !p.e ||
-			   p.e > UDP_WINDOW || p.a < PFS_GRAM_HDR_LEN || p.a > UDP_MAX_GRAM ||
-			   p.b == 0 || p.b > 65535) {
+		} else if (p.d < 64 || p.d > 65507 - PFS_UDP_FRAG_LEN || !p.e || p.e > UDP_WINDOW ||
+			   p.a < PFS_GRAM_HDR_LEN || p.a > UDP_MAX_GRAM || p.b == 0 ||
+			   p.b > 65535) {
 			a.type = PFS_CTL_REFUSE;
 			a.word = PFS_REFUSE_PARAMS;
 			err = pfs_xfer_fail(
@@ -726,8 +726,7 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *r
 				"(<= %u)",
 				r->peer, p.d, 65507 - PFS_UDP_FRAG_LEN, p.e, UDP_WINDOW, p.a,
 				UDP_MAX_GRAM);
-		} else if (!(err = rx_key(x, tr, sizeof(tr), deadline, &a,
-					  ans + PFS_CTL_LEN))) {
+		} else if (!(err = rx_key(x, tr, sizeof(tr), deadline, &a, ans + PFS_CTL_LEN))) {
 			/* Only the sender's data socket may feed ours. */
 			struct sockaddr_storage ss;
 			socklen_t sl = sizeof(ss);
