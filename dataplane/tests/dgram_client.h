@@ -25,6 +25,29 @@ struct dclient {
 	struct pfs_ctl answer; /* ACCEPT or REFUSE */
 };
 
+/* Connect @c to the receiver at @ip:@port (after joining the sender's
+ * namespace): the data socket, then the control connection, retried while
+ * the receiver starts listening. 0 or -1. */
+__attribute__((unused)) static int dclient_connect(struct dclient *c, const char *ip, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	c->s = -1;
+	inet_pton(AF_INET, ip, &sa.sin_addr);
+	c->u = socket(AF_INET, SOCK_DGRAM, 0);
+	if (c->u < 0 || connect(c->u, (struct sockaddr *)&sa, sizeof(sa)))
+		return -1;
+	for (int i = 0; i < 100 && c->s < 0; i++) {
+		c->s = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(c->s, (struct sockaddr *)&sa, sizeof(sa))) {
+			close(c->s);
+			c->s = -1;
+			usleep(50000);
+		}
+	}
+	return c->s < 0 ? -1 : 0;
+}
+
 /* HELLO @h, PARAMS @p (its b and c are set here), KEY (our public key, or
  * @bad_pub when not NULL); then the answer and, on ACCEPT, the receiver's
  * KEY and the datagram key. 0 accepted (c->auth set), 1 refused

@@ -577,31 +577,18 @@ static int handshake_with(const uint8_t *bad_pub, uint64_t suite, const char *ta
 	r = spawn(ns_b, tag, rargs);
 	c = fork();
 	if (c == 0) {
-		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 		struct pfs_ctl h = { .type = PFS_CTL_HELLO,
 				     .mode = PFS_MODE_PAYLOAD,
 				     .size = 1 << 20,
 				     .count = 100,
 				     .word = 1 };
 		struct pfs_udp_rec p = { .a = 4096, .c = suite, .d = 1440, .e = 32 };
-		struct dclient dc = { .s = -1 };
+		struct dclient dc;
 		int rc;
 
-		if (netns_enter(ns_a))
+		if (netns_enter(ns_a) || dclient_connect(&dc, ip_b, (uint16_t)port))
 			_exit(200);
-		inet_pton(AF_INET, ip_b, &sa.sin_addr);
-		dc.u = socket(AF_INET, SOCK_DGRAM, 0);
-		if (connect(dc.u, (struct sockaddr *)&sa, sizeof(sa)))
-			_exit(201);
-		for (int i = 0; i < 100 && dc.s < 0; i++) {
-			dc.s = socket(AF_INET, SOCK_STREAM, 0);
-			if (connect(dc.s, (struct sockaddr *)&sa, sizeof(sa))) {
-				close(dc.s);
-				dc.s = -1;
-				usleep(50000);
-			}
-		}
-		rc = dc.s < 0 ? -1 : dclient_handshake(&dc, &h, &p, bad_pub);
+		rc = dclient_handshake(&dc, &h, &p, bad_pub);
 		_exit(rc == 1 && dc.answer.type == PFS_CTL_REFUSE ? (int)dc.answer.word :
 		      rc == 0					  ? 0 :
 								    202);
@@ -611,41 +598,34 @@ static int handshake_with(const uint8_t *bad_pub, uint64_t suite, const char *ta
 	return crc >= 200 ? -1 : crc;
 }
 
+/* A hand-made sender with @bad_pub or an unknown @suite: REFUSE @want
+ * (receiver exit 4) and the receiver says @msg. */
+static int refused(const uint8_t *bad_pub, uint64_t suite, const char *tag, int want,
+		   const char *msg)
+{
+	int rrc, w;
+
+	NEED_NET();
+	w = handshake_with(bad_pub, suite, tag, &rrc);
+	CHECK(w == want, "answer %d (want REFUSE %d)", w, want);
+	CHECK(rrc == 4, "receiver exit %d (want 4)", rrc);
+	CHECK(strstr(slurp(tag, "err"), msg), "message: %s", slurp(tag, "err"));
+	return TAP_PASS;
+}
+
 static int t_zero_pub(void)
 {
-	uint8_t zero[PFS_UDP_KEY_PUB] = { 0 };
-	int rrc, w;
+	static const uint8_t zero[PFS_UDP_KEY_PUB];
 
-	NEED_NET();
-	w = handshake_with(zero, 0, "zeropub", &rrc);
-	CHECK(w == PFS_REFUSE_PARAMS, "answer %d (want REFUSE %d)", w, PFS_REFUSE_PARAMS);
-	CHECK(rrc == 4, "receiver exit %d (want 4)", rrc);
-	CHECK(strstr(slurp("zeropub", "err"), "not a usable X25519 public key"), "message: %s",
-	      slurp("zeropub", "err"));
-	return TAP_PASS;
+	return refused(zero, 0, "zeropub", PFS_REFUSE_PARAMS, "not a usable X25519 public key");
 }
 
+/* A suite this receiver does not know, as the 0 of a sender from before
+ * authentication is (dgram_client.h turns 0 into the real one). */
 static int t_old_sender(void)
 {
-	int rrc, w;
-
-	NEED_NET();
-	/* A suite this receiver does not know, as the 0 of a sender from before
-	 * authentication is (dgram_client.h turns 0 into the real one). */
-	w = handshake_with(NULL, 7, "oldsend", &rrc);
-	CHECK(w == PFS_REFUSE_VERSION, "answer %d (want REFUSE %d)", w, PFS_REFUSE_VERSION);
-	CHECK(rrc == 4, "receiver exit %d (want 4)", rrc);
-	CHECK(strstr(slurp("oldsend", "err"), "does not authenticate its datagrams"), "message: %s",
-	      slurp("oldsend", "err"));
-	return TAP_PASS;
-}
-
-static int t_teardown(void)
-{
-	NEED_NET();
-	CHECK(sh("ip netns del %s && ip netns del %s", ns_a, ns_b) == 0, "netns del");
-	ns_a[0] = '\0';
-	return TAP_PASS;
+	return refused(NULL, 7, "oldsend", PFS_REFUSE_VERSION,
+		       "does not authenticate its datagrams");
 }
 
 static const struct tap_test tests[] = {
@@ -665,7 +645,7 @@ static const struct tap_test tests[] = {
 	  t_mitm },
 	{ "a zero public key: REFUSE (parameters), said so", t_zero_pub },
 	{ "a sender without datagram authentication: REFUSE (version), said so", t_old_sender },
-	{ "remove the namespaces and veth", t_teardown },
+	{ "remove the namespaces and veth", netns_remove },
 };
 
 TAP_MAIN(tests)

@@ -564,14 +564,6 @@ static int t_silent_first_udp(void)
 	return silent_first("udp");
 }
 
-static int t_teardown(void)
-{
-	NEED_NET();
-	CHECK(sh("ip netns del %s && ip netns del %s", ns_a, ns_b) == 0, "netns del");
-	ns_a[0] = '\0';
-	return TAP_PASS;
-}
-
 static const struct tap_test tests[] = {
 	{ "create two netns joined by a veth pair", t_setup },
 	{ "payload HELLO claiming 1 TiB: REFUSE (limit), both numbers named, --out not sized",
@@ -594,7 +586,7 @@ static const struct tap_test tests[] = {
 	  t_trickle_gram_tcp },
 	{ "tcp: a silent first connection does not lock out the real sender", t_silent_first_tcp },
 	{ "udp: a silent first connection does not lock out the real sender", t_silent_first_udp },
-	{ "remove the namespaces and veth", t_teardown },
+	{ "remove the namespaces and veth", netns_remove },
 };
 
 TAP_MAIN(tests)

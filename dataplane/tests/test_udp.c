@@ -543,7 +543,6 @@ static int t_malformed(void)
 	r = spawn(ns_b, "malformed", rargs);
 	c = fork();
 	if (c == 0) {
-		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 		struct pfs_ctl h = { .type = PFS_CTL_HELLO,
 				     .mode = PFS_MODE_PAYLOAD,
 				     .size = 1 << 20,
@@ -553,26 +552,14 @@ static int t_malformed(void)
 		struct pfs_desc d = { .off = 4096, .len = 100 };
 		struct pfs_udp_frag f = { 0 };
 		struct pfs_udp_rec p = { .a = 4096, .d = 1440, .e = 32 };
-		struct dclient dc = { .s = -1 };
+		struct dclient dc;
 		uint8_t rec[PFS_CTL_LEN], dg[512], g[256];
 		ssize_t gl;
 		int s;
 
-		if (netns_enter(ns_a))
+		if (netns_enter(ns_a) || dclient_connect(&dc, ip_b, (uint16_t)port))
 			_exit(2);
-		inet_pton(AF_INET, ip_b, &sa.sin_addr);
-		dc.u = socket(AF_INET, SOCK_DGRAM, 0);
-		if (connect(dc.u, (struct sockaddr *)&sa, sizeof(sa)))
-			_exit(3);
-		for (int i = 0; i < 100 && dc.s < 0; i++) {
-			dc.s = socket(AF_INET, SOCK_STREAM, 0);
-			if (connect(dc.s, (struct sockaddr *)&sa, sizeof(sa))) {
-				close(dc.s);
-				dc.s = -1;
-				usleep(50000);
-			}
-		}
-		if (dc.s < 0 || dclient_handshake(&dc, &h, &p, NULL))
+		if (dclient_handshake(&dc, &h, &p, NULL))
 			_exit(4);
 		gl = pfs_gram_encode(PFS_MODE_PAYLOAD, 0, &d, 1, g, sizeof(g));
 		memset(g + gl, 0x5a, 100);
