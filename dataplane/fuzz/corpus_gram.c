@@ -73,5 +73,15 @@ int main(int argc, char **argv)
 		r = (struct pfs_udp_rec){ .type = PFS_UDP_ACK, .a = 9, .b = 100, .c = 1 };
 		emit(argv[1], idx++, 8 + pfs_udp_rec_encode(&r, NULL, buf + 8));
 	}
+	/* The handshake's KEY records: the sender's (no confirmation) and the
+	 * receiver's. */
+	{
+		uint8_t pub[PFS_UDP_KEY_PUB], confirm[PFS_UDP_KEY_CONFIRM];
+
+		memset(pub, 0x42, sizeof(pub));
+		memset(confirm, 0x17, sizeof(confirm));
+		emit(argv[1], idx++, 8 + pfs_udp_key_encode(pub, NULL, buf + 8));
+		emit(argv[1], idx++, 8 + pfs_udp_key_encode(pub, confirm, buf + 8));
+	}
 	return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * libFuzzer harness for everything that parses bytes from the wire: the
  * gram decoder (header, descriptor table, whole gram), control records, and
- * the udp fragment header and repair records.
+ * the udp fragment header, the repair records and the handshake's KEY record.
  * Input: le64 blob size, then the record. Built with ASan/UBSan, so any
  * read past the input or any overflow UB aborts the run.
  */
@@ -57,8 +57,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (f.frag_len != size - PFS_UDP_FRAG_LEN || f.frag_off >= f.gram_len ||
 		     f.frag_len > f.gram_len - f.frag_off))
 			__builtin_trap();
-		if (!pfs_udp_rec_decode_hdr(data, size, &r))
+		uint8_t pub[PFS_UDP_KEY_PUB], confirm[PFS_UDP_KEY_CONFIRM];
+
+		if (!pfs_udp_rec_decode_hdr(data, size, &r)) {
 			(void)pfs_udp_rec_decode_ranges(data, size, &r, rg);
+			/* The body a reader of the control stream waits for is bounded. */
+			if (pfs_udp_rec_body_len(&r) > 8 * PFS_UDP_MAX_RANGES)
+				__builtin_trap();
+		}
+		/* The handshake's KEY record (public key + key confirmation). */
+		if (!pfs_udp_key_decode(data, size, pub, confirm) &&
+		    size < PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY)
+			__builtin_trap();
 	}
 	return 0;
 }

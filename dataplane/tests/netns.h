@@ -214,4 +214,13 @@ __attribute__((unused)) static void xfer(const char *tag, char *const rargs[], c
 			return tap_skip("%s", net_skip); \
 	} while (0)
 
+/* The last test of a program: remove the namespaces (and so the veth). */
+__attribute__((unused)) static int netns_remove(void)
+{
+	NEED_NET();
+	CHECK(sh("ip netns del %s && ip netns del %s", ns_a, ns_b) == 0, "netns del");
+	ns_a[0] = '\0';
+	return TAP_PASS;
+}
+
 #endif /* PFS_TESTS_NETNS_H */

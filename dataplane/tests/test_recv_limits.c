@@ -27,6 +27,7 @@
 #include "pfs/blob.h"
 #include "pfs/gram.h"
 #include "pfs/udp.h"
+#include "dgram_client.h"
 #include "netns.h"
 
 static int port = 7900;
@@ -212,9 +213,10 @@ static ssize_t offset_gram(uint32_t n, uint32_t len, uint8_t *g, size_t cap)
 	return gl;
 }
 
-/* In a child: HELLO for the receivers' blob announcing @planned bytes (udp:
- * + PARAMS naming @uport), then the answer; 0 on ACCEPT. */
-static int hello_accepted(int s, bool udp, uint64_t planned, uint16_t uport)
+/* In a child: HELLO for the receivers' blob announcing @planned bytes; udp:
+ * + PARAMS and KEY through @dc (its data socket connected), the datagram
+ * key agreed. 0 on ACCEPT. */
+static int hello_accepted(int s, struct dclient *dc, uint64_t planned)
 {
 	struct pfs_ctl h = { .type = PFS_CTL_HELLO,
 			     .mode = PFS_MODE_OFFSET,
@@ -222,16 +224,15 @@ static int hello_accepted(int s, bool udp, uint64_t planned, uint16_t uport)
 			     .value = zero_blob_fp(),
 			     .count = planned,
 			     .word = PFS_GRAM_MAX_DESC };
-	struct pfs_udp_rec p = {
-		.type = PFS_UDP_PARAMS, .a = 1u << 20, .b = uport, .d = 1440, .e = 32
-	};
-	uint8_t rec[PFS_CTL_LEN + PFS_UDP_REC_LEN];
-	size_t len = PFS_CTL_LEN;
+	struct pfs_udp_rec p = { .a = 1u << 20, .d = 1440, .e = 32 };
+	uint8_t rec[PFS_CTL_LEN];
 
+	if (dc) {
+		dc->s = s;
+		return dclient_handshake(dc, &h, &p, NULL) ? -1 : 0;
+	}
 	pfs_ctl_encode(&h, rec);
-	if (udp)
-		len += pfs_udp_rec_encode(&p, NULL, rec + PFS_CTL_LEN);
-	if (write(s, rec, len) != (ssize_t)len || read(s, rec, PFS_CTL_LEN) != PFS_CTL_LEN ||
+	if (write(s, rec, PFS_CTL_LEN) != PFS_CTL_LEN || read(s, rec, PFS_CTL_LEN) != PFS_CTL_LEN ||
 	    pfs_ctl_decode(rec, PFS_CTL_LEN, &h) || h.type != PFS_CTL_ACCEPT)
 		return -1;
 	return 0;
@@ -276,21 +277,20 @@ static int bad_gram(const char *transport, uint32_t n, uint32_t len, uint64_t pl
 	if (c == 0) {
 		size_t cap = PFS_GRAM_HDR_LEN + pfs_gram_desc_len_max(PFS_MODE_OFFSET, n);
 		uint8_t *g = malloc(cap), dg[PFS_UDP_FRAG_LEN + 1440];
-		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) }, la;
-		socklen_t ll = sizeof(la);
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+		struct dclient dc = { .u = -1 };
 		ssize_t gl;
-		int s = raw_connect(), u = -1;
+		int s = raw_connect();
 
 		if (s < 0 || !g || (gl = offset_gram(n, len, g, cap)) < 0)
 			_exit(2);
 		if (udp) {
 			inet_pton(AF_INET, ip_b, &sa.sin_addr);
-			u = socket(AF_INET, SOCK_DGRAM, 0);
-			if (connect(u, (struct sockaddr *)&sa, sizeof(sa)) ||
-			    getsockname(u, (struct sockaddr *)&la, &ll))
+			dc.u = socket(AF_INET, SOCK_DGRAM, 0);
+			if (connect(dc.u, (struct sockaddr *)&sa, sizeof(sa)))
 				_exit(3);
 		}
-		if (hello_accepted(s, udp, planned, udp ? ntohs(la.sin_port) : 0))
+		if (hello_accepted(s, udp ? &dc : NULL, planned))
 			_exit(4);
 		if (!udp && write(s, g, gl) != gl)
 			_exit(5);
@@ -299,9 +299,7 @@ static int bad_gram(const char *transport, uint32_t n, uint32_t len, uint64_t pl
 						  .gram_len = (uint32_t)gl,
 						  .frag_off = off };
 
-			pfs_udp_frag_encode(&f, dg);
-			memcpy(dg + PFS_UDP_FRAG_LEN, g + off, f.frag_len);
-			(void)!send(u, dg, PFS_UDP_FRAG_LEN + f.frag_len, 0);
+			dclient_frag(&dc, &f, g + off, true);
 			if (off / 1440 % 32 == 31)
 				usleep(1000); /* no socket overflow: nobody repairs */
 		}
@@ -566,14 +564,6 @@ static int t_silent_first_udp(void)
 	return silent_first("udp");
 }
 
-static int t_teardown(void)
-{
-	NEED_NET();
-	CHECK(sh("ip netns del %s && ip netns del %s", ns_a, ns_b) == 0, "netns del");
-	ns_a[0] = '\0';
-	return TAP_PASS;
-}
-
 static const struct tap_test tests[] = {
 	{ "create two netns joined by a veth pair", t_setup },
 	{ "payload HELLO claiming 1 TiB: REFUSE (limit), both numbers named, --out not sized",
@@ -596,7 +586,7 @@ static const struct tap_test tests[] = {
 	  t_trickle_gram_tcp },
 	{ "tcp: a silent first connection does not lock out the real sender", t_silent_first_tcp },
 	{ "udp: a silent first connection does not lock out the real sender", t_silent_first_udp },
-	{ "remove the namespaces and veth", t_teardown },
+	{ "remove the namespaces and veth", netns_remove },
 };
 
 TAP_MAIN(tests)

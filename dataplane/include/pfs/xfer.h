@@ -33,6 +33,10 @@ struct pfs_dgram_stats {
 				 * a GRO burst of datagrams counts once); afxdp: the XDP socket
 				 * statistics' rx_dropped + fill_empty + rx_ring_full */
 	uint64_t test_dropped; /* receiver: dropped on purpose (test_rx_drop_ppm, tests only) */
+	uint64_t forged; /* receiver: datagrams whose tag did not verify under this transfer's
+			  * key (forged, from another transfer, or damaged), dropped */
+	uint64_t conflicts; /* receiver: authenticated fragments that disagreed with their
+			     * gram's slot; the slot was discarded and asked for again */
 };
 
 /* What one side measured; filled as far as the transfer got. */
@@ -119,6 +123,13 @@ struct pfs_xfer_opts {
 	int (*src_ready)(void *ctx, uint64_t end, char *why, size_t n);
 	void *src_ctx;
 	double rate_max; /* sender: bytes/s the pacing never exceeds; 0: no cap */
+	/* Both: a secret the two ends share already (blob replication: the
+	 * blob's token), mixed into the datagram key (pfs/dgram_auth.h), so a
+	 * man in the middle of the control connection without it cannot learn
+	 * the key either. NULL: none (the key is then as strong as the control
+	 * connection is unaltered). */
+	const void *psk;
+	size_t psk_len;
 	/* receiver, payload mode: write each byte into out_mem at its offset
 	 * (descriptors past out_mem_size are refused), then call
 	 * on_exec(exec_ctx, off, len) once per descriptor executed, in order;

@@ -267,6 +267,8 @@ static void dgram_count(struct pfs_dgram_stats *a, const struct pfs_dgram_stats 
 	a->out_of_order += b->out_of_order;
 	a->dropped += b->dropped;
 	a->test_dropped += b->test_dropped;
+	a->forged += b->forged;
+	a->conflicts += b->conflicts;
 }
 
 /* After ACCEPT, datagrams: 0 when complete, else -errno. */
@@ -282,7 +284,9 @@ static int dgram(struct fetch *f, int fd)
 				     .exec_ctx = f,
 				     .io_timeout_ms = o->io_timeout_ms,
 				     .stop = o->stop,
-				     .env = o->env };
+				     .env = o->env,
+				     .psk = o->token,
+				     .psk_len = o->token_len };
 	struct pfs_xfer_result x;
 	int err = repl_dgram_fetch(fd, &k, &x);
 

@@ -17,6 +17,12 @@
  * Client side: a payload receiver writing straight into the blob mapping
  * (out_mem), checking through on_exec that bytes arrive in order from the
  * watermark, which it advances.
+ *
+ * Both sides give the blob's token as the datagram key's pre-shared secret
+ * (pfs/dgram_auth.h): the AUTH exchange proves the token only to the
+ * server, and the token in the key means that an active man in the middle
+ * of the connection, who does not hold it, cannot learn the datagram key
+ * by swapping public keys either (the key confirmation fails).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -146,6 +152,8 @@ int repl_dgram_serve(int fd, const struct repl_frame *auth, struct repl_dgram_sr
 			.src_ready = src_ready,
 			.src_ctx = src,
 			.rate_max = (double)rate,
+			.psk = src->psk,
+			.psk_len = src->psk_len,
 		};
 
 		err = t->send(&o, r);
@@ -221,6 +229,8 @@ int repl_dgram_fetch(int fd, const struct repl_dgram_sink *k, struct pfs_xfer_re
 		.max_size = k->size, /* the destination decides, not the 64 GiB default */
 		.on_exec = k->on_exec,
 		.exec_ctx = k->exec_ctx,
+		.psk = k->psk,
+		.psk_len = k->psk_len,
 	};
 
 	err = t->recv(&o, r);

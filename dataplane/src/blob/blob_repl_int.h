@@ -74,6 +74,8 @@ struct repl_dgram_src {
 	uint64_t size;
 	struct pfs_progress *progress; /* NULL: complete */
 	atomic_bool *stop;
+	const char *psk; /* the blob's token: mixed into the datagram key */
+	size_t psk_len;
 };
 
 /* Server, after ACCEPT: send [auth->offset, size) to the client's data port
@@ -95,6 +97,8 @@ struct repl_dgram_sink {
 	int io_timeout_ms;
 	const volatile sig_atomic_t *stop;
 	char *const *env;
+	const char *psk; /* the blob's token: mixed into the datagram key */
+	size_t psk_len;
 };
 
 /* Client, after ACCEPT: receive into k->blob over the repair plane, @fd

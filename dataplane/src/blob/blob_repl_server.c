@@ -266,9 +266,12 @@ static void await_close(struct conn *c)
 static int serve_dgram(struct conn *c, const struct repl_frame *auth)
 {
 	struct pfs_repl_server *s = c->s;
-	struct repl_dgram_src src = {
-		.blob = s->o.blob, .size = s->o.size, .progress = s->o.progress, .stop = &s->stop
-	};
+	struct repl_dgram_src src = { .blob = s->o.blob,
+				      .size = s->o.size,
+				      .progress = s->o.progress,
+				      .stop = &s->stop,
+				      .psk = s->o.token,
+				      .psk_len = s->o.token_len };
 	struct pfs_xfer_result r;
 	int err = repl_dgram_serve(c->fd, auth, &src, s->o.rate, s->o.io_timeout_ms, &r);
 

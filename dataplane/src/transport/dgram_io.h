@@ -37,7 +37,8 @@ struct pfs_dgram_io;
 struct pfs_dgram_io_ops {
 	/* Send @m[0..n) with fragment timestamp @ts. Returns how many messages
 	 * went out (a prefix of @m; fewer, even 0, when the device is full:
-	 * call again), -ECONNREFUSED (the peer's data port is unreachable), or
+	 * call again), -ECONNREFUSED (an ICMP port unreachable was pending and
+	 * nothing went out: the caller decides what it means), or
 	 * -errno with r->error set. */
 	int (*send)(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, int n, uint32_t ts);
 	/* Sender, before END: wait until every sent datagram left (0/-errno). */
@@ -72,7 +73,17 @@ struct pfs_dgram_io {
 	/* Receiver: the caller's stop flag (struct pfs_xfer_opts.stop) when
 	 * this device honours it (afxdp), else NULL. */
 	const volatile sig_atomic_t *stop;
+	/* Sender: the transfer's datagram key (set by the handshake, before
+	 * the first send) and the number of the next datagram (its nonce). */
+	struct pfs_dgram_auth *auth;
+	uint64_t pn;
 };
+
+/* Sender, for the devices: the tagged header of fragment @m->frag + @k of
+ * message @m into @hdr (PFS_UDP_FRAG_LEN bytes), with the next datagram
+ * number; *frag and *len: the fragment's bytes in the gram. 0 or -EIO. */
+int pfs_dgram_frag_hdr(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, uint32_t k,
+		       uint32_t ts, uint8_t *hdr, const uint8_t **frag, uint32_t *len);
 
 /* Open the data side of a transfer. @dst: the receiver (sender) or the
  * address to bind (receiver). @payload: the UDP payload the MTU allows; the

@@ -4,7 +4,7 @@
  * of the repair plane in repair_send.c / repair_recv.c. One socket, owned by the
  * transport's one thread.
  *
- * Sender: a connected socket; each message of a batch is a 32-byte
+ * Sender: a connected socket; each message of a batch is a tagged
  * fragment header + the fragment bytes (two iovecs per datagram), and with
  * UDP GSO (UDP_SEGMENT, probed at open, dropped on the first EIO/EINVAL, or
  * off with o->udp_no_offload) one message carries up to UDP_MAX_SEGS datagrams;
@@ -79,19 +79,14 @@ static int sock_send(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, int
 		n = TX_BATCH;
 	for (int i = 0; i < n; i++) {
 		for (uint32_t k = 0; k < m[i].n; k++) {
-			uint32_t off = (m[i].frag + k) * m[i].frag_size;
-			uint32_t fl = m[i].gram_len - off < m[i].frag_size ? m[i].gram_len - off :
-									     m[i].frag_size;
-			struct pfs_udp_frag f = { .flags = m[i].repair ? PFS_UDP_F_REPAIR : 0,
-						  .frag_len = (uint16_t)fl,
-						  .seq = m[i].seq,
-						  .gram_len = m[i].gram_len,
-						  .frag_off = off,
-						  .tsval = ts };
+			const uint8_t *frag;
+			uint32_t fl;
 
-			pfs_udp_frag_encode(&f, s->hdr[i][k]);
+			if (pfs_dgram_frag_hdr(io, &m[i], k, ts, s->hdr[i][k], &frag, &fl))
+				return pfs_xfer_fail(io->r, -EIO,
+						     "send: tagging a datagram failed");
 			s->iov[i][2 * k] = (struct iovec){ s->hdr[i][k], PFS_UDP_FRAG_LEN };
-			s->iov[i][2 * k + 1] = (struct iovec){ (void *)(m[i].gram + off), fl };
+			s->iov[i][2 * k + 1] = (struct iovec){ (void *)frag, fl };
 		}
 		s->msgs[i].msg_hdr =
 			(struct msghdr){ .msg_iov = s->iov[i], .msg_iovlen = 2 * m[i].n };
@@ -121,8 +116,8 @@ static int sock_send(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, int
 			tx_path(s, note);
 			break;
 		}
-		if (errno == ECONNREFUSED)
-			return -ECONNREFUSED;
+		if (errno == ECONNREFUSED) /* a pending ICMP error; what went out counts */
+			return sent ? sent : -ECONNREFUSED;
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ENOBUFS)
 			return pfs_xfer_fail(io->r, -errno, "send: sendmmsg to %s: %s", io->r->peer,
 					     strerror(errno));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Datagram I/O over AF_XDP (transport "afxdp"): the same 32-byte-header
+ * Datagram I/O over AF_XDP (transport "afxdp"): the same tagged
  * UDP fragments as the udp transport, carried in Ethernet/IPv4-or-IPv6/UDP
  * frames built in UMEM (pfs/xsk.h). The repair plane above it (repair_send.c,
  * repair_recv.c) and its TCP control connection are unchanged: control, ACKs
@@ -91,20 +91,16 @@ static int xsk_send(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, int 
 			return pfs_xfer_fail(io->r, k, "send: AF_XDP queue %u: %s", qi,
 					     strerror(-k));
 		for (int i = 0; i < k; i++) {
-			const struct pfs_dgram_msg *g = &m[done + i];
-			uint32_t off = g->frag * g->frag_size;
-			uint32_t fl =
-				g->gram_len - off < g->frag_size ? g->gram_len - off : g->frag_size;
-			struct pfs_udp_frag f = { .flags = g->repair ? PFS_UDP_F_REPAIR : 0,
-						  .frag_len = (uint16_t)fl,
-						  .seq = g->seq,
-						  .gram_len = g->gram_len,
-						  .frag_off = off,
-						  .tsval = ts };
+			const uint8_t *frag;
+			uint32_t fl;
 
-			/* io->segs is 1: one fragment per message, one frame each */
-			pfs_udp_frag_encode(&f, slot[i].payload);
-			memcpy(slot[i].payload + PFS_UDP_FRAG_LEN, g->gram + off, fl);
+			/* io->segs is 1: one fragment per message, one frame each; the
+			 * tag is computed over the gram's bytes, then they are copied */
+			if (pfs_dgram_frag_hdr(io, &m[done + i], 0, ts, slot[i].payload, &frag,
+					       &fl))
+				return pfs_xfer_fail(io->r, -EIO,
+						     "send: tagging a datagram failed");
+			memcpy(slot[i].payload + PFS_UDP_FRAG_LEN, frag, fl);
 			lens[i] = PFS_UDP_FRAG_LEN + fl;
 		}
 		k = pfs_xsk__tx_submit(s->q[qi], lens, (unsigned int)k);

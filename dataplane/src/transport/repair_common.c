@@ -14,9 +14,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "pfs/dgram_auth.h"
 #include "pfs/log.h"
 #include "pfs/wire.h"
 #include "wire/wire_le.h"
+#include "dgram_io.h"
 #include "repair.h"
 
 int pfs_udp_ctl_next(struct pfs_udp_ctlin *c, const uint8_t **rec, size_t *len)
@@ -48,7 +50,7 @@ int pfs_udp_ctl_next(struct pfs_udp_ctlin *c, const uint8_t **rec, size_t *len)
 					err = pfs_udp_rec_decode_hdr(p, have, &r);
 					if (err)
 						return -EPROTO;
-					need = PFS_UDP_REC_LEN + 8 * (size_t)r.n;
+					need = PFS_UDP_REC_LEN + pfs_udp_rec_body_len(&r);
 				} else {
 					need = PFS_UDP_REC_LEN;
 				}
@@ -82,6 +84,25 @@ int pfs_udp_ctl_next(struct pfs_udp_ctlin *c, const uint8_t **rec, size_t *len)
 		c->tail += n;
 		*c->wire += n;
 	}
+}
+
+int pfs_dgram_frag_hdr(struct pfs_dgram_io *io, const struct pfs_dgram_msg *m, uint32_t k,
+		       uint32_t ts, uint8_t *hdr, const uint8_t **frag, uint32_t *len)
+{
+	uint32_t off = (m->frag + k) * m->frag_size;
+	uint32_t fl = m->gram_len - off < m->frag_size ? m->gram_len - off : m->frag_size;
+	struct pfs_udp_frag f = { .flags = m->repair ? PFS_UDP_F_REPAIR : 0,
+				  .frag_len = (uint16_t)fl,
+				  .seq = m->seq,
+				  .gram_len = m->gram_len,
+				  .frag_off = off,
+				  .tsval = ts,
+				  .pn = io->pn++ };
+
+	pfs_udp_frag_encode(&f, hdr);
+	*frag = m->gram + off;
+	*len = fl;
+	return pfs_dgram_auth__seal(io->auth, hdr, *frag, fl);
 }
 
 int pfs_udp_socket(int family, const char *ifname, const char **why)

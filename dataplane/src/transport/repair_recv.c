@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pfs/dgram_auth.h"
 #include "pfs/integrity.h"
 #include "dgram_io.h"
 #include "pfs/log.h"
@@ -80,6 +81,7 @@ struct rx {
 	struct pfs_xfer_result *r;
 	int cfd;
 	struct pfs_dgram_io *io;
+	struct pfs_dgram_auth *auth; /* this transfer's datagram key (rx_key) */
 	struct pfs_udp_cfg cfg;
 	uint32_t words; /* bitmap words per slot */
 	struct rslot slots[UDP_WINDOW];
@@ -123,6 +125,7 @@ struct rx {
 	uint64_t ovfl, acked_cum, acked_rx;
 	double last_ack, progress_at;
 	struct pfs_udp_droplog dl;
+	struct pfs_udp_droplog forgedlog; /* forged datagrams, logged apart */
 	struct pfs_udp_ctlin *cin;
 	uint8_t *nakbuf;
 	double now; /* of the current rx_burst, for place() */
@@ -157,7 +160,15 @@ static void place(struct rx *x, const uint8_t *p, size_t len, double now)
 	x->r->dgrams.received++;
 	if (err)
 		return drop(x, err, "malformed");
-	if (f.seq < x->cum) {
+	/* Nothing but our sender's datagrams may touch a slot, the stats of the
+	 * path or the repair state: the tag first. */
+	if (!pfs_dgram_auth__verify(x->auth, p, len)) {
+		x->r->dgrams.forged++;
+		pfs_udp_drop(&x->forgedlog, -EKEYREJECTED, "forged");
+		return;
+	}
+	if (f.seq < x->cum || (f.seq == x->cum && x->cur_n)) {
+		/* executed, or executing from its slot: complete already */
 		x->r->dgrams.duplicates++;
 		return;
 	}
@@ -175,7 +186,13 @@ static void place(struct rx *x, const uint8_t *p, size_t len, double now)
 		s->have = 0;
 		memset(s->bits, 0, x->words * sizeof(uint64_t));
 	} else if (s->len != f.gram_len) {
-		return drop(x, -EBADMSG, "gram-length-inconsistent");
+		/* Authenticated, so from our sender: a bug, never to stall on.
+		 * Neither length can be trusted: start the gram over, asked for
+		 * whole by the next NAK scan. */
+		x->r->dgrams.conflicts++;
+		s->used = false;
+		s->last_nak = 0;
+		return drop(x, -EBADMSG, "gram-length-inconsistent (slot discarded)");
 	}
 	idx = f.frag_off / x->cfg.frag;
 	if (s->bits[idx / 64] & (1ULL << (idx % 64))) {
@@ -478,14 +495,18 @@ static int rx_tick(struct rx *x, double now)
 	return 0;
 }
 
-/* The sender's ABORT: its reason, printable bytes only, into r->error. */
-static int rx_aborted(struct rx *x, const uint8_t *text, size_t n)
+/* The sender's ABORT (@c): its reason, printable bytes only, into r->error. */
+static int rx_aborted(struct rx *x, const struct pfs_ctl *c, const uint8_t *text, size_t n)
 {
 	char why[PFS_CTL_ABORT_TEXT_MAX + 1];
 
 	for (size_t i = 0; i < n; i++)
 		why[i] = text[i] >= 0x20 && text[i] != 0x7f ? (char)text[i] : '?';
 	why[n] = '\0';
+	/* The handshake's key check failed on the sender: say so as ours
+	 * (another sender may do); anything else is its source failing. */
+	if (c->word == EKEYREJECTED)
+		return pfs_xfer_fail(x->r, -EKEYREJECTED, "recv: sender %s: %s", x->r->peer, why);
 	return pfs_xfer_fail(x->r, -ECANCELED, "%s", why);
 }
 
@@ -510,7 +531,7 @@ static int rx_ctl(struct rx *x, double now)
 					     x->r->peer, x->cum);
 		x->progress_at = now;
 		if (c.type == PFS_CTL_ABORT)
-			return rx_aborted(x, rec + PFS_CTL_LEN, len - PFS_CTL_LEN);
+			return rx_aborted(x, &c, rec + PFS_CTL_LEN, len - PFS_CTL_LEN);
 		if (c.type == PFS_CTL_END) {
 			x->end = c;
 			x->end_known = true;
@@ -573,15 +594,69 @@ static int rx_loop(struct rx *x)
 	}
 }
 
-/* HELLO -> judge; PARAMS -> judge; ACCEPT or REFUSE. @raw holds the HELLO
- * when the accept already read it; else it is read here. Both records must
- * be whole within --timeout of @t0 (the connection's start). */
+/* The sender's KEY (by @deadline) -> the datagram key, and our KEY with
+ * the key confirmation into @key. @tr: HELLO and PARAMS as received. 0,
+ * -EPERM with @a made a REFUSE, or -errno; r->error set. */
+static int rx_key(struct rx *x, const uint8_t *tr, size_t tr_len, double deadline,
+		  struct pfs_ctl *a, uint8_t *key)
+{
+	struct pfs_xfer_result *r = x->r;
+	uint8_t rec[PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY], peer[PFS_UDP_KEY_PUB];
+	uint8_t pub[PFS_UDP_KEY_PUB], confirm[PFS_UDP_KEY_CONFIRM];
+	struct pfs_dgram_kdf_in in = { .peer_pub = peer,
+				       .psk = x->o->psk,
+				       .psk_len = x->o->psk ? x->o->psk_len : 0,
+				       .transcript = tr,
+				       .transcript_len = tr_len };
+	struct pfs_dgram_kx *kx;
+	int e = 0, err = pfs_xfer_read_by(x->cfd, rec, sizeof(rec), deadline, &r->wire_bytes);
+
+	if (err)
+		return pfs_xfer_fail(
+			r, err, "recv: waiting for the datagram key from %s: %s", r->peer,
+			err == -ETIMEDOUT ? "HELLO, PARAMS and KEY not complete within "
+					    "--timeout; dropped" :
+					    pfs_xfer_io_what(err));
+	err = pfs_udp_key_decode(rec, sizeof(rec), peer, confirm);
+	kx = err ? NULL : pfs_dgram_kx__new(pub);
+	if (!err && !kx)
+		return pfs_xfer_fail(r, -errno, "recv: no datagram key pair: %s",
+				     errno == ENOTSUP ? "this pfs was built without libcrypto, "
+							"and every udp/afxdp datagram is "
+							"authenticated" :
+							strerror(errno));
+	if (kx) {
+		x->auth = pfs_dgram_kx__derive(kx, &in, confirm);
+		e = x->auth ? 0 : errno;
+		pfs_dgram_kx__free(kx);
+	}
+	if (err || !x->auth) {
+		a->type = PFS_CTL_REFUSE;
+		a->word = PFS_REFUSE_PARAMS;
+		return pfs_xfer_fail(r, -EPERM, "recv: refused %s: its datagram key %s: %s",
+				     r->peer, err ? "record is malformed" : "is unusable",
+				     err	 ? pfs_wire_strerror(err) :
+				     e == EINVAL ? "not a usable X25519 public key" :
+						   strerror(e));
+	}
+	pfs_udp_key_encode(pub, confirm, key);
+	return 0;
+}
+
+/* HELLO -> judge; PARAMS -> judge; KEY -> the datagram key; ACCEPT + our
+ * KEY, or REFUSE. @raw holds the HELLO when the accept already read it;
+ * else it is read here. All three records must be whole within --timeout
+ * of @t0 (the connection's start). */
 static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *raw, bool have,
 			double t0)
 {
 	struct pfs_xfer_result *r = x->r;
 	const struct pfs_xfer_opts *o = x->o;
-	uint8_t prm[PFS_UDP_REC_LEN];
+	/* HELLO and PARAMS as received (the key's transcript), then the answer:
+	 * ACCEPT and our KEY */
+	uint8_t tr[PFS_CTL_LEN + PFS_UDP_REC_LEN];
+	uint8_t *prm = tr + PFS_CTL_LEN;
+	uint8_t ans[PFS_CTL_LEN + PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY];
 	int io_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS;
 	double deadline = t0 + io_ms / 1000.0;
 	const struct pfs_xfer_terms t = { .mode = o->mode,
@@ -602,13 +677,14 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *r
 							 pfs_xfer_io_what(err));
 	if (have)
 		r->wire_bytes += PFS_CTL_LEN;
+	memcpy(tr, raw, PFS_CTL_LEN);
 	err = pfs_xfer_hello_check(raw, &t, &ag, &a, r);
 	x->bound = ag.bound;
 	x->planned = ag.planned;
 	if (err == -EPROTO)
 		return err;
 	if (!err) {
-		err = pfs_xfer_read_by(x->cfd, prm, sizeof(prm), deadline, &r->wire_bytes);
+		err = pfs_xfer_read_by(x->cfd, prm, PFS_UDP_REC_LEN, deadline, &r->wire_bytes);
 		if (err)
 			return pfs_xfer_fail(r, err,
 					     "recv: waiting for PARAMS from %s: %s (is the "
@@ -618,7 +694,7 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *r
 								 "within --timeout; dropped" :
 								 pfs_xfer_io_what(err),
 					     tname);
-		if (pfs_udp_rec_decode_hdr(prm, sizeof(prm), &p) || p.type != PFS_UDP_PARAMS)
+		if (pfs_udp_rec_decode_hdr(prm, PFS_UDP_REC_LEN, &p) || p.type != PFS_UDP_PARAMS)
 			return pfs_xfer_fail(r, -EPROTO,
 					     "recv: %s sent no valid PARAMS after HELLO "
 					     "(is it a %s sender?)",
@@ -627,18 +703,30 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *r
 					       .frag = p.d,
 					       .window = p.e,
 					       .max_gram = (uint32_t)p.a };
-		if (p.d < 64 || p.d > 65507 - PFS_UDP_FRAG_LEN || !p.e || p.e > UDP_WINDOW ||
-		    p.a < PFS_GRAM_HDR_LEN || p.a > UDP_MAX_GRAM || p.b == 0 || p.b > 65535) {
+		if (p.c != PFS_UDP_SUITE_X25519_GMAC) {
+			/* An older sender: its datagrams carry no tag. */
+			a.type = PFS_CTL_REFUSE;
+			a.word = PFS_REFUSE_VERSION;
+			err = pfs_xfer_fail(r, -EPERM,
+					    "recv: refused %s: it does not authenticate its "
+					    "datagrams (PARAMS suite %" PRIu64 ", this receiver "
+					    "needs %u): a pfs from before datagram authentication; "
+					    "run the same pfs on both ends",
+					    r->peer, p.c, PFS_UDP_SUITE_X25519_GMAC);
+		} else if (p.d < 64 || p.d > 65507 - PFS_UDP_FRAG_LEN || !p.e || p.e > UDP_WINDOW ||
+			   p.a < PFS_GRAM_HDR_LEN || p.a > UDP_MAX_GRAM || p.b == 0 ||
+			   p.b > 65535) {
 			a.type = PFS_CTL_REFUSE;
 			a.word = PFS_REFUSE_PARAMS;
 			err = pfs_xfer_fail(
 				r, -EPERM,
 				"recv: refused %s: transport parameters not "
-				"acceptable: fragment %" PRIu32 " bytes (64..65475), window "
+				"acceptable: fragment %" PRIu32 " bytes (64..%u), window "
 				"%" PRIu32 " (this receiver: 1..%u), max gram %" PRIu64 " bytes "
 				"(<= %u)",
-				r->peer, p.d, p.e, UDP_WINDOW, p.a, UDP_MAX_GRAM);
-		} else {
+				r->peer, p.d, 65507 - PFS_UDP_FRAG_LEN, p.e, UDP_WINDOW, p.a,
+				UDP_MAX_GRAM);
+		} else if (!(err = rx_key(x, tr, sizeof(tr), deadline, &a, ans + PFS_CTL_LEN))) {
 			/* Only the sender's data socket may feed ours. */
 			struct sockaddr_storage ss;
 			socklen_t sl = sizeof(ss);
@@ -653,13 +741,16 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *r
 				pfs_warn("recv: cannot connect the data socket to the sender: %s",
 					 strerror(-err));
 			err = 0;
+		} else if (err != -EPERM) {
+			return err;
 		}
 	}
 	if (err) {
 		pfs_xfer_send_ctl(x->cfd, &a, &r->wire_bytes);
 		return err;
 	}
-	err = pfs_xfer_send_ctl(x->cfd, &a, &r->wire_bytes);
+	pfs_ctl_encode(&a, ans);
+	err = pfs_xfer_write_full(x->cfd, ans, sizeof(ans), &r->wire_bytes);
 	if (err)
 		return pfs_xfer_fail(r, err, "recv: sending ACCEPT: %s", pfs_xfer_io_what(err));
 	return 0;
@@ -822,6 +913,7 @@ out_close_ctl:
 		close(x->cfd);
 out_close_io:
 	x->io->ops->close(x->io); /* afxdp: sockets, then the program is detached */
+	pfs_dgram_auth__free(x->auth);
 out_free:
 	for (int i = 0; i < UDP_WINDOW; i++) {
 		free(x->slots[i].buf);

@@ -57,6 +57,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pfs/dgram_auth.h"
 #include "pfs/integrity.h"
 #include "dgram_io.h"
 #include "pfs/log.h"
@@ -118,6 +120,7 @@ struct tx {
 	uint64_t ovfl_seen, loss_sent, loss_naked;
 	double progress_at;
 	bool io_full; /* the last send left messages behind (device full) */
+	uint64_t icmp_refused; /* sends the data socket's pending ICMP error failed */
 	/* the batch for io->ops->send; also what to roll back after a partial send */
 	struct pfs_dgram_msg what[TX_BATCH];
 	uint32_t what_bytes[TX_BATCH];
@@ -129,19 +132,28 @@ static struct sslot *slot_of(struct tx *t, uint64_t seq)
 	return &t->slots[seq % UDP_WINDOW];
 }
 
-/* Tell the receiver the source failed and why, then fail with @err. */
-static int tx_abort(struct tx *t, int err, const char *why)
+/* Tell the receiver why the transfer ends (ABORT: its errno and the text
+ * @fmt makes), then fail with @err, the text behind @what if not NULL. */
+static int tx_abort(struct tx *t, int err, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int tx_abort(struct tx *t, int err, const char *what, const char *fmt, ...)
 {
-	size_t n = strnlen(why, PFS_CTL_ABORT_TEXT_MAX);
-	struct pfs_ctl a = {
-		.type = PFS_CTL_ABORT, .mode = t->o->mode, .count = n, .word = (uint32_t)-err
-	};
+	char why[PFS_CTL_ABORT_TEXT_MAX + 1];
+	size_t n;
+	struct pfs_ctl a = { .type = PFS_CTL_ABORT, .mode = t->o->mode, .word = (uint32_t)-err };
 	uint8_t rec[PFS_CTL_LEN];
-	struct iovec iov[2] = { { rec, sizeof(rec) }, { (void *)why, n } };
+	struct iovec iov[2] = { { rec, sizeof(rec) }, { why, 0 } };
+	va_list ap;
 
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	n = strnlen(why, PFS_CTL_ABORT_TEXT_MAX);
+	a.count = n;
+	iov[1].iov_len = n;
 	pfs_ctl_encode(&a, rec);
 	pfs_xfer_writev_full(t->cfd, iov, 2, &t->r->wire_bytes);
-	return pfs_xfer_fail(t->r, err, "send: the source failed: %s", why);
+	return pfs_xfer_fail(t->r, err, "send: %s%s%s", what ? what : "", what ? ": " : "", why);
 }
 
 /* Are the bytes of @d[0..n) in the blob yet (o->src_ready)? 0 yes, 1 not
@@ -164,7 +176,7 @@ static int tx_src_ready(struct tx *t, const struct pfs_desc *d, uint32_t n)
 	if (err && !why[0])
 		snprintf(why, sizeof(why), "%s", strerror(-err));
 	if (err == -ECANCELED)
-		return tx_abort(t, err, why);
+		return tx_abort(t, err, "the source failed", "%s", why);
 	return err ? pfs_xfer_fail(t->r, err, "send: stopped: %s", why) : 0;
 }
 
@@ -307,6 +319,16 @@ static int tx_send(struct tx *t, double now)
 	if (!m)
 		return 0;
 	sent = t->io->ops->send(t->io, t->what, m, pfs_udp_usec32(now));
+	if (sent == -ECONNREFUSED) {
+		/* An ICMP port unreachable, which anyone can forge: not a reason to
+		 * stop. A receiver that is gone closes the control connection (tx_ctl
+		 * sees it), a dead path stops the ACKs (no-progress timeout). */
+		if (!t->icmp_refused++)
+			pfs_warn("send: ICMP port unreachable from %s's data port; ignored "
+				 "(the control connection says whether the receiver is gone)",
+				 r->peer);
+		sent = 0; /* nothing went out: fresh data goes back to the cursor */
+	}
 	if (sent < 0)
 		return sent;
 	t->io_full = sent < m;
@@ -509,18 +531,6 @@ static int tx_loop(struct tx *t)
 		if (t->src_wait && (err = tx_keepalive(t, now)))
 			return err;
 		n = tx_send(t, now);
-		if (n == -ECONNREFUSED) {
-			/* ICMP port unreachable: the receiver's data socket is gone.
-			 * Its RESULT may still be on the way: look once more. */
-			usleep(100000);
-			if ((err = tx_ctl(t, pfs_xfer_now())) || t->got_result)
-				return err;
-			return pfs_xfer_fail(r, -ECONNRESET,
-					     "send: receiver %s's data port is "
-					     "unreachable after acknowledging %" PRIu64
-					     " of %" PRIu64 " grams (receiver killed or gone)",
-					     r->peer, t->acked, t->produced);
-		}
 		if (n < 0)
 			return n;
 		tx_hash(t);
@@ -613,6 +623,53 @@ static int tx_cfg(struct tx *t, uint32_t payload)
 	return t->rq ? 0 : -ENOMEM;
 }
 
+/* After ACCEPT: the receiver's KEY, the datagram key, and the check that
+ * both ends derived the same one (a public key changed on the path fails
+ * here, with a message, instead of every datagram failing its tag). @tr:
+ * HELLO and PARAMS as sent. 0 or -errno with r->error set. */
+static int tx_key(struct tx *t, struct pfs_dgram_kx *kx, const uint8_t *tr, size_t tr_len)
+{
+	struct pfs_xfer_result *r = t->r;
+	uint8_t rec[PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY], peer[PFS_UDP_KEY_PUB];
+	uint8_t confirm[PFS_UDP_KEY_CONFIRM], mine[PFS_UDP_KEY_CONFIRM];
+	struct pfs_dgram_kdf_in in = { .sender = true,
+				       .peer_pub = peer,
+				       .psk = t->o->psk,
+				       .psk_len = t->o->psk ? t->o->psk_len : 0,
+				       .transcript = tr,
+				       .transcript_len = tr_len };
+	int err = pfs_xfer_read_full(t->cfd, rec, PFS_UDP_REC_LEN, &r->wire_bytes);
+
+	if (!err && pfs_wire_magic(rec, PFS_UDP_REC_LEN) == PFS_UDP_REC_MAGIC &&
+	    rec[4] == PFS_UDP_KEY)
+		err = pfs_xfer_read_full(t->cfd, rec + PFS_UDP_REC_LEN, PFS_UDP_KEY_BODY,
+					 &r->wire_bytes);
+	if (err)
+		return pfs_xfer_fail(r, err, "send: waiting for the receiver's datagram key: %s",
+				     pfs_xfer_io_what(err));
+	err = pfs_udp_key_decode(rec, sizeof(rec), peer, confirm);
+	if (err)
+		return pfs_xfer_fail(r, -EPROTO,
+				     "send: receiver %s accepted but sent no valid datagram key "
+				     "(%s): a pfs without datagram authentication? Both ends "
+				     "need it",
+				     r->peer, pfs_wire_strerror(err));
+	t->io->auth = pfs_dgram_kx__derive(kx, &in, mine);
+	if (!t->io->auth)
+		return pfs_xfer_fail(r, -errno, "send: datagram key with %s: %s", r->peer,
+				     errno == EINVAL ? "its public key is not a usable X25519 key" :
+						       strerror(errno));
+	if (!pfs_dgram_confirm_equal(confirm, mine)) {
+		err = tx_abort(t, -EKEYREJECTED, NULL,
+			       "datagram key confirmation failed: the two ends derived "
+			       "different keys (a public key or PARAMS changed on the path"
+			       "%s); nothing was sent",
+			       t->o->psk ? ", or another token" : "");
+		return err;
+	}
+	return 0;
+}
+
 static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport, const char *tname)
 {
 	const struct pfs_xfer_opts *o = t->o;
@@ -627,25 +684,44 @@ static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport, const char *t
 				 .flags = t->io->segs > 1,
 				 .a = t->cfg.max_gram,
 				 .b = uport,
+				 .c = PFS_UDP_SUITE_X25519_GMAC,
 				 .d = t->cfg.frag,
 				 .e = t->cfg.window };
-	uint8_t out[PFS_CTL_LEN + PFS_UDP_REC_LEN], ans[PFS_CTL_LEN];
+	uint8_t out[PFS_CTL_LEN + 2 * PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY], ans[PFS_CTL_LEN];
+	uint8_t pub[PFS_UDP_KEY_PUB];
+	struct pfs_dgram_kx *kx = pfs_dgram_kx__new(pub);
 	int err;
 
+	if (!kx)
+		return pfs_xfer_fail(r, -errno, "send: no datagram key pair: %s",
+				     errno == ENOTSUP ? "this pfs was built without libcrypto, "
+							"and every udp/afxdp datagram is "
+							"authenticated" :
+							strerror(errno));
 	pfs_ctl_encode(&h, out);
 	pfs_udp_rec_encode(&p, NULL, out + PFS_CTL_LEN);
+	pfs_udp_key_encode(pub, NULL, out + PFS_CTL_LEN + PFS_UDP_REC_LEN);
 	err = pfs_xfer_write_full(t->cfd, out, sizeof(out), &r->wire_bytes);
-	if (err)
-		return pfs_xfer_fail(r, err, "send: HELLO to %s: %s", r->peer,
-				     pfs_xfer_io_what(err));
+	if (err) {
+		err = pfs_xfer_fail(r, err, "send: HELLO to %s: %s", r->peer,
+				    pfs_xfer_io_what(err));
+		goto out_free_kx;
+	}
 	err = pfs_xfer_read_full(t->cfd, ans, sizeof(ans), &r->wire_bytes);
-	if (err)
-		return pfs_xfer_fail(
+	if (err) {
+		err = pfs_xfer_fail(
 			r, err, "send: waiting for the receiver's answer: %s%s%s%s",
 			pfs_xfer_io_what(err),
 			err == -ECONNRESET ? " (is the receiver running --transport " : "",
 			err == -ECONNRESET ? tname : "", err == -ECONNRESET ? "?)" : "");
-	return pfs_xfer_answer_check(ans, &h, fp, r);
+		goto out_free_kx;
+	}
+	err = pfs_xfer_answer_check(ans, &h, fp, r);
+	if (!err)
+		err = tx_key(t, kx, out, PFS_CTL_LEN + PFS_UDP_REC_LEN);
+out_free_kx:
+	pfs_dgram_kx__free(kx);
+	return err;
 }
 
 int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
@@ -746,6 +822,7 @@ out_close_ctl:
 	if (!o->ctl_given)
 		close(t->cfd);
 out_close_io:
+	pfs_dgram_auth__free(t->io->auth);
 	t->io->ops->close(t->io);
 out_free:
 	for (int i = 0; i < UDP_WINDOW; i++) {

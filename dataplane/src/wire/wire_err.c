@@ -33,6 +33,9 @@ const char *pfs_wire_strerror(int err)
 		return "invalid: truncated or inconsistent header, unknown op or bad token length";
 	case -ENOENT:
 		return "addressed to another UDP port";
+	case -EKEYREJECTED:
+		return "authentication failed: the tag does not verify under this transfer's key "
+		       "(forged, from another transfer, or damaged)";
 	}
 	return strerror(-err);
 }

@@ -361,6 +361,7 @@ static void fetch_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 		pfs_json_u64(j, "naks", f->dgrams.naks);
 		pfs_json_u64(j, "duplicates", f->dgrams.duplicates);
 		pfs_json_u64(j, "dropped", f->dgrams.dropped);
+		pfs_json_u64(j, "forged", f->dgrams.forged);
 		pfs_json_close(j);
 	}
 	pfs_json_close(j);

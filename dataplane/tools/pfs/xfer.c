@@ -320,6 +320,8 @@ static void dgrams_json(struct pfs_json *j, const struct pfs_dgram_stats *g)
 	pfs_json_u64(j, "duplicates", g->duplicates);
 	pfs_json_u64(j, "out_of_order", g->out_of_order);
 	pfs_json_u64(j, "socket_drops", g->dropped);
+	pfs_json_u64(j, "forged", g->forged);
+	pfs_json_u64(j, "conflicts", g->conflicts);
 	if (g->test_dropped)
 		pfs_json_u64(j, "test_dropped", g->test_dropped);
 	pfs_json_close(j);
