@@ -9,6 +9,9 @@
  *         zstd-compressed after a byte-plane split for 2- or 4-byte elements:
  *         near-identical bytes at the same place (a fine-tuned tensor)
  *   ZSTD  target[dst, dst+len) = zstd-decompressed payload (plane split too)
+ *   ZREF  target[dst, dst+len) = zstd-decompressed payload whose matches may
+ *         refer to base[src, src+wlen): bytes that moved a little (files in a
+ *         tarball after one grew), found at byte granularity
  *   RAW   target[dst, dst+len) = payload, when compression does not help
  *
  * A delta gram is a 40-byte header (magic "PFSD", laid out like a gram's),
@@ -35,21 +38,25 @@
 #define PFS_DELTA_OP_MAX (16u << 20)
 #define PFS_DELTA_GRAM_MAX_TARGET (64u << 20)
 #define PFS_DELTA_MAX_PAYLOAD (64u << 20)
-#define PFS_DELTA_OP_ENC_MAX 31 /* kind byte + 3 varints of up to 10 bytes */
+#define PFS_DELTA_OP_ENC_MAX 41 /* kind byte, 3 varints of up to 10 bytes, 2 of 5 */
+/* The most base bytes one ZREF operation's frame may refer to. */
+#define PFS_DELTA_ZREF_WINDOW_MAX (8u << 20)
 
 enum pfs_delta_kind {
 	PFS_DELTA_COPY = 0,
 	PFS_DELTA_XOR = 1,
 	PFS_DELTA_ZSTD = 2,
 	PFS_DELTA_RAW = 3,
+	PFS_DELTA_ZREF = 4,
 };
-#define PFS_DELTA_KINDS 4
+#define PFS_DELTA_KINDS 5
 
 struct pfs_delta_op {
 	uint64_t dst; /* target offset */
-	uint64_t src; /* COPY: base offset; else 0 */
+	uint64_t src; /* COPY: base offset; ZREF: start of its base window; else 0 */
 	uint32_t len; /* target bytes produced, 1..PFS_DELTA_OP_MAX */
-	uint32_t clen; /* payload bytes: XOR/ZSTD compressed, RAW len, COPY 0 */
+	uint32_t clen; /* payload bytes: XOR/ZSTD/ZREF compressed, RAW len, COPY 0 */
+	uint32_t wlen; /* ZREF: base bytes of its window, 1..PFS_DELTA_ZREF_WINDOW_MAX */
 	uint8_t kind; /* enum pfs_delta_kind */
 	uint8_t elem; /* XOR/ZSTD: byte-plane element size 1, 2 or 4; else 1 */
 };

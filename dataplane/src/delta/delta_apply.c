@@ -93,6 +93,17 @@ int pfs_delta_apply__ops(struct pfs_delta_apply *a, const struct pfs_delta_op *o
 		case PFS_DELTA_RAW:
 			memcpy(dst, payload + at, op->len);
 			break;
+		case PFS_DELTA_ZREF: {
+			/* The window is the frame's prefix: its matches may point there. */
+			size_t z = ZSTD_DCtx_refPrefix(a->zd, base + op->src, op->wlen);
+
+			if (!ZSTD_isError(z))
+				z = ZSTD_decompressDCtx(a->zd, dst, op->len, payload + at,
+							op->clen);
+			if (ZSTD_isError(z) || z != op->len)
+				return -EBADMSG;
+			break;
+		}
 		default:
 			err = apply_coded(a, op, payload + at, base, dst);
 			if (err)

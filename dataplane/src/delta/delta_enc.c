@@ -29,6 +29,12 @@
 #define REGION (1u << 20)
 #define SAMPLE (32u << 10)
 #define SAMPLE_MIN (16u << 10)
+/* A ZREF region's window: the base around where its bytes probably are
+ * (its own offset moved by the last COPY's shift), this far either side. */
+#define ZREF_MARGIN (512u << 10)
+#define ZREF_MIN (4u << 10)
+/* A zstd error code (ZSTD_isError): "not coded, send it raw". */
+#define NOT_CODED ((size_t)-1)
 
 struct choice {
 	uint8_t kind, elem;
@@ -45,9 +51,11 @@ struct pfs_delta_enc {
 	uint8_t *buf; /* [reserve for header+table][payload] */
 	size_t buf_cap, reserve, fill; /* fill: payload bytes so far */
 	uint8_t *scratch; /* REGION: a transformed region */
+	uint8_t *alt; /* REGION: a second coding of a region, to compare */
 	uint8_t *sample_out; /* ZSTD_compressBound(SAMPLE) */
 	struct choice last;
 	int zc_level; /* the level e->zc is set to */
+	int64_t shift; /* src - dst of the last COPY: where nearby bytes moved to */
 };
 
 /* zstd at @level into @dst, with a content checksum in every frame (4
@@ -56,11 +64,18 @@ struct pfs_delta_enc {
 static size_t zc(struct pfs_delta_enc *e, void *dst, size_t cap, const void *src, size_t n,
 		 int level)
 {
+	size_t z;
+
 	if (e->zc_level != level) {
 		ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, level);
 		e->zc_level = level;
 	}
-	return ZSTD_compress2(e->zc, dst, cap, src, n);
+	z = ZSTD_compress2(e->zc, dst, cap, src, n);
+	/* A failed frame (its output did not fit: "send it raw") leaves the
+	 * context mid-frame, where it takes no parameter and no prefix. */
+	if (ZSTD_isError(z))
+		ZSTD_CCtx_reset(e->zc, ZSTD_reset_session_only);
+	return z;
 }
 
 struct pfs_delta_enc *pfs_delta_enc__new(const struct pfs_delta_index *idx, const uint8_t *base,
@@ -78,9 +93,10 @@ struct pfs_delta_enc *pfs_delta_enc__new(const struct pfs_delta_index *idx, cons
 	if (e->zc)
 		ZSTD_CCtx_setParameter(e->zc, ZSTD_c_checksumFlag, 1);
 	e->scratch = malloc(REGION);
+	e->alt = malloc(REGION);
 	e->sample_out = malloc(ZSTD_compressBound(SAMPLE));
 	e->last = (struct choice){ PFS_DELTA_ZSTD, 1 };
-	if (!e->zc || !e->scratch || !e->sample_out) {
+	if (!e->zc || !e->scratch || !e->alt || !e->sample_out) {
 		pfs_delta_enc__free(e);
 		errno = ENOMEM;
 		return NULL;
@@ -96,6 +112,7 @@ void pfs_delta_enc__free(struct pfs_delta_enc *e)
 	free(e->ops);
 	free(e->buf);
 	free(e->scratch);
+	free(e->alt);
 	free(e->sample_out);
 	free(e);
 }
@@ -165,6 +182,7 @@ static void push_copy(struct pfs_delta_enc *e, uint64_t dst, uint64_t src, uint6
 		}
 		if (src != dst)
 			st->moved_bytes += take;
+		e->shift = (int64_t)(src - dst);
 		dst += take;
 		src += take;
 		len -= take;
@@ -218,7 +236,7 @@ static struct choice choose(struct pfs_delta_enc *e, const uint8_t *t, uint64_t 
 {
 	static const uint8_t elems[] = { 1, 2, 4 };
 	struct choice best = e->last;
-	size_t best_len = SIZE_MAX, cap = ZSTD_compressBound(SAMPLE);
+	size_t best_len = SIZE_MAX, plain = SIZE_MAX, cap = ZSTD_compressBound(SAMPLE);
 
 	if (!xor_ok && best.kind == PFS_DELTA_XOR)
 		best.kind = PFS_DELTA_ZSTD;
@@ -231,13 +249,71 @@ static struct choice choose(struct pfs_delta_enc *e, const uint8_t *t, uint64_t 
 			const uint8_t *src = transform(e, c, t, off, n);
 			size_t z = zc(e, e->sample_out, cap, src, n, 1);
 
-			if (!ZSTD_isError(z) && z < best_len) {
+			if (ZSTD_isError(z))
+				continue;
+			if (k && i == 0)
+				plain = z;
+			if (z < best_len) {
 				best_len = z;
 				best = c;
 			}
 		}
 	}
+	/* The bytes as they are, unless a split gains 3%: only unsplit bytes
+	 * can go as ZREF, which matches them against the base too. */
+	if (best.kind == PFS_DELTA_ZSTD && best.elem > 1 && best_len * 103 / 100 >= plain)
+		best.elem = 1;
 	return best;
+}
+
+/* zstd of target[off, off+n) with the base window around where these
+ * bytes probably sit as the frame's prefix, so matches at any byte offset
+ * into the old version are found (what chunking misses when every chunk
+ * holds a changed byte, as in a tarball whose headers name the release).
+ * The compressed size (< n) or a zstd error code; the window in @op. */
+static size_t code_zref(struct pfs_delta_enc *e, uint8_t *dst, const uint8_t *t, uint64_t off,
+			size_t n, struct pfs_delta_op *op)
+{
+	int64_t at = (int64_t)off + e->shift;
+	uint64_t lo = at > (int64_t)ZREF_MARGIN ? (uint64_t)at - ZREF_MARGIN : 0;
+	uint64_t hi = at + (int64_t)(n + ZREF_MARGIN) > 0 ? (uint64_t)at + n + ZREF_MARGIN : 0;
+	int wlog = 10;
+	size_t z;
+
+	if (hi > e->base_size)
+		hi = e->base_size;
+	if (lo >= hi)
+		return NOT_CODED;
+	if (hi - lo > PFS_DELTA_ZREF_WINDOW_MAX)
+		hi = lo + PFS_DELTA_ZREF_WINDOW_MAX;
+	while (wlog < 27 && (1ULL << wlog) < hi - lo + n)
+		wlog++;
+	ZSTD_CCtx_setParameter(e->zc, ZSTD_c_windowLog, wlog);
+	z = ZSTD_CCtx_refPrefix(e->zc, e->base + lo, hi - lo);
+	if (!ZSTD_isError(z))
+		z = zc(e, dst, n - 1, t + off, n, e->level);
+	ZSTD_CCtx_setParameter(e->zc, ZSTD_c_windowLog, 0);
+	op->src = lo;
+	op->wlen = (uint32_t)(hi - lo);
+	return z;
+}
+
+/* One coding of target[off, off+n) as @c into @dst (ZSTD of unsplit
+ * bytes goes as ZREF when there is a base); the size or NOT_CODED. */
+static size_t code_as(struct pfs_delta_enc *e, struct choice c, uint8_t *dst, const uint8_t *t,
+		      uint64_t off, size_t n, struct pfs_delta_op *op)
+{
+	*op = (struct pfs_delta_op){
+		.dst = off, .len = (uint32_t)n, .kind = c.kind, .elem = c.elem
+	};
+	if (n < 2)
+		return NOT_CODED;
+	if (c.kind == PFS_DELTA_ZSTD && c.elem == 1 && e->base_size && n >= ZREF_MIN) {
+		op->kind = PFS_DELTA_ZREF;
+		return code_zref(e, dst, t, off, n, op);
+	}
+	/* Anything not smaller than the bytes goes raw. */
+	return zc(e, dst, n - 1, transform(e, c, t, off, n), n, e->level);
 }
 
 /* One literal region, all of it inside or all of it past the base. */
@@ -247,17 +323,28 @@ static void code_region(struct pfs_delta_enc *e, const uint8_t *t, uint64_t off,
 	bool xor_ok = off + n <= e->base_size;
 	struct choice c = choose(e, t, off, n, xor_ok);
 	uint8_t *dst = e->buf + e->reserve + e->fill;
-	const uint8_t *src = transform(e, c, t, off, n);
-	/* Anything not smaller than the bytes goes raw. */
-	size_t z = n < 2 ? 0 : zc(e, dst, n - 1, src, n, e->level);
-	struct pfs_delta_op op = { .dst = off, .len = (uint32_t)n, .kind = c.kind, .elem = c.elem };
+	struct pfs_delta_op op, alt;
+	size_t z = code_as(e, c, dst, t, off, n, &op), za;
 
 	e->last = c;
-	if (n < 2 || ZSTD_isError(z)) {
+	/* The sample is the region's first 32 KiB; when the rest is unlike it
+	 * (bytes that moved start further on) the coding comes out poor: then
+	 * the base window is tried too, and the smaller kept. */
+	if (op.kind != PFS_DELTA_ZREF && e->base_size && n >= ZREF_MIN &&
+	    (ZSTD_isError(z) || z > n - n / 8)) {
+		za = code_as(e, (struct choice){ PFS_DELTA_ZSTD, 1 }, e->alt, t, off, n, &alt);
+		if (!ZSTD_isError(za) && (ZSTD_isError(z) || za < z)) {
+			memcpy(dst, e->alt, za);
+			z = za;
+			op = alt;
+		}
+	}
+	if (ZSTD_isError(z)) {
 		memcpy(dst, t + off, n);
 		z = n;
-		op.kind = PFS_DELTA_RAW;
-		op.elem = 1;
+		op = (struct pfs_delta_op){
+			.dst = off, .len = (uint32_t)n, .kind = PFS_DELTA_RAW, .elem = 1
+		};
 	}
 	op.clen = (uint32_t)z;
 	e->fill += z;
@@ -311,14 +398,25 @@ ssize_t pfs_delta_enc__gram(struct pfs_delta_enc *e, uint64_t seq, const uint8_t
 		/* Unchanged: one COPY per PFS_DELTA_OP_MAX, no chunking. */
 		push_copy(e, off, off, len, st);
 	} else {
-		for (uint64_t pos = off; pos < end;) {
+		/* Chunk boundaries run on over the whole range, whatever
+		 * matched, exactly as over the base: a boundary depends on the
+		 * one before it, so restarting the chunker where a match ended
+		 * would cut the rest of the range out of step with the base
+		 * and find nothing that moved. */
+		for (uint64_t pos = off, covered = off; pos < end;) {
 			size_t n = pfs_cdc_cut(target + pos, end - pos);
-			uint64_t src = find_match(e, target, pos, n), lo, k, m;
+			uint64_t next = pos + n, src = UINT64_MAX, lo, k, m;
 
+			if (next <= covered) { /* inside a match grown past it */
+				pos = next;
+				continue;
+			}
+			if (pos >= covered)
+				src = find_match(e, target, pos, n);
 			if (src == UINT64_MAX) {
 				if (lit == UINT64_MAX)
-					lit = pos;
-				pos += n;
+					lit = pos > covered ? pos : covered;
+				pos = next;
 				if (pos - lit >= REGION) {
 					code_literal(e, target, lit, pos, st);
 					lit = UINT64_MAX;
@@ -331,15 +429,16 @@ ssize_t pfs_delta_enc__gram(struct pfs_delta_enc *e, uint64_t seq, const uint8_t
 			lo = lit != UINT64_MAX ? lit : pos;
 			k = common_suffix(target + pos, e->base + src,
 					  pos - lo < src ? pos - lo : src);
-			m = n + common_prefix(target + pos + n, e->base + src + n,
-					      end - pos - n < e->base_size - src - n ?
-						      end - pos - n :
+			m = n + common_prefix(target + next, e->base + src + n,
+					      end - next < e->base_size - src - n ?
+						      end - next :
 						      e->base_size - src - n);
 			if (lit != UINT64_MAX && pos - k > lit)
 				code_literal(e, target, lit, pos - k, st);
 			lit = UINT64_MAX;
 			push_copy(e, pos - k, src - k, k + m, st);
-			pos += m;
+			covered = pos + m;
+			pos = next;
 		}
 		if (lit != UINT64_MAX)
 			code_literal(e, target, lit, end, st);

@@ -12,7 +12,8 @@
  *   (XOR, ZSTD), bits 6-7 zero;
  *   uvarint gap: dst - end of the previous operation (the first: dst);
  *   uvarint len;
- *   COPY: uvarint zigzag(src - dst); XOR, ZSTD: uvarint clen.
+ *   COPY: uvarint zigzag(src - dst); XOR, ZSTD: uvarint clen;
+ *   ZREF: uvarint zigzag(src - dst), uvarint wlen, uvarint clen.
  * RAW's payload length is its len. The gaps make the order ascending and
  * the operations non-overlapping by construction.
  */
@@ -37,7 +38,7 @@ static inline uint64_t clen_max(uint32_t len)
 
 const char *pfs_delta_kind_str(enum pfs_delta_kind k)
 {
-	static const char *const names[] = { "copy", "xor", "zstd", "raw" };
+	static const char *const names[] = { "copy", "xor", "zstd", "raw", "zref" };
 
 	return (unsigned int)k < PFS_DELTA_KINDS ? names[k] : "?";
 }
@@ -60,20 +61,26 @@ ssize_t pfs_delta_gram_encode(uint64_t seq, const struct pfs_delta_op *ops, uint
 	for (uint32_t i = 0; i < n; i++) {
 		const struct pfs_delta_op *d = &ops[i];
 		int el = elem_log2(d->elem);
-		bool coded = d->kind == PFS_DELTA_XOR || d->kind == PFS_DELTA_ZSTD;
+		bool split = d->kind == PFS_DELTA_XOR || d->kind == PFS_DELTA_ZSTD;
+		bool coded = split || d->kind == PFS_DELTA_ZREF;
+		bool ref = d->kind == PFS_DELTA_COPY || d->kind == PFS_DELTA_ZREF;
 
-		if (d->kind >= PFS_DELTA_KINDS || el < 0 || (!coded && el) || !d->len ||
+		if (d->kind >= PFS_DELTA_KINDS || el < 0 || (!split && el) || !d->len ||
 		    d->len > PFS_DELTA_OP_MAX || d->dst < end || (d->dst + d->len) >> 63 ||
 		    (coded && (!d->clen || d->clen > clen_max(d->len))) ||
 		    (d->kind == PFS_DELTA_RAW && d->clen != d->len) ||
-		    (d->kind == PFS_DELTA_COPY && (d->clen || d->src >> 63)))
+		    (d->kind == PFS_DELTA_COPY && d->clen) || (ref && d->src >> 63) ||
+		    (d->kind == PFS_DELTA_ZREF &&
+		     (!d->wlen || d->wlen > PFS_DELTA_ZREF_WINDOW_MAX)))
 			return -EINVAL;
 		*p++ = (uint8_t)(d->kind | el << ELEM_SHIFT);
 		p = put_uvarint(p, d->dst - end);
 		p = put_uvarint(p, d->len);
-		if (d->kind == PFS_DELTA_COPY)
+		if (ref)
 			p = put_uvarint(p, zigzag((int64_t)(d->src - d->dst)));
-		else if (coded)
+		if (d->kind == PFS_DELTA_ZREF)
+			p = put_uvarint(p, d->wlen);
+		if (coded)
 			p = put_uvarint(p, d->clen);
 		end = d->dst + d->len;
 		payload += d->clen;
@@ -132,11 +139,23 @@ static inline bool inside(uint64_t off, uint64_t len, uint64_t size)
 	return off <= size && len <= size - off;
 }
 
+/* src = dst + @delta (zig-zag decoded), checked without overflow either
+ * way, and [src, src + len) inside the base. 0 or -ERANGE. */
+static int ref_src(uint64_t dst, uint64_t v, uint64_t len, uint64_t base_size, uint64_t *src)
+{
+	int64_t delta = unzigzag(v);
+
+	if (delta < 0 ? (uint64_t) - (delta + 1) >= dst : (uint64_t)delta > base_size)
+		return -ERANGE;
+	*src = dst + (uint64_t)delta;
+	return inside(*src, len, base_size) ? 0 : -ERANGE;
+}
+
 /* One entry at *pp; its target range starts at or after @end. */
 static int decode_op(const uint8_t **pp, const uint8_t *e, uint64_t end, uint64_t base_size,
 		     uint64_t target_size, struct pfs_delta_op *d)
 {
-	uint64_t gap, len, v = 0;
+	uint64_t gap, len, v = 0, w = 0, c = 0;
 	uint8_t k;
 	int el, err;
 
@@ -146,13 +165,19 @@ static int decode_op(const uint8_t **pp, const uint8_t *e, uint64_t end, uint64_
 	el = (k & ELEM_MASK) >> ELEM_SHIFT;
 	if ((k & ~(KIND_MASK | ELEM_MASK)) || (k & KIND_MASK) >= PFS_DELTA_KINDS || el == 3)
 		return -EPROTO;
+	memset(d, 0, sizeof(*d));
 	d->kind = k & KIND_MASK;
 	d->elem = (uint8_t)(1u << el);
 	if (el && d->kind != PFS_DELTA_XOR && d->kind != PFS_DELTA_ZSTD)
 		return -EPROTO;
 	if ((err = get_uvarint(pp, e, &gap)) || (err = get_uvarint(pp, e, &len)))
 		return err;
-	if (d->kind != PFS_DELTA_RAW && (err = get_uvarint(pp, e, &v)))
+	if ((d->kind == PFS_DELTA_COPY || d->kind == PFS_DELTA_ZREF) &&
+	    (err = get_uvarint(pp, e, &v)))
+		return err;
+	if (d->kind == PFS_DELTA_ZREF && (err = get_uvarint(pp, e, &w)))
+		return err;
+	if (d->kind != PFS_DELTA_COPY && d->kind != PFS_DELTA_RAW && (err = get_uvarint(pp, e, &c)))
 		return err;
 	if (!len || len > PFS_DELTA_OP_MAX)
 		return -E2BIG;
@@ -160,33 +185,27 @@ static int decode_op(const uint8_t **pp, const uint8_t *e, uint64_t end, uint64_
 		return -ERANGE;
 	d->dst = end + gap;
 	d->len = (uint32_t)len;
-	d->src = 0;
-	d->clen = 0;
 	switch (d->kind) {
-	case PFS_DELTA_COPY: {
-		int64_t delta = unzigzag(v);
-
-		/* src = dst + delta, computed without overflow either way. */
-		if (delta < 0 ? (uint64_t) - (delta + 1) >= d->dst : (uint64_t)delta > base_size)
-			return -ERANGE;
-		d->src = d->dst + (uint64_t)delta;
-		if (!inside(d->src, len, base_size))
-			return -ERANGE;
-		break;
-	}
+	case PFS_DELTA_COPY:
+		return ref_src(d->dst, v, len, base_size, &d->src);
+	case PFS_DELTA_RAW:
+		d->clen = d->len;
+		return 0;
 	case PFS_DELTA_XOR:
 		if (!inside(d->dst, len, base_size))
 			return -ERANGE;
-		/* fall through */
-	case PFS_DELTA_ZSTD:
-		if (!v || v > clen_max(d->len))
-			return -EBADMSG;
-		d->clen = (uint32_t)v;
 		break;
-	default:
-		d->clen = d->len;
+	case PFS_DELTA_ZREF:
+		if (!w || w > PFS_DELTA_ZREF_WINDOW_MAX)
+			return -E2BIG;
+		if ((err = ref_src(d->dst, v, w, base_size, &d->src)))
+			return err;
+		d->wlen = (uint32_t)w;
 		break;
 	}
+	if (!c || c > clen_max(d->len))
+		return -EBADMSG;
+	d->clen = (uint32_t)c;
 	return 0;
 }
 

@@ -295,6 +295,8 @@ void pfs_cli_delta_json(struct pfs_json *j, const struct pfs_delta_result *d,
 		    &s->wire[PFS_DELTA_XOR]);
 	region_json(j, "zstd", s->n[PFS_DELTA_ZSTD], s->bytes[PFS_DELTA_ZSTD],
 		    &s->wire[PFS_DELTA_ZSTD]);
+	region_json(j, "zstd_ref", s->n[PFS_DELTA_ZREF], s->bytes[PFS_DELTA_ZREF],
+		    &s->wire[PFS_DELTA_ZREF]);
 	region_json(j, "raw", s->n[PFS_DELTA_RAW], s->bytes[PFS_DELTA_RAW], NULL);
 	pfs_json_close(j);
 	pfs_json_obj(j, "stages");
