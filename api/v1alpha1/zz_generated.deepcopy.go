@@ -199,6 +199,11 @@ func (in *DeltaRegions) DeepCopyInto(out *DeltaRegions) {
 		*out = new(DeltaRegionCount)
 		**out = **in
 	}
+	if in.ZstdRef != nil {
+		in, out := &in.ZstdRef, &out.ZstdRef
+		*out = new(DeltaRegionCount)
+		**out = **in
+	}
 	if in.Raw != nil {
 		in, out := &in.Raw, &out.Raw
 		*out = new(DeltaRegionCount)

@@ -72,12 +72,17 @@ func deltaSender(x *pfsv1alpha1.PfsTransfer, in TransferInputs, addr placement.A
 	return side
 }
 
-// sourceBytes is the size of a Delta transfer's source blob, an upper bound
-// of its content (a blob loaded from files holds its manifest too); 0 when
-// unknown.
+// blobAlign is the unit every blob's size is rounded up to by pfs, whatever
+// its pages (PFS_BLOB_ALIGN in the data plane's pfs/blob.h).
+const blobAlign = 2 << 20
+
+// sourceBytes is the size of a Delta transfer's source blob as its holder
+// maps it: what the data plane sends, whole (a blob loaded from files is its
+// files, its manifest and zeros up to the next 2 MiB; status.size counts only
+// the files and the manifest); 0 when unknown.
 func sourceBytes(in TransferInputs) int64 {
 	if in.Source == nil {
 		return 0
 	}
-	return in.Source.EffectiveSize()
+	return roundUp(in.Source.EffectiveSize(), blobAlign)
 }

@@ -32,7 +32,9 @@ func namedBlob(name, size string) *pfsv1alpha1.PfsBlob {
 
 func TestDeltaTransferPods(t *testing.T) {
 	base, source := namedBlob("old", "1Gi"), namedBlob("new", "1Gi")
-	// A blob loaded from files: its size is known from status, with its manifest.
+	// A blob loaded from files: status.size counts its files and manifest; the
+	// blob pfs maps is that rounded up to 2 MiB (1026Mi), which --max-size and
+	// the memory requests follow.
 	source.Status.Size = ptr.To(q("1025Mi"))
 	secret := func(vol, blob string) corev1.Volume {
 		return corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
@@ -56,11 +58,11 @@ func TestDeltaTransferPods(t *testing.T) {
 			in: TransferInputs{Attempt: 1, Blob: base, Source: source,
 				Delta: placement.Delta{SenderNodes: []string{"n2"}, ReceiverNodes: []string{"n1", "n2"}}},
 			wantRecv: "recv --listen 0.0.0.0:5000 --mode delta --transport tcp --accept-timeout 300 --ready-file /run/pfs/ready " +
-				"--blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token --max-size 1074790400 --result-file /dev/termination-log",
+				"--blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token --max-size 1075838976 --result-file /dev/termination-log",
 			wantSend: "send --connect 10.0.0.5:5000 --mode delta --transport tcp --blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token " +
 				"--src-blob-socket /run/packetfs/ns/new.sock --src-blob-token-file /etc/packetfs/source-token/token --zstd-level 3 --delta-threads 1 --result-file /dev/termination-log",
-			wantRecvRes:  rl("cpu", "1", "memory", "1281Mi"),
-			wantSendRes:  rl("cpu", "1", "memory", "1345Mi"),
+			wantRecvRes:  rl("cpu", "1", "memory", "1282Mi"),
+			wantSendRes:  rl("cpu", "1", "memory", "1346Mi"),
 			wantRecvVols: []corev1.Volume{runVol, sockets, secret("blob-token", "old")},
 			wantRecvNode: []string{"n1", "n2"},
 			wantSendNode: []string{"n2"},
@@ -74,11 +76,11 @@ func TestDeltaTransferPods(t *testing.T) {
 			in: TransferInputs{Blob: base, Source: source,
 				Delta: placement.Delta{SenderNodes: []string{"n1", "n2"}, NoBaseNode: "n9"}},
 			wantRecv: "recv --listen 0.0.0.0:5000 --mode delta --transport tcp --accept-timeout 300 --ready-file /run/pfs/ready " +
-				"--no-base --max-size 1074790400 --result-file /dev/termination-log",
+				"--no-base --max-size 1075838976 --result-file /dev/termination-log",
 			wantSend: "send --connect 10.0.0.5:5000 --mode delta --transport tcp --blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token " +
 				"--src-blob-socket /run/packetfs/ns/new.sock --src-blob-token-file /etc/packetfs/source-token/token --zstd-level 19 --delta-threads 4 --result-file /dev/termination-log",
-			wantRecvRes:  rl("cpu", "1", "memory", "1281Mi"),
-			wantSendRes:  rl("cpu", "4", "memory", "1345Mi"),
+			wantRecvRes:  rl("cpu", "1", "memory", "1282Mi"),
+			wantSendRes:  rl("cpu", "4", "memory", "1346Mi"),
 			wantRecvVols: []corev1.Volume{runVol},
 			wantSendNode: []string{"n1", "n2"},
 		},

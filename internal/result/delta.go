@@ -25,9 +25,11 @@ type Delta struct {
 	FullCopy bool
 	// SHA256 is the source's digest, 64 lower-case hex digits.
 	SHA256 string
-	// Same, Moved, XOR, Zstd and Raw count the regions of each kind; nil
-	// when this side did not report them.
-	Same, Moved, XOR, Zstd, Raw *DeltaRegion
+	// Same, Moved, XOR, Zstd, ZstdRef and Raw count the regions of each
+	// kind; nil when this side did not report them. ZstdRef regions are zstd
+	// whose matches may refer to a window of the base (bytes that moved a
+	// little); older pfs binaries do not report them.
+	Same, Moved, XOR, Zstd, ZstdRef, Raw *DeltaRegion
 	// Index, Encode, Apply and Verify are the stage times (0: not this side's).
 	Index, Encode, Apply, Verify time.Duration
 	// Bound is the stage that limited this side: the sender's "encode" or
@@ -57,11 +59,12 @@ type deltaJSON struct {
 	FullCopy    *bool   `json:"full_copy"`
 	SHA256      *string `json:"sha256"`
 	Regions     struct {
-		Same  *deltaRegionJSON `json:"same"`
-		Moved *deltaRegionJSON `json:"moved"`
-		XOR   *deltaRegionJSON `json:"xor"`
-		Zstd  *deltaRegionJSON `json:"zstd"`
-		Raw   *deltaRegionJSON `json:"raw"`
+		Same    *deltaRegionJSON `json:"same"`
+		Moved   *deltaRegionJSON `json:"moved"`
+		XOR     *deltaRegionJSON `json:"xor"`
+		Zstd    *deltaRegionJSON `json:"zstd"`
+		ZstdRef *deltaRegionJSON `json:"zstd_ref"`
+		Raw     *deltaRegionJSON `json:"raw"`
 	} `json:"regions"`
 	Stages struct {
 		Index  *float64 `json:"index_s"`
@@ -110,7 +113,7 @@ func parseDelta(j *deltaJSON, needSHA bool) (*Delta, error) {
 		name string
 		j    *deltaRegionJSON
 		into **DeltaRegion
-	}{{"same", r.Same, &d.Same}, {"moved", r.Moved, &d.Moved}, {"xor", r.XOR, &d.XOR}, {"zstd", r.Zstd, &d.Zstd}, {"raw", r.Raw, &d.Raw}} {
+	}{{"same", r.Same, &d.Same}, {"moved", r.Moved, &d.Moved}, {"xor", r.XOR, &d.XOR}, {"zstd", r.Zstd, &d.Zstd}, {"zstd_ref", r.ZstdRef, &d.ZstdRef}, {"raw", r.Raw, &d.Raw}} {
 		if *c.into, err = parseDeltaRegion("delta.regions."+c.name, c.j); err != nil {
 			return nil, err
 		}

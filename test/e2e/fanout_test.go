@@ -29,6 +29,9 @@ const (
 	fileBlob  = "dict-file"
 	dirBlob   = "minilm"
 	xdpBlob   = "minilm-weights"
+	// The two versions of silero-vad's model a Delta transfer moves.
+	deltaBase = "silero-v5"
+	deltaNew  = "silero-v6"
 	// fanoutRate paces every hop of the file blob so the test can delete
 	// the middle node's holder while bytes still flow through it.
 	fanoutRate = "40Mi"
@@ -107,9 +110,12 @@ func testFanout(ctx context.Context, t *testing.T) {
 	t.Run("a model directory, a node joining later, a consumer pod reading a tensor through the Python client", func(t *testing.T) {
 		testDirBlob(ctx, t)
 	})
+	t.Run("a new model version sent as a Delta PfsTransfer against the version both nodes hold", func(t *testing.T) {
+		testDeltaTransfer(ctx, t)
+	})
 	t.Run("bad sources become conditions that say what to fix", func(t *testing.T) { testBadSources(ctx, t) })
 	t.Run("invalid sources rejected by the API with the CEL message", testInvalidSources)
-	_, _ = kubectl("-n", testNS, "delete", "pfsblob", fileBlob, dirBlob, xdpBlob, "--ignore-not-found", "--wait=true", "--timeout=120s")
+	_, _ = kubectl("-n", testNS, "delete", "pfsblob", fileBlob, dirBlob, xdpBlob, deltaBase, deltaNew, "--ignore-not-found", "--wait=true", "--timeout=120s")
 }
 
 // applyModelsVolume makes the PVC the blobs load from: a local
