@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
 	"packetfs.io/operator/internal/podspec"
 )
 
@@ -167,7 +168,7 @@ func (r *PfsBlobReconciler) gatherSource(ctx context.Context, blob *pfsv1alpha1.
 				others = append(others, p)
 			}
 		}
-		obs.Requested[n.Name] = sumRequests(others)
+		obs.Requested[n.Name] = placement.SumRequests(others)
 	}
 	return obs, nil
 }
