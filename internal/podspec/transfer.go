@@ -33,6 +33,11 @@ type TransferInputs struct {
 	Source *pfsv1alpha1.PfsBlob
 	// Delta is where the pods of a Delta transfer run (mode Delta).
 	Delta placement.Delta
+	// NUMANode and NUMAZone are the NUMA decision for the pod being built:
+	// the one node it runs on ("": the nodes above, else the scheduler's
+	// choice) and the zone pfs binds its memory to (--numa; nil: none).
+	NUMANode string
+	NUMAZone *int32
 }
 
 // TransferPodName is the name of one side's pod in one attempt.
@@ -94,7 +99,7 @@ func ReceiverPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs) *cor
 	} else {
 		side = receiver(x, in)
 	}
-	pod := transferPod(cfg, x, in.Attempt, side)
+	pod := transferPod(cfg, x, in, side)
 	c := &pod.Spec.Containers[0]
 	c.ReadinessProbe = &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
@@ -143,9 +148,9 @@ func recvArgs(x *pfsv1alpha1.PfsTransfer) []string {
 // SenderPod builds the sending side, which connects to the receiver at addr.
 func SenderPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, addr placement.Address) *corev1.Pod {
 	if x.Spec.Mode == pfsv1alpha1.ModeDelta {
-		return transferPod(cfg, x, in.Attempt, deltaSender(x, in, addr))
+		return transferPod(cfg, x, in, deltaSender(x, in, addr))
 	}
-	return transferPod(cfg, x, in.Attempt, sender(x, in, addr))
+	return transferPod(cfg, x, in, sender(x, in, addr))
 }
 
 // sender is the sending side of the gram modes. Without a blob it fills a
@@ -208,8 +213,16 @@ type transferSide struct {
 	extra  corev1.ResourceList
 }
 
-func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, attempt int32, side transferSide) *corev1.Pod {
-	ep, component := side.ep, side.component
+// transferPod builds one side's pod; in's NUMA decision pins its node and
+// gives pfs the zone.
+func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side transferSide) *corev1.Pod {
+	ep, component, attempt := side.ep, side.component, in.Attempt
+	if in.NUMANode != "" {
+		side.nodes = []string{in.NUMANode}
+	}
+	if z := in.NUMAZone; z != nil {
+		side.args = append(side.args, "--numa", strconv.Itoa(int(*z)))
+	}
 	queues := int64(ep.Queues)
 	if queues < 1 {
 		queues = 1
