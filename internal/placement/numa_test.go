@@ -91,9 +91,9 @@ func TestPlace(t *testing.T) {
 		reason     []string // substrings of Reason
 	}{
 		"1 zone": {
-			nodes: []*NodeTopology{nrtNode("n1", zone(0, 4, 4096, 1024, 1))},
-			req:   req(pref, 2, 512, 512, 1),
-			want:  Decision{Node: "n1", Zone: ptr.To[int32](0), Fit: FitZone},
+			nodes:  []*NodeTopology{nrtNode("n1", zone(0, 4, 4096, 1024, 1))},
+			req:    req(pref, 2, 512, 512, 1),
+			want:   Decision{Node: "n1", Zone: ptr.To[int32](0), Fit: FitZone},
 			reason: []string{"node n1 zone node-0: 4 cpu, 1Gi hugepages-2Mi, 4Gi memory, 1 packetfs.io/pfsdata0 free"},
 		},
 		"2 zones: the one with the most left after placement": {
@@ -160,9 +160,9 @@ func TestPlace(t *testing.T) {
 			want:  Decision{Node: "b", Zone: ptr.To[int32](0), Fit: FitZone},
 		},
 		"only a stale NRT fits: chosen, and said": {
-			nodes: []*NodeTopology{stale(nrtNode("a", zone(0, 8, 8192, 2048, 1))), nrtNode("b", zone(0, 1, 4096, 1024, 1))},
-			req:   req(reqd, 2, 512, 0, 1),
-			want:  Decision{Node: "a", Zone: ptr.To[int32](0), Fit: FitZone, Stale: true},
+			nodes:  []*NodeTopology{stale(nrtNode("a", zone(0, 8, 8192, 2048, 1))), nrtNode("b", zone(0, 1, 4096, 1024, 1))},
+			req:    req(reqd, 2, 512, 0, 1),
+			want:   Decision{Node: "a", Zone: ptr.To[int32](0), Fit: FitZone, Stale: true},
 			reason: []string{"its NodeResourceTopology is stale (updated 2026-11-27T09:59:00Z, a pod changed on the node at 2026-11-27T10:00:00Z): no fresh node fits"},
 		},
 		"an NRT without update time is stale": {
@@ -172,9 +172,9 @@ func TestPlace(t *testing.T) {
 			reason: []string{"stale (no update time)"},
 		},
 		"node-level data (no NRT) ranks after fresh zones, before stale ones": {
-			nodes: []*NodeTopology{stale(nrtNode("a", zone(0, 8, 8192, 2048, 1))), nodeLevel("b", 2)},
-			req:   req(reqd, 2, 512, 0, 1),
-			want:  Decision{Node: "b", Fit: FitNode},
+			nodes:  []*NodeTopology{stale(nrtNode("a", zone(0, 8, 8192, 2048, 1))), nodeLevel("b", 2)},
+			req:    req(reqd, 2, 512, 0, 1),
+			want:   Decision{Node: "b", Fit: FitNode},
 			reason: []string{"node b: 2 cpu, 8Gi memory, 1 packetfs.io/pfsdata0 free; no NodeResourceTopology for it: the kubelet picks the NUMA zone"},
 		},
 		"a device no zone reports is counted node-wide": {

@@ -94,3 +94,20 @@ func ValidNUMAZone(z *int32) *int32 {
 	v := *z
 	return &v
 }
+
+// AffinityNodes are the node names a NodeAffinity restricts a pod to, in
+// order; nil when aff restricts nothing by name.
+func AffinityNodes(aff *corev1.Affinity) []string {
+	if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var nodes []string
+	for _, term := range aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn {
+				nodes = append(nodes, f.Values...)
+			}
+		}
+	}
+	return nodes
+}
