@@ -406,7 +406,7 @@ func lacks(req Resources, have func(corev1.ResourceName) (int64, bool)) string {
 	for _, r := range sortedNames(req) {
 		got, ok := have(r)
 		if ok && got < req[r] {
-			parts = append(parts, fmt.Sprintf("%s (%s free, %s needed)", r, amount(r, got), amount(r, req[r])))
+			parts = append(parts, fmt.Sprintf("%s (%s free, %s needed)", r, amount(r, max(got, 0)), amount(r, req[r])))
 		}
 	}
 	return strings.Join(parts, ", ")
