@@ -88,7 +88,7 @@ func TestNUMAPlacement(t *testing.T) {
 	outer := t
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx)
-	testNodes(t, ctx, ns, "1Gi", "numa-a", "numa-b") // 4 CPUs, 8Gi each
+	testNodes(t, ctx, ns, "1Gi", "numa-a", "numa-b")  // 4 CPUs, 8Gi each
 	readyBlob(t, ctx, ns, "data", "numa-a", "numa-b") // a 1-CPU holder on each
 	hog := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hog", Namespace: ns},
 		Spec: corev1.PodSpec{NodeName: "numa-a", Containers: []corev1.Container{{Name: "c", Image: "x",
