@@ -148,10 +148,8 @@ func (r *PfsTransferReconciler) apply(ctx context.Context, x *pfsv1alpha1.PfsTra
 		if d.Fit == placement.FitNone {
 			return out, nil
 		}
-		if d.Node != "" {
-			in.NUMANode, in.NUMAZone = d.Node, d.Zone
-			pod = build(in)
-		}
+		in.NUMA = numaPlacementStatus(d)
+		pod = build(in)
 		if out.createFailed = createPod(ctx, &r.Deps, x, pod); out.createFailed != nil {
 			out.placed = nil
 			return out, nil

@@ -65,6 +65,12 @@ func sideName(component string) string {
 	return "receiver"
 }
 
+// numaPlacementStatus is a decision as status (and the pod's annotation) shows it.
+func numaPlacementStatus(d placement.Decision) *pfsv1alpha1.NUMAPlacement {
+	return &pfsv1alpha1.NUMAPlacement{Node: d.Node, Zone: d.Zone, Fit: pfsv1alpha1.NUMAFit(d.Fit),
+		Reason: truncate(d.Reason, maxPlacementReason)}
+}
+
 // recordPlacement writes a created pod's decision into its side's status
 // and the NUMAPlaced Event.
 func recordPlacement(st *pfsv1alpha1.PfsTransferStatus, plan *transferPlan, p placedPod) {
@@ -76,8 +82,7 @@ func recordPlacement(st *pfsv1alpha1.PfsTransferStatus, plan *transferPlan, p pl
 		*es = &pfsv1alpha1.EndpointStatus{Placement: pfsv1alpha1.Placement{Pod: p.Pod}}
 	}
 	d := p.Decision
-	(*es).NUMAPlacement = &pfsv1alpha1.NUMAPlacement{Node: d.Node, Zone: d.Zone, Fit: pfsv1alpha1.NUMAFit(d.Fit),
-		Reason: truncate(d.Reason, maxPlacementReason)}
+	(*es).NUMAPlacement = numaPlacementStatus(d)
 	plan.Events = append(plan.Events, event{Type: corev1.EventTypeNormal, Reason: pfsv1alpha1.ReasonNUMAPlaced,
 		Message: truncate(fmt.Sprintf("%s pod %s: %s", sideName(p.Component), p.Pod, d.Reason), maxPlacementReason)})
 }

@@ -145,3 +145,20 @@ func TestTransferNUMADecisionStatus(t *testing.T) {
 		t.Errorf("every candidate a misfit: phase %s, %v", st.Phase, condSummary(st.Conditions))
 	}
 }
+
+// A decision whose status write was lost (a conflict after the pod was
+// created) comes back from the pod's annotation.
+func TestTransferNUMAPlacementFromPod(t *testing.T) {
+	x := numaTransfer(pfsv1alpha1.NUMAPolicyPreferred, 0, pfsv1alpha1.PfsTransferStatus{Phase: pfsv1alpha1.PhasePlacing})
+	want := &pfsv1alpha1.NUMAPlacement{Node: "n1", Zone: ptr.To[int32](1), Fit: pfsv1alpha1.NUMAFitSingleZone, Reason: "node n1 zone node-1: 2 cpu free"}
+	in := podspec.TransferInputs{NUMA: want}
+	recv := podspec.ReceiverPod(podspec.Config{Binary: "/pfs"}, x, in)
+	recv.Spec.NodeName = "n1"
+	st, _ := decideTransfer(x, transferObservation{Now: t0, Timing: DefaultTiming, Receiver: recv})
+	if st.Receiver == nil {
+		t.Fatal("no receiver status")
+	}
+	if diff := cmp.Diff(want, st.Receiver.NUMAPlacement); diff != "" {
+		t.Errorf("receiver.numaPlacement (-want +got):\n%s", diff)
+	}
+}

@@ -290,6 +290,9 @@ func (d *transferDecision) place(es **pfsv1alpha1.EndpointStatus, pod *corev1.Po
 		*es = &pfsv1alpha1.EndpointStatus{}
 	}
 	(*es).Pod, (*es).Node = pod.Name, pod.Spec.NodeName
+	if (*es).NUMAPlacement == nil {
+		(*es).NUMAPlacement = podspec.NUMAPlacementOf(pod) // the decision's status write may have been lost
+	}
 }
 
 // stop follows a precondition's verdict.

@@ -468,8 +468,11 @@ func TestTransferPodsNUMA(t *testing.T) {
 			t.Errorf("%s without a zone: %s", pod.Name, args)
 		}
 	}
-	in.NUMANode, in.NUMAZone = "n2", ptr.To[int32](1)
+	in.NUMA = &pfsv1alpha1.NUMAPlacement{Node: "n2", Zone: ptr.To[int32](1), Fit: pfsv1alpha1.NUMAFitSingleZone, Reason: "node n2 zone node-1: 2 cpu free"}
 	for _, pod := range []*corev1.Pod{ReceiverPod(cfg, x, in), SenderPod(cfg, x, in, addr)} {
+		if diff := cmp.Diff(in.NUMA, NUMAPlacementOf(pod)); diff != "" {
+			t.Errorf("%s: the decision it carries (-want +got):\n%s", pod.Name, diff)
+		}
 		if diff := cmp.Diff(placement.NodeAffinity([]string{"n2"}), pod.Spec.Affinity); diff != "" {
 			t.Errorf("%s: affinity (-want +got):\n%s", pod.Name, diff)
 		}
@@ -477,8 +480,13 @@ func TestTransferPodsNUMA(t *testing.T) {
 			t.Errorf("%s: args %s do not end with --numa 1", pod.Name, args)
 		}
 	}
-	in.NUMAZone = nil // a node without a zone (node-level data, cross-zone)
+	in.NUMA.Zone = nil // a node without a zone (node-level data, cross-zone)
 	if args := strings.Join(ReceiverPod(cfg, x, in).Spec.Containers[0].Args, " "); strings.Contains(args, "--numa") {
 		t.Errorf("no zone, yet %s", args)
+	}
+	pod := ReceiverPod(cfg, x, in)
+	pod.Annotations[AnnotationNUMAPlacement] = "{"
+	if NUMAPlacementOf(pod) != nil || NUMAPlacementOf(&corev1.Pod{}) != nil {
+		t.Error("a pod without a readable decision carries one")
 	}
 }

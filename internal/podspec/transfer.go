@@ -3,6 +3,7 @@
 package podspec
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,11 +34,25 @@ type TransferInputs struct {
 	Source *pfsv1alpha1.PfsBlob
 	// Delta is where the pods of a Delta transfer run (mode Delta).
 	Delta placement.Delta
-	// NUMANode and NUMAZone are the NUMA decision for the pod being built:
-	// the one node it runs on ("": the nodes above, else the scheduler's
+	// NUMA is the NUMA decision for the pod being built (nil: none): the
+	// one node it runs on ("": the nodes above, else the scheduler's
 	// choice) and the zone pfs binds its memory to (--numa; nil: none).
-	NUMANode string
-	NUMAZone *int32
+	// The pod carries it in AnnotationNUMAPlacement.
+	NUMA *pfsv1alpha1.NUMAPlacement
+}
+
+// NUMAPlacementOf reads the decision a transfer pod carries; nil when it
+// carries none or it does not parse.
+func NUMAPlacementOf(pod *corev1.Pod) *pfsv1alpha1.NUMAPlacement {
+	raw, ok := pod.Annotations[AnnotationNUMAPlacement]
+	if !ok {
+		return nil
+	}
+	p := &pfsv1alpha1.NUMAPlacement{}
+	if err := json.Unmarshal([]byte(raw), p); err != nil {
+		return nil
+	}
+	return p
 }
 
 // TransferPodName is the name of one side's pod in one attempt.
@@ -217,11 +232,16 @@ type transferSide struct {
 // gives pfs the zone.
 func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side transferSide) *corev1.Pod {
 	ep, component, attempt := side.ep, side.component, in.Attempt
-	if in.NUMANode != "" {
-		side.nodes = []string{in.NUMANode}
-	}
-	if z := in.NUMAZone; z != nil {
-		side.args = append(side.args, "--numa", strconv.Itoa(int(*z)))
+	annotations := map[string]string{AnnotationOwner: x.Name}
+	if p := in.NUMA; p != nil {
+		if p.Node != "" {
+			side.nodes = []string{p.Node}
+		}
+		if p.Zone != nil {
+			side.args = append(side.args, "--numa", strconv.Itoa(int(*p.Zone)))
+		}
+		raw, _ := json.Marshal(p) // plain strings and numbers: cannot fail
+		annotations[AnnotationNUMAPlacement] = string(raw)
 	}
 	queues := int64(ep.Queues)
 	if queues < 1 {
@@ -257,7 +277,6 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side
 		vols = append(vols, v)
 		c.VolumeMounts = append(c.VolumeMounts, m)
 	}
-	annotations := map[string]string{AnnotationOwner: x.Name}
 	if ep.Network != "" {
 		annotations[AnnotationNetworks] = ep.Network
 	}
