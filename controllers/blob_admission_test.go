@@ -92,11 +92,3 @@ func TestCheckSourcePolicy(t *testing.T) {
 		})
 	}
 }
-
-func rl(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}

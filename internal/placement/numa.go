@@ -103,15 +103,15 @@ type Request struct {
 type Fit string
 
 const (
-	// FitZone: one NUMA zone holds everything the pod asks for.
+	// FitZone means one NUMA zone holds everything the pod asks for.
 	FitZone Fit = "SingleZone"
-	// FitCrossZone: only the node's zones together do (numa Preferred).
+	// FitCrossZone means only the node's zones together do (numa Preferred).
 	FitCrossZone Fit = "CrossZone"
-	// FitNode: the node has no NodeResourceTopology; it fits as a whole.
+	// FitNode means the node has no NodeResourceTopology; it fits as a whole.
 	FitNode Fit = "Node"
-	// FitScheduler: no data on any candidate; the scheduler decides.
+	// FitScheduler means no data on any candidate; the scheduler decides.
 	FitScheduler Fit = "Scheduler"
-	// FitNone: no candidate fits.
+	// FitNone means no candidate fits.
 	FitNone Fit = "None"
 )
 

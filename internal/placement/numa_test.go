@@ -49,9 +49,9 @@ func nrtNode(name string, zones ...Zone) *NodeTopology {
 	return &NodeTopology{Name: name, HasNRT: true, Zones: zones, Updated: fresh, LastPodChange: t0}
 }
 
-// req asks for cpus, memory and hugepages-2Mi (MiB) and NICs.
-func req(p pfsv1alpha1.NUMAPolicy, cpus, memMi, hpMi, nics int64) Request {
-	r := Request{Policy: p, Resources: Resources{corev1.ResourceCPU: cpus * 1000, corev1.ResourceMemory: memMi * mi}}
+// req asks for cpus, 512Mi of memory, hugepages-2Mi (MiB) and NICs.
+func req(p pfsv1alpha1.NUMAPolicy, cpus, hpMi, nics int64) Request {
+	r := Request{Policy: p, Resources: Resources{corev1.ResourceCPU: cpus * 1000, corev1.ResourceMemory: 512 * mi}}
 	if hpMi > 0 {
 		r.Resources[hp2M] = hpMi * mi
 	}
@@ -63,7 +63,7 @@ func req(p pfsv1alpha1.NUMAPolicy, cpus, memMi, hpMi, nics int64) Request {
 
 func topoOf(nodes ...*NodeTopology) (map[string]*NodeTopology, []string) {
 	m := map[string]*NodeTopology{}
-	var names []string
+	names := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		m[n.Name] = n
 		names = append(names, n.Name)
@@ -92,88 +92,88 @@ func TestPlace(t *testing.T) {
 	}{
 		"1 zone": {
 			nodes:  []*NodeTopology{nrtNode("n1", zone(0, 4, 4096, 1024, 1))},
-			req:    req(pref, 2, 512, 512, 1),
+			req:    req(pref, 2, 512, 1),
 			want:   Decision{Node: "n1", Zone: ptr.To[int32](0), Fit: FitZone},
 			reason: []string{"node n1 zone node-0: 4 cpu, 1Gi hugepages-2Mi, 4Gi memory, 1 packetfs.io/pfsdata0 free"},
 		},
 		"2 zones: the one with the most left after placement": {
 			nodes:  []*NodeTopology{nrtNode("n1", zone(0, 2, 4096, 1024, 1), zone(1, 6, 4096, 1024, 1))},
-			req:    req(pref, 2, 512, 0, 1),
+			req:    req(pref, 2, 0, 1),
 			want:   Decision{Node: "n1", Zone: ptr.To[int32](1), Fit: FitZone},
 			reason: []string{"zone node-1: 6 cpu"},
 		},
 		"4 zones: only zone 3 has everything": {
 			nodes: []*NodeTopology{nrtNode("n1", zone(0, 8, 4096, 0, 1), zone(1, 8, 4096, 1024, 0),
 				zone(2, 1, 4096, 1024, 1), zone(3, 2, 4096, 1024, 1))},
-			req:  req(reqd, 2, 512, 512, 1),
+			req:  req(reqd, 2, 512, 1),
 			want: Decision{Node: "n1", Zone: ptr.To[int32](3), Fit: FitZone},
 			reason: []string{"zone node-0 lacks hugepages-2Mi (0 free, 512Mi needed)",
 				"zone node-1 lacks packetfs.io/pfsdata0 (0 free, 1 needed)", "zone node-2 lacks cpu (1 free, 2 needed)"},
 		},
 		"fragmented: 3 cpus over two zones of 2, Preferred goes across zones": {
 			nodes:  []*NodeTopology{nrtNode("n1", zone(0, 2, 4096, 0, -1), zone(1, 2, 4096, 0, -1))},
-			req:    req(pref, 3, 512, 0, 0),
+			req:    req(pref, 3, 0, 0),
 			want:   Decision{Node: "n1", Fit: FitCrossZone},
 			reason: []string{"node n1 across zones (numa Preferred): no single zone fits", "zone node-0 lacks cpu (2 free, 3 needed)"},
 		},
 		"fragmented: Required refuses across zones": {
 			nodes:  []*NodeTopology{nrtNode("n1", zone(0, 2, 4096, 0, -1), zone(1, 2, 4096, 0, -1))},
-			req:    req(reqd, 3, 512, 0, 0),
+			req:    req(reqd, 3, 0, 0),
 			want:   Decision{Fit: FitNone},
 			reason: []string{"no candidate node fits (spec.numa Required): n1: no single zone fits: zone node-0 lacks cpu (2 free, 3 needed), zone node-1 lacks cpu"},
 		},
 		"fragmented: a node with one whole zone beats a cross-zone one with more in total": {
 			nodes: []*NodeTopology{nrtNode("a", zone(0, 3, 4096, 0, -1), zone(1, 3, 4096, 0, -1)),
 				nrtNode("b", zone(0, 4, 4096, 0, -1), zone(1, 0, 4096, 0, -1))},
-			req:  req(pref, 4, 512, 0, 0),
+			req:  req(pref, 4, 0, 0),
 			want: Decision{Node: "b", Zone: ptr.To[int32](0), Fit: FitZone},
 		},
 		"the NIC on another zone than the free CPUs: Preferred crosses, with the reason": {
 			nodes:  []*NodeTopology{nrtNode("n1", zone(0, 8, 4096, 1024, 0), zone(1, 0, 4096, 1024, 1))},
-			req:    req(pref, 2, 512, 0, 1),
+			req:    req(pref, 2, 0, 1),
 			want:   Decision{Node: "n1", Fit: FitCrossZone},
 			reason: []string{"zone node-0 lacks packetfs.io/pfsdata0 (0 free, 1 needed)", "zone node-1 lacks cpu (0 free, 2 needed)"},
 		},
 		"the NIC on another zone than the free CPUs: Required goes to the node where they meet": {
 			nodes: []*NodeTopology{nrtNode("a", zone(0, 8, 4096, 1024, 0), zone(1, 0, 4096, 1024, 1)),
 				nrtNode("b", zone(0, 0, 4096, 1024, 1), zone(1, 2, 4096, 1024, 1))},
-			req:    req(reqd, 2, 512, 0, 1),
+			req:    req(reqd, 2, 0, 1),
 			want:   Decision{Node: "b", Zone: ptr.To[int32](1), Fit: FitZone},
 			reason: []string{"node b zone node-1", "zone node-0 lacks cpu (0 free, 2 needed)"},
 		},
 		"hugepages on one zone only": {
 			nodes:  []*NodeTopology{nrtNode("n1", zone(0, 8, 4096, 0, 1), zone(1, 2, 4096, 2048, 1))},
-			req:    req(reqd, 2, 512, 1024, 1),
+			req:    req(reqd, 2, 1024, 1),
 			want:   Decision{Node: "n1", Zone: ptr.To[int32](1), Fit: FitZone},
 			reason: []string{"2Gi hugepages-2Mi", "zone node-0 lacks hugepages-2Mi (0 free, 1Gi needed)"},
 		},
 		"nothing fits: each node's why": {
 			nodes: []*NodeTopology{nrtNode("a", zone(0, 1, 4096, 0, 1)), nodeLevel("b", 1)},
-			req:   req(pref, 2, 512, 0, 1),
+			req:   req(pref, 2, 0, 1),
 			want:  Decision{Fit: FitNone},
 			reason: []string{"a: its zones together lack cpu (1 free, 2 needed)", "b: node lacks cpu (1 free, 2 needed)",
 				"spec.numa Preferred"},
 		},
 		"a stale NRT comes after a fresh one with less free": {
 			nodes: []*NodeTopology{stale(nrtNode("a", zone(0, 8, 8192, 2048, 1))), nrtNode("b", zone(0, 2, 4096, 1024, 1))},
-			req:   req(reqd, 2, 512, 0, 1),
+			req:   req(reqd, 2, 0, 1),
 			want:  Decision{Node: "b", Zone: ptr.To[int32](0), Fit: FitZone},
 		},
 		"only a stale NRT fits: chosen, and said": {
 			nodes:  []*NodeTopology{stale(nrtNode("a", zone(0, 8, 8192, 2048, 1))), nrtNode("b", zone(0, 1, 4096, 1024, 1))},
-			req:    req(reqd, 2, 512, 0, 1),
+			req:    req(reqd, 2, 0, 1),
 			want:   Decision{Node: "a", Zone: ptr.To[int32](0), Fit: FitZone, Stale: true},
 			reason: []string{"its NodeResourceTopology is stale (updated 2026-11-27T09:59:00Z, a pod changed on the node at 2026-11-27T10:00:00Z): no fresh node fits"},
 		},
 		"an NRT without update time is stale": {
 			nodes:  []*NodeTopology{noTime(nrtNode("a", zone(0, 8, 8192, 2048, 1)))},
-			req:    req(pref, 2, 512, 0, 1),
+			req:    req(pref, 2, 0, 1),
 			want:   Decision{Node: "a", Zone: ptr.To[int32](0), Fit: FitZone, Stale: true},
 			reason: []string{"stale (no update time)"},
 		},
 		"node-level data (no NRT) ranks after fresh zones, before stale ones": {
 			nodes:  []*NodeTopology{stale(nrtNode("a", zone(0, 8, 8192, 2048, 1))), nodeLevel("b", 2)},
-			req:    req(reqd, 2, 512, 0, 1),
+			req:    req(reqd, 2, 0, 1),
 			want:   Decision{Node: "b", Fit: FitNode},
 			reason: []string{"node b: 2 cpu, 8Gi memory, 1 packetfs.io/pfsdata0 free; no NodeResourceTopology for it: the kubelet picks the NUMA zone"},
 		},
@@ -183,58 +183,58 @@ func TestPlace(t *testing.T) {
 				n.Free, n.Allocatable = Resources{nic: 1}, Resources{nic: 1}
 				return n
 			}()},
-			req:    req(reqd, 2, 512, 0, 1),
+			req:    req(reqd, 2, 0, 1),
 			want:   Decision{Node: "a", Zone: ptr.To[int32](0), Fit: FitZone},
 			reason: []string{"packetfs.io/pfsdata0 in no NUMA zone (no topology from its device plugin): counted node-wide"},
 		},
 		"a device no zone reports and the node has none free": {
 			nodes:  []*NodeTopology{func() *NodeTopology { n := nrtNode("a", zone(0, 4, 4096, 0, -1)); n.Free = Resources{nic: 0}; return n }()},
-			req:    req(reqd, 2, 512, 0, 1),
+			req:    req(reqd, 2, 0, 1),
 			want:   Decision{Fit: FitNone},
 			reason: []string{"a: node lacks packetfs.io/pfsdata0 (0 free, 1 needed)"},
 		},
 		"tie: the node name decides": {
 			nodes: []*NodeTopology{nrtNode("b", zone(0, 4, 4096, 0, 1)), nrtNode("a", zone(0, 4, 4096, 0, 1))},
-			req:   req(reqd, 2, 512, 0, 1),
+			req:   req(reqd, 2, 0, 1),
 			want:  Decision{Node: "a", Zone: ptr.To[int32](0), Fit: FitZone},
 		},
 		"tie: the lower zone id decides": {
 			nodes: []*NodeTopology{nrtNode("a", zone(1, 4, 4096, 0, 1), zone(0, 4, 4096, 0, 1))},
-			req:   req(reqd, 2, 512, 0, 1),
+			req:   req(reqd, 2, 0, 1),
 			want:  Decision{Node: "a", Zone: ptr.To[int32](0), Fit: FitZone},
 		},
 		"only candidates count": {
 			nodes:      []*NodeTopology{nrtNode("a", zone(0, 8, 4096, 0, 1)), nrtNode("b", zone(0, 2, 4096, 0, 1))},
 			candidates: []string{"b"},
-			req:        req(reqd, 2, 512, 0, 1),
+			req:        req(reqd, 2, 0, 1),
 			want:       Decision{Node: "b", Zone: ptr.To[int32](0), Fit: FitZone},
 		},
 		"a misfit node is out": {
 			nodes: []*NodeTopology{nrtNode("a", zone(0, 8, 4096, 0, 1)), nrtNode("b", zone(0, 2, 4096, 0, 1))},
-			req:   Request{Policy: pref, Resources: req(pref, 2, 512, 0, 1).Resources, Misfits: []string{"a"}},
+			req:   Request{Policy: pref, Resources: req(pref, 2, 0, 1).Resources, Misfits: []string{"a"}},
 			want:  Decision{Node: "b", Zone: ptr.To[int32](0), Fit: FitZone},
 		},
 		"every candidate a misfit": {
 			nodes:  []*NodeTopology{nrtNode("a", zone(0, 8, 4096, 0, 1))},
-			req:    Request{Policy: pref, Resources: req(pref, 2, 512, 0, 1).Resources, Misfits: []string{"a"}},
+			req:    Request{Policy: pref, Resources: req(pref, 2, 0, 1).Resources, Misfits: []string{"a"}},
 			want:   Decision{Fit: FitNone, OnlyMisfits: true},
 			reason: []string{"a: the kubelet rejected this object's pod here (TopologyAffinityError)"},
 		},
 		"no data on any candidate: the scheduler places": {
 			candidates: []string{"x", "y", "x"},
-			req:        req(reqd, 2, 512, 0, 1),
+			req:        req(reqd, 2, 0, 1),
 			want:       Decision{Fit: FitScheduler},
 			reason:     []string{"no topology data for x, y (no NodeResourceTopology, no Node object)"},
 		},
 		"no data on one candidate: the others decide": {
 			nodes:      []*NodeTopology{nrtNode("a", zone(0, 8, 4096, 0, 1))},
 			candidates: []string{"a", "x"},
-			req:        req(reqd, 2, 512, 0, 1),
+			req:        req(reqd, 2, 0, 1),
 			want:       Decision{Node: "a", Zone: ptr.To[int32](0), Fit: FitZone},
 		},
 		"numa None: not decided here": {
 			nodes:  []*NodeTopology{nrtNode("a", zone(0, 8, 4096, 0, 1))},
-			req:    req(pfsv1alpha1.NUMAPolicyNone, 2, 512, 0, 1),
+			req:    req(pfsv1alpha1.NUMAPolicyNone, 2, 0, 1),
 			want:   Decision{Fit: FitScheduler},
 			reason: []string{"spec.numa is None"},
 		},
@@ -272,9 +272,9 @@ func TestPlaceDeterministic(t *testing.T) {
 		nrtNode("b", zone(1, 4, 4096, 1024, 1), zone(0, 4, 4096, 1024, 1)),
 	}
 	topo, _ := topoOf(nodes...)
-	want := Place([]string{"a", "b", "c"}, topo, req(reqd, 2, 512, 512, 1))
+	want := Place([]string{"a", "b", "c"}, topo, req(reqd, 2, 512, 1))
 	for i := 0; i < 50; i++ {
-		got := Place([]string{"c", "b", "a"}, topo, req(reqd, 2, 512, 512, 1))
+		got := Place([]string{"c", "b", "a"}, topo, req(reqd, 2, 512, 1))
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("run %d differs (-first +now):\n%s", i, diff)
 		}
@@ -304,7 +304,7 @@ func BenchmarkPlace1000Nodes8Zones(b *testing.B) {
 		topo[n.Name] = n
 		names = append(names, n.Name)
 	}
-	r := req(reqd, 3, 512, 512, 1)
+	r := req(reqd, 3, 512, 1)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if d := Place(names, topo, r); d.Fit != FitZone {
