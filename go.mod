@@ -4,6 +4,7 @@ go 1.24.0
 
 require (
 	github.com/google/go-cmp v0.7.0
+	github.com/k8stopologyawareschedwg/noderesourcetopology-api v0.1.2
 	go.uber.org/zap v1.27.0
 	k8s.io/api v0.34.4
 	k8s.io/apiextensions-apiserver v0.34.4

@@ -125,44 +125,6 @@ func qty(n int64) string {
 	return resource.NewQuantity(n, resource.BinarySI).String()
 }
 
-// podRequests is what the scheduler counts for a pod: the sum of its
-// containers' requests, or an init container's when larger.
-func podRequests(p *corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, c := range p.Spec.Containers {
-		for k, v := range c.Resources.Requests {
-			q := out[k]
-			q.Add(v)
-			out[k] = q
-		}
-	}
-	for _, c := range p.Spec.InitContainers {
-		for k, v := range c.Resources.Requests {
-			if q := out[k]; v.Cmp(q) > 0 {
-				out[k] = v.DeepCopy()
-			}
-		}
-	}
-	return out
-}
-
-// sumRequests adds up the requests of the pods that still hold resources
-// (not Succeeded or Failed).
-func sumRequests(pods []corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := range pods {
-		if podEnded(&pods[i]) {
-			continue
-		}
-		for k, v := range podRequests(&pods[i]) {
-			q := out[k]
-			q.Add(v)
-			out[k] = q
-		}
-	}
-	return out
-}
-
 // nodeUsable: a node new holders may go to (schedulable and Ready).
 func nodeUsable(n *corev1.Node) bool {
 	if n.Spec.Unschedulable {

@@ -92,25 +92,3 @@ func TestCheckSourcePolicy(t *testing.T) {
 		})
 	}
 }
-
-func TestSumRequests(t *testing.T) {
-	pod := func(phase corev1.PodPhase, initHP, hp string) corev1.Pod {
-		return corev1.Pod{Spec: corev1.PodSpec{
-			InitContainers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: rl("hugepages-2Mi", initHP)}}},
-			Containers:     []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: rl("hugepages-2Mi", hp)}}}},
-			Status: corev1.PodStatus{Phase: phase}}
-	}
-	got := sumRequests([]corev1.Pod{pod(corev1.PodRunning, "1Gi", "1Gi"), pod(corev1.PodPending, "2Gi", "512Mi"), pod(corev1.PodFailed, "4Gi", "4Gi")})
-	q := got["hugepages-2Mi"]
-	if q.Cmp(resource.MustParse("3Gi")) != 0 {
-		t.Errorf("hugepages-2Mi = %s, want 3Gi (init max, ended pods free)", q.String())
-	}
-}
-
-func rl(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}

@@ -166,14 +166,6 @@ func (r *PfsBlobReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 		return (c == podspec.ComponentBlobHolder || c == podspec.ComponentBlobScan) &&
 			o.GetLabels()[podspec.LabelManagedBy] == podspec.ManagedBy
 	})
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podNodeNameField, func(o client.Object) []string {
-		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-			return []string{n}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&pfsv1alpha1.PfsBlob{}).
 		Owns(&appsv1.DaemonSet{}).

@@ -18,17 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
 	"packetfs.io/operator/internal/podspec"
 )
 
 // The gather and apply of a blob with spec.source; the decision is
 // decideSource (pfsblob_source.go).
-
-// podNodeNameField indexes the pod cache by spec.nodeName. The manager
-// already holds every pod in its cache (it watches holder pods cluster
-// wide), so the admission's per-node list costs no apiserver call, unlike
-// a field-selector list through the API reader per node and reconcile.
-const podNodeNameField = "spec.nodeName"
 
 // reconcileSource gathers, decides, applies and commits a source blob.
 func (r *PfsBlobReconciler) reconcileSource(ctx context.Context, blob *pfsv1alpha1.PfsBlob) (reconcile.Result, error) {
@@ -167,7 +162,7 @@ func (r *PfsBlobReconciler) gatherSource(ctx context.Context, blob *pfsv1alpha1.
 				others = append(others, p)
 			}
 		}
-		obs.Requested[n.Name] = sumRequests(others)
+		obs.Requested[n.Name] = placement.SumRequests(others)
 	}
 	return obs, nil
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/placement"
 	"packetfs.io/operator/internal/podspec"
 )
 
@@ -46,6 +47,8 @@ type PfsTransferReconciler struct {
 // +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
+// +kubebuilder:rbac:groups=topology.node.k8s.io,resources=noderesourcetopologies,verbs=list;watch
 
 // Reconcile gathers the blob and the current attempt's pods, decides with
 // decideTransfer, applies the plan, writes status once and then records the
@@ -63,11 +66,19 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	st, plan := decideTransfer(x, obs)
-	if obs.CreateFailed, err = r.apply(ctx, x, obs, st.FailedAttempts, plan); err != nil {
+	out, err := r.apply(ctx, x, obs, st.FailedAttempts, plan)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if obs.CreateFailed != nil {
+	obs.CreateFailed = out.createFailed
+	switch {
+	case out.createFailed != nil:
 		st, plan = decideTransfer(x, obs) // a refusal shows in Placed
+	case out.placed != nil && out.placed.Decision.Fit == placement.FitNone:
+		obs.NoFit = out.placed
+		st, plan = decideTransfer(x, obs) // no node fits: Placed says why
+	case out.placed != nil:
+		recordPlacement(&st, &plan, *out.placed)
 	}
 	if err := commitStatus(ctx, &r.Deps, x, &x.Status, st, plan.Events); err != nil {
 		return requeueOnConflict(err)
@@ -104,27 +115,68 @@ func (r *PfsTransferReconciler) gather(ctx context.Context, x *pfsv1alpha1.PfsTr
 	return obs, err
 }
 
-// apply creates the pod the plan asks for (a failed create comes back as
-// the createFailure to decide with) and deletes the pods it names.
+// applied is what apply did that the status must show.
+type applied struct {
+	// createFailed is a pod the apiserver refused.
+	createFailed *createFailure
+	// placed is the NUMA decision for the pod the plan asked for; with
+	// FitNone the pod was not created.
+	placed *placedPod
+}
+
+// apply places and creates the pod the plan asks for (a refusal or "no node
+// fits" comes back to decide with) and deletes the pods it names.
 func (r *PfsTransferReconciler) apply(ctx context.Context, x *pfsv1alpha1.PfsTransfer, obs transferObservation,
-	attempt int32, plan transferPlan) (*createFailure, error) {
+	attempt int32, plan transferPlan) (applied, error) {
 	in := podspec.TransferInputs{Attempt: attempt, Blob: obs.Blob, BlobNodes: plan.BlobNodes, Source: obs.Source, Delta: plan.Delta}
-	var create *corev1.Pod
-	switch {
-	case plan.CreateReceiver:
-		create = podspec.ReceiverPod(r.Pods, x, in)
-	case plan.CreateSender:
-		create = podspec.SenderPod(r.Pods, x, in, plan.ReceiverAddr)
+	build := func(in podspec.TransferInputs) *corev1.Pod { return podspec.ReceiverPod(r.Pods, x, in) }
+	component := podspec.ComponentReceiver
+	if plan.CreateSender {
+		build = func(in podspec.TransferInputs) *corev1.Pod {
+			return podspec.SenderPod(r.Pods, x, in, plan.ReceiverAddr)
+		}
+		component = podspec.ComponentSender
 	}
-	if create != nil {
-		if f := createPod(ctx, &r.Deps, x, create); f != nil {
-			return f, nil
+	var out applied
+	if plan.CreateReceiver || plan.CreateSender {
+		pod := build(in)
+		d, err := r.placeNUMA(ctx, x, pod)
+		if err != nil {
+			return out, err
+		}
+		out.placed = &placedPod{Component: component, Pod: pod.Name, Decision: d}
+		if d.Fit == placement.FitNone {
+			return out, nil
+		}
+		in.NUMA = numaPlacementStatus(d)
+		pod = build(in)
+		if out.createFailed = createPod(ctx, &r.Deps, x, pod); out.createFailed != nil {
+			out.placed = nil
+			return out, nil
 		}
 	}
 	if plan.DeleteActivePods || plan.DeleteAllPods {
-		return nil, r.deletePods(ctx, x, plan.DeleteAllPods)
+		return out, r.deletePods(ctx, x, plan.DeleteAllPods)
 	}
-	return nil, nil
+	return out, nil
+}
+
+// placeNUMA decides pod's node and NUMA zone from the topology of its
+// candidate nodes (numa None: no reads, the scheduler places it).
+func (r *PfsTransferReconciler) placeNUMA(ctx context.Context, x *pfsv1alpha1.PfsTransfer, pod *corev1.Pod) (placement.Decision, error) {
+	req := numaRequest(x, pod)
+	if req.Policy == pfsv1alpha1.NUMAPolicyNone {
+		return placement.Place(nil, nil, req), nil
+	}
+	nodes, err := candidateNodes(ctx, &r.Deps, pod)
+	if err != nil {
+		return placement.Decision{}, err
+	}
+	topo, err := gatherTopology(ctx, &r.Deps, nodes)
+	if err != nil {
+		return placement.Decision{}, err
+	}
+	return placement.Place(nodes, topo, req), nil
 }
 
 // deletePods deletes the transfer's pods that still run, or all of them.

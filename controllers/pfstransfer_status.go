@@ -32,6 +32,9 @@ type transferObservation struct {
 	// CreateFailed is set when the pod the first decision asked for was not
 	// created; the controller then decides again with it.
 	CreateFailed *createFailure
+	// NoFit is set when no node fits the pod the first decision asked for
+	// (it was not created); the controller then decides again with it.
+	NoFit *placedPod
 }
 
 // transferPlan is what the controller must do after decideTransfer.
@@ -65,6 +68,10 @@ func decideTransfer(x *pfsv1alpha1.PfsTransfer, obs transferObservation) (pfsv1a
 		return st, plan
 	}
 	d := &transferDecision{x: x, obs: obs, st: *x.Status.DeepCopy()}
+	if nf := obs.NoFit; nf != nil {
+		d.noFit(*nf) // the old status stands: it names no pod that was not created
+		return d.st, d.plan
+	}
 	d.run()
 	return d.st, d.plan
 }
@@ -185,7 +192,7 @@ func (d *transferDecision) receiver() (ro podOutcome, ok bool) {
 	d.place(&d.st.Receiver, obs.Receiver)
 	ro = classifyPod(obs.Receiver, podspec.ContainerReceiver, obs.Now, obs.Timing.UnschedulableTimeout, x.Spec.NUMA, placement.RetryOnTopologyError)
 	if ro.State == podFailed && !d.bothEnded(ro) {
-		d.attemptFailed(ro.Reason, "receiver: "+ro.Detail, ro.Retriable)
+		d.attemptFailed(ro.Reason, "receiver: "+d.misfitDetail(ro, obs.Receiver, d.st.Receiver), ro.Retriable)
 		return ro, false
 	}
 	return ro, true
@@ -242,7 +249,7 @@ func (d *transferDecision) progress(ro podOutcome) {
 	d.place(&d.st.Sender, obs.Sender)
 	so := classifyPod(obs.Sender, podspec.ContainerSender, now, obs.Timing.UnschedulableTimeout, x.Spec.NUMA, placement.RetryOnTopologyError)
 	if so.State == podFailed && !d.bothEnded(so) {
-		d.attemptFailed(so.Reason, "sender: "+so.Detail, so.Retriable)
+		d.attemptFailed(so.Reason, "sender: "+d.misfitDetail(so, obs.Sender, d.st.Sender), so.Retriable)
 		return
 	}
 	if obs.Receiver.Spec.NodeName != "" && obs.Sender.Spec.NodeName != "" {
@@ -283,6 +290,9 @@ func (d *transferDecision) place(es **pfsv1alpha1.EndpointStatus, pod *corev1.Po
 		*es = &pfsv1alpha1.EndpointStatus{}
 	}
 	(*es).Pod, (*es).Node = pod.Name, pod.Spec.NodeName
+	if (*es).NUMAPlacement == nil {
+		(*es).NUMAPlacement = podspec.NUMAPlacementOf(pod) // the decision's status write may have been lost
+	}
 }
 
 // stop follows a precondition's verdict.
@@ -314,7 +324,7 @@ func (d *transferDecision) attemptFailed(reason, detail string, retriable bool) 
 	switch {
 	case !retriable:
 		d.fail(reason, detail)
-	case d.st.FailedAttempts > limit:
+	case d.countedFailures() > limit:
 		d.fail(pfsv1alpha1.ReasonBackoffLimitExceeded, fmt.Sprintf("%d attempt(s) failed and spec.backoffLimit is %d; last failure: %s: %s",
 			d.st.FailedAttempts, limit, reason, detail))
 	default:

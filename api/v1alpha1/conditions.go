@@ -114,6 +114,15 @@ const (
 	// not Ready on the nodes the run needs.
 	ReasonBlobNotReady = "BlobNotReady"
 
+	// ReasonNoNUMAFit (Placed=False): no candidate node has room for the
+	// pod under spec.numa (per node: what it lacks); the run waits and
+	// decides again as resources free up.
+	ReasonNoNUMAFit = "NoNUMAFit"
+
+	// ReasonNUMAPlaced is the Event of a placement decision: the node, the
+	// NUMA zone and why (status.<side>.numaPlacement).
+	ReasonNUMAPlaced = "NUMAPlaced"
+
 	// ReasonPodsPending (Placed=False): pods are created and wait to be scheduled.
 	ReasonPodsPending = "PodsPending"
 

@@ -532,9 +532,85 @@ const (
 	AFXDPCopy AFXDPBindMode = "Copy"
 )
 
+// NUMAFit is how the node the operator chose fits a pod's request.
+// +kubebuilder:validation:Enum=SingleZone;CrossZone;Node;Scheduler
+type NUMAFit string
+
+const (
+	// NUMAFitSingleZone means one NUMA zone of the node has every resource
+	// the pod asks for free (cpu, memory, hugepages, the device).
+	NUMAFitSingleZone NUMAFit = "SingleZone"
+	// NUMAFitCrossZone means no single zone had them all, the node's zones
+	// together did (numa Preferred only).
+	NUMAFitCrossZone NUMAFit = "CrossZone"
+	// NUMAFitNode means the node has no NodeResourceTopology: it fit as a
+	// whole (allocatable minus its pods' requests) and the kubelet picks the zone.
+	NUMAFitNode NUMAFit = "Node"
+	// NUMAFitScheduler means the operator did not choose: numa None, or no
+	// topology data on any candidate node; the scheduler places the pod.
+	NUMAFitScheduler NUMAFit = "Scheduler"
+)
+
+// NUMAPlacement is where the operator placed one side's pod and why
+// (docs/numa.md).
+type NUMAPlacement struct {
+	// node is the node the operator chose: the pod's required node
+	// affinity. Absent when the scheduler chose (fit Scheduler).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node,omitempty"`
+
+	// zone is the NUMA zone (node id) chosen on that node, passed to pfs as
+	// --numa. Absent when none was chosen (fit CrossZone, Node, Scheduler).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1023
+	Zone *int32 `json:"zone,omitempty"`
+
+	// fit is SingleZone, CrossZone, Node or Scheduler.
+	// +optional
+	Fit NUMAFit `json:"fit,omitempty"`
+
+	// reason says in words why, e.g. "node w1 zone node-0: 2 cpu, 512Mi
+	// hugepages-2Mi, 1 packetfs.io/pfsdata0 free; zone node-1 lacks
+	// packetfs.io/pfsdata0 (0 free, 1 needed)"; it says when the
+	// topology it relied on was stale.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+}
+
+// NUMAMisfit is a node whose kubelet rejected a pod of this transfer with
+// TopologyAffinityError (its Topology Manager found no NUMA alignment).
+type NUMAMisfit struct {
+	// node is the node that rejected the pod.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node"`
+
+	// zone is the NUMA zone the operator had chosen there; absent when none.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1023
+	Zone *int32 `json:"zone,omitempty"`
+
+	// pod is the rejected pod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Pod string `json:"pod,omitempty"`
+}
+
 // EndpointStatus is where one side of a transfer ran and what it cost.
 type EndpointStatus struct {
 	Placement `json:",inline"`
+
+	// numaPlacement is the operator's placement decision for this side's
+	// pod: the node, the NUMA zone and why (spec.numa Preferred or
+	// Required). numaZone above is the zone the data plane reported once
+	// it ran.
+	// +optional
+	NUMAPlacement *NUMAPlacement `json:"numaPlacement,omitempty"`
 
 	// cpu is this side's data-plane CPU time in the measured window.
 	// +optional
@@ -629,6 +705,16 @@ type PfsTransferStatus struct {
 	// receiver is where the receiver ran (pod, node, NUMA zone) and its CPU time.
 	// +optional
 	Receiver *EndpointStatus `json:"receiver,omitempty"`
+
+	// numaMisfits are the nodes where the kubelet rejected a pod of this
+	// transfer with TopologyAffinityError. With numa Preferred the next
+	// attempt is placed on another node and such an attempt does not count
+	// against spec.backoffLimit (once per node); with Required the transfer
+	// fails.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	NUMAMisfits []NUMAMisfit `json:"numaMisfits,omitempty"`
 
 	// failedAttempts is how many attempts failed so far (see spec.backoffLimit).
 	// +optional

@@ -8,6 +8,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	topov1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -132,6 +134,7 @@ func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(pfsv1alpha1.AddToScheme(s))
+	utilruntime.Must(topov1alpha2.AddToScheme(s))
 	return s
 }
 
@@ -148,6 +151,9 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 			Timing: controllers.Timing{UnschedulableTimeout: o.unschedulableTimeout,
 				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax},
 		}
+	}
+	if err := controllers.AddIndexes(context.Background(), mgr); err != nil {
+		return fmt.Errorf("cache indexes: %w", err)
 	}
 	sources := controllers.SourcePolicy{HostPathEnabled: o.hostPathSources == "enabled", HostPathPrefixes: o.prefixes()}
 	if err := (&controllers.PfsBlobReconciler{Deps: deps("pfsblob-controller"), Sources: sources}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {

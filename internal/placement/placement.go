@@ -3,18 +3,19 @@
 // Package placement decides where data-plane pods may run and what a NUMA
 // policy means for them. Every function is pure.
 //
-// NUMA: alignment of a pod's CPUs, memory, hugepages and devices within one
-// NUMA zone is the kubelet's job (static CPU manager, Memory Manager and a
-// Topology Manager policy such as single-numa-node, configured per node).
-// Kubernetes has no per-pod knob for it, so the operator makes every pod
-// eligible (Guaranteed QoS, whole CPUs, hugepages and device resources
-// requested, so all of them feed the topology hints) and maps spec.numa to
-// what it decides itself:
-//   - None: nothing more; the zone is reported when the data plane reports it.
-//   - Preferred: same pod. A kubelet rejection (TopologyAffinityError) is an
-//     attempt failure like any other and is retried, because the user
-//     accepted running elsewhere.
-//   - Required: same pod. A TopologyAffinityError fails the run at once with
+// NUMA: inside a node, aligning a pod's CPUs, memory, hugepages and devices
+// in one NUMA zone is the kubelet's job (static CPU manager, Memory Manager,
+// Topology Manager single-numa-node). The operator makes every pod eligible
+// (Guaranteed QoS, whole CPUs, hugepages and device resources requested) and
+// chooses the node and the zone beforehand with Place (numa.go), from the
+// NodeResourceTopology objects a publisher such as nfd-topology-updater
+// writes, or each node's allocatable minus its pods' requests (topology.go);
+// docs/numa.md has the rules. spec.numa:
+//   - None: no decision; the scheduler places the pod and a kubelet
+//     rejection (TopologyAffinityError) is retried like any failure.
+//   - Preferred: one zone when one fits, else across zones; a rejection
+//     makes the node a misfit and the next attempt goes elsewhere.
+//   - Required: one zone or wait; a rejection fails the run at once with
 //     that reason: running anyway would be slower than asked.
 package placement
 
@@ -93,4 +94,21 @@ func ValidNUMAZone(z *int32) *int32 {
 	}
 	v := *z
 	return &v
+}
+
+// AffinityNodes are the node names a NodeAffinity restricts a pod to, in
+// order; nil when aff restricts nothing by name.
+func AffinityNodes(aff *corev1.Affinity) []string {
+	if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var nodes []string
+	for _, term := range aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn {
+				nodes = append(nodes, f.Values...)
+			}
+		}
+	}
+	return nodes
 }

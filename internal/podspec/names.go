@@ -50,6 +50,10 @@ const (
 	// operator asked it for 4Ki pages instead of spec.pageSize (admission
 	// found too few free hugepages on the node).
 	AnnotationPageFallback = "pfs.packetfs.io/page-fallback"
+	// AnnotationNUMAPlacement on a transfer pod is the operator's NUMA
+	// decision for it (status.<side>.numaPlacement as JSON), so status can
+	// be rebuilt from the pod when the status write after its creation was lost.
+	AnnotationNUMAPlacement = "pfs.packetfs.io/numa-placement"
 )
 
 // Components (values of LabelComponent).

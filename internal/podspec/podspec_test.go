@@ -452,3 +452,41 @@ func TestSocketPath(t *testing.T) {
 }
 
 var cmpQty = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+
+// A NUMA decision pins the pod to its node (replacing the blob's Ready
+// nodes) and gives pfs the zone; without one the pod keeps the blob's nodes.
+func TestTransferPodsNUMA(t *testing.T) {
+	x := &pfsv1alpha1.PfsTransfer{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u"},
+		Spec: pfsv1alpha1.PfsTransferSpec{Mode: pfsv1alpha1.ModeOffset, BlobRef: &pfsv1alpha1.BlobReference{Name: "b"}}}
+	in := TransferInputs{Blob: blob(pfsv1alpha1.PageSize2Mi, "64Mi"), BlobNodes: []string{"n1", "n2"}}
+	addr := placement.Address{IP: "10.0.0.5"}
+	for _, pod := range []*corev1.Pod{ReceiverPod(cfg, x, in), SenderPod(cfg, x, in, addr)} {
+		if diff := cmp.Diff(placement.NodeAffinity([]string{"n1", "n2"}), pod.Spec.Affinity); diff != "" {
+			t.Errorf("%s without a decision: affinity (-want +got):\n%s", pod.Name, diff)
+		}
+		if args := strings.Join(pod.Spec.Containers[0].Args, " "); strings.Contains(args, "--numa") {
+			t.Errorf("%s without a zone: %s", pod.Name, args)
+		}
+	}
+	in.NUMA = &pfsv1alpha1.NUMAPlacement{Node: "n2", Zone: ptr.To[int32](1), Fit: pfsv1alpha1.NUMAFitSingleZone, Reason: "node n2 zone node-1: 2 cpu free"}
+	for _, pod := range []*corev1.Pod{ReceiverPod(cfg, x, in), SenderPod(cfg, x, in, addr)} {
+		if diff := cmp.Diff(in.NUMA, NUMAPlacementOf(pod)); diff != "" {
+			t.Errorf("%s: the decision it carries (-want +got):\n%s", pod.Name, diff)
+		}
+		if diff := cmp.Diff(placement.NodeAffinity([]string{"n2"}), pod.Spec.Affinity); diff != "" {
+			t.Errorf("%s: affinity (-want +got):\n%s", pod.Name, diff)
+		}
+		if args := strings.Join(pod.Spec.Containers[0].Args, " "); !strings.HasSuffix(args, "--result-file /dev/termination-log --numa 1") {
+			t.Errorf("%s: args %s do not end with --numa 1", pod.Name, args)
+		}
+	}
+	in.NUMA.Zone = nil // a node without a zone (node-level data, cross-zone)
+	if args := strings.Join(ReceiverPod(cfg, x, in).Spec.Containers[0].Args, " "); strings.Contains(args, "--numa") {
+		t.Errorf("no zone, yet %s", args)
+	}
+	pod := ReceiverPod(cfg, x, in)
+	pod.Annotations[AnnotationNUMAPlacement] = "{"
+	if NUMAPlacementOf(pod) != nil || NUMAPlacementOf(&corev1.Pod{}) != nil {
+		t.Error("a pod without a readable decision carries one")
+	}
+}

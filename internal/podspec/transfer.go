@@ -3,6 +3,7 @@
 package podspec
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,6 +34,25 @@ type TransferInputs struct {
 	Source *pfsv1alpha1.PfsBlob
 	// Delta is where the pods of a Delta transfer run (mode Delta).
 	Delta placement.Delta
+	// NUMA is the NUMA decision for the pod being built (nil: none): the
+	// one node it runs on ("": the nodes above, else the scheduler's
+	// choice) and the zone pfs binds its memory to (--numa; nil: none).
+	// The pod carries it in AnnotationNUMAPlacement.
+	NUMA *pfsv1alpha1.NUMAPlacement
+}
+
+// NUMAPlacementOf reads the decision a transfer pod carries; nil when it
+// carries none or it does not parse.
+func NUMAPlacementOf(pod *corev1.Pod) *pfsv1alpha1.NUMAPlacement {
+	raw, ok := pod.Annotations[AnnotationNUMAPlacement]
+	if !ok {
+		return nil
+	}
+	p := &pfsv1alpha1.NUMAPlacement{}
+	if err := json.Unmarshal([]byte(raw), p); err != nil {
+		return nil
+	}
+	return p
 }
 
 // TransferPodName is the name of one side's pod in one attempt.
@@ -94,7 +114,7 @@ func ReceiverPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs) *cor
 	} else {
 		side = receiver(x, in)
 	}
-	pod := transferPod(cfg, x, in.Attempt, side)
+	pod := transferPod(cfg, x, in, side)
 	c := &pod.Spec.Containers[0]
 	c.ReadinessProbe = &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
@@ -143,9 +163,9 @@ func recvArgs(x *pfsv1alpha1.PfsTransfer) []string {
 // SenderPod builds the sending side, which connects to the receiver at addr.
 func SenderPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, addr placement.Address) *corev1.Pod {
 	if x.Spec.Mode == pfsv1alpha1.ModeDelta {
-		return transferPod(cfg, x, in.Attempt, deltaSender(x, in, addr))
+		return transferPod(cfg, x, in, deltaSender(x, in, addr))
 	}
-	return transferPod(cfg, x, in.Attempt, sender(x, in, addr))
+	return transferPod(cfg, x, in, sender(x, in, addr))
 }
 
 // sender is the sending side of the gram modes. Without a blob it fills a
@@ -208,8 +228,21 @@ type transferSide struct {
 	extra  corev1.ResourceList
 }
 
-func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, attempt int32, side transferSide) *corev1.Pod {
-	ep, component := side.ep, side.component
+// transferPod builds one side's pod; in's NUMA decision pins its node and
+// gives pfs the zone.
+func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side transferSide) *corev1.Pod {
+	ep, component, attempt := side.ep, side.component, in.Attempt
+	annotations := map[string]string{AnnotationOwner: x.Name}
+	if p := in.NUMA; p != nil {
+		if p.Node != "" {
+			side.nodes = []string{p.Node}
+		}
+		if p.Zone != nil {
+			side.args = append(side.args, "--numa", strconv.Itoa(int(*p.Zone)))
+		}
+		raw, _ := json.Marshal(p) // plain strings and numbers: cannot fail
+		annotations[AnnotationNUMAPlacement] = string(raw)
+	}
 	queues := int64(ep.Queues)
 	if queues < 1 {
 		queues = 1
@@ -244,7 +277,6 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, attempt int32, side tra
 		vols = append(vols, v)
 		c.VolumeMounts = append(c.VolumeMounts, m)
 	}
-	annotations := map[string]string{AnnotationOwner: x.Name}
 	if ep.Network != "" {
 		annotations[AnnotationNetworks] = ep.Network
 	}

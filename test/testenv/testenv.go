@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	topov1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,6 +50,7 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(pfsv1alpha1.AddToScheme(s))
+	utilruntime.Must(topov1alpha2.AddToScheme(s))
 	return s
 }
 

@@ -228,6 +228,10 @@ func TestTransferPods(t *testing.T) {
 						checkPod(t, bin, &podspec.SenderPod(cfg, x, inputs, addr).Spec)
 						addr.IP = "fd00::3"
 						checkPod(t, bin, &podspec.SenderPod(cfg, x, inputs, addr).Spec)
+						// Placed by the NUMA decision: pfs binds to the zone (--numa).
+						inputs.NUMA = &pfsv1alpha1.NUMAPlacement{Node: "n1", Zone: ptr.To(int32(1))}
+						checkPod(t, bin, &podspec.ReceiverPod(cfg, x, inputs).Spec)
+						checkPod(t, bin, &podspec.SenderPod(cfg, x, inputs, addr).Spec)
 					})
 				}
 			}
@@ -264,6 +268,9 @@ func TestDeltaTransferPods(t *testing.T) {
 			for _, ip := range []string{"10.1.2.3", "fd00::3"} {
 				checkPod(t, bin, &podspec.SenderPod(cfg, x, in, placement.Address{IP: ip}).Spec)
 			}
+			in.NUMA = &pfsv1alpha1.NUMAPlacement{Node: "n1", Zone: ptr.To(int32(0))}
+			checkPod(t, bin, &podspec.ReceiverPod(cfg, x, in).Spec)
+			checkPod(t, bin, &podspec.SenderPod(cfg, x, in, placement.Address{IP: "10.1.2.3"}).Spec)
 		})
 	}
 }

@@ -81,6 +81,7 @@ func run(m *testing.M) int {
 			Recorder: mgr.GetEventRecorderFor(name), Clock: clock.RealClock{}, Pods: podConfig, Timing: testTiming}
 	}
 	for _, setup := range []func() error{
+		func() error { return controllers.AddIndexes(context.Background(), mgr) },
 		func() error { return (&controllers.PfsBlobReconciler{Deps: deps("pfsblob")}).SetupWithManager(mgr, 2) },
 		func() error {
 			return (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer")}).SetupWithManager(mgr, 2)
