@@ -62,31 +62,38 @@ func nrtInstalled(d *Deps) (bool, error) {
 // candidateNodes are the nodes pod may run on: its node affinity (the
 // blob's Ready nodes), within spec.nodeName when set; without affinity
 // spec.nodeName, else the schedulable Ready nodes matching its nodeSelector.
+// A nodeSelector narrows the first two as well: a node picked outside it
+// would leave the pod unschedulable (found by the e2e, whose senders are
+// pinned by nodeSelector to one of the nodes their blob is Ready on).
 func candidateNodes(ctx context.Context, d *Deps, pod *corev1.Pod) ([]string, error) {
-	if names := placement.AffinityNodes(pod.Spec.Affinity); names != nil {
+	var names []string
+	if aff := placement.AffinityNodes(pod.Spec.Affinity); aff != nil {
+		names = aff
 		if pin := pod.Spec.NodeName; pin != "" {
-			if slices.Contains(names, pin) {
-				return []string{pin}, nil
+			names = nil
+			if slices.Contains(aff, pin) {
+				names = []string{pin}
 			}
-			return nil, nil
 		}
-		return names, nil
+	} else if pin := pod.Spec.NodeName; pin != "" {
+		names = []string{pin}
 	}
-	if pin := pod.Spec.NodeName; pin != "" {
-		return []string{pin}, nil
+	if names != nil && len(pod.Spec.NodeSelector) == 0 {
+		return names, nil
 	}
 	nodes := &corev1.NodeList{}
 	if err := d.Client.List(ctx, nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(pod.Spec.NodeSelector)}); err != nil {
 		return nil, err
 	}
-	var names []string
+	var out []string
 	for i := range nodes.Items {
-		if nodeUsable(&nodes.Items[i]) {
-			names = append(names, nodes.Items[i].Name)
+		n := &nodes.Items[i]
+		if names != nil && slices.Contains(names, n.Name) || names == nil && nodeUsable(n) {
+			out = append(out, n.Name)
 		}
 	}
-	slices.Sort(names)
-	return names, nil
+	slices.Sort(out)
+	return out, nil
 }
 
 // gatherTopology reads what the decision needs of each node.

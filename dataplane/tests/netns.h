@@ -7,7 +7,9 @@
 #ifndef PFS_TESTS_NETNS_H
 #define PFS_TESTS_NETNS_H
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
@@ -15,6 +17,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -97,6 +100,27 @@ __attribute__((unused)) static int netns_enter(const char *ns)
 		return -1;
 	close(fd);
 	return 0;
+}
+
+/* In a child: join ns_a and open a TCP connection to ip_b:@port, retried
+ * for 5 s while the receiver starts listening. The socket, or -1. */
+__attribute__((unused)) static int netns_connect_b(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int s = -1;
+
+	if (netns_enter(ns_a))
+		return -1;
+	inet_pton(AF_INET, ip_b, &sa.sin_addr);
+	for (int i = 0; i < 100 && s < 0; i++) {
+		s = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+			close(s);
+			s = -1;
+			usleep(50000);
+		}
+	}
+	return s;
 }
 
 /* Fork, join netns @ns, exec pfs with @args as @uid (0: stay root);

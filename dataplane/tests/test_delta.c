@@ -643,7 +643,6 @@ static int t_xfer_max_size(void)
  * intact target and END, as pfs send would. Its exit code. */
 static int hostile_sender(const uint8_t *g, size_t n, size_t flip, const uint8_t sha[32])
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 	struct pfs_ctl hello = { .type = PFS_CTL_HELLO,
 				 .mode = PFS_MODE_DELTA,
 				 .size = sizeof(sample_base),
@@ -657,19 +656,10 @@ static int hostile_sender(const uint8_t *g, size_t n, size_t flip, const uint8_t
 		.type = PFS_CTL_END, .mode = PFS_MODE_DELTA, .size = 8192, .value = 4, .count = 1
 	};
 	uint8_t rec[PFS_CTL_LEN], *c = malloc(n);
-	int s = -1;
+	int s = netns_connect_b((uint16_t)port);
 
-	if (!c || netns_enter(ns_a))
+	if (!c)
 		return 10;
-	inet_pton(AF_INET, ip_b, &sa.sin_addr);
-	for (int i = 0; i < 100 && s < 0; i++) {
-		s = socket(AF_INET, SOCK_STREAM, 0);
-		if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
-			close(s);
-			s = -1;
-			usleep(50000);
-		}
-	}
 	pfs_ctl_encode(&hello, rec);
 	if (s < 0 || write(s, rec, sizeof(rec)) != (ssize_t)sizeof(rec) ||
 	    read(s, rec, sizeof(rec)) != (ssize_t)sizeof(rec))

@@ -49,21 +49,7 @@ static int t_setup(void)
  * starts listening), or -1. */
 static int raw_connect(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int s = -1;
-
-	if (netns_enter(ns_a))
-		return -1;
-	inet_pton(AF_INET, ip_b, &sa.sin_addr);
-	for (int i = 0; i < 100 && s < 0; i++) {
-		s = socket(AF_INET, SOCK_STREAM, 0);
-		if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
-			close(s);
-			s = -1;
-			usleep(50000);
-		}
-	}
-	return s;
+	return netns_connect_b((uint16_t)port);
 }
 
 /* Bytes of the file @path, or -1. */

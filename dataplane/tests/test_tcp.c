@@ -284,24 +284,9 @@ static int t_stalled_sender(void)
 		struct pfs_ctl h = { .type = PFS_CTL_HELLO,
 				     .mode = PFS_MODE_PAYLOAD,
 				     .size = 1 << 20 };
-		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 		uint8_t rec[PFS_CTL_LEN];
-		char p[64];
-		int fd, s = -1;
+		int s = netns_connect_b((uint16_t)port);
 
-		snprintf(p, sizeof(p), "/run/netns/%s", ns_a);
-		fd = open(p, O_RDONLY);
-		if (fd < 0 || setns(fd, CLONE_NEWNET))
-			_exit(2);
-		inet_pton(AF_INET, ip_b, &sa.sin_addr);
-		for (int i = 0; i < 100 && s < 0; i++) {
-			s = socket(AF_INET, SOCK_STREAM, 0);
-			if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
-				close(s);
-				s = -1;
-				usleep(50000);
-			}
-		}
 		pfs_ctl_encode(&h, rec);
 		if (s < 0 || write(s, rec, sizeof(rec)) != sizeof(rec))
 			_exit(3);

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
@@ -119,6 +120,29 @@ func TestNUMAPlacement(t *testing.T) {
 		eventually(t, "NUMAPlaced event", func() error {
 			return hasEvent(ctx, x, corev1.EventTypeNormal, pfsv1alpha1.ReasonNUMAPlaced, "receiver pod "+recv.Name+": node numa-b")
 		})
+	})
+
+	t.Run("a nodeSelector narrows the candidates", func(t *testing.T) {
+		// numa-b has more free, but the receiver's nodeSelector names
+		// numa-a: the decision must stay within it, or the pod would get an
+		// affinity its selector excludes and never be scheduled.
+		node := &corev1.Node{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "numa-a"}, node); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(node.DeepCopy())
+		node.Labels["numa-test/pick"] = "yes"
+		if err := env.Client.Patch(ctx, node, patch); err != nil {
+			t.Fatal(err)
+		}
+		x := numaOffsetTransfer(ns, "numa-selector", "")
+		x.Spec.Receiver.Queues = 1
+		x.Spec.Receiver.NodeSelector = map[string]string{"numa-test/pick": "yes"}
+		createTransfer(t, ctx, x)
+		recv := waitPod(t, ctx, ns, recvName(x.Name, 0))
+		if got := strings.Join(placement.AffinityNodes(recv.Spec.Affinity), ","); got != "numa-a" {
+			t.Errorf("receiver affinity %s, want numa-a, the only node its nodeSelector matches", got)
+		}
 	})
 
 	t.Run("from NodeResourceTopology objects", func(t *testing.T) {
