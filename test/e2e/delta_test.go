@@ -8,6 +8,7 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,26 @@ import (
 // the worker against the old one the worker holds. The receiver rebuilds the
 // new blob and checks its sha256; status says how much crossed the wire.
 func testDeltaTransfer(ctx context.Context, t *testing.T) {
+	// Each node of the throwaway cluster has one CPU to give exclusively, and
+	// every holder takes 50m of it: the blobs of the fan-out tests before this
+	// one are done with, so their holders go first, or the sender (a whole
+	// CPU on the control-plane node) would not fit (the placement says so).
+	if out, err := kubectl("-n", testNS, "delete", "pfsblob", fileBlob, dirBlob, xdpBlob, "--ignore-not-found", "--wait=true", "--timeout=120s"); err != nil {
+		t.Fatalf("deleting the fan-out blobs: %v\n%s", err, out)
+	}
+	// Their holder pods go by garbage collection; a terminating pod still
+	// holds its CPU.
+	if err := poll(ctx, 2*time.Minute, func() (bool, error) {
+		out, err := kubectl("-n", testNS, "get", "pods", "-o", "name")
+		for _, b := range []string{fileBlob, dirBlob, xdpBlob} {
+			if strings.Contains(out, "pod/"+b+"-holder-") {
+				return false, err
+			}
+		}
+		return err == nil, err
+	}); err != nil {
+		t.Fatalf("holders of the fan-out blobs still there: %v", err)
+	}
 	applyBlob(t, deltaBase, "silero5/silero_vad.onnx", "")
 	applyBlob(t, deltaNew, "silero6/silero_vad.onnx", "")
 	waitBlob(ctx, t, deltaBase, 4*time.Minute, blobReady)
