@@ -156,11 +156,11 @@ run_pfs() {	# base new out
 		{ cat "$work/ps.err" "$work/pr.err" >&2; }
 	wait "$rp" || true
 	local enc bound wire
-	enc=$(jq '.delta.stages.index_s + .delta.stages.encode_s' "$work/ps.json")
+	enc=$(jq -r '.delta.stages.index_s + .delta.stages.encode_s | . * 1000 | round / 1000' "$work/ps.json")
 	wire=$(jq '.wire_bytes' "$work/pr.json")
 	bound=$(jq -rs '.[0].delta as $s | .[1].delta as $r | "sender \($s.bound) (index \($s.stages.index_s) s, encode \($s.stages.encode_s) s on \($s.threads) threads), receiver \($r.bound) (apply \($r.stages.apply_s) s, verify \($r.stages.verify_s) s)"' "$work/ps.json" "$work/pr.json")
 	local regions
-	regions=$(jq -r '.delta.regions | "same \(.same.bytes), moved \(.moved.bytes), xor \(.xor.bytes)->\(.xor.wire), zstd \(.zstd.bytes)->\(.zstd.wire), raw \(.raw.bytes)"' "$work/pr.json")
+	regions=$(jq -r '.delta.regions | "same \(.same.bytes), moved \(.moved.bytes), xor \(.xor.bytes)->\(.xor.wire), zstd \(.zstd.bytes)->\(.zstd.wire), zstd with the base as reference \(.zstd_ref.bytes)->\(.zstd_ref.wire), raw \(.raw.bytes)"' "$work/pr.json")
 	row "PFS Delta" "$wire" "$enc" "$(wall_of "$work/ps.time")" \
 		"$(cpu_of "$work/ps.time" "$work/pr.time")" \
 		"$(jq -r .integrity "$work/pr.json")/$(integrity "$new" "$out")" \
@@ -170,7 +170,10 @@ run_pfs() {	# base new out
 run_rsync() {	# base new out
 	local base=$1 new=$2 out=$3
 	cp "$base" "$out"	# the receiver's old version, rsync's basis
-	tm "$work/rs.time" nsenter --net=/run/netns/"$nsa" rsync --no-whole-file --stats -e "$SSH" \
+	# --ignore-times: the old copy has the new one's size, and both were
+	# written within the same second, so rsync's quick check would skip the
+	# file (a run that did reported MISMATCH).
+	tm "$work/rs.time" nsenter --net=/run/netns/"$nsa" rsync --no-whole-file --ignore-times --stats -e "$SSH" \
 		--rsync-path="/usr/bin/time -f '%e %U %S' -o $work/rs-remote.time rsync" \
 		"$new" "root@$ipb:$out" >"$work/rs.out"
 	local sent recv
