@@ -15,8 +15,8 @@
  * whose element type changes (a checkpoint's fp32 and bf16 tensors).
  *
  * The gram is assembled in place: the payload is written after room for
- * the largest table, and the header and table are then written right
- * before it, so no payload byte is copied twice.
+ * the largest table, and the header and table are then moved right before
+ * it, so no payload byte is copied twice.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -387,7 +387,6 @@ ssize_t pfs_delta_enc__gram(struct pfs_delta_enc *e, uint64_t seq, const uint8_t
 			    struct pfs_delta_stats *st)
 {
 	uint64_t end = off + len, lit = UINT64_MAX;
-	uint8_t table[PFS_DELTA_HDR_LEN + 64 * PFS_DELTA_OP_ENC_MAX], *tb = table;
 	ssize_t hl;
 
 	if (!len || len > PFS_DELTA_GRAM_MAX_TARGET)
@@ -443,19 +442,12 @@ ssize_t pfs_delta_enc__gram(struct pfs_delta_enc *e, uint64_t seq, const uint8_t
 		if (lit != UINT64_MAX)
 			code_literal(e, target, lit, end, st);
 	}
-	/* Header and table, written right before the payload. */
-	if (e->nops > 64) {
-		tb = malloc(PFS_DELTA_HDR_LEN + (size_t)e->nops * PFS_DELTA_OP_ENC_MAX);
-		if (!tb)
-			return -ENOMEM;
-	}
-	hl = pfs_delta_gram_encode(seq, e->ops, e->nops, tb,
-				   PFS_DELTA_HDR_LEN + (size_t)e->nops * PFS_DELTA_OP_ENC_MAX);
+	/* Header and table: encoded at the start of the room reserved for
+	 * them, then moved up against the payload. */
+	hl = pfs_delta_gram_encode(seq, e->ops, e->nops, e->buf, e->reserve);
 	if (hl > 0) {
-		memcpy(e->buf + e->reserve - hl, tb, (size_t)hl);
+		memmove(e->buf + e->reserve - hl, e->buf, (size_t)hl);
 		*out = e->buf + e->reserve - hl;
 	}
-	if (tb != table)
-		free(tb);
 	return hl < 0 ? hl : hl + (ssize_t)e->fill;
 }

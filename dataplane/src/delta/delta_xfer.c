@@ -26,7 +26,6 @@
 #include <inttypes.h>
 #include <openssl/evp.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +34,7 @@
 #include "pfs/blob.h"
 #include "pfs/delta.h"
 #include "pfs/log.h"
+#include "pfs/pcore.h"
 #include "pfs/wire.h"
 #include "transport/xfer_ctl.h"
 
@@ -47,20 +47,7 @@ uint64_t pfs_delta_base_fp(const uint8_t *base, uint64_t size)
 
 static int sha256(const uint8_t *p, uint64_t n, uint8_t out[32])
 {
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	unsigned int len = 0;
-	int ok = c && EVP_DigestInit_ex(c, EVP_sha256(), NULL);
-
-	/* EVP takes size_t; feed it in 1 GiB steps all the same. */
-	for (uint64_t done = 0; ok && done < n;) {
-		size_t take = n - done > (1ULL << 30) ? (1ULL << 30) : (size_t)(n - done);
-
-		ok = EVP_DigestUpdate(c, p + done, take);
-		done += take;
-	}
-	ok = ok && EVP_DigestFinal_ex(c, out, &len) && len == 32;
-	EVP_MD_CTX_free(c);
-	return ok ? 0 : -EIO;
+	return EVP_Digest(p, n, out, NULL, EVP_sha256(), NULL) == 1 ? 0 : -EIO;
 }
 
 /* The first 8 bytes of a SHA-256, big-endian: the "checksum" of a result. */
@@ -75,13 +62,12 @@ static uint64_t sha_word(const uint8_t sha[32])
 
 static int default_threads(int want)
 {
-	cpu_set_t set;
-	int n;
+	int cpus[64], n;
 
 	if (want > 0)
 		return want > 64 ? 64 : want;
-	n = sched_getaffinity(0, sizeof(set), &set) ? 1 : CPU_COUNT(&set);
-	return n < 1 ? 1 : n > 64 ? 64 : n;
+	n = pfs_pcore_allowed_cpus(cpus, 64);
+	return n < 1 ? 1 : n;
 }
 
 static const char *bound_of(const char *const *names, const double *t, int n)
@@ -234,7 +220,6 @@ static int send_hello(const struct pfs_delta_opts *o, int fd, uint64_t fp,
 			     .value = fp,
 			     .count = o->target_size };
 	uint8_t rec[PFS_CTL_LEN];
-	struct pfs_ctl a;
 	int err = pfs_xfer_send_ctl(fd, &h, &r->wire_bytes);
 
 	if (!err)
@@ -242,14 +227,6 @@ static int send_hello(const struct pfs_delta_opts *o, int fd, uint64_t fp,
 	if (err)
 		return pfs_xfer_fail(r, err, "send: HELLO to %s: %s", r->peer,
 				     pfs_xfer_io_what(err));
-	/* The limit is on the target here, not on the base HELLO.size names. */
-	if (!pfs_ctl_decode(rec, sizeof(rec), &a) && a.type == PFS_CTL_REFUSE &&
-	    a.word == PFS_REFUSE_LIMIT)
-		return pfs_xfer_fail(r, -EPERM,
-				     "send: receiver %s refused: the target is %" PRIu64
-				     " bytes, the receiver takes at most %" PRIu64
-				     " (its --max-size)",
-				     r->peer, o->target_size, a.size);
 	err = pfs_xfer_answer_check(rec, &h, fp, r);
 	if (err)
 		return err;

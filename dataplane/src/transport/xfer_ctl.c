@@ -582,12 +582,16 @@ int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t 
 		return pfs_xfer_fail(r, -EPROTO, "send: bad answer to HELLO from %s", r->peer);
 	r->peer_blob_size = a.size;
 	r->peer_fingerprint = a.value;
+	/* The limit is on what the receiver must hold: a payload sender's blob
+	 * (HELLO size), a delta sender's target (HELLO count; size is the base). */
 	if (a.type == PFS_CTL_REFUSE && a.word == PFS_REFUSE_LIMIT)
 		return pfs_xfer_fail(r, -EPERM,
-				     "send: receiver %s refused: %s: this blob is %" PRIu64
+				     "send: receiver %s refused: %s: this %s is %" PRIu64
 				     " bytes, the receiver takes at most %" PRIu64
 				     " (its --max-size)",
-				     r->peer, pfs_xfer_refuse_str(a.word), h->size, a.size);
+				     r->peer, pfs_xfer_refuse_str(a.word),
+				     h->mode == PFS_MODE_DELTA ? "target" : "blob",
+				     h->mode == PFS_MODE_DELTA ? h->count : h->size, a.size);
 	if (a.type == PFS_CTL_REFUSE)
 		return pfs_xfer_fail(
 			r, -EPERM,
