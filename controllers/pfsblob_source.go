@@ -34,7 +34,10 @@ type sourceObservation struct {
 	// Requested is, per node, what the non-terminated pods other than this
 	// blob's request there (only for nodes that need a new holder).
 	Requested map[string]corev1.ResourceList
-	Now       time.Time
+	// Base is the PfsBlob spec.base names; nil when it is not set or not
+	// found.
+	Base *pfsv1alpha1.PfsBlob
+	Now  time.Time
 }
 
 // sourcePlan is what the controller must do after decideSource.
@@ -336,6 +339,7 @@ func (f *fanout) readHolders() {
 		}
 		if n != f.origin {
 			verifyRelay(hi, f.digest, f.fingerprint, hostNode)
+			hi.status.Delta = relayDelta(f.b, f.newest[n], hi.result)
 		}
 		if hi.status.State == pfsv1alpha1.BlobNodeReady {
 			f.readyPeer[n] = true
@@ -417,7 +421,8 @@ func (f *fanout) planNode(i int, n string, decided []pfsv1alpha1.BlobNodeStatus)
 		}
 		return ns
 	}
-	h := podspec.SourceHolder{Node: n, Role: role, Size: f.size, Page: ad.Page, PageFallback: ad.Fallback, Attempt: attempts + 1}
+	h := podspec.SourceHolder{Node: n, Role: role, Size: f.size, Page: ad.Page, PageFallback: ad.Fallback, Attempt: attempts + 1,
+		Base: f.holderBase(n)}
 	if role == pfsv1alpha1.BlobNodeRelay {
 		if f.originAdmission != "" {
 			return ns
@@ -578,6 +583,7 @@ func (f *fanout) summarise() {
 		st.SHA256, st.Digest = digest, digest[:12]
 	}
 	st.Fingerprint, st.PageSize = soleKey(byFP), soleKey(pages)
+	st.Delta = blobDeltaSummary(f.b, st.Nodes, f.originHasBase())
 	all := st.ReadyNodes == st.DesiredNodes && st.DesiredNodes > 0
 	if all {
 		f.distribution()

@@ -146,6 +146,16 @@ func (r *PfsBlobReconciler) gatherSource(ctx context.Context, blob *pfsv1alpha1.
 	if scan == nil || scan.Spec.NodeName == "" {
 		return obs, nil // no holder before the scan: nodes are not needed yet
 	}
+	if base := blob.Spec.Base; base != nil {
+		b := &pfsv1alpha1.PfsBlob{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: blob.Namespace, Name: base.Name}, b)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return obs, err
+		}
+		if err == nil {
+			obs.Base = b
+		}
+	}
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(blob.Spec.NodeSelector)}); err != nil {
 		return obs, err

@@ -226,6 +226,9 @@ func (r *BlobReplication) TopologyOrDefault() ReplicationTopology {
 // +kubebuilder:validation:XValidation:rule="has(self.fill) == has(oldSelf.fill)",message="fill is immutable: create a new PfsBlob with the new fill"
 // +kubebuilder:validation:XValidation:rule="has(self.source) == has(oldSelf.source)",message="source is immutable: create a new PfsBlob with the new source"
 // +kubebuilder:validation:XValidation:rule="has(self.replication) == has(oldSelf.replication)",message="replication is immutable: create a new PfsBlob with the new replication"
+// +kubebuilder:validation:XValidation:rule="!has(self.base) || has(self.source)",message="base is only used with spec.source: a blob fanned out as a delta holds a new version of files; set spec.source or remove spec.base"
+// +kubebuilder:validation:XValidation:rule="!has(self.base) || !has(self.replication) || !has(self.replication.transport) || self.replication.transport == 'TCP'",message="base needs replication.transport TCP: delta grams travel on the TCP stream; remove spec.base or set replication.transport to TCP"
+// +kubebuilder:validation:XValidation:rule="has(self.base) == has(oldSelf.base)",message="base is immutable: create a new PfsBlob with the new base"
 type PfsBlobSpec struct {
 	// size is the blob size in bytes, a quantity from 1Mi to 64Gi (e.g. 1Gi).
 	// The data plane rounds the mapping up to whole pages; the content and its
@@ -275,6 +278,13 @@ type PfsBlobSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replication is immutable: create a new PfsBlob with the new replication"
 	Replication *BlobReplication `json:"replication,omitempty"`
+
+	// base names an older version of this blob (another PfsBlob in the
+	// namespace): nodes where it is Ready get the new blob as delta grams
+	// against it, the others whole. Only with source, over TCP. Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="base is immutable: create a new PfsBlob with the new base"
+	Base *BlobBase `json:"base,omitempty"`
 
 	// nodeSelector selects the nodes that hold a copy of the blob, by node
 	// labels. When empty, every schedulable node holds a copy (the blob's
@@ -442,6 +452,11 @@ type BlobNodeStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
+
+	// delta is how a relay of a blob with spec.base got its bytes: as delta
+	// grams over its own base, or whole and why.
+	// +optional
+	Delta *BlobNodeDelta `json:"delta,omitempty"`
 }
 
 // PfsBlobStatus is the observed state of a blob across nodes.
@@ -524,6 +539,12 @@ type PfsBlobStatus struct {
 	// +kubebuilder:validation:MaxLength=32
 	DistributionMBps string `json:"distributionMBps,omitempty"`
 
+	// delta sums up a fan-out against spec.base: relays that rebuilt the
+	// blob from delta grams, those that fetched it whole, the bytes on the
+	// wire.
+	// +optional
+	Delta *BlobDeltaStatus `json:"delta,omitempty"`
+
 	// nodes lists each node's copy.
 	// +optional
 	// +listType=map
@@ -541,6 +562,7 @@ type PfsBlobStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: the operator puts it in a label value on the pods it creates; choose a shorter name"
 // +kubebuilder:validation:XValidation:rule="has(self.spec)",message="spec is required: set spec.size (e.g. 1Gi) or spec.source"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.base) || self.spec.base.name != self.metadata.name",message="spec.base names this blob itself: name the older version's PfsBlob"
 // +kubebuilder:resource:shortName=pblob,categories=packetfs
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.source`,description="where the bytes come from"
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.size`,description="effective size"

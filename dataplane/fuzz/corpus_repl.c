@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Writes a seed corpus for fuzz_repl into a directory: one well-formed
  * frame of every type (HELLO and AUTH with 32-byte bodies, AUTH once per
- * transport, ACCEPT, END and
+ * transport and once with DELTA and its base, ACCEPT, END and
  * KEEPALIVE without, REFUSE and ERROR with texts of several lengths). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +50,12 @@ int main(int argc, char **argv)
 			}
 			f.xport = 0;
 			f.data_port = 0;
+			f.flags = REPL_FLAG_DELTA; /* with the base's size and fingerprint */
+			f.body_len = REPL_AUTH_DELTA_BODY;
+			f.base_size = 1ULL << 29;
+			f.base_fp = 0x0e83cf15511808efULL;
+			emit(argv[1], idx++, &f);
+			f.flags = 0;
 			continue;
 		}
 		if (t != REPL_REFUSE && t != REPL_ERROR) {

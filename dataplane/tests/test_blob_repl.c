@@ -24,6 +24,7 @@
 #include "blob/blob_repl_wire.h"
 #include "json_util.h"
 #include "netns.h"
+#include "repl_util.h"
 #include "pfs/gram.h"
 #include "pfs/integrity.h"
 #include "wire/wire_le.h"
@@ -41,22 +42,6 @@ static const char *const big_files[] = {
 	"/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
 	"/usr/lib/x86_64-linux-gnu/libcrypto.a",
 };
-
-/* A shell command's stdout (malloc'd). */
-static char *slurp_cmd(const char *cmd)
-{
-	size_t cap = 1 << 16, len = 0, r;
-	char *out = malloc(cap);
-	FILE *p = popen(cmd, "r");
-
-	while (p && out && len + 1 < cap && (r = fread(out + len, 1, cap - len - 1, p)) > 0)
-		len += r;
-	if (p)
-		pclose(p);
-	if (out)
-		out[len] = '\0';
-	return out;
-}
 
 static void cleanup(void)
 {
@@ -460,59 +445,6 @@ static int t_chain_afxdp(void)
 }
 
 /* ---- malformed input: this program as a client and as an upstream ---- */
-
-static int tcp_to(int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	struct timeval tv = { .tv_sec = 5 };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	for (int i = 0; i < 100; i++) {
-		if (!connect(fd, (struct sockaddr *)&a, sizeof(a)))
-			return fd;
-		usleep(50000);
-	}
-	close(fd);
-	return -1;
-}
-
-static int read_full(int fd, void *b, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = recv(fd, (char *)b + got, n - got, 0);
-
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
-/* The next frame from @fd (its type), or -1. */
-static int frame_in(int fd, struct repl_frame *f)
-{
-	uint8_t b[REPL_FRAME_MAX];
-	int bl;
-
-	if (read_full(fd, b, REPL_HDR) || (bl = repl_frame_body_len(b, REPL_HDR)) < 0 ||
-	    read_full(fd, b + REPL_HDR, (size_t)bl) ||
-	    repl_frame_decode(b, REPL_HDR + (size_t)bl, f))
-		return -1;
-	return f->type;
-}
-
-static void frame_out(int fd, const struct repl_frame *f)
-{
-	uint8_t b[REPL_FRAME_MAX];
-	int n = repl_frame_encode(f, b);
-
-	if (n > 0)
-		(void)!write(fd, b, (size_t)n);
-}
 
 /* One gram of @len bytes at @off; @corrupt flips a header byte (CRC). */
 static void gram_out(int fd, uint64_t seq, uint64_t off, uint32_t len, bool corrupt)

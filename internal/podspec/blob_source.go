@@ -43,6 +43,10 @@ type SourceHolder struct {
 	Upstreams []string
 	// Attempt is 1 for the node's first pod, 2 and 3 for its retries.
 	Attempt int32
+	// Base is spec.base's name when the base is Ready on Node: the holder
+	// maps it from its holder there, fetches delta grams over it (relay) and
+	// serves delta grams against it; empty: the blob travels whole.
+	Base string
 }
 
 // BlobScanLabels select a blob's scan pod.
@@ -166,10 +170,24 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 	}
 	args = append(args, "--token-file", TokenFile)
 	args = append(args, replicateArgs(b)...)
+	serveArgs := replicateArgs(b)
+	if h.Base != "" {
+		// Both containers: the init container fetches and serves while it
+		// fills, the server serves late joiners and retries.
+		da := deltaBaseArgs(b, h.Base)
+		args, serveArgs = append(args, da...), append(serveArgs, da...)
+		vol, mount := baseTokenVolume(h.Base)
+		volumes = append(volumes, vol)
+		createMounts = append(createMounts, mounts[1], mount)
+		addMemory(&res, deltaMemory)
+	}
 	create := dataPlaneContainer(cfg, ContainerBlobCreate, args, res, fetchPrivilege(b, h.Role))
 	create.VolumeMounts = createMounts
 	create.Ports = fetchPorts(b, h.Role)
-	serve := serveContainer(cfg, b, res, replicateArgs(b))
+	serve := serveContainer(cfg, b, res, serveArgs)
+	if h.Base != "" {
+		serve.VolumeMounts = append(serve.VolumeMounts, createMounts[len(createMounts)-1])
+	}
 	serve.Ports = []corev1.ContainerPort{{Name: ReplicationPortName, ContainerPort: ReplicationPort, Protocol: corev1.ProtocolTCP}}
 
 	labels := BlobHolderLabels(b)
@@ -181,6 +199,9 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 	}
 	if network != "" {
 		ann[AnnotationNetworks] = network
+	}
+	if h.Base != "" {
+		ann[AnnotationDeltaBase] = h.Base
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: SourceHolderPodName(b.Name, h.Node, h.Attempt), Namespace: b.Namespace,
@@ -246,14 +267,8 @@ func DatagramMemory(tr pfsv1alpha1.Transport) resource.Quantity {
 // addDatagramMemory raises a UDP or AFXDP holder's memory by
 // DatagramMemory (requests == limits stay equal: Guaranteed).
 func addDatagramMemory(res *corev1.ResourceRequirements, b *pfsv1alpha1.PfsBlob) {
-	extra := DatagramMemory(b.Spec.Replication.TransportOrDefault())
-	if extra.IsZero() {
-		return
-	}
-	for _, l := range []corev1.ResourceList{res.Requests, res.Limits} {
-		m := l[corev1.ResourceMemory]
-		m.Add(extra)
-		l[corev1.ResourceMemory] = m
+	if extra := DatagramMemory(b.Spec.Replication.TransportOrDefault()); !extra.IsZero() {
+		addMemory(res, extra)
 	}
 }
 

@@ -46,6 +46,9 @@ const (
 	AnnotationNode = "pfs.packetfs.io/node"
 	// AnnotationRole on a source blob's holder pod is Origin or Relay.
 	AnnotationRole = "pfs.packetfs.io/role"
+	// AnnotationDeltaBase on a source blob's holder pod names the base
+	// (spec.base) it was given: Ready on its node when the pod was made.
+	AnnotationDeltaBase = "pfs.packetfs.io/delta-base"
 	// AnnotationPageFallback on a source blob's holder pod says why the
 	// operator asked it for 4Ki pages instead of spec.pageSize (admission
 	// found too few free hugepages on the node).
@@ -90,6 +93,10 @@ const (
 	// the source (spec.delta.sourceRef); TokenDir holds the base's.
 	SourceTokenDir  = "/etc/packetfs/source-token"
 	SourceTokenFile = SourceTokenDir + "/" + TokenKey
+	// BaseTokenDir holds the token of a source blob's base (spec.base) in
+	// its holder pod.
+	BaseTokenDir  = "/etc/packetfs/base-token"
+	BaseTokenFile = BaseTokenDir + "/" + TokenKey
 	// RunDir is a small writable emptyDir (the root filesystem is read-only).
 	RunDir = "/run/pfs"
 	// ReadyFile is created by `pfs recv --ready-file` once it listens.

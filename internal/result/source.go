@@ -65,12 +65,17 @@ type Fetch struct {
 	Transport, Path string
 	// Dgrams counts a UDP or AF_XDP fetch's datagrams; nil when not reported.
 	Dgrams *Datagrams
+	// Delta is what came as delta grams over the relay's base; nil without
+	// a base.
+	Delta *FetchDelta
 }
 
 // Repl is the "repl" member: what the holder served to other nodes.
 type Repl struct {
 	Listen                        string
 	Clients, BytesServed, Refused int64
+	// Delta is what the holder served as delta grams; nil without a base.
+	Delta *ReplDelta
 }
 
 type sourceJSON struct {
@@ -100,25 +105,27 @@ type manifestJSON struct {
 }
 
 type fetchJSON struct {
-	From          *string     `json:"from"`
-	Bytes         *int64      `json:"bytes"`
-	Seconds       *float64    `json:"seconds"`
-	Attempts      *int64      `json:"attempts"`
-	ResumedAt     []int64     `json:"resumed_at"`
-	T0Unix        *float64    `json:"t0_unix"`
-	T1Unix        *float64    `json:"t1_unix"`
-	Verified      *bool       `json:"verified"`
-	VerifySeconds *float64    `json:"verify_seconds"`
-	Transport     *string     `json:"transport"`
-	Path          *string     `json:"path"`
-	Dgrams        *dgramsJSON `json:"dgrams"`
+	From          *string         `json:"from"`
+	Bytes         *int64          `json:"bytes"`
+	Seconds       *float64        `json:"seconds"`
+	Attempts      *int64          `json:"attempts"`
+	ResumedAt     []int64         `json:"resumed_at"`
+	T0Unix        *float64        `json:"t0_unix"`
+	T1Unix        *float64        `json:"t1_unix"`
+	Verified      *bool           `json:"verified"`
+	VerifySeconds *float64        `json:"verify_seconds"`
+	Transport     *string         `json:"transport"`
+	Path          *string         `json:"path"`
+	Dgrams        *dgramsJSON     `json:"dgrams"`
+	Delta         *fetchDeltaJSON `json:"delta"`
 }
 
 type replJSON struct {
-	Listen      *string `json:"listen"`
-	Clients     *int64  `json:"clients"`
-	BytesServed *int64  `json:"bytes_served"`
-	Refused     *int64  `json:"refused"`
+	Listen      *string        `json:"listen"`
+	Clients     *int64         `json:"clients"`
+	BytesServed *int64         `json:"bytes_served"`
+	Refused     *int64         `json:"refused"`
+	Delta       *replDeltaJSON `json:"delta"`
 }
 
 // sha256Hex checks 64 lower-case hex digits.
@@ -272,6 +279,11 @@ func parseFetch(j *fetchJSON) (*Fetch, error) {
 	if err := parseFetchTransport(j, f); err != nil {
 		return nil, err
 	}
+	if j.Delta != nil {
+		if f.Delta, err = parseFetchDelta(j.Delta); err != nil {
+			return nil, err
+		}
+	}
 	return f, nil
 }
 
@@ -287,6 +299,11 @@ func parseRepl(j *replJSON) (*Repl, error) {
 		out  *int64
 	}{{"repl.clients", j.Clients, &r.Clients}, {"repl.bytes_served", j.BytesServed, &r.BytesServed}, {"repl.refused", j.Refused, &r.Refused}} {
 		if *f.out, err = count(f.name, f.in); err != nil {
+			return nil, err
+		}
+	}
+	if j.Delta != nil {
+		if r.Delta, err = parseReplDelta(j.Delta); err != nil {
 			return nil, err
 		}
 	}

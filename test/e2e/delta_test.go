@@ -97,3 +97,58 @@ func testDeltaTransfer(ctx context.Context, t *testing.T) {
 	t.Logf("delta %s -> %s: %d bytes rebuilt from %d on the wire (ratio %s), bound %s, stages %+v",
 		s.Sender.Node, s.Receiver.Node, d.EffectiveBytes, d.WireBytes, d.Ratio, d.Bound, d.Stages)
 }
+
+// testDeltaFanout is PfsBlob spec.base on the cluster: the new silero
+// version as a blob whose base is the old one. Every node holds the old one,
+// so the relay rebuilds the new blob from delta grams over its own copy;
+// then against a base held on the origin only, where the relay fetches
+// whole and status says why. Both end Ready with the source's sha256.
+func testDeltaFanout(ctx context.Context, t *testing.T) {
+	want := sha256File(t, filepath.Join(env.dataDir, "silero6", "silero_vad.onnx"))
+	_, _ = kubectl("-n", testNS, "delete", "pfstransfer", "delta-silero", "--ignore-not-found", "--wait=true", "--timeout=60s")
+	applyBlob(t, deltaFan, "silero6/silero_vad.onnx", "  base: {name: "+deltaBase+"}\n")
+	st := waitBlob(ctx, t, deltaFan, 4*time.Minute, blobReady)
+	if st.SHA256 != want {
+		t.Fatalf("blob %s sha256 %s, want %s", deltaFan, st.SHA256, want)
+	}
+	relays := 0
+	for _, n := range st.Nodes {
+		if n.Role != "Relay" {
+			continue
+		}
+		relays++
+		d := n.Delta
+		if d == nil || d.Encoding != "Delta" || d.DeltaBytes != n.Bytes || d.WireBytes <= 0 || d.WireBytes >= n.Bytes {
+			t.Errorf("relay %s: delta %+v, bytes %d: want Delta, every byte rebuilt, fewer on the wire", n.Node, d, n.Bytes)
+		} else {
+			t.Logf("relay %s rebuilt %d bytes from %d on the wire (ratio %s) from %s", n.Node, n.Bytes, d.WireBytes, d.Ratio, n.From)
+		}
+	}
+	if d := st.Delta; relays == 0 || d == nil || d.Base != deltaBase || d.DeltaNodes != relays || d.FullCopyNodes != 0 || d.Message != "" {
+		t.Errorf("status.delta %+v with %d relays: want every relay Delta", st.Delta, relays)
+	}
+
+	// The old version on the origin's node only: the other node has no
+	// base and fetches whole.
+	origin := env.nodes[len(env.nodes)-1]
+	applyBlob(t, deltaBaseOne, "silero5/silero_vad.onnx", "  nodeSelector: {kubernetes.io/hostname: "+origin+"}\n")
+	waitBlob(ctx, t, deltaBaseOne, 4*time.Minute, blobReady)
+	applyBlob(t, deltaPartial, "silero6/silero_vad.onnx", "  base: {name: "+deltaBaseOne+"}\n")
+	st = waitBlob(ctx, t, deltaPartial, 4*time.Minute, blobReady)
+	if st.SHA256 != want {
+		t.Fatalf("blob %s sha256 %s, want %s", deltaPartial, st.SHA256, want)
+	}
+	for _, n := range st.Nodes {
+		if n.Role == "Relay" && (n.Delta == nil || n.Delta.Encoding != "FullCopy" || n.Delta.Reason != "BaseNotReady") {
+			t.Errorf("relay %s: delta %+v: want FullCopy, BaseNotReady", n.Node, n.Delta)
+		}
+	}
+	if d := st.Delta; d == nil || d.FullCopyNodes != len(env.nodes)-1 || d.DeltaNodes != 0 || !strings.Contains(d.Message, "BaseNotReady") {
+		t.Errorf("status.delta %+v: want every relay FullCopy, the message naming them", st.Delta)
+	} else {
+		t.Logf("without the base: %s", d.Message)
+	}
+	if out, err := kubectl("-n", testNS, "delete", "pfsblob", deltaFan, deltaBaseOne, deltaPartial, "--wait=true", "--timeout=120s"); err != nil {
+		t.Errorf("deleting the delta fan-out blobs: %v\n%s", err, out)
+	}
+}

@@ -32,6 +32,11 @@ const (
 	// The two versions of silero-vad's model a Delta transfer moves.
 	deltaBase = "silero-v5"
 	deltaNew  = "silero-v6"
+	// The new version again, as blobs with spec.base: against the old one
+	// on every node, and against a copy of it on the origin only.
+	deltaFan     = "silero-v6-fan"
+	deltaBaseOne = "silero-v5-one"
+	deltaPartial = "silero-v6-partial"
 	// fanoutRate paces every hop of the file blob so the test can delete
 	// the middle node's holder while bytes still flow through it.
 	fanoutRate = "40Mi"
@@ -50,11 +55,21 @@ type blobStatus struct {
 	Conditions          []struct {
 		Type, Status, Reason, Message string
 	} `json:"conditions"`
+	Delta *struct {
+		Base                      string
+		DeltaNodes, FullCopyNodes int
+		WireBytes, EffectiveBytes int64
+		Ratio, Message            string
+	} `json:"delta"`
 	Nodes []struct {
 		Node, Pod, State, Role, From, Seconds, MBps, SHA256, Reason, Message string
 		Transport, Datapath                                                  string
 		Bytes, NAKs                                                          int64
 		Attempts                                                             int
+		Delta                                                                *struct {
+			Encoding, Ratio, Reason, Message string
+			WireBytes, DeltaBytes            int64
+		}
 	} `json:"nodes"`
 }
 
@@ -113,9 +128,12 @@ func testFanout(ctx context.Context, t *testing.T) {
 	t.Run("a new model version sent as a Delta PfsTransfer against the version both nodes hold", func(t *testing.T) {
 		testDeltaTransfer(ctx, t)
 	})
+	t.Run("a new model version fanned out as delta grams to the nodes that hold the old one, whole to the others", func(t *testing.T) {
+		testDeltaFanout(ctx, t)
+	})
 	t.Run("bad sources become conditions that say what to fix", func(t *testing.T) { testBadSources(ctx, t) })
 	t.Run("invalid sources rejected by the API with the CEL message", testInvalidSources)
-	_, _ = kubectl("-n", testNS, "delete", "pfsblob", fileBlob, dirBlob, xdpBlob, deltaBase, deltaNew, "--ignore-not-found", "--wait=true", "--timeout=120s")
+	_, _ = kubectl("-n", testNS, "delete", "pfsblob", fileBlob, dirBlob, xdpBlob, deltaBase, deltaNew, deltaFan, deltaBaseOne, deltaPartial, "--ignore-not-found", "--wait=true", "--timeout=120s")
 }
 
 // applyModelsVolume makes the PVC the blobs load from: a local

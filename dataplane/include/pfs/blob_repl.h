@@ -24,6 +24,13 @@
  * 32-byte nonce) -> client AUTH (HMAC-SHA256(token, "pfs-repl-v1" ||
  * nonce || le64 size), start offset) -> ACCEPT or REFUSE(text) -> payload
  * grams of one descriptor each, in order, <= 1 MiB -> END or ERROR(text).
+ * With a base (delta replication, docs/delta.md "Fan-out as a delta"): a
+ * client holding an older version of the blob asks with AUTH's DELTA flag
+ * and its base's size and fingerprint; a server holding the same base
+ * sends delta grams (pfs/delta.h) of 4 MiB of the blob each instead of
+ * the bytes, encoded as its watermark passes them, and the client
+ * rebuilds the bytes over its own base; a server without that base
+ * refuses (REFUSE 5) and the client fetches the bytes instead.
  * Nothing unauthenticated gets a blob byte; every blocking call has a
  * timeout; malformed input is counted and drops the connection, never the
  * process.
@@ -38,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pfs/delta.h"
 #include "pfs/gram.h"
 #include "pfs/xfer.h"
 
@@ -47,6 +55,7 @@
 #define PFS_REPL_CLIENTS 32 /* default bound of concurrent connections */
 #define PFS_REPL_UPSTREAMS 16 /* --fetch-from entries at most */
 #define PFS_REPL_RESUMES 8 /* resume offsets kept in the result */
+#define PFS_REPL_DELTA_UNIT (4u << 20) /* blob bytes per delta gram */
 
 /* ---- progress: the watermark of a blob being filled ---- */
 
@@ -98,6 +107,14 @@ struct pfs_repl_server_opts {
 	uint64_t rate; /* bytes/s per connection, 0: unpaced */
 	int io_timeout_ms; /* each send/recv; 0: 30000 */
 	int auth_timeout_ms; /* HELLO to AUTH; 0: 5000 */
+	/* Delta replication: clients whose base has this size and fingerprint
+	 * (pfs_delta_base_fp) get delta grams against it. NULL: DELTA requests
+	 * are refused. The caller's, outlives the server; indexed once, when
+	 * the first delta client comes. */
+	const uint8_t *base;
+	uint64_t base_size, base_fp;
+	int delta_level; /* zstd level, 0: 3 */
+	int index_threads; /* threads building the index, 0: 1 */
 };
 
 struct pfs_repl_server_stats {
@@ -108,6 +125,11 @@ struct pfs_repl_server_stats {
 	uint64_t failed; /* connections ended with ERROR or broken */
 	uint64_t retransmitted; /* datagram connections: datagrams sent again (NAKs) */
 	int active; /* accepted connections not yet complete */
+	uint64_t delta_clients; /* connections served delta grams */
+	uint64_t delta_refused; /* DELTA requests refused: no base, or another */
+	uint64_t delta_wire; /* bytes of delta grams sent (part of bytes_served) */
+	uint64_t delta_bytes; /* blob bytes those grams rebuild */
+	double index_s, encode_s; /* indexing the base; encoding, every connection */
 };
 
 struct pfs_repl_server;
@@ -173,11 +195,25 @@ struct pfs_repl_fetch_opts {
 	uint16_t data_port; /* udp, afxdp: required */
 	const char *ifname;
 	char *const *env; /* afxdp: AFXDP_DEVICES_* / PCIDEVICE_* (pfs/netdev.h) */
+	/* tcp: ask each upstream for delta grams against this base (size and
+	 * pfs_delta_base_fp fingerprint); one that holds another base, or
+	 * none, is asked for the bytes instead. NULL: bytes from every one. */
+	const uint8_t *base;
+	uint64_t base_size, base_fp;
+};
+
+/* What a fetch with a base got as delta grams. */
+struct pfs_repl_delta_fetch {
+	uint64_t wire; /* bytes of delta grams received */
+	uint64_t bytes; /* blob bytes rebuilt from them (the rest came whole) */
+	uint64_t refused; /* upstreams that refused: no such base */
+	struct pfs_delta_stats st; /* operations applied, by kind */
+	double apply_s;
 };
 
 struct pfs_repl_fetch_result {
 	char from[64]; /* the upstream that delivered the last byte */
-	uint64_t bytes; /* payload bytes received, every attempt */
+	uint64_t bytes; /* blob bytes received (whole or rebuilt), every attempt */
 	uint64_t attempts; /* connections made (TCP connected) */
 	uint64_t resumed_at[PFS_REPL_RESUMES]; /* offsets resumed from after a break */
 	int n_resumed;
@@ -188,6 +224,7 @@ struct pfs_repl_fetch_result {
 	char transport[8]; /* "tcp" | "udp" | "afxdp" */
 	char path[128]; /* datagram transports: how the bytes came in */
 	struct pfs_dgram_stats dgrams; /* datagram transports, every attempt */
+	struct pfs_repl_delta_fetch delta; /* with a base */
 	char error[512];
 };
 

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blob/blob_repl_delta.h"
 #include "blob/blob_repl_int.h"
 #include "pfs/log.h"
 #include "pfs/wire.h"
@@ -43,6 +44,10 @@ struct fetch {
 	bool final; /* the last error ends the fetch: no other upstream */
 	bool first_answered; /* upstreams[0] accepted a connection once */
 	uint8_t xport; /* enum repl_xport */
+	int cur; /* the index of f->up */
+	bool delta; /* this attempt asks for delta grams */
+	bool no_delta[PFS_REPL_UPSTREAMS]; /* refused our base: fetch whole */
+	struct repl_delta_rx rx;
 };
 
 static int fail(struct fetch *f, int err, const char *fmt, ...)
@@ -126,9 +131,18 @@ static int dial(struct fetch *f)
 	return fd;
 }
 
-/* A REFUSE: final when it is about us (token, size), else retry. */
+/* A REFUSE: final when it is about us (token, size), else retry; one
+ * about our base makes the next attempt at that upstream fetch whole. */
 static int refused(struct fetch *f, const struct repl_frame *x)
 {
+	if (x->offset == REPL_REFUSE_BASE && f->delta) {
+		f->no_delta[f->cur] = true;
+		f->r->delta.refused++;
+		pfs_info("repl fetch: %s has not our base (%s): the bytes from it, whole", f->up,
+			 (const char *)x->body);
+		return fail(f, -EAGAIN, "upstream %s refused a delta: %s", f->up,
+			    (const char *)x->body);
+	}
 	if (x->offset == REPL_REFUSE_AUTH)
 		return final(f, -EACCES, "upstream %s refused: %s (check --token-file)", f->up,
 			     (const char *)x->body);
@@ -176,7 +190,10 @@ static int handshake(struct fetch *f, int fd)
 				   .data_port = f->xport == REPL_XPORT_TCP ? 0 : f->o->data_port,
 				   .size = f->o->size,
 				   .offset = f->have,
-				   .body_len = REPL_MAC };
+				   .body_len = f->delta ? REPL_AUTH_DELTA_BODY : REPL_MAC,
+				   .flags = f->delta ? REPL_FLAG_DELTA : 0,
+				   .base_size = f->delta ? f->o->base_size : 0,
+				   .base_fp = f->delta ? f->o->base_fp : 0 };
 	int err = expect(f, fd, REPL_HELLO, &h);
 
 	if (err)
@@ -186,7 +203,7 @@ static int handshake(struct fetch *f, int fd)
 			     "upstream %s holds a blob of %" PRIu64 " bytes, this one is %" PRIu64
 			     " (--size must match the origin's)",
 			     f->up, h.size, f->o->size);
-	if (repl_mac(f->o->token, f->o->token_len, h.body, h.size, repl_xport_word(&a), a.body))
+	if (repl_auth_mac(f->o->token, f->o->token_len, h.body, h.size, &a, a.body))
 		return final(f, -EIO, "HMAC-SHA256 failed");
 	err = repl_send_frame(fd, &a);
 	if (err)
@@ -342,6 +359,34 @@ static int gram(struct fetch *f, int fd, uint8_t *b)
 	return 0;
 }
 
+/* A delta gram (its first 32 bytes in @b): rebuild the next bytes. */
+static int delta_gram(struct fetch *f, int fd, const uint8_t *b)
+{
+	const struct pfs_repl_fetch_opts *o = f->o;
+	struct repl_delta_in in = { .base = o->base,
+				    .base_size = o->base_size,
+				    .blob = o->blob,
+				    .size = o->size,
+				    .have = f->have,
+				    .seq = f->seq };
+	bool io;
+	int64_t n;
+
+	first_byte(f);
+	n = repl_delta_rx_gram(&f->rx, fd, b, &in, &f->r->delta, &io);
+	if (n < 0 && io)
+		return fail(f, (int)n, "upstream %s: %s at offset %" PRIu64, f->up,
+			    strerror((int)-n), f->have);
+	if (n == -ENOMEM)
+		return final(f, -ENOMEM, "no memory for a delta gram");
+	if (n < 0)
+		return reject(f, (int)n, "delta gram");
+	pfs_gram_stats_count(&f->r->gram, 0);
+	arrived(f, (uint64_t)n);
+	f->seq++;
+	return 0;
+}
+
 /* A control frame inside the stream: END (1: done), KEEPALIVE (0) or
  * ERROR (final). */
 static int control(struct fetch *f, int fd, const uint8_t *b)
@@ -377,8 +422,10 @@ static int receive(struct fetch *f, int fd)
 		if (err)
 			return fail(f, err, "upstream %s: %s at offset %" PRIu64, f->up,
 				    strerror(-err), f->have);
-		if (get32(b) == PFS_GRAM_MAGIC)
+		if (get32(b) == PFS_GRAM_MAGIC && !f->delta)
 			err = gram(f, fd, b);
+		else if (get32(b) == PFS_DELTA_MAGIC && f->delta)
+			err = delta_gram(f, fd, b);
 		else if (get32(b) == REPL_MAGIC)
 			err = control(f, fd, b);
 		else
@@ -397,6 +444,7 @@ static int attempt(struct fetch *f)
 	if (f->up == f->o->upstreams[0])
 		f->first_answered = true;
 	f->r->attempts++;
+	f->delta = f->o->base && f->xport == REPL_XPORT_TCP && !f->no_delta[f->cur];
 	err = handshake(f, fd);
 	if (!err) {
 		if (f->have && f->r->n_resumed < PFS_REPL_RESUMES)
@@ -434,6 +482,10 @@ static int check_opts(const struct pfs_repl_fetch_opts *o, struct pfs_repl_fetch
 	c->io_timeout_ms = c->io_timeout_ms > 0 ? c->io_timeout_ms : 10000;
 	c->connect_timeout_ms = c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 2000;
 	c->prefer_wait_ms = c->prefer_wait_ms ? c->prefer_wait_ms : 60000;
+	if (c->base && !c->base_size) {
+		snprintf(r->error, sizeof(r->error), "bad fetch options: a base of 0 bytes");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -467,6 +519,7 @@ static int cycle(struct fetch *f)
 		uint64_t had = f->have;
 
 		f->up = f->o->upstreams[i];
+		f->cur = i;
 		err = attempt(f);
 		if (!err) {
 			snprintf(f->r->from, sizeof(f->r->from), "%s", f->up);
@@ -507,8 +560,11 @@ int pfs_repl_fetch(const struct pfs_repl_fetch_opts *opts, struct pfs_repl_fetch
 
 	if (!err)
 		err = check_xport(&f);
+	if (!err && o.base && f.xport == REPL_XPORT_TCP && repl_delta_rx_init(&f.rx))
+		err = final(&f, -ENOMEM, "no memory for the delta applier");
 	if (!err)
 		err = cycle(&f);
+	repl_delta_rx_fini(&f.rx);
 	if (err) {
 		pfs_err("repl fetch: %s", r->error);
 		if (o.progress)

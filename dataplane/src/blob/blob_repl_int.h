@@ -21,6 +21,7 @@ enum repl_refuse {
 	REPL_REFUSE_SIZE = 2, /* the client's blob has another size */
 	REPL_REFUSE_BUSY = 3, /* too many connections */
 	REPL_REFUSE_REQUEST = 4, /* malformed AUTH, offset past the end */
+	REPL_REFUSE_BASE = 5, /* DELTA asked, but this server holds no such base */
 };
 
 double repl_now(void); /* CLOCK_MONOTONIC seconds */
@@ -58,8 +59,14 @@ int repl_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t
 
 static inline uint32_t repl_xport_word(const struct repl_frame *a)
 {
-	return (uint32_t)a->xport | (uint32_t)a->data_port << 16;
+	return (uint32_t)a->xport | (uint32_t)a->flags << 8 | (uint32_t)a->data_port << 16;
 }
+
+/* The MAC of AUTH @a answering a HELLO of @nonce and @size: repl_mac
+ * with its xport word, the base too with DELTA (nobody on the path makes
+ * a client ask for another base). */
+int repl_auth_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
+		  const struct repl_frame *a, uint8_t *mac);
 /* 32 random bytes (getrandom): 0 or -errno. */
 int repl_nonce(uint8_t *nonce);
 

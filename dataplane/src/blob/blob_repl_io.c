@@ -220,11 +220,13 @@ int repl_read_frame(int fd, const uint8_t *hdr, struct repl_frame *f)
 	return err ? err : repl_frame_decode(buf, REPL_HDR + (size_t)bl, f);
 }
 
-int repl_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
-	     uint32_t xport, uint8_t *mac)
+/* HMAC-SHA256(token, REPL_LABEL || nonce || le64 size [|| le32 xport
+ * [|| le64 base_size || le64 base_fp]]). */
+static int mac_of(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
+		  uint32_t xport, const uint64_t *base, uint8_t *mac)
 {
-	uint8_t msg[sizeof(REPL_LABEL) - 1 + REPL_NONCE + 8 + 4];
-	size_t len = sizeof(msg) - 4;
+	uint8_t msg[sizeof(REPL_LABEL) - 1 + REPL_NONCE + 8 + 4 + 16];
+	size_t len = sizeof(REPL_LABEL) - 1 + REPL_NONCE + 8;
 	unsigned int ml = 0;
 
 	/* No openssl.cnf: a static pfs in a scratch image has none. */
@@ -232,15 +234,36 @@ int repl_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t
 	memcpy(msg, REPL_LABEL, sizeof(REPL_LABEL) - 1);
 	memcpy(msg + sizeof(REPL_LABEL) - 1, nonce, REPL_NONCE);
 	put64(msg + sizeof(REPL_LABEL) - 1 + REPL_NONCE, size);
-	/* A datagram request is signed too: nobody on the path turns it into
-	 * "send the blob to this other port". TCP keeps the v1 message. */
+	/* A datagram or delta request is signed too: nobody on the path turns
+	 * it into "send the blob to this other port" or "against this other
+	 * base". TCP keeps the v1 message. */
 	if (xport) {
 		put32(msg + len, xport);
 		len += 4;
 	}
+	if (base) {
+		put64(msg + len, base[0]);
+		put64(msg + len + 8, base[1]);
+		len += 16;
+	}
 	if (!HMAC(EVP_sha256(), token, (int)token_len, msg, len, mac, &ml) || ml != REPL_MAC)
 		return -EIO;
 	return 0;
+}
+
+int repl_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
+	     uint32_t xport, uint8_t *mac)
+{
+	return mac_of(token, token_len, nonce, size, xport, NULL, mac);
+}
+
+int repl_auth_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
+		  const struct repl_frame *a, uint8_t *mac)
+{
+	uint64_t base[2] = { a->base_size, a->base_fp };
+
+	return mac_of(token, token_len, nonce, size, repl_xport_word(a),
+		      a->flags & REPL_FLAG_DELTA ? base : NULL, mac);
 }
 
 int repl_nonce(uint8_t *nonce)

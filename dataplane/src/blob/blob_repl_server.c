@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blob/blob_repl_delta.h"
 #include "blob/blob_repl_int.h"
 #include "pfs/log.h"
 #include "pfs/wire.h"
@@ -65,6 +66,10 @@ struct pfs_repl_server {
 	double idle_since; /* when active last became 0 */
 	uint64_t clients, refused, completed, failed; /* under lock */
 	_Atomic uint64_t served, resent;
+	struct repl_base base; /* delta replication */
+	uint64_t delta_clients, delta_refused; /* under lock */
+	_Atomic uint64_t delta_wire, delta_bytes;
+	double encode_s; /* under lock */
 	double log_t0; /* refusal lines: REPL_LOG_PER_S per second */
 	unsigned int log_n;
 	uint64_t log_dropped;
@@ -108,6 +113,30 @@ static void refuse(struct conn *c, uint64_t code, const char *why)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* A DELTA request: this server holds the client's base, or refuses. */
+static bool base_matches(struct conn *c, const struct repl_frame *a)
+{
+	struct pfs_repl_server *s = c->s;
+	const struct repl_base *b = &s->base;
+	char why[200];
+
+	if (b->p && a->base_size == b->size && a->base_fp == b->fp)
+		return true;
+	if (!b->p)
+		snprintf(why, sizeof(why), "this upstream holds no base to send a delta against");
+	else
+		snprintf(why, sizeof(why),
+			 "this upstream's base is another (%" PRIu64
+			 " bytes, fingerprint %016" PRIx64 "; the client's: %" PRIu64
+			 " bytes, %016" PRIx64 ")",
+			 b->size, b->fp, a->base_size, a->base_fp);
+	refuse(c, REPL_REFUSE_BASE, why);
+	pthread_mutex_lock(&s->lock);
+	s->delta_refused++;
+	pthread_mutex_unlock(&s->lock);
+	return false;
+}
+
 /* HELLO, then the client's AUTH (into @a): its start offset, or -1 after
  * refusing. */
 static int64_t handshake(struct conn *c, struct repl_frame *a_out)
@@ -132,7 +161,7 @@ static int64_t handshake(struct conn *c, struct repl_frame *a_out)
 		refuse(c, REPL_REFUSE_REQUEST, why);
 		return -1;
 	}
-	if (repl_mac(s->token, s->o.token_len, h.body, s->o.size, repl_xport_word(&a), mac) ||
+	if (repl_auth_mac(s->token, s->o.token_len, h.body, s->o.size, &a, mac) ||
 	    CRYPTO_memcmp(mac, a.body, REPL_MAC)) {
 		refuse(c, REPL_REFUSE_AUTH, "authentication failed: the token does not match");
 		return -1;
@@ -145,6 +174,8 @@ static int64_t handshake(struct conn *c, struct repl_frame *a_out)
 		refuse(c, a.size != s->o.size ? REPL_REFUSE_SIZE : REPL_REFUSE_REQUEST, why);
 		return -1;
 	}
+	if ((a.flags & REPL_FLAG_DELTA) && !base_matches(c, &a))
+		return -1;
 	*a_out = a;
 	return (int64_t)a.offset;
 }
@@ -252,6 +283,63 @@ static int stream(struct conn *c, uint64_t off)
 	return err ? err : repl_send_frame(c->fd, &end);
 }
 
+/* Delta grams of PFS_REPL_DELTA_UNIT blob bytes from @off to the end, each
+ * encoded once the watermark passed it, then END. Paced by the bytes on
+ * the wire. 0 or -errno. */
+static int stream_delta(struct conn *c, uint64_t off)
+{
+	struct pfs_repl_server *s = c->s;
+	const struct pfs_delta_index *idx = repl_base_index(&s->base);
+	struct pfs_delta_enc *e =
+		idx ? pfs_delta_enc__new(idx, s->base.p, s->base.size, s->base.level) : NULL;
+	struct repl_frame end = { .type = REPL_END, .size = s->o.size, .offset = s->o.size };
+	struct pfs_delta_stats st = { 0 };
+	uint64_t seq = 0, sent = 0, mark;
+	double t0 = repl_now(), enc_s = 0;
+	int err = 0;
+
+	if (!e) {
+		repl_send_text(c->fd, REPL_ERROR, s->o.size, 0, "no memory for the delta encoder");
+		return -ENOMEM;
+	}
+	while (off < s->o.size && !err) {
+		uint64_t want = s->o.size - off < PFS_REPL_DELTA_UNIT ? s->o.size :
+									off + PFS_REPL_DELTA_UNIT;
+		const uint8_t *g;
+		double te;
+		ssize_t n;
+
+		err = wait_mark(c, want - 1, &mark);
+		if (err)
+			break;
+		te = repl_now();
+		n = pfs_delta_enc__gram(e, seq++, s->o.blob, off, (uint32_t)(want - off), &g, &st);
+		enc_s += repl_now() - te;
+		if (n < 0) {
+			repl_send_text(c->fd, REPL_ERROR, s->o.size, 0, "the delta encoder failed");
+			err = (int)n;
+			break;
+		}
+		struct iovec iov = { .iov_base = (void *)g, .iov_len = (size_t)n };
+
+		err = repl_writev_full(c->fd, &iov, 1);
+		atomic_fetch_add(&s->served, (uint64_t)n);
+		atomic_fetch_add(&s->delta_wire, (uint64_t)n);
+		atomic_fetch_add(&s->delta_bytes, want - off);
+		off = want;
+		sent += (uint64_t)n;
+		if (!err && s->o.rate)
+			pace(s, t0, sent);
+		if (atomic_load(&s->stop))
+			err = -EINTR;
+	}
+	pfs_delta_enc__free(e);
+	pthread_mutex_lock(&s->lock);
+	s->encode_s += enc_s;
+	pthread_mutex_unlock(&s->lock);
+	return err ? err : repl_send_frame(c->fd, &end);
+}
+
 /* After END: wait for the client to close (it has everything then). */
 static void await_close(struct conn *c)
 {
@@ -301,15 +389,20 @@ static void *conn_main(void *arg)
 					 .size = s->o.size,
 					 .offset = (uint64_t)start };
 
+		bool delta = auth.flags & REPL_FLAG_DELTA;
+
 		pthread_mutex_lock(&s->lock);
 		s->clients++;
+		s->delta_clients += delta;
 		pthread_mutex_unlock(&s->lock);
-		pfs_info("repl serve: %s from offset %" PRId64 " over %s", c->peer, start,
-			 repl_xport_str(auth.xport));
+		pfs_info("repl serve: %s from offset %" PRId64 " over %s%s", c->peer, start,
+			 repl_xport_str(auth.xport), delta ? ", as delta grams" : "");
 		repl_set_timeout(c->fd, s->o.io_timeout_ms);
 		err = repl_send_frame(c->fd, &ok);
 		if (!err && auth.xport != REPL_XPORT_TCP)
 			err = serve_dgram(c, &auth);
+		else if (!err && delta)
+			err = stream_delta(c, (uint64_t)start);
 		else if (!err)
 			err = stream(c, (uint64_t)start);
 		if (!err && auth.xport == REPL_XPORT_TCP)
@@ -457,6 +550,10 @@ static int check_opts(struct pfs_repl_server *s, const struct pfs_repl_server_op
 	s->o.max_clients = s->o.max_clients > 0 ? s->o.max_clients : PFS_REPL_CLIENTS;
 	s->o.io_timeout_ms = s->o.io_timeout_ms > 0 ? s->o.io_timeout_ms : 30000;
 	s->o.auth_timeout_ms = s->o.auth_timeout_ms > 0 ? s->o.auth_timeout_ms : 5000;
+	if (s->o.base && !s->o.base_size) {
+		snprintf(why, n, "a base of 0 bytes");
+		return -EINVAL;
+	}
 	s->token = malloc(s->o.token_len);
 	if (!s->token) {
 		snprintf(why, n, "no memory");
@@ -469,6 +566,7 @@ static int check_opts(struct pfs_repl_server *s, const struct pfs_repl_server_op
 
 static void server_free(struct pfs_repl_server *s)
 {
+	repl_base_fini(&s->base);
 	if (s->lfd >= 0)
 		close(s->lfd);
 	if (s->token)
@@ -499,6 +597,8 @@ struct pfs_repl_server *pfs_repl_server__start(const struct pfs_repl_server_opts
 	pthread_condattr_destroy(&ca);
 	s->idle_since = repl_now();
 	err = check_opts(s, opts, why, n);
+	if (!err)
+		err = repl_base_init(&s->base, &s->o);
 	if (!err)
 		err = listen_on(s, why, n);
 	if (!err) {
@@ -561,7 +661,15 @@ void pfs_repl_server__stats(struct pfs_repl_server *s, struct pfs_repl_server_st
 	st->completed = s->completed;
 	st->failed = s->failed;
 	st->active = s->active;
+	st->delta_clients = s->delta_clients;
+	st->delta_refused = s->delta_refused;
+	st->encode_s = s->encode_s;
 	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&s->base.mu);
+	st->index_s = s->base.index_s;
+	pthread_mutex_unlock(&s->base.mu);
+	st->delta_wire = atomic_load(&s->delta_wire);
+	st->delta_bytes = atomic_load(&s->delta_bytes);
 	st->bytes_served = atomic_load(&s->served);
 	st->retransmitted = atomic_load(&s->resent);
 }

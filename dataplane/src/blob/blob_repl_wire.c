@@ -17,8 +17,11 @@ static int body_range(uint8_t type, uint16_t *lo, uint16_t *hi)
 {
 	switch (type) {
 	case REPL_HELLO:
-	case REPL_AUTH:
 		*lo = *hi = REPL_NONCE;
+		return 0;
+	case REPL_AUTH:
+		*lo = REPL_MAC;
+		*hi = REPL_AUTH_DELTA_BODY;
 		return 0;
 	case REPL_ACCEPT:
 	case REPL_END:
@@ -34,10 +37,15 @@ static int body_range(uint8_t type, uint16_t *lo, uint16_t *hi)
 	return -EPROTO;
 }
 
-/* AUTH's xport: TCP has no port, a datagram transport needs one. */
-static int xport_check(uint8_t xport, uint8_t zero, uint16_t port)
+/* AUTH's xport: TCP has no port, a datagram transport needs one; DELTA
+ * is the only flag, over TCP only, and brings the base in a longer body. */
+static int xport_check(uint8_t xport, uint8_t flags, uint16_t port, uint16_t body_len)
 {
-	if (zero || xport > REPL_XPORT_AFXDP || (xport == REPL_XPORT_TCP) != (port == 0))
+	bool delta = flags & REPL_FLAG_DELTA;
+
+	if ((flags & ~REPL_FLAG_DELTA) || xport > REPL_XPORT_AFXDP ||
+	    (xport == REPL_XPORT_TCP) != (port == 0) || (delta && xport != REPL_XPORT_TCP) ||
+	    body_len != (delta ? REPL_AUTH_DELTA_BODY : REPL_MAC))
 		return -EPROTO;
 	return 0;
 }
@@ -63,7 +71,7 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 
 	if (body_range(f->type, &lo, &hi) || f->body_len < lo || f->body_len > hi)
 		return -EINVAL;
-	if (f->type == REPL_AUTH && xport_check(f->xport, 0, f->data_port))
+	if (f->type == REPL_AUTH && xport_check(f->xport, f->flags, f->data_port, f->body_len))
 		return -EINVAL;
 	if (text_frame(f->type) && check_text(f->body, f->body_len))
 		return -EINVAL;
@@ -74,11 +82,16 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 	put16(out + 6, f->body_len);
 	put64(out + 8, f->size);
 	put64(out + 16, f->offset);
+	memcpy(out + REPL_HDR, f->body, f->body_len);
 	if (f->type == REPL_AUTH) {
 		out[24] = f->xport;
+		out[25] = f->flags;
 		put16(out + 26, f->data_port);
+		if (f->flags & REPL_FLAG_DELTA) {
+			put64(out + REPL_HDR + REPL_MAC, f->base_size);
+			put64(out + REPL_HDR + REPL_MAC + 8, f->base_fp);
+		}
 	}
-	memcpy(out + REPL_HDR, f->body, f->body_len);
 	crc = pfs_crc32c(0, out, 28);
 	crc = pfs_crc32c(crc, out + REPL_HDR, f->body_len);
 	put32(out + 28, crc);
@@ -98,7 +111,7 @@ int repl_frame_body_len(const uint8_t *hdr, size_t len)
 	bl = get16(hdr + 6);
 	if (body_range(hdr[5], &lo, &hi) || bl < lo || bl > hi)
 		return -EPROTO;
-	if (hdr[5] == REPL_AUTH ? xport_check(hdr[24], hdr[25], get16(hdr + 26)) :
+	if (hdr[5] == REPL_AUTH ? xport_check(hdr[24], hdr[25], get16(hdr + 26), bl) :
 				  get32(hdr + 24) != 0)
 		return -EPROTO;
 	return bl;
@@ -124,11 +137,16 @@ int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f)
 	f->body_len = (uint16_t)bl;
 	f->size = get64(buf + 8);
 	f->offset = get64(buf + 16);
+	memcpy(f->body, buf + REPL_HDR, (size_t)bl);
 	if (f->type == REPL_AUTH) {
 		f->xport = buf[24];
+		f->flags = buf[25];
 		f->data_port = get16(buf + 26);
+		if (f->flags & REPL_FLAG_DELTA) {
+			f->base_size = get64(buf + REPL_HDR + REPL_MAC);
+			f->base_fp = get64(buf + REPL_HDR + REPL_MAC + 8);
+		}
 	}
-	memcpy(f->body, buf + REPL_HDR, (size_t)bl);
 	return 0;
 }
 

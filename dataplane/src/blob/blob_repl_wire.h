@@ -8,8 +8,8 @@
  *   4  1 version  1
  *   5  1 type     1 HELLO, 2 AUTH, 3 ACCEPT, 4 REFUSE, 5 END, 6 ERROR,
  *                 7 KEEPALIVE
- *   6  2 body_len HELLO, AUTH: 32; ACCEPT, END, KEEPALIVE: 0; REFUSE, ERROR:
- *                 1..480
+ *   6  2 body_len HELLO: 32; AUTH: 32, or 48 with the DELTA flag; ACCEPT,
+ *                 END, KEEPALIVE: 0; REFUSE, ERROR: 1..480
  *   8  8 size     the server's blob size (every type; AUTH: the client's)
  *  16  8 offset   AUTH, ACCEPT: the start offset; END: the end (= size);
  *                 KEEPALIVE: the server's watermark; REFUSE: why (a code)
@@ -18,9 +18,14 @@
  *                 AF_XDP: datagrams to the client's port at bytes 26..27,
  *                 le16, this connection carrying the repair plane's
  *                 control records, docs/wire-format.md "Datagram
- *                 replication"), byte 25 zero. Every other type: 0
+ *                 replication"), byte 25 flags: bit 0 DELTA (TCP only:
+ *                 send delta grams against the base the body names,
+ *                 "Delta replication"), the other bits zero. Every other
+ *                 type: 0
  *  28  4 crc      CRC32C of bytes 0..27 and the body
- *  32    body     HELLO: nonce; AUTH: HMAC-SHA256; REFUSE/ERROR: text
+ *  32    body     HELLO: nonce; AUTH: HMAC-SHA256, with DELTA then the
+ *                 client's base size (le64) and fingerprint (le64);
+ *                 REFUSE/ERROR: text
  *                 (printable ASCII and UTF-8, no control bytes, no NUL)
  *
  * The decoder takes bytes from any peer: it checks the header before it
@@ -41,6 +46,8 @@
 #define REPL_HDR 32
 #define REPL_NONCE 32
 #define REPL_MAC 32
+#define REPL_AUTH_DELTA_BODY (REPL_MAC + 16)
+#define REPL_FLAG_DELTA 0x01u
 #define REPL_FRAME_MAX (REPL_HDR + PFS_REPL_MSG_MAX)
 #define REPL_LABEL "pfs-repl-v1"
 
@@ -65,6 +72,8 @@ struct repl_frame {
 	uint8_t type;
 	uint8_t xport; /* AUTH: enum repl_xport */
 	uint16_t data_port; /* AUTH with a datagram xport: the client's UDP port */
+	uint8_t flags; /* AUTH: REPL_FLAG_* */
+	uint64_t base_size, base_fp; /* AUTH with REPL_FLAG_DELTA: the client's base */
 	uint16_t body_len;
 	uint64_t size, offset;
 	uint8_t body[PFS_REPL_MSG_MAX + 1]; /* text frames: NUL-terminated */

@@ -212,7 +212,8 @@ int pfs_cmd_blob(int argc, char **argv)
 		.group = { { blob_opts, &a },
 			   { pfs_cli_blob_opts, &a.cb },
 			   { pfs_cli_source_opts, &a.src },
-			   { pfs_cli_repl_opts, &a.repl } },
+			   { pfs_cli_repl_opts, &a.repl },
+			   { pfs_cli_repl_delta_opts, &a.repl.delta } },
 	};
 	char cmd[16];
 	int err;

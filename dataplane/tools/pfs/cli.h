@@ -128,6 +128,23 @@ enum pfs_cli_fetch_xport {
 	PFS_CLI_FETCH_AFXDP,
 };
 
+/* Delta replication's base (repl_delta.c): --delta-base FILE or the blob
+ * of --delta-base-socket; zero-initialise. */
+struct pfs_cli_repl_delta {
+	const char *file; /* --delta-base */
+	const char *socket; /* --delta-base-socket */
+	const char *token_file; /* --delta-base-token-file */
+	uint64_t level; /* --delta-zstd-level; 0: 3 */
+	/* opened by pfs_cli_repl_delta_open */
+	bool tried;
+	struct pfs_blob *blob;
+	uint8_t *map; /* --delta-base mapped */
+	const uint8_t *p;
+	uint64_t size, fp;
+	double fp_s;
+	char error[320]; /* why there is no base after all */
+};
+
 struct pfs_cli_repl {
 	const char *listen; /* --replicate-listen ADDR:PORT */
 	const char *fetch_from; /* --fetch-from IP:PORT[,...] */
@@ -150,7 +167,30 @@ struct pfs_cli_repl {
 	bool fetched, verified;
 	struct pfs_repl_fetch_result fr;
 	double verify_s;
+	struct pfs_cli_repl_delta delta;
 };
+
+/* The table over struct pfs_cli_repl_delta: --delta-base,
+ * --delta-base-socket, --delta-base-token-file, --delta-zstd-level. */
+extern const struct pfs_opt pfs_cli_repl_delta_opts[];
+bool pfs_cli_repl_delta_set(const struct pfs_cli_repl_delta *d);
+/* After parsing: what needs what (@serving, @fetching: the command serves
+ * or fetches the blob; @xport the fetch transport). 0 or -EINVAL, printed. */
+int pfs_cli_repl_delta_check(const struct pfs_cmdline *c, const struct pfs_cli_repl_delta *d,
+			     bool serving, bool fetching, int xport);
+/* Map the base once (later calls return at once). A base that cannot be
+ * had is not an error: it is logged, kept in d->error, and the blob is
+ * served and fetched whole. */
+void pfs_cli_repl_delta_open(struct pfs_cli_repl_delta *d);
+void pfs_cli_repl_delta_close(struct pfs_cli_repl_delta *d);
+/* The "delta" member of "fetch" (@f) or of "repl" (@st), when a base was
+ * asked for. */
+void pfs_cli_repl_delta_fetch_json(struct pfs_json *j, const struct pfs_cli_repl_delta *d,
+				   const struct pfs_repl_fetch_result *f);
+void pfs_cli_repl_delta_serve_json(struct pfs_json *j, const struct pfs_cli_repl_delta *d,
+				   const struct pfs_repl_server_stats *st);
+/* The "regions" member of a delta result (delta.c). */
+void pfs_cli_delta_regions_json(struct pfs_json *j, const struct pfs_delta_stats *s);
 
 /* The table over struct pfs_cli_repl: --replicate-listen, --fetch-from,
  * --token-file, --replicate-linger, --replicate-rate, --fetch-timeout,

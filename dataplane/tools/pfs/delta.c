@@ -271,6 +271,22 @@ static void region_json(struct pfs_json *j, const char *key, uint64_t n, uint64_
 	pfs_json_close(j);
 }
 
+void pfs_cli_delta_regions_json(struct pfs_json *j, const struct pfs_delta_stats *s)
+{
+	pfs_json_obj(j, "regions");
+	region_json(j, "same", s->n[PFS_DELTA_COPY] - s->moved_n,
+		    s->bytes[PFS_DELTA_COPY] - s->moved_bytes, NULL);
+	region_json(j, "moved", s->moved_n, s->moved_bytes, NULL);
+	region_json(j, "xor", s->n[PFS_DELTA_XOR], s->bytes[PFS_DELTA_XOR],
+		    &s->wire[PFS_DELTA_XOR]);
+	region_json(j, "zstd", s->n[PFS_DELTA_ZSTD], s->bytes[PFS_DELTA_ZSTD],
+		    &s->wire[PFS_DELTA_ZSTD]);
+	region_json(j, "zstd_ref", s->n[PFS_DELTA_ZREF], s->bytes[PFS_DELTA_ZREF],
+		    &s->wire[PFS_DELTA_ZREF]);
+	region_json(j, "raw", s->n[PFS_DELTA_RAW], s->bytes[PFS_DELTA_RAW], NULL);
+	pfs_json_close(j);
+}
+
 void pfs_cli_delta_json(struct pfs_json *j, const struct pfs_delta_result *d,
 			const struct pfs_xfer_result *r)
 {
@@ -287,18 +303,7 @@ void pfs_cli_delta_json(struct pfs_json *j, const struct pfs_delta_result *d,
 		pfs_sha256_hex(d->sha256, hex);
 		pfs_json_str(j, "sha256", hex, sizeof(hex));
 	}
-	pfs_json_obj(j, "regions");
-	region_json(j, "same", s->n[PFS_DELTA_COPY] - s->moved_n,
-		    s->bytes[PFS_DELTA_COPY] - s->moved_bytes, NULL);
-	region_json(j, "moved", s->moved_n, s->moved_bytes, NULL);
-	region_json(j, "xor", s->n[PFS_DELTA_XOR], s->bytes[PFS_DELTA_XOR],
-		    &s->wire[PFS_DELTA_XOR]);
-	region_json(j, "zstd", s->n[PFS_DELTA_ZSTD], s->bytes[PFS_DELTA_ZSTD],
-		    &s->wire[PFS_DELTA_ZSTD]);
-	region_json(j, "zstd_ref", s->n[PFS_DELTA_ZREF], s->bytes[PFS_DELTA_ZREF],
-		    &s->wire[PFS_DELTA_ZREF]);
-	region_json(j, "raw", s->n[PFS_DELTA_RAW], s->bytes[PFS_DELTA_RAW], NULL);
-	pfs_json_close(j);
+	pfs_cli_delta_regions_json(j, s);
 	pfs_json_obj(j, "stages");
 	pfs_json_num(j, "index_s", d->index_s, 6);
 	pfs_json_num(j, "encode_s", d->encode_s, 6);

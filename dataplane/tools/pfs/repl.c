@@ -20,6 +20,7 @@
 #include "pfs/blob_manifest.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
+#include "pfs/pcore.h"
 
 /* "3", "3s", "500ms", "2m", "1h", fractions allowed: milliseconds. */
 int pfs_cli_parse_dur(const char *arg, void *field)
@@ -119,6 +120,10 @@ int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
 						  "fetch-data-port", "fetch-if" };
 
 	if (!r->listen && !r->fetch_from) {
+		if (pfs_cli_repl_delta_set(&r->delta))
+			return pfs_opt_fail(c,
+					    "the --delta-base options need --replicate-listen or "
+					    "--fetch-from");
 		for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
 			if (pfs_opt_given(c, need[i]))
 				return pfs_opt_fail(c, "--%s needs --replicate-listen", need[i]);
@@ -154,7 +159,7 @@ int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
 				    r->fetch_from, PFS_REPL_UPSTREAMS);
 	if (r->listen && !strchr(r->listen, ':'))
 		return pfs_opt_fail(c, "invalid --replicate-listen '%s' (ADDR:PORT)", r->listen);
-	return 0;
+	return pfs_cli_repl_delta_check(c, &r->delta, r->listen, r->fetch_from, r->xport);
 }
 
 bool pfs_cli_repl_set(const struct pfs_cli_repl *r)
@@ -198,12 +203,20 @@ int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 					  .rate = r->rate };
 	int err;
 
+	int cpus[64];
+
 	if (!r->listen)
 		return 0;
 	err = read_token(r, why, n);
 	if (err)
 		return err;
 	o.token_len = (size_t)r->token_len;
+	pfs_cli_repl_delta_open(&r->delta);
+	o.base = r->delta.p;
+	o.base_size = r->delta.size;
+	o.base_fp = r->delta.fp;
+	o.delta_level = (int)r->delta.level;
+	o.index_threads = pfs_pcore_allowed_cpus(cpus, 8);
 	r->srv = pfs_repl_server__start(&o, why, n);
 	if (!r->srv) {
 		err = -errno;
@@ -288,7 +301,13 @@ int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char
 					 .data_port = data_port(r),
 					 .ifname = r->fetch_if,
 					 .env = environ };
-	int err = pfs_repl_fetch(&o, &r->fr);
+	int err;
+
+	pfs_cli_repl_delta_open(&r->delta);
+	o.base = r->delta.p;
+	o.base_size = r->delta.size;
+	o.base_fp = r->delta.fp;
+	err = pfs_repl_fetch(&o, &r->fr);
 
 	r->fetched = true;
 	if (err) {
@@ -364,6 +383,7 @@ static void fetch_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 		pfs_json_u64(j, "forged", f->dgrams.forged);
 		pfs_json_close(j);
 	}
+	pfs_cli_repl_delta_fetch_json(j, &r->delta, f);
 	pfs_json_close(j);
 }
 
@@ -379,6 +399,7 @@ void pfs_cli_repl_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 	pfs_json_u64(j, "bytes_served", r->st.bytes_served);
 	pfs_json_u64(j, "refused", r->st.refused);
 	pfs_json_u64(j, "retransmitted", r->st.retransmitted);
+	pfs_cli_repl_delta_serve_json(j, &r->delta, &r->st);
 	pfs_json_close(j);
 }
 
@@ -389,5 +410,6 @@ void pfs_cli_repl_free(struct pfs_cli_repl *r)
 	r->srv = NULL;
 	pfs_progress__free(r->prog);
 	r->prog = NULL;
+	pfs_cli_repl_delta_close(&r->delta);
 	memset(r->token, 0, sizeof(r->token));
 }

@@ -176,7 +176,7 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	struct pfs_cmdline c = {
 		.cmd = "blob serve",
 		.usage = serve_usage,
-		.group = { { serve_opts, &a } },
+		.group = { { serve_opts, &a }, { pfs_cli_repl_delta_opts, &a.repl.delta } },
 	};
 	struct pfs_share_server *srv;
 	struct pfs_blob *blob;
@@ -193,6 +193,8 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	if (pfs_opt_given(&c, "replicate-rate") && !a.repl.listen)
 		return pfs_opt_fail(&c, "--replicate-rate needs --replicate-listen"),
 		       PFS_EXIT_USAGE;
+	if (pfs_cli_repl_delta_check(&c, &a.repl.delta, a.repl.listen, false, 0))
+		return PFS_EXIT_USAGE;
 	if (a.allow.n) {
 		a.so.allow_uids = a.allow.uid;
 		a.so.n_allow_uids = a.allow.n;

@@ -100,6 +100,21 @@ func TestCreateValidation(t *testing.T) {
 		"blob hostPath with size accepted":             {blob, "size: 2Gi\nsource: {hostPath: {path: /srv/models/x}}\npageFallback: Never", nil},
 		"blob pvc path with dots in names accepted":    {blob, "source: {persistentVolumeClaim: {claimName: data, path: a..b/.hidden/x.bin}}", nil},
 
+		// PfsBlob with a base: a new version fanned out as delta grams.
+		"blob base accepted": {blob, "source: {persistentVolumeClaim: {claimName: data}}\nbase: {name: model-v1, zstdLevel: 9}", nil},
+		"blob base over TCP accepted": {blob,
+			"source: {persistentVolumeClaim: {claimName: data}}\nreplication: {transport: TCP, topology: Tree}\nbase: {name: model-v1}", nil},
+		"blob base without source": {blob, "size: 1Gi\nbase: {name: model-v1}",
+			[]string{"base is only used with spec.source", "set spec.source or remove spec.base"}},
+		"blob base over UDP": {blob, "source: {persistentVolumeClaim: {claimName: data}}\nreplication: {transport: UDP}\nbase: {name: model-v1}",
+			[]string{"base needs replication.transport TCP", "set replication.transport to TCP"}},
+		"blob base zstdLevel 20": {blob, "source: {persistentVolumeClaim: {claimName: data}}\nbase: {name: model-v1, zstdLevel: 20}",
+			[]string{"spec.base.zstdLevel", "less than or equal to 19"}},
+		"blob base name not a name": {blob, "source: {persistentVolumeClaim: {claimName: data}}\nbase: {name: Model_1}",
+			[]string{"spec.base.name", "should match"}},
+		"blob base without name": {blob, "source: {persistentVolumeClaim: {claimName: data}}\nbase: {zstdLevel: 3}",
+			[]string{"spec.base.name: Required value"}},
+
 		"blob size 1Mi accepted":        {blob, `size: 1Mi`, nil},
 		"blob size 64Gi accepted":       {blob, "size: 64Gi\npageSize: 1Gi", nil},
 		"blob size as integer accepted": {blob, `size: 1048576`, nil},
@@ -297,5 +312,20 @@ func TestNameLength(t *testing.T) {
 				t.Errorf("a 63-character name was rejected: %v", err)
 			}
 		})
+	}
+}
+
+// A blob cannot be its own base: the rule reads metadata.name.
+func TestBlobBaseNotItself(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx)
+	obj := object(t, blob, ns, "model-v2", "source: {persistentVolumeClaim: {claimName: data}}\nbase: {name: model-v2}")
+	err := env.Client.Create(ctx, obj)
+	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.base names this blob itself") {
+		t.Fatalf("want Invalid naming the self-reference, got %v", err)
+	}
+	ok := object(t, blob, ns, "model-v3", "source: {persistentVolumeClaim: {claimName: data}}\nbase: {name: model-v2}")
+	if err := env.Client.Create(ctx, ok); err != nil {
+		t.Fatalf("a blob with another base rejected: %v", err)
 	}
 }

@@ -158,6 +158,17 @@ func TestSourceBlobPods(t *testing.T) {
 			Upstreams: ups, Attempt: 1}
 		checkPod(t, bin, &podspec.BlobSourceHolderPod(cfg, long, h).Spec)
 	})
+	// With spec.base Ready on the node, both containers map the base and
+	// serve (and the relay fetches) delta grams.
+	withBase := b.DeepCopy()
+	withBase.Spec.Base = &pfsv1alpha1.BlobBase{Name: "model-v1", ZstdLevel: 9}
+	for _, role := range []pfsv1alpha1.BlobNodeRole{pfsv1alpha1.BlobNodeOrigin, pfsv1alpha1.BlobNodeRelay} {
+		t.Run(string(role)+" with a base", func(t *testing.T) {
+			h := podspec.SourceHolder{Node: "w1", Role: role, Size: 67108864, Page: pfsv1alpha1.PageSize2Mi,
+				Upstreams: []string{"10.0.0.1:7470"}, Attempt: 1, Base: "model-v1"}
+			checkPod(t, bin, &podspec.BlobSourceHolderPod(cfg, withBase, h).Spec)
+		})
+	}
 }
 
 // TestDatagramRelayPods runs the holders of a blob replicated over UDP and

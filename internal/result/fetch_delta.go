@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package result
+
+import "fmt"
+
+// A relay given a base (pfs blob create --delta-base-socket) says in
+// "fetch.delta" whether it could map the base, how many of the blob's
+// bytes it rebuilt from delta grams, how many came whole and what crossed
+// the wire. The origin and a serving holder say in "repl.delta" whether
+// they had a base to encode against and how many clients got delta grams.
+
+// FetchDelta is a relay's "fetch.delta".
+type FetchDelta struct {
+	// Base says the relay mapped its base; Error says why not.
+	Base  bool
+	Error string
+	// Bytes is how many blob bytes were rebuilt from delta grams;
+	// WholeBytes how many came whole; WireBytes what came over the
+	// connection for them.
+	Bytes, WholeBytes, WireBytes int64
+	// Refused is how many upstreams refused to send delta grams (they held
+	// no base, or another).
+	Refused int64
+}
+
+// ReplDelta is a serving holder's "repl.delta".
+type ReplDelta struct {
+	Base    bool
+	Error   string
+	Clients int64
+}
+
+type fetchDeltaJSON struct {
+	Base       *bool   `json:"base"`
+	Error      *string `json:"error"`
+	Bytes      *int64  `json:"bytes"`
+	WholeBytes *int64  `json:"whole_bytes"`
+	WireBytes  *int64  `json:"wire_bytes"`
+	Refused    *int64  `json:"refused"`
+}
+
+type replDeltaJSON struct {
+	Base    *bool   `json:"base"`
+	Error   *string `json:"error"`
+	Clients *int64  `json:"clients"`
+}
+
+func parseFetchDelta(j *fetchDeltaJSON) (*FetchDelta, error) {
+	if j.Base == nil {
+		return nil, fmt.Errorf("field %q is missing", "fetch.delta.base")
+	}
+	d := &FetchDelta{Base: *j.Base}
+	if j.Error != nil {
+		d.Error = *j.Error
+	}
+	for _, c := range []struct {
+		name string
+		in   *int64
+		out  *int64
+	}{{"fetch.delta.bytes", j.Bytes, &d.Bytes}, {"fetch.delta.whole_bytes", j.WholeBytes, &d.WholeBytes},
+		{"fetch.delta.wire_bytes", j.WireBytes, &d.WireBytes}, {"fetch.delta.refused", j.Refused, &d.Refused}} {
+		var err error
+		if *c.out, err = count(c.name, c.in); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func parseReplDelta(j *replDeltaJSON) (*ReplDelta, error) {
+	if j.Base == nil {
+		return nil, fmt.Errorf("field %q is missing", "repl.delta.base")
+	}
+	d := &ReplDelta{Base: *j.Base}
+	if j.Error != nil {
+		d.Error = *j.Error
+	}
+	var err error
+	if d.Clients, err = count("repl.delta.clients", j.Clients); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
