@@ -77,7 +77,7 @@ func relayDelta(b *pfsv1alpha1.PfsBlob, p *corev1.Pod, r *result.BlobCreate) *pf
 		return full(pfsv1alpha1.ReasonUpstreamWithoutBase, "the upstream holds no base like this node's ("+name+"): fetched whole")
 	}
 	nd := &pfsv1alpha1.BlobNodeDelta{Encoding: pfsv1alpha1.DeltaEncodingDelta, WireBytes: d.WireBytes, DeltaBytes: d.Bytes,
-		Ratio: pfsv1alpha1.FormatRatio(float64(r.Fetch.Bytes), float64(d.WireBytes))}
+		Ratio: pfsv1alpha1.FormatRatio(float64(r.Fetch.Bytes), float64(d.WireBytes)), ApplySeconds: pfsv1alpha1.FormatSeconds(d.Apply)}
 	if d.WholeBytes > 0 {
 		nd.Message = fmt.Sprintf("%d bytes came whole from an upstream without the base", d.WholeBytes)
 	}
@@ -86,11 +86,15 @@ func relayDelta(b *pfsv1alpha1.PfsBlob, p *corev1.Pod, r *result.BlobCreate) *pf
 
 // blobDeltaSummary is status.delta: the relays by encoding, the bytes on the
 // wire against the bytes they hold, and who fetched whole and why.
-func blobDeltaSummary(b *pfsv1alpha1.PfsBlob, nodes []pfsv1alpha1.BlobNodeStatus, originBase bool) *pfsv1alpha1.BlobDeltaStatus {
+func blobDeltaSummary(b *pfsv1alpha1.PfsBlob, nodes []pfsv1alpha1.BlobNodeStatus, originBase bool, origin *result.BlobCreate) *pfsv1alpha1.BlobDeltaStatus {
 	if b.Spec.Base == nil {
 		return nil
 	}
 	ds := &pfsv1alpha1.BlobDeltaStatus{Base: b.Spec.Base.Name}
+	if origin != nil && origin.Repl != nil && origin.Repl.Delta != nil && origin.Repl.Delta.Clients > 0 {
+		ds.OriginIndexSeconds = pfsv1alpha1.FormatSeconds(origin.Repl.Delta.Index)
+		ds.OriginEncodeSeconds = pfsv1alpha1.FormatSeconds(origin.Repl.Delta.Encode)
+	}
 	var whole []string
 	for _, n := range nodes {
 		d := n.Delta
@@ -119,6 +123,14 @@ func blobDeltaSummary(b *pfsv1alpha1.PfsBlob, nodes []pfsv1alpha1.BlobNodeStatus
 	}
 	ds.Message = truncate(strings.Join(msg, "; "), 2048)
 	return ds
+}
+
+// originResult is the origin's data-plane result, nil before it has one.
+func (f *fanout) originResult() *result.BlobCreate {
+	if oi := f.info[f.origin]; oi != nil {
+		return oi.result
+	}
+	return nil
 }
 
 // originHasBase: the origin's holder was given the base (or none exists

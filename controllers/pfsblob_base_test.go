@@ -84,15 +84,16 @@ func TestDecideSourceDeltaStatus(t *testing.T) {
 	nodes := []corev1.Node{*testNode("w0", "hugepages-2Mi", "1Gi"), *testNode("w1", "hugepages-2Mi", "1Gi"), *testNode("w2", "hugepages-2Mi", "1Gi")}
 	b := withBase(srcBlob(""))
 	obs := sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes, Base: baseBlob([]string{"w0", "w1"}, nil),
-		Holders: []corev1.Pod{deltaHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", originMsg(digestA)),
+		Holders: []corev1.Pod{deltaHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", strings.Replace(originMsg(digestA), `"manifest"`,
+			`"repl":{"listen":"0.0.0.0:7470","clients":1,"bytes_served":262144,"refused":0,"delta":{"base":true,"error":null,"clients":1,"index_s":0.01,"encode_s":0.2}},"manifest"`, 1)),
 			deltaHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2",
-				deltaMsg(`{"base":true,"error":null,"bytes":4194304,"whole_bytes":0,"wire_bytes":262144,"refused":0}`)),
+				deltaMsg(`{"base":true,"error":null,"bytes":4194304,"whole_bytes":0,"wire_bytes":262144,"refused":0,"apply_s":0.04}`)),
 			srcHolder(b, "w2", pfsv1alpha1.BlobNodeRelay, "10.0.0.3", 0, relayMsg(digestA, "10.0.0.1:7470"), true)}}
 	st, _ := decideSource(podspec.Config{}, SourcePolicy{}, b, obs)
 	if st.Nodes[0].Delta != nil {
 		t.Errorf("origin delta %+v", st.Nodes[0].Delta)
 	}
-	want1 := &pfsv1alpha1.BlobNodeDelta{Encoding: pfsv1alpha1.DeltaEncodingDelta, WireBytes: 262144, DeltaBytes: 4194304, Ratio: "16.00"}
+	want1 := &pfsv1alpha1.BlobNodeDelta{Encoding: pfsv1alpha1.DeltaEncodingDelta, WireBytes: 262144, DeltaBytes: 4194304, Ratio: "16.00", ApplySeconds: "0.040"}
 	if diff := cmp.Diff(want1, st.Nodes[1].Delta); diff != "" {
 		t.Errorf("w1 (-want +got):\n%s", diff)
 	}
@@ -101,7 +102,8 @@ func TestDecideSourceDeltaStatus(t *testing.T) {
 		t.Errorf("w2 %+v", d)
 	}
 	wantSum := &pfsv1alpha1.BlobDeltaStatus{Base: "v1", DeltaNodes: 1, FullCopyNodes: 1, WireBytes: 262144 + 4194304,
-		EffectiveBytes: 2 * 4194304, Ratio: "1.88", Message: "fetched whole: w2: BaseNotReady"}
+		EffectiveBytes: 2 * 4194304, Ratio: "1.88", OriginIndexSeconds: "0.010", OriginEncodeSeconds: "0.200",
+		Message: "fetched whole: w2: BaseNotReady"}
 	if diff := cmp.Diff(wantSum, st.Delta); diff != "" {
 		t.Errorf("status.delta (-want +got):\n%s", diff)
 	}

@@ -583,7 +583,7 @@ func (f *fanout) summarise() {
 		st.SHA256, st.Digest = digest, digest[:12]
 	}
 	st.Fingerprint, st.PageSize = soleKey(byFP), soleKey(pages)
-	st.Delta = blobDeltaSummary(f.b, st.Nodes, f.originHasBase())
+	st.Delta = blobDeltaSummary(f.b, st.Nodes, f.originHasBase(), f.originResult())
 	all := st.ReadyNodes == st.DesiredNodes && st.DesiredNodes > 0
 	if all {
 		f.distribution()

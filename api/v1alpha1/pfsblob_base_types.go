@@ -66,6 +66,13 @@ type BlobNodeDelta struct {
 	// +kubebuilder:validation:MaxLength=32
 	Ratio string `json:"ratio,omitempty"`
 
+	// applySeconds is the time the relay spent applying delta grams, in
+	// decimal seconds (e.g. "0.040").
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	ApplySeconds string `json:"applySeconds,omitempty"`
+
 	// reason says why a FullCopy node fetched whole: BaseNotReady,
 	// BaseUnavailable or UpstreamWithoutBase.
 	// +optional
@@ -111,6 +118,19 @@ type BlobDeltaStatus struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	// +kubebuilder:validation:MaxLength=32
 	Ratio string `json:"ratio,omitempty"`
+
+	// originIndexSeconds and originEncodeSeconds are the origin's time to
+	// index its base and to encode delta grams for its clients while it
+	// loaded the blob (decimal seconds); each relay encodes for its own
+	// downstream in the same way.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	OriginIndexSeconds string `json:"originIndexSeconds,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	OriginEncodeSeconds string `json:"originEncodeSeconds,omitempty"`
 
 	// message names the nodes that fetched whole and why.
 	// +optional

@@ -545,7 +545,7 @@ static int t_xfer_ok(void)
 	snprintf(con, sizeof(con), "%s:%s", ip_b, pb);
 	xfer("ok",
 	     (char *const[]){ "recv", "--mode", "delta", "--listen", lst, "--base", base, "--out",
-			      out, NULL },
+			      out, "--delta-threads", "3", NULL },
 	     (char *const[]){ "send", "--mode", "delta", "--connect", con, "--base", base, "--src",
 			      src, "--delta-threads", "2", NULL },
 	     &rrc, &src_rc);
@@ -561,6 +561,9 @@ static int t_xfer_ok(void)
 		CHECK(wire > 0 && wire < (long long)MB, "wire %lld for a 6 MiB target", wire);
 		CHECK(jnum(jsect(rj, "\"xor\""), "bytes") > 0, "no XOR region");
 		CHECK(jnum(jsect(rj, "\"moved\""), "bytes") > 0, "no moved region");
+		/* Three appliers: the grams applied in any order, same bytes. */
+		CHECK(jnum(jsect(rj, "\"delta\""), "threads") == 3, "recv threads %lld",
+		      jnum(jsect(rj, "\"delta\""), "threads"));
 		tap_diag("6 MiB target: %lld wire bytes, ratio %.1f", wire,
 			 jreal(jsect(rj, "\"delta\""), "ratio"));
 	}

@@ -21,9 +21,23 @@ import (
 // of the source's size (the encoder's index and buffers).
 const deltaEncoderMemory = 64 << 20
 
+// deltaApplierMemory is the receiver's working memory per applier thread
+// besides the target: two grams in flight (4 MiB of blob each, at most
+// that compressed) and zstd's decompression context.
+const deltaApplierMemory = 16 << 20
+
+// endpointThreads is an endpoint's queues as a thread count, at least 1.
+func endpointThreads(e pfsv1alpha1.Endpoint) int32 {
+	if e.Queues < 1 {
+		return 1
+	}
+	return e.Queues
+}
+
 // deltaReceiver is the receiving side of a Delta transfer: it rebuilds the
 // source in memory (its size is requested, and --max-size refuses a larger
-// one), from the base on its node or from nothing.
+// one), from the base on its node or from nothing, on receiver.queues
+// applier threads.
 func deltaReceiver(x *pfsv1alpha1.PfsTransfer, in TransferInputs) transferSide {
 	args := recvArgs(x)
 	side := transferSide{component: ComponentReceiver, ep: x.Spec.Receiver}
@@ -37,6 +51,11 @@ func deltaReceiver(x *pfsv1alpha1.PfsTransfer, in TransferInputs) transferSide {
 		args = append(args, "--max-size", strconv.FormatInt(n, 10))
 		side.memory = n
 	}
+	// Appliers on the receiver's queues (its whole CPUs), as the sender's
+	// encoders on its own.
+	threads := endpointThreads(x.Spec.Receiver)
+	args = append(args, "--delta-threads", strconv.Itoa(int(threads)))
+	side.memory += int64(threads) * deltaApplierMemory
 	side.args = append(args, "--result-file", TerminationLog)
 	return side
 }
@@ -62,11 +81,7 @@ func deltaSender(x *pfsv1alpha1.PfsTransfer, in TransferInputs, addr placement.A
 	if d := x.Spec.Delta; d != nil && d.ZstdLevel > 0 {
 		args = append(args, "--zstd-level", strconv.Itoa(int(d.ZstdLevel)))
 	}
-	threads := x.Spec.Sender.Queues
-	if threads < 1 {
-		threads = 1
-	}
-	args = append(args, "--delta-threads", strconv.Itoa(int(threads)))
+	args = append(args, "--delta-threads", strconv.Itoa(int(endpointThreads(x.Spec.Sender))))
 	side.memory = sourceBytes(in) + deltaEncoderMemory
 	side.args = append(args, "--result-file", TerminationLog)
 	return side

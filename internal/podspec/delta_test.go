@@ -58,10 +58,10 @@ func TestDeltaTransferPods(t *testing.T) {
 			in: TransferInputs{Attempt: 1, Blob: base, Source: source,
 				Delta: placement.Delta{SenderNodes: []string{"n2"}, ReceiverNodes: []string{"n1", "n2"}}},
 			wantRecv: "recv --listen 0.0.0.0:5000 --mode delta --transport tcp --accept-timeout 300 --ready-file /run/pfs/ready " +
-				"--blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token --max-size 1075838976 --result-file /dev/termination-log",
+				"--blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token --max-size 1075838976 --delta-threads 1 --result-file /dev/termination-log",
 			wantSend: "send --connect 10.0.0.5:5000 --mode delta --transport tcp --blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token " +
 				"--src-blob-socket /run/packetfs/ns/new.sock --src-blob-token-file /etc/packetfs/source-token/token --zstd-level 3 --delta-threads 1 --result-file /dev/termination-log",
-			wantRecvRes:  rl("cpu", "1", "memory", "1282Mi"),
+			wantRecvRes:  rl("cpu", "1", "memory", "1298Mi"),
 			wantSendRes:  rl("cpu", "1", "memory", "1346Mi"),
 			wantRecvVols: []corev1.Volume{runVol, sockets, secret("blob-token", "old")},
 			wantRecvNode: []string{"n1", "n2"},
@@ -76,10 +76,10 @@ func TestDeltaTransferPods(t *testing.T) {
 			in: TransferInputs{Blob: base, Source: source,
 				Delta: placement.Delta{SenderNodes: []string{"n1", "n2"}, NoBaseNode: "n9"}},
 			wantRecv: "recv --listen 0.0.0.0:5000 --mode delta --transport tcp --accept-timeout 300 --ready-file /run/pfs/ready " +
-				"--no-base --max-size 1075838976 --result-file /dev/termination-log",
+				"--no-base --max-size 1075838976 --delta-threads 1 --result-file /dev/termination-log",
 			wantSend: "send --connect 10.0.0.5:5000 --mode delta --transport tcp --blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token " +
 				"--src-blob-socket /run/packetfs/ns/new.sock --src-blob-token-file /etc/packetfs/source-token/token --zstd-level 19 --delta-threads 4 --result-file /dev/termination-log",
-			wantRecvRes:  rl("cpu", "1", "memory", "1282Mi"),
+			wantRecvRes:  rl("cpu", "1", "memory", "1298Mi"),
 			wantSendRes:  rl("cpu", "4", "memory", "1346Mi"),
 			wantRecvVols: []corev1.Volume{runVol},
 			wantSendNode: []string{"n1", "n2"},

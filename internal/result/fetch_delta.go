@@ -2,7 +2,10 @@
 
 package result
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // A relay given a base (pfs blob create --delta-base-socket) says in
 // "fetch.delta" whether it could map the base, how many of the blob's
@@ -22,6 +25,8 @@ type FetchDelta struct {
 	// Refused is how many upstreams refused to send delta grams (they held
 	// no base, or another).
 	Refused int64
+	// Apply is the time spent applying delta grams.
+	Apply time.Duration
 }
 
 // ReplDelta is a serving holder's "repl.delta".
@@ -29,6 +34,9 @@ type ReplDelta struct {
 	Base    bool
 	Error   string
 	Clients int64
+	// Index and Encode are the time to index the base and to encode, for
+	// every client.
+	Index, Encode time.Duration
 }
 
 type fetchDeltaJSON struct {
@@ -37,13 +45,16 @@ type fetchDeltaJSON struct {
 	Bytes      *int64  `json:"bytes"`
 	WholeBytes *int64  `json:"whole_bytes"`
 	WireBytes  *int64  `json:"wire_bytes"`
-	Refused    *int64  `json:"refused"`
+	Refused    *int64   `json:"refused"`
+	ApplyS     *float64 `json:"apply_s"`
 }
 
 type replDeltaJSON struct {
-	Base    *bool   `json:"base"`
-	Error   *string `json:"error"`
-	Clients *int64  `json:"clients"`
+	Base    *bool    `json:"base"`
+	Error   *string  `json:"error"`
+	Clients *int64   `json:"clients"`
+	IndexS  *float64 `json:"index_s"`
+	EncodeS *float64 `json:"encode_s"`
 }
 
 func parseFetchDelta(j *fetchDeltaJSON) (*FetchDelta, error) {
@@ -65,6 +76,10 @@ func parseFetchDelta(j *fetchDeltaJSON) (*FetchDelta, error) {
 			return nil, err
 		}
 	}
+	var err error
+	if d.Apply, err = duration("fetch.delta.apply_s", j.ApplyS); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -78,6 +93,12 @@ func parseReplDelta(j *replDeltaJSON) (*ReplDelta, error) {
 	}
 	var err error
 	if d.Clients, err = count("repl.delta.clients", j.Clients); err != nil {
+		return nil, err
+	}
+	if d.Index, err = duration("repl.delta.index_s", j.IndexS); err != nil {
+		return nil, err
+	}
+	if d.Encode, err = duration("repl.delta.encode_s", j.EncodeS); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -17,10 +17,11 @@
  * Sender: `threads` workers encode 4 MiB units of the target, each with its
  * own encoder, into a window of 2 x threads slots; the caller's thread
  * writes the slots in order, and one more thread hashes the target
- * (SHA-256) meanwhile. Receiver: one thread reads and applies each gram as
- * it arrives; a gram must start at or after the end of the one before, so
- * with the byte count checked at END every target byte was written exactly
- * once. Both sides time their stages and name the one that bounded them.
+ * (SHA-256) meanwhile. Receiver: one thread reads and decodes each gram
+ * as it arrives, `threads` appliers apply them (delta_apply_pool.c); a gram
+ * must start at or after the end of the one before, so with the byte count
+ * checked at END every target byte was written exactly once. Both sides
+ * time their stages and name the one that bounded them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -37,6 +38,7 @@
 #include "pfs/pcore.h"
 #include "pfs/wire.h"
 #include "transport/xfer_ctl.h"
+#include "delta_int.h"
 
 #define UNIT (4u << 20)
 
@@ -394,14 +396,13 @@ out:
 
 struct rcv {
 	int fd;
-	uint8_t *buf; /* one gram: header, table, payload */
-	size_t cap;
-	struct pfs_delta_op *ops;
+	uint8_t hdr[PFS_DELTA_HDR_LEN + 32]; /* a gram's header, or a control record */
+	struct pfs_delta_apply_pool *pool;
+	int threads;
 	uint8_t *target;
-	uint64_t target_size, base_size, done; /* done: target bytes written */
+	uint64_t target_size, base_size, done; /* done: target bytes decoded */
 	const uint8_t *base;
-	struct pfs_delta_apply *ap;
-	double wait_s, apply_s;
+	double wait_s, slot_wait_s; /* reading the socket; waiting for a free job */
 	struct pfs_delta_stats st;
 	uint8_t peer_sha[32];
 	bool peer_sha_valid;
@@ -416,68 +417,93 @@ static int rcv_read(struct rcv *c, void *p, size_t n, double deadline, struct pf
 	return err;
 }
 
-static int rcv_grow(struct rcv *c, size_t need)
+/* Room in @j for a gram of @whole bytes and @ops operations. */
+static int job_grow(struct pfs_delta_apply_job *j, size_t whole, uint32_t ops)
 {
-	uint8_t *b;
+	if (whole > j->cap) {
+		uint8_t *b = realloc(j->buf, whole);
 
-	if (need <= c->cap)
-		return 0;
-	b = realloc(c->buf, need);
-	if (!b)
-		return -ENOMEM;
-	c->buf = b;
-	c->cap = need;
+		if (!b)
+			return -ENOMEM;
+		j->buf = b;
+		j->cap = whole;
+	}
+	if (ops > j->ops_cap) {
+		struct pfs_delta_op *o = realloc(j->ops, ops * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		j->ops = o;
+		j->ops_cap = ops;
+	}
 	return 0;
 }
 
-/* One delta gram whose header is in c->buf: its table and payload, then
- * applied. A malformed gram ends the transfer (a stream cannot resync). */
+/* A gram that failed to apply (an applier found it). */
+static int apply_failed(struct pfs_xfer_result *r, int err, uint64_t seq)
+{
+	pfs_gram_stats_count(&r->stats, err);
+	return pfs_xfer_fail(r, -EPROTO,
+			     "recv: delta gram %" PRIu64 " from %s does not decompress to what "
+			     "its table says (%s); dropped",
+			     seq, r->peer, err == -ENOMEM ? "out of memory" : "corrupt zstd frame");
+}
+
+/* One delta gram whose header is in c->hdr: its table and payload into a
+ * free job, decoded here (in order: each gram is checked against the end
+ * of the one before), then handed to the appliers. A malformed gram ends
+ * the transfer (a stream cannot resync). */
 static int rcv_gram(struct rcv *c, double deadline, struct pfs_xfer_result *r)
 {
+	struct pfs_delta_apply_job *j;
 	struct pfs_delta_hdr h;
+	uint64_t bad_seq;
 	size_t whole;
-	int n = pfs_delta_decode_hdr(c->buf, PFS_DELTA_HDR_LEN, &h), err;
-	double t0;
+	int n = pfs_delta_decode_hdr(c->hdr, PFS_DELTA_HDR_LEN, &h), err;
 
 	if (!n && h.seq != r->grams)
 		n = -EBADMSG;
-	if (!n) {
-		whole = PFS_DELTA_HDR_LEN + (size_t)h.table_len + h.payload_len;
-		if ((err = rcv_grow(c, whole)))
-			return pfs_xfer_fail(r, err, "recv: out of memory for a %zu-byte gram",
-					     whole);
-		err = rcv_read(c, c->buf + PFS_DELTA_HDR_LEN, whole - PFS_DELTA_HDR_LEN, deadline,
-			       r);
-		if (err)
-			return pfs_xfer_fail(r, err, "recv: delta gram %" PRIu64 " from %s: %s",
-					     r->grams, r->peer, pfs_xfer_io_what(err));
-		n = pfs_delta_decode_ops(&h, c->buf + PFS_DELTA_HDR_LEN, h.table_len, c->base_size,
-					 c->target_size, c->done, c->ops, PFS_DELTA_MAX_OPS);
-	}
-	pfs_gram_stats_count(&r->stats, n < 0 ? n : 0);
-	if (n < 0)
+	if (n) {
+		pfs_gram_stats_count(&r->stats, n);
 		return pfs_xfer_fail(r, -EPROTO,
 				     "recv: malformed delta gram %" PRIu64 " from %s: %s; dropped",
 				     r->grams, r->peer, pfs_wire_strerror(n));
-	t0 = pfs_xfer_now();
-	err = pfs_delta_apply__ops(c->ap, c->ops, (uint32_t)n,
-				   c->buf + PFS_DELTA_HDR_LEN + h.table_len, c->base, c->target);
-	c->apply_s += pfs_xfer_now() - t0;
-	if (err) {
-		pfs_gram_stats_count(&r->stats, err);
-		return pfs_xfer_fail(r, -EPROTO,
-				     "recv: delta gram %" PRIu64 " from %s does not decompress "
-				     "to what its table says (%s); dropped",
-				     r->grams, r->peer,
-				     err == -ENOMEM ? "out of memory" : "corrupt zstd frame");
 	}
-	pfs_delta_stats_ops(&c->st, c->ops, (uint32_t)n);
+	j = pfs_delta_apply_pool__take(c->pool, &c->slot_wait_s, &err, &bad_seq);
+	if (!j)
+		return apply_failed(r, err, bad_seq);
+	whole = PFS_DELTA_HDR_LEN + (size_t)h.table_len + h.payload_len;
+	if ((err = job_grow(j, whole, h.nops ? h.nops : 1))) {
+		pfs_delta_apply_pool__give_back(c->pool, j);
+		return pfs_xfer_fail(r, err, "recv: out of memory for a %zu-byte gram", whole);
+	}
+	memcpy(j->buf, c->hdr, PFS_DELTA_HDR_LEN);
+	err = rcv_read(c, j->buf + PFS_DELTA_HDR_LEN, whole - PFS_DELTA_HDR_LEN, deadline, r);
+	if (err) {
+		pfs_delta_apply_pool__give_back(c->pool, j);
+		return pfs_xfer_fail(r, err, "recv: delta gram %" PRIu64 " from %s: %s", r->grams,
+				     r->peer, pfs_xfer_io_what(err));
+	}
+	n = pfs_delta_decode_ops(&h, j->buf + PFS_DELTA_HDR_LEN, h.table_len, c->base_size,
+				 c->target_size, c->done, j->ops, j->ops_cap);
+	pfs_gram_stats_count(&r->stats, n < 0 ? n : 0);
+	if (n < 0) {
+		pfs_delta_apply_pool__give_back(c->pool, j);
+		return pfs_xfer_fail(r, -EPROTO,
+				     "recv: malformed delta gram %" PRIu64 " from %s: %s; dropped",
+				     r->grams, r->peer, pfs_wire_strerror(n));
+	}
+	j->n = (uint32_t)n;
+	j->payload = j->buf + PFS_DELTA_HDR_LEN + h.table_len;
+	j->seq = r->grams;
+	pfs_delta_stats_ops(&c->st, j->ops, (uint32_t)n);
 	for (int i = 0; i < n; i++)
-		r->bytes += c->ops[i].len;
+		r->bytes += j->ops[i].len;
 	if (n)
-		c->done = c->ops[n - 1].dst + c->ops[n - 1].len;
+		c->done = j->ops[n - 1].dst + j->ops[n - 1].len;
 	r->descs += (uint64_t)n;
 	r->grams++;
+	pfs_delta_apply_pool__submit(c->pool, j);
 	return 0;
 }
 
@@ -488,19 +514,19 @@ static int rcv_stream(const struct pfs_delta_opts *o, struct rcv *c, struct pfs_
 	for (;;) {
 		double deadline = pfs_xfer_now() + o->io_timeout_ms / 1000.0;
 		struct pfs_ctl ctl;
-		int err = rcv_read(c, c->buf, PFS_DELTA_HDR_LEN, deadline, r);
+		int err = rcv_read(c, c->hdr, PFS_DELTA_HDR_LEN, deadline, r);
 
 		if (err)
 			return pfs_xfer_fail(r, err,
 					     "recv: delta gram %" PRIu64 " (or END) from %s: %s",
 					     r->grams, r->peer, pfs_xfer_io_what(err));
-		if (pfs_wire_magic(c->buf, PFS_CTL_LEN) != PFS_CTL_MAGIC) {
+		if (pfs_wire_magic(c->hdr, PFS_CTL_LEN) != PFS_CTL_MAGIC) {
 			err = rcv_gram(c, deadline, r);
 			if (err)
 				return err;
 			continue;
 		}
-		err = pfs_ctl_decode(c->buf, PFS_CTL_LEN, &ctl);
+		err = pfs_ctl_decode(c->hdr, PFS_CTL_LEN, &ctl);
 		if (!err && ctl.type == PFS_CTL_DIGEST && ctl.word == PFS_DIGEST_SHA256 &&
 		    ctl.count == 32 && !c->peer_sha_valid) {
 			err = rcv_read(c, c->peer_sha, 32, deadline, r);
@@ -525,7 +551,7 @@ static int rcv_hello(const struct pfs_delta_opts *o, struct rcv *c, uint64_t fp,
 {
 	uint64_t max = o->max_size ? o->max_size : PFS_XFER_MAX_SIZE_DEFAULT;
 	struct pfs_ctl h, a = { .type = PFS_CTL_ACCEPT, .mode = PFS_MODE_DELTA };
-	int err = pfs_ctl_decode(c->buf, PFS_CTL_LEN, &h), refuse = 0;
+	int err = pfs_ctl_decode(c->hdr, PFS_CTL_LEN, &h), refuse = 0;
 
 	if (err == -EPROTONOSUPPORT)
 		refuse = PFS_REFUSE_VERSION;
@@ -592,7 +618,7 @@ static int rcv_run(const struct pfs_delta_opts *o, struct rcv *c, struct pfs_xfe
 		   struct pfs_delta_result *d)
 {
 	struct pfs_ctl end = { 0 }, res = { .type = PFS_CTL_RESULT, .mode = PFS_MODE_DELTA };
-	double t0, u0, s0, u1, s1;
+	double t0, u0, s0, u1, s1, apply_busy = 0;
 	int err;
 
 	c->target_size = d->target_size;
@@ -603,21 +629,34 @@ static int rcv_run(const struct pfs_delta_opts *o, struct rcv *c, struct pfs_xfe
 	if (c->target_size && !c->target)
 		return pfs_xfer_fail(r, -ENOMEM, "recv: no memory for the %" PRIu64 "-byte target",
 				     c->target_size);
+	c->pool = pfs_delta_apply_pool__new(c->threads, c->base, c->target);
+	if (!c->pool)
+		return pfs_xfer_fail(r, -ENOMEM, "recv: cannot start the appliers");
 	t0 = pfs_xfer_now();
 	pfs_xfer_cpu(&u0, &s0);
 	err = rcv_stream(o, c, &end, r);
+	if (!err) {
+		uint64_t bad_seq;
+		int aerr = pfs_delta_apply_pool__drain(c->pool, &c->slot_wait_s, &bad_seq);
+
+		err = aerr ? apply_failed(r, aerr, bad_seq) : 0;
+	}
+	pfs_delta_apply_pool__free(c->pool, &apply_busy, &d->threads);
+	c->pool = NULL;
 	if (!err)
 		err = rcv_verdict(c, &end, r, d);
 	pfs_xfer_cpu(&u1, &s1);
 	r->elapsed_s = pfs_xfer_now() - t0;
 	r->user_s = u1 - u0;
 	r->sys_s = s1 - s0;
-	d->apply_s = c->apply_s;
+	/* Per applier, as the sender's encode_s; the reader waiting for a
+	 * free job is the appliers bounding it. */
+	d->apply_s = apply_busy / (d->threads ? d->threads : 1);
 	d->st = c->st;
 	d->recv_wait_s = c->wait_s;
 	snprintf(d->bound, sizeof(d->bound), "%s",
 		 bound_of((const char *const[]){ "sender", "apply", "verify" },
-			  (double[]){ c->wait_s, c->apply_s, d->verify_s }, 3));
+			  (double[]){ c->wait_s, c->slot_wait_s, d->verify_s }, 3));
 	if (err)
 		return err;
 	r->crc = sha_word(d->sha256);
@@ -644,18 +683,10 @@ int pfs_delta_recv(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
 	r->mode = PFS_MODE_DELTA;
 	if (!o || o->sz < sizeof(*o) || (!o->base && o->base_size))
 		return pfs_xfer_fail(r, -EINVAL, "recv: invalid delta options");
-	d->threads = 1;
+	c.threads = default_threads(o->threads);
 	fp = pfs_delta_base_fp(o->base, o->base_size);
 	c.base = o->base;
 	c.base_size = o->base_size;
-	c.cap = PFS_DELTA_HDR_LEN + (1u << 20);
-	c.buf = malloc(c.cap);
-	c.ops = malloc(PFS_DELTA_MAX_OPS * sizeof(*c.ops));
-	c.ap = pfs_delta_apply__new();
-	if (!c.buf || !c.ops || !c.ap) {
-		err = pfs_xfer_fail(r, -ENOMEM, "recv: out of memory");
-		goto out;
-	}
 	ao = (struct pfs_xfer_accept_opts){ .accept_timeout_ms = o->accept_timeout_ms,
 					    .hello_timeout_ms = o->io_timeout_ms,
 					    .io_timeout_ms = o->io_timeout_ms,
@@ -665,7 +696,7 @@ int pfs_delta_recv(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
 		err = lfd;
 		goto out;
 	}
-	c.fd = pfs_xfer_accept_hello(lfd, &ao, c.buf, r);
+	c.fd = pfs_xfer_accept_hello(lfd, &ao, c.hdr, r);
 	if (c.fd < 0) {
 		err = c.fd;
 		goto out;
@@ -681,8 +712,5 @@ int pfs_delta_recv(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
 out:
 	if (!o->out_map)
 		free(c.target);
-	pfs_delta_apply__free(c.ap);
-	free(c.ops);
-	free(c.buf);
 	return err;
 }

@@ -36,7 +36,9 @@ const struct pfs_opt pfs_cli_delta_opts[] = {
 	{ "zstd-level", PFS_OPT_U64, AT(level), "N", "send: zstd level 1..19 (default 3)", .min = 1,
 	  .max = 19 },
 	{ "delta-threads", PFS_OPT_U64, AT(threads), "N",
-	  "send: encoder threads (default: the CPUs this process may use)", .min = 1, .max = 64 },
+	  "send: encoder threads; recv: applier threads (default: the CPUs this process\n"
+	  "may use)",
+	  .min = 1, .max = 64 },
 	{ 0 },
 };
 
