@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -82,6 +83,38 @@ __attribute__((unused)) static char *slurp_cmd(const char *cmd)
 	if (out)
 		out[len] = '\0';
 	return out;
+}
+
+/* A fake upstream's listener on 127.0.0.1:@port, or -1. */
+__attribute__((unused)) static int fake_listen(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 4)) {
+		close(lfd);
+		return -1;
+	}
+	return lfd;
+}
+
+/* The fake upstream's next client (within 20 s): HELLO for a blob of
+ * @blob bytes sent, its answer read into @au. The fd (the answer's type in
+ * *@type, -1 if none came), or -1. */
+__attribute__((unused)) static int fake_accept(int lfd, uint64_t blob, struct repl_frame *au,
+					       int *type)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	struct repl_frame h = { .type = REPL_HELLO, .size = blob, .body_len = REPL_NONCE };
+	int fd;
+
+	if (poll(&p, 1, 20000) != 1 || (fd = accept(lfd, NULL, NULL)) < 0)
+		return -1;
+	frame_out(fd, &h);
+	*type = frame_in(fd, au);
+	return fd;
 }
 
 #endif /* PFS_TESTS_REPL_UTIL_H */

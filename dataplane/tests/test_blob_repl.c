@@ -491,23 +491,15 @@ static int hostile_client(int port)
  * the first, a gram with a broken header CRC on the second. */
 static int fake_upstream(int port, uint64_t blob)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1, served = 0;
+	int lfd = fake_listen(port), served = 0;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 4))
-		return 0;
-	for (int k = 0; k < 2; k++) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		struct repl_frame h = { .type = REPL_HELLO, .size = blob, .body_len = REPL_NONCE };
+	for (int k = 0; lfd >= 0 && k < 2; k++) {
 		struct repl_frame ok = { .type = REPL_ACCEPT, .size = blob }, au;
-		int fd;
+		int type, fd = fake_accept(lfd, blob, &au, &type);
 
-		if (poll(&p, 1, 20000) != 1 || (fd = accept(lfd, NULL, NULL)) < 0)
+		if (fd < 0)
 			break;
-		frame_out(fd, &h);
-		if (frame_in(fd, &au) == REPL_AUTH) {
+		if (type == REPL_AUTH) {
 			frame_out(fd, &ok);
 			gram_out(fd, 0, k ? 0 : 4096, 4096, k == 1);
 			served++;
@@ -516,7 +508,8 @@ static int fake_upstream(int port, uint64_t blob)
 		frame_in(fd, &au);
 		close(fd);
 	}
-	close(lfd);
+	if (lfd >= 0)
+		close(lfd);
 	return served;
 }
 

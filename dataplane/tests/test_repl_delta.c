@@ -322,28 +322,20 @@ static int t_resume(void)
  * asked for a delta. */
 static int fake_upstream(int port, uint64_t blob)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1, asked = 0;
+	int lfd = fake_listen(port), asked = 0;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 4))
-		return 0;
-	for (int k = 0; k < 2; k++) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		struct repl_frame h = { .type = REPL_HELLO, .size = blob, .body_len = REPL_NONCE };
+	for (int k = 0; lfd >= 0 && k < 2; k++) {
 		struct repl_frame ok = { .type = REPL_ACCEPT, .size = blob }, au;
 		struct pfs_delta_op op = {
 			.dst = k ? 0 : 4096, .len = 4096, .kind = PFS_DELTA_COPY, .elem = 1
 		};
+		int type, fd = fake_accept(lfd, blob, &au, &type);
 		uint8_t g[256];
 		ssize_t n;
-		int fd;
 
-		if (poll(&p, 1, 20000) != 1 || (fd = accept(lfd, NULL, NULL)) < 0)
+		if (fd < 0)
 			break;
-		frame_out(fd, &h);
-		if (frame_in(fd, &au) == REPL_AUTH && (au.flags & REPL_FLAG_DELTA)) {
+		if (type == REPL_AUTH && (au.flags & REPL_FLAG_DELTA)) {
 			asked++;
 			frame_out(fd, &ok);
 			n = pfs_delta_gram_encode(k ? 7 : 0, &op, 1, g, sizeof(g));
@@ -353,7 +345,8 @@ static int fake_upstream(int port, uint64_t blob)
 		frame_in(fd, &au); /* the relay must drop us: wait for its close */
 		close(fd);
 	}
-	close(lfd);
+	if (lfd >= 0)
+		close(lfd);
 	return asked;
 }
 

@@ -90,9 +90,9 @@ struct pfs_delta_apply_pool *pfs_delta_apply_pool__new(int threads, const uint8_
 
 	if (!p)
 		return NULL;
-	threads = threads < 1 ? 1 : threads > PFS_DELTA_APPLY_THREADS_MAX ?
-				PFS_DELTA_APPLY_THREADS_MAX :
-				threads;
+	threads = threads < 1				? 1 :
+		  threads > PFS_DELTA_APPLY_THREADS_MAX ? PFS_DELTA_APPLY_THREADS_MAX :
+							  threads;
 	p->base = base;
 	p->target = target;
 	p->njobs = 2 * threads;
@@ -123,8 +123,7 @@ int pfs_delta_apply_pool__threads(const struct pfs_delta_apply_pool *p)
 }
 
 struct pfs_delta_apply_job *pfs_delta_apply_pool__take(struct pfs_delta_apply_pool *p,
-						       double *wait_s, int *err,
-						       uint64_t *err_seq)
+						       double *wait_s, int *err, uint64_t *err_seq)
 {
 	struct pfs_delta_apply_job *j = NULL;
 	double t0 = now();
