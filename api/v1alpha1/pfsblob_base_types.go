@@ -119,14 +119,16 @@ type BlobDeltaStatus struct {
 	// +kubebuilder:validation:MaxLength=32
 	Ratio string `json:"ratio,omitempty"`
 
-	// originIndexSeconds and originEncodeSeconds are the origin's time to
-	// index its base and to encode delta grams for its clients while it
-	// loaded the blob (decimal seconds); each relay encodes for its own
-	// downstream in the same way.
+	// originIndexSeconds is the origin's time to index its base, in decimal
+	// seconds: once, when its first delta client came.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	// +kubebuilder:validation:MaxLength=32
 	OriginIndexSeconds string `json:"originIndexSeconds,omitempty"`
+
+	// originEncodeSeconds is the origin's time encoding delta grams for its
+	// clients while it loaded the blob, in decimal seconds; each relay
+	// encodes for its own downstream the same way.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	// +kubebuilder:validation:MaxLength=32

@@ -89,7 +89,7 @@ func TestDeltaTransferWithBase(t *testing.T) {
 
 	recv := waitPod(t, ctx, ns, recvName(x.Name, 0))
 	args := strings.Join(recv.Spec.Containers[0].Args, " ")
-	for _, want := range []string{"--mode delta", "--blob-socket /run/packetfs/" + ns + "/old.sock", "--max-size 67108864"} {
+	for _, want := range []string{"--mode delta", "--blob-socket /run/packetfs/" + ns + "/old.sock", "--max-size 67108864", "--delta-threads 1"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("receiver args %q lack %q", args, want)
 		}
@@ -97,8 +97,8 @@ func TestDeltaTransferWithBase(t *testing.T) {
 	if strings.Contains(args, "--no-base") || affinityNodes(recv) != "node-a,node-b" {
 		t.Errorf("receiver args %q, affinity %q: want the base, where it is Ready", args, affinityNodes(recv))
 	}
-	if mem := recv.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]; mem.Cmp(resource.MustParse("320Mi")) != 0 {
-		t.Errorf("receiver memory request %s, want 320Mi (256Mi + the 64Mi source)", mem.String())
+	if mem := recv.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]; mem.Cmp(resource.MustParse("336Mi")) != 0 {
+		t.Errorf("receiver memory request %s, want 336Mi (256Mi + the 64Mi source + 16Mi for its one applier)", mem.String())
 	}
 	waitTransfer(t, ctx, x, "status.delta planned", func(x *pfsv1alpha1.PfsTransfer) error {
 		if x.Status.Delta == nil || x.Status.Delta.Encoding != pfsv1alpha1.DeltaEncodingDelta {
