@@ -390,6 +390,8 @@ static int t_resolve(void)
 		char *env3[] = { "PCIDEVICE_INTEL_COM_SRIOV=0000:3b:02.3", NULL };
 		char *env4[] = { "AFXDP_DEVICES_P=averyveryverylongname0", NULL };
 		char *env5[] = { "PCIDEVICE_X=../../etc", NULL };
+		char *env6[] = { "AFXDP_DEVICES_PFSDATA0=pfsdata0",
+				 "PFS_DATA_LINK_PFSDATA1=pfsdata1", NULL };
 
 		rc = pfs_netdev_resolve("eth9", env1, sysroot, out, sizeof(out), why, sizeof(why));
 		CHECK(!rc && !strcmp(out, "eth9"), "flag wins: %d %s", rc, out);
@@ -403,12 +405,16 @@ static int t_resolve(void)
 		CHECK(rc == -ENODEV && strstr(why, "0000:3b:02.3") && strstr(why, "vfio"),
 		      "vfio VF: %d %s", rc, why);
 		rc = pfs_netdev_resolve(NULL, env0, sysroot, out, sizeof(out), why, sizeof(why));
-		CHECK(rc == -ENOENT && strstr(why, "AFXDP_DEVICES_") && strstr(why, "PCIDEVICE_"),
+		CHECK(rc == -ENOENT && strstr(why, "PFS_DATA_LINK_") &&
+			      strstr(why, "AFXDP_DEVICES_") && strstr(why, "PCIDEVICE_"),
 		      "nothing: %d %s", rc, why);
 		rc = pfs_netdev_resolve(NULL, env4, sysroot, out, sizeof(out), why, sizeof(why));
 		CHECK(rc == -ENAMETOOLONG, "long name: %d", rc);
 		rc = pfs_netdev_resolve(NULL, env5, sysroot, out, sizeof(out), why, sizeof(why));
 		CHECK(rc != 0, "path traversal accepted: %s", out);
+		rc = pfs_netdev_resolve(NULL, env6, sysroot, out, sizeof(out), why, sizeof(why));
+		CHECK(!rc && !strcmp(out, "pfsdata1") && strstr(why, "PFS_DATA_LINK_PFSDATA1"),
+		      "our device plugin's variable first: %d %s (%s)", rc, out, why);
 	}
 	{
 		char cmd[128];

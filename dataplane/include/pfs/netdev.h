@@ -11,8 +11,9 @@
 
 /* pfs_netdev_resolve - the interface name to use, in this order:
  *   1. @flag (--ifname), when not NULL/empty;
- *   2. AFXDP_DEVICES_<POOL>=if0,if1  (afxdp device plugin): the first name;
- *   3. PCIDEVICE_<RESOURCE>=0000:3b:02.0,...  (SR-IOV device plugin): the
+ *   2. PFS_DATA_LINK_<POOL>=if0  (our device plugin): the first name;
+ *   3. AFXDP_DEVICES_<POOL>=if0,if1  (afxdp device plugin): the first name;
+ *   4. PCIDEVICE_<RESOURCE>=0000:3b:02.0,...  (SR-IOV device plugin): the
  *      netdev of the first PCI address that has one, read from
  *      @sysfs/bus/pci/devices/<addr>/net/<ifname>.
  * Among several variables of one kind, the alphabetically first wins.

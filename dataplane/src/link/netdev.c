@@ -99,6 +99,32 @@ static int pci_netdev(const char *sysfs, const char *addr, char *out, size_t n)
 	return rc;
 }
 
+/* Variables whose value is a list of interface names: ours (the PacketFS
+ * device plugin), then the AF_XDP device plugin's. */
+static const char *const list_prefixes[] = { "PFS_DATA_LINK_", "AFXDP_DEVICES_" };
+
+/* The first item of the alphabetically first @prefix variable that has
+ * one: 0 (with @why), -ENOENT, -ENAMETOOLONG. */
+static int first_of_lists(char *const *env, const char *prefix, char *out, size_t n, char *why,
+			  size_t wn)
+{
+	const char *vars[32];
+	size_t k = env_matching(env, prefix, vars, 32);
+
+	for (size_t i = 0; i < k; i++) {
+		const char *val = strchr(vars[i], '=') + 1;
+		int rc = first_item(val, 0, out, n < IF_NAMESIZE ? n : IF_NAMESIZE);
+
+		if (rc == -ENAMETOOLONG)
+			return rc;
+		if (!rc) {
+			snprintf(why, wn, "%s -> %s", vars[i], out);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 int pfs_netdev_resolve(const char *flag, char *const *env, const char *sysfs, char *out, size_t n,
 		       char *why, size_t wn)
 {
@@ -113,17 +139,10 @@ int pfs_netdev_resolve(const char *flag, char *const *env, const char *sysfs, ch
 		snprintf(why, wn, "--ifname %s", flag);
 		return 0;
 	}
-	k = env_matching(env, "AFXDP_DEVICES_", vars, 32);
-	for (size_t i = 0; i < k; i++) {
-		const char *val = strchr(vars[i], '=') + 1;
-
-		rc = first_item(val, 0, out, n < IF_NAMESIZE ? n : IF_NAMESIZE);
-		if (rc == -ENAMETOOLONG)
+	for (int p = 0; p < 2; p++) {
+		rc = first_of_lists(env, list_prefixes[p], out, n, why, wn);
+		if (rc != -ENOENT)
 			return rc;
-		if (!rc) {
-			snprintf(why, wn, "%s -> %s", vars[i], out);
-			return 0;
-		}
 	}
 	k = env_matching(env, "PCIDEVICE_", vars, 32);
 	rc = -ENOENT;
@@ -147,10 +166,10 @@ int pfs_netdev_resolve(const char *flag, char *const *env, const char *sysfs, ch
 		}
 	}
 	if (rc == -ENOENT)
-		snprintf(
-			why, wn,
-			"no interface: pass --ifname, or run with AFXDP_DEVICES_<POOL> "
-			"(afxdp device plugin) or PCIDEVICE_<RESOURCE> (SR-IOV device plugin) set");
+		snprintf(why, wn,
+			 "no interface: pass --ifname, or run with PFS_DATA_LINK_<POOL> (the "
+			 "PacketFS device plugin), AFXDP_DEVICES_<POOL> (afxdp device plugin) or "
+			 "PCIDEVICE_<RESOURCE> (SR-IOV device plugin) set");
 	return rc;
 }
 
