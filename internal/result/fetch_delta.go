@@ -40,11 +40,11 @@ type ReplDelta struct {
 }
 
 type fetchDeltaJSON struct {
-	Base       *bool   `json:"base"`
-	Error      *string `json:"error"`
-	Bytes      *int64  `json:"bytes"`
-	WholeBytes *int64  `json:"whole_bytes"`
-	WireBytes  *int64  `json:"wire_bytes"`
+	Base       *bool    `json:"base"`
+	Error      *string  `json:"error"`
+	Bytes      *int64   `json:"bytes"`
+	WholeBytes *int64   `json:"whole_bytes"`
+	WireBytes  *int64   `json:"wire_bytes"`
 	Refused    *int64   `json:"refused"`
 	ApplyS     *float64 `json:"apply_s"`
 }
