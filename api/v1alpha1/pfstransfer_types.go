@@ -126,6 +126,7 @@ type GramSpec struct {
 
 // Endpoint is one side of a transfer: where its pod runs and which network
 // it uses.
+// +kubebuilder:validation:XValidation:rule="!has(self.ips) || has(self.network)",message="ips are the addresses of the endpoint's interface on network: set network to the NetworkAttachmentDefinition, or remove ips"
 type Endpoint struct {
 	// nodeName pins the endpoint's pod to one node.
 	// +optional
@@ -153,6 +154,18 @@ type Endpoint struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-.a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])?$`
 	ResourceName string `json:"resourceName,omitempty"`
+
+	// ips are the addresses, in CIDR form (e.g. 192.168.77.1/24), the pod's
+	// interface on network gets: they go into the pod's network-selection
+	// annotation, for a NetworkAttachmentDefinition whose IPAM takes them
+	// (static IPAM with "capabilities": {"ips": true}, as in Multus's
+	// examples), so one NAD serves both ends. Only with network.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="ips must be addresses with a prefix length, e.g. 192.168.77.1/24 or fd00::1/64"
+	IPs []string `json:"ips,omitempty"`
 
 	// queues is how many NIC queues (AFXDP) or sockets (TCP, UDP) the endpoint
 	// uses, one worker thread each, from 1 to 64. Defaults to 1. In mode

@@ -278,7 +278,7 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side
 		c.VolumeMounts = append(c.VolumeMounts, m)
 	}
 	if ep.Network != "" {
-		annotations[AnnotationNetworks] = ep.Network
+		annotations[AnnotationNetworks] = networkSelection(ep.Network, ep.IPs)
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{

@@ -182,6 +182,18 @@ func TestCreateValidation(t *testing.T) {
 		"transfer range ending at 64Gi accepted": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 63Gi, length: 1Gi}", nil},
 		"transfer AFXDP with networks accepted":  {xfer, "blobRef: {name: b}\nmode: Arithmetic\ntransport: AFXDP\nsender: {network: ns1/xdp, resourceName: afxdp/pool}\nreceiver: {network: xdp, resourceName: intel.com/sriov_netdevice}", nil},
 
+		// PfsTransfer endpoints with addresses for one shared NAD (static IPAM with the ips capability).
+		"transfer endpoint ips accepted": {xfer,
+			"blobRef: {name: b}\nmode: Offset\nsender: {network: datanet, ips: [192.168.79.1/24]}\nreceiver: {network: pfs-system/datanet, ips: [192.168.79.2/24, 'fd00::2/64']}", nil},
+		"transfer ips without network": {xfer, "blobRef: {name: b}\nmode: Offset\nsender: {ips: [192.168.79.1/24]}",
+			[]string{"spec.sender", "ips are the addresses of the endpoint's interface on network", "set network"}},
+		"transfer ips without a prefix length": {xfer, "blobRef: {name: b}\nmode: Offset\nreceiver: {network: datanet, ips: [192.168.79.2]}",
+			[]string{"spec.receiver.ips", "ips must be addresses with a prefix length, e.g. 192.168.77.1/24"}},
+		"transfer ips not an address": {xfer, "blobRef: {name: b}\nmode: Offset\nreceiver: {network: datanet, ips: [node-a/24]}",
+			[]string{"spec.receiver.ips", "ips must be addresses with a prefix length"}},
+		"transfer five ips": {xfer, "blobRef: {name: b}\nmode: Offset\nreceiver: {network: datanet, ips: [10.0.0.1/8, 10.0.0.2/8, 10.0.0.3/8, 10.0.0.4/8, 10.0.0.5/8]}",
+			[]string{"spec.receiver.ips", "must have at most 4 items"}},
+
 		// PfsTransfer in mode Delta: the base is blobRef, the new version delta.sourceRef.
 		"transfer Delta accepted": {xfer, "blobRef: {name: old}\nmode: Delta\ndelta: {sourceRef: {name: new}, zstdLevel: 19}", nil},
 		"transfer Delta with the defaults spelled out accepted": {xfer,
