@@ -74,6 +74,7 @@ k taint nodes "$CLUSTER_NAME-control-plane" node-role.kubernetes.io/control-plan
 k -n kube-system scale deployment coredns --replicas=1 >/dev/null
 "$HACK_KIND/pod-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
 "$HACK_KIND/data-network.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
+"$HACK_KIND/whereabouts.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
 
 log "waiting for nodes and CoreDNS"
 if ! k wait --for=condition=Ready nodes --all --timeout=300s >/dev/null; then

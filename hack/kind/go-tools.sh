@@ -7,7 +7,8 @@
 #   etcd     - control-plane image (wrapper module: its modules must agree)
 #   coredns  - cluster DNS image
 #   multus   - thin CNI plugin for NetworkAttachmentDefinitions
-# Usage: hack/kind/go-tools.sh [kind|etcd|coredns|multus]...  (default: all)
+#   whereabouts - cluster-wide IPAM plugin for NetworkAttachmentDefinitions
+# Usage: hack/kind/go-tools.sh [kind|etcd|coredns|multus|whereabouts]...  (default: all)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -39,12 +40,12 @@ MOD
   mv "$dest/etcd.tmp" "$dest/etcd"
 }
 
-# build_wrapped <module> <version> <package> <dest-dir>: build a main package
+# build_wrapped <module> <version> <package> <dest-dir> [name]: build a main package
 # from a wrapper module that requires the exact version. `go install pkg@v`
 # also asks the proxy for the module's version list, which some modules
 # (multus) do not expose here.
 build_wrapped() {
-  local mod=$1 ver=$2 pkg=$3 dest=$4 name=${3##*/}
+  local mod=$1 ver=$2 pkg=$3 dest=$4 name=${5:-${3##*/}}
   [ -x "$dest/$name" ] && return 0
   local work="$dest/wrapper"
   mkdir -p "$work"
@@ -62,13 +63,15 @@ build_one() {
     coredns) go_install github.com/coredns/coredns "$COREDNS_VERSION" "$TOOLS_DIR/coredns-$COREDNS_VERSION" ;;
     multus) build_wrapped gopkg.in/k8snetworkplumbingwg/multus-cni.v4 "$MULTUS_VERSION" \
       gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus "$TOOLS_DIR/multus-$MULTUS_VERSION" ;;
+    whereabouts) build_wrapped github.com/k8snetworkplumbingwg/whereabouts "$WHEREABOUTS_VERSION" \
+      github.com/k8snetworkplumbingwg/whereabouts/cmd "$TOOLS_DIR/whereabouts-$WHEREABOUTS_VERSION" whereabouts ;;
     etcd) build_etcd ;;
-    *) die "unknown tool '$1' (known: kind etcd coredns multus)" ;;
+    *) die "unknown tool '$1' (known: kind etcd coredns multus whereabouts)" ;;
   esac
 }
 
 command -v go >/dev/null || die "go is not installed"
-tools=("$@"); [ ${#tools[@]} -gt 0 ] || tools=(kind etcd coredns multus)
+tools=("$@"); [ ${#tools[@]} -gt 0 ] || tools=(kind etcd coredns multus whereabouts)
 mkdir -p "$TOOLS_DIR"
 # One tool build at a time: parallel cold builds only thrash 2 cores.
 exec 8>"$TOOLS_DIR/.lock"; flock 8

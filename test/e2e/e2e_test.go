@@ -65,6 +65,9 @@ func TestE2E(t *testing.T) {
 	t.Run("PfsTransfer TCP Payload over a macvlan NAD with static IPAM, each endpoint's ips", func(t *testing.T) {
 		testMacvlanIPs(ctx, t)
 	})
+	t.Run("PfsTransfer TCP Payload over a macvlan NAD with whereabouts IPAM", func(t *testing.T) {
+		testWhereabouts(ctx, t)
+	})
 	t.Run("PcoreJob reports CPUpwn", func(t *testing.T) { testPcore(ctx, t) })
 	t.Run("receiver deleted mid-transfer: retried, then Succeeded", func(t *testing.T) { testReceiverDeleted(ctx, t) })
 	t.Run("helm uninstall leaves no pods", func(t *testing.T) { testUninstall(ctx, t) })
