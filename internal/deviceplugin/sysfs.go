@@ -62,8 +62,9 @@ func countRxQueues(ifdir string) int {
 	return n
 }
 
-// numaNode reads <ifdir>/device/numa_node. Without a NUMA node it says why,
-// in words a log reader can act on.
+// numaNode reads <ifdir>/device/numa_node, or the numa_node of the
+// device's parent when the device has none (virtio). Without a NUMA node it
+// says why, in words a log reader can act on.
 func numaNode(ifdir, ifname string) (int, string) {
 	dev := filepath.Join(ifdir, "device")
 	if _, err := os.Stat(dev); err != nil {
@@ -71,7 +72,15 @@ func numaNode(ifdir, ifname string) (int, string) {
 	}
 	b, err := os.ReadFile(filepath.Join(dev, "numa_node"))
 	if err != nil {
-		return -1, fmt.Sprintf("%s's device has no numa_node file (not a PCI device?): no NUMA node, the kubelet's Topology Manager gets no hint for it", ifname)
+		// A virtio-net interface's device is virtioN, which has no
+		// numa_node; the PCI function above it has.
+		if real, rerr := filepath.EvalSymlinks(dev); rerr == nil {
+			b, err = os.ReadFile(filepath.Join(filepath.Dir(real), "numa_node"))
+		}
+	}
+	if err != nil {
+		return -1, fmt.Sprintf("%s's device has no numa_node file, nor has its parent (not a PCI device?): no NUMA node, "+
+			"the kubelet's Topology Manager gets no hint for it", ifname)
 	}
 	s := strings.TrimSpace(string(b))
 	n, err := strconv.Atoi(s)

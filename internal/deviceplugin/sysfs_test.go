@@ -78,6 +78,19 @@ func (f *fakeSysfs) pciNIC(addr, name string, queues int, numa, operstate string
 	f.symlink("../../../"+fn, "bus/pci/devices/"+addr)
 }
 
+// virtioNIC adds a virtio-net interface: its device is virtioN under the
+// PCI function, and only the function has numa_node.
+func (f *fakeSysfs) virtioNIC(addr, name, numa string) {
+	f.t.Helper()
+	fn := "devices/pci0000:00/" + addr
+	f.write(fn+"/numa_node", numa+"\n")
+	dir := fn + "/virtio3/net/" + name
+	f.write(dir+"/operstate", "up\n")
+	f.write(dir+"/queues/rx-0/rps_cpus", "0\n")
+	f.symlink("../..", dir+"/device")
+	f.symlink("../../"+dir, "class/net/"+name)
+}
+
 func TestObserve(t *testing.T) {
 	f := newFakeSysfs(t)
 	f.veth("pfsdata0", 1, "up")
@@ -86,6 +99,8 @@ func TestObserve(t *testing.T) {
 	f.pciNIC("0000:3b:00.1", "ens1f1", 2, "-1", "down")
 	f.pciNIC("0000:00:04.0", "eth9", 1, "", "unknown")
 	f.pciNIC("0000:00:05.0", "eth8", 1, "lots", "up")
+	f.virtioNIC("0000:00:06.0", "eth7", "1")
+	f.virtioNIC("0000:00:07.0", "eth6", "-1")
 
 	tests := map[string]observation{
 		"pfsdata0": {Present: true, Operstate: "up", Queues: 1, NUMANode: -1,
@@ -97,7 +112,12 @@ func TestObserve(t *testing.T) {
 			NoNUMAReason: "ens1f1's device reports NUMA node -1 (one NUMA node, or firmware without NUMA information): " +
 				"the kubelet's Topology Manager gets no hint for it"},
 		"eth9": {Present: true, Operstate: "unknown", Queues: 1, NUMANode: -1,
-			NoNUMAReason: "eth9's device has no numa_node file (not a PCI device?): no NUMA node, the kubelet's Topology Manager gets no hint for it"},
+			NoNUMAReason: "eth9's device has no numa_node file, nor has its parent (not a PCI device?): no NUMA node, " +
+				"the kubelet's Topology Manager gets no hint for it"},
+		"eth7": {Present: true, Operstate: "up", Queues: 1, NUMANode: 1},
+		"eth6": {Present: true, Operstate: "up", Queues: 1, NUMANode: -1,
+			NoNUMAReason: "eth6's device reports NUMA node -1 (one NUMA node, or firmware without NUMA information): " +
+				"the kubelet's Topology Manager gets no hint for it"},
 		"eth8": {Present: true, Operstate: "up", Queues: 1, NUMANode: -1,
 			NoNUMAReason: `eth8's device/numa_node holds "lots", not a number: no NUMA node, the kubelet's Topology Manager gets no hint for it`},
 		"absent0": {Present: false, NUMANode: -1},
