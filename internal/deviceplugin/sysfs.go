@@ -74,8 +74,8 @@ func numaNode(ifdir, ifname string) (int, string) {
 	if err != nil {
 		// A virtio-net interface's device is virtioN, which has no
 		// numa_node; the PCI function above it has.
-		if real, rerr := filepath.EvalSymlinks(dev); rerr == nil {
-			b, err = os.ReadFile(filepath.Join(filepath.Dir(real), "numa_node"))
+		if resolved, rerr := filepath.EvalSymlinks(dev); rerr == nil {
+			b, err = os.ReadFile(filepath.Join(filepath.Dir(resolved), "numa_node"))
 		}
 	}
 	if err != nil {
