@@ -13,8 +13,11 @@ import (
 // resource's name part in upper case with '_' for every other byte
 // (packetfs.io/pfsdata0 -> PFSDATA0):
 //
-//	AFXDP_DEVICES_<POOL>=<ifname>       what the AF_XDP device plugin sets, so
-//	                                    workloads written for it keep working
+//	AFXDP_DEVICES_<POOL>=<ifname>       the variable the AF_XDP device plugin
+//	                                    sets, so workloads that read it find
+//	                                    their link (it separates a pool's
+//	                                    interfaces with spaces; a resource
+//	                                    of ours is one link, one name)
 //	PFS_DATA_LINK_<POOL>=<ifname>       the interface the data plane opens
 //	PFS_DATA_QUEUES_<POOL>=<q>[,<q>...] per-queue mode only: the RX queues
 //	                                    allocated, ascending
