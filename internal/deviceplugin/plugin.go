@@ -191,13 +191,15 @@ func (p *plugin) reconcile(ctx context.Context, reregister bool) {
 }
 
 // kubeletRestarted: kubelet.sock is another file than at the last
-// registration (the poll's fallback for a missed directory event).
+// registration (the poll's fallback for a missed directory event). The
+// modification time is compared too: a socket created right after the
+// old one was removed may get the same inode number.
 func (p *plugin) kubeletRestarted() bool {
 	if p.kubeletFile == nil {
 		return false
 	}
 	fi, err := os.Stat(p.kubelet)
-	return err == nil && !os.SameFile(fi, p.kubeletFile)
+	return err == nil && (!os.SameFile(fi, p.kubeletFile) || !fi.ModTime().Equal(p.kubeletFile.ModTime()))
 }
 
 func (p *plugin) stopAll() {

@@ -359,3 +359,42 @@ func TestRunRejectsPCIWithoutInterface(t *testing.T) {
 		t.Fatalf("Run: %v, want the PCI address named with what is missing", err)
 	}
 }
+
+// TestKubeletRestartedByPoll: the poll's fallback tells a re-created
+// kubelet.sock from the one registered with, without directory events.
+func TestKubeletRestartedByPoll(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, KubeletSocket)
+	listen := func() net.Listener {
+		t.Helper()
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	p := &plugin{kubelet: path}
+	if p.kubeletRestarted() {
+		t.Error("restarted before any registration")
+	}
+	l := listen()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.kubeletFile = fi
+	if p.kubeletRestarted() {
+		t.Error("restarted with the socket registered with")
+	}
+	_ = l.Close() // unlinks the socket
+	if p.kubeletRestarted() {
+		t.Error("restarted while there is no socket")
+	}
+	// Later than the kernel's coarse file clock, as a kubelet restart is.
+	time.Sleep(50 * time.Millisecond)
+	l = listen()
+	defer func() { _ = l.Close() }()
+	if !p.kubeletRestarted() {
+		t.Error("a new kubelet.sock not seen as a restart")
+	}
+}
