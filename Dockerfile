@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 #
-# The operator image: the static manager binary that `make build` wrote to
-# bin/manager (CGO_ENABLED=0), alone in an empty image. Nothing is compiled or
-# downloaded here, so it builds offline:
+# The operator image: the static binaries that `make build` wrote
+# (CGO_ENABLED=0), alone in an empty image: bin/manager, the operator, and
+# bin/pfs-device-plugin, the kubelet device plugin the chart runs as a
+# DaemonSet when devicePlugin.enabled (docs/device-plugin.md). Nothing is
+# compiled or downloaded here, so it builds offline:
 #   make build && docker build -t packetfs.io/operator:v0.1.0 .
-# (or buildah bud / podman build). .dockerignore sends only bin/manager.
+# (or buildah bud / podman build). .dockerignore sends only those two files.
 # The manager reaches the apiserver with the in-cluster service-account CA, so
 # the image needs no CA bundle, shell or libc.
 FROM scratch
 COPY bin/manager /manager
-# 65532 is "nonroot" in distroless images; the Helm chart runs the pod as it too.
+COPY bin/pfs-device-plugin /pfs-device-plugin
+# 65532 is "nonroot" in distroless images; the Helm chart runs the manager as
+# it too. The device plugin's DaemonSet overrides it with uid 0 (the
+# kubelet's socket directory is root's).
 USER 65532:65532
 ENTRYPOINT ["/manager"]

@@ -4,7 +4,8 @@
 
 // Package chart tests the Helm chart charts/packetfs-operator: it renders the
 // chart with `helm template` under several value sets and checks the decoded
-// objects (kinds, Deployment flags, security contexts, RBAC equal to the
+// objects (kinds, Deployment flags, the device plugin DaemonSet's flags
+// parsed by the plugin's own flag set, security contexts, RBAC equal to the
 // generated config/rbac/role.yaml), and that values.schema.json and the
 // templates reject bad values with a clear message.
 //
@@ -25,6 +26,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -40,6 +42,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/deviceplugin"
 )
 
 const (
@@ -224,6 +227,38 @@ func leaseName(t *testing.T) string {
 	return m[1]
 }
 
+// devicePluginConfig parses a DaemonSet container's args with the device
+// plugin's own flags (internal/deviceplugin and zap, as cmd/device-plugin
+// binds them) and validates them, as the binary would at start.
+func devicePluginConfig(t *testing.T, args []string) deviceplugin.Config {
+	t.Helper()
+	var cfg deviceplugin.Config
+	fs := flag.NewFlagSet("pfs-device-plugin", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.Bind(fs)
+	(&zap.Options{}).BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("device plugin args %v: %v", args, err)
+	}
+	if fs.NArg() > 0 {
+		t.Fatalf("device plugin args %v: %q are not flags", args, fs.Args())
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("device plugin args %v: %v", args, err)
+	}
+	return cfg
+}
+
+func (o objects) daemonSet(t *testing.T, name string) *appsv1.DaemonSet {
+	t.Helper()
+	var d appsv1.DaemonSet
+	o.get(t, "DaemonSet", name, &d)
+	if n := len(d.Spec.Template.Spec.Containers); n != 1 {
+		t.Fatalf("DaemonSet %s has %d containers, want 1", name, n)
+	}
+	return &d
+}
+
 // wantArgs is the Deployment's args with the default values; cases change
 // entries by flag name.
 func wantArgs(changes map[string]string) []string {
@@ -280,9 +315,89 @@ var (
 	}
 )
 
+// The security contexts of every device plugin pod: uid 0 for the kubelet's
+// socket directory, and nothing else a root process could use.
+var (
+	wantPluginPodSecurity = &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(false),
+		RunAsUser:      ptr.To(int64(0)),
+		RunAsGroup:     ptr.To(int64(0)),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	wantPluginContainerSecurity = &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(false),
+		RunAsUser:                ptr.To(int64(0)),
+		RunAsGroup:               ptr.To(int64(0)),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+)
+
+// checkDevicePlugin holds for every rendered device plugin DaemonSet: the
+// operator's image and the plugin binary, args the plugin accepts, the host
+// network and nothing else of the host but the kubelet's socket directory,
+// no service account token, the hardened security contexts.
+func checkDevicePlugin(t *testing.T, o objects, d *appsv1.DaemonSet) {
+	t.Helper()
+	ps := d.Spec.Template.Spec
+	c := ps.Containers[0]
+	if diff := cmp.Diff(wantPluginPodSecurity, ps.SecurityContext); diff != "" {
+		t.Errorf("device plugin pod securityContext (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantPluginContainerSecurity, c.SecurityContext); diff != "" {
+		t.Errorf("device plugin container securityContext (-want +got):\n%s", diff)
+	}
+	if !ps.HostNetwork || ps.DNSPolicy != corev1.DNSClusterFirstWithHostNet || ps.HostPID || ps.HostIPC {
+		t.Errorf("device plugin pod: hostNetwork %v dnsPolicy %q hostPID %v hostIPC %v; want the host network only, ClusterFirstWithHostNet",
+			ps.HostNetwork, ps.DNSPolicy, ps.HostPID, ps.HostIPC)
+	}
+	if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+		t.Error("device plugin pod mounts a service account token; it needs no API access")
+	}
+	const dir = "/var/lib/kubelet/device-plugins"
+	wantVolumes := []corev1.Volume{{Name: "device-plugins", VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)}}}}
+	if diff := cmp.Diff(wantVolumes, ps.Volumes); diff != "" {
+		t.Errorf("device plugin volumes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]corev1.VolumeMount{{Name: "device-plugins", MountPath: dir}}, c.VolumeMounts); diff != "" {
+		t.Errorf("device plugin volume mounts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"/pfs-device-plugin"}, c.Command); diff != "" {
+		t.Errorf("device plugin command (-want +got):\n%s", diff)
+	}
+	if cfg := devicePluginConfig(t, c.Args); cfg.DevicePluginDir != dir {
+		t.Errorf("--device-plugin-dir %q, want the mounted %s", cfg.DevicePluginDir, dir)
+	}
+	for _, u := range o.list {
+		if u.GetKind() == "Deployment" {
+			m := o.deployment(t, u.GetName()).Spec.Template.Spec.Containers[0]
+			if c.Image != m.Image || c.ImagePullPolicy != m.ImagePullPolicy {
+				t.Errorf("device plugin image %s (%s), want the manager's %s (%s)", c.Image, c.ImagePullPolicy, m.Image, m.ImagePullPolicy)
+			}
+		}
+	}
+	if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() {
+		t.Errorf("device plugin resources %+v: want a memory limit and a CPU request", c.Resources)
+	}
+	sel := d.Spec.Selector.MatchLabels
+	if sel["app.kubernetes.io/component"] != "device-plugin" {
+		t.Errorf("device plugin selector %v: want component device-plugin, apart from the manager's pods", sel)
+	}
+	for k, v := range sel {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("device plugin selector %s=%s does not match its pod labels %v", k, v, d.Spec.Template.Labels)
+		}
+	}
+}
+
 // checkInvariants holds for every successful render: hardened pods, only
 // flags the manager has, probes on the health port, no privileged anything,
-// and (with RBAC) the generated ClusterRole rules.
+// the device plugin's invariants (checkDevicePlugin) and (with RBAC) the
+// generated ClusterRole rules.
 func checkInvariants(t *testing.T, o objects) {
 	t.Helper()
 	if regexp.MustCompile(`(?m)privileged:\s*true`).MatchString(o.raw) {
@@ -327,6 +442,11 @@ func checkInvariants(t *testing.T, o objects) {
 		}
 		if !containsArg(c.Args, "--health-probe-bind-address="+health) {
 			t.Errorf("health port %q does not match the args %v", health, c.Args)
+		}
+	}
+	for _, u := range o.list {
+		if u.GetKind() == "DaemonSet" {
+			checkDevicePlugin(t, o, o.daemonSet(t, u.GetName()))
 		}
 	}
 	for _, u := range o.list {
@@ -529,6 +649,43 @@ imagePullSecrets: [{name: regcred}]
 				}
 			},
 		},
+		"device plugin": {
+			values: "devicePlugin: {enabled: true, links: [pfsdata0, pfsdata1/queues]}\n",
+			wantKinds: kinds(
+				"ClusterRole/"+full+"-manager", "ClusterRoleBinding/"+full+"-manager",
+				"DaemonSet/"+full+"-device-plugin",
+				"Deployment/"+full, "Role/"+full+"-leader-election", "RoleBinding/"+full+"-leader-election",
+				"Service/"+full+"-metrics", "ServiceAccount/"+full),
+			check: func(t *testing.T, o objects) {
+				d := o.daemonSet(t, full+"-device-plugin")
+				c := d.Spec.Template.Spec.Containers[0]
+				want := deviceplugin.Config{
+					Links:          []deviceplugin.LinkSpec{{IfName: "pfsdata0"}, {IfName: "pfsdata1", PerQueue: true}},
+					ResourcePrefix: "packetfs.io", DevicePluginDir: "/var/lib/kubelet/device-plugins", Sysfs: "/sys",
+					PollInterval: 5 * time.Second, Health: deviceplugin.HealthOperstate,
+				}
+				if diff := cmp.Diff(want, devicePluginConfig(t, c.Args)); diff != "" {
+					t.Errorf("device plugin config from the args (-want +got):\n%s", diff)
+				}
+				for _, a := range []string{"--zap-log-level=info", "--zap-encoder=json", "--zap-time-encoding=rfc3339"} {
+					if !containsArg(c.Args, a) {
+						t.Errorf("device plugin args %v lack %s (the logging values)", c.Args, a)
+					}
+				}
+				ps := d.Spec.Template.Spec
+				if ps.PriorityClassName != "system-node-critical" || ps.NodeSelector != nil || ps.Tolerations != nil || ps.ImagePullSecrets != nil {
+					t.Errorf("device plugin pod: priorityClassName %q nodeSelector %v tolerations %v pull secrets %v; want system-node-critical and none",
+						ps.PriorityClassName, ps.NodeSelector, ps.Tolerations, ps.ImagePullSecrets)
+				}
+				if got := c.Resources.Limits.Memory().String() + " " + c.Resources.Requests.Cpu().String(); got != "128Mi 10m" {
+					t.Errorf("device plugin memory limit and CPU request %s, want 128Mi 10m", got)
+				}
+				// The manager is as it was.
+				if diff := cmp.Diff(wantArgs(nil), o.deployment(t, full).Spec.Template.Spec.Containers[0].Args); diff != "" {
+					t.Errorf("manager args (-want +got):\n%s", diff)
+				}
+			},
+		},
 		"device resources and data networks": {
 			values: `
 dataNetworks:
@@ -592,7 +749,7 @@ example: {transport: AFXDP, numa: Required, network: pfs-data, resourceName: afx
 			values: string(fullValues),
 			args:   []string{"--api-versions", nadAPI},
 			wantKinds: kinds(
-				"ClusterRole/pfs-op-manager", "ClusterRoleBinding/pfs-op-manager",
+				"ClusterRole/pfs-op-manager", "ClusterRoleBinding/pfs-op-manager", "DaemonSet/pfs-op-device-plugin",
 				"Deployment/pfs-op", "Role/pfs-op-leader-election", "RoleBinding/pfs-op-leader-election",
 				"Service/pfs-op-metrics", "ServiceAccount/pfs-manager",
 				"NetworkAttachmentDefinition/pfs-data", "NetworkAttachmentDefinition/sriov-data"),
@@ -626,6 +783,28 @@ example: {transport: AFXDP, numa: Required, network: pfs-data, resourceName: afx
 				}
 				if got := c.Resources.Limits.Memory().String(); got != "512Mi" {
 					t.Errorf("memory limit %s, want 512Mi", got)
+				}
+				ds := o.daemonSet(t, "pfs-op-device-plugin")
+				pc := ds.Spec.Template.Spec.Containers[0]
+				wantPlugin := deviceplugin.Config{
+					Links: []deviceplugin.LinkSpec{{IfName: "pfsdata0"}, {IfName: "pfsdata1", PerQueue: true},
+						{PCIAddress: "0000:3b:00.1"}},
+					ResourcePrefix: "net.example.com", DevicePluginDir: "/var/lib/kubelet/device-plugins", Sysfs: "/sys",
+					PollInterval: 2 * time.Second, Health: deviceplugin.HealthPresence,
+				}
+				if diff := cmp.Diff(wantPlugin, devicePluginConfig(t, pc.Args)); diff != "" {
+					t.Errorf("device plugin config from the args (-want +got):\n%s", diff)
+				}
+				if !containsArg(pc.Args, "--zap-log-level=debug") || pc.Image != "registry.example.com/packetfs/operator:v0.1.0-rc1" {
+					t.Errorf("device plugin args %v image %s: want the logging values and the operator image", pc.Args, pc.Image)
+				}
+				dps := ds.Spec.Template.Spec
+				if dps.PriorityClassName != "pfs-data-plane" || dps.NodeSelector["packetfs.io/data-links"] != "true" ||
+					len(dps.Tolerations) != 1 || dps.Tolerations[0].Key != "packetfs.io/data" || len(dps.ImagePullSecrets) != 1 {
+					t.Errorf("device plugin pod settings not applied: %+v", dps)
+				}
+				if got := pc.Resources.Limits.Memory().String(); got != "96Mi" {
+					t.Errorf("device plugin memory limit %s, want 96Mi", got)
 				}
 				var svc corev1.Service
 				o.get(t, "Service", "pfs-op-metrics", &svc)
@@ -718,6 +897,30 @@ func TestRejects(t *testing.T) {
 			values: "dataNetworks: [{name: pfs-data, config: 'type: host-device'}]\n",
 			args:   []string{"--api-versions", nadAPI},
 			want:   []string{"dataNetworks pfs-data: config must be a CNI configuration in JSON"},
+		},
+		"device plugin without links": {
+			values: "devicePlugin: {enabled: true}\n",
+			want:   []string{"/devicePlugin/links", "minItems"},
+		},
+		"device plugin link with an unknown mode": {
+			values: "devicePlugin: {enabled: true, links: [pfsdata0/rx]}\n",
+			want:   []string{"/devicePlugin/links/0", "pfsdata0/rx"},
+		},
+		"device plugin link name too long": {
+			values: "devicePlugin: {enabled: true, links: [abcdefghijklmnop]}\n",
+			want:   []string{"/devicePlugin/links/0"},
+		},
+		"device plugin in the kubernetes.io domain": {
+			values: "devicePlugin: {enabled: true, links: [pfsdata0], resourcePrefix: nic.kubernetes.io}\n",
+			want:   []string{"/devicePlugin/resourcePrefix"},
+		},
+		"device plugin with an unknown key": {
+			values: "devicePlugin: {enabled: true, links: [pfsdata0], privileged: true}\n",
+			want:   []string{"/devicePlugin", "privileged"},
+		},
+		"device plugin bad health": {
+			values: "devicePlugin: {enabled: true, links: [pfsdata0], health: carrier}\n",
+			want:   []string{"/devicePlugin/health", "operstate"},
 		},
 		"existing service account without a name": {
 			values: "serviceAccount: {create: false, name: ''}\n",
@@ -825,6 +1028,16 @@ metrics: {enabled: false}
 				Sender: endpoint("pfs-system/pfs-data", "afxdp/pool"), Receiver: endpoint("pfs-system/pfs-data", "afxdp/pool")},
 			wantLines: []string{
 				`Data network pfs-data (device resource afxdp/pool): use spec.sender.network and spec.receiver.network "pfs-system/pfs-data".`,
+			},
+		},
+		"device plugin": {
+			values: "devicePlugin: {enabled: true, links: [pfsdata0, pfsdata1/queues]}\n",
+			wantSpec: pfsv1alpha1.PfsTransferSpec{Mode: "Payload", Transport: "TCP", NUMA: pfsv1alpha1.NUMAPolicyPreferred,
+				Sender: endpoint("", ""), Receiver: endpoint("", "")},
+			wantLines: []string{
+				"Device plugin: DaemonSet pfs-packetfs-operator-device-plugin advertises the links pfsdata0, pfsdata1/queues\n" +
+					"as packetfs.io/<interface> on each node it runs on (docs/device-plugin.md):",
+				"kubectl -n pfs-system rollout status daemonset/pfs-packetfs-operator-device-plugin",
 			},
 		},
 		"SR-IOV device": {

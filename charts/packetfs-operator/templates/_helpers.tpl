@@ -34,6 +34,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: manager
 {{- end }}
 
+{{/*
+devicePluginSelectorLabels select the device plugin's pods; the component
+keeps them apart from the manager's.
+*/}}
+{{- define "packetfs-operator.devicePluginSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "packetfs-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: device-plugin
+{{- end }}
+
 {{/* labels go on every object the chart creates. */}}
 {{- define "packetfs-operator.labels" -}}
 helm.sh/chart: {{ include "packetfs-operator.chart" . }}
