@@ -9,8 +9,10 @@
 #   pfsdata2  one queue each way, left in the nodes: the master of macvlan
 #             interfaces (pods share it; PfsTransfer endpoints' ips)
 # MTU 3500 keeps native XDP possible on veth (peer MTU must be <= 3506).
-# Each end is advertised on its node as an extended resource
-# packetfs.io/<link>: 1. Idempotent.
+# The links a pod takes whole (pfsdata0, pfsdata1) are advertised as the
+# extended resources packetfs.io/<link> by the operator's device plugin
+# (chart value devicePlugin.enabled, hack/demo/values.yaml), not here.
+# Idempotent.
 # Usage: data-network.sh <kubectl> <kubeconfig> <node-a> <node-b>
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -19,8 +21,6 @@ kubectl=$1 kubeconfig=$2 a=$3 b=$4
 k() { "$kubectl" --kubeconfig "$kubeconfig" "$@"; }
 DATA_MTU=${DATA_MTU:-3500}
 declare -A queues=([pfsdata0]=1 [pfsdata1]=4 [pfsdata2]=1)
-# The links a pod takes whole (host-device), one per node: extended resources.
-whole=(pfsdata0 pfsdata1)
 
 pid_a=$(podman inspect -f '{{.State.Pid}}' "$a")
 pid_b=$(podman inspect -f '{{.State.Pid}}' "$b")
@@ -44,8 +44,3 @@ for link in "${!queues[@]}"; do
 done
 
 k apply -f "$HACK_KIND/manifests/data-network.yaml" >/dev/null
-for n in "$a" "$b"; do
-  ops=$(for link in "${whole[@]}"; do
-    printf '{"op":"add","path":"/status/capacity/packetfs.io~1%s","value":"1"},' "$link"; done)
-  k patch node "$n" --subresource=status --type=json -p "[${ops%,}]" >/dev/null
-done

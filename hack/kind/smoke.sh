@@ -38,6 +38,16 @@ for a in sh sleep ping nslookup ip cat ls wc; do ln -s busybox "$work/root/bin/$
 tap "kind load image-archive" "$kind" load image-archive "$work/smoke.tar" --name "$CLUSTER_NAME"
 
 mapfile -t nodes < <(k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
+# Without the chart there is no device plugin to advertise the data links:
+# the smoke test advertises them itself on the two nodes that hold them
+# (node status, as if a plugin had), unless something already does.
+for node in "${nodes[@]:0:2}"; do
+  for link in pfsdata0 pfsdata1; do
+    [ -n "$(k get node "$node" -o jsonpath="{.status.capacity.packetfs\.io/$link}")" ] ||
+      k patch node "$node" --subresource=status --type=json \
+        -p "[{\"op\":\"add\",\"path\":\"/status/capacity/packetfs.io~1$link\",\"value\":\"1\"}]" >/dev/null
+  done
+done
 # A namespace left by an interrupted run is still terminating: wait it out.
 k delete namespace "$NS" --ignore-not-found --wait=true --timeout=120s >/dev/null
 k create namespace "$NS" >/dev/null

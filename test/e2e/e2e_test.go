@@ -42,6 +42,7 @@ func TestE2E(t *testing.T) {
 	if !t.Run("helm install", testHelmInstall) {
 		t.Fatal("the chart did not install; nothing else can run")
 	}
+	t.Run("device plugin: the kubelets advertise the data links", func(t *testing.T) { testDevicePlugin(ctx, t) })
 	if !t.Run("PfsBlob Ready with one fingerprint on every node", func(t *testing.T) { testBlob(ctx, t) }) {
 		t.Fatal("no blob; the transfers and the pcore job need it")
 	}
@@ -82,7 +83,7 @@ func testHelmInstall(t *testing.T) {
 	if statusErr == nil {
 		// Installed before (e.g. by make demo): the image tag is the same but
 		// its bytes may be new, so restart onto the image just loaded.
-		if out, err := kubectl("-n", releaseNS, "rollout", "restart", "deployment", "-l", "app.kubernetes.io/instance="+releaseName); err != nil {
+		if out, err := kubectl("-n", releaseNS, "rollout", "restart", "deployment,daemonset", "-l", "app.kubernetes.io/instance="+releaseName); err != nil {
 			t.Fatalf("rollout restart: %v\n%s", err, out)
 		}
 	}

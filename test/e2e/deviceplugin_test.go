@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// testDevicePlugin: the chart's device plugin (hack/demo/values.yaml) runs
+// on every node, registers packetfs.io/pfsdata0 and pfsdata1 with each
+// kubelet, and the kubelets of the two nodes that hold the links
+// (hack/kind/data-network.sh wires the first two) advertise one healthy
+// unit of each; a node without them advertises none usable. Nothing patches
+// node status any more: the data-link transfers after this step get their
+// links from the kubelet.
+func testDevicePlugin(ctx context.Context, t *testing.T) {
+	links := []string{"packetfs.io/pfsdata0", "packetfs.io/pfsdata1"}
+	want := map[string]string{}
+	for i, n := range env.nodes {
+		want[n] = "0"
+		if i < 2 {
+			want[n] = "1"
+		}
+	}
+	var got map[string]string
+	err := poll(ctx, 2*time.Minute, func() (bool, error) {
+		got = map[string]string{}
+		for n, w := range want {
+			node := &corev1.Node{}
+			if err := env.c.Get(ctx, client.ObjectKey{Name: n}, node); err != nil {
+				return false, err
+			}
+			for _, l := range links {
+				q, ok := node.Status.Allocatable[corev1.ResourceName(l)]
+				v := "absent"
+				if ok {
+					v = q.String()
+				}
+				got[n+" "+l] = v
+				// A node without the links has them registered but unhealthy
+				// (allocatable 0) once its plugin ran; absent before that.
+				if v != w && !(w == "0" && v == "absent") {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		pods, _ := kubectl("-n", releaseNS, "get", "pods", "-o", "wide")
+		logs, _ := kubectl("-n", releaseNS, "logs", "-l", "app.kubernetes.io/component=device-plugin", "--tail=20", "--prefix")
+		t.Fatalf("allocatable %v, want 1 of each link on %s: %v\n%s\n%s", got, strings.Join(env.nodes[:2], ", "), err, pods, logs)
+	}
+	t.Logf("allocatable from the kubelets: %v", got)
+	// Its pods: host network, never privileged, no capability.
+	out, err := kubectl("-n", releaseNS, "get", "pods", "-l", "app.kubernetes.io/component=device-plugin", "-o",
+		`jsonpath={range .items[*]}{.spec.hostNetwork} {.spec.containers[0].securityContext.privileged} {.spec.containers[0].securityContext.capabilities.drop}{"\n"}{end}`)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); len(f) != 3 || f[0] != "true" || f[1] != "false" || f[2] != `["ALL"]` {
+			t.Errorf("device plugin pod (hostNetwork, privileged, capabilities dropped): %q, want host network, not privileged, ALL dropped", line)
+		}
+	}
+	if n := strings.Count(strings.TrimSpace(out), "\n") + 1; n != len(env.nodes) {
+		t.Errorf("%d device plugin pods, want one per node (%d)", n, len(env.nodes))
+	}
+}
