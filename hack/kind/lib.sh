@@ -115,3 +115,37 @@ debian_mirror() {
     grep -m1 -E 'debian/?( |$)' | awk '{print $2}' || true)
   echo "${m:-http://deb.debian.org/debian}"
 }
+
+# sa_kubeconfig <kubectl-fn> <secret> <user>: a kubeconfig (on stdout) for a
+# CNI plugin that runs on the nodes outside any pod (Multus, whereabouts):
+# the API server on the control-plane node, the cluster CA, and the
+# long-lived token of the ServiceAccount Secret kube-system/<secret>,
+# waited for (the token controller fills it).
+sa_kubeconfig() {
+  local k=$1 secret=$2 user=$3 token='' ca server cp
+  for _ in $(seq 30); do
+    token=$("$k" -n kube-system get secret "$secret" -o jsonpath='{.data.token}' 2>/dev/null | base64 -d)
+    [ -n "$token" ] && break; sleep 1
+  done
+  [ -n "$token" ] || die "the token of kube-system/$secret was not issued"
+  ca=$("$k" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+  cp=$("$k" get nodes -l node-role.kubernetes.io/control-plane -o jsonpath='{.items[0].metadata.name}')
+  server=https://$("$k" get node "$cp" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}'):6443
+  cat <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: $server
+    certificate-authority-data: $ca
+users:
+- name: $user
+  user:
+    token: $token
+contexts:
+- name: $user
+  context: {cluster: local, user: $user}
+current-context: $user
+KC
+}

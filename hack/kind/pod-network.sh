@@ -27,33 +27,11 @@ done
 
 # Multus identity: a token of the multus ServiceAccount and the cluster CA.
 k apply -f "$HACK_KIND/manifests/multus.yaml" >/dev/null
-for _ in $(seq 30); do
-  token=$(k -n kube-system get secret multus-token -o jsonpath='{.data.token}' 2>/dev/null | base64 -d)
-  [ -n "$token" ] && break; sleep 1
-done
-[ -n "$token" ] || die "the multus ServiceAccount token was not issued"
-ca=$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-cp=$(k get nodes -l node-role.kubernetes.io/control-plane -o jsonpath='{.items[0].metadata.name}')
+kubeconfig_multus=$(sa_kubeconfig k multus-token multus)
 
 for n in "${nodes[@]}"; do
   on "$n" mkdir -p /etc/cni/net.d/multus.d
-  on "$n" tee /etc/cni/net.d/multus.d/multus.kubeconfig >/dev/null <<KC
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: https://${ip[$cp]}:6443
-    certificate-authority-data: $ca
-users:
-- name: multus
-  user:
-    token: $token
-contexts:
-- name: multus
-  context: {cluster: local, user: multus}
-current-context: multus
-KC
+  on "$n" tee /etc/cni/net.d/multus.d/multus.kubeconfig >/dev/null <<<"$kubeconfig_multus"
   on "$n" chmod 600 /etc/cni/net.d/multus.d/multus.kubeconfig
   # Pods get the bridge as eth0; masquerade is ours (below) so that pod IPs
   # stay visible between nodes.

@@ -23,35 +23,12 @@ for c in ippools overlappingrangeipreservations; do
   k apply -f "$crds/whereabouts.cni.cncf.io_$c.yaml" >/dev/null
 done
 k apply -f "$HACK_KIND/manifests/whereabouts.yaml" >/dev/null
-for _ in $(seq 30); do
-  token=$(k -n kube-system get secret whereabouts-token -o jsonpath='{.data.token}' 2>/dev/null | base64 -d)
-  [ -n "$token" ] && break; sleep 1
-done
-[ -n "$token" ] || die "the whereabouts ServiceAccount token was not issued"
-ca=$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-cp=$(k get nodes -l node-role.kubernetes.io/control-plane -o jsonpath='{.items[0].metadata.name}')
-server=https://$(k get node "$cp" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}'):6443
+kubeconfig_wb=$(sa_kubeconfig k whereabouts-token whereabouts)
 
 for n in "${nodes[@]}"; do
   podman cp "$bin" "$n:/opt/cni/bin/whereabouts"
   on "$n" mkdir -p /etc/cni/net.d/whereabouts.d
-  on "$n" tee /etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig >/dev/null <<KC
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: $server
-    certificate-authority-data: $ca
-users:
-- name: whereabouts
-  user:
-    token: $token
-contexts:
-- name: whereabouts
-  context: {cluster: local, user: whereabouts}
-current-context: whereabouts
-KC
+  on "$n" tee /etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig >/dev/null <<<"$kubeconfig_wb"
   on "$n" chmod 600 /etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig
   on "$n" tee /etc/cni/net.d/whereabouts.d/whereabouts.conf >/dev/null <<CONF
 {"datastore": "kubernetes", "kubernetes": {"kubeconfig": "/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"}}

@@ -222,23 +222,30 @@ func transferSpec(name string, tr pfsv1alpha1.Transport, m pfsv1alpha1.TransferM
 	return x
 }
 
+// runTransfer creates x, waits for it to end, and requires it Succeeded
+// (fatal) with integrity OK.
+func runTransfer(ctx context.Context, t *testing.T, x *pfsv1alpha1.PfsTransfer) {
+	t.Helper()
+	if err := env.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	waitTransfer(ctx, t, x, 8*time.Minute)
+	if st := x.Status; st.Phase != pfsv1alpha1.PhaseSucceeded {
+		t.Fatalf("phase %s, want Succeeded: %s\n%s", st.Phase, conditions(st.Conditions), transferLogs(x))
+	}
+	if st := x.Status; st.Integrity == nil || st.Integrity.Result != pfsv1alpha1.IntegrityOK {
+		t.Errorf("integrity %+v, want OK", st.Integrity)
+	}
+}
+
 func testTransfer(ctx context.Context, t *testing.T, tr pfsv1alpha1.Transport, m pfsv1alpha1.TransferMode, dataLink bool) {
 	name := strings.ToLower(fmt.Sprintf("%s-%s", tr, m))
 	if !dataLink {
 		name += "-podnet"
 	}
 	x := transferSpec(name, tr, m, dataLink)
-	if err := env.c.Create(ctx, x); err != nil {
-		t.Fatal(err)
-	}
-	waitTransfer(ctx, t, x, 8*time.Minute)
+	runTransfer(ctx, t, x)
 	st := x.Status
-	if st.Phase != pfsv1alpha1.PhaseSucceeded {
-		t.Fatalf("phase %s, want Succeeded: %s\n%s", st.Phase, conditions(st.Conditions), transferLogs(x))
-	}
-	if st.Integrity == nil || st.Integrity.Result != pfsv1alpha1.IntegrityOK {
-		t.Errorf("integrity %+v, want OK", st.Integrity)
-	}
 	if want := int64(passes * blobSize); st.EffectiveBytes != want {
 		t.Errorf("effectiveBytes %d, want %d", st.EffectiveBytes, want)
 	}
