@@ -88,5 +88,6 @@ if ! k wait --for=condition=Ready nodes --all --timeout=300s >/dev/null; then
   die "nodes not Ready after 300 s (above: their Ready condition and kubelet logs); 'make cluster-down' cleans up"
 fi
 k -n kube-system rollout status deployment/coredns --timeout=180s >/dev/null
+"$HACK_KIND/nfd.sh" "$kubectl" "$KUBECONFIG_PATH" "${nodes[@]}" 4>&-
 log "cluster $CLUSTER_NAME is up in $(( $(date +%s) - start ))s"
 echo "$KUBECONFIG_PATH"

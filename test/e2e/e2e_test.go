@@ -43,6 +43,7 @@ func TestE2E(t *testing.T) {
 		t.Fatal("the chart did not install; nothing else can run")
 	}
 	t.Run("device plugin: the kubelets advertise the data links", func(t *testing.T) { testDevicePlugin(ctx, t) })
+	t.Run("NodeResourceTopology published by nfd-topology-updater for every node", func(t *testing.T) { testTopology(ctx, t) })
 	if !t.Run("PfsBlob Ready with one fingerprint on every node", func(t *testing.T) { testBlob(ctx, t) }) {
 		t.Fatal("no blob; the transfers and the pcore job need it")
 	}
@@ -245,6 +246,7 @@ func testTransfer(ctx context.Context, t *testing.T, tr pfsv1alpha1.Transport, m
 	}
 	x := transferSpec(name, tr, m, dataLink)
 	runTransfer(ctx, t, x)
+	checkNUMAPlacement(t, x)
 	st := x.Status
 	if want := int64(passes * blobSize); st.EffectiveBytes != want {
 		t.Errorf("effectiveBytes %d, want %d", st.EffectiveBytes, want)
