@@ -52,7 +52,7 @@ build_nfd() {
   [ -x "$dest/nfd-topology-updater" ] && return 0
   local work="$dest/wrapper" staging="v0.${k8s#v1.}" modfile
   mkdir -p "$work"
-  log "building nfd-topology-updater $NFD_VERSION against Kubernetes $k8s (wrapper module; cold: about 10 min)"
+  log "building nfd-topology-updater $NFD_VERSION against Kubernetes $k8s (wrapper module; cold: minutes)"
   modfile=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$k8s" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
   {
     printf 'module packetfs.io/nfd-build\n\ngo 1.25.0\n\nrequire sigs.k8s.io/node-feature-discovery %s\n\n' "$NFD_VERSION"
