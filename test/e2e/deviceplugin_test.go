@@ -74,4 +74,42 @@ func testDevicePlugin(ctx context.Context, t *testing.T) {
 	if n := strings.Count(strings.TrimSpace(out), "\n") + 1; n != len(env.nodes) {
 		t.Errorf("%d device plugin pods, want one per node (%d)", n, len(env.nodes))
 	}
+	kubeletRestart(ctx, t, env.nodes[1])
+}
+
+// kubeletRestart restarts node's kubelet, which forgets every device
+// plugin: the plugin there must notice its socket and the kubelet's go and
+// come back, register again (its log says so), and the node keep its link.
+func kubeletRestart(ctx context.Context, t *testing.T, node string) {
+	pod, err := kubectl("-n", releaseNS, "get", "pods", "-l", "app.kubernetes.io/component=device-plugin",
+		"--field-selector", "spec.nodeName="+node, "-o", "name")
+	if err != nil || strings.TrimSpace(pod) == "" {
+		t.Fatalf("the device plugin pod on %s: %v %q", node, err, pod)
+	}
+	since := time.Now().UTC().Format(time.RFC3339)
+	if out, err := run("podman", "exec", node, "systemctl", "restart", "kubelet"); err != nil {
+		t.Fatalf("restarting the kubelet on %s: %v\n%s", node, err, out)
+	}
+	var logs string
+	err = poll(ctx, 2*time.Minute, func() (bool, error) {
+		logs, _ = kubectl("-n", releaseNS, "logs", strings.TrimSpace(pod), "--since-time="+since)
+		if !strings.Contains(logs, "registering again") || strings.Count(logs, "Registered with the kubelet") < 2 {
+			return false, nil
+		}
+		n := &corev1.Node{}
+		if err := env.c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			return false, nil
+		}
+		q := n.Status.Allocatable[corev1.ResourceName("packetfs.io/pfsdata0")]
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue && q.Value() == 1, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("after the kubelet restart on %s: %v; the plugin's log since:\n%s", node, err, logs)
+	}
+	t.Logf("kubelet on %s restarted: the plugin registered both links again, the node is Ready with its link", node)
 }
