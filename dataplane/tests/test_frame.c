@@ -373,6 +373,52 @@ static void mk(const char *rel)
 		tap_diag("mkdir %s failed", p);
 }
 
+/* Device Information files under a fake devinfo root: by name, dp/ before
+ * cni/, a VF without a netdev skipped, a hostile address refused. */
+/* @dir/@name with @text. */
+static void sh_write(const char *dir, const char *name, const char *text)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "w");
+	if (!f || fputs(text, f) < 0)
+		tap_diag("writing %s failed", p);
+	if (f)
+		fclose(f);
+}
+
+static int t_devinfo(void)
+{
+	char dir[160], env_dir[200], out[16], why[600];
+	char *env[] = { env_dir, NULL };
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/devinfo", sysroot);
+	snprintf(env_dir, sizeof(env_dir), "PFS_DEVINFO_DIR=%s", dir);
+	mk("devinfo/dp");
+	mk("devinfo/cni");
+	rc = pfs_netdev_resolve(NULL, env, sysroot, out, sizeof(out), why, sizeof(why));
+	CHECK(rc == -ENOENT && strstr(why, dir), "empty devinfo: %d %s", rc, why);
+	sh_write(
+		dir, "cni/net1-0000:3b:02.1.json",
+		"{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:3b:02.1\"}}");
+	sh_write(
+		dir, "dp/intel.com-sriov-0000:3b:02.3-device.json",
+		"{\"type\": \"pci\", \"version\": \"1.1.0\", \"pci\": {\"pci-address\": \"0000:3b:02.3\"}}");
+	sh_write(dir, "dp/a-evil.json", "{\"pci\":{\"pci-address\":\"../../../etc\"}}");
+	rc = pfs_netdev_resolve(NULL, env, sysroot, out, sizeof(out), why, sizeof(why));
+	CHECK(!rc && !strcmp(out, "ens1f0v1") && strstr(why, "cni/net1-0000:3b:02.1.json"),
+	      "the dp/ VF has no netdev (vfio): the cni/ file's: %d %s (%s)", rc, out, why);
+	sh_write(dir, "dp/b-0000:3b:02.2-device.json",
+		 "{\"type\":\"pci\",\"pci\":{\"pci-address\":\"0000:3b:02.2\"}}");
+	rc = pfs_netdev_resolve(NULL, env, sysroot, out, sizeof(out), why, sizeof(why));
+	CHECK(!rc && !strcmp(out, "ens1f0v2") && strstr(why, "dp/b-"), "dp/ first: %d %s (%s)", rc,
+	      out, why);
+	return 0;
+}
+
 static int t_resolve(void)
 {
 	char out[16], why[400];
@@ -415,6 +461,7 @@ static int t_resolve(void)
 		rc = pfs_netdev_resolve(NULL, env6, sysroot, out, sizeof(out), why, sizeof(why));
 		CHECK(!rc && !strcmp(out, "pfsdata1") && strstr(why, "PFS_DATA_LINK_PFSDATA1"),
 		      "our device plugin's variable first: %d %s (%s)", rc, out, why);
+		CHECK(!t_devinfo(), "Device Information files");
 	}
 	{
 		char cmd[128];

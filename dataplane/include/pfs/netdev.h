@@ -16,6 +16,9 @@
  *   4. PCIDEVICE_<RESOURCE>=0000:3b:02.0,...  (SR-IOV device plugin): the
  *      netdev of the first PCI address that has one, read from
  *      @sysfs/bus/pci/devices/<addr>/net/<ifname>.
+ *   5. a Device Information file (NPWG spec) under PFS_DEVINFO_DIR from
+ *      @env, else /var/run/k8s.cni.cncf.io/devinfo (dp/ then cni/, by name):
+ *      the netdev of the first "pci-address" one names, as in 4;
  * Among several variables of one kind, the alphabetically first wins.
  * @env: "NAME=value" strings, NULL-terminated (environ); @sysfs: "/sys", or
  * a fake root in tests. Writes the name to @out and how it was chosen to
@@ -24,6 +27,20 @@
  * without a net/ entry: the VF is bound to vfio or absent; @why names it). */
 int pfs_netdev_resolve(const char *flag, char *const *env, const char *sysfs, char *out, size_t n,
 		       char *why, size_t wn);
+
+#define PFS_DEVINFO_DIR "/var/run/k8s.cni.cncf.io/devinfo"
+
+/* pfs_netdev_pci - the single entry of @sysfs/bus/pci/devices/@addr/net/
+ * (the netdev of a PCI function). 0, -ENODEV (none: bound to vfio-pci, or
+ * not a network function), -EINVAL (@addr has a '/'), -ENAMETOOLONG. */
+int pfs_netdev_pci(const char *sysfs, const char *addr, char *out, size_t n);
+
+/* pfs_devinfo_netdev - step 5 of pfs_netdev_resolve: the Device Information
+ * files (*.json) of @dir/dp and @dir/cni, by name; the first whose
+ * "pci-address" has a netdev under @sysfs. 0 (with @why), -ENOENT (no file
+ * names a PCI address), -ENODEV (@why names the address without a netdev). */
+int pfs_devinfo_netdev(const char *dir, const char *sysfs, char *out, size_t n, char *why,
+		       size_t wn);
 
 /* pfs_netdev_hwaddr - the MAC of @ifname in the current network namespace.
  * 0 or -errno (ENODEV). */

@@ -70,8 +70,7 @@ static int first_item(const char *list, size_t skip, char *out, size_t n)
 	return 0;
 }
 
-/* The single entry of @sysfs/bus/pci/devices/@addr/net/. */
-static int pci_netdev(const char *sysfs, const char *addr, char *out, size_t n)
+int pfs_netdev_pci(const char *sysfs, const char *addr, char *out, size_t n)
 {
 	char path[512];
 	struct dirent *de;
@@ -125,6 +124,18 @@ static int first_of_lists(char *const *env, const char *prefix, char *out, size_
 	return -ENOENT;
 }
 
+/* PFS_DEVINFO_DIR from @env, else the directory Multus and the SR-IOV
+ * plugin write Device Information files to. */
+static const char *devinfo_dir(char *const *env)
+{
+	static const char key[] = "PFS_DEVINFO_DIR=";
+
+	for (size_t i = 0; env && env[i]; i++)
+		if (!strncmp(env[i], key, sizeof(key) - 1) && env[i][sizeof(key) - 1])
+			return env[i] + sizeof(key) - 1;
+	return PFS_DEVINFO_DIR;
+}
+
 int pfs_netdev_resolve(const char *flag, char *const *env, const char *sysfs, char *out, size_t n,
 		       char *why, size_t wn)
 {
@@ -151,7 +162,7 @@ int pfs_netdev_resolve(const char *flag, char *const *env, const char *sysfs, ch
 		char addr[64];
 
 		for (size_t j = 0; !first_item(val, j, addr, sizeof(addr)); j++) {
-			int r = pci_netdev(sysfs, addr, out, n);
+			int r = pfs_netdev_pci(sysfs, addr, out, n);
 
 			if (!r) {
 				snprintf(why, wn, "%s -> %s/bus/pci/devices/%s/net/%s", vars[i],
@@ -166,10 +177,14 @@ int pfs_netdev_resolve(const char *flag, char *const *env, const char *sysfs, ch
 		}
 	}
 	if (rc == -ENOENT)
+		rc = pfs_devinfo_netdev(devinfo_dir(env), sysfs, out, n, why, wn);
+	if (rc == -ENOENT)
 		snprintf(why, wn,
 			 "no interface: pass --ifname, or run with PFS_DATA_LINK_<POOL> (the "
 			 "PacketFS device plugin), AFXDP_DEVICES_<POOL> (afxdp device plugin) or "
-			 "PCIDEVICE_<RESOURCE> (SR-IOV device plugin) set");
+			 "PCIDEVICE_<RESOURCE> (SR-IOV device plugin) set, or a Device Information "
+			 "file under %.200s",
+			 devinfo_dir(env));
 	return rc;
 }
 
