@@ -107,8 +107,8 @@ int pfs_devinfo_netdev(const char *dir, const char *sysfs, char *out, size_t n, 
 			if (buf && !pci_address(buf, addr, sizeof(addr))) {
 				r = pfs_netdev_pci(sysfs, addr, out, n);
 				if (!r)
-					snprintf(why, wn, "%.480s -> %s/bus/pci/devices/%s/net/%s", path,
-						 sysfs, addr, out);
+					snprintf(why, wn, "%.480s -> %s/bus/pci/devices/%s/net/%s",
+						 path, sysfs, addr, out);
 				else
 					snprintf(why, wn,
 						 "%.480s: PCI device %s has no netdev under "
