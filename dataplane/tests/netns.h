@@ -247,4 +247,26 @@ __attribute__((unused)) static int netns_remove(void)
 	return TAP_PASS;
 }
 
+/* pfs with the NULL-terminated words after @tag, in netns @ns. */
+__attribute__((unused)) static pid_t pfs_in(const char *ns, const char *tag, ...)
+{
+	char *args[40];
+	va_list ap;
+	int n = 0;
+
+	va_start(ap, tag);
+	while (n < 39 && (args[n] = va_arg(ap, char *)))
+		n++;
+	va_end(ap);
+	args[n] = NULL;
+	return spawn(ns, tag, args);
+}
+
+/* "IP:PORT" into @buf (48 bytes). */
+__attribute__((unused)) static char *addr(char *buf, const char *ip, int port)
+{
+	snprintf(buf, 48, "%s:%d", ip, port);
+	return buf;
+}
+
 #endif /* PFS_TESTS_NETNS_H */

@@ -83,32 +83,11 @@ static int make_source(void)
 	return TAP_PASS;
 }
 
-/* pfs with the NULL-terminated words after @tag, in netns @ns. */
-static pid_t pfs_in(const char *ns, const char *tag, ...)
-{
-	char *args[40];
-	va_list ap;
-	int n = 0;
-
-	va_start(ap, tag);
-	while (n < 39 && (args[n] = va_arg(ap, char *)))
-		n++;
-	va_end(ap);
-	args[n] = NULL;
-	return spawn(ns, tag, args);
-}
-
 /* A blob name for slot @i, removed at exit. */
 static char *bname(int i, const char *what)
 {
 	snprintf(names[i], sizeof(names[i]), "pfs-repl-%s-%d", what, getpid());
 	return names[i];
-}
-
-static char *addr(char *buf, const char *ip, int port)
-{
-	snprintf(buf, 48, "%s:%d", ip, port);
-	return buf;
 }
 
 static int t_setup(void)

@@ -43,26 +43,6 @@ static char *bname(int i, const char *what)
 	return names[i];
 }
 
-static pid_t pfs_in(const char *ns, const char *tag, ...)
-{
-	char *args[48];
-	va_list ap;
-	int n = 0;
-
-	va_start(ap, tag);
-	while (n < 47 && (args[n] = va_arg(ap, char *)))
-		n++;
-	va_end(ap);
-	args[n] = NULL;
-	return spawn(ns, tag, args);
-}
-
-static char *addr(char *buf, const char *ip, int port)
-{
-	snprintf(buf, 48, "%s:%d", ip, port);
-	return buf;
-}
-
 /* A source directory @dir of hard links (or copies) to @files. */
 static int link_files(const char *dir, const char *const *files)
 {

@@ -5,6 +5,12 @@
  * signal handler sets, the clock the commands time their phases with, and
  * the parsers of the AF_XDP link options send, recv and xsk have in common.
  */
+#include <stdio.h>
+#include <errno.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/mman.h>
+#include <fcntl.h>
 #include <string.h>
 #include <time.h>
 
@@ -56,4 +62,35 @@ double pfs_cli_wall(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int pfs_cli_map_file(const char *path, struct pfs_cli_mapped *m, char *why, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		err = -errno;
+	} else if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+	} else if (st.st_size) {
+		m->p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m->p == MAP_FAILED) {
+			m->p = NULL;
+			err = -errno;
+		}
+		m->size = (uint64_t)st.st_size;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		snprintf(why, n, "%.500s: %s", path,
+			 err == -EINVAL ? "not a regular file" : strerror(-err));
+	return err;
+}
+
+void pfs_cli_unmap(struct pfs_cli_mapped *m)
+{
+	if (m->p)
+		munmap(m->p, m->size);
 }

@@ -128,6 +128,17 @@ enum pfs_cli_fetch_xport {
 	PFS_CLI_FETCH_AFXDP,
 };
 
+/* A regular file mapped read-only (pfs_cli_map_file); size 0 maps nothing. */
+struct pfs_cli_mapped {
+	uint8_t *p;
+	uint64_t size;
+};
+
+/* Map @path read-only into @m: 0, or -errno with @why ("PATH: not a
+ * regular file", "PATH: <strerror>"). pfs_cli_unmap undoes it. */
+int pfs_cli_map_file(const char *path, struct pfs_cli_mapped *m, char *why, size_t n);
+void pfs_cli_unmap(struct pfs_cli_mapped *m);
+
 /* Delta replication's base (repl_delta.c): --delta-base FILE or the blob
  * of --delta-base-socket; zero-initialise. */
 struct pfs_cli_repl_delta {
@@ -138,7 +149,7 @@ struct pfs_cli_repl_delta {
 	/* opened by pfs_cli_repl_delta_open */
 	bool tried;
 	struct pfs_blob *blob;
-	uint8_t *map; /* --delta-base mapped */
+	struct pfs_cli_mapped map; /* --delta-base mapped */
 	const uint8_t *p;
 	uint64_t size, fp;
 	double fp_s;

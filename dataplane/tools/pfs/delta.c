@@ -79,43 +79,6 @@ int pfs_cli_delta_check(const struct pfs_cmdline *c, const struct xfer_args *a)
 	return 0;
 }
 
-/* A file mapped read-only; size 0 maps nothing. */
-struct mapped {
-	uint8_t *p;
-	uint64_t size;
-};
-
-static int map_file(const char *path, struct mapped *m, char *why, size_t n)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
-	struct stat st;
-
-	if (fd < 0 || fstat(fd, &st)) {
-		err = -errno;
-	} else if (!S_ISREG(st.st_mode)) {
-		err = -EINVAL;
-	} else if (st.st_size) {
-		m->p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (m->p == MAP_FAILED) {
-			m->p = NULL;
-			err = -errno;
-		}
-		m->size = (uint64_t)st.st_size;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (err)
-		snprintf(why, n, "%.500s: %s", path,
-			 err == -EINVAL ? "not a regular file" : strerror(-err));
-	return err;
-}
-
-static void unmap(struct mapped *m)
-{
-	if (m->p)
-		munmap(m->p, m->size);
-}
-
 /* The receiver's --out: a temporary file beside it, mapped when the
  * sender's size is known, renamed over --out once verified. */
 struct out_file {
@@ -171,7 +134,7 @@ static struct pfs_blob *get_blob(const struct pfs_cli_share *share, const struct
 }
 
 struct delta_inputs {
-	struct mapped base_file, src_file;
+	struct pfs_cli_mapped base_file, src_file;
 	struct pfs_blob *base_blob, *src_blob;
 	struct out_file out;
 };
@@ -184,7 +147,7 @@ static int inputs_open(struct xfer_args *a, struct delta_inputs *in, struct pfs_
 	int err = 0;
 
 	if (d->base_file) {
-		err = map_file(d->base_file, &in->base_file, r->error, sizeof(r->error));
+		err = pfs_cli_map_file(d->base_file, &in->base_file, r->error, sizeof(r->error));
 		o->base = in->base_file.p;
 		o->base_size = in->base_file.size;
 	} else if (!d->no_base) {
@@ -196,7 +159,7 @@ static int inputs_open(struct xfer_args *a, struct delta_inputs *in, struct pfs_
 		}
 	}
 	if (!err && d->src_file) {
-		err = map_file(d->src_file, &in->src_file, r->error, sizeof(r->error));
+		err = pfs_cli_map_file(d->src_file, &in->src_file, r->error, sizeof(r->error));
 		o->target = in->src_file.p;
 		o->target_size = in->src_file.size;
 	} else if (!err && d->src_share.socket) {
@@ -226,8 +189,8 @@ static int inputs_open(struct xfer_args *a, struct delta_inputs *in, struct pfs_
 
 static void inputs_close(struct delta_inputs *in)
 {
-	unmap(&in->base_file);
-	unmap(&in->src_file);
+	pfs_cli_unmap(&in->base_file);
+	pfs_cli_unmap(&in->src_file);
 	pfs_blob__close(in->base_blob);
 	pfs_blob__close(in->src_blob);
 }

@@ -9,13 +9,9 @@
  * right, only bigger on the wire.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "pfs/log.h"
@@ -63,32 +59,22 @@ int pfs_cli_repl_delta_check(const struct pfs_cmdline *c, const struct pfs_cli_r
 	return 0;
 }
 
-/* --delta-base: the file mapped read-only. 0 or -errno with d->error. */
-static int map_file(struct pfs_cli_repl_delta *d)
+/* --delta-base: the file mapped read-only, not empty. 0 or -errno with
+ * d->error. */
+static int map_base_file(struct pfs_cli_repl_delta *d)
 {
-	int fd = open(d->file, O_RDONLY | O_CLOEXEC), err = 0;
-	struct stat st;
+	char why[sizeof(d->error) - 16];
+	int err = pfs_cli_map_file(d->file, &d->map, why, sizeof(why));
 
-	if (fd < 0 || fstat(fd, &st))
-		err = -errno;
-	else if (!S_ISREG(st.st_mode) || !st.st_size)
-		err = -EINVAL;
-	if (!err) {
-		d->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (d->map == MAP_FAILED) {
-			d->map = NULL;
-			err = -errno;
-		} else {
-			d->p = d->map;
-			d->size = (uint64_t)st.st_size;
-		}
+	if (!err && !d->map.size)
+		snprintf(why, sizeof(why), "%.200s: empty", d->file), err = -EINVAL;
+	if (err) {
+		snprintf(d->error, sizeof(d->error), "--delta-base %s", why);
+		return err;
 	}
-	if (fd >= 0)
-		close(fd);
-	if (err)
-		snprintf(d->error, sizeof(d->error), "--delta-base %.200s: %s", d->file,
-			 err == -EINVAL ? "not a regular file, or empty" : strerror(-err));
-	return err;
+	d->p = d->map.p;
+	d->size = d->map.size;
+	return 0;
 }
 
 void pfs_cli_repl_delta_open(struct pfs_cli_repl_delta *d)
@@ -101,7 +87,7 @@ void pfs_cli_repl_delta_open(struct pfs_cli_repl_delta *d)
 		return;
 	d->tried = true;
 	if (d->file) {
-		err = map_file(d);
+		err = map_base_file(d);
 	} else {
 		d->blob = pfs_cli_share_get(&sh, d->error, sizeof(d->error));
 		err = d->blob ? 0 : -ENOENT;
@@ -124,10 +110,9 @@ void pfs_cli_repl_delta_open(struct pfs_cli_repl_delta *d)
 
 void pfs_cli_repl_delta_close(struct pfs_cli_repl_delta *d)
 {
-	if (d->map)
-		munmap(d->map, d->size);
+	pfs_cli_unmap(&d->map);
 	pfs_blob__close(d->blob);
-	d->map = NULL;
+	d->map = (struct pfs_cli_mapped){ 0 };
 	d->blob = NULL;
 	d->p = NULL;
 }
