@@ -24,6 +24,27 @@ func setCondition(conds *[]metav1.Condition, typ string, status metav1.Condition
 	})
 }
 
+// setWaitCondition sets Placed=False for a wait. Unlike setCondition, a new
+// reason restarts LastTransitionTime, so it tells when this wait began
+// (waitSince), which bounds waits that must end (a missing network, no node
+// that fits).
+func setWaitCondition(conds *[]metav1.Condition, reason, msg string, gen int64, now time.Time) {
+	if c := meta.FindStatusCondition(*conds, pfsv1alpha1.ConditionPlaced); c != nil && c.Reason != reason {
+		meta.RemoveStatusCondition(conds, pfsv1alpha1.ConditionPlaced)
+	}
+	setCondition(conds, pfsv1alpha1.ConditionPlaced, metav1.ConditionFalse, reason, msg, gen, now)
+}
+
+// waitSince is when the run began waiting for reason: the Placed
+// condition's transition time when it carries reason, else now.
+func waitSince(conds []metav1.Condition, reason string, now time.Time) time.Time {
+	if c := meta.FindStatusCondition(conds, pfsv1alpha1.ConditionPlaced); c != nil && c.Reason == reason &&
+		c.Status == metav1.ConditionFalse && !c.LastTransitionTime.IsZero() {
+		return c.LastTransitionTime.Time
+	}
+	return now
+}
+
 func boolStatus(b bool) metav1.ConditionStatus {
 	if b {
 		return metav1.ConditionTrue

@@ -123,6 +123,9 @@ func decidePcore(j *pfsv1alpha1.PcoreJob, obs pcoreObservation) (pfsv1alpha1.Pco
 		return st, plan
 	case podWaiting:
 		st.Phase = pfsv1alpha1.PhasePlacing
+		if !o.RetryAt.IsZero() && o.RetryAt.After(now) {
+			plan.RequeueAfter = o.RetryAt.Sub(now) // a starting pod's timeout
+		}
 		if obs.Pod.Spec.NodeName == "" {
 			return st, plan
 		}

@@ -7,10 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
@@ -39,6 +42,8 @@ func transferBlobNames(x *pfsv1alpha1.PfsTransfer) []string {
 // pod once the receiver listens, then the merged results in status.
 type PfsTransferReconciler struct {
 	Deps
+	// Admission bounds the transfers that run at once; nil: no bound.
+	Admission *Admission
 }
 
 // +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfstransfers,verbs=get;list;watch
@@ -66,6 +71,16 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	st, plan := decideTransfer(x, obs)
+	if plan.CreateReceiver && st.FailedAttempts == 0 {
+		q, err := r.Admission.tryAdmit(ctx, r.Client, x)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !q.Admitted {
+			obs.Queue = &q
+			st, plan = decideTransfer(x, obs) // it waits its turn: Placed says where it stands
+		}
+	}
 	out, err := r.apply(ctx, x, obs, st.FailedAttempts, plan)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -75,6 +90,9 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	case out.createFailed != nil:
 		st, plan = decideTransfer(x, obs) // a refusal shows in Placed
 	case out.placed != nil && out.placed.Decision.Fit == placement.FitNone:
+		if st.FailedAttempts == 0 && x.Status.Receiver == nil {
+			r.Admission.release(x.UID)
+		}
 		obs.NoFit = out.placed
 		st, plan = decideTransfer(x, obs) // no node fits: Placed says why
 	case out.placed != nil:
@@ -111,7 +129,12 @@ func (r *PfsTransferReconciler) gather(ctx context.Context, x *pfsv1alpha1.PfsTr
 	if obs.Receiver, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentReceiver)); err != nil {
 		return obs, err
 	}
-	obs.Sender, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentSender))
+	if obs.Sender, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentSender)); err != nil {
+		return obs, err
+	}
+	if obs.Receiver == nil && obs.Sender == nil {
+		obs.MissingNetworks, err = missingNetworks(ctx, &r.Deps, x)
+	}
 	return obs, err
 }
 
@@ -209,6 +232,7 @@ func (r *PfsTransferReconciler) SetupWithManager(mgr ctrl.Manager, concurrency i
 		For(&pfsv1alpha1.PfsTransfer{}).
 		Owns(&corev1.Pod{}).
 		Watches(&pfsv1alpha1.PfsBlob{}, handler.EnqueueRequestsFromMapFunc(r.blobToTransfers)).
+		Watches(&pfsv1alpha1.PfsTransfer{}, handler.EnqueueRequestsFromMapFunc(r.queuedTransfers), builder.WithPredicates(slotFreed)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Named("pfstransfer").
 		Complete(r)
@@ -225,6 +249,38 @@ func (r *PfsTransferReconciler) blobToTransfers(ctx context.Context, o client.Ob
 		if !x.Status.Phase.IsTerminal() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&x)})
 		}
+	}
+	return reqs
+}
+
+// slotFreed passes the events that may free a slot of the admission queue:
+// a transfer that finished, or went away.
+var slotFreed = predicate.Funcs{
+	CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+	GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+	DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return true },
+	UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		o, okOld := e.ObjectOld.(*pfsv1alpha1.PfsTransfer)
+		n, okNew := e.ObjectNew.(*pfsv1alpha1.PfsTransfer)
+		return okOld && okNew && !o.Status.Phase.IsTerminal() && n.Status.Phase.IsTerminal()
+	},
+}
+
+// queuedTransfers wakes the oldest queued transfers when a slot frees: as
+// many as there are slots, so a burst of finishes starts a burst of queued.
+func (r *PfsTransferReconciler) queuedTransfers(ctx context.Context, _ client.Object) []reconcile.Request {
+	if r.Admission == nil || r.Admission.Limit <= 0 {
+		return nil
+	}
+	list := &pfsv1alpha1.PfsTransferList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing transfers to wake the queue")
+		return nil
+	}
+	keys := queuedInOrder(list.Items)
+	reqs := make([]reconcile.Request, 0, min(len(keys), r.Admission.Limit))
+	for _, k := range keys[:min(len(keys), r.Admission.Limit)] {
+		reqs = append(reqs, reconcile.Request{NamespacedName: k})
 	}
 	return reqs
 }

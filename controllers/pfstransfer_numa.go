@@ -104,9 +104,21 @@ func (d *transferDecision) noFit(p placedPod) {
 	if d.st.Phase == "" {
 		d.st.Phase = pfsv1alpha1.PhasePending
 	}
-	d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonNoNUMAFit, msg)
+	// No node fitting is a pod that cannot be scheduled, before it exists:
+	// it fails after as long a wait (a resource no node has must not leave
+	// the transfer Pending for ever).
+	timeout := d.obs.Timing.UnschedulableTimeout
+	since := waitSince(d.x.Status.Conditions, pfsv1alpha1.ReasonNoNUMAFit, d.obs.Now)
+	if timeout > 0 && !d.obs.Now.Before(since.Add(timeout)) {
+		d.fail(pfsv1alpha1.ReasonUnschedulable, fmt.Sprintf("no node could take it within %s: %s", timeout, msg))
+		return
+	}
+	setWaitCondition(&d.st.Conditions, pfsv1alpha1.ReasonNoNUMAFit, msg, d.x.Generation, d.obs.Now)
 	d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonNoNUMAFit, msg)
 	d.plan.RequeueAfter = noFitRecheck
+	if timeout > 0 {
+		d.plan.RequeueAfter = min(noFitRecheck, since.Add(timeout).Sub(d.obs.Now))
+	}
 }
 
 // misfit records the node of a pod the kubelet rejected with

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -160,5 +161,33 @@ func TestTransferNUMAPlacementFromPod(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, st.Receiver.NUMAPlacement); diff != "" {
 		t.Errorf("receiver.numaPlacement (-want +got):\n%s", diff)
+	}
+}
+
+// No node fitting is waited out like an unschedulable pod: from the first
+// no-fit (not from the transfer's creation), then Failed, Unschedulable.
+func TestTransferNoFitTimesOut(t *testing.T) {
+	noFit := &placedPod{Component: podspec.ComponentReceiver, Pod: "x-a0-recv",
+		Decision: placement.Decision{Fit: placement.FitNone, Reason: "no candidate node fits (spec.numa Preferred): n1: node lacks packetfs.io/pfsdata9 (0 free, 1 needed)"}}
+	x := numaTransfer(pfsv1alpha1.NUMAPolicyPreferred, 0, pfsv1alpha1.PfsTransferStatus{Phase: pfsv1alpha1.PhasePending,
+		Conditions: []metav1.Condition{{Type: pfsv1alpha1.ConditionPlaced, Status: metav1.ConditionFalse, Reason: pfsv1alpha1.ReasonQueued,
+			LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}}})
+	timing := Timing{UnschedulableTimeout: 2 * time.Minute, BackoffBase: time.Second, BackoffMax: time.Minute}
+	st, plan := decideTransfer(x, transferObservation{Now: t0, Timing: timing, NoFit: noFit})
+	if st.Phase.IsTerminal() || plan.RequeueAfter != noFitRecheck {
+		t.Fatalf("first no-fit after an hour in the queue: phase %s, plan %+v", st.Phase, plan)
+	}
+	x.Status = st
+	st, plan = decideTransfer(x, transferObservation{Now: t0.Add(110 * time.Second), Timing: timing, NoFit: noFit})
+	if st.Phase.IsTerminal() || plan.RequeueAfter != 10*time.Second {
+		t.Fatalf("before the timeout: phase %s, plan %+v", st.Phase, plan)
+	}
+	x.Status = st
+	st, _ = decideTransfer(x, transferObservation{Now: t0.Add(2 * time.Minute), Timing: timing, NoFit: noFit})
+	c := meta.FindStatusCondition(st.Conditions, pfsv1alpha1.ConditionFailed)
+	if st.Phase != pfsv1alpha1.PhaseFailed || c == nil || c.Reason != pfsv1alpha1.ReasonUnschedulable ||
+		!strings.Contains(c.Message, "no node could take it within 2m0s: receiver pod x-a0-recv is not created: ") ||
+		!strings.Contains(c.Message, "packetfs.io/pfsdata9") {
+		t.Errorf("past the timeout: phase %s, %+v", st.Phase, c)
 	}
 }

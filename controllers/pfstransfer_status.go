@@ -32,6 +32,13 @@ type transferObservation struct {
 	// CreateFailed is set when the pod the first decision asked for was not
 	// created; the controller then decides again with it.
 	CreateFailed *createFailure
+	// MissingNetworks names the endpoint networks whose
+	// NetworkAttachmentDefinition does not exist (checked before an
+	// attempt's pods are created).
+	MissingNetworks []string
+	// Queue is set when the admission queue holds the first receiver back;
+	// the controller then decides again with it.
+	Queue *queueState
 	// NoFit is set when no node fits the pod the first decision asked for
 	// (it was not created); the controller then decides again with it.
 	NoFit *placedPod
@@ -127,7 +134,8 @@ func (d *transferDecision) mayRun() bool {
 	podsExist := obs.Receiver != nil || obs.Sender != nil
 	in := &runInputs{Kind: "transfer", Namespace: x.Namespace, Created: x.CreationTimestamp.Time, Now: now,
 		ActiveDeadlineSeconds: x.Spec.ActiveDeadlineSeconds, BlobRef: x.Spec.BlobRef, Range: x.Spec.Range, Blob: obs.Blob,
-		PodsExist: podsExist, Launched: podsExist}
+		PodsExist: podsExist, Launched: podsExist, MissingNetworks: obs.MissingNetworks, WaitTimeout: obs.Timing.UnschedulableTimeout,
+		NetworkWaitSince: waitSince(x.Status.Conditions, pfsv1alpha1.ReasonNetworkNotFound, now)}
 	if in.BlobRef != nil && in.Blob != nil {
 		in.BlobNodes = placement.ReadyBlobNodes(in.Blob)
 	}
@@ -171,6 +179,10 @@ func (d *transferDecision) receiver() (ro podOutcome, ok bool) {
 	if obs.Receiver == nil {
 		if d.st.Receiver != nil && d.st.Receiver.Pod == recvName {
 			d.attemptFailed(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("receiver pod %s was deleted before the transfer finished", recvName), true)
+			return ro, false
+		}
+		if q := obs.Queue; q != nil && !q.Admitted {
+			d.queued(*q)
 			return ro, false
 		}
 		d.plan.CreateReceiver = true
@@ -218,6 +230,7 @@ func (d *transferDecision) startSender(ro podOutcome) {
 		return
 	case podReady:
 	default:
+		d.requeueAt(ro.RetryAt)
 		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "receiver pod "+obs.Receiver.Name+" is starting; the sender is created once it listens")
 		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonReceiverNotReady, "waiting for the receiver to listen")
 		return
@@ -267,6 +280,9 @@ func (d *transferDecision) progress(ro podOutcome) {
 		d.finish(ro, so)
 		return
 	}
+	if so.State == podWaiting {
+		d.requeueAt(so.RetryAt)
+	}
 	if so.State == podRunning || so.State == podReady || so.State == podSucceeded {
 		if d.x.Status.Phase != pfsv1alpha1.PhaseRunning {
 			d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonRunning, "Sender "+obs.Sender.Name+" is running: moving bytes")
@@ -302,12 +318,15 @@ func (d *transferDecision) stop(v *verdict) {
 		return
 	}
 	d.wait(v.Reason, v.Message)
+	if v.RecheckAfter > 0 {
+		d.plan.RequeueAfter = v.RecheckAfter
+	}
 }
 
 // wait keeps the transfer Pending for an input it needs.
 func (d *transferDecision) wait(reason, msg string) {
 	d.st.Phase = pfsv1alpha1.PhasePending
-	d.cond(pfsv1alpha1.ConditionPlaced, false, reason, msg)
+	setWaitCondition(&d.st.Conditions, reason, msg, d.x.Generation, d.obs.Now)
 	d.cond(pfsv1alpha1.ConditionSucceeded, false, reason, msg)
 }
 
@@ -334,6 +353,31 @@ func (d *transferDecision) attemptFailed(reason, detail string, retriable bool) 
 		d.cond(pfsv1alpha1.ConditionSucceeded, false, reason, msg)
 		d.plan.RequeueAfter = wait
 		d.emit(corev1.EventTypeWarning, reason, msg)
+	}
+}
+
+// queueRecheck is how often a queued transfer looks at the queue although
+// no slot was seen to free (a missed event, an operator restart).
+const queueRecheck = 30 * time.Second
+
+// queued keeps a transfer Pending in the admission queue.
+func (d *transferDecision) queued(q queueState) {
+	msg := queuedMessage(q)
+	if c := meta.FindStatusCondition(d.x.Status.Conditions, pfsv1alpha1.ConditionPlaced); c == nil || c.Reason != pfsv1alpha1.ReasonQueued {
+		d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonQueued, msg)
+	}
+	d.wait(pfsv1alpha1.ReasonQueued, msg)
+	d.plan.RequeueAfter = queueRecheck
+}
+
+// requeueAt asks to be woken at t (a starting pod's timeout), unless a
+// sooner wake-up is already planned; a zero t asks nothing.
+func (d *transferDecision) requeueAt(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if in := t.Sub(d.obs.Now); in > 0 && (d.plan.RequeueAfter == 0 || in < d.plan.RequeueAfter) {
+		d.plan.RequeueAfter = in
 	}
 }
 

@@ -101,8 +101,38 @@ func classifyPod(pod *corev1.Pod, container string, now time.Time, unschedulable
 			}
 			return o
 		}
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return startingOutcome(pod, cs, c.LastTransitionTime.Time, now, unschedulableTimeout)
+		}
 	}
 	return podOutcome{State: podWaiting}
+}
+
+// startingOutcome is a scheduled pod whose containers have not started: it
+// waits, until it has waited as long as an unschedulable pod may. A sandbox
+// whose network cannot be set up (a CNI error, a NetworkAttachmentDefinition
+// that does not exist) or an image that cannot be pulled keeps a pod here
+// for ever, and the pod's status only says "ContainerCreating": the attempt
+// fails with what the container status says and where to look for the rest.
+func startingOutcome(pod *corev1.Pod, cs *corev1.ContainerStatus, scheduled, now time.Time, timeout time.Duration) podOutcome {
+	if scheduled.IsZero() {
+		scheduled = pod.CreationTimestamp.Time
+	}
+	retryAt := scheduled.Add(timeout)
+	if now.Before(retryAt) {
+		return podOutcome{State: podWaiting, RetryAt: retryAt}
+	}
+	waiting := "its containers were never created"
+	if cs != nil && cs.State.Waiting != nil {
+		waiting = "waiting: " + cs.State.Waiting.Reason
+		if m := strings.TrimSpace(cs.State.Waiting.Message); m != "" {
+			waiting += ": " + truncate(m, 200)
+		}
+	}
+	return podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonStartTimeout, Retriable: true,
+		Detail: fmt.Sprintf("pod %s was scheduled to node %s but did not start within %s (%s); "+
+			"kubectl describe pod %s shows why (sandbox or network setup, image pull)",
+			pod.Name, pod.Spec.NodeName, timeout, waiting, pod.Name)}
 }
 
 func failedOutcome(pod *corev1.Pod, term *corev1.ContainerStateTerminated, numa pfsv1alpha1.NUMAPolicy,

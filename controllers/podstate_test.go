@@ -3,6 +3,7 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -94,5 +95,40 @@ func TestTruncate(t *testing.T) {
 				t.Errorf("truncate(%q, %d) = %q (%d bytes), want %q", tc.s, tc.n, got, len(got), tc.want)
 			}
 		})
+	}
+}
+
+// A scheduled pod whose containers never start (a sandbox Multus cannot
+// set up, an image that cannot be pulled) waits as long as an unschedulable
+// pod may, then fails its attempt with what its container status says.
+func TestClassifyPodStartTimeout(t *testing.T) {
+	scheduled := func(since time.Time, waiting *corev1.ContainerStateWaiting) podOpt {
+		return func(p *corev1.Pod) {
+			p.Spec.NodeName = "n1"
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(since)}}
+			if waiting != nil {
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "receiver", State: corev1.ContainerState{Waiting: waiting}}}
+			}
+		}
+	}
+	creating := &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+	o := classifyPod(testPod("r", "receiver", scheduled(t0.Add(-time.Minute), creating)), "receiver", t0, 2*time.Minute, pfsv1alpha1.NUMAPolicyNone, nil)
+	if o.State != podWaiting || !o.RetryAt.Equal(t0.Add(time.Minute)) {
+		t.Errorf("within the timeout: %+v", o)
+	}
+	o = classifyPod(testPod("r", "receiver", scheduled(t0.Add(-3*time.Minute), creating)), "receiver", t0, 2*time.Minute, pfsv1alpha1.NUMAPolicyNone, nil)
+	want := "pod r was scheduled to node n1 but did not start within 2m0s (waiting: ContainerCreating); " +
+		"kubectl describe pod r shows why (sandbox or network setup, image pull)"
+	if o.State != podFailed || o.Reason != pfsv1alpha1.ReasonStartTimeout || !o.Retriable || o.Detail != want {
+		t.Errorf("past the timeout: %+v", o)
+	}
+	pull := &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: "Container image \"x\" is not present with pull policy of Never"}
+	o = classifyPod(testPod("r", "receiver", scheduled(t0.Add(-3*time.Minute), pull)), "receiver", t0, 2*time.Minute, pfsv1alpha1.NUMAPolicyNone, nil)
+	if !strings.Contains(o.Detail, "waiting: ErrImageNeverPull: Container image \"x\" is not present") {
+		t.Errorf("image: %q", o.Detail)
+	}
+	o = classifyPod(testPod("r", "receiver", scheduled(t0.Add(-3*time.Minute), nil)), "receiver", t0, 2*time.Minute, pfsv1alpha1.NUMAPolicyNone, nil)
+	if !strings.Contains(o.Detail, "its containers were never created") {
+		t.Errorf("no container status: %q", o.Detail)
 	}
 }

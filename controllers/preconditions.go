@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
@@ -52,6 +53,14 @@ type runInputs struct {
 	// A transfer's attempt is launched while its pods exist; a job also
 	// when status names a pod that is gone (the job then fails for it).
 	Launched bool
+	// MissingNetworks names the endpoint networks whose
+	// NetworkAttachmentDefinition does not exist.
+	MissingNetworks []string
+	// NetworkWaitSince is when the run began waiting for them; WaitTimeout
+	// is how long it may (the unschedulable timeout: without its network
+	// the pod could not start either).
+	NetworkWaitSince time.Time
+	WaitTimeout      time.Duration
 }
 
 // verdict is the word of the first precondition that does not hold: the
@@ -60,6 +69,9 @@ type runInputs struct {
 type verdict struct {
 	Fail            bool
 	Reason, Message string
+	// RecheckAfter asks a waiting run to be looked at again after it,
+	// although nothing it watches changed (a wait with a time limit).
+	RecheckAfter time.Duration
 }
 
 // precondition is one pure check; nil when it holds.
@@ -82,7 +94,31 @@ func (c preconditionChain) evaluate(in *runInputs) *verdict {
 // runPreconditions is the chain of PfsTransfer and PcoreJob, in order: the
 // deadline first, then the blob: found, the range inside it, a Ready copy;
 // a Delta transfer's source is found and Ready beside the base.
-var runPreconditions = preconditionChain{withinDeadline, blobFound, sourceFound, rangeInsideBlob, blobHasReadyCopy, sourceReadyWithBase}
+var runPreconditions = preconditionChain{withinDeadline, blobFound, sourceFound, rangeInsideBlob, blobHasReadyCopy, sourceReadyWithBase, networksExist}
+
+// networkRecheck is how often a run looks again for a missing
+// NetworkAttachmentDefinition (they are not watched).
+const networkRecheck = 10 * time.Second
+
+// networksExist: a run that has not launched its pods waits for the
+// NetworkAttachmentDefinitions its endpoints name, as long as a pod may stay
+// unschedulable (it may be created a moment after the run), then fails.
+func networksExist(in *runInputs) *verdict {
+	if len(in.MissingNetworks) == 0 || in.Launched {
+		return nil
+	}
+	what := strings.Join(in.MissingNetworks, "; ")
+	if in.WaitTimeout > 0 && !in.Now.Before(in.NetworkWaitSince.Add(in.WaitTimeout)) {
+		return &verdict{Fail: true, Reason: pfsv1alpha1.ReasonNetworkNotFound, Message: fmt.Sprintf(
+			"%s (waited %s): create it, or name an existing NetworkAttachmentDefinition (\"name\" or \"namespace/name\")", what, in.WaitTimeout)}
+	}
+	v := &verdict{Reason: pfsv1alpha1.ReasonNetworkNotFound, Message: fmt.Sprintf(
+		"%s; waiting up to %s for it to be created", what, in.WaitTimeout)}
+	if in.WaitTimeout > 0 {
+		v.RecheckAfter = min(networkRecheck, in.NetworkWaitSince.Add(in.WaitTimeout).Sub(in.Now))
+	}
+	return v
+}
 
 // withinDeadline: spec.activeDeadlineSeconds has not passed since creation.
 func withinDeadline(in *runInputs) *verdict {

@@ -3,6 +3,7 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +116,33 @@ func TestPreconditionChainOrder(t *testing.T) {
 	}
 	if got := (preconditionChain{}).evaluate(&runInputs{}); got != nil {
 		t.Errorf("an empty chain gave %+v", got)
+	}
+}
+
+// A missing NetworkAttachmentDefinition is waited for as long as a pod may
+// stay unschedulable, then fails the run; it is not asked once pods exist.
+func TestNetworksExist(t *testing.T) {
+	missing := []string{"spec.sender.network: NetworkAttachmentDefinition pfs-system/nope does not exist"}
+	in := &runInputs{Now: t0, MissingNetworks: missing, NetworkWaitSince: t0.Add(-time.Minute), WaitTimeout: 2 * time.Minute}
+	v := networksExist(in)
+	if v == nil || v.Fail || v.Reason != pfsv1alpha1.ReasonNetworkNotFound || v.RecheckAfter != networkRecheck ||
+		v.Message != missing[0]+"; waiting up to 2m0s for it to be created" {
+		t.Errorf("waiting: %+v", v)
+	}
+	in.Now = t0.Add(55 * time.Second)
+	if v = networksExist(in); v.RecheckAfter != 5*time.Second {
+		t.Errorf("recheck at the deadline: %+v", v)
+	}
+	in.Now = t0.Add(time.Minute)
+	v = networksExist(in)
+	if v == nil || !v.Fail || !strings.Contains(v.Message, "(waited 2m0s): create it, or name an existing NetworkAttachmentDefinition") {
+		t.Errorf("past the timeout: %+v", v)
+	}
+	in.Launched = true
+	if v = networksExist(in); v != nil {
+		t.Errorf("launched: %+v", v)
+	}
+	if v = networksExist(&runInputs{Now: t0}); v != nil {
+		t.Errorf("no network: %+v", v)
 	}
 }

@@ -114,6 +114,17 @@ const (
 	// not Ready on the nodes the run needs.
 	ReasonBlobNotReady = "BlobNotReady"
 
+	// ReasonNetworkNotFound (Placed=False, then Failed=True): an endpoint's
+	// network names a NetworkAttachmentDefinition that does not exist (or
+	// Multus's CRD is not installed). The run waits for it as long as a pod
+	// may stay unschedulable, then fails: the pod could not get its interface.
+	ReasonNetworkNotFound = "NetworkNotFound"
+
+	// ReasonQueued (Placed=False): the operator runs at most
+	// --max-active-transfers transfers at once; this one waits its turn in
+	// creation order. Waiting in the queue never fails a transfer.
+	ReasonQueued = "Queued"
+
 	// ReasonNoNUMAFit (Placed=False): no candidate node has room for the
 	// pod under spec.numa (per node: what it lacks); the run waits and
 	// decides again as resources free up.
@@ -146,6 +157,13 @@ const (
 	// ReasonUnschedulable (Failed=True): no node can take a pod (resources, selectors,
 	// hugepages, device-plugin resource).
 	ReasonUnschedulable = "Unschedulable"
+
+	// ReasonStartTimeout (Failed=True, retried): a pod was scheduled but its
+	// containers did not start within the unschedulable timeout: the sandbox
+	// or its network could not be set up (a CNI error, a missing
+	// NetworkAttachmentDefinition), or the image could not be pulled. The
+	// message gives the container's waiting reason; the pod's Events the rest.
+	ReasonStartTimeout = "StartTimeout"
 
 	// ReasonTopologyAffinityError (Failed=True): numa is Required and the kubelet's Topology
 	// Manager could not align CPUs, memory and devices in one NUMA zone.

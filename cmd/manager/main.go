@@ -45,6 +45,7 @@ type options struct {
 	dataplaneBinary         string
 	holderCPU               string
 	maxConcurrentReconciles int
+	maxActiveTransfers      int
 	unschedulableTimeout    time.Duration
 	backoffBase             time.Duration
 	backoffMax              time.Duration
@@ -75,6 +76,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Comma-separated absolute directories a spec.source.hostPath must be in (with --host-path-sources=enabled).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 2,
 		"Reconciles each controller runs in parallel.")
+	fs.IntVar(&o.maxActiveTransfers, "max-active-transfers", 16,
+		"Most PfsTransfers running at once (pods created, not finished); the rest wait in creation order (reason Queued). 0: no limit.")
 	fs.DurationVar(&o.unschedulableTimeout, "unschedulable-timeout", controllers.DefaultTiming.UnschedulableTimeout,
 		"How long a transfer or job pod may stay unschedulable before its attempt fails (reason Unschedulable).")
 	fs.DurationVar(&o.backoffBase, "retry-backoff", controllers.DefaultTiming.BackoffBase,
@@ -111,6 +114,9 @@ func (o *options) validate() error {
 		if !path.IsAbs(p) || strings.Contains("/"+p+"/", "/../") {
 			errs = append(errs, fmt.Errorf("--host-path-prefixes: %q is not an absolute path without '..'", p))
 		}
+	}
+	if o.maxActiveTransfers < 0 {
+		errs = append(errs, fmt.Errorf("--max-active-transfers %d: want 0 (no limit) or more", o.maxActiveTransfers))
 	}
 	if o.maxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", o.maxConcurrentReconciles))
@@ -159,7 +165,8 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 	if err := (&controllers.PfsBlobReconciler{Deps: deps("pfsblob-controller"), Sources: sources}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
 		return fmt.Errorf("pfsblob controller: %w", err)
 	}
-	if err := (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer-controller")}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
+	if err := (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer-controller"),
+		Admission: &controllers.Admission{Limit: o.maxActiveTransfers}}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
 		return fmt.Errorf("pfstransfer controller: %w", err)
 	}
 	if err := (&controllers.PcoreJobReconciler{Deps: deps("pcorejob-controller")}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {

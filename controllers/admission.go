@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+)
+
+// Admission bounds how many PfsTransfers run at once. A transfer holds a
+// receiver pod that waits for its sender: with more transfers started than
+// the cluster has room for, receivers hold the CPUs their senders need, and
+// attempts time out instead of queueing. Transfers beyond the limit wait in
+// Pending (Placed=False, reason Queued) in creation order; waiting in the
+// queue never fails a transfer.
+type Admission struct {
+	// Limit is the most transfers started and not finished; 0: no limit.
+	Limit int
+
+	mu sync.Mutex
+	// admitted are transfers let in by this process whose status may not
+	// show it yet (the cache lags our own writes): without them, two
+	// reconciles a moment apart would both see a free slot.
+	admitted map[types.UID]struct{}
+}
+
+// queueEntry is what admission reads of one transfer.
+type queueEntry struct {
+	UID     types.UID
+	Key     client.ObjectKey
+	Created time.Time
+	// Active: started (pods created at least once) and not finished.
+	Active bool
+	// Queued: not started, and already told it waits in the queue.
+	Queued bool
+}
+
+// queueState is a transfer's place in the queue, for its status.
+type queueState struct {
+	Admitted      bool
+	Ahead, Active int
+	Limit         int
+}
+
+// admit decides, from every transfer, whether self may start: the active
+// ones plus the queued ones created before it must leave a slot. Pure.
+func admit(all []queueEntry, self queueEntry, limit int) queueState {
+	q := queueState{Limit: limit}
+	for _, e := range all {
+		switch {
+		case e.UID == self.UID:
+		case e.Active:
+			q.Active++
+		case e.Queued && before(e, self):
+			q.Ahead++
+		}
+	}
+	q.Admitted = limit <= 0 || q.Active+q.Ahead < limit
+	return q
+}
+
+// before orders the queue: creation time, then namespace/name.
+func before(a, b queueEntry) bool { return order(a, b) < 0 }
+
+func order(a, b queueEntry) int {
+	return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Key.Namespace, b.Key.Namespace), cmp.Compare(a.Key.Name, b.Key.Name))
+}
+
+// entryOf reads a transfer's queue entry; held says this process admitted it.
+func entryOf(x *pfsv1alpha1.PfsTransfer, held bool) queueEntry {
+	e := queueEntry{UID: x.UID, Key: client.ObjectKeyFromObject(x), Created: x.CreationTimestamp.Time}
+	if x.Status.Phase.IsTerminal() || !x.DeletionTimestamp.IsZero() {
+		return e
+	}
+	e.Active = held || x.Status.Receiver != nil || x.Status.FailedAttempts > 0
+	if !e.Active {
+		c := meta.FindStatusCondition(x.Status.Conditions, pfsv1alpha1.ConditionPlaced)
+		e.Queued = c != nil && c.Reason == pfsv1alpha1.ReasonQueued
+	}
+	return e
+}
+
+// tryAdmit admits x if a slot is free and remembers it; it forgets
+// transfers that finished or are gone.
+func (a *Admission) tryAdmit(ctx context.Context, c client.Reader, x *pfsv1alpha1.PfsTransfer) (queueState, error) {
+	if a == nil || a.Limit <= 0 {
+		return queueState{Admitted: true}, nil
+	}
+	list := &pfsv1alpha1.PfsTransferList{}
+	if err := c.List(ctx, list); err != nil {
+		return queueState{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.admitted == nil {
+		a.admitted = map[types.UID]struct{}{}
+	}
+	if _, ok := a.admitted[x.UID]; ok {
+		return queueState{Admitted: true, Limit: a.Limit}, nil
+	}
+	entries := make([]queueEntry, 0, len(list.Items))
+	live := make(map[types.UID]bool, len(list.Items))
+	for i := range list.Items {
+		t := &list.Items[i]
+		_, held := a.admitted[t.UID]
+		e := entryOf(t, held)
+		live[t.UID] = e.Active
+		entries = append(entries, e)
+	}
+	for uid := range a.admitted {
+		if !live[uid] {
+			delete(a.admitted, uid)
+		}
+	}
+	q := admit(entries, entryOf(x, false), a.Limit)
+	if q.Admitted {
+		a.admitted[x.UID] = struct{}{}
+	}
+	return q, nil
+}
+
+// release gives back the slot of a transfer admitted a moment ago that
+// created no pod (no node fits it): waiting for room must not hold the
+// queue's room too.
+func (a *Admission) release(uid types.UID) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.admitted, uid)
+}
+
+// queuedInOrder are the transfers waiting in the queue, oldest first: the
+// ones to wake when a slot frees.
+func queuedInOrder(list []pfsv1alpha1.PfsTransfer) []client.ObjectKey {
+	var q []queueEntry
+	for i := range list {
+		if e := entryOf(&list[i], false); e.Queued {
+			q = append(q, e)
+		}
+	}
+	slices.SortFunc(q, order)
+	keys := make([]client.ObjectKey, 0, len(q))
+	for _, e := range q {
+		keys = append(keys, e.Key)
+	}
+	return keys
+}
+
+// queuedMessage says where a queued transfer stands.
+func queuedMessage(q queueState) string {
+	return fmt.Sprintf("waiting for one of %d transfer slots (--max-active-transfers): %d active, %d queued ahead of this one",
+		q.Limit, q.Active, q.Ahead)
+}
