@@ -56,7 +56,8 @@ func (s *Server) Stop() {
 	}
 }
 
-// SocketExists: a server whose socket was removed can no longer be reached.
+// SocketExists says whether the socket is still there: a server whose
+// socket was removed can no longer be reached.
 func (s *Server) SocketExists() bool {
 	_, err := os.Lstat(s.Path)
 	return err == nil
