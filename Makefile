@@ -183,9 +183,10 @@ test-python: pfs ## Run the Python client's tests (pytest) against a real pfs bl
 ##@ Build
 
 .PHONY: build
-build: manifests generate ## Build the static manager and device-plugin binaries (bin/manager, bin/pfs-device-plugin).
+build: manifests generate ## Build the static manager, device-plugin and CSI node plugin binaries (bin/manager, bin/pfs-device-plugin, bin/pfs-csi-node).
 	CGO_ENABLED=0 $(GO) build -o bin/manager ./cmd/manager
 	CGO_ENABLED=0 $(GO) build -o bin/pfs-device-plugin ./cmd/device-plugin
+	CGO_ENABLED=0 $(GO) build -o bin/pfs-csi-node ./cmd/csi-node
 
 .PHONY: run
 run: manifests generate ## Run the manager against the current kubeconfig.

@@ -51,6 +51,7 @@ type options struct {
 	backoffMax              time.Duration
 	hostPathSources         string
 	hostPathPrefixes        string
+	socketVolume            string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -74,6 +75,11 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Whether a PfsBlob may read its source from a host path (spec.source.hostPath): enabled or disabled. A host path is a node privilege.")
 	fs.StringVar(&o.hostPathPrefixes, "host-path-prefixes", "",
 		"Comma-separated absolute directories a spec.source.hostPath must be in (with --host-path-sources=enabled).")
+	// hostPath by default: a manager started without the chart may have no
+	// CSI driver on the nodes; the chart passes csi when it installs one.
+	fs.StringVar(&o.socketVolume, "socket-volume", string(podspec.SocketVolumeHostPath),
+		"How blob holders and their consumers get the namespace's socket directory: csi (the csi.packetfs.io driver's inline "+
+			"volume; Pod Security baseline admits it) or hostPath (needs a privileged namespace).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 2,
 		"Reconciles each controller runs in parallel.")
 	fs.IntVar(&o.maxActiveTransfers, "max-active-transfers", 16,
@@ -118,6 +124,11 @@ func (o *options) validate() error {
 	if o.maxActiveTransfers < 0 {
 		errs = append(errs, fmt.Errorf("--max-active-transfers %d: want 0 (no limit) or more", o.maxActiveTransfers))
 	}
+	switch podspec.SocketVolumeType(o.socketVolume) {
+	case podspec.SocketVolumeCSI, podspec.SocketVolumeHostPath:
+	default:
+		errs = append(errs, fmt.Errorf("--socket-volume %q: want %s or %s", o.socketVolume, podspec.SocketVolumeCSI, podspec.SocketVolumeHostPath))
+	}
 	if o.maxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", o.maxConcurrentReconciles))
 	}
@@ -153,7 +164,8 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 			Recorder:  mgr.GetEventRecorderFor(name),
 			Clock:     clock.RealClock{},
 			Pods: podspec.Config{Image: o.dataplaneImage, PullPolicy: corev1.PullPolicy(o.dataplanePullPolicy),
-				Binary: o.dataplaneBinary, HolderCPU: resource.MustParse(o.holderCPU)},
+				Binary: o.dataplaneBinary, HolderCPU: resource.MustParse(o.holderCPU),
+				SocketVolume: podspec.SocketVolumeType(o.socketVolume)},
 			Timing: controllers.Timing{UnschedulableTimeout: o.unschedulableTimeout,
 				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax},
 		}

@@ -157,7 +157,7 @@ func (p *plugin) logChange(l *link, prev, next linkState) {
 func (p *plugin) reconcile(ctx context.Context, reregister bool) {
 	for _, e := range p.endpoints {
 		if e.srv != nil && !e.srv.socketExists() {
-			p.log.Info("The plugin socket was removed (the kubelet restarts?): serving it again", "socket", e.srv.path)
+			p.log.Info("The plugin socket was removed (the kubelet restarts?): serving it again", "socket", e.srv.sock.Path)
 			e.srv.stop()
 			e.srv = nil
 		}

@@ -4,11 +4,6 @@ package deviceplugin
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,6 +12,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"packetfs.io/operator/internal/grpcsock"
 )
 
 // server is the DevicePlugin service of one link's resource on its own
@@ -26,49 +23,31 @@ type server struct {
 	pluginapi.UnimplementedDevicePluginServer
 
 	link *link // only the fields resolveLinks set, and devices, are read here
-	path string
-	grpc *grpc.Server
+	sock *grpcsock.Server
 	// done ends the ListAndWatch streams, which never end on their own.
 	done chan struct{}
 	log  logr.Logger
 }
 
 // startServer listens on <dir>/<link.socket> and serves in the background.
-// A file left at that path (a crashed run of ours) is removed first.
 func startServer(dir string, l *link, log logr.Logger) (*server, error) {
-	path := filepath.Join(dir, l.socket)
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("remove the old socket %s: %w", path, err)
-	}
-	lis, err := net.Listen("unix", path)
+	s := &server{link: l, done: make(chan struct{}), log: log.WithValues("resource", l.resource)}
+	sock, err := grpcsock.Start(filepath.Join(dir, l.socket), func(g *grpc.Server) { pluginapi.RegisterDevicePluginServer(g, s) }, s.log)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
+		return nil, err
 	}
-	s := &server{link: l, path: path, grpc: grpc.NewServer(), done: make(chan struct{}), log: log.WithValues("resource", l.resource)}
-	pluginapi.RegisterDevicePluginServer(s.grpc, s)
-	go func() {
-		if err := s.grpc.Serve(lis); err != nil {
-			s.log.Error(err, "gRPC server stopped", "socket", path)
-		}
-	}()
+	s.sock = sock
 	return s, nil
 }
 
-// stop ends the streams and the server; closing the listener unlinks the socket.
+// stop ends the streams and the server, and removes the socket.
 func (s *server) stop() {
 	close(s.done)
-	s.grpc.Stop()
-	if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.log.Error(err, "Could not remove the plugin socket", "socket", s.path)
-	}
+	s.sock.Stop()
 }
 
-// socketExists: the kubelet removes every plugin socket when it starts, and
-// a server whose socket is gone can no longer be reached.
-func (s *server) socketExists() bool {
-	_, err := os.Lstat(s.path)
-	return err == nil
-}
+// socketExists: the kubelet removes every plugin socket when it starts.
+func (s *server) socketExists() bool { return s.sock.SocketExists() }
 
 // GetDevicePluginOptions: no PreStartContainer, no preferred allocation.
 func (s *server) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {

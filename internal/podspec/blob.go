@@ -57,7 +57,7 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 	// the same emptyDir, where the previous blob file still exists.
 	createArgs = append(createArgs, "--replace", "--result-file", TerminationLog)
 	create := dataPlaneContainer(cfg, ContainerBlobCreate, createArgs, res, privRootNoCaps)
-	create.VolumeMounts = holderMounts(b)[:1]
+	create.VolumeMounts = holderMounts(cfg, b)[:1]
 	serve := serveContainer(cfg, b, res, nil)
 
 	labels := BlobHolderLabels(b)
@@ -68,7 +68,7 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 			NodeSelector:                  copyMap(b.Spec.NodeSelector),
 			InitContainers:                []corev1.Container{create},
 			Containers:                    []corev1.Container{serve},
-			Volumes:                       []corev1.Volume{blobVol, socketVolume(b.Namespace), tokenVolume(b.Name)},
+			Volumes:                       []corev1.Volume{blobVol, socketVolume(cfg, b.Namespace, socketsCreate), tokenVolume(b.Name)},
 			SecurityContext:               podSecurity(),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
@@ -117,10 +117,10 @@ func holderCreateArgs(b *pfsv1alpha1.PfsBlob, size int64, page pfsv1alpha1.PageS
 
 // holderMounts are the blob volume, the socket directory and the token, in
 // that order.
-func holderMounts(b *pfsv1alpha1.PfsBlob) []corev1.VolumeMount {
+func holderMounts(cfg Config, b *pfsv1alpha1.PfsBlob) []corev1.VolumeMount {
 	return []corev1.VolumeMount{
 		{Name: volBlob, MountPath: BlobDir},
-		{Name: volSockets, MountPath: SocketDir(b.Namespace)},
+		socketMount(cfg, b.Namespace, socketsCreate),
 		{Name: volToken, MountPath: TokenDir, ReadOnly: true},
 	}
 }
@@ -136,7 +136,7 @@ func serveContainer(cfg Config, b *pfsv1alpha1.PfsBlob, res corev1.ResourceRequi
 		"--socket", sock, "--token-file", TokenFile, "--read-only",
 		"--socket-group", strconv.Itoa(nonRootUID)}, extra...)
 	serve := dataPlaneContainer(cfg, ContainerBlobServe, args, res, privRootNoCaps)
-	serve.VolumeMounts = holderMounts(b)
+	serve.VolumeMounts = holderMounts(cfg, b)
 	// Ready means the holder answers on its socket with the blob mapped;
 	// the probe is pfs itself (the image has no shell).
 	serve.ReadinessProbe = &corev1.Probe{

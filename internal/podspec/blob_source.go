@@ -156,8 +156,8 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 		args = append(args, "--no-fallback")
 	}
 	args = append(args, "--replace", "--result-file", TerminationLog)
-	volumes := []corev1.Volume{blobVol, socketVolume(b.Namespace), tokenVolume(b.Name)}
-	mounts := holderMounts(b)
+	volumes := []corev1.Volume{blobVol, socketVolume(cfg, b.Namespace, socketsCreate), tokenVolume(b.Name)}
+	mounts := holderMounts(cfg, b)
 	createMounts := []corev1.VolumeMount{mounts[0], mounts[2]}
 	if h.Role == pfsv1alpha1.BlobNodeOrigin {
 		args = append(args, SourceArgs(b)...)

@@ -24,7 +24,27 @@ type Config struct {
 	// node's exclusive CPUs to the transfers and pcores; it stays in the
 	// Guaranteed QoS class either way.
 	HolderCPU resource.Quantity
+	// SocketVolume is how the namespace's socket directory reaches the
+	// pods; empty means SocketVolumeHostPath.
+	SocketVolume SocketVolumeType
 }
+
+// SocketVolumeType says how a pod gets its namespace's socket directory.
+type SocketVolumeType string
+
+const (
+	// SocketVolumeHostPath mounts SocketDir as a hostPath volume: no node
+	// agent needed, but Pod Security admits it only in privileged namespaces.
+	SocketVolumeHostPath SocketVolumeType = "hostPath"
+	// SocketVolumeCSI asks the CSI node plugin (CSIDriverName) for the
+	// directory as an ephemeral inline volume, which Pod Security baseline
+	// and restricted admit; the plugin derives the directory from the pod's
+	// namespace, so the pod names nothing.
+	SocketVolumeCSI SocketVolumeType = "csi"
+)
+
+// CSIDriverName is the CSI node plugin's driver (internal/csinode.DriverName).
+const CSIDriverName = "csi.packetfs.io"
 
 // holderCPU is the holder's CPU quantity: cfg.HolderCPU, else 1.
 func (cfg Config) holderCPU() resource.Quantity {
@@ -55,9 +75,9 @@ const (
 	// privNonRoot: uid 65532, no capabilities (TCP, UDP, pcore).
 	privNonRoot privilege = iota
 	// privRootNoCaps: uid 0 with every capability dropped. The blob holder
-	// creates its socket in a host directory the kubelet creates owned by
-	// root (hostPath DirectoryOrCreate, mode 0755); owning it needs uid 0,
-	// not CAP_DAC_OVERRIDE.
+	// creates its socket in a host directory owned by root, mode 0755 (the
+	// kubelet creates it for hostPath DirectoryOrCreate, the CSI node plugin
+	// for its volume); owning it needs uid 0, not CAP_DAC_OVERRIDE.
 	privRootNoCaps
 	// privAFXDP: uid 0 with exactly NET_RAW, NET_ADMIN, BPF and IPC_LOCK.
 	// A non-root process does not get added capabilities in its effective
@@ -115,7 +135,8 @@ func securityFor(p privilege) *corev1.SecurityContext {
 }
 
 // podSecurity is the pod-level context: seccomp, and the group that may read
-// the token Secret (fsGroup applies to Secret volumes, not to hostPath).
+// the token Secret (fsGroup applies to Secret volumes, not to hostPath nor
+// to the CSI socket volume, whose driver has fsGroupPolicy None).
 func podSecurity() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{
 		FSGroup:        ptr.To(int64(nonRootUID)),
@@ -187,10 +208,12 @@ func cliPage(p pfsv1alpha1.PageSize) string {
 
 // blobConsumerVolumes mount the namespace's socket directory and the blob's
 // token into a consumer pod, which then asks the holder for the blob's fd.
-func blobConsumerVolumes(namespace, blob string) ([]corev1.Volume, []corev1.VolumeMount) {
-	return []corev1.Volume{socketVolume(namespace), tokenVolume(blob)},
+// A consumer only connects to sockets: through the CSI volume its mount is
+// read-only.
+func blobConsumerVolumes(cfg Config, namespace, blob string) ([]corev1.Volume, []corev1.VolumeMount) {
+	return []corev1.Volume{socketVolume(cfg, namespace, socketsConnect), tokenVolume(blob)},
 		[]corev1.VolumeMount{
-			{Name: volSockets, MountPath: SocketDir(namespace)},
+			socketMount(cfg, namespace, socketsConnect),
 			{Name: volToken, MountPath: TokenDir, ReadOnly: true},
 		}
 }
@@ -212,9 +235,38 @@ const (
 	volRun         = "run"
 )
 
-func socketVolume(namespace string) corev1.Volume {
+// socketUse is what a pod does in the socket directory.
+type socketUse int
+
+const (
+	// socketsCreate: the pod listens there (the holders).
+	socketsCreate socketUse = iota
+	// socketsConnect: the pod only connects (transfers, pcores).
+	socketsConnect
+)
+
+// readOnly: connect() works through a read-only mount; bind() does not.
+func (u socketUse) readOnly() bool { return u == socketsConnect }
+
+// socketVolume is the namespace's socket directory as cfg.SocketVolume says.
+// The CSI volume carries no attributes: the plugin takes the namespace from
+// the kubelet, never from the pod.
+func socketVolume(cfg Config, namespace string, use socketUse) corev1.Volume {
+	if cfg.SocketVolume == SocketVolumeCSI {
+		return corev1.Volume{Name: volSockets, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+			Driver: CSIDriverName, ReadOnly: ptr.To(use.readOnly())}}}
+	}
 	return corev1.Volume{Name: volSockets, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 		Path: SocketDir(namespace), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}}
+}
+
+// socketMount mounts the socket directory where it is on the node, so a
+// socket's path is the same in every pod and in the holder's arguments.
+// Read-only for a consumer of the CSI volume; the hostPath mounts stay as
+// they always were.
+func socketMount(cfg Config, namespace string, use socketUse) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: volSockets, MountPath: SocketDir(namespace),
+		ReadOnly: cfg.SocketVolume == SocketVolumeCSI && use.readOnly()}
 }
 
 func tokenVolume(blob string) corev1.Volume { return tokenVolumeNamed(volToken, blob) }

@@ -41,7 +41,7 @@ func TestDeltaTransferPods(t *testing.T) {
 			SecretName: blob + "-blob-token", DefaultMode: ptr.To(int32(0o440))}}}
 	}
 	runVol, _ := runVolume()
-	sockets := socketVolume("ns")
+	sockets := socketVolume(cfg, "ns", socketsConnect)
 	tests := map[string]struct {
 		x            *pfsv1alpha1.PfsTransfer
 		in           TransferInputs

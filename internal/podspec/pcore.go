@@ -73,7 +73,7 @@ func PcorePod(cfg Config, j *pfsv1alpha1.PcoreJob, blob *pfsv1alpha1.PfsBlob, bl
 	} else {
 		args = append(args, blobConsumerArgs(j.Namespace, blob.Name)...)
 		res = guaranteed(pcores, podBaseMemory.DeepCopy(), nil)
-		vols, mounts = blobConsumerVolumes(j.Namespace, blob.Name)
+		vols, mounts = blobConsumerVolumes(cfg, j.Namespace, blob.Name)
 	}
 	args = append(args, "--result-file", TerminationLog)
 

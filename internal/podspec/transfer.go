@@ -268,7 +268,7 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side
 	vols := []corev1.Volume{runVol}
 	c.VolumeMounts = []corev1.VolumeMount{runMount}
 	if side.blob != nil {
-		v, m := blobConsumerVolumes(x.Namespace, side.blob.Name)
+		v, m := blobConsumerVolumes(cfg, x.Namespace, side.blob.Name)
 		vols = append(vols, v...)
 		c.VolumeMounts = append(c.VolumeMounts, m...)
 	}

@@ -273,6 +273,7 @@ func wantArgs(changes map[string]string) []string {
 		{"holder-cpu", "1"},
 		{"host-path-sources", "disabled"},
 		{"host-path-prefixes", "-"},
+		{"socket-volume", "csi"},
 		{"max-concurrent-reconciles", "2"},
 		{"unschedulable-timeout", "5m"},
 		{"retry-backoff", "10s"},
@@ -400,8 +401,16 @@ func checkDevicePlugin(t *testing.T, o objects, d *appsv1.DaemonSet) {
 // generated ClusterRole rules.
 func checkInvariants(t *testing.T, o objects) {
 	t.Helper()
-	if regexp.MustCompile(`(?m)privileged:\s*true`).MatchString(o.raw) {
-		t.Error("rendered chart contains privileged: true")
+	// The CSI node plugin's container is the one privileged container
+	// (checkCSINode says why and checks it is that container).
+	csiNodes := 0
+	for _, u := range o.list {
+		if u.GetKind() == "DaemonSet" && u.GetLabels()["app.kubernetes.io/component"] == "csi-node" {
+			csiNodes++
+		}
+	}
+	if n := len(regexp.MustCompile(`(?m)privileged:\s*true`).FindAllString(o.raw, -1)); n != csiNodes {
+		t.Errorf("rendered chart contains privileged: true %d times, want %d (the CSI node plugin's container only)", n, csiNodes)
 	}
 	flags := managerFlags(t)
 	for _, u := range o.list {
@@ -445,8 +454,16 @@ func checkInvariants(t *testing.T, o objects) {
 		}
 	}
 	for _, u := range o.list {
-		if u.GetKind() == "DaemonSet" {
+		if u.GetKind() != "DaemonSet" {
+			continue
+		}
+		switch c := u.GetLabels()["app.kubernetes.io/component"]; c {
+		case "device-plugin":
 			checkDevicePlugin(t, o, o.daemonSet(t, u.GetName()))
+		case "csi-node":
+			checkCSINode(t, o, o.daemonSet(t, u.GetName()))
+		default:
+			t.Errorf("DaemonSet %s has component %q, want device-plugin or csi-node", u.GetName(), c)
 		}
 	}
 	for _, u := range o.list {
@@ -483,8 +500,22 @@ func TestRender(t *testing.T) {
 		"CustomResourceDefinition/pfsblobs.pfs.packetfs.io",
 		"CustomResourceDefinition/pfstransfers.pfs.packetfs.io",
 	}
-	kinds := func(extra ...string) []string {
+	// With csi.enabled (the default) every render has the CSIDriver and
+	// the plugin's DaemonSet; cases without them use kindsNoCSI.
+	kindsNoCSI := func(extra ...string) []string {
 		ks := append(append([]string{}, crds...), extra...)
+		sort.Strings(ks)
+		return ks
+	}
+	kinds := func(extra ...string) []string {
+		fullName := full
+		for _, k := range extra {
+			if strings.HasPrefix(k, "Deployment/") {
+				fullName = strings.TrimPrefix(k, "Deployment/")
+			}
+		}
+		ks := append(append([]string{}, crds...), extra...)
+		ks = append(ks, "CSIDriver/"+csiDriver, "DaemonSet/"+fullName+"-csi-node")
 		sort.Strings(ks)
 		return ks
 	}
@@ -683,6 +714,20 @@ imagePullSecrets: [{name: regcred}]
 				// The manager is as it was.
 				if diff := cmp.Diff(wantArgs(nil), o.deployment(t, full).Spec.Template.Spec.Containers[0].Args); diff != "" {
 					t.Errorf("manager args (-want +got):\n%s", diff)
+				}
+			},
+		},
+		"csi disabled": {
+			values: "csi: {enabled: false}\n",
+			wantKinds: kindsNoCSI(
+				"ClusterRole/"+full+"-manager", "ClusterRoleBinding/"+full+"-manager",
+				"Deployment/"+full, "Role/"+full+"-leader-election", "RoleBinding/"+full+"-leader-election",
+				"Service/"+full+"-metrics", "ServiceAccount/"+full),
+			check: func(t *testing.T, o objects) {
+				// The operator's pods keep the hostPath volume.
+				c := o.deployment(t, full).Spec.Template.Spec.Containers[0]
+				if diff := cmp.Diff(wantArgs(map[string]string{"socket-volume": "hostPath"}), c.Args); diff != "" {
+					t.Errorf("args (-want +got):\n%s", diff)
 				}
 			},
 		},
@@ -897,6 +942,14 @@ func TestRejects(t *testing.T) {
 			values: "dataNetworks: [{name: pfs-data, config: 'type: host-device'}]\n",
 			args:   []string{"--api-versions", nadAPI},
 			want:   []string{"dataNetworks pfs-data: config must be a CNI configuration in JSON"},
+		},
+		"csi with a relative kubelet directory": {
+			values: "csi: {enabled: true, kubeletDir: var/lib/kubelet, pollInterval: 5s}\n",
+			want:   []string{"/csi/kubeletDir"},
+		},
+		"csi with an unknown key": {
+			values: "csi: {enabled: true, kubeletDir: /var/lib/kubelet, pollInterval: 5s, socketRoot: /tmp}\n",
+			want:   []string{"/csi", "socketRoot"},
 		},
 		"device plugin without links": {
 			values: "devicePlugin: {enabled: true}\n",

@@ -464,7 +464,7 @@ spec:
     - {name: sockets, mountPath: /run/packetfs/%[2]s, readOnly: true}
     - {name: token, mountPath: /etc/packetfs/token, readOnly: true}
   volumes:
-  - {name: sockets, hostPath: {path: /run/packetfs/%[2]s, type: Directory}}
+  - {name: sockets, csi: {driver: csi.packetfs.io, readOnly: true}}
   - {name: token, secret: {secretName: %[6]s-blob-token, defaultMode: 0440}}
 `, name, testNS, node, consumerScript, tensor, dirBlob)
 	if out, err := kubectlIn(manifest, "apply", "-f", "-"); err != nil {

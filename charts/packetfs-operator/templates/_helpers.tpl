@@ -44,6 +44,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: device-plugin
 {{- end }}
 
+{{/*
+csiNodeSelectorLabels select the CSI node plugin's pods.
+*/}}
+{{- define "packetfs-operator.csiNodeSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "packetfs-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: csi-node
+{{- end }}
+
 {{/* labels go on every object the chart creates. */}}
 {{- define "packetfs-operator.labels" -}}
 helm.sh/chart: {{ include "packetfs-operator.chart" . }}
