@@ -3,10 +3,11 @@
  * test_afxdp_auth: afxdp): a hostile injector that forges the real sender.
  *
  * It writes whole Ethernet frames on the sender's veth end with an
- * AF_PACKET socket, so every layer a receiver or its XDP program could
- * look at carries the real sender's values: source MAC (the sender's
- * interface), IPv4 source address, UDP source port, and the receiver's MAC,
- * address and data port as destination. A frame the kernel refuses to queue
+ * AF_PACKET socket, framed by the library's own frame builder as the real
+ * afxdp sender frames its datagrams, so every layer a receiver or its XDP
+ * program could look at carries the real sender's values: source MAC (the
+ * sender's interface), IPv4 source address, UDP source port, and the
+ * receiver's MAC, address and data port as destination. A frame the kernel refuses to queue
  * (ENOBUFS: the peer's ring is full) is not counted as sent, so `sent` and
  * `tagged` are what left the interface.
  *
@@ -35,6 +36,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "pfs/frame.h"
 #include "pfs/udp.h"
 #include "netns.h"
 
@@ -118,6 +120,23 @@ out_close_self:
 	return rc;
 }
 
+/* Set by inject_setup(): the MACs of veth_a (sender) and veth_b
+ * (receiver), the injector's counters and the capture, shared. */
+static uint8_t mac_a[6], mac_b[6];
+static struct inject_stats *inj_st;
+static struct inject_cap *cap;
+
+/* After netns_setup: the shared memory and the two MACs. TAP_PASS or
+ * TAP_FAIL. */
+__attribute__((unused)) static int inject_setup(void)
+{
+	inj_st = inject_shared(sizeof(*inj_st));
+	cap = inject_shared(sizeof(*cap));
+	CHECK(inj_st && cap, "mmap: %s", strerror(errno));
+	CHECK(!if_mac(ns_a, veth_a, mac_a) && !if_mac(ns_b, veth_b, mac_b), "MACs of the veth");
+	return TAP_PASS;
+}
+
 /* In a child in the sender's namespace: the local port of the udp socket
  * connected to @dst:@dport (the real sender's data socket), waiting up to
  * 10 s; 0 if none. */
@@ -149,32 +168,25 @@ static uint16_t inject_sender_port(const char *dst, uint16_t dport)
 	return 0;
 }
 
-/* An AF_PACKET socket on the sender's interface and the frame headers it
- * puts in front of every payload. */
+/* An AF_PACKET socket on the sender's interface, and the header template
+ * the real afxdp sender stamps on its frames (pfs/frame.h, same flags: IPv4
+ * with DF, TTL 64, UDP checksum set), here made for the forged flow. */
 struct spoof {
 	int fd;
 	struct sockaddr_ll to;
-	uint16_t ip_id;
-	uint8_t frame[ETH_HLEN + 20 + 8 + PFS_UDP_FRAG_LEN + 2048];
+	struct pfs_frame_tmpl t;
+	uint8_t frame[PFS_FRAME_MAX_HDR + PFS_UDP_FRAG_LEN + 2048];
 };
-
-static uint16_t ip_csum(const uint8_t *p, size_t n)
-{
-	uint32_t s = 0;
-
-	for (size_t i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)(p[i] << 8 | p[i + 1]);
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return htons((uint16_t)~s);
-}
 
 static int spoof_open(struct spoof *sp, const struct inject *in, uint16_t sport)
 {
-	struct ethhdr *eth = (struct ethhdr *)sp->frame;
-	struct iphdr *ip = (struct iphdr *)(sp->frame + ETH_HLEN);
-	struct udphdr *u = (struct udphdr *)(sp->frame + ETH_HLEN + 20);
+	struct pfs_frame_addr a = { .family = AF_INET, .src_port = sport, .dst_port = in->dport };
 
+	memcpy(a.src_mac, in->src_mac, ETH_ALEN);
+	memcpy(a.dst_mac, in->dst_mac, ETH_ALEN);
+	if (inet_pton(AF_INET, in->src_ip, a.src_ip) != 1 ||
+	    inet_pton(AF_INET, in->dst_ip, a.dst_ip) != 1 || pfs_frame_tmpl_init(&sp->t, &a, 0))
+		return -1;
 	/* protocol 0: this socket only sends, it never queues what it sees */
 	sp->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	if (sp->fd < 0)
@@ -184,39 +196,19 @@ static int spoof_open(struct spoof *sp, const struct inject *in, uint16_t sport)
 				       .sll_ifindex = (int)if_nametoindex(in->ifname),
 				       .sll_halen = ETH_ALEN };
 	memcpy(sp->to.sll_addr, in->dst_mac, ETH_ALEN);
-	memset(sp->frame, 0, ETH_HLEN + 28);
-	memcpy(eth->h_dest, in->dst_mac, ETH_ALEN);
-	memcpy(eth->h_source, in->src_mac, ETH_ALEN);
-	eth->h_proto = htons(ETH_P_IP);
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->ttl = 64;
-	ip->frag_off = htons(IP_DF); /* as the real sender: never fragmented */
-	ip->protocol = IPPROTO_UDP;
-	inet_pton(AF_INET, in->src_ip, &ip->saddr);
-	inet_pton(AF_INET, in->dst_ip, &ip->daddr);
-	u->source = htons(sport);
-	u->dest = htons(in->dport);
-	sp->ip_id = (uint16_t)getpid();
 	return sp->to.sll_ifindex ? 0 : -1;
 }
 
-/* One frame carrying @len bytes of UDP payload @p (UDP checksum 0: none,
- * which IPv4 allows). 0, or -errno when the kernel refused it. */
+/* One frame carrying @len bytes of UDP payload @p. 0, or -errno when the
+ * kernel refused it. */
 static int spoof_send(struct spoof *sp, const uint8_t *p, size_t len)
 {
-	struct iphdr *ip = (struct iphdr *)(sp->frame + ETH_HLEN);
-	struct udphdr *u = (struct udphdr *)(sp->frame + ETH_HLEN + 20);
-	size_t n = ETH_HLEN + 28 + len;
+	int n = pfs_frame_build(&sp->t, sp->frame, sizeof(sp->frame), p, len);
 
-	ip->tot_len = htons((uint16_t)(28 + len));
-	ip->id = htons(sp->ip_id++);
-	ip->check = 0;
-	ip->check = ip_csum((const uint8_t *)ip, 20);
-	u->len = htons((uint16_t)(8 + len));
-	memcpy(sp->frame + ETH_HLEN + 28, p, len);
-	if (sendto(sp->fd, sp->frame, n, 0, (struct sockaddr *)&sp->to, sizeof(sp->to)) !=
-	    (ssize_t)n)
+	if (n < 0)
+		return n;
+	if (sendto(sp->fd, sp->frame, (size_t)n, 0, (struct sockaddr *)&sp->to, sizeof(sp->to)) !=
+	    n)
 		return -errno;
 	return 0;
 }
@@ -348,6 +340,29 @@ __attribute__((unused)) static void inject_capture(const char *ns, const char *i
 		cap->n++;
 	}
 	_exit(0);
+}
+
+/* One transfer (netns.h's xfer(), tag "first": receiver in ns_b, sender
+ * in ns_a) whose datagrams to @port are captured on veth_b into @cap; the
+ * two exit codes. The receiver must be a kernel UDP one for the capture to
+ * see anything (see inject_capture). */
+__attribute__((unused)) static void capture_xfer(char *const rargs[], char *const sargs[],
+						 uint16_t port, struct inject_cap *cap, int *rrc,
+						 int *src)
+{
+	pid_t c;
+
+	cap->n = 0;
+	c = fork();
+	if (c == 0)
+		inject_capture(ns_b, veth_b, port, cap);
+	usleep(200000);
+	/* One datagram per packet (no GSO/GRO), so the capture sees each. */
+	setenv("PFS_UDP_OFFLOAD", "off", 1);
+	xfer("first", rargs, sargs, rrc, src);
+	unsetenv("PFS_UDP_OFFLOAD");
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
 }
 
 #endif /* PFS_TESTS_DGRAM_INJECT_H */

@@ -47,10 +47,6 @@
 #include "json_util.h"
 #include "netns.h"
 
-#ifndef AF_XDP
-#define AF_XDP 44
-#endif
-
 /* Forged frames per attacked transfer, and their pace: at most ~160k a
  * second (32 per 200 us), about a third of what copy-mode AF_XDP on veth
  * carries here, so the real transfer goes on beside them. */
@@ -59,29 +55,17 @@
 #define INJECT_GAP_US 200
 
 static int port = 7990;
-static uint8_t mac_a[6], mac_b[6];
-static struct inject_stats *inj_st;
-static struct inject_cap *cap;
 
 static int t_setup(void)
 {
-	int rc = netns_setup("x", 221), fd;
+	int rc = netns_setup("x", 221);
 
 	if (rc != TAP_PASS)
 		return rc;
-	fd = socket(AF_XDP, SOCK_RAW, 0);
-	if (fd < 0) {
-		net_ok = false;
-		snprintf(net_skip, sizeof(net_skip), "no AF_XDP sockets in this kernel: %s",
-			 strerror(errno));
-		return tap_skip("%s", net_skip);
-	}
-	close(fd);
-	inj_st = inject_shared(sizeof(*inj_st));
-	cap = inject_shared(sizeof(*cap));
-	CHECK(inj_st && cap, "mmap: %s", strerror(errno));
-	CHECK(!if_mac(ns_a, veth_a, mac_a) && !if_mac(ns_b, veth_b, mac_b), "MACs of the veth");
-	return TAP_PASS;
+	rc = netns_need_afxdp();
+	if (rc != TAP_PASS)
+		return rc;
+	return inject_setup();
 }
 
 /* Has @pid ended? Without reaping it, so wait_rc still gets its status. */
@@ -164,18 +148,17 @@ static int start_afxdp(const char *tag, int p, pid_t *r, pid_t *s)
 	return TAP_PASS;
 }
 
-/* A 1 GiB afxdp payload transfer (tag @tag, receiver port @p) with
- * INJECT_COUNT frames of @kind injected once the sender is connected:
- * both ends OK with equal checksums, every injected frame with a valid
- * layout counted as forged but for the XSK's drops, and logged. */
-static int attacked(const char *tag, enum attack kind, int p)
+/* INJECT_COUNT frames of @kind to port @p: from the sender's veth end with
+ * its MAC, address and port to the receiver's (@at_receiver), or the other
+ * way round. */
+static struct inject flood(enum attack kind, bool at_receiver, int p)
 {
 	struct inject in = { .kind = kind,
 			     .cap = cap,
-			     .ns = ns_a,
-			     .ifname = veth_a,
-			     .src_ip = ip_a,
-			     .dst_ip = ip_b,
+			     .ns = at_receiver ? ns_a : ns_b,
+			     .ifname = at_receiver ? veth_a : veth_b,
+			     .src_ip = at_receiver ? ip_a : ip_b,
+			     .dst_ip = at_receiver ? ip_b : ip_a,
 			     .sport = (uint16_t)p,
 			     .dport = (uint16_t)p,
 			     .count = INJECT_COUNT,
@@ -183,6 +166,19 @@ static int attacked(const char *tag, enum attack kind, int p)
 			     .burst = INJECT_BURST,
 			     .gap_us = INJECT_GAP_US,
 			     .st = inj_st };
+
+	memcpy(in.src_mac, at_receiver ? mac_a : mac_b, 6);
+	memcpy(in.dst_mac, at_receiver ? mac_b : mac_a, 6);
+	return in;
+}
+
+/* A 1 GiB afxdp payload transfer (tag @tag, receiver port @p) with
+ * INJECT_COUNT frames of @kind injected once the sender is connected:
+ * both ends OK with equal checksums, every injected frame with a valid
+ * layout counted as forged but for the XSK's drops, and logged. */
+static int attacked(const char *tag, enum attack kind, int p)
+{
+	struct inject in = flood(kind, true, p);
 	char rt[48], st[48], rcrc[24], scrc[24];
 	const char *rj, *sj, *g;
 	bool inside, attached;
@@ -191,8 +187,6 @@ static int attacked(const char *tag, enum attack kind, int p)
 	int rrc, src;
 
 	NEED_NET();
-	memcpy(in.src_mac, mac_a, 6);
-	memcpy(in.dst_mac, mac_b, 6);
 	snprintf(rt, sizeof(rt), "%s-recv", tag);
 	snprintf(st, sizeof(st), "%s-send", tag);
 	if (start_afxdp(tag, p, &r, &s) != TAP_PASS)
@@ -210,7 +204,7 @@ static int attacked(const char *tag, enum attack kind, int p)
 	tap_diag("%s: injected %" PRIu64 " (%" PRIu64 " with a valid layout, %" PRIu64
 		 " refused by the kernel), forged %lld, XSK drops %lld; %.1f MB/s; %.200s",
 		 tag, inj_st->sent, inj_st->tagged, inj_st->refused, forged, drops,
-		 jreal(rj, "effective_mb_s"), g ? g : rj);
+		 jreal(rj, "effective_mb_s"), g ? g : "(no datagrams)");
 	CHECK(rrc == 0 && src == 0, "recv %d send %d: %s / %s", rrc, src, slurp(rt, "err"),
 	      slurp(st, "err"));
 	CHECK(strstr(rj, "\"integrity\":\"OK\"") && strstr(sj, "\"integrity\":\"OK\""),
@@ -259,19 +253,11 @@ static int t_replay(void)
 	char *sargs[] = { "send", "--transport", "afxdp",   "--ifname",	   veth_a, "--connect",
 			  addr,	  "--mode",	 "payload", "--umem-page", "4k",   "--size",
 			  "16M",  "--page",	 "4k",	    "--bytes",	   "16M",  NULL };
-	pid_t c;
 	int rrc, src;
 
 	NEED_NET();
-	cap->n = 0;
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
-	c = fork();
-	if (c == 0)
-		inject_capture(ns_b, veth_b, (uint16_t)port, cap);
-	usleep(200000);
-	xfer("first", rargs, sargs, &rrc, &src);
-	kill(c, SIGKILL);
-	waitpid(c, NULL, 0);
+	capture_xfer(rargs, sargs, (uint16_t)port, cap, &rrc, &src);
 	CHECK(rrc == 0 && src == 0, "first transfer: recv %d send %d", rrc, src);
 	CHECK(strstr(slurp("first-send", "json"), "\"afxdp_mode\":\"copy\""),
 	      "the first sender did not send over AF_XDP: %s", slurp("first-send", "json"));
@@ -286,25 +272,13 @@ static int t_replay(void)
  * transfer ends OK and it reports no datagram received. */
 static int t_sender_side(void)
 {
-	struct inject in = { .kind = ATTACK_GARBAGE,
-			     .ns = ns_b,
-			     .ifname = veth_b,
-			     .src_ip = ip_b,
-			     .dst_ip = ip_a,
-			     .count = INJECT_COUNT,
-			     .max_s = 20,
-			     .burst = INJECT_BURST,
-			     .gap_us = INJECT_GAP_US,
-			     .st = inj_st };
+	struct inject in = flood(ATTACK_GARBAGE, false, ++port);
 	const char *rj, *sj;
 	bool sender_xdp, inside;
 	pid_t r, s, inj;
 	int rrc, src;
 
 	NEED_NET();
-	memcpy(in.src_mac, mac_b, 6);
-	memcpy(in.dst_mac, mac_a, 6);
-	in.sport = in.dport = (uint16_t)++port;
 	if (start_afxdp("sside", port, &r, &s) != TAP_PASS)
 		return TAP_FAIL;
 	inj = inject_start(&in);
@@ -315,7 +289,7 @@ static int t_sender_side(void)
 	rj = slurp("sside-recv", "json");
 	sj = slurp("sside-send", "json");
 	tap_diag("sender-side: injected %" PRIu64 " toward the sender; sender %.160s", inj_st->sent,
-		 jsect(sj, "\"datagrams\"") ?: sj);
+		 jsect(sj, "\"datagrams\"") ?: "(no datagrams)");
 	CHECK(!sender_xdp, "an XDP program on the sender's %s", veth_a);
 	CHECK(rrc == 0 && src == 0, "recv %d send %d: %s / %s", rrc, src,
 	      slurp("sside-recv", "err"), slurp("sside-send", "err"));

@@ -175,21 +175,13 @@ static int t_key_codec(void)
 
 /* ---- network ---- */
 
-static uint8_t mac_a[6], mac_b[6];
-static struct inject_stats *inj_st;
-static struct inject_cap *cap;
-
 static int t_setup(void)
 {
 	int rc = netns_setup("d", 218);
 
 	if (rc != TAP_PASS)
 		return rc;
-	inj_st = inject_shared(sizeof(*inj_st));
-	cap = inject_shared(sizeof(*cap));
-	CHECK(inj_st && cap, "mmap: %s", strerror(errno));
-	CHECK(!if_mac(ns_a, veth_a, mac_a) && !if_mac(ns_b, veth_b, mac_b), "MACs of the veth");
-	return TAP_PASS;
+	return inject_setup();
 }
 
 /* A 1 GiB payload transfer over udp (tag @tag) with an injector of @kind
@@ -270,22 +262,11 @@ static int t_replay(void)
 	char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
 			  "--mode", "payload",	   "--size", "16M",	  "--page",
 			  "4k",	    "--bytes",	   "16M",    NULL };
-	pid_t c;
 	int rrc, src;
 
 	NEED_NET();
-	cap->n = 0;
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
-	c = fork();
-	if (c == 0)
-		inject_capture(ns_b, veth_b, (uint16_t)port, cap);
-	usleep(200000);
-	/* One datagram per packet (no GSO/GRO), so the capture sees each. */
-	setenv("PFS_UDP_OFFLOAD", "off", 1);
-	xfer("first", rargs, sargs, &rrc, &src);
-	unsetenv("PFS_UDP_OFFLOAD");
-	kill(c, SIGKILL);
-	waitpid(c, NULL, 0);
+	capture_xfer(rargs, sargs, (uint16_t)port, cap, &rrc, &src);
 	CHECK(rrc == 0 && src == 0, "first transfer: recv %d send %d", rrc, src);
 	tap_diag("captured %d datagrams of the first transfer", cap->n);
 	CHECK(cap->n > 100, "captured only %d datagrams", cap->n);
