@@ -8,6 +8,7 @@
 #define PFS_TESTS_NETNS_H
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <grp.h>
@@ -17,6 +18,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -85,6 +87,26 @@ __attribute__((unused)) static int netns_setup(const char *tag, int net)
 	}
 	net_ok = true;
 	tap_diag("veth %s(%s, %s) <-> %s(%s, %s)", veth_a, ns_a, ip_a, veth_b, ns_b, ip_b);
+	return TAP_PASS;
+}
+
+#ifndef AF_XDP
+#define AF_XDP 44
+#endif
+
+/* After netns_setup: the network tests SKIP, with the reason, when this
+ * kernel has no AF_XDP sockets. TAP_PASS or TAP_SKIP. */
+__attribute__((unused)) static int netns_need_afxdp(void)
+{
+	int fd = socket(AF_XDP, SOCK_RAW, 0);
+
+	if (fd < 0) {
+		net_ok = false;
+		snprintf(net_skip, sizeof(net_skip), "no AF_XDP sockets in this kernel: %s",
+			 strerror(errno));
+		return tap_skip("%s", net_skip);
+	}
+	close(fd);
 	return TAP_PASS;
 }
 

@@ -27,10 +27,6 @@
 
 #include "netns.h"
 
-#ifndef AF_XDP
-#define AF_XDP 44
-#endif
-
 struct pair {
 	char ns_a[32], ns_b[32], if_a[16], if_b[16], ip_a[32], ip_b[32], ip6_b[48];
 	int queues;
@@ -74,7 +70,7 @@ static double mono(void)
 
 static int t_setup(void)
 {
-	int rc, fd, n = getpid() % 100000;
+	int rc, n = getpid() % 100000;
 
 	rc = netns_setup("af", 219);
 	if (rc != TAP_PASS)
@@ -83,14 +79,9 @@ static int t_setup(void)
 	signal(SIGTERM, on_signal);
 	atexit(teardown);
 	chmod(tmpdir, 0777); /* the setpriv runs (test_uid) write their results here */
-	fd = socket(AF_XDP, SOCK_RAW, 0);
-	if (fd < 0) {
-		net_ok = false;
-		snprintf(net_skip, sizeof(net_skip), "no AF_XDP sockets in this kernel: %s",
-			 strerror(errno));
-		return tap_skip("%s", net_skip);
-	}
-	close(fd);
+	rc = netns_need_afxdp();
+	if (rc != TAP_PASS)
+		return rc;
 	if (sh("command -v nsenter >/dev/null")) {
 		net_ok = false;
 		snprintf(net_skip, sizeof(net_skip), "nsenter (util-linux) not installed");

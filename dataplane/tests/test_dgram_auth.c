@@ -9,30 +9,25 @@
  * pre-shared secret or transcript fails). Then, over a real veth pair
  * between two namespaces this test creates and removes (tests/netns.h), a
  * real `pfs send` -> `pfs recv` transfer while a hostile injector in the
- * sender's namespace sends datagrams to the receiver's data port with the
- * sender's own source address and port (raw IPv4 socket, the port read from
- * /proc/net/udp): a wrong gram length for every sequence the transfer will
- * reach, undecodable one-fragment grams, datagrams captured from an earlier
- * transfer, garbage. Each transfer must end OK with the forged datagrams
+ * sender's namespace sends frames to the receiver's data port with the
+ * sender's own MAC, source address and port (tests/dgram_inject.h, shared
+ * with test_afxdp_auth; the port read from /proc/net/udp): a wrong gram
+ * length for every sequence the transfer will reach, undecodable
+ * one-fragment grams, datagrams captured from an earlier transfer, garbage. Each transfer must end OK with the forged datagrams
  * counted. The handshake: a man in the middle swapping the sender's public
  * key, an unusable public key, and a sender without authentication.
  *
- * Needs root (netns, veth, raw sockets); otherwise the network tests SKIP.
+ * Needs root (netns, veth, packet sockets); otherwise the network tests SKIP.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <linux/if_ether.h>
-#include <linux/if_packet.h>
-#include <net/if.h>
+#include <inttypes.h>
 #include <netinet/in.h>
-#include <netinet/ip.h>
-#include <netinet/udp.h>
 #include <openssl/evp.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +36,7 @@
 #include "pfs/gram.h"
 #include "pfs/udp.h"
 #include "dgram_client.h"
+#include "dgram_inject.h"
 #include "netns.h"
 
 static int port = 7950;
@@ -181,161 +177,17 @@ static int t_key_codec(void)
 
 static int t_setup(void)
 {
-	return netns_setup("d", 218);
-}
+	int rc = netns_setup("d", 218);
 
-/* In a child in ns_a: the local port of the udp socket connected to
- * ip_b:@dport (the real sender's data socket), waiting up to 10 s; 0 if none. */
-static uint16_t sender_port(uint16_t dport)
-{
-	struct in_addr b;
-	char want[32], line[512];
-
-	inet_pton(AF_INET, ip_b, &b);
-	snprintf(want, sizeof(want), "%08X:%04X", b.s_addr, dport);
-	for (int i = 0; i < 1000; i++) {
-		FILE *f = fopen("/proc/self/net/udp", "r");
-		unsigned int lport = 0;
-
-		while (f && fgets(line, sizeof(line), f)) {
-			char loc[32], rem[32];
-
-			if (sscanf(line, "%*d: %31s %31s", loc, rem) == 2 && !strcmp(rem, want) &&
-			    sscanf(strchr(loc, ':') + 1, "%x", &lport) == 1)
-				break;
-			lport = 0;
-		}
-		if (f)
-			fclose(f);
-		if (lport)
-			return (uint16_t)lport;
-		usleep(10000);
-	}
-	return 0;
-}
-
-/* A raw IPv4 socket that sends UDP from ip_a:@sport to ip_b:@dport. */
-struct spoof {
-	int fd;
-	struct sockaddr_in dst;
-	uint16_t sport, dport;
-	uint8_t pkt[20 + 8 + PFS_UDP_FRAG_LEN + 2048];
-};
-
-static int spoof_open(struct spoof *sp, uint16_t sport, uint16_t dport)
-{
-	sp->fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
-	sp->sport = sport;
-	sp->dport = dport;
-	sp->dst = (struct sockaddr_in){ .sin_family = AF_INET };
-	inet_pton(AF_INET, ip_b, &sp->dst.sin_addr);
-	return sp->fd < 0 ? -1 : 0;
-}
-
-/* Send @len bytes of UDP payload @p (the kernel fills the IP checksum and
- * length; UDP checksum 0: none). */
-static void spoof_send(struct spoof *sp, const uint8_t *p, size_t len)
-{
-	struct iphdr *ip = (struct iphdr *)sp->pkt;
-	struct udphdr *u = (struct udphdr *)(sp->pkt + 20);
-
-	memset(sp->pkt, 0, 28);
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->ttl = 64;
-	ip->protocol = IPPROTO_UDP;
-	inet_pton(AF_INET, ip_a, &ip->saddr);
-	ip->daddr = sp->dst.sin_addr.s_addr;
-	ip->tot_len = htons((uint16_t)(28 + len));
-	u->source = htons(sp->sport);
-	u->dest = htons(sp->dport);
-	u->len = htons((uint16_t)(8 + len));
-	memcpy(sp->pkt + 28, p, len);
-	(void)!sendto(sp->fd, sp->pkt, 28 + len, 0, (struct sockaddr *)&sp->dst, sizeof(sp->dst));
-}
-
-enum attack {
-	ATTACK_GRAM_LEN, /* one fragment per sequence, a gram length of its own */
-	ATTACK_UNDECODABLE, /* whole one-fragment grams of junk, every sequence */
-	ATTACK_GARBAGE, /* random bytes, and valid layouts with random tags */
-	ATTACK_REPLAY, /* datagrams captured from an earlier transfer */
-};
-
-/* Captured datagrams (UDP payloads) of an earlier transfer. */
-#define CAP_MAX 4096
-static uint8_t (*cap_buf)[1500];
-static uint16_t cap_len[CAP_MAX];
-static int cap_n;
-
-/* One forged datagram of @kind number @i into @dg; its length. */
-static size_t forge(enum attack kind, uint64_t i, uint64_t *rng, uint8_t *dg)
-{
-	struct pfs_udp_frag f = { .seq = i % 2200, .pn = i };
-	size_t len;
-
-	*rng ^= *rng << 13;
-	*rng ^= *rng >> 7;
-	*rng ^= *rng << 17;
-	switch (kind) {
-	case ATTACK_GRAM_LEN:
-		/* Fragment 0 of a 3-fragment gram of another length than the
-		 * real one (the real grams are 512 KiB + 52 bytes) */
-		f.gram_len = 3000 + (uint32_t)(i % 97);
-		f.frag_len = 1400;
-		break;
-	case ATTACK_UNDECODABLE:
-		f.gram_len = f.frag_len = 100;
-		break;
-	case ATTACK_GARBAGE:
-		if (i % 2) {
-			len = 1 + *rng % 1400;
-			for (size_t k = 0; k < len; k++)
-				dg[k] = (uint8_t)(*rng >> (k % 56));
-			return len;
-		}
-		f.gram_len = 1u << 19;
-		f.frag_off = (uint32_t)(*rng % 370) * 1420;
-		f.frag_len = 1420;
-		break;
-	case ATTACK_REPLAY:
-		len = cap_len[i % cap_n];
-		memcpy(dg, cap_buf[i % cap_n], len);
-		return len;
-	}
-	pfs_udp_frag_encode(&f, dg);
-	for (int k = 0; k < PFS_UDP_TAG_LEN; k++)
-		dg[PFS_UDP_TAG_OFF + k] = (uint8_t)(*rng >> (k * 3));
-	memset(dg + PFS_UDP_FRAG_LEN, 0xa5, f.frag_len);
-	return PFS_UDP_FRAG_LEN + f.frag_len;
-}
-
-/* In a child in ns_a: find the sender's data port, then send forged
- * datagrams of @kind from it until killed (at most 20 s). Exit 0 after at
- * least one was sent. */
-static void injector(enum attack kind, uint16_t dport)
-{
-	struct spoof sp;
-	uint8_t dg[PFS_UDP_FRAG_LEN + 2048];
-	uint64_t rng = 0x2545f4914f6cdd1dULL, sent = 0;
-	uint16_t sport;
-	time_t end = time(NULL) + 20;
-
-	if (netns_enter(ns_a))
-		_exit(2);
-	sport = sender_port(dport);
-	if (!sport || spoof_open(&sp, sport, dport))
-		_exit(3);
-	while (time(NULL) < end) {
-		spoof_send(&sp, dg, forge(kind, sent, &rng, dg));
-		if (++sent % 64 == 0)
-			usleep(200); /* about 300k a second: a flood, not a DoS of the CPU */
-	}
-	_exit(0);
+	if (rc != TAP_PASS)
+		return rc;
+	return inject_setup();
 }
 
 /* A 1 GiB payload transfer over udp (tag @tag) with an injector of @kind
- * running beside it; both ends must finish OK and the receiver must count
- * forged datagrams. */
+ * running beside it (the sender's MAC, address and ephemeral data port,
+ * about 300k frames a second until the transfer ends): both ends must
+ * finish OK and the receiver must count forged datagrams. */
 static int attacked(const char *tag, enum attack kind)
 {
 	char addr[64], rt[48], st[48];
@@ -344,25 +196,37 @@ static int attacked(const char *tag, enum attack kind)
 	char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
 			  "--mode", "payload",	   "--size", "64M",	  "--page",
 			  "4k",	    "--bytes",	   "1G",     NULL };
+	struct inject in = { .kind = kind,
+			     .cap = cap,
+			     .ns = ns_a,
+			     .ifname = veth_a,
+			     .src_ip = ip_a,
+			     .dst_ip = ip_b,
+			     .max_s = 20,
+			     .burst = 64,
+			     .gap_us = 200,
+			     .st = inj_st };
 	const char *j;
 	pid_t r, s, inj;
 	int rrc, src;
 
 	NEED_NET();
+	memcpy(in.src_mac, mac_a, 6);
+	memcpy(in.dst_mac, mac_b, 6);
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
 	snprintf(rt, sizeof(rt), "%s-recv", tag);
 	snprintf(st, sizeof(st), "%s-send", tag);
+	in.dport = (uint16_t)port;
 	r = spawn(ns_b, rt, rargs);
-	inj = fork();
-	if (inj == 0)
-		injector(kind, (uint16_t)port);
+	inj = inject_start(&in);
 	s = spawn(ns_a, st, sargs);
 	src = wait_rc(s, 60);
 	rrc = wait_rc(r, 60);
 	kill(inj, SIGKILL);
 	waitpid(inj, NULL, 0);
 	j = slurp(rt, "json");
-	tap_diag("%s: %.300s", tag, strstr(j, "\"datagrams\"") ?: j);
+	tap_diag("%s: injected %" PRIu64 " (%" PRIu64 " refused); %.300s", tag, inj_st->sent,
+		 inj_st->refused, strstr(j, "\"datagrams\"") ?: j);
 	CHECK(rrc == 0 && src == 0, "recv %d send %d: %s / %s", rrc, src, slurp(rt, "err"),
 	      slurp(st, "err"));
 	CHECK(strstr(j, "\"integrity\":\"OK\""), "not OK: %s", j);
@@ -387,47 +251,6 @@ static int t_garbage(void)
 	return attacked("garbage", ATTACK_GARBAGE);
 }
 
-/* In a child in ns_b: capture the udp payloads to @dport on veth_b until
- * CAP_MAX or killed, into the shared cap_buf (the count in its last slot,
- * each length in the last two bytes of its buffer). */
-static void capture(uint16_t dport)
-{
-	int fd, ifi;
-	struct sockaddr_ll ll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_IP) };
-	uint8_t fr[2048];
-
-	if (netns_enter(ns_b))
-		_exit(0);
-	ifi = (int)if_nametoindex(veth_b);
-	fd = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_IP));
-	ll.sll_ifindex = ifi;
-	if (fd < 0 || bind(fd, (struct sockaddr *)&ll, sizeof(ll)))
-		_exit(0);
-	for (;;) {
-		ssize_t n = recv(fd, fr, sizeof(fr), 0);
-		const struct iphdr *ip = (const struct iphdr *)fr;
-		const struct udphdr *u;
-		size_t hl;
-
-		if (n < 28 || ip->protocol != IPPROTO_UDP)
-			continue;
-		hl = ip->ihl * 4u;
-		u = (const struct udphdr *)(fr + hl);
-		if (ntohs(u->dest) != dport || (size_t)n < hl + 8 || n - hl - 8 > 1496)
-			continue;
-		/* cap_n lives in the shared mapping's last slot */
-		{
-			int *cnt = (int *)cap_buf[CAP_MAX];
-
-			if (*cnt >= CAP_MAX)
-				_exit(0);
-			memcpy(cap_buf[*cnt], fr + hl + 8, n - hl - 8);
-			memcpy(cap_buf[*cnt] + 1498, &(uint16_t){ (uint16_t)(n - hl - 8) }, 2);
-			(*cnt)++;
-		}
-	}
-}
-
 /* Datagrams of a finished transfer, replayed into the next one (same
  * ports on the receiver, from the new sender's address and port): every
  * one fails its tag under the new key. */
@@ -439,32 +262,14 @@ static int t_replay(void)
 	char *sargs[] = { "send",   "--transport", "udp",    "--connect", addr,
 			  "--mode", "payload",	   "--size", "16M",	  "--page",
 			  "4k",	    "--bytes",	   "16M",    NULL };
-	pid_t c;
-	int rrc, src, *cnt;
+	int rrc, src;
 
 	NEED_NET();
-	cap_buf = mmap(NULL, (CAP_MAX + 1) * sizeof(*cap_buf), PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	CHECK(cap_buf != MAP_FAILED, "mmap");
-	cnt = (int *)cap_buf[CAP_MAX];
-	*cnt = 0;
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
-	c = fork();
-	if (c == 0)
-		capture((uint16_t)port);
-	usleep(200000);
-	/* One datagram per packet (no GSO/GRO), so the capture sees each. */
-	setenv("PFS_UDP_OFFLOAD", "off", 1);
-	xfer("first", rargs, sargs, &rrc, &src);
-	unsetenv("PFS_UDP_OFFLOAD");
-	kill(c, SIGKILL);
-	waitpid(c, NULL, 0);
+	capture_xfer(rargs, sargs, (uint16_t)port, cap, &rrc, &src);
 	CHECK(rrc == 0 && src == 0, "first transfer: recv %d send %d", rrc, src);
-	cap_n = *cnt;
-	for (int i = 0; i < cap_n; i++)
-		memcpy(&cap_len[i], cap_buf[i] + 1498, 2);
-	tap_diag("captured %d datagrams of the first transfer", cap_n);
-	CHECK(cap_n > 100, "captured only %d datagrams", cap_n);
+	tap_diag("captured %d datagrams of the first transfer", cap->n);
+	CHECK(cap->n > 100, "captured only %d datagrams", cap->n);
 	port--; /* the same receiver port */
 	return attacked("replay", ATTACK_REPLAY);
 }
