@@ -43,6 +43,8 @@ type queueEntry struct {
 	Active bool
 	// Queued: not started, and already told it waits in the queue.
 	Queued bool
+	// NoRoom: it waits for a node with room for its next pod (NoNUMAFit).
+	NoRoom bool
 }
 
 // queueState is a transfer's place in the queue, for its status.
@@ -83,10 +85,9 @@ func entryOf(x *pfsv1alpha1.PfsTransfer, held bool) queueEntry {
 		return e
 	}
 	e.Active = held || x.Status.Receiver != nil || x.Status.FailedAttempts > 0
-	if !e.Active {
-		c := meta.FindStatusCondition(x.Status.Conditions, pfsv1alpha1.ConditionPlaced)
-		e.Queued = c != nil && c.Reason == pfsv1alpha1.ReasonQueued
-	}
+	c := meta.FindStatusCondition(x.Status.Conditions, pfsv1alpha1.ConditionPlaced)
+	e.Queued = !e.Active && c != nil && c.Reason == pfsv1alpha1.ReasonQueued
+	e.NoRoom = c != nil && c.Reason == pfsv1alpha1.ReasonNoNUMAFit
 	return e
 }
 
@@ -141,18 +142,26 @@ func (a *Admission) release(uid types.UID) {
 	delete(a.admitted, uid)
 }
 
-// queuedInOrder are the transfers waiting in the queue, oldest first: the
-// ones to wake when a slot frees.
-func queuedInOrder(list []pfsv1alpha1.PfsTransfer) []client.ObjectKey {
-	var q []queueEntry
+// toWake are the transfers to look at again when one finishes: every one
+// waiting for a node with room (the finished one's pods gave some back),
+// then the oldest queued ones, as many as there are slots.
+func toWake(list []pfsv1alpha1.PfsTransfer, slots int) []client.ObjectKey {
+	var room, queued []queueEntry
 	for i := range list {
-		if e := entryOf(&list[i], false); e.Queued {
-			q = append(q, e)
+		switch e := entryOf(&list[i], false); {
+		case e.NoRoom:
+			room = append(room, e)
+		case e.Queued:
+			queued = append(queued, e)
 		}
 	}
-	slices.SortFunc(q, order)
-	keys := make([]client.ObjectKey, 0, len(q))
-	for _, e := range q {
+	slices.SortFunc(room, order)
+	slices.SortFunc(queued, order)
+	if slots > 0 {
+		queued = queued[:min(len(queued), slots)]
+	}
+	keys := make([]client.ObjectKey, 0, len(room)+len(queued))
+	for _, e := range append(room, queued...) {
 		keys = append(keys, e.Key)
 	}
 	return keys

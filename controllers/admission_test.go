@@ -117,7 +117,7 @@ func TestAdmissionHoldsSlotsUntilFinished(t *testing.T) {
 	}
 }
 
-func TestQueuedInOrder(t *testing.T) {
+func TestToWake(t *testing.T) {
 	mk := func(name string, age time.Duration, reason string) pfsv1alpha1.PfsTransfer {
 		x := pfsv1alpha1.PfsTransfer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(t0.Add(-age))}}
 		if reason != "" {
@@ -126,10 +126,14 @@ func TestQueuedInOrder(t *testing.T) {
 		return x
 	}
 	list := []pfsv1alpha1.PfsTransfer{mk("young", time.Second, pfsv1alpha1.ReasonQueued), mk("blob", time.Hour, pfsv1alpha1.ReasonBlobNotReady),
-		mk("old", time.Minute, pfsv1alpha1.ReasonQueued)}
-	want := []client.ObjectKey{{Namespace: "ns", Name: "old"}, {Namespace: "ns", Name: "young"}}
-	if diff := cmp.Diff(want, queuedInOrder(list)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+		mk("old", time.Minute, pfsv1alpha1.ReasonQueued), mk("oldest", time.Hour, pfsv1alpha1.ReasonQueued),
+		mk("noroom", time.Second, pfsv1alpha1.ReasonNoNUMAFit)}
+	want := []client.ObjectKey{{Namespace: "ns", Name: "noroom"}, {Namespace: "ns", Name: "oldest"}, {Namespace: "ns", Name: "old"}}
+	if diff := cmp.Diff(want, toWake(list, 2)); diff != "" {
+		t.Errorf("two slots (-want +got):\n%s", diff)
+	}
+	if got := toWake(list, 0); len(got) != 4 {
+		t.Errorf("no limit: %v, want every waiting transfer", got)
 	}
 }
 

@@ -70,9 +70,13 @@ func computeBlobStatus(b *pfsv1alpha1.PfsBlob, obs blobObservation) pfsv1alpha1.
 
 	byFP := map[string][]string{}
 	pages := map[pfsv1alpha1.PageSize]bool{}
-	var failed, fellBack, hugeMissing []string
+	var failed, fellBack, hugeMissing, stuck []string
 	for _, n := range st.Nodes {
 		switch n.State {
+		case pfsv1alpha1.BlobNodePending:
+			if strings.Contains(n.Message, "not scheduled") {
+				stuck = append(stuck, n.Message)
+			}
 		case pfsv1alpha1.BlobNodeReady:
 			st.ReadyNodes++
 			byFP[n.Fingerprint] = append(byFP[n.Fingerprint], n.Node)
@@ -118,7 +122,16 @@ func computeBlobStatus(b *pfsv1alpha1.PfsBlob, obs blobObservation) pfsv1alpha1.
 		ready(false, pfsv1alpha1.ReasonHugePagesUnavailable, fmt.Sprintf("%d of %d nodes ready; too few free %s hugepages on %s and spec.pageFallback is Never",
 			st.ReadyNodes, st.DesiredNodes, b.Spec.PageSize, strings.Join(hugeMissing, ", ")))
 	default:
-		ready(false, pfsv1alpha1.ReasonMaterializing, fmt.Sprintf("%d of %d nodes ready", st.ReadyNodes, st.DesiredNodes))
+		msg := fmt.Sprintf("%d of %d nodes ready", st.ReadyNodes, st.DesiredNodes)
+		if len(stuck) > 0 {
+			// A holder the scheduler cannot place (hugepages taken, a
+			// resource gone) is retried by its DaemonSet; say why it waits.
+			msg += "; " + stuck[0]
+			if len(stuck) > 1 {
+				msg += fmt.Sprintf(" (and %d more)", len(stuck)-1)
+			}
+		}
+		ready(false, pfsv1alpha1.ReasonMaterializing, msg)
 	}
 	switch {
 	case mismatch != "":

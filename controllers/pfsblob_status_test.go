@@ -119,6 +119,18 @@ func TestComputeBlobStatus(t *testing.T) {
 			}()},
 			wantNodes: []nodeSum{{"z", "Pending", "", ""}},
 			wantConds: map[string]string{"Ready": "False/Materializing", "Degraded": "False/AsExpected"}},
+		"a holder the scheduler cannot place: Ready says why": {ds: rolled(2),
+			pods: []corev1.Pod{holder("a", time.Minute, 0, blobCreateMsg(fpA, "2M", ""), true), func() corev1.Pod {
+				p := holder("", time.Minute, -1, "", false)
+				p.Status.InitContainerStatuses = nil
+				p.Spec.Affinity = placement.NodeAffinity([]string{"z"})
+				unschedulable(t0.Add(-time.Minute))(&p)
+				return p
+			}()},
+			wantReady: 1, wantFP: fpA, wantPage: pfsv1alpha1.PageSize2Mi,
+			wantNodes:  []nodeSum{{"a", "Ready", "2Mi", fpA}, {"z", "Pending", "", ""}},
+			wantConds:  map[string]string{"Ready": "False/Materializing", "Degraded": "False/AsExpected"},
+			wantReadyM: "1 of 2 nodes ready; holder pod not scheduled: 0/3 nodes are available: 3 Insufficient cpu."},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

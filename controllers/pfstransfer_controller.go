@@ -266,20 +266,22 @@ var slotFreed = predicate.Funcs{
 	},
 }
 
-// queuedTransfers wakes the oldest queued transfers when a slot frees: as
-// many as there are slots, so a burst of finishes starts a burst of queued.
+// queuedTransfers wakes, when a transfer finishes, those waiting for the
+// room it gave back: the ones no node had room for, and the oldest queued
+// ones (as many as there are slots, so a burst of finishes starts a burst).
 func (r *PfsTransferReconciler) queuedTransfers(ctx context.Context, _ client.Object) []reconcile.Request {
-	if r.Admission == nil || r.Admission.Limit <= 0 {
-		return nil
-	}
 	list := &pfsv1alpha1.PfsTransferList{}
 	if err := r.Client.List(ctx, list); err != nil {
-		logf.FromContext(ctx).Error(err, "Listing transfers to wake the queue")
+		logf.FromContext(ctx).Error(err, "Listing transfers to wake")
 		return nil
 	}
-	keys := queuedInOrder(list.Items)
-	reqs := make([]reconcile.Request, 0, min(len(keys), r.Admission.Limit))
-	for _, k := range keys[:min(len(keys), r.Admission.Limit)] {
+	slots := 0
+	if r.Admission != nil {
+		slots = r.Admission.Limit
+	}
+	keys := toWake(list.Items, slots)
+	reqs := make([]reconcile.Request, 0, len(keys))
+	for _, k := range keys {
 		reqs = append(reqs, reconcile.Request{NamespacedName: k})
 	}
 	return reqs

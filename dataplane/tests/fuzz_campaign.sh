@@ -32,7 +32,7 @@ for h in "${harnesses[@]}"; do
 	ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
 	n=$(find "$corpus" -type f | wc -l)
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
-	rate=$(awk -v e="${execs:-0}" -v s="$secs" 'BEGIN{printf "%.0f", s>0 ? e/s : 0}')
+	rate=$(awk -v e="${execs:-0}" -v s="$secs" 'BEGIN{printf "%.0f", (s > 0 ? e / s : 0)}')
 	res=clean
 	[ "$st" -eq 0 ] || { res="CRASH (exit $st, $log)"; rc=1; }
 	echo "| $h | ${execs:-?} | $secs | $rate | ${cov:-?} | ${ft:-?} | $n | $res |"

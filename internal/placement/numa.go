@@ -252,6 +252,15 @@ func evaluate(n *NodeTopology, req Request) nodeFit {
 	if !n.HasNRT {
 		return nodeFit{tier: tierNode, zone: -1, score: mean(nodeScore, nodeCount)}
 	}
+	// The scheduler counts requests against the Node's allocatable, not
+	// the zones' figures, which another publisher writes late and in whole
+	// CPUs (kube-reserved's millicores do not show): a node the scheduler
+	// would refuse is no candidate, whatever its zones say.
+	for _, r := range inZone {
+		if free, ok := n.Free[r]; ok && free < req.Resources[r] {
+			return reject
+		}
+	}
 	stale := n.Stale()
 	bestZone, bestScore := -1, int64(0)
 	for i := range n.Zones {
@@ -442,10 +451,10 @@ func rejection(n *NodeTopology, name string, req Request) string {
 	}
 	var node []string
 	if miss := lacks(req.Resources, func(r corev1.ResourceName) (int64, bool) {
-		if n.HasNRT && zoned(n, r) {
-			return 0, false
+		if free, ok := n.Free[r]; ok || !n.HasNRT || !zoned(n, r) {
+			return free, true
 		}
-		return n.Free[r], true
+		return 0, false
 	}); miss != "" {
 		node = append(node, "node lacks "+miss)
 	}
@@ -466,7 +475,13 @@ func rejection(n *NodeTopology, name string, req Request) string {
 		case total != "":
 			node = append(node, "its zones together lack "+total)
 		default:
-			node = append(node, "no single zone fits: "+zoneMisses(n, req, -1))
+			// With the node-wide shortfall said, zones that lack nothing
+			// zoned have nothing to add.
+			if zm := zoneMisses(n, req, -1); zm != "" {
+				node = append(node, "no single zone fits: "+zm)
+			} else if len(node) == 0 {
+				node = append(node, "no single zone fits")
+			}
 		}
 	}
 	if len(node) == 0 {

@@ -259,6 +259,9 @@ func TestPlace(t *testing.T) {
 			if reason == "" {
 				t.Error("no reason")
 			}
+			if strings.HasSuffix(reason, ": ") || strings.Contains(reason, ": ;") {
+				t.Errorf("reason %q has a clause with nothing after its colon", reason)
+			}
 		})
 	}
 }
@@ -310,5 +313,25 @@ func BenchmarkPlace1000Nodes8Zones(b *testing.B) {
 		if d := Place(names, topo, r); d.Fit != FitZone {
 			b.Fatalf("decision %+v", d)
 		}
+	}
+}
+
+// The zones may say a CPU is free when the scheduler, counting millicores
+// against the Node's allocatable (kube-reserved included), would refuse
+// the pod: seen on the kind nodes (zone 1 cpu free, Node 990m). The node is
+// no candidate then, and the reason gives the scheduler's figure.
+func TestPlaceZonesAgreeWithTheScheduler(t *testing.T) {
+	n := nrtNode("a", zone(0, 1, 4096, 0, -1))
+	n.Free = Resources{corev1.ResourceCPU: 990, corev1.ResourceMemory: 4 * gi}
+	b := nrtNode("b", zone(0, 1, 4096, 0, -1))
+	b.Free = Resources{corev1.ResourceCPU: 1990, corev1.ResourceMemory: 4 * gi}
+	topo := map[string]*NodeTopology{"a": n, "b": b}
+	d := Place([]string{"a", "b"}, topo, req(pref, 1, 0, 0))
+	if d.Node != "b" {
+		t.Errorf("placed on %q (%s), want b: a's Node has 990m cpu left", d.Node, d.Reason)
+	}
+	d = Place([]string{"a"}, topo, req(pref, 1, 0, 0))
+	if d.Fit != FitNone || !strings.Contains(d.Reason, "a: node lacks cpu (990m free, 1 needed)") {
+		t.Errorf("a alone: %+v", d)
 	}
 }

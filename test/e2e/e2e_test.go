@@ -72,6 +72,10 @@ func TestE2E(t *testing.T) {
 	})
 	t.Run("PcoreJob reports CPUpwn", func(t *testing.T) { testPcore(ctx, t) })
 	t.Run("receiver deleted mid-transfer: retried, then Succeeded", func(t *testing.T) { testReceiverDeleted(ctx, t) })
+	t.Run("faults", func(t *testing.T) { testFaults(ctx, t) })
+	t.Run("blob, consumer and transfer in a Pod Security baseline namespace; restricted tried", func(t *testing.T) { testPodSecurity(ctx, t) })
+	t.Run("load: many PfsTransfers created at once all Succeed through the queue", func(t *testing.T) { testLoad(ctx, t) })
+	t.Run("soak: repeated transfers and consumers leave nothing behind", func(t *testing.T) { testSoak(ctx, t) })
 	t.Run("helm uninstall leaves no pods", func(t *testing.T) { testUninstall(ctx, t) })
 }
 

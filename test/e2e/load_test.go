@@ -1,0 +1,188 @@
+//go:build e2e
+
+// SPDX-License-Identifier: Apache-2.0
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+)
+
+// metricSample is one scrape of the operator's metrics endpoint: series
+// (name with its labels, as printed) to value.
+type metricSample map[string]float64
+
+// scrapeOperator reads the operator's Prometheus endpoint through the
+// apiserver's pod proxy (nothing is exposed outside the cluster).
+func scrapeOperator(t *testing.T) metricSample {
+	t.Helper()
+	pod := operatorPod(t)
+	out, err := kubectl("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8080/proxy/metrics", releaseNS, pod))
+	if err != nil {
+		t.Fatalf("metrics of %s: %v\n%s", pod, err, out)
+	}
+	m := metricSample{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m
+}
+
+// histogramQuantile estimates quantile q of a histogram from the bucket
+// counts gained between two scrapes, interpolating inside the bucket as
+// Prometheus's histogram_quantile does.
+func histogramQuantile(before, after metricSample, name, labels string, q float64) float64 {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	prefix := name + "_bucket{" + labels + ",le=\""
+	for k, v := range after {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		le, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(k, prefix), "\"}"), 64)
+		if strings.HasSuffix(k, "+Inf\"}") {
+			le, err = math.Inf(1), nil
+		}
+		if err == nil {
+			bs = append(bs, bucket{le, v - before[k]})
+		}
+	}
+	sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return math.NaN()
+	}
+	rank := q * bs[len(bs)-1].n
+	lo, prev := 0.0, 0.0
+	for _, b := range bs {
+		if b.n >= rank {
+			if math.IsInf(b.le, 1) {
+				return lo
+			}
+			return lo + (b.le-lo)*(rank-prev)/math.Max(b.n-prev, 1)
+		}
+		lo, prev = b.le, b.n
+	}
+	return lo
+}
+
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// testLoad creates E2E_LOAD_TRANSFERS (default 60) small transfers at once
+// and requires every one to reach Succeeded through the admission queue.
+// It reports the operator's memory, its reconcile latency and queue wait
+// (p50/p99 from the metrics endpoint), and proves there is no error or
+// requeue loop: no reconcile errors, and the reconcile count stands still
+// once everything finished.
+func testLoad(ctx context.Context, t *testing.T) {
+	n := envInt("E2E_LOAD_TRANSFERS", 60)
+	before := scrapeOperator(t)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- env.c.Create(ctx, smallTransfer(fmt.Sprintf("load-%03d", i), "16Mi"))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("created %d PfsTransfers in %s", n, time.Since(start).Round(time.Millisecond))
+	var maxRSS float64
+	phases := map[pfsv1alpha1.Phase]int{}
+	list := &pfsv1alpha1.PfsTransferList{}
+	err := poll(ctx, time.Duration(n)*20*time.Second, func() (bool, error) {
+		if m := scrapeOperator(t); m["process_resident_memory_bytes"] > maxRSS {
+			maxRSS = m["process_resident_memory_bytes"]
+		}
+		if err := env.c.List(ctx, list, client.InNamespace(testNS)); err != nil {
+			return false, err
+		}
+		clear(phases)
+		final := 0
+		for _, x := range list.Items {
+			if strings.HasPrefix(x.Name, "load-") {
+				phases[x.Status.Phase]++
+				if x.Status.Phase.IsTerminal() {
+					final++
+				}
+			}
+		}
+		return final == n, nil
+	})
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatalf("after %s: %v; phases %v", wall.Round(time.Second), err, phases)
+	}
+	after := scrapeOperator(t)
+	time.Sleep(45 * time.Second) // longer than any recheck interval (queue 30 s)
+	idle := scrapeOperator(t)
+	const tr = `controller="pfstransfer"`
+	reconciles := func(m metricSample) float64 {
+		var s float64
+		for _, r := range []string{"success", "error", "requeue", "requeue_after"} {
+			s += m[fmt.Sprintf(`controller_runtime_reconcile_total{controller="pfstransfer",result="%s"}`, r)]
+		}
+		return s
+	}
+	errCount := after[`controller_runtime_reconcile_errors_total{`+tr+`}`] - before[`controller_runtime_reconcile_errors_total{`+tr+`}`]
+	t.Logf("%d transfers at once: %v in %s (%.1f transfers/min); operator RSS max %.1f MiB (%.1f MiB before)",
+		n, phases, wall.Round(time.Second), float64(n)/wall.Minutes(), maxRSS/(1<<20), before["process_resident_memory_bytes"]/(1<<20))
+	t.Logf("pfstransfer reconciles: %.0f (%.1f per transfer), errors %.0f; reconcile time p50 %.1f ms p99 %.1f ms; queue wait p50 %.1f ms p99 %.1f ms",
+		reconciles(after)-reconciles(before), (reconciles(after)-reconciles(before))/float64(n), errCount,
+		1e3*histogramQuantile(before, after, "controller_runtime_reconcile_time_seconds", tr, 0.5),
+		1e3*histogramQuantile(before, after, "controller_runtime_reconcile_time_seconds", tr, 0.99),
+		1e3*histogramQuantile(before, after, "workqueue_queue_duration_seconds", `controller="pfstransfer",name="pfstransfer"`, 0.5),
+		1e3*histogramQuantile(before, after, "workqueue_queue_duration_seconds", `controller="pfstransfer",name="pfstransfer"`, 0.99))
+	if phases[pfsv1alpha1.PhaseSucceeded] != n {
+		t.Errorf("phases %v, want all %d Succeeded", phases, n)
+	}
+	if errCount > float64(n)/10 {
+		t.Errorf("%.0f reconcile errors for %d transfers: an error loop", errCount, n)
+	}
+	if d := reconciles(idle) - reconciles(after); d > 2 {
+		t.Errorf("%.0f reconciles in the 45 s after every transfer finished: a requeue loop", d)
+	}
+	for _, x := range list.Items {
+		if strings.HasPrefix(x.Name, "load-") {
+			_ = env.c.Delete(ctx, &x)
+		}
+	}
+}
