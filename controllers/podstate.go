@@ -183,6 +183,10 @@ func failedOutcome(pod *corev1.Pod, term *corev1.ContainerStateTerminated, numa 
 		cliErr = strings.TrimSpace(term.Reason)
 	}
 	o.Detail = fmt.Sprintf("pod %s exited with code %d", pod.Name, term.ExitCode)
+	if sig := term.ExitCode - 128; sig > 0 && sig < 65 {
+		// The runtime reports a process killed by a signal as 128+signal.
+		o.Detail += fmt.Sprintf(" (killed by signal %d%s)", sig, signalName(sig))
+	}
 	if cliErr != "" {
 		o.Detail += ": " + cliErr
 	}
@@ -245,4 +249,21 @@ func podReadyCondition(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// signalName names the signals a data-plane process is usually killed by.
+func signalName(sig int32) string {
+	switch sig {
+	case 9:
+		return ", SIGKILL"
+	case 15:
+		return ", SIGTERM"
+	case 6:
+		return ", SIGABRT"
+	case 11:
+		return ", SIGSEGV"
+	case 7:
+		return ", SIGBUS"
+	}
+	return ""
 }

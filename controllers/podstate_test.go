@@ -35,7 +35,7 @@ func TestClassifyPod(t *testing.T) {
 			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonPodFailed, Retriable: true, Message: `{"ok":false,"error":"recv: bind: Address in use"}`,
 				Detail: "pod p exited with code 1: recv: bind: Address in use"}},
 		"exit 1 after a crash (not JSON)": {opts: []podOpt{isTerminated(139, "Error", "")},
-			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonPodFailed, Retriable: true, Detail: "pod p exited with code 139: Error"}},
+			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonPodFailed, Retriable: true, Detail: "pod p exited with code 139 (killed by signal 11, SIGSEGV): Error"}},
 		"exit 2: usage, not retried": {opts: []podOpt{isTerminated(2, "Error", "")},
 			want: podOutcome{State: podFailed, Reason: pfsv1alpha1.ReasonPodFailed,
 				Detail: "pod p exited with code 2: usage error: the operator and the data-plane image disagree on pfs options"}},

@@ -139,6 +139,9 @@ const (
 	tierZoneStale
 	tierCrossFresh
 	tierCrossStale
+	// tierSchedulerOnly: stale zones show no room but the scheduler's
+	// node-wide count does (see schedulerFallback); the kubelet picks.
+	tierSchedulerOnly
 	tierReject
 )
 
@@ -290,8 +293,9 @@ func evaluate(n *NodeTopology, req Request) nodeFit {
 		}
 		return nodeFit{tier: t, zone: bestZone, score: bestScore}
 	}
+	fallback := schedulerFallback(n, req, stale)
 	if req.Policy != pfsv1alpha1.NUMAPolicyPreferred {
-		return reject
+		return fallback
 	}
 	score, count := nodeScore, nodeCount
 	for _, r := range inZone {
@@ -301,7 +305,7 @@ func evaluate(n *NodeTopology, req Request) nodeFit {
 			alloc += n.Zones[i].Allocatable[r]
 		}
 		if avail < req.Resources[r] {
-			return reject
+			return fallback
 		}
 		score += leftover(avail, req.Resources[r], alloc)
 		count++
@@ -311,6 +315,33 @@ func evaluate(n *NodeTopology, req Request) nodeFit {
 		t = tierCrossStale
 	}
 	return nodeFit{tier: t, zone: -1, score: mean(score, count)}
+}
+
+// schedulerFallback is the last resort for a node whose stale zones show
+// no room: the zones come from another publisher (nfd-topology-updater
+// here), which, seen on the kind nodes, kept counting the exclusive CPUs of
+// pods that had finished (so it wrote nothing new, and the zones stayed
+// older than the node's last pod change), while the scheduler's count (the
+// Node's allocatable minus the requests of the pods bound to it) had room.
+// Refusing such a node left transfers waiting for a fit the nodes had. It
+// is taken only when nothing better fits and leaves the zone to the kubelet,
+// whose Topology Manager still aligns. Fresh zones that show no room are
+// believed.
+func schedulerFallback(n *NodeTopology, req Request, stale bool) nodeFit {
+	reject := nodeFit{tier: tierReject, zone: -1}
+	if n.Free == nil || !stale {
+		return reject
+	}
+	var score, count int64
+	for r, need := range req.Resources {
+		free, ok := n.Free[r]
+		if !ok || free < need {
+			return reject
+		}
+		score += leftover(free, need, n.Allocatable[r])
+		count++
+	}
+	return nodeFit{tier: tierSchedulerOnly, zone: -1, score: mean(score, count)}
 }
 
 // leftover is the share of alloc still free after taking need from avail,
@@ -355,6 +386,10 @@ func decided(n *NodeTopology, f nodeFit, req Request) Decision {
 		fmt.Fprintf(&b, "node %s: %s free; no NodeResourceTopology for it: the kubelet picks the NUMA zone", n.Name, amounts(req.Resources, func(r corev1.ResourceName) int64 {
 			return n.Free[r]
 		}))
+	case f.tier == tierSchedulerOnly:
+		d.Fit = FitNode
+		fmt.Fprintf(&b, "node %s: %s free by the scheduler's count, though its stale NodeResourceTopology shows no zone with room (%s): the kubelet picks the NUMA zone",
+			n.Name, amounts(req.Resources, func(r corev1.ResourceName) int64 { return n.Free[r] }), zoneMisses(n, req, -1))
 	default:
 		d.Fit = FitCrossZone
 		fmt.Fprintf(&b, "node %s across zones (numa Preferred): no single zone fits: %s", n.Name, zoneMisses(n, req, -1))

@@ -335,3 +335,32 @@ func TestPlaceZonesAgreeWithTheScheduler(t *testing.T) {
 		t.Errorf("a alone: %+v", d)
 	}
 }
+
+// The zones' publisher lags: its zones show no CPU where the scheduler's
+// count has one (it kept counting the exclusive CPUs of pods that finished,
+// seen on the kind nodes). Stale zones that show no room give way to the
+// scheduler's count, last, and the kubelet picks the zone; fresh ones are
+// believed.
+func TestPlaceSchedulerOnlyFallback(t *testing.T) {
+	n := nrtNode("a", zone(0, 0, 4096, 0, -1))
+	n.Free = Resources{corev1.ResourceCPU: 1990, corev1.ResourceMemory: 4 * gi}
+	n.Allocatable = Resources{corev1.ResourceCPU: 1990, corev1.ResourceMemory: 8 * gi}
+	topo := map[string]*NodeTopology{"a": n}
+	for _, p := range []pfsv1alpha1.NUMAPolicy{pref, reqd} {
+		if d := Place([]string{"a"}, topo, req(p, 1, 0, 0)); d.Fit != FitNone {
+			t.Errorf("%s on fresh zones: %+v, want no fit", p, d)
+		}
+	}
+	n.LastPodChange = n.Updated.Add(time.Second) // a pod finished after the zones were written
+	for _, p := range []pfsv1alpha1.NUMAPolicy{pref, reqd} {
+		d := Place([]string{"a"}, topo, req(p, 1, 0, 0))
+		if d.Node != "a" || d.Fit != FitNode || d.Zone != nil || !strings.Contains(d.Reason, "free by the scheduler's count, though its stale NodeResourceTopology shows no zone with room") {
+			t.Errorf("%s on stale zones: %+v", p, d)
+		}
+	}
+	// Any zone fit beats it.
+	topo["b"] = nrtNode("b", zone(0, 1, 4096, 0, -1))
+	if d := Place([]string{"a", "b"}, topo, req(pref, 1, 0, 0)); d.Node != "b" || d.Fit != FitZone {
+		t.Errorf("a zone fit elsewhere: %+v", d)
+	}
+}

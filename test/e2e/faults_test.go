@@ -104,7 +104,7 @@ func transferPods(ctx context.Context, t *testing.T, x *pfsv1alpha1.PfsTransfer)
 	if err := env.c.List(ctx, pods, client.InNamespace(x.Namespace), client.MatchingLabels{podspec.LabelTransferUID: string(x.UID)}); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	names := make([]string, 0, len(pods.Items))
 	for _, p := range pods.Items {
 		names = append(names, p.Name)
 	}
@@ -261,11 +261,21 @@ func hugepagesFree(ctx context.Context, t *testing.T, node string) resource.Quan
 		if p.Spec.NodeName != node || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
-			if q, ok := c.Resources.Requests[corev1.ResourceHugePagesPrefix+"2Mi"]; ok {
-				free.Sub(q)
+		// A pod asks for the larger of its containers' sum and its
+		// largest init container (init containers run one at a time).
+		var sum, initMax resource.Quantity
+		for _, c := range p.Spec.Containers {
+			sum.Add(c.Resources.Requests[corev1.ResourceHugePagesPrefix+"2Mi"])
+		}
+		for _, c := range p.Spec.InitContainers {
+			if q := c.Resources.Requests[corev1.ResourceHugePagesPrefix+"2Mi"]; q.Cmp(initMax) > 0 {
+				initMax = q
 			}
 		}
+		if initMax.Cmp(sum) > 0 {
+			sum = initMax
+		}
+		free.Sub(sum)
 	}
 	return free
 }
