@@ -22,8 +22,11 @@ import (
 // into a misfit.
 
 // noFitRecheck is how often a transfer that waits for a node to fit
-// decides again (resources free up without an event the operator watches).
-const noFitRecheck = 30 * time.Second
+// decides again. Room frees when another transfer's pods end (which wakes
+// it too), but the zones' publisher shows it a few seconds later
+// (nfd-topology-updater: 3 s here), so the wake-up alone often comes too
+// early; at most --max-active-transfers transfers wait like this.
+const noFitRecheck = 5 * time.Second
 
 // maxMisfits is status.numaMisfits' MaxItems.
 const maxMisfits = 16

@@ -179,7 +179,7 @@ func TestTransferNoFitTimesOut(t *testing.T) {
 	}
 	x.Status = st
 	st, plan = decideTransfer(x, transferObservation{Now: t0.Add(110 * time.Second), Timing: timing, NoFit: noFit})
-	if st.Phase.IsTerminal() || plan.RequeueAfter != 10*time.Second {
+	if st.Phase.IsTerminal() || plan.RequeueAfter != min(noFitRecheck, 10*time.Second) {
 		t.Fatalf("before the timeout: phase %s, plan %+v", st.Phase, plan)
 	}
 	x.Status = st
