@@ -114,18 +114,7 @@ func testBlob(ctx context.Context, t *testing.T) {
 		Spec: pfsv1alpha1.PfsBlobSpec{Size: *resource.NewQuantity(blobSize, resource.BinarySI),
 			PageSize: pfsv1alpha1.PageSize2Mi, Fill: pfsv1alpha1.BlobFill{Type: pfsv1alpha1.FillSeed, Seed: ptr.To(int64(42))}},
 	}
-	if err := env.c.Create(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	err := poll(ctx, 5*time.Minute, func() (bool, error) {
-		if err := env.c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
-			return false, err
-		}
-		return meta.IsStatusConditionTrue(b.Status.Conditions, pfsv1alpha1.ConditionReady), nil
-	})
-	if err != nil {
-		t.Fatalf("blob not Ready: %v; status %+v\n%s", err, b.Status, describe("pfsblob", blobName))
-	}
+	createReadyBlob(ctx, t, b)
 	if n := len(env.nodes); int(b.Status.ReadyNodes) != n || len(b.Status.Nodes) != n {
 		t.Fatalf("readyNodes %d, %d node entries; want %d (every node): %+v", b.Status.ReadyNodes, len(b.Status.Nodes), n, b.Status.Nodes)
 	}
@@ -151,6 +140,24 @@ func testBlob(ctx context.Context, t *testing.T) {
 // Secret and holders, and every one must become Ready. One blob in eight
 // once hung (a random binary token with a NUL byte), so eight catch a
 // regression most of the time. They are deleted again.
+// createReadyBlob creates b and waits up to 5 minutes for it to be Ready.
+func createReadyBlob(ctx context.Context, t *testing.T, b *pfsv1alpha1.PfsBlob) {
+	t.Helper()
+	if err := env.c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	err := poll(ctx, 5*time.Minute, func() (bool, error) {
+		if err := env.c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionTrue(b.Status.Conditions, pfsv1alpha1.ConditionReady), nil
+	})
+	if err != nil {
+		ev, _ := kubectl("-n", b.Namespace, "get", "events", "--sort-by=.lastTimestamp")
+		t.Fatalf("blob %s/%s not Ready: %v; status %+v\n%s\n%s", b.Namespace, b.Name, err, b.Status, describe("pfsblob", b.Name), ev)
+	}
+}
+
 func testManyBlobs(ctx context.Context, t *testing.T) {
 	const n = 8
 	blobs := make([]*pfsv1alpha1.PfsBlob, 0, n)

@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 )
@@ -90,19 +88,7 @@ func testPodSecurity(ctx context.Context, t *testing.T) {
 	b := &pfsv1alpha1.PfsBlob{ObjectMeta: metav1.ObjectMeta{Name: "psa", Namespace: baselineNS},
 		Spec: pfsv1alpha1.PfsBlobSpec{Size: resource.MustParse("64Mi"), PageSize: pfsv1alpha1.PageSize2Mi,
 			Fill: pfsv1alpha1.BlobFill{Type: pfsv1alpha1.FillSeed, Seed: ptr.To(int64(17))}}}
-	if err := env.c.Create(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	err := poll(ctx, 4*time.Minute, func() (bool, error) {
-		if err := env.c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
-			return false, err
-		}
-		return meta.IsStatusConditionTrue(b.Status.Conditions, pfsv1alpha1.ConditionReady), nil
-	})
-	if err != nil {
-		ev, _ := kubectl("-n", baselineNS, "get", "events", "--sort-by=.lastTimestamp")
-		t.Fatalf("blob in a baseline namespace not Ready: %v\n%s\n%s", err, describe("pfsblob", "psa"), ev)
-	}
+	createReadyBlob(ctx, t, b)
 	t.Logf("baseline: blob Ready on %d nodes, fingerprint %s", b.Status.ReadyNodes, b.Status.Fingerprint)
 
 	out, err := kubectlIn(consumerManifest(baselineNS, "consumer", "psa"), "apply", "-f", "-")
