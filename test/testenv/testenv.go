@@ -91,7 +91,7 @@ func Start() (*Env, error) {
 	}
 	e := &Env{Root: root, Assets: assets, tmp: tmp}
 	e.env = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "test", "testenv", "crds")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 	}

@@ -146,6 +146,13 @@ func TestNUMAPlacement(t *testing.T) {
 	})
 
 	t.Run("from NodeResourceTopology objects", func(t *testing.T) {
+		// The hog stood for the first subtest's "1 CPU left"; the zones
+		// below report what the kubelet sees, and the decision also
+		// checks the scheduler's count, so they must agree: remove it
+		// (at once: no kubelet here confirms a graceful deletion).
+		if err := env.Client.Delete(ctx, hog, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{nrtCRD(t)}, ErrorIfPathMissing: true}); err != nil {
 			t.Fatalf("installing the NRT CRD: %v", err)
 		}
@@ -200,6 +207,9 @@ func TestNUMAPlacement(t *testing.T) {
 	})
 
 	t.Run("a TopologyAffinityError places the next attempt elsewhere", func(t *testing.T) {
+		// The previous subtest's receiver on numa-a ends, as the zones
+		// (unchanged) say: the scheduler's count must agree with them.
+		setStatus(t, ctx, ns, recvName("numa-nrt", 0), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })
 		x := numaOffsetTransfer(ns, "numa-misfit", "packetfs.io/pfsdata0") // backoffLimit 0
 		createTransfer(t, ctx, x)
 		waitTransfer(t, ctx, x, "the first receiver placed", func(x *pfsv1alpha1.PfsTransfer) error {

@@ -42,6 +42,7 @@ func TestPodSecurityLevels(t *testing.T) {
 	xdp := payloadTransfer(baseline, "xdp")
 	xdp.Spec.Transport = pfsv1alpha1.TransportAFXDP
 	xdp.Spec.Sender.Network, xdp.Spec.Receiver.Network = "xdp", "xdp"
+	createNAD(t, ctx, baseline, "xdp")
 	createTransfer(t, ctx, xdp)
 	waitTransfer(t, ctx, xdp, "Placed=False with the refusal", func(x *pfsv1alpha1.PfsTransfer) error {
 		if err := conditionIs(x.Status.Conditions, pfsv1alpha1.ConditionPlaced, metav1.ConditionFalse, pfsv1alpha1.ReasonPodsPending); err != nil {

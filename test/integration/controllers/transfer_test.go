@@ -85,6 +85,7 @@ func TestTransferOrderingAndResult(t *testing.T) {
 			Receiver: pfsv1alpha1.Endpoint{Network: "datanet", ResourceName: "example.com/nic"},
 		},
 	}
+	createNAD(t, ctx, ns, "datanet")
 	createTransfer(t, ctx, x)
 
 	recv := waitPod(t, ctx, ns, recvName(x.Name, 0))
