@@ -184,8 +184,12 @@ func testLoad(ctx context.Context, t *testing.T) {
 	}
 	t.Logf("reconciles after the last transfer finished: %.0f in the first 35 s, %.0f in the next 30 s",
 		reconciles(settled)-reconciles(after), reconciles(idle)-reconciles(settled))
-	if d := reconciles(idle) - reconciles(settled); d > 2 {
-		t.Errorf("%.0f reconciles in the 30 s from 35 s after every transfer finished: a requeue loop", d)
+	// A requeue loop over finished transfers reconciles each of them again
+	// and again: in 30 s, at least once per transfer. A few reconciles from
+	// the pods' last status updates are not one (4 for 60 transfers and 7
+	// for 200 in the runs so far: a trickle that does not grow with n).
+	if d := reconciles(idle) - reconciles(settled); d >= float64(n)/4 {
+		t.Errorf("%.0f reconciles of %d finished transfers in the 30 s from 35 s after the last one finished: a requeue loop", d, n)
 	}
 	for _, x := range list.Items {
 		if strings.HasPrefix(x.Name, "load-") {
