@@ -8,7 +8,7 @@
  *
  * Over a veth pair between two namespaces this test creates and removes
  * (tests/netns.h): a real `pfs send --transport afxdp` -> `pfs recv
- * --transport afxdp` 1 GiB payload transfer while the injector of
+ * --transport afxdp` 4 GiB payload transfer while the injector of
  * tests/dgram_inject.h, on the sender's veth end, writes frames with the
  * sender's MAC, IPv4 address and data port (the afxdp sender's data source
  * port is its destination port: no socket owns it, dgram_xsk.c) to the
@@ -110,7 +110,7 @@ static bool inject_within(pid_t inj, pid_t r, pid_t s)
 	return inside;
 }
 
-/* Start a 1 GiB afxdp payload transfer to port @p: the receiver (XDP
+/* Start a 4 GiB afxdp payload transfer to port @p: the receiver (XDP
  * program attached once its ready file exists), then the sender; returns
  * once the receiver logged the connection. TAP_PASS, or TAP_FAIL with
  * both ends reaped. */
@@ -124,7 +124,7 @@ static int start_afxdp(const char *tag, int p, pid_t *r, pid_t *s)
 	};
 	char *sargs[] = { "send", "--transport", "afxdp",   "--ifname",	   veth_a, "--connect",
 			  addr,	  "--mode",	 "payload", "--umem-page", "4k",   "--size",
-			  "64M",  "--page",	 "4k",	    "--bytes",	   "1G",   NULL };
+			  "64M",  "--page",	 "4k",	    "--bytes",	   "4G",   NULL };
 
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, p);
 	snprintf(rt, sizeof(rt), "%s-recv", tag);
@@ -172,7 +172,7 @@ static struct inject flood(enum attack kind, bool at_receiver, int p)
 	return in;
 }
 
-/* A 1 GiB afxdp payload transfer (tag @tag, receiver port @p) with
+/* A 4 GiB afxdp payload transfer (tag @tag, receiver port @p) with
  * INJECT_COUNT frames of @kind injected once the sender is connected:
  * both ends OK with equal checksums, every injected frame with a valid
  * layout counted as forged but for the XSK's drops, and logged. */
