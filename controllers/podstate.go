@@ -37,7 +37,7 @@ type podOutcome struct {
 	Retriable bool
 	// Message is the container's termination message (the CLI's JSON).
 	Message string
-	// RetryAt is when an unschedulable pod times out.
+	// RetryAt is when a waiting pod times out: unschedulable, or scheduled but not started.
 	RetryAt time.Time
 }
 
