@@ -54,7 +54,9 @@
 #endif
 #define TX_BUF (1u << 20)
 #define TX_FLUSH_EFFECTIVE (8ULL << 20)
+#ifndef TX_PIECE
 #define TX_PIECE (256u << 10)
+#endif
 #define TX_IOV 64
 #define EXEC_STEP (4u << 20) /* referenced bytes executed between deadline checks */
 
