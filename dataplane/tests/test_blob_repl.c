@@ -33,7 +33,8 @@
 #define REAL_UAPI "/usr/include/linux"
 
 static char src_dir[128], tok[128], bad_tok[128], blob_size[32];
-static char names[8][64];
+static char names[16][64];
+static int nnames;
 static long long size;
 
 static const char *const big_files[] = {
@@ -45,8 +46,7 @@ static const char *const big_files[] = {
 
 static void cleanup(void)
 {
-	for (int i = 0; i < 8; i++)
-		if (names[i][0])
+	for (int i = 0; i < nnames; i++)
 			sh("rm -f /dev/shm/%s", names[i]);
 }
 
@@ -83,11 +83,21 @@ static int make_source(void)
 	return TAP_PASS;
 }
 
-/* A blob name for slot @i, removed at exit. */
-static char *bname(int i, const char *what)
+/* The blob name for @what, removed at exit. Each name gets its own slot
+ * (a shared slot once forgot a blob: 52 were left in /dev/shm). */
+static char *bname(const char *what)
 {
-	snprintf(names[i], sizeof(names[i]), "pfs-repl-%s-%d", what, getpid());
-	return names[i];
+	char n[64];
+	int i;
+
+	snprintf(n, sizeof(n), "pfs-repl-%s-%d", what, getpid());
+	for (i = 0; i < nnames; i++)
+		if (!strcmp(names[i], n))
+			return names[i];
+	if (nnames == (int)(sizeof(names) / sizeof(names[0])))
+		abort(); /* a test that names more blobs raises the array */
+	snprintf(names[nnames], sizeof(names[0]), "%s", n);
+	return names[nnames++];
 }
 
 static int t_setup(void)
@@ -150,18 +160,18 @@ static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r
 	/* The previous run's log must not answer wait_log below. */
 	sh("rm -f %s/relay1.err", tmpdir);
 	po = pfs_in(ns_a, "origin", "blob", "create", "--source", src_dir, "--page", "4k", "--dir",
-		    "/dev/shm", "--name", bname(0, "origin"), "--replace", "--token-file", tok,
+		    "/dev/shm", "--name", bname("origin"), "--replace", "--token-file", tok,
 		    "--replicate-listen", a0, "--replicate-linger", "2s", "--replicate-rate",
 		    rate ? rate : "1T", NULL);
 	p1 = pfs_in(ns_b, "relay1", "blob", "create", "--size", blob_size, "--page", "4k", "--dir",
-		    "/dev/shm", "--name", bname(1, "relay1"), "--replace", "--token-file", tok,
+		    "/dev/shm", "--name", bname("relay1"), "--replace", "--token-file", tok,
 		    "--fetch-from", a0, "--replicate-listen", a1, "--replicate-linger", "2s",
 		    "--fetch-timeout", "60s", xport ? "--fetch-transport" : NULL, xport, NULL);
 	/* relay2 must find relay1 listening, or it takes the next upstream. */
 	if (!wait_log("relay1", "repl serve: listening"))
 		tap_diag("relay1 did not listen within 5 s");
 	p2 = pfs_in(ns_a, "relay2", "blob", "create", "--size", blob_size, "--page", "4k", "--dir",
-		    "/dev/shm", "--name", bname(2, "relay2"), "--replace", "--token-file", tok,
+		    "/dev/shm", "--name", bname("relay2"), "--replace", "--token-file", tok,
 		    "--fetch-from", kill_after_ms ? strcat(strcat(a1, ","), a0) : a1,
 		    "--fetch-timeout", "60s", xport ? "--fetch-transport" : NULL, xport,
 		    xport ? "--fetch-data-port" : NULL, "7472", NULL);
@@ -203,8 +213,8 @@ static int t_chain(void)
 	jstr(jsect(r2, "\"manifest\""), "sha256", s2, sizeof(s2));
 	CHECK(s0[0] && !strcmp(s0, s1) && !strcmp(s0, s2), "sha256 %s %s %s", s0, s1, s2);
 	CHECK(strstr(r1, "\"verified\":true") && strstr(r2, "\"verified\":true"), "verified");
-	CHECK(manifest_verifies(names[0]) && manifest_verifies(names[1]) &&
-		      manifest_verifies(names[2]),
+	CHECK(manifest_verifies(bname("origin")) && manifest_verifies(bname("relay1")) &&
+		      manifest_verifies(bname("relay2")),
 	      "pfs blob manifest --verify");
 	/* Read once: only the origin has a source; it served exactly one copy. */
 	CHECK(!strstr(r1, "\"source\"") && !strstr(r2, "\"source\"") &&
@@ -256,7 +266,7 @@ static int t_kill_relay(void)
 	CHECK(ra && ra[14] >= '1' && ra[14] <= '9' &&
 		      jreal(jsect(r2, "\"fetch\""), "attempts") >= 2,
 	      "no resume");
-	CHECK(manifest_verifies(names[2]), "manifest --verify");
+	CHECK(manifest_verifies(bname("relay2")), "manifest --verify");
 	return TAP_PASS;
 }
 
@@ -265,7 +275,7 @@ static int t_kill_relay(void)
 static int small_pair(const char *origin_src, uid_t origin_uid, const char *rtok, const char *rsize)
 {
 	/* An unprivileged origin cannot --replace root's blob: its own name. */
-	char *oname = origin_uid ? bname(7, "small-u") : bname(3, "small");
+	char *oname = origin_uid ? bname("small-u") : bname("small");
 	char *oargs[] = { "blob",
 			  "create",
 			  "--source",
@@ -288,7 +298,7 @@ static int small_pair(const char *origin_src, uid_t origin_uid, const char *rtok
 	int rc, orc;
 
 	pr = pfs_in(ns_a, "srelay", "blob", "create", "--size", rsize, "--page", "4k", "--dir",
-		    "/dev/shm", "--name", bname(4, "srelay"), "--replace", "--token-file", rtok,
+		    "/dev/shm", "--name", bname("srelay"), "--replace", "--token-file", rtok,
 		    "--fetch-from", "127.0.0.1:7480", "--fetch-timeout", "20s",
 		    xport ? "--fetch-transport" : NULL, xport, NULL);
 	rc = wait_rc(pr, 60);
@@ -508,19 +518,19 @@ static int hostile_fn(int port, uint64_t arg)
 	return hostile_client(port);
 }
 
-/* A blob of the UAPI headers in slot @i, served by `pfs blob serve` in ns
+/* A blob of the UAPI headers named after @tag, served by `pfs blob serve` in ns
  * a (log and result under @tag) with replication on @listen: its pid, or
  * -1 when the blob could not be made. */
-static pid_t uapi_holder(int i, const char *tag, const char *listen)
+static pid_t uapi_holder(const char *tag, const char *listen)
 {
-	char sock[128];
+	char sock[128], *name = bname(tag);
 
 	if (sh("%s blob create --source %s --page 4k --dir /dev/shm --name %s --replace "
 	       ">/dev/null 2>&1",
-	       pfs_bin, REAL_UAPI, bname(i, tag)))
+	       pfs_bin, REAL_UAPI, name))
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/%s.sock", tmpdir, tag);
-	return pfs_in(ns_a, tag, "blob", "serve", "--name", names[i], "--dir", "/dev/shm",
+	return pfs_in(ns_a, tag, "blob", "serve", "--name", name, "--dir", "/dev/shm",
 		      "--socket", sock, "--token-file", tok, "--replicate-listen", listen, NULL);
 }
 
@@ -556,7 +566,7 @@ static int t_log_rate(void)
 	pid_t srv, c;
 
 	NEED_NET();
-	srv = uapi_holder(7, "lograte", "127.0.0.1:7496");
+	srv = uapi_holder("lograte", "127.0.0.1:7496");
 	CHECK(srv > 0, "create");
 	c = in_ns_a(bad_auth_burst, 7496, 300);
 	br = wait_rc(c, 120);
@@ -594,12 +604,12 @@ static int t_name_upstream(void)
 	snprintf(rcf, sizeof(rcf), "%s/dns.rc", tmpdir);
 	CHECK(!sh("mkdir -p %s && printf '127.0.0.1 localhost\\n' >%s/hosts", etc, etc), "hosts");
 	po = pfs_in(ns_a, "dorigin", "blob", "create", "--source", REAL_UAPI, "--page", "4k",
-		    "--dir", "/dev/shm", "--name", bname(3, "dorigin"), "--replace", "--token-file",
+		    "--dir", "/dev/shm", "--name", bname("dorigin"), "--replace", "--token-file",
 		    tok, "--replicate-listen", "127.0.0.1:7480", "--replicate-linger", "3s", NULL);
 	sh("(ip netns exec %s %s blob create --size 8M --page 4k --dir /dev/shm --name %s --replace "
 	   "--token-file %s --fetch-from origin.pfs-test:7480 --fetch-timeout 30s >%s/dns.json "
 	   "2>%s/dns.err; echo $? >%s) &",
-	   ns_a, pfs_bin, bname(4, "drelay"), tok, tmpdir, tmpdir, rcf);
+	   ns_a, pfs_bin, bname("drelay"), tok, tmpdir, tmpdir, rcf);
 	usleep(1500000);
 	/* In place (>>): the bind mount is of this inode. */
 	sh("echo '127.0.0.1 origin.pfs-test' >>%s/hosts", etc);
@@ -679,14 +689,14 @@ static int t_malformed(void)
 	int hr, fr, rr;
 
 	NEED_NET();
-	srv = uapi_holder(5, "serve", "127.0.0.1:7490");
+	srv = uapi_holder("serve", "127.0.0.1:7490");
 	CHECK(srv > 0, "create");
 	h = in_ns_a(hostile_fn, 7490, 0);
 	hr = wait_rc(h, 60);
 	fk = in_ns_a(fake_upstream, 7491, 8ULL << 20);
 	usleep(100000);
 	rel = pfs_in(ns_a, "mrelay", "blob", "create", "--size", "8M", "--page", "4k", "--dir",
-		     "/dev/shm", "--name", bname(6, "mrelay"), "--replace", "--token-file", tok,
+		     "/dev/shm", "--name", bname("mrelay"), "--replace", "--token-file", tok,
 		     "--fetch-from", "127.0.0.1:7491,127.0.0.1:7491,127.0.0.1:7490",
 		     "--fetch-timeout", "30s", NULL);
 	rr = wait_rc(rel, 60);
