@@ -257,6 +257,10 @@ kind-load: images ## Load the operator and data-plane image archives into the ki
 demo: deps images helm ## Run the main job: build, cluster-up, load images, helm install, a PfsBlob, PfsTransfers and a PcoreJob; prints kubectl get.
 	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) hack/demo.sh
 
+.PHONY: bench
+bench: ## Every data-plane benchmark side by side in one report: docs/benchmarks.md, .csv, docs/img/ charts (BENCH_QUICK=1: a few minutes; BENCH_SUITES to choose); needs root.
+	hack/bench/run.sh
+
 .PHONY: cluster-smoke
 cluster-smoke: ## Smoke-test the running cluster: image load, DNS, pods on both nodes, pings over the veth data network.
 	hack/kind/smoke.sh

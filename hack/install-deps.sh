@@ -24,6 +24,8 @@ pkgs=(
   buildah netavark aardvark-dns
   # make -C dataplane bench-delta: the tools delta mode is compared with.
   rsync xdelta3 zstd
+  # make bench: sysbench memory, the cross-check of the memory limits.
+  sysbench
 )
 missing=()
 for p in "${pkgs[@]}"; do

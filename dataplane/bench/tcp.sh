@@ -4,7 +4,8 @@
 # One benchmark run, side by side, on two paths:
 #   loopback  127.0.0.1 inside a fresh network namespace
 #   veth      a veth pair between two fresh network namespaces
-# For each path: iperf3 (one TCP stream), scp -o Compression=no between tmpfs
+# For each path: iperf3 (one TCP stream), scp -o Compression=no and rsync over
+# ssh (--no-compress) between tmpfs
 # files (throwaway sshd with throwaway keys), and pfs send/recv in the three
 # modes. Plus `pfs bench`: single-core CRC32C, memset, blob prefault + fill.
 # Prints a table (effective MB/s, MB/CPU-s; receiver-side CPU for every
@@ -17,13 +18,18 @@
 # REPS (iperf3 and pfs runs per row, the median by effective MB/s is
 # reported with the range; default 3), NICE (niceness of every measured
 # process, baselines included; default 0), OUT_MD (default ../docs/bench-tcp.md;
-# empty to skip), PFS_BEFORE (another pfs binary, e.g. the previous commit's:
+# empty to skip), BENCH_ROWS (append every repetition as a JSON line,
+# docs/bench-rows.md), BENCH_QUICK=1 (2G per transfer, 256M for scp/rsync,
+# 2 s iperf3, 2 repetitions), PFS_BEFORE (another pfs binary, e.g. the previous commit's:
 # its payload runs alternate with PFS's and get their own "Before:" rows, so a
 # change is measured against its predecessor in the same run; default none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PFS=${PFS:-$PWD/build/pfs}
 SIZE=${SIZE:-1G}
+if [ "${BENCH_QUICK:-0}" = 1 ]; then	# make bench's quick mode: about a minute
+	BYTES=${BYTES:-2G} SCP_BYTES=${SCP_BYTES:-256M} IPERF_SECS=${IPERF_SECS:-2} REPS=${REPS:-2}
+fi
 BYTES=${BYTES:-8G}
 SCP_BYTES=${SCP_BYTES:-1G}
 IPERF_SECS=${IPERF_SECS:-5}
@@ -34,7 +40,7 @@ PFS_BEFORE=${PFS_BEFORE:-}
 
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, veth, sshd, hugepages)"
-for t in ip iperf3 jq scp ssh ssh-keygen /usr/sbin/sshd /usr/bin/time nsenter; do
+for t in ip iperf3 jq scp rsync ssh ssh-keygen /usr/sbin/sshd /usr/bin/time nsenter; do
 	command -v "$t" >/dev/null || die "missing $t (run hack/install-deps.sh)"
 done
 [ -x "$PFS" ] || die "build pfs first: make -C dataplane"
@@ -98,6 +104,12 @@ echo "bench: pfs bench --size $SIZE --page 2m" >&2
 nice -n "$NICE" "$PFS" -q bench --size "$SIZE" --page 2m > "$work/local.json"
 L() { jq -r ".$1" "$work/local.json"; }
 crc=$(L crc32c_mb_s); crc_cpu=$(L crc32c_mb_per_cpu_s)
+[ -z "${BENCH_ROWS:-}" ] || jq -c --arg size "$SIZE" '{suite: "tcp", path: "local",
+	"label": "CRC32C one core (\(.crc32c_impl)), out of cache", purpose: "Limit",
+	size_mb: (.blob.size / 1e6), elapsed_s: (.blob.size / 1e6 / .crc32c_mb_s), effective_mb_s: .crc32c_mb_s,
+	wire_mb_s: null, user_s: null, sys_s: null, mb_per_cpu_s: .crc32c_mb_per_cpu_s, integrity: "NA",
+	pthreads: 1, notes: "pfs bench over the \($size) blob", limit: null, key: "crc32c-1core",
+	loss_pct: null}' "$work/local.json" >> "$BENCH_ROWS"
 
 # Median row by effective MB/s (column 6) of the rows on stdin; the range
 # and the count go into the notes.
@@ -107,25 +119,50 @@ median_row() {
 		      $11 = $11 "; median of " NR " runs, " e[1] ".." e[NR] " MB/s"; print }'
 }
 
+# One measured repetition into BENCH_ROWS (docs/bench-rows.md), for the
+# report of `make bench`; nothing without it.
+emit_row() {	# tsv_row wire_mb_s limit key (each of the last three may be null)
+	[ -n "${BENCH_ROWS:-}" ] || return 0
+	local f
+	IFS=$'\t' read -r -a f <<< "$1"
+	jq -nc --arg path "${f[0]}" --arg lab "${f[1]}" --arg purpose "${f[2]}" \
+		--argjson size "${f[3]}" --argjson el "${f[4]}" --argjson eff "${f[5]}" \
+		--argjson u "${f[6]}" --argjson s "${f[7]}" --argjson per "${f[8]}" \
+		--arg integ "${f[9]}" --arg notes "${f[10]}" --argjson wire "$2" \
+		--arg limit "$3" --arg key "$4" '
+		def orNull: if . == "null" then null else . end;
+		{suite: "tcp", path: $path, "label": $lab, purpose: $purpose, size_mb: $size,
+		 elapsed_s: $el, effective_mb_s: $eff, wire_mb_s: $wire, user_s: $u, sys_s: $s,
+		 mb_per_cpu_s: (if $per > 0 then $per else null end), integrity: $integ,
+		 pthreads: 1, notes: $notes, limit: ($limit | orNull), key: ($key | orNull),
+		 loss_pct: null}' >> "$BENCH_ROWS"
+}
+
 # ---- iperf3 ----
-run_iperf() {	# path server_ns client_ns addr
-	local path=$1 sns=$2 cns=$3 addr=$4 port=5201
+# With -Z, iperf3 sends a file by sendfile(): no copy on its sender. It is
+# the other measure of the same limit (the report takes the best of both).
+run_iperf() {	# path server_ns client_ns addr [-Z]
+	local path=$1 sns=$2 cns=$3 addr=$4 zc=${5:-} port=5201 label="iperf3 (1 TCP stream)"
+	[ -n "$zc" ] && label="iperf3 -Z (1 TCP stream, sendfile)"
 	nice -n "$NICE" nsenter --net=/run/netns/"$sns" iperf3 -s -1 -B "$addr" -p $port >/dev/null 2>&1 & pids+=($!)
 	sleep 0.5
-	inns "$cns" iperf3 -c "$addr" -p $port -t "$IPERF_SECS" -J > "$work/iperf.$path.json"
+	inns "$cns" iperf3 -c "$addr" -p $port -t "$IPERF_SECS" $zc -J > "$work/iperf.$path.json"
 	wait "${pids[-1]}" 2>/dev/null || true
 	local f=$work/iperf.$path.json
 	local bytes secs ru rs
 	bytes=$(jq '.end.sum_received.bytes' "$f"); secs=$(jq '.end.sum_received.seconds' "$f")
 	ru=$(jq '.end.cpu_utilization_percent.remote_user' "$f")
 	rs=$(jq '.end.cpu_utilization_percent.remote_system' "$f")
-	awk -v b="$bytes" -v s="$secs" -v ru="$ru" -v rs="$rs" -v p="$path" 'BEGIN {
+	awk -v b="$bytes" -v s="$secs" -v ru="$ru" -v rs="$rs" -v p="$path" -v l="$label" 'BEGIN {
 		mb = b / 1e6; u = ru / 100 * s; y = rs / 100 * s
 		# Computed as a statement: inside printf arguments awk reads ">" as
 		# output redirection (it once wrote this row to a file named 0).
 		cpu = u + y; per = cpu > 0 ? mb / cpu : 0
-		printf "%s\tiperf3 (1 TCP stream)\tBaseline\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\tNA\treceiver CPU from iperf3 -J\n",
-			p, mb, s, mb / s, u, y, per }'
+		printf "%s\t%s\tBaseline\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\tNA\treceiver CPU from iperf3 -J\n",
+			p, l, mb, s, mb / s, u, y, per }' > "$work/row"
+	# TCP payload bytes per second: the nearest to wire bytes iperf3 reports.
+	emit_row "$(cat "$work/row")" "$(awk -F'\t' '{ print $6 }' "$work/row")" null "iperf3-tcp-$path"
+	cat "$work/row"
 }
 
 # ---- scp through a throwaway sshd ----
@@ -134,8 +171,8 @@ ssh-keygen -q -t ed25519 -N '' -f "$work/client_key"
 cp "$work/client_key.pub" "$work/authorized_keys"
 [ -d /run/sshd ] || { mkdir -p /run/sshd; made_run_sshd=1; }
 head -c "$(numfmt --from=iec "$SCP_BYTES")" /dev/urandom > "$work/scp.src"
-run_scp() {	# path server_ns client_ns addr
-	local path=$1 sns=$2 cns=$3 addr=$4 port=2222
+start_sshd() {	# path server_ns addr port; its pid is pushed on pids
+	local path=$1 sns=$2 addr=$3 port=$4
 	cat > "$work/sshd_config" <<CFG
 ListenAddress $addr:$port
 HostKey $work/host_key
@@ -151,22 +188,43 @@ CFG
 	nice -n "$NICE" nsenter --net=/run/netns/"$sns" /usr/sbin/sshd -D -e -f "$work/sshd_config" \
 		>"$work/sshd.$path.log" 2>&1 & pids+=($!)
 	sleep 0.7
+}
+
+# Conventional: scp or rsync over ssh, no compression, tmpfs at both ends,
+# a fresh destination each time (rsync has no basis file to delta against).
+run_conv() {	# path server_ns client_ns addr scp|rsync
+	local path=$1 sns=$2 cns=$3 addr=$4 tool=$5 port=2222 label
+	local ssh_opts=(-o Compression=no -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+		-o BatchMode=yes -i "$work/client_key")
+	start_sshd "$path" "$sns" "$addr" $port
 	rm -f "$work/scp.dst"
-	inns "$cns" /usr/bin/time -f '%e %U %S' -o "$work/scp.$path.time" \
-		scp -q -o Compression=no -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
-		-o BatchMode=yes -i "$work/client_key" -P $port "$work/scp.src" "root@$addr:$work/scp.dst" ||
-		{ echo "bench: scp failed; sshd said:" >&2; cat "$work/sshd.$path.log" >&2; }
+	if [ "$tool" = scp ]; then
+		label="Conventional (scp, no-compress)"
+		inns "$cns" /usr/bin/time -f '%e %U %S' -o "$work/conv.time" \
+			scp -q "${ssh_opts[@]}" -P $port "$work/scp.src" "root@$addr:$work/scp.dst"
+	else
+		label="Conventional (rsync over ssh, no-compress)"
+		inns "$cns" /usr/bin/time -f '%e %U %S' -o "$work/conv.time" \
+			rsync --no-compress -e "ssh ${ssh_opts[*]} -p $port" "$work/scp.src" "root@$addr:$work/scp.dst"
+	fi || { echo "bench: $tool failed; sshd said:" >&2; cat "$work/sshd.$path.log" >&2; }
 	kill "${pids[-1]}" 2>/dev/null; wait "${pids[-1]}" 2>/dev/null || true
 	local integ=MISMATCH
 	cmp -s "$work/scp.src" "$work/scp.dst" && integ=OK
-	read -r e u s < "$work/scp.$path.time"
-	awk -v b="$(stat -c %s "$work/scp.src")" -v e="$e" -v u="$u" -v s="$s" -v p="$path" -v i="$integ" 'BEGIN {
+	read -r e u s < "$work/conv.time"
+	awk -v b="$(stat -c %s "$work/scp.src")" -v e="$e" -v u="$u" -v s="$s" -v p="$path" -v i="$integ" \
+		-v l="$label" -v t="$tool" 'BEGIN {
 		mb = b / 1e6; cpu = u + s; per = cpu > 0 ? mb / cpu : 0
-		printf "%s\tConventional (scp, no-compress)\tTransfer\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\t%s\ttmpfs endpoints; client CPU (scp+ssh); cmp after copy\n",
-			p, mb, e, mb / e, u, s, per, i }'
+		printf "%s\t%s\tTransfer\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\t%s\ttmpfs endpoints; client CPU (%s+ssh); cmp after copy\n",
+			p, l, mb, e, mb / e, u, s, per, i, t }' > "$work/row"
+	emit_row "$(cat "$work/row")" null "iperf3-tcp-$path" null
+	cat "$work/row"
 }
 
 # ---- pfs ----
+prefix() {	# mode binary: the label's prefix for a row that is not the plain one
+	[ "$2" = "$PFS" ] || { echo "Before: "; return; }
+	case $1 in into-blob) echo "Into blob: " ;; in-cache) echo "Source in cache: " ;; esac
+}
 run_pfs() {	# path recv_ns send_ns addr mode|into-blob|in-cache [binary, default $PFS]
 	local path=$1 rns=$2 sns=$3 addr=$4 mode=$5 bin=${6:-$PFS} port=7600 wire=$5 into=() size=$SIZE
 	# into-blob: payload received straight into the receiver's own blob (the
@@ -181,39 +239,47 @@ run_pfs() {	# path recv_ns send_ns addr mode|into-blob|in-cache [binary, default
 	inns "$sns" "$bin" -q send --connect "$addr:$port" --mode "$wire" --size "$size" --page 2m \
 		--bytes "$BYTES" --notes "$path" > "$work/pfs.$path.$mode.send.json" || true
 	wait "${pids[-1]}" || true
-	jq -r --arg p "$path" '[$p, .label, .purpose, .size_mb, .elapsed_s, .effective_mb_s, .user_s, .sys_s, .mb_per_cpu_s, .integrity, "receiver; blob \(.blob.page // "none"); sender CPU \(.user_s)+\(.sys_s)"] | @tsv' \
+	jq -r --arg p "$path" --arg pre "$(prefix "$mode" "$bin")" '[$p, $pre + .label, .purpose, .size_mb, .elapsed_s, .effective_mb_s, .user_s, .sys_s, .mb_per_cpu_s, .integrity, "receiver; blob \(.blob.page // "none"); sender CPU \(.user_s)+\(.sys_s)"] | @tsv' \
 		"$work/pfs.$path.$mode.recv.json" > "$work/row"
 	# Sender CPU into the notes, from the sender's own result.
 	local su ss
 	su=$(jq -r .user_s "$work/pfs.$path.$mode.send.json"); ss=$(jq -r .sys_s "$work/pfs.$path.$mode.send.json")
-	sed "s/sender CPU .*/sender CPU ${su}u+${ss}s/" "$work/row"
+	sed -i "s/sender CPU .*/sender CPU ${su}u+${ss}s/" "$work/row"
+	# Payload rows are bound by the path (iperf3); offset and arithmetic
+	# rows by the receiver's one hashing core.
+	local limit="iperf3-tcp-$path" wire
+	case $mode in offset|arith) limit=crc32c-1core ;; esac
+	wire=$(jq '.wire_bytes / .elapsed_s / 1e6' "$work/pfs.$path.$mode.recv.json")
+	[ "$bin" = "$PFS" ] && emit_row "$(cat "$work/row")" "$wire" "$limit" null
+	cat "$work/row"
 }
 
 # Each repetition runs iperf3 and then every PFS row once, so a drift in the
 # machine's load (other jobs share it) falls on the baseline and the PFS rows
 # alike; each row reports the median of its repetitions and their range.
 pfs_modes=(payload into-blob offset arith in-cache)
-prefix() { case $1 in into-blob) echo "Into blob: " ;; in-cache) echo "Source in cache: " ;; esac; }
 for path in loopback veth; do
 	if [ $path = loopback ]; then rns=$nsa sns=$nsa addr=127.0.0.1; else rns=$nsb sns=$nsa addr=$ipb; fi
-	echo "bench: $path: scp" >&2; rows+=("$(run_scp $path "$rns" "$sns" "$addr")")
-	: > "$work/iperf.rows"; : > "$work/before.rows"
+	for tool in scp rsync; do
+		echo "bench: $path: $tool" >&2; rows+=("$(run_conv $path "$rns" "$sns" "$addr" $tool)")
+	done
+	: > "$work/iperf.rows"; : > "$work/iperfz.rows"; : > "$work/before.rows"
 	for mode in "${pfs_modes[@]}"; do : > "$work/$mode.rows"; done
 	for i in $(seq "$REPS"); do
-		echo "bench: $path: repetition $i of $REPS: iperf3, pfs ${pfs_modes[*]}${PFS_BEFORE:+, before}" >&2
+		echo "bench: $path: repetition $i of $REPS: iperf3, iperf3 -Z, pfs ${pfs_modes[*]}${PFS_BEFORE:+, before}" >&2
 		run_iperf $path "$rns" "$sns" "$addr" >> "$work/iperf.rows"
+		run_iperf $path "$rns" "$sns" "$addr" -Z >> "$work/iperfz.rows"
 		for mode in "${pfs_modes[@]}"; do
 			run_pfs $path "$rns" "$sns" "$addr" $mode >> "$work/$mode.rows"
 		done
 		[ -z "$PFS_BEFORE" ] ||
 			run_pfs $path "$rns" "$sns" "$addr" payload "$PFS_BEFORE" >> "$work/before.rows"
 	done
-	rows+=("$(median_row < "$work/iperf.rows")")
+	rows+=("$(median_row < "$work/iperf.rows")" "$(median_row < "$work/iperfz.rows")")
 	for mode in "${pfs_modes[@]}"; do
-		rows+=("$(awk -F'\t' -v OFS='\t' -v p="$(prefix $mode)" '{ $2 = p $2 }; 1' "$work/$mode.rows" | median_row)")
+		rows+=("$(median_row < "$work/$mode.rows")")
 	done
-	[ -z "$PFS_BEFORE" ] ||
-		rows+=("$(awk -F'\t' -v OFS='\t' '{ $2 = "Before: " $2 }; 1' "$work/before.rows" | median_row)")
+	[ -z "$PFS_BEFORE" ] || rows+=("$(median_row < "$work/before.rows")")
 	# The payload row over the iperf3 run just before it, repetition by repetition.
 	paired[$path]=$(paste "$work/iperf.rows" "$work/payload.rows" |
 		awk -F'\t' '{ sep = NR == 1 ? "" : ", "; printf "%s%.2f", sep, $17 / $6 }')
@@ -232,7 +298,7 @@ for r in "${rows[@]}"; do r=${r//|/\\|}; table+=$'\n'"| ${r//$'\t'/ | } |"; done
 targets="| Target | Path | Measured | Needed | Result |
 |---|---|---|---|---|"
 for path in loopback veth; do
-	ip3=$(get $path iperf3 6); pay=$(get $path PFS-With-Payload 6)
+	ip3=$(get $path "iperf3 (1" 6); pay=$(get $path PFS-With-Payload 6)
 	off=$(get $path "Native PFS Offset" 6); offc=$(get $path "Native PFS Offset" 9)
 	ar=$(get $path "Native PFS Arith" 6)
 	targets+=$'\n'"| PFS-With-Payload-TCP >= 0.9x iperf3 | $path | $(ratio "$pay" "$ip3")x ($pay / $ip3 MB/s, medians; per repetition ${paired[$path]}) | 0.90x | $(verdict "$(ratio "$pay" "$ip3")" 0.9) |"
@@ -240,7 +306,7 @@ for path in loopback veth; do
 	targets+=$'\n'"| Offset-only MB/CPU-s >= 5x 1,075 | $path | $offc | 5375 | $(verdict "$offc" 5375) |"
 	targets+=$'\n'"| (Arithmetic effective vs CRC32C, for reference) | $path | $(ratio "$ar" "$crc")x | - | - |"
 	# Load-independent view: CPU cost per byte, receiver vs baseline.
-	payc=$(get $path PFS-With-Payload 9); ip3c=$(get $path iperf3 9)
+	payc=$(get $path PFS-With-Payload 9); ip3c=$(get $path "iperf3 (1" 9)
 	targets+=$'\n'"| (CPU-normalised) payload receiver MB/CPU-s vs iperf3 receiver | $path | $(ratio "$payc" "$ip3c")x ($payc / $ip3c) | (0.80x) | $(verdict "$(ratio "$payc" "$ip3c")" 0.8) |"
 	ib=$(get $path "Into blob: PFS-With-Payload" 6); ibc=$(get $path "Into blob: PFS-With-Payload" 9)
 	targets+=$'\n'"| (Into the receiver's blob, the fan-out's case) PFS-With-Payload-TCP vs iperf3, wall / receiver MB/CPU-s | $path | $(ratio "$ib" "$ip3")x / $(ratio "$ibc" "$ip3c")x ($ib MB/s, $ibc MB/CPU-s) | (0.90x / 0.80x) | $(verdict "$(ratio "$ib" "$ip3")" 0.9) / $(verdict "$(ratio "$ibc" "$ip3c")" 0.8) |"

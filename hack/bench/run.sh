@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# `make bench`: every data-plane benchmark in one go on this machine, one
+# report. Each suite's script appends its measured repetitions to one rows
+# file (docs/bench-rows.md); hack/bench/report.py turns that file into
+# docs/benchmarks.md, docs/benchmarks.csv and the charts in docs/img/.
+#
+# BENCH_QUICK=1: each script's quick settings (a few minutes in all), and
+# the suites' own pages are left as they are. Full mode (the default) also
+# rewrites each suite's page (docs/bench-<suite>.md), which the report links.
+# BENCH_SUITES: which suites, in order (default: tcp udp afxdp xsk pcore
+# fanout delta). A suite that fails is named in the report and makes this
+# script exit non-zero once the report is written: the others still count.
+# Needs root (network namespaces, veth, hugepages), like each script.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+die() { echo "bench: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, veth pairs, hugepages)"
+quick=${BENCH_QUICK:-0}
+suites=(${BENCH_SUITES:-tcp udp afxdp xsk pcore fanout delta})
+mode=full
+[ "$quick" = 1 ] && mode=quick
+
+hack/install-deps.sh >&2
+make -C dataplane -j"$(nproc)" >&2
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+rows=$work/rows.jsonl
+: > "$rows"
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+load_before=$(load)
+failed=() pages=()
+for s in "${suites[@]}"; do
+	[ -f "dataplane/bench/$s.sh" ] || die "no suite $s (dataplane/bench/$s.sh)"
+	echo "bench: === $s ($mode) ===" >&2
+	page=docs/bench-$s.md
+	[ "$s" = delta ] && page=docs/delta.md
+	# Quick runs leave the pages alone; OUT_MD= tells a script not to write.
+	out_md=()
+	[ "$quick" = 1 ] && out_md=(OUT_MD=)
+	start=$(wc -l < "$rows")
+	if env BENCH_ROWS="$rows" BENCH_QUICK="$quick" "${out_md[@]}" \
+		bash "dataplane/bench/$s.sh" >"$work/$s.log" 2>&1; then
+		[ "$quick" = 1 ] || pages+=("$s=$page")
+	else
+		echo "bench: $s FAILED; the end of its log:" >&2
+		tail -20 "$work/$s.log" >&2
+		failed+=("$s")
+	fi
+	echo "bench: $s: $(( $(wc -l < "$rows") - start )) rows" >&2
+done
+load_after=$(load)
+
+cmd="make bench"
+[ "$quick" = 1 ] && cmd="BENCH_QUICK=1 make bench"
+[ -n "${BENCH_SUITES:-}" ] && cmd="BENCH_SUITES=\"${BENCH_SUITES}\" $cmd"
+jq -n --arg command "$cmd" --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" --arg mode "$mode" \
+	--arg git "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+	--arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
+	--argjson nproc "$(nproc)" \
+	--argjson mem "$(awk '/MemTotal/ { printf "%.1f", $2 / 1048576 }' /proc/meminfo)" \
+	--arg kernel "$(uname -r)" --arg lb "$load_before" --arg la "$load_after" \
+	--arg pages "$(printf '%s\n' "${pages[@]}")" --arg failed "${failed[*]}" '
+	{command: $command, date: $date, mode: $mode, git: $git,
+	 machine: {cpu: $cpu, nproc: $nproc, mem_gib: $mem}, kernel: $kernel,
+	 load_before: $lb, load_after: $la,
+	 pages: [$pages | split("\n")[] | select(length > 0) | split("=") | {suite: .[0], page: .[1]}],
+	 failed: [$failed | split(" ")[] | select(length > 0)]}' > "$work/meta.json"
+
+venv=$(hack/python-venv.sh hack/bench/requirements.txt)
+mkdir -p docs/img
+"$venv/bin/python" hack/bench/report.py --rows "$rows" --meta "$work/meta.json" \
+	--out-md docs/benchmarks.md --out-csv docs/benchmarks.csv --img-dir docs/img
+# Keep the raw rows beside the CSV: a report can be redrawn without a rerun.
+cp "$rows" docs/benchmarks.rows.jsonl
+echo "bench: wrote docs/benchmarks.md, docs/benchmarks.csv, docs/img/bench-*.png ($mode)" >&2
+[ ${#failed[@]} -eq 0 ] || die "suites that failed: ${failed[*]} (the report names them)"
