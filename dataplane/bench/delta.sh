@@ -25,10 +25,14 @@
 #
 # Environment: PFS (binary), REPS (default 3), OUT_MD (default
 # ../docs/bench-delta.md; empty to skip), PFS_CACHE (data cache), ONLY (a
-# regular expression: only the pairs whose name matches).
+# regular expression: only the pairs whose name matches), BENCH_ROWS (every
+# repetition as a JSON line, docs/bench-rows.md), BENCH_QUICK=1 (REPS=1,
+# ONLY the fp32 checkpoints 100 steps apart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PFS=${PFS:-$PWD/build/pfs}
+# make bench's quick mode: one repetition of one checkpoint pair.
+[ "${BENCH_QUICK:-0}" = 1 ] && REPS=${REPS:-1} ONLY=${ONLY:-"ckpt fp32, 100"}
 REPS=${REPS:-3}
 OUT_MD=${OUT_MD-$PWD/../docs/bench-delta.md}
 CACHE=${PFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/packetfs}/delta-data-v1
@@ -199,6 +203,26 @@ run_pipe() {	# label base new out enc dec
 		"CPU: coder and decoder (ssh excluded)"
 }
 
+# One repetition into BENCH_ROWS (docs/bench-rows.md). Effective MB/s is the
+# new version's bytes over the end-to-end time, as in the table; CPU is both
+# ends' together, so only MB/CPU-s is given.
+emit() {	# pair new_bytes row
+	[ -n "${BENCH_ROWS:-}" ] || return 0
+	local f
+	IFS=$'\t' read -r -a f <<< "$3"
+	jq -nc --arg pair "$1" --argjson size "$2" --arg lab "${f[0]}" --argjson wire "${f[1]}" \
+		--arg enc "${f[2]}" --argjson e2e "${f[3]}" --argjson cpu "${f[4]}" --arg integ "${f[5]}" \
+		--arg notes "${f[6]}" '($size / 1e6) as $mb |
+		{suite: "delta", path: $pair, "label": $lab,
+		 purpose: (if $lab == "PFS Delta" then "Transfer" else "Baseline" end),
+		 size_mb: $mb, elapsed_s: $e2e, effective_mb_s: ($mb / $e2e),
+		 wire_mb_s: ($wire / 1e6 / $e2e), user_s: null, sys_s: null,
+		 mb_per_cpu_s: (if $cpu > 0 then $mb / $cpu else null end),
+		 integrity: (if ($integ | test("MISMATCH")) then "MISMATCH" else "OK" end),
+		 pthreads: 1, notes: "wire \($wire) bytes; encode \($enc) s; CPU-s of both ends \($cpu); \($notes)",
+		 limit: null, key: null, loss_pct: null}' >> "$BENCH_ROWS"
+}
+
 median() {	# rows on stdin: the one with the median end-to-end time, the range noted
 	sort -t$'\t' -k4,4g | awk -F'\t' -v OFS='\t' '{ r[NR] = $0; e[NR] = $4 }
 		END { m = int((NR + 1) / 2); $0 = r[m]; $7 = $7 "; e2e " e[1] ".." e[NR] " s over " NR " runs"; print }'
@@ -231,6 +255,9 @@ for p in "${pairs[@]}"; do
 			"cat $new" "cat")"$'\n'
 	done
 	for k in pfs rsync zp1 zp19 xd zstd full; do
+		while IFS= read -r line; do
+			[ -z "$line" ] || emit "$name" "$size" "$line"
+		done <<< "${rr[$k]}"
 		results+=("$name	$kind	$size	$(printf '%s' "${rr[$k]}" | sed '/^$/d' | median)")
 	done
 	unset rr

@@ -30,12 +30,19 @@
 # relays fetching over each of these (--fetch-transport), a second table.
 #   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi" LINKS="none 2gbit" \
 #   TRANSPORTS="tcp udp afxdp" bench/fanout.sh
+# BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none TRANSPORTS=tcp.
+# BENCH_ROWS: every round as JSON lines (docs/bench-rows.md): the blob's MB
+# over the seconds until every node holds it, the one-hop rate as the limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for t in bc /usr/bin/time nsenter; do
 	command -v "$t" >/dev/null || { echo "fanout.sh needs $t (Debian: bc, time, util-linux)" >&2; exit 1; }
 done
 PFS=$(realpath "${PFS:-build/pfs}")
+if [ "${BENCH_QUICK:-0}" = 1 ]; then	# make bench's quick mode
+	NODES=${NODES:-3} ROUNDS=${ROUNDS:-1} SOURCES=${SOURCES:-minilm} LINKS=${LINKS:-none}
+	TRANSPORTS=${TRANSPORTS:-tcp}
+fi
 NODES=${NODES:-2 3 4}
 ROUNDS=${ROUNDS:-3}
 SOURCES=${SOURCES:-minilm sudachi}
@@ -236,6 +243,27 @@ shape() {
 	done
 }
 
+# One round of one way into BENCH_ROWS; its rate is the blob's MB over the
+# seconds until the last node has verified it.
+emit() {	# link source bytes n label secs [key|limit] [cpu_s_per_gib]
+	[ -n "${BENCH_ROWS:-}" ] || return 0
+	local purpose=Transfer key=null limit=null
+	case $5 in
+	one\ hop*) purpose=Limit key="\"fanout-one-hop-$1-$2\"" ;;
+	PacketFS*) limit="\"fanout-one-hop-$1-$2\"" ;;
+	*) purpose=Baseline limit="\"fanout-one-hop-$1-$2\"" ;; esac
+	jq -nc --arg link "$1" --arg src "$2" --argjson bytes "$3" --argjson n "$4" --arg lab "$5" \
+		--argjson secs "$6" --arg purpose "$purpose" --argjson key "$key" --argjson limit "$limit" \
+		--arg cpu "${7:-}" '($bytes / 1e6) as $mb |
+		{suite: "fanout", path: "link \($link), \($src), N=\($n)", "label": $lab, purpose: $purpose,
+		 size_mb: $mb, elapsed_s: $secs, effective_mb_s: ($mb / $secs), wire_mb_s: null,
+		 user_s: null, sys_s: null,
+		 mb_per_cpu_s: (if $cpu != "" and ($cpu | tonumber) > 0 then 1073.741824 / ($cpu | tonumber) else null end),
+		 integrity: "OK", pthreads: 1,
+		 notes: ((if $cpu != "" then "relay CPU \($cpu) s per GiB per hop; " else "" end) + "every relay verified its blob"),
+		 limit: $limit, key: $key, loss_pct: null}' >> "$BENCH_ROWS"
+}
+
 echo "| link | source | bytes | N | pipelined s | store-fwd s | from-origin s | one hop s | source bytes read | origin bytes sent | relay CPU-s/GiB/hop |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for link in $LINKS; do
@@ -246,17 +274,23 @@ for s in $SOURCES; do
 	size=$(field needed <<<"$j")
 	bytes=$(field bytes <<<"$j")
 	hop=""
-	for _ in $(seq "$ROUNDS"); do hop="$hop $(run_one_hop "$src" "$size")"; done
+	for _ in $(seq "$ROUNDS"); do
+		t=$(run_one_hop "$src" "$size"); hop="$hop $t"
+		emit "$link" "$s" "$bytes" 2 "one hop (a loaded blob to one peer)" "$t"
+	done
 	for n in $NODES; do
 		p="" a="" b="" c="" v=""
 		for _ in $(seq "$ROUNDS"); do
-			p="$p $(run_pipelined "$n" "$src" "$size")"
-			c="$c $(cpu_per_gib "$n")"
+			t=$(run_pipelined "$n" "$src" "$size"); p="$p $t"
+			cg=$(cpu_per_gib "$n"); c="$c $cg"
+			emit "$link" "$s" "$bytes" "$n" "PacketFS fan-out (pipelined relays)" "$t" "$cg"
 			read_b=$(sect source "$W/r0" | field bytes)
 			served=$(cat "$W/served")
 			v="$v $(cat "$W/verify")"
-			a="$a $(run_store_fwd "$n" "$src" "$size")"
-			b="$b $(run_from_origin "$n" "$src" "$size")"
+			t=$(run_store_fwd "$n" "$src" "$size"); a="$a $t"
+			emit "$link" "$s" "$bytes" "$n" "store-and-forward chain (naive, one node after another)" "$t"
+			t=$(run_from_origin "$n" "$src" "$size"); b="$b $t"
+			emit "$link" "$s" "$bytes" "$n" "every node from the origin at once" "$t"
 		done
 		printf '| %s | %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %s | %s | %.3f |\n' "$link" "$s" "$bytes" "$n" \
 			"$(median <<<"$p")" "$(median <<<"$a")" "$(median <<<"$b")" "$(median <<<"$hop")" \
