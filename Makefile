@@ -88,7 +88,7 @@ lint-go: vet golangci-lint ## Lint the Go code: go vet, golangci-lint (.golangci
 	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
-test: deps lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan test-python test-e2e ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind.
+test: deps lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan test-python test-bench-report test-e2e ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind.
 
 .PHONY: test-go
 test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integration tests (real kube-apiserver and etcd), and the pod/CLI contract test.
@@ -179,6 +179,14 @@ test-python: pfs ## Run the Python client's tests (pytest) against a real pfs bl
 	@[ "$$(id -u)" -eq 0 ] || { echo "test-python: run as root (blob holders, hugetlbfs, a second uid)" >&2; exit 1; }
 	@venv=$$(PYTHON=$(PYTHON) hack/python-venv.sh dataplane/python/requirements-test.txt); \
 	  cd dataplane/python && PFS="$(CURDIR)/dataplane/build/pfs" "$$venv/bin/python" -m pytest -p no:cacheprovider $(PYTEST_FLAGS)
+
+# The report of make bench (hack/bench/report.py) on rows its tests write, in a
+# venv outside the repo with its pinned requirements; no root. No bytecode, so
+# the tree stays clean.
+.PHONY: test-bench-report
+test-bench-report: ## Run the unit tests of the make bench report (hack/bench/report.py: grouping, limits, CSV, charts); no root.
+	@venv=$$(PYTHON=$(PYTHON) hack/python-venv.sh hack/bench/requirements-test.txt); \
+	  cd hack/bench && PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider $(PYTEST_FLAGS)
 
 ##@ Build
 

@@ -1,0 +1,707 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The one report of `make bench`: docs/benchmarks.md, docs/benchmarks.csv, docs/img/*.png.
+
+Reads the rows every benchmark script appended (one JSON object per measured
+repetition, the contract in docs/bench-rows.md) and the run's META.json, then
+groups the repetitions, takes each limit's best repetition, computes every
+row's ratio to its limit and writes the page, the CSV and the charts.
+
+    report.py --rows ROWS.jsonl --meta META.json --out-md docs/benchmarks.md \
+        --out-csv docs/benchmarks.csv --img-dir docs/img
+
+META.json: command, date (UTC), mode ("quick" or "full"), git (short rev),
+machine {cpu, nproc, mem_gib}, kernel, load_before and load_after ("a b c"),
+pages: [{suite, page}] with page a path relative to the current directory,
+like --out-md. A line that breaks the contract, or a limit that names no key,
+is an error (exit 1): the report never drops a measurement it cannot place.
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+SEEDS_FILE = Path(__file__).with_name("seeds.json")
+
+SUITES = ("tcp", "udp", "afxdp", "xsk", "pcore", "fanout", "delta", "limits")
+PURPOSES = ("Transfer", "Transfer|pCPU", "pCPU", "Baseline", "Limit")
+INTEGRITIES = ("OK", "MISMATCH", "NA")
+
+# The contract's keys and their JSON types; every key is required, none other is allowed,
+# so a misspelt key fails here instead of vanishing from the report.
+STRING, NUMBER, INTEGER = "string", "number", "integer"
+ROW_KEYS = {
+    "suite": (STRING, False), "path": (STRING, False), "label": (STRING, False),
+    "purpose": (STRING, False), "size_mb": (NUMBER, False), "elapsed_s": (NUMBER, False),
+    "effective_mb_s": (NUMBER, False), "wire_mb_s": (NUMBER, True), "user_s": (NUMBER, True),
+    "sys_s": (NUMBER, True), "mb_per_cpu_s": (NUMBER, True), "integrity": (STRING, False),
+    "pthreads": (INTEGER, False), "notes": (STRING, False), "limit": (STRING, True),
+    "key": (STRING, True), "loss_pct": (NUMBER, True),
+}
+ENUMS = {"suite": SUITES, "purpose": PURPOSES, "integrity": INTEGRITIES}
+# Per group, the median of these columns (effective_mb_s gets min/median/max as well).
+MEDIAN_KEYS = ("size_mb", "elapsed_s", "effective_mb_s", "wire_mb_s", "user_s", "sys_s",
+               "mb_per_cpu_s", "loss_pct")
+
+ABOVE_LIMIT = "ABOVE LIMIT: measurement bug (limit too weak or row wrong)"
+NO_CHART = "no data for this chart in this run"
+
+# The per-suite pages that predate this report (the index docs/benchmarks.md held before
+# it became the report), linked under Details when the page exists next to the report.
+DETAIL_PAGES = (
+    ("bench-tcp.md", "make -C dataplane bench-tcp",
+     "iperf3 one stream, scp, and the three PFS TCP labels on loopback and over veth; "
+     "single-core CRC32C, memset and blob setup"),
+    ("bench-pcore.md", "make -C dataplane bench-pcore",
+     "every pcore op against the plain-threads baseline, next to this machine's read, "
+     "memcpy, CRC32C and FNV rates"),
+    ("bench-xsk.md", "make -C dataplane bench-xsk",
+     "the AF_XDP link alone (`pfs xsk blast` -> `pfs xsk sink`) over veth: 64 B and 1472 B, "
+     "native and generic XDP, copy mode ([afxdp.md](afxdp.md))"),
+    ("bench-udp.md", "make -C dataplane bench-udp",
+     "iperf3 UDP and TCP, PFS-With-Payload-UDP and Native PFS Offset-only Mode - UDP over "
+     "veth, with and without GSO/GRO, and at 1% loss"),
+    ("bench-afxdp.md", "make -C dataplane bench-afxdp",
+     "on one veth pair: the raw AF_XDP loop (`pfs xsk blast` -> `sink`), "
+     "PFS-With-Payload-AF_XDP and Native PFS Offset-only Mode - AF_XDP, and "
+     "PFS-With-Payload-UDP; frames/s, MB/s, MB/CPU-s; target PFS payload >= 0.8x the raw "
+     "loop ([afxdp.md](afxdp.md#transport))"),
+    ("bench-fanout.md", "make -C dataplane bench-fanout",
+     "a blob of real files to N netns nodes: PacketFS's pipelined relay against "
+     "store-and-forward, all-from-origin and one hop"),
+    ("bench-delta.md", "make -C dataplane bench-delta",
+     "delta mode against rsync, zstd --patch-from, xdelta3, zstd and a full copy on real "
+     "checkpoint, model and source pairs ([delta.md](delta.md))"),
+    ("bench-log.md", "-",
+     "analyses of earlier runs: what limited a ratio, perf profiles"),
+)
+
+CSV_COLUMNS = (
+    "suite", "path", "label", "purpose", "pthreads", "reps", "size_mb", "elapsed_s",
+    "effective_mb_s_min", "effective_mb_s_median", "effective_mb_s_max", "wire_mb_s",
+    "user_s", "sys_s", "mb_per_cpu_s", "integrity", "integrity_mismatch_reps", "loss_pct",
+    "key", "limit", "limit_best_mb_s", "ratio_to_limit", "above_limit", "seeds", "seeds_file",
+    "notes", "mode", "date",
+)
+
+
+class ReportError(Exception):
+    """A row or the meta breaks the contract; the message says which line and key."""
+
+
+@dataclass
+class Group:
+    """The repetitions of one row of the report: same suite, path, label and pthreads.
+
+    pthreads is part of the identity because a pcore op measured on 1 and on 2 threads
+    is two results (with two limits), not three noisy repetitions of one.
+    """
+    suite: str
+    path: str
+    label: str
+    pthreads: int
+    reps: list = field(default_factory=list)
+    ratio: float | None = None
+    limit_best: float | None = None
+
+    @property
+    def first(self):
+        return self.reps[0]
+
+    @property
+    def purpose(self):
+        return self.first["purpose"]
+
+    @property
+    def key(self):
+        return self.first["key"]
+
+    @property
+    def limit(self):
+        return self.first["limit"]
+
+    def effective(self):
+        return [r["effective_mb_s"] for r in self.reps]
+
+    def median(self, key):
+        values = [r[key] for r in self.reps if r[key] is not None]
+        return statistics.median(values) if values else None
+
+    def mismatches(self):
+        return sum(r["integrity"] == "MISMATCH" for r in self.reps)
+
+    def integrity(self):
+        """MISMATCH if any repetition mismatched: one bad copy makes the row bad."""
+        if self.mismatches():
+            return "MISMATCH"
+        seen = sorted({r["integrity"] for r in self.reps})
+        return seen[0] if len(seen) == 1 else "mixed: " + ", ".join(seen)
+
+    def notes(self):
+        unique = dict.fromkeys(r["notes"] for r in self.reps if r["notes"])
+        return "; ".join(unique)
+
+    def above_limit(self):
+        return self.ratio is not None and self.ratio > 1.0
+
+    def name(self):
+        threads = f" ({self.pthreads}t)" if self.pthreads != 1 else ""
+        return f"{self.suite}/{self.path}: {self.label}{threads}"
+
+
+# ---------------------------------------------------------------- input
+
+
+def type_ok(value, kind):
+    # bool is an int in Python, but true is not a number in the contract.
+    if isinstance(value, bool):
+        return False
+    if kind == STRING:
+        return isinstance(value, str)
+    if kind == INTEGER:
+        return isinstance(value, int)
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def validate_row(row, line):
+    """Raise ReportError naming the line and the key of the first breach of the contract."""
+    if not isinstance(row, dict):
+        raise ReportError(f"line {line}: not a JSON object")
+    for key in row:
+        if key not in ROW_KEYS:
+            raise ReportError(f"line {line}: key '{key}': not in the contract (docs/bench-rows.md)")
+    for key, (kind, nullable) in ROW_KEYS.items():
+        if key not in row:
+            raise ReportError(f"line {line}: key '{key}': missing")
+        value = row[key]
+        if value is None and nullable:
+            continue
+        if not type_ok(value, kind):
+            want = kind + (" or null" if nullable else "")
+            raise ReportError(f"line {line}: key '{key}': {json.dumps(value)} is not a {want}")
+        if key in ENUMS and value not in ENUMS[key]:
+            raise ReportError(f"line {line}: key '{key}': '{value}' is not one of {', '.join(ENUMS[key])}")
+        if kind != STRING and value < 0:
+            raise ReportError(f"line {line}: key '{key}': {value} is negative")
+    if row["pthreads"] < 1:
+        raise ReportError(f"line {line}: key 'pthreads': {row['pthreads']} is below 1")
+    if row["purpose"] == "Limit" and row["key"] is None:
+        raise ReportError(f"line {line}: key 'key': a Limit row needs a key for other rows' limit")
+    if row["key"] is not None and row["purpose"] not in ("Limit", "Baseline"):
+        raise ReportError(f"line {line}: key 'key': only Limit and Baseline rows name a key")
+
+
+def load_rows(path):
+    """Every line of the rows file, validated, with its line number under '_line'."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line, text in enumerate(f, 1):
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ReportError(f"line {line}: not JSON ({e.msg})") from None
+            validate_row(row, line)
+            row["_line"] = line
+            rows.append(row)
+    if not rows:
+        raise ReportError("no rows: the rows file is empty")
+    return rows
+
+
+def load_meta(path):
+    with open(path, encoding="utf-8") as f:
+        try:
+            meta = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ReportError(f"not JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(meta, dict):
+        raise ReportError("not a JSON object")
+    wanted = {"command": str, "date": str, "mode": str, "git": str, "machine": dict,
+              "kernel": str, "load_before": str, "load_after": str, "pages": list}
+    for key, kind in wanted.items():
+        if not isinstance(meta.get(key), kind):
+            raise ReportError(f"key '{key}': missing or not a {kind.__name__}")
+    if meta["mode"] not in ("quick", "full"):
+        raise ReportError(f"key 'mode': '{meta['mode']}' is not quick or full")
+    for key in ("cpu", "nproc", "mem_gib"):
+        if key not in meta["machine"]:
+            raise ReportError(f"key 'machine.{key}': missing")
+    for i, page in enumerate(meta["pages"]):
+        if not (isinstance(page, dict) and isinstance(page.get("suite"), str)
+                and isinstance(page.get("page"), str)):
+            raise ReportError(f"key 'pages[{i}]': not a {{suite, page}} object")
+    return meta
+
+
+def load_seeds(path=SEEDS_FILE):
+    """label -> the seed entry with its verbatim figures and the seed file they come from."""
+    with open(path, encoding="utf-8") as f:
+        return {s["label"]: s for s in json.load(f)["seeds"]}
+
+
+# ---------------------------------------------------------------- logic
+
+
+def group_rows(rows):
+    """Groups in report order: suites, then paths, then labels, each by first appearance.
+
+    The scripts interleave repetitions of different rows (so load drift falls on all of
+    them), so appearance order of whole groups is not the order a reader wants.
+    """
+    groups = {}
+    for row in rows:
+        ident = (row["suite"], row["path"], row["label"], row["pthreads"])
+        group = groups.setdefault(ident, Group(*ident))
+        check_same_row(group, row)
+        group.reps.append(row)
+    suites, paths = first_seen(r["suite"] for r in rows), first_seen((r["suite"], r["path"]) for r in rows)
+    return sorted(groups.values(), key=lambda g: (suites[g.suite], paths[(g.suite, g.path)]))
+
+
+def first_seen(items):
+    """item -> its rank by first appearance."""
+    order = {}
+    for item in items:
+        order.setdefault(item, len(order))
+    return order
+
+
+def check_same_row(group, row):
+    """Repetitions of one row must agree on what the row is, or the medians mix two things."""
+    if not group.reps:
+        return
+    for key in ("purpose", "key", "limit"):
+        if row[key] != group.first[key]:
+            raise ReportError(f"line {row['_line']}: key '{key}': {json.dumps(row[key])} differs from "
+                              f"{json.dumps(group.first[key])} on line {group.first['_line']} "
+                              f"(same suite, path, label, pthreads)")
+
+
+def best_limits(groups):
+    """key -> the group that carries it; a limit is what the machine can do, so its best rep counts."""
+    limits = {}
+    for group in groups:
+        if group.key is None:
+            continue
+        if group.key in limits:
+            raise ReportError(f"line {group.first['_line']}: key 'key': '{group.key}' already names "
+                              f"{limits[group.key].name()} (line {limits[group.key].first['_line']})")
+        limits[group.key] = group
+    return limits
+
+
+def attach_ratios(groups, limits):
+    """Each row's median over its limit's best repetition."""
+    for group in groups:
+        if group.limit is None:
+            continue
+        if group.limit not in limits:
+            raise ReportError(f"line {group.first['_line']}: key 'limit': '{group.limit}' names no key "
+                              f"present in this run")
+        group.limit_best = max(limits[group.limit].effective())
+        group.ratio = group.median("effective_mb_s") / group.limit_best if group.limit_best else math.inf
+
+
+# ---------------------------------------------------------------- text
+
+
+def fmt(value, digits):
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def cell(text):
+    """Markdown table cell: a '|' would end the cell, a newline the row."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def ratio_text(group):
+    if group.ratio is None:
+        return "-"
+    if group.above_limit():
+        return f"{group.ratio:.2f}x {ABOVE_LIMIT}; limit `{group.limit}`"
+    return f"{group.ratio:.2f}x of `{group.limit}`"
+
+
+def seeds_text(seed):
+    if seed is None:
+        return "-"
+    # The seed files are named NNN_<hash>.txt; NNN is how /work/shared/seeds/README.md lists them.
+    return f"{', '.join(seed['figures'])} ({seed['context']}; seed {seed['seed_file'][:3]})"
+
+
+def integrity_text(group):
+    if group.mismatches():
+        return f"**MISMATCH** ({group.mismatches()} of {len(group.reps)} reps)"
+    return group.integrity()
+
+
+def effective_text(group):
+    eff = group.effective()
+    return f"{min(eff):.1f} / {statistics.median(eff):.1f} / {max(eff):.1f}"
+
+
+SUITE_COLUMNS = ("Label", "Purpose", "Path", "Reps", "Size (MB)", "Elapsed (s)",
+                 "Effective MB/s min / median / max", "Wire MB/s", "user_s", "sys_s", "MB/CPU-s",
+                 "Integrity", "pThreads", "Ratio to limit", "Seeds (other hardware)", "Notes")
+SUITE_NUMERIC = ("Reps", "Size (MB)", "Elapsed (s)", "Effective MB/s min / median / max", "Wire MB/s",
+                 "user_s", "sys_s", "MB/CPU-s", "pThreads")
+
+
+def suite_row(group, seeds):
+    return (group.label, group.purpose, group.path, len(group.reps), fmt(group.median("size_mb"), 2),
+            fmt(group.median("elapsed_s"), 3), effective_text(group), fmt(group.median("wire_mb_s"), 1),
+            fmt(group.median("user_s"), 3), fmt(group.median("sys_s"), 3),
+            fmt(group.median("mb_per_cpu_s"), 1), integrity_text(group), group.pthreads,
+            ratio_text(group), seeds_text(seeds.get(group.label)), group.notes() or "-")
+
+
+def table(header, rows, numeric=()):
+    """A markdown table; the columns named in numeric are right-aligned."""
+    rule = "".join("---:|" if h in numeric else "---|" for h in header)
+    lines = ["| " + " | ".join(header) + " |", "|" + rule]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def header_lines(meta):
+    m = meta["machine"]
+    return [
+        "<!-- SPDX-License-Identifier: Apache-2.0 -->",
+        "<!-- Written by `make bench` (hack/bench/report.py): do not edit by hand. -->",
+        "# Benchmarks",
+        "",
+        "The one report of `make bench`: every benchmark script ran in this run and wrote one "
+        "row per measured repetition ([bench-rows.md](bench-rows.md)); this page groups the "
+        "repetitions of each row (min / median / max of the effective rate, medians of the "
+        "rest), takes each limit's best repetition (what this machine can do) and gives every "
+        "row its ratio to that limit. Every number was measured in this run on this machine; "
+        "only the Seeds column quotes the seed documents, measured by others on other "
+        "hardware, for context. MB are decimal (10^6 bytes); MB/CPU-s divides by the CPU time "
+        "of the side doing the work.",
+        "",
+        "This page, docs/benchmarks.csv and the charts in docs/img/ are written by `make bench`: "
+        "do not edit them by hand.",
+        "",
+        f"- Command: `{meta['command']}`",
+        f"- Date: {meta['date']}",
+        f"- Mode: {meta['mode']}",
+        f"- Git: {meta['git']}",
+        f"- Machine: {m['cpu']}, {m['nproc']} CPUs, {m['mem_gib']} GiB",
+        f"- Kernel: {meta['kernel']}",
+        f"- Load average (1/5/15 min): before {meta['load_before']}; after {meta['load_after']}",
+        "",
+    ]
+
+
+def beaten_lines(groups):
+    beaten = [g for g in groups if g.above_limit()]
+    lines = ["## Limits beaten", ""]
+    if not beaten:
+        return lines + ["none: every ratio <= 1.0", ""]
+    for g in beaten:
+        lines.append(f"- {g.name()}: {g.ratio:.2f}x {ABOVE_LIMIT} (median "
+                     f"{g.median('effective_mb_s'):.1f} MB/s, limit `{g.limit}` best {g.limit_best:.1f} MB/s)")
+    return lines + [""]
+
+
+def mismatch_lines(groups):
+    bad = [g for g in groups if g.mismatches()]
+    lines = ["## Integrity mismatches", ""]
+    if not bad:
+        return lines + ["none: every repetition's integrity is OK or NA", ""]
+    lines += [f"- {g.name()}: MISMATCH in {g.mismatches()} of {len(g.reps)} repetitions" for g in bad]
+    return lines + [""]
+
+
+def suite_lines(groups, seeds):
+    lines = []
+    for suite in first_seen(g.suite for g in groups):
+        lines += [f"## Suite {suite}", ""]
+        lines += table(SUITE_COLUMNS, [suite_row(g, seeds) for g in groups if g.suite == suite],
+                       SUITE_NUMERIC)
+        lines.append("")
+    return lines
+
+
+def limit_lines(groups, limits):
+    lines = ["## Limits", "",
+             "A limit's value is its best repetition; a row's ratio is its median over that value.", ""]
+    if not limits:
+        return lines + ["no limit was measured in this run", ""]
+    rows = []
+    for key, g in limits.items():
+        users = dict.fromkeys(u.name() for u in groups if u.limit == key)
+        rows.append((f"`{key}`", g.name(), g.purpose, f"{max(g.effective()):.1f}",
+                     ", ".join(f"{e:.1f}" for e in g.effective()), "; ".join(users) or "-"))
+    return lines + table(("Key", "Row", "Purpose", "Best MB/s", "All reps (MB/s, in order)",
+                          "Compared with it"), rows, ("Best MB/s",)) + [""]
+
+
+def chart_lines(charts, md_dir, img_dir):
+    lines = ["## Charts", ""]
+    for title, name, written in charts:
+        lines += [f"### {title}", ""]
+        if written:
+            link = Path(os.path.relpath(img_dir / name, md_dir)).as_posix()
+            lines.append(f"![{title}]({link})")
+        else:
+            lines.append(NO_CHART)
+        lines.append("")
+    return lines
+
+
+def detail_lines(meta, md_dir):
+    """This run's pages first, then the older per-suite pages that exist next to the report."""
+    written = {Path(os.path.relpath(p["page"], md_dir)).as_posix(): p["suite"] for p in meta["pages"]}
+    known = {page: (cmd, what) for page, cmd, what in DETAIL_PAGES}
+    rows = []
+    for link, suite in written.items():
+        cmd, what = known.get(link, ("-", f"the {suite} suite's own page"))
+        rows.append((f"[{link}]({link})", cmd if cmd == "-" else f"`{cmd}`", what, "yes"))
+    for page, cmd, what in DETAIL_PAGES:
+        if page not in written and (md_dir / page).exists():
+            rows.append((f"[{page}]({page})", cmd if cmd == "-" else f"`{cmd}`", what, "no"))
+    lines = ["## Details", ""]
+    if not rows:
+        return lines + ["no detail pages", ""]
+    return lines + table(("Page", "Command", "What it compares", "Written this run"), rows) + [""]
+
+
+def render_markdown(meta, groups, limits, seeds, charts, md_dir, img_dir):
+    lines = (header_lines(meta) + beaten_lines(groups) + mismatch_lines(groups)
+             + suite_lines(groups, seeds) + limit_lines(groups, limits)
+             + chart_lines(charts, md_dir, img_dir) + detail_lines(meta, md_dir))
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def csv_record(group, seeds, meta):
+    seed = seeds.get(group.label)
+    eff = group.effective()
+    return {
+        "suite": group.suite, "path": group.path, "label": group.label, "purpose": group.purpose,
+        "pthreads": group.pthreads, "reps": len(group.reps), "size_mb": group.median("size_mb"),
+        "elapsed_s": group.median("elapsed_s"), "effective_mb_s_min": min(eff),
+        "effective_mb_s_median": statistics.median(eff), "effective_mb_s_max": max(eff),
+        "wire_mb_s": group.median("wire_mb_s"), "user_s": group.median("user_s"),
+        "sys_s": group.median("sys_s"), "mb_per_cpu_s": group.median("mb_per_cpu_s"),
+        "integrity": group.integrity(), "integrity_mismatch_reps": group.mismatches(),
+        "loss_pct": group.median("loss_pct"), "key": group.key, "limit": group.limit,
+        "limit_best_mb_s": group.limit_best, "ratio_to_limit": group.ratio,
+        "above_limit": "yes" if group.above_limit() else "no",
+        "seeds": "; ".join(seed["figures"]) if seed else None,
+        "seeds_file": seed["seed_file"] if seed else None,
+        "notes": group.notes(), "mode": meta["mode"], "date": meta["date"],
+    }
+
+
+def write_csv(path, groups, seeds, meta):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        out.writeheader()
+        for group in groups:
+            # None is an empty field, so a reader tells "not measured" from 0.
+            out.writerow({k: "" if v is None else v for k, v in csv_record(group, seeds, meta).items()})
+
+
+# ---------------------------------------------------------------- charts
+
+
+def new_figure():
+    fig = Figure(figsize=(12, 7), dpi=100)
+    FigureCanvasAgg(fig)  # PNG through Agg, whatever backend the environment configures
+    return fig, fig.add_subplot()
+
+
+def suite_colors(groups):
+    palette = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
+               "tab:pink", "tab:olive")
+    return {s: palette[i % len(palette)] for i, s in enumerate(first_seen(g.suite for g in groups))}
+
+
+def bar_axes(ax, names):
+    """Horizontal bars, first row on top: the labels are long and there are many."""
+    ax.set_yticks(range(len(names)), names, fontsize=max(5, min(9, 400 // max(len(names), 1))))
+    ax.invert_yaxis()
+    ax.grid(axis="x", alpha=0.3)
+
+
+def chart_throughput(path, groups):
+    if not groups:
+        return False
+    fig, ax = new_figure()
+    colors = suite_colors(groups)
+    ax.barh(range(len(groups)), [statistics.median(g.effective()) for g in groups],
+            xerr=spread(groups), color=[colors[g.suite] for g in groups], capsize=2,
+            error_kw={"elinewidth": 0.8})
+    marked = [(i, g.limit_best) for i, g in enumerate(groups) if g.limit_best is not None]
+    handles = [Patch(color=color, label=f"suite {suite}") for suite, color in colors.items()]
+    if marked:
+        handles.append(ax.scatter([v for _, v in marked], [i for i, _ in marked], marker="|", s=180,
+                                  color="black", linewidths=2, zorder=3, label="its limit (best repetition)"))
+    ax.legend(handles=handles, loc="lower right", fontsize=8)
+    bar_axes(ax, [g.name() for g in groups])
+    ax.set_xlabel("effective MB/s (bar: median; whiskers: min-max; MB = 10^6 bytes)")
+    ax.set_title("Effective throughput per row, with its limit")
+    return save(fig, path)
+
+
+def spread(groups):
+    """Distances from each group's median effective MB/s down to its min and up to its max."""
+    med = [statistics.median(g.effective()) for g in groups]
+    return [[m - min(g.effective()) for m, g in zip(med, groups)],
+            [max(g.effective()) - m for m, g in zip(med, groups)]]
+
+
+def save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path)
+    return True
+
+
+def chart_mb_per_cpu(path, groups):
+    rows = [g for g in groups if g.median("mb_per_cpu_s") is not None]
+    if not rows:
+        return False
+    fig, ax = new_figure()
+    colors = suite_colors(groups)
+    ax.barh(range(len(rows)), [g.median("mb_per_cpu_s") for g in rows],
+            color=[colors[g.suite] for g in rows])
+    bar_axes(ax, [g.name() for g in rows])
+    ax.set_xlabel("MB per CPU-second (median; CPU time of the side doing the work)")
+    ax.set_title("CPU efficiency per row")
+    return save(fig, path)
+
+
+def series_of(groups, ident):
+    """ident -> its groups, in first-seen order."""
+    series = {}
+    for g in groups:
+        series.setdefault(ident(g), []).append(g)
+    return series
+
+
+def memory_limit(groups, kind):
+    """(N, best MB/s) of the mem-<kind>-<N>t limits, by N."""
+    points = []
+    for g in groups:
+        m = re.fullmatch(rf"mem-{kind}-(\d+)t", g.key or "")
+        if m:
+            points.append((int(m.group(1)), max(g.effective())))
+    return sorted(points)
+
+
+def chart_pcore_scaling(path, groups):
+    rows = [g for g in groups if g.suite == "pcore" and g.purpose != "Limit"]
+    if not rows:
+        return False
+    fig, ax = new_figure()
+    several_paths = len({g.path for g in rows}) > 1
+    threads = {g.pthreads for g in rows}
+    for (where, label), series in series_of(rows, lambda g: (g.path, g.label)).items():
+        series.sort(key=lambda g: g.pthreads)
+        ax.plot([g.pthreads for g in series], [g.median("effective_mb_s") for g in series], marker="o",
+                label=f"{label} ({where})" if several_paths else label)
+    for kind, style in (("read", "--"), ("rmw", ":")):
+        points = memory_limit(groups, kind)
+        if points:
+            ax.plot(*zip(*points), linestyle=style, color="black", marker="x",
+                    label=f"limit mem-{kind}-<N>t (best repetition)")
+            threads |= {n for n, _ in points}
+    ax.set_xticks(sorted(threads))
+    ax.set_xlabel("pthreads (pcores doing the work)")
+    ax.set_ylabel("effective MB/s (median)")
+    ax.set_title("pCPU ops: effective MB/s against pthreads, with the memory limits")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save(fig, path)
+
+
+def chart_udp_loss(path, groups):
+    rows = [g for g in groups if g.suite == "udp" and g.median("loss_pct") is not None]
+    if not rows:
+        return False
+    fig, ax = new_figure()
+    for label, series in series_of(rows, lambda g: g.label).items():
+        series.sort(key=lambda g: g.median("loss_pct"))
+        ax.errorbar([g.median("loss_pct") for g in series],
+                    [statistics.median(g.effective()) for g in series],
+                    yerr=spread(series), marker="o", capsize=3, label=label)
+    ax.set_xlabel("loss injected on the link (%)")
+    ax.set_ylabel("goodput: effective MB/s (median, min-max bars)")
+    ax.set_title("UDP goodput against loss")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save(fig, path)
+
+
+CHARTS = (
+    ("Effective throughput", "bench-throughput.png", chart_throughput),
+    ("MB per CPU-second", "bench-mb-per-cpu.png", chart_mb_per_cpu),
+    ("pCPU scaling", "bench-pcore-scaling.png", chart_pcore_scaling),
+    ("UDP goodput against loss", "bench-udp-loss.png", chart_udp_loss),
+)
+
+
+def write_charts(img_dir, groups):
+    """(title, file name, written) per chart. A chart without data is not written, and
+    an older file of that name is removed so docs/img never shows another run's numbers."""
+    img_dir.mkdir(parents=True, exist_ok=True)
+    done = []
+    for title, name, draw in CHARTS:
+        target = img_dir / name
+        written = draw(target, groups)
+        if not written:
+            target.unlink(missing_ok=True)
+        done.append((title, name, written))
+    return done
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description="Write the make bench report from benchmark rows.")
+    p.add_argument("--rows", required=True, type=Path, help="JSON Lines, docs/bench-rows.md")
+    p.add_argument("--meta", required=True, type=Path, help="the run's META.json")
+    p.add_argument("--out-md", required=True, type=Path)
+    p.add_argument("--out-csv", required=True, type=Path)
+    p.add_argument("--img-dir", required=True, type=Path)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        meta = load_meta(args.meta)
+    except ReportError as e:
+        print(f"report.py: {args.meta}: {e}", file=sys.stderr)
+        return 1
+    try:
+        groups = group_rows(load_rows(args.rows))
+        limits = best_limits(groups)
+        attach_ratios(groups, limits)
+    except ReportError as e:
+        print(f"report.py: {args.rows}: {e}", file=sys.stderr)
+        return 1
+    seeds = load_seeds()
+    charts = write_charts(args.img_dir, groups)
+    md_dir = args.out_md.parent
+    args.out_md.write_text(render_markdown(meta, groups, limits, seeds, charts, md_dir, args.img_dir),
+                           encoding="utf-8")
+    write_csv(args.out_csv, groups, seeds, meta)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
