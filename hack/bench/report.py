@@ -289,16 +289,18 @@ def check_same_row(group, row):
 
 
 def best_limits(groups):
-    """key -> the group that carries it; a limit is what the machine can do, so its best rep counts."""
+    """key -> the groups that carry it. Two ways of measuring one limit (iperf3
+    with and without sendfile; one core's CRC32C in two suites) share a key:
+    a limit is what the machine can do, so the best repetition of any counts."""
     limits = {}
     for group in groups:
-        if group.key is None:
-            continue
-        if group.key in limits:
-            raise ReportError(f"line {group.first['_line']}: key 'key': '{group.key}' already names "
-                              f"{limits[group.key].name()} (line {limits[group.key].first['_line']})")
-        limits[group.key] = group
+        if group.key is not None:
+            limits.setdefault(group.key, []).append(group)
     return limits
+
+
+def limit_best(carriers):
+    return max(max(g.effective()) for g in carriers)
 
 
 def attach_ratios(groups, limits):
@@ -309,7 +311,7 @@ def attach_ratios(groups, limits):
         if group.limit not in limits:
             raise ReportError(f"line {group.first['_line']}: key 'limit': '{group.limit}' names no key "
                               f"present in this run")
-        group.limit_best = max(limits[group.limit].effective())
+        group.limit_best = limit_best(limits[group.limit])
         group.ratio = group.median("effective_mb_s") / group.limit_best if group.limit_best else math.inf
 
 
@@ -440,10 +442,13 @@ def limit_lines(groups, limits):
     if not limits:
         return lines + ["no limit was measured in this run", ""]
     rows = []
-    for key, g in limits.items():
-        users = dict.fromkeys(u.name() for u in groups if u.limit == key)
-        rows.append((f"`{key}`", g.name(), g.purpose, f"{max(g.effective()):.1f}",
-                     ", ".join(f"{e:.1f}" for e in g.effective()), "; ".join(users) or "-"))
+    for key, carriers in limits.items():
+        users = "; ".join(dict.fromkeys(u.name() for u in groups if u.limit == key)) or "-"
+        best = limit_best(carriers)
+        for g in carriers:
+            mark = " (the limit)" if len(carriers) > 1 and max(g.effective()) == best else ""
+            rows.append((f"`{key}`", g.name() + mark, g.purpose, f"{max(g.effective()):.1f}",
+                         ", ".join(f"{e:.1f}" for e in g.effective()), users))
     return lines + table(("Key", "Row", "Purpose", "Best MB/s", "All reps (MB/s, in order)",
                           "Compared with it"), rows, ("Best MB/s",)) + [""]
 

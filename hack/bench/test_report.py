@@ -154,12 +154,6 @@ def test_repetitions_that_disagree_on_their_limit_are_an_error(tmp_path, capsys)
     assert "line 4" in capsys.readouterr().err
 
 
-def test_a_key_named_by_two_rows_is_an_error(tmp_path, capsys):
-    rows = [limit_row("k", 1.0), limit_row("k", 2.0, path="veth"), row(limit="k")]
-    assert Run(tmp_path, rows).code != 0
-    assert "line 2" in capsys.readouterr().err
-
-
 def test_integrity_mismatch_wins_and_is_flagged(tmp_path):
     run = Run(tmp_path, [row(), row(integrity="MISMATCH"), row(), row(label="Other")])
     page = run.page()
@@ -268,3 +262,18 @@ def test_page_header_names_the_run(tmp_path):
 def test_test_requirements_include_every_pin_of_the_report():
     pins = lambda name: {l for l in (HERE / name).read_text().splitlines() if l and not l.startswith("#")}
     assert pins("requirements.txt") <= pins("requirements-test.txt")
+
+
+def test_two_measures_of_one_limit_share_its_key_and_the_best_counts():
+    rows = [limit_row("iperf3-tcp-loopback", 400.0), limit_row("iperf3-tcp-loopback", 380.0),
+            row(label="iperf3 -Z", eff=450.0, purpose="Baseline", key="iperf3-tcp-loopback"),
+            row(eff=360.0, limit="iperf3-tcp-loopback")]
+    (pfs,) = [g for g in groups_of(rows) if g.label == "PFS-With-Payload-TCP"]
+    assert pfs.limit_best == 450.0
+    assert pfs.ratio == pytest.approx(0.8)
+
+
+def test_the_limits_table_marks_which_measure_was_best(tmp_path):
+    rows = [limit_row("k", 1.0), limit_row("k", 2.0, path="veth"), row(eff=1.5, limit="k")]
+    page = Run(tmp_path, rows).page().split("## Limits")[1]
+    assert "veth" in page and "(the limit)" in page
