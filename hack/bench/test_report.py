@@ -275,5 +275,5 @@ def test_two_measures_of_one_limit_share_its_key_and_the_best_counts():
 
 def test_the_limits_table_marks_which_measure_was_best(tmp_path):
     rows = [limit_row("k", 1.0), limit_row("k", 2.0, path="veth"), row(eff=1.5, limit="k")]
-    page = Run(tmp_path, rows).page().split("## Limits")[1]
+    page = Run(tmp_path, rows).page().split("\n## Limits\n")[1]
     assert "veth" in page and "(the limit)" in page
