@@ -269,6 +269,10 @@ demo: deps images helm ## Run the main job: build, cluster-up, load images, helm
 bench: ## Every data-plane benchmark side by side in one report: docs/benchmarks.md, .csv, docs/img/ charts (BENCH_QUICK=1: a few minutes; BENCH_SUITES to choose); needs root.
 	hack/bench/run.sh
 
+.PHONY: bench-cluster
+bench-cluster: deps images helm ## The demo's transfers as PfsTransfers on the throwaway cluster beside the same transfers by the bare CLI on a host veth pair: docs/bench-cluster.md (BENCH_QUICK=1: one repetition); needs root.
+	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) hack/bench/cluster.sh
+
 .PHONY: cluster-smoke
 cluster-smoke: ## Smoke-test the running cluster: image load, DNS, pods on both nodes, pings over the veth data network.
 	hack/kind/smoke.sh

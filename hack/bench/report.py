@@ -34,7 +34,7 @@ from matplotlib.patches import Patch
 
 SEEDS_FILE = Path(__file__).with_name("seeds.json")
 
-SUITES = ("tcp", "udp", "afxdp", "xsk", "pcore", "fanout", "delta", "limits")
+SUITES = ("tcp", "udp", "afxdp", "xsk", "pcore", "fanout", "delta", "limits", "cluster")
 PURPOSES = ("Transfer", "Transfer|pCPU", "pCPU", "Baseline", "Limit")
 INTEGRITIES = ("OK", "MISMATCH", "NA")
 
@@ -237,6 +237,8 @@ def load_meta(path):
     for key in ("cpu", "nproc", "mem_gib"):
         if key not in meta["machine"]:
             raise ReportError(f"key 'machine.{key}': missing")
+    if not all(isinstance(f, str) for f in meta.get("failed", [])):
+        raise ReportError("key 'failed': not a list of suite names")
     for i, page in enumerate(meta["pages"]):
         if not (isinstance(page, dict) and isinstance(page.get("suite"), str)
                 and isinstance(page.get("page"), str)):
@@ -380,10 +382,10 @@ def header_lines(meta):
     m = meta["machine"]
     return [
         "<!-- SPDX-License-Identifier: Apache-2.0 -->",
-        "<!-- Written by `make bench` (hack/bench/report.py): do not edit by hand. -->",
-        "# Benchmarks",
+        f"<!-- Written by `{meta['command']}` (hack/bench/report.py): do not edit by hand. -->",
+        f"# {meta.get('title', 'Benchmarks')}",
         "",
-        "The one report of `make bench`: every benchmark script ran in this run and wrote one "
+        f"The report of `{meta['command']}`: every benchmark script ran in this run and wrote one "
         "row per measured repetition ([bench-rows.md](bench-rows.md)); this page groups the "
         "repetitions of each row (min / median / max of the effective rate, medians of the "
         "rest), takes each limit's best repetition (what this machine can do) and gives every "
@@ -392,8 +394,8 @@ def header_lines(meta):
         "hardware, for context. MB are decimal (10^6 bytes); MB/CPU-s divides by the CPU time "
         "of the side doing the work.",
         "",
-        "This page, docs/benchmarks.csv and the charts in docs/img/ are written by `make bench`: "
-        "do not edit them by hand.",
+        f"This page, its CSV and its charts are written by `{meta['command']}`: do not edit them "
+        "by hand.",
         "",
         f"- Command: `{meta['command']}`",
         f"- Date: {meta['date']}",
@@ -403,7 +405,17 @@ def header_lines(meta):
         f"- Kernel: {meta['kernel']}",
         f"- Load average (1/5/15 min): before {meta['load_before']}; after {meta['load_after']}",
         "",
-    ]
+    ] + failed_lines(meta)
+
+
+def failed_lines(meta):
+    """Suites whose script failed: their rows are missing or partial, and the page says so first."""
+    failed = meta.get("failed") or []
+    if not failed:
+        return []
+    return ["## Suites that failed", "",
+            f"These scripts exited non-zero in this run; their rows below are missing or partial: "
+            f"{', '.join(failed)}.", ""]
 
 
 def beaten_lines(groups):

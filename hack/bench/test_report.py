@@ -253,7 +253,7 @@ def test_details_link_this_runs_pages_and_existing_ones(tmp_path):
 def test_page_header_names_the_run(tmp_path):
     page = Run(tmp_path, [row()]).page()
     assert page.startswith("<!-- SPDX-License-Identifier: Apache-2.0 -->\n")
-    assert "written by `make bench`" in page and "do not edit" in page
+    assert "written by `make bench MODE=quick`" in page and "do not edit" in page
     for value in ("`make bench MODE=quick`", META["date"], "quick", "abc1234", "Test CPU", "6.0-test",
                   "0.1 0.2 0.3", "0.4 0.5 0.6"):
         assert value in page
@@ -277,3 +277,10 @@ def test_the_limits_table_marks_which_measure_was_best(tmp_path):
     rows = [limit_row("k", 1.0), limit_row("k", 2.0, path="veth"), row(eff=1.5, limit="k")]
     page = Run(tmp_path, rows).page().split("\n## Limits\n")[1]
     assert "veth" in page and "(the limit)" in page
+
+
+def test_a_failed_suite_is_named_at_the_top(tmp_path):
+    page = Run(tmp_path, [row()], meta=dict(META, failed=["udp"])).page()
+    assert "## Suites that failed" in page
+    assert page.index("## Suites that failed") < page.index("## Limits beaten")
+    assert "udp" in page.split("## Suites that failed")[1].split("##")[0]
