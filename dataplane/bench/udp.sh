@@ -176,16 +176,18 @@ run_pfs() {	# mode tag
 		.elapsed_s, .effective_mb_s, .user_s, .sys_s, .mb_per_cpu_s, .integrity,
 		"\($t); receiver CPU; sender CPU \($s[0].user_s)u+\($s[0].sys_s)s; sent \($s[0].datagrams.sent // 0) re-sent \($s[0].datagrams.retransmitted // 0) NAKs \(.datagrams.naks // 0) dup \(.datagrams.duplicates // 0) sock-drops \(.datagrams.socket_drops // 0); \($s[0].path // "")" +
 		(if .error then "; error: \(.error)" else "" end)] | @tsv' "$work/recv.json" | tee "$work/row"
-	# The same row for the report: every PFS UDP row is compared with iperf3
-	# UDP on its link (docs/bench-rows.md), the lossy ones included. The
-	# report groups rows by label, so the row without offloads gets its own
-	# (the table tells it by its notes).
-	local l pu size el u y integ notes lp=
+	# The same row for the report: the payload rows are compared with iperf3
+	# UDP on their link (docs/bench-rows.md), the lossy ones included; not
+	# offset-only, whose effective bytes never cross the link. The report
+	# groups rows by label, so the row without offloads gets its own (the
+	# table tells it by its notes).
+	local l pu size el u y integ notes lp='' lim=iperf3-udp-$path
 	[ "${PFS_UDP_OFFLOAD:-}" = off ] && lp="No GSO/GRO: "
+	[ "$mode" = offset ] && lim=
 	IFS=$'\t' read -r _ l pu size el _ u y _ integ notes < "$work/row" || return 0
 	bench_row suite=udp path="$(rowpath)" label="$lp$l" purpose="$pu" size_mb="$size" \
 		elapsed_s="$el" user_s="$u" sys_s="$y" integrity="$integ" pthreads=1 notes="$notes" \
-		limit="iperf3-udp-$path" loss_pct="$loss"
+		limit="$lim" loss_pct="$loss"
 }
 
 echo "bench-udp: iperf3 UDP x$REPS" >&2
