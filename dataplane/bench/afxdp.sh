@@ -27,14 +27,14 @@
 # BENCH_ROWS (a file: every run of every row is appended to it as one JSON
 # line, docs/bench-rows.md: the raw loop as the Limit xsk-raw-veth, the PFS
 # AF_XDP rows compared with it), BENCH_QUICK (1: a check that the script
-# works, not a measurement: COUNT=200000 SIZE=64M BYTES=256M OBYTES=1G
-# REPS=2 and OUT_MD empty unless given; about 30 s).
+# works, not a measurement: COUNT=500000 SIZE=128M BYTES=512M OBYTES=2G
+# REPS=3 and OUT_MD empty unless given; about 30 s here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=rows.sh
 . bench/rows.sh
 if [ "${BENCH_QUICK:-}" = 1 ]; then
-	: "${COUNT:=200000}" "${SIZE:=64M}" "${BYTES:=256M}" "${OBYTES:=1G}" "${REPS:=2}" "${OUT_MD=}"
+	: "${COUNT:=500000}" "${SIZE:=128M}" "${BYTES:=512M}" "${OBYTES:=2G}" "${REPS:=3}" "${OUT_MD=}"
 fi
 PFS=${PFS:-$PWD/build/pfs}
 COUNT=${COUNT:-1000000}

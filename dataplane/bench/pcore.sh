@@ -25,14 +25,14 @@
 # on 1 .. N-1 pcores after the main run, so the report has MB/s over
 # 1 .. N pcores),
 # BENCH_QUICK (1: a check that the script works, not a measurement:
-# SIZE=128M PASSES=2 ROUNDS=2 SB_TOTAL=1G; about a minute). The script
+# SIZE=256M PASSES=3 ROUNDS=3 SB_TOTAL=2G; about 30 s here). The script
 # writes no page (docs/bench-pcore.md is a hand-kept run log), only OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=rows.sh
 . bench/rows.sh
 if [ "${BENCH_QUICK:-}" = 1 ]; then
-	: "${SIZE:=128M}" "${PASSES:=2}" "${ROUNDS:=2}" "${SB_TOTAL:=1G}"
+	: "${SIZE:=256M}" "${PASSES:=3}" "${ROUNDS:=3}" "${SB_TOTAL:=2G}"
 fi
 
 PFS=${PFS:-build/pfs}

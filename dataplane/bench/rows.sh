@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 #
 # Sourced by the benchmark scripts: bench_row appends one measured repetition
 # to $BENCH_ROWS as one JSON line (docs/bench-rows.md is the contract), and

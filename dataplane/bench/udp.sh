@@ -25,14 +25,14 @@
 # default 1 when BENCH_ROWS is set, else 0, so the page keeps its veth-only
 # table), BENCH_ROWS (a file: every repetition of every row is appended to it
 # as one JSON line, docs/bench-rows.md), BENCH_QUICK (1: a check that the
-# script works, not a measurement: SIZE=256M BYTES=512M IPERF_SECS=2 REPS=2
-# and OUT_MD empty unless given; about a minute).
+# script works, not a measurement: SIZE=256M BYTES=512M IPERF_SECS=2 REPS=3
+# and OUT_MD empty unless given; under a minute here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=rows.sh
 . bench/rows.sh
 if [ "${BENCH_QUICK:-}" = 1 ]; then
-	: "${SIZE:=256M}" "${BYTES:=512M}" "${IPERF_SECS:=2}" "${REPS:=2}" "${OUT_MD=}"
+	: "${SIZE:=256M}" "${BYTES:=512M}" "${IPERF_SECS:=2}" "${REPS:=3}" "${OUT_MD=}"
 fi
 PFS=${PFS:-$PWD/build/pfs}
 SIZE=${SIZE:-1G}
