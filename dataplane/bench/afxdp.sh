@@ -23,9 +23,19 @@
 #
 # Environment: PFS (binary), COUNT (raw frames, default 1000000), SIZE
 # (blob, default 256M), BYTES (payload-mode bytes, default 1G), OBYTES
-# (offset-mode effective bytes, default 8G), REPS (default 5).
+# (offset-mode effective bytes, default 8G), REPS (default 5),
+# BENCH_ROWS (a file: every run of every row is appended to it as one JSON
+# line, docs/bench-rows.md: the raw loop as the Limit xsk-raw-veth, the PFS
+# AF_XDP rows compared with it), BENCH_QUICK (1: a check that the script
+# works, not a measurement: COUNT=500000 SIZE=128M BYTES=512M OBYTES=2G
+# REPS=3 and OUT_MD empty unless given; about 30 s here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=rows.sh
+. bench/rows.sh
+if [ "${BENCH_QUICK:-}" = 1 ]; then
+	: "${COUNT:=500000}" "${SIZE:=128M}" "${BYTES:=512M}" "${OBYTES:=2G}" "${REPS:=3}" "${OUT_MD=}"
+fi
 PFS=${PFS:-$PWD/build/pfs}
 COUNT=${COUNT:-1000000}
 SIZE=${SIZE:-256M}
@@ -75,6 +85,17 @@ run_raw() {
 		--page 4k >"$work/blast.json" 2>/dev/null
 	wait "${pids[-1]}" || true
 	read -r u s < "$work/time"
+	# The path's limit for the report (docs/bench-rows.md). Wire bytes: every
+	# frame is the payload plus Ethernet, IPv4 and UDP headers (42 B).
+	local mb el wire integ frames
+	read -r mb el wire integ frames < <(jq -r '[.payload_bytes / 1e6, .elapsed_s,
+		(if .elapsed_s > 0 then .frames * (.payload_size + 42) / 1e6 / .elapsed_s
+		 | . * 10 | round / 10 else null end),
+		(if .bad == 0 then "OK" else "MISMATCH" end), .frames] | @tsv' "$work/sink.json")
+	bench_row suite=afxdp path=veth label="raw AF_XDP loop (xsk blast -> sink)" purpose=Limit \
+		size_mb="$mb" elapsed_s="$el" wire_mb_s="$wire" user_s="$u" sys_s="$s" \
+		integrity="$integ" pthreads=1 key=xsk-raw-veth \
+		notes="$DGRAM B frames, unpaced; received $frames of $COUNT; CPU: the whole sink process, setup included"
 	jq -r --arg u "$u" --arg s "$s" --arg c "$COUNT" '
 		(.payload_bytes / 1e6) as $mb |
 		["raw AF_XDP loop (xsk blast -> sink)", .pps, ($mb / .elapsed_s * 10 | round / 10),
@@ -96,6 +117,23 @@ run_pfs() {	# transport mode bytes
 		--size "$SIZE" --page 4k --bytes "$bytes" "${extra[@]}" \
 		>"$work/send.json" 2>"$work/send.err" || true
 	wait "${pids[-1]}" || true
+	# The row for the report. AF_XDP counts link headers in the sender's
+	# wire_bytes; a UDP socket counts none, so its wire rate is not known.
+	# Only payload mode is compared with the raw loop: offset-only moves
+	# descriptors, its effective bytes never cross the link.
+	local l pu size el u y integ pt wire notes lim=''
+	[ "$tr" = afxdp ] && [ "$mode" = payload ] && lim=xsk-raw-veth
+	if IFS=$'\t' read -r l pu size el u y integ pt wire notes < <(jq -r --arg tr "$tr" \
+		--slurpfile s "$work/send.json" '[.label, .purpose, .size_mb, .elapsed_s, .user_s,
+		.sys_s, .integrity, .pthreads,
+		(if $tr == "afxdp" and $s[0].elapsed_s > 0
+		 then $s[0].wire_bytes / 1e6 / $s[0].elapsed_s | . * 10 | round / 10 else "null" end),
+		"\(.path); \(.datagrams.received / .elapsed_s | round) frames/s; \(.datagrams.received) datagrams, \(.datagrams.naks) NAKs, \(.datagrams.socket_drops) drops; receiver CPU"] | @tsv' \
+		"$work/recv.json"); then
+		bench_row suite=afxdp path=veth label="$l" purpose="$pu" size_mb="$size" elapsed_s="$el" \
+			user_s="$u" sys_s="$y" wire_mb_s="$wire" integrity="$integ" pthreads="$pt" \
+			limit="$lim" notes="$notes"
+	fi
 	jq -r '["\(.label)", (.datagrams.received / .elapsed_s | round), .effective_mb_s,
 		 .mb_per_cpu_s, .integrity,
 		 "\(.path); \(.datagrams.received) datagrams, \(.datagrams.naks) NAKs, \(.datagrams.socket_drops) drops"] | @tsv' \

@@ -17,9 +17,23 @@
 # Environment: PFS (binary), SIZE (range, default 1G), PAGE (2m), PASSES (5),
 # ROUNDS (3), PCORES (default: every allowed CPU), OUT (result directory),
 # PFS_REF (optional: another pfs binary, e.g. the build before a change,
-# whose calibrate also runs here so both limits come from one run).
+# whose calibrate also runs here so both limits come from one run),
+# SB_TOTAL (sysbench's --memory-total-size, default 8G), BENCH_ROWS (a file:
+# every calibration's limits, every sysbench run and every round of every op
+# on pcores and on the baseline are appended to it as JSON lines,
+# docs/bench-rows.md; and a scaling sweep runs: calibrate and every op
+# on 1 .. N-1 pcores after the main run, so the report has MB/s over
+# 1 .. N pcores),
+# BENCH_QUICK (1: a check that the script works, not a measurement:
+# SIZE=256M PASSES=3 ROUNDS=3 SB_TOTAL=2G; about 30 s here). The script
+# writes no page (docs/bench-pcore.md is a hand-kept run log), only OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=rows.sh
+. bench/rows.sh
+if [ "${BENCH_QUICK:-}" = 1 ]; then
+	: "${SIZE:=256M}" "${PASSES:=3}" "${ROUNDS:=3}" "${SB_TOTAL:=2G}"
+fi
 
 PFS=${PFS:-build/pfs}
 SIZE=${SIZE:-1G}
@@ -27,6 +41,7 @@ PAGE=${PAGE:-2m}
 PASSES=${PASSES:-5}
 ROUNDS=${ROUNDS:-3}
 OUT=${OUT:-build/bench-pcore}
+SB_TOTAL=${SB_TOTAL:-8G}
 PCORES_ARG=${PCORES:+--pcores $PCORES}
 OPS="counteq xor add crc32c fnv"
 
@@ -66,12 +81,67 @@ date -u +%Y-%m-%dT%H:%M:%SZ > "$OUT/date"
 # limit taken at one bad moment is beaten by an op at a good one); every
 # rate is the best of those runs, each already the best of PASSES passes.
 rm -f "$OUT"/calibrate.*.json "$OUT"/calibrate_ref.*.json "$OUT/sysbench.txt"
+rm -rf "$OUT/sweep"
+
+# Rows for the report (docs/bench-rows.md); nothing when BENCH_ROWS is unset.
+# A calibration's rates are limits: read, copy and in-place rewrite on its
+# threads (and on 1 thread when it ran more), one core's CRC32C. Each rate is
+# the best of the passes over one range, so size_mb is one range.
+calib_rows() {	# calibrate.json
+	local key label v c t notes size_mb
+	size_mb=$(jq '.bytes / 1e6' "$1")
+	while IFS=$'\t' read -r key label v c t notes; do
+		bench_row suite=pcore path=local label="$label" purpose=Limit size_mb="$size_mb" \
+			effective_mb_s="$v" mb_per_cpu_s="$c" pthreads="$t" key="$key" notes="$notes"
+	done < <(jq -r --arg how "best of $PASSES passes over $SIZE on $PAGE pages" '
+		.threads as $n | .MB_per_cpu_s as $c |
+		def thr($t): if $t == 1 then "1 thread" else "\($t) threads" end;
+		def row($k; $l; $v; $c; $t; $note): select($v != null) | [$k, $l, $v, $c, $t, $note] | @tsv;
+		row("mem-read-\($n)t"; "memory read, \(thr($n))"; .read_MBps_nt; $c.read_nt; $n;
+			"pfs pcore calibrate: wide aligned loads (\(.read_impl // "?")), pinned threads; \($how)"),
+		row("mem-copy-\($n)t"; "memory copy, \(thr($n))"; .memcpy_MBps_nt; $c.memcpy_nt; $n;
+			"pfs pcore calibrate: best of glibc memcpy and non-temporal AVX2 copy (\(.memcpy_impl_nt // "glibc") won); \($how)"),
+		row("mem-rmw-\($n)t"; "memory in-place load+store, \(thr($n))"; .rmw_MBps_nt; $c.rmw_nt; $n;
+			"pfs pcore calibrate: in-place load+store; \($how)"),
+		row("crc32c-1core"; "CRC32C, 1 core"; .crc32c_MBps_1core; $c.crc32c_1core; 1;
+			"pfs pcore calibrate: \(.crc32c_impl) over the range, out of cache; \($how)"),
+		if $n > 1 then
+			row("mem-read-1t"; "memory read, 1 thread"; .read_MBps_1t; $c.read_1t; 1;
+				"pfs pcore calibrate: wide aligned loads (\(.read_impl // "?")); \($how)"),
+			row("mem-copy-1t"; "memory copy, 1 thread"; .memcpy_MBps_1t; $c.memcpy_1t; 1;
+				"pfs pcore calibrate: best of glibc memcpy and non-temporal AVX2 copy (\(.memcpy_impl_1t // "glibc") won); \($how)")
+		else empty end' "$1")
+}
+# An op's rows: every round on pcores and on the plain-threads baseline
+# (the rounds alternate). getrusage covers all rounds together, so each
+# round carries the run's MB/CPU-s and no user/sys of its own. Read-only
+# ops are compared with the read limit on as many threads, in-place ops
+# with the in-place rewrite.
+op_rows() {	# op.json op
+	local op=$2 lim label purpose mb v c t integ notes
+	case $op in xor|add) lim=mem-rmw ;; *) lim=mem-read ;; esac
+	while IFS=$'\t' read -r label purpose mb v c t integ notes; do
+		bench_row suite=pcore path=local label="$label" purpose="$purpose" size_mb="$mb" \
+			effective_mb_s="$v" mb_per_cpu_s="$c" pthreads="$t" integrity="$integ" \
+			limit="$lim-${t}t" notes="$notes"
+	done < <(jq -r --arg op "$op" '. as $d | .pcores as $n | .rounds as $r |
+		(if .baseline.result_match then "OK" else "MISMATCH" end) as $i |
+		"; page \(.page); CPUpwn \(.CPUpwn); MB/CPU-s over all \($r) rounds" as $note |
+		(($d.rounds_MBps // [$d.MBps]) | to_entries[] |
+			["pCPU \($op)", "pCPU", $d.bytes / 1e6, .value, $d.MB_per_cpu_s, $n, $i,
+			 "round \(.key + 1) of \($r)" + $note]),
+		(($d.baseline.rounds_MBps // [$d.baseline.MBps]) | to_entries[] |
+			["baseline threads \($op)", "Baseline", $d.baseline.bytes / 1e6, .value,
+			 $d.baseline.MB_per_cpu_s, $n, $i,
+			 "plain threads, static partition; round \(.key + 1) of \($r)" + $note]) | @tsv' "$1")
+}
 calib_n=0
 calibrate() {
 	calib_n=$((calib_n + 1))
 	echo "# calibrate ($calib_n): $PFS pcore calibrate --size $SIZE --page $PAGE --passes $PASSES $PCORES_ARG" >&2
 	"$PFS" pcore calibrate --size "$SIZE" --page "$PAGE" --passes "$PASSES" $PCORES_ARG \
 		> "$OUT/calibrate.$calib_n.json"
+	calib_rows "$OUT/calibrate.$calib_n.json"
 	if [ -n "${PFS_REF:-}" ]; then
 		echo "# reference ($calib_n): $PFS_REF pcore calibrate --size $SIZE --page $PAGE --passes $PASSES $PCORES_ARG" >&2
 		"$PFS_REF" pcore calibrate --size "$SIZE" --page "$PAGE" --passes "$PASSES" $PCORES_ARG \
@@ -79,13 +149,19 @@ calibrate() {
 	fi
 }
 calibrate
+nt=$(jq .threads "$OUT/calibrate.1.json")
 if command -v sysbench >/dev/null; then
-	nt=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["threads"])' "$OUT/calibrate.1.json")
 	for t in 1 $nt; do
-		cmd="sysbench memory --memory-block-size=1M --memory-total-size=8G --memory-oper=read --threads=$t run"
+		cmd="sysbench memory --memory-block-size=1M --memory-total-size=$SB_TOTAL --memory-oper=read --threads=$t run"
 		echo "# $cmd" >&2
 		mibs=$($cmd | sed -n 's/.*MiB transferred (\([0-9.]*\) MiB\/sec).*/\1/p')
 		echo "$t ${mibs:-0} $cmd" >> "$OUT/sysbench.txt"
+		[ -z "$mibs" ] ||
+			bench_row suite=pcore path=local label="sysbench memory read (1 MiB block)" \
+				purpose=Baseline pthreads="$t" \
+				size_mb="$(numfmt --from=iec "$SB_TOTAL" | awk '{ print $1 / 1e6 }')" \
+				effective_mb_s="$(awk -v m="$mibs" 'BEGIN { printf "%.1f", m * 1.048576 }')" \
+				notes="a cross-check of the memory limits only, never a limit: with a 1 MiB block each thread reads its own block over and over, so it measures the caches; $cmd"
 	done
 else
 	echo "pcore.sh: sysbench not installed (apt-get install sysbench); no cross-check" >&2
@@ -94,9 +170,27 @@ for op in $OPS; do
 	cmd="$PFS pcore run --op $op --imm 255 --size $SIZE --page $PAGE --passes $PASSES --rounds $ROUNDS --baseline $PCORES_ARG"
 	echo "# $cmd" >&2
 	$cmd > "$OUT/$op.json"
+	op_rows "$OUT/$op.json" "$op"
 	calibrate
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+# The scaling sweep, for the report only: the same calibration and ops on
+# 1 .. N-1 pcores (the run above is the N-pcore point), each op against the
+# limits measured on as many threads. Its files stay out of the table's.
+if [ -n "${BENCH_ROWS:-}" ]; then
+	mkdir -p "$OUT/sweep"
+	for k in $(seq 1 $((nt - 1))); do
+		echo "# sweep: $PFS pcore calibrate and every op on $k pcore(s)" >&2
+		"$PFS" pcore calibrate --size "$SIZE" --page "$PAGE" --passes "$PASSES" --threads "$k" \
+			> "$OUT/sweep/calibrate.$k.json"
+		calib_rows "$OUT/sweep/calibrate.$k.json"
+		for op in $OPS; do
+			"$PFS" pcore run --op "$op" --imm 255 --size "$SIZE" --page "$PAGE" --passes "$PASSES" \
+				--rounds "$ROUNDS" --baseline --pcores "$k" > "$OUT/sweep/$op.$k.json"
+			op_rows "$OUT/sweep/$op.$k.json" "$op"
+		done
+	done
+fi
 
 python3 - "$OUT" "$load_before" "$load_after" "$SIZE" "$PAGE" "$PASSES" "$ROUNDS" <<'PY'
 import json, sys, os

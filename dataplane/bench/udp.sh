@@ -20,9 +20,20 @@
 # per PFS run, default 4G), IPERF_SECS (default 5), REPS (runs per row, the
 # median by effective MB/s is reported with the range; default 3), MTU
 # (default 1500: 1472-byte UDP payload), OUT_MD (default ../docs/bench-udp.md;
-# empty to skip).
+# empty to skip), LOOPBACK (1: also iperf3 UDP and the three lossless PFS
+# rows on 127.0.0.1 inside the sender's fresh namespace, after the veth rows;
+# default 1 when BENCH_ROWS is set, else 0, so the page keeps its veth-only
+# table), BENCH_ROWS (a file: every repetition of every row is appended to it
+# as one JSON line, docs/bench-rows.md), BENCH_QUICK (1: a check that the
+# script works, not a measurement: SIZE=256M BYTES=512M IPERF_SECS=2 REPS=3
+# and OUT_MD empty unless given; under a minute here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=rows.sh
+. bench/rows.sh
+if [ "${BENCH_QUICK:-}" = 1 ]; then
+	: "${SIZE:=256M}" "${BYTES:=512M}" "${IPERF_SECS:=2}" "${REPS:=3}" "${OUT_MD=}"
+fi
 PFS=${PFS:-$PWD/build/pfs}
 SIZE=${SIZE:-1G}
 BYTES=${BYTES:-4G}
@@ -30,6 +41,7 @@ IPERF_SECS=${IPERF_SECS:-5}
 REPS=${REPS:-3}
 MTU=${MTU:-1500}
 OUT_MD=${OUT_MD-$PWD/../docs/bench-udp.md}
+LOOPBACK=${LOOPBACK:-$([ -n "${BENCH_ROWS:-}" ] && echo 1 || echo 0)}
 DGRAM=$((MTU - 28))
 
 die() { echo "bench-udp: $*" >&2; exit 1; }
@@ -107,22 +119,43 @@ median_row() {
 		      $11 = $11 "; median of " NR " runs, " e[1] ".." e[NR] " MB/s"; print }'
 }
 
+# Where the rows run, set before each group: path (the table's word), the
+# receiver's and the sender's namespaces, the receiver's address, and the loss
+# injected on the link in % (the rows' path word and loss_pct in BENCH_ROWS).
+path=veth rns=$nsb sns=$nsa addr=$ipb loss=0
+rowpath() { if [ "$loss" = 0 ]; then echo "$path"; else echo "$path $loss% loss"; fi; }
+
 run_iperf() {	# udp|tcp
-	local kind=$1 port=5201 args=() label
+	local kind=$1 port=5201 args=() label key lossp=null
 	if [ "$kind" = udp ]; then
 		args=(-u -b 0 -l "$DGRAM"); label="iperf3 UDP (-b 0 -l $DGRAM)"
+		key=iperf3-udp-$path lossp=$loss
 	else
-		label="iperf3 TCP (1 stream)"
+		label="iperf3 TCP (1 stream)" key=iperf3-tcp-$path
 	fi
-	nsenter --net=/run/netns/"$nsb" iperf3 -s -1 -B "$ipb" -p $port >/dev/null 2>&1 & pids+=($!)
+	nsenter --net=/run/netns/"$rns" iperf3 -s -1 -B "$addr" -p $port >/dev/null 2>&1 & pids+=($!)
 	sleep 0.5
-	inns "$nsa" iperf3 -c "$ipb" -p $port -t "$IPERF_SECS" "${args[@]}" -J > "$work/iperf.json" 2>/dev/null || true
+	inns "$sns" iperf3 -c "$addr" -p $port -t "$IPERF_SECS" "${args[@]}" -J > "$work/iperf.json" 2>/dev/null || true
 	wait "${pids[-1]}" 2>/dev/null || true
-	jq -r --arg l "$label" '.end as $e |
+	# The report's limits for this path (docs/bench-rows.md); the offered
+	# rate beside the goodput, as -b 0 offers more than the receiver takes.
+	local mb secs u y notes
+	if IFS=$'\t' read -r mb secs u y notes < <(jq -r '.end as $e | ($e.sum_received.seconds) as $s |
+		def ms: . * 1000 | round / 1000;
+		[$e.sum_received.bytes / 1e6, $s, ($e.cpu_utilization_percent.remote_user / 100 * $s | ms),
+		 ($e.cpu_utilization_percent.remote_system / 100 * $s | ms),
+		 "goodput at the iperf3 receiver; receiver CPU from iperf3 -J" +
+		 (if $e.sum.lost_percent then "; offered \($e.sum_sent.bytes / 1e6 / $e.sum_sent.seconds | round) MB/s by the sender, \($e.sum.lost_percent | . * 10 | round / 10)% datagrams lost" else "" end)] | @tsv' \
+		"$work/iperf.json"); then
+		bench_row suite=udp path="$(rowpath)" label="$label" purpose=Limit size_mb="$mb" \
+			elapsed_s="$secs" user_s="$u" sys_s="$y" integrity=NA pthreads=1 notes="$notes" \
+			key="$key" loss_pct="$lossp"
+	fi
+	jq -r --arg l "$label" --arg p "$path" '.end as $e |
 		($e.sum_received.bytes) as $b | ($e.sum_received.seconds) as $s |
 		($e.cpu_utilization_percent.remote_user / 100 * $s) as $u |
 		($e.cpu_utilization_percent.remote_system / 100 * $s) as $y |
-		["veth", $l, "Baseline", ($b / 1e6 * 100 | round / 100), ($s * 1000 | round / 1000),
+		[$p, $l, "Baseline", ($b / 1e6 * 100 | round / 100), ($s * 1000 | round / 1000),
 		 ($b / 1e6 / $s * 10 | round / 10), ($u * 1000 | round / 1000), ($y * 1000 | round / 1000),
 		 (if ($u + $y) > 0 then ($b / 1e6 / ($u + $y) * 10 | round / 10) else 0 end), "NA",
 		 "goodput at the iperf3 receiver; receiver CPU from iperf3 -J" +
@@ -132,17 +165,29 @@ run_iperf() {	# udp|tcp
 
 run_pfs() {	# mode tag
 	local mode=$1 tag=$2 port=7800
-	nsenter --net=/run/netns/"$nsb" "$PFS" -q recv --transport udp --listen "$ipb:$port" \
+	nsenter --net=/run/netns/"$rns" "$PFS" -q recv --transport udp --listen "$addr:$port" \
 		--mode "$mode" --size "$SIZE" --page 2m --mtu "$MTU" --notes "$tag" \
 		> "$work/recv.json" 2>"$work/recv.err" & pids+=($!)
-	inns "$nsa" "$PFS" -q send --transport udp --connect "$ipb:$port" --mode "$mode" \
+	inns "$sns" "$PFS" -q send --transport udp --connect "$addr:$port" --mode "$mode" \
 		--size "$SIZE" --page 2m --bytes "$BYTES" --mtu "$MTU" --notes "$tag" \
 		> "$work/send.json" 2>"$work/send.err" || true
 	wait "${pids[-1]}" || true
-	jq -r --arg t "$tag" --slurpfile s "$work/send.json" '["veth", .label, .purpose, .size_mb,
+	jq -r --arg p "$path" --arg t "$tag" --slurpfile s "$work/send.json" '[$p, .label, .purpose, .size_mb,
 		.elapsed_s, .effective_mb_s, .user_s, .sys_s, .mb_per_cpu_s, .integrity,
 		"\($t); receiver CPU; sender CPU \($s[0].user_s)u+\($s[0].sys_s)s; sent \($s[0].datagrams.sent // 0) re-sent \($s[0].datagrams.retransmitted // 0) NAKs \(.datagrams.naks // 0) dup \(.datagrams.duplicates // 0) sock-drops \(.datagrams.socket_drops // 0); \($s[0].path // "")" +
-		(if .error then "; error: \(.error)" else "" end)] | @tsv' "$work/recv.json"
+		(if .error then "; error: \(.error)" else "" end)] | @tsv' "$work/recv.json" | tee "$work/row"
+	# The same row for the report: the payload rows are compared with iperf3
+	# UDP on their link (docs/bench-rows.md), the lossy ones included; not
+	# offset-only, whose effective bytes never cross the link. The report
+	# groups rows by label, so the row without offloads gets its own (the
+	# table tells it by its notes).
+	local l pu size el u y integ notes lp='' lim=iperf3-udp-$path
+	[ "${PFS_UDP_OFFLOAD:-}" = off ] && lp="No GSO/GRO: "
+	[ "$mode" = offset ] && lim=
+	IFS=$'\t' read -r _ l pu size el _ u y _ integ notes < "$work/row" || return 0
+	bench_row suite=udp path="$(rowpath)" label="$lp$l" purpose="$pu" size_mb="$size" \
+		elapsed_s="$el" user_s="$u" sys_s="$y" integrity="$integ" pthreads=1 notes="$notes" \
+		limit="$lim" loss_pct="$loss"
 }
 
 echo "bench-udp: iperf3 UDP x$REPS" >&2
@@ -156,9 +201,19 @@ rows+=("$(for i in $(seq "$REPS"); do run_pfs offset "0% loss"; done | median_ro
 echo "bench-udp: pfs payload without GSO/GRO x$REPS" >&2
 rows+=("$(for i in $(seq "$REPS"); do PFS_UDP_OFFLOAD=off run_pfs payload "no GSO/GRO (PFS_UDP_OFFLOAD=off), 0% loss"; done | median_row)")
 echo "bench-udp: pfs payload, 1% loss x$REPS" >&2
-loss_on
+loss_on; loss=1
 rows+=("$(for i in $(seq "$REPS"); do run_pfs payload "1% loss"; done | median_row)")
-loss_off
+loss_off; loss=0
+if [ "$LOOPBACK" = 1 ]; then
+	# The same lossless rows with no link at all: 127.0.0.1 inside one
+	# fresh namespace, both ends in it.
+	path=loopback rns=$nsa sns=$nsa addr=127.0.0.1
+	echo "bench-udp: loopback: iperf3 UDP, pfs payload, offset, payload without GSO/GRO x$REPS" >&2
+	rows+=("$(for i in $(seq "$REPS"); do run_iperf udp; done | median_row)")
+	rows+=("$(for i in $(seq "$REPS"); do run_pfs payload "0% loss"; done | median_row)")
+	rows+=("$(for i in $(seq "$REPS"); do run_pfs offset "0% loss"; done | median_row)")
+	rows+=("$(for i in $(seq "$REPS"); do PFS_UDP_OFFLOAD=off run_pfs payload "no GSO/GRO (PFS_UDP_OFFLOAD=off), 0% loss"; done | median_row)")
+fi
 load_end=$(load)
 
 get() { printf '%s\n' "${rows[@]}" | awk -F'\t' -v l="$1" -v n="$2" 'index($2, l) == 1 && index($11, n) == 1 { print $'"$3"'; exit }'; }
@@ -182,7 +237,7 @@ targets="| Target | Measured | Needed | Result |
 | PFS-With-Payload-UDP at 1% loss >= 0.5x its 0% figure, integrity OK | ${r2}x ($payl / $pay MB/s, integrity $payl_i) | 0.50x | $v2 |
 | (reference, not a target) PFS-With-Payload-UDP without GSO/GRO vs iperf3 UDP, both one datagram per kernel message | $(ratio "$payn" "$ip3")x ($payn / $ip3 MB/s) | (0.80x) | $(verdict "$(ratio "$payn" "$ip3")" 0.8) |"
 
-report="Command: \`make -C dataplane bench-udp\` (SIZE=$SIZE BYTES=$BYTES IPERF_SECS=$IPERF_SECS REPS=$REPS MTU=$MTU: ${DGRAM}-byte UDP payloads)
+report="Command: \`make -C dataplane bench-udp\` (SIZE=$SIZE BYTES=$BYTES IPERF_SECS=$IPERF_SECS REPS=$REPS MTU=$MTU${BENCH_QUICK:+ BENCH_QUICK=$BENCH_QUICK}$([ "$LOOPBACK" = 0 ] || echo " LOOPBACK=$LOOPBACK"): ${DGRAM}-byte UDP payloads)
 Date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))
 Load average (1/5/15 min) at start: $load_start; at end: $load_end (other jobs share this machine).
 Loss: $loss_how.
@@ -209,7 +264,9 @@ its notes); pfs paces itself and repairs, so its rows are complete transfers wit
 integrity checked. The row without GSO/GRO is the like-for-like comparison with
 iperf3's one datagram per kernel call; it is reported, not a target. Wall-clock
 rows depend on how much CPU other jobs leave (sender and receiver each need a
-core); compare the load averages.
+core); compare the load averages.$([ "$LOOPBACK" = 0 ] || echo "
+Rows on path loopback ran on 127.0.0.1 inside one fresh namespace, both ends in it
+(no link, no loss).")
 
 $report
 <!-- bench-udp:end -->"

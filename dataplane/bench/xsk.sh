@@ -13,9 +13,18 @@
 # Everything created (namespaces, veth) is removed on exit.
 #
 # Environment: PFS (binary), COUNT (frames per run, default 1000000), REPS,
-# OUT_MD (default ../docs/bench-xsk.md; empty to skip).
+# OUT_MD (default ../docs/bench-xsk.md; empty to skip), BENCH_ROWS (a file:
+# every run is appended to it as one JSON line, docs/bench-rows.md: the
+# Limit xsk-raw-veth-<size>, xsk-raw-veth-generic-<size> for generic XDP),
+# BENCH_QUICK (1: a check that the script works, not a measurement:
+# COUNT=500000 REPS=3 and OUT_MD empty unless given; about 30 s here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=rows.sh
+. bench/rows.sh
+if [ "${BENCH_QUICK:-}" = 1 ]; then
+	: "${COUNT:=500000}" "${REPS:=3}" "${OUT_MD=}"
+fi
 PFS=${PFS:-$PWD/build/pfs}
 COUNT=${COUNT:-1000000}
 REPS=${REPS:-3}
@@ -62,6 +71,17 @@ for attach in native generic; do
 			printf '%-8s %-7s %-4s %12s %12s %12s %10s %s\n' "$attach" "$size" "$rep" \
 				"$sent" "$recv" "$gbit" "$frac" "$mode"
 			md+=("| $attach | $size B | $rep | $sent | $recv | $gbit | $frac | $mode |")
+			# The link's limit for the report (docs/bench-rows.md). Wire
+			# bytes: every frame is the payload plus Ethernet, IPv4 and UDP
+			# headers (42 B), none re-sent.
+			read -r mb el wire integ < <(jq -r '[.payload_bytes / 1e6, .elapsed_s,
+				(if .elapsed_s > 0 then .frames * (.payload_size + 42) / 1e6 / .elapsed_s
+				 | . * 10 | round / 10 else null end),
+				(if .bad == 0 then "OK" else "MISMATCH" end)] | @tsv' "$tmp/sink.json")
+			bench_row suite=xsk path=veth label="pfs xsk blast -> sink ($attach XDP, $size B)" \
+				purpose=Limit size_mb="$mb" elapsed_s="$el" wire_mb_s="$wire" integrity="$integ" \
+				pthreads=1 key="xsk-raw-veth$([ "$attach" = native ] || echo "-$attach")-$size" \
+				notes="$mode; blaster sent $sent frames/s unpaced, the sink received $frac of the $COUNT frames; rate first to last frame; CPU not measured"
 			rows+=("$recv $sent $gbit $frac")
 		done
 		med=$(printf '%s\n' "${rows[@]}" | sort -n | awk -v n="$REPS" 'NR == int((n + 1) / 2)')
