@@ -11,7 +11,8 @@
 #      ring) - the limit of this path;
 #   2. PFS-With-Payload-AF_XDP;
 #   3. Native PFS Offset-only Mode - AF_XDP;
-#   4. PFS-With-Payload-UDP (the kernel UDP path, GSO/GRO), for reference.
+#   4. PFS-With-Payload-UDP (the kernel UDP path, GSO/GRO), for reference;
+#   5. Native PFS Arithmetic Mode - AF_XDP.
 # Per row: frames/s received (raw: the sink's first-to-last-frame rate; PFS:
 # data datagrams the receiver got / its transfer time), effective MB/s at the
 # receiver, and MB per receiver CPU-second (raw: the sink's whole process,
@@ -147,7 +148,7 @@ median() {	# rows on stdin -> the median row by frames/s, range appended
 }
 
 rows=()
-for what in raw afxdp-payload afxdp-offset udp-payload; do
+for what in raw afxdp-payload afxdp-offset udp-payload afxdp-arith; do
 	reps=()
 	for rep in $(seq "$REPS"); do
 		case $what in
@@ -155,6 +156,7 @@ for what in raw afxdp-payload afxdp-offset udp-payload; do
 		afxdp-payload) row=$(run_pfs afxdp payload "$BYTES") ;;
 		afxdp-offset) row=$(run_pfs afxdp offset "$OBYTES") ;;
 		udp-payload) row=$(run_pfs udp payload "$BYTES") ;;
+		afxdp-arith) row=$(run_pfs afxdp arith "$OBYTES") ;;
 		esac
 		echo "$what #$rep: $row" | cut -c1-200 >&2
 		reps+=("$row")

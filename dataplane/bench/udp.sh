@@ -5,7 +5,8 @@
 # network namespaces:
 #   iperf3 UDP (-u -b 0 -l <same datagram size as pfs>), goodput counted at
 #   the iperf3 receiver; iperf3 TCP (one stream); PFS-With-Payload-UDP;
-#   Native PFS Offset-only Mode - UDP; PFS-With-Payload-UDP without GSO/GRO
+#   Native PFS Offset-only Mode - UDP; Native PFS Arithmetic Mode - UDP;
+#   PFS-With-Payload-UDP without GSO/GRO
 #   (for reference); then PFS-With-Payload-UDP with 1% loss
 #   on the veth (tc netem on the sender's side when the kernel has it, else
 #   an iptables `statistic` DROP rule on the receiver's side; either drops a
@@ -185,7 +186,7 @@ run_pfs() {	# mode tag
 	# groups rows by label, so the row without offloads gets its own.
 	local l pu size el u y integ notes lp='' lim=iperf3-tcp-$path
 	[ "${PFS_UDP_OFFLOAD:-}" = off ] && lp="No GSO/GRO: " lim=iperf3-udp-$path
-	[ "$mode" = offset ] && lim=
+	[ "$mode" = payload ] || lim=
 	IFS=$'\t' read -r _ l pu size el _ u y _ integ notes < "$work/row" || return 0
 	bench_row suite=udp path="$(rowpath)" label="$lp$l" purpose="$pu" size_mb="$size" \
 		elapsed_s="$el" user_s="$u" sys_s="$y" integrity="$integ" pthreads=1 notes="$notes" \
@@ -200,6 +201,8 @@ echo "bench-udp: pfs payload x$REPS" >&2
 rows+=("$(for i in $(seq "$REPS"); do run_pfs payload "0% loss"; done | median_row)")
 echo "bench-udp: pfs offset x$REPS" >&2
 rows+=("$(for i in $(seq "$REPS"); do run_pfs offset "0% loss"; done | median_row)")
+echo "bench-udp: pfs arith x$REPS" >&2
+rows+=("$(for i in $(seq "$REPS"); do run_pfs arith "0% loss"; done | median_row)")
 echo "bench-udp: pfs payload without GSO/GRO x$REPS" >&2
 rows+=("$(for i in $(seq "$REPS"); do PFS_UDP_OFFLOAD=off run_pfs payload "no GSO/GRO (PFS_UDP_OFFLOAD=off), 0% loss"; done | median_row)")
 echo "bench-udp: pfs payload, 1% loss x$REPS" >&2
@@ -215,6 +218,7 @@ if [ "$LOOPBACK" = 1 ]; then
 	rows+=("$(for i in $(seq "$REPS"); do run_iperf tcp; done | median_row)")
 	rows+=("$(for i in $(seq "$REPS"); do run_pfs payload "0% loss"; done | median_row)")
 	rows+=("$(for i in $(seq "$REPS"); do run_pfs offset "0% loss"; done | median_row)")
+	rows+=("$(for i in $(seq "$REPS"); do run_pfs arith "0% loss"; done | median_row)")
 	rows+=("$(for i in $(seq "$REPS"); do PFS_UDP_OFFLOAD=off run_pfs payload "no GSO/GRO (PFS_UDP_OFFLOAD=off), 0% loss"; done | median_row)")
 fi
 load_end=$(load)
