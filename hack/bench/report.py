@@ -636,9 +636,14 @@ def chart_pcore_scaling(path, groups):
                     label=f"limit mem-{kind}-<N>t (best repetition)")
             threads |= {n for n, _ in points}
     ax.set_xticks(sorted(threads))
-    ax.set_xlabel("pthreads (pcores doing the work)")
-    ax.set_ylabel("effective MB/s (median)")
-    ax.set_title("pCPU ops: effective MB/s against pthreads, with the memory limits")
+    return finish_line_chart(fig, ax, path, "pthreads (pcores doing the work)", "effective MB/s (median)",
+                             "pCPU ops: effective MB/s against pthreads, with the memory limits")
+
+
+def finish_line_chart(fig, ax, path, xlabel, ylabel, title):
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return save(fig, path)
@@ -654,12 +659,8 @@ def chart_udp_loss(path, groups):
         ax.errorbar([g.median("loss_pct") for g in series],
                     [statistics.median(g.effective()) for g in series],
                     yerr=spread(series), marker="o", capsize=3, label=label)
-    ax.set_xlabel("loss injected on the link (%)")
-    ax.set_ylabel("goodput: effective MB/s (median, min-max bars)")
-    ax.set_title("UDP goodput against loss")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return save(fig, path)
+    return finish_line_chart(fig, ax, path, "loss injected on the link (%)",
+                             "goodput: effective MB/s (median, min-max bars)", "UDP goodput against loss")
 
 
 CHARTS = (
