@@ -534,8 +534,10 @@ def write_csv(path, groups, seeds, meta):
 # ---------------------------------------------------------------- charts
 
 
-def new_figure():
-    fig = Figure(figsize=(12, 7), dpi=100)
+def new_figure(bars=None):
+    """1200x700 px; a bar chart grows with its rows so every label stays readable."""
+    height = 7 if bars is None else max(3.5, 0.3 * bars + 1.8)
+    fig = Figure(figsize=(12, height), dpi=100)
     FigureCanvasAgg(fig)  # PNG through Agg, whatever backend the environment configures
     return fig, fig.add_subplot()
 
@@ -548,15 +550,16 @@ def suite_colors(groups):
 
 def bar_axes(ax, names):
     """Horizontal bars, first row on top: the labels are long and there are many."""
-    ax.set_yticks(range(len(names)), names, fontsize=max(5, min(9, 400 // max(len(names), 1))))
+    ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.invert_yaxis()
     ax.grid(axis="x", alpha=0.3)
+    ax.figure.tight_layout()
 
 
 def chart_throughput(path, groups):
     if not groups:
         return False
-    fig, ax = new_figure()
+    fig, ax = new_figure(len(groups))
     colors = suite_colors(groups)
     ax.barh(range(len(groups)), [statistics.median(g.effective()) for g in groups],
             xerr=spread(groups), color=[colors[g.suite] for g in groups], capsize=2,
@@ -567,10 +570,15 @@ def chart_throughput(path, groups):
         handles.append(ax.scatter([v for _, v in marked], [i for i, _ in marked], marker="|", s=180,
                                   color="black", linewidths=2, zorder=3, label="its limit (best repetition)"))
     ax.legend(handles=handles, loc="lower right", fontsize=8)
-    bar_axes(ax, [g.name() for g in groups])
     ax.set_xlabel("effective MB/s (bar: median; whiskers: min-max; MB = 10^6 bytes)")
-    ax.set_title("Effective throughput per row, with its limit")
+    ax.set_title(f"Effective throughput per row, with its limit: suite {groups[0].suite}")
+    bar_axes(ax, [bar_name(g) for g in groups])
     return save(fig, path)
+
+
+def bar_name(group):
+    """A bar's label: one chart per suite, so the suite is in the title, not on every bar."""
+    return group.name().split("/", 1)[-1]
 
 
 def spread(groups):
@@ -590,13 +598,13 @@ def chart_mb_per_cpu(path, groups):
     rows = [g for g in groups if g.median("mb_per_cpu_s") is not None]
     if not rows:
         return False
-    fig, ax = new_figure()
+    fig, ax = new_figure(len(rows))
     colors = suite_colors(groups)
     ax.barh(range(len(rows)), [g.median("mb_per_cpu_s") for g in rows],
             color=[colors[g.suite] for g in rows])
-    bar_axes(ax, [g.name() for g in rows])
     ax.set_xlabel("MB per CPU-second (median; CPU time of the side doing the work)")
-    ax.set_title("CPU efficiency per row")
+    ax.set_title(f"CPU efficiency per row: suite {rows[0].suite}")
+    bar_axes(ax, [bar_name(g) for g in rows])
     return save(fig, path)
 
 
@@ -663,25 +671,37 @@ def chart_udp_loss(path, groups):
                              "goodput: effective MB/s (median, min-max bars)", "UDP goodput against loss")
 
 
-CHARTS = (
-    ("Effective throughput", "bench-throughput.png", chart_throughput),
-    ("MB per CPU-second", "bench-mb-per-cpu.png", chart_mb_per_cpu),
+# Bar charts: one per suite, as one chart of every row had ~190 unreadable bars.
+BAR_CHARTS = (
+    ("Effective throughput", "bench-throughput", chart_throughput),
+    ("MB per CPU-second", "bench-mb-per-cpu", chart_mb_per_cpu),
+)
+LINE_CHARTS = (
     ("pCPU scaling", "bench-pcore-scaling.png", chart_pcore_scaling),
     ("UDP goodput against loss", "bench-udp-loss.png", chart_udp_loss),
 )
 
 
+def chart_plan(groups):
+    """(title, file name, draw) for this run's charts, the bar charts per suite first."""
+    plan = []
+    for title, stem, draw in BAR_CHARTS:
+        for suite in first_seen(g.suite for g in groups):
+            mine = [g for g in groups if g.suite == suite]
+            plan.append((f"{title}: suite {suite}", f"{stem}-{suite}.png",
+                         lambda path, _, mine=mine, draw=draw: draw(path, mine)))
+    return plan + list(LINE_CHARTS)
+
+
 def write_charts(img_dir, groups):
     """(title, file name, written) per chart. A chart without data is not written, and
-    an older file of that name is removed so docs/img never shows another run's numbers."""
+    every older chart file is removed first, so docs/img never shows another run's numbers."""
     img_dir.mkdir(parents=True, exist_ok=True)
+    for old in img_dir.glob("bench-*.png"):
+        old.unlink()
     done = []
-    for title, name, draw in CHARTS:
-        target = img_dir / name
-        written = draw(target, groups)
-        if not written:
-            target.unlink(missing_ok=True)
-        done.append((title, name, written))
+    for title, name, draw in chart_plan(groups):
+        done.append((title, name, draw(img_dir / name, groups)))
     return done
 
 

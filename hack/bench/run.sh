@@ -36,8 +36,10 @@ failed=() pages=()
 for s in "${suites[@]}"; do
 	[ -f "dataplane/bench/$s.sh" ] || die "no suite $s (dataplane/bench/$s.sh)"
 	echo "bench: === $s ($mode) ===" >&2
-	page=docs/bench-$s.md	# fanout.sh prints its tables; the others write this page
-	[ "$s" = fanout ] && page=
+	# fanout.sh prints its tables and pcore.sh writes under build/ (its page
+	# is a hand-kept log); the others write this page in full mode.
+	page=docs/bench-$s.md
+	case $s in fanout | pcore) page= ;; esac
 	# Quick runs leave the pages alone; OUT_MD= tells a script not to write.
 	out_md=()
 	[ "$quick" = 1 ] && out_md=(OUT_MD=)
@@ -74,7 +76,9 @@ venv=$(hack/python-venv.sh hack/bench/requirements.txt)
 mkdir -p docs/img
 "$venv/bin/python" hack/bench/report.py --rows "$rows" --meta "$work/meta.json" \
 	--out-md docs/benchmarks.md --out-csv docs/benchmarks.csv --img-dir docs/img
-# Keep the raw rows beside the CSV: a report can be redrawn without a rerun.
+# Keep the raw rows and the run's facts beside the CSV: the report can be
+# redrawn (hack/bench/report.py --rows ... --meta ...) without a rerun.
 cp "$rows" docs/benchmarks.rows.jsonl
+cp "$work/meta.json" docs/benchmarks.meta.json
 echo "bench: wrote docs/benchmarks.md, docs/benchmarks.csv, docs/img/bench-*.png ($mode)" >&2
 [ ${#failed[@]} -eq 0 ] || die "suites that failed: ${failed[*]} (the report names them)"

@@ -15,8 +15,7 @@ sys.path.insert(0, str(HERE))
 import report  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-CHART_FILES = ("bench-throughput.png", "bench-mb-per-cpu.png", "bench-pcore-scaling.png",
-               "bench-udp-loss.png")
+LINE_CHART_FILES = ("bench-pcore-scaling.png", "bench-udp-loss.png")
 
 
 def row(label="PFS-With-Payload-TCP", eff=100.0, **over):
@@ -196,11 +195,15 @@ def test_every_chart_is_a_png_when_data_exists(tmp_path):
              for p in (0.0, 1.0, 5.0)]
     run = Run(tmp_path, rows)
     assert run.code == 0
-    for name in CHART_FILES:
-        width, height = png_size(run.img / name)
-        assert (width, height) == (1200, 700), name
+    for name in LINE_CHART_FILES:
+        assert png_size(run.img / name) == (1200, 700), name
         assert f"](img/{name})" in run.page()
-    assert report.NO_CHART not in run.page()
+    for suite in ("tcp", "limits", "pcore", "udp"):  # one bar chart per suite, as tall as its rows need
+        width, height = png_size(run.img / f"bench-throughput-{suite}.png")
+        assert width == 1200 and height >= 350, suite
+        assert f"](img/bench-throughput-{suite}.png)" in run.page()
+    assert report.NO_CHART in run.page()  # the limits' rows have no MB/CPU-s: that chart says so
+    assert not (run.img / "bench-mb-per-cpu-limits.png").exists()
 
 
 def test_charts_without_data_are_absent_and_the_page_says_so(tmp_path):
@@ -209,8 +212,8 @@ def test_charts_without_data_are_absent_and_the_page_says_so(tmp_path):
     stale.write_bytes(PNG_MAGIC)  # an older run's chart must not survive as if it were this run's
     run = Run(tmp_path, [row(user_s=None, sys_s=None, mb_per_cpu_s=None)])
     assert run.code == 0
-    assert png_size(run.img / "bench-throughput.png")
-    for name in CHART_FILES[1:]:
+    assert png_size(run.img / "bench-throughput-tcp.png")
+    for name in ("bench-mb-per-cpu-tcp.png",) + LINE_CHART_FILES:
         assert not (run.img / name).exists(), name
         assert f"]({name})" not in run.page()
     assert run.page().count(report.NO_CHART) == 3
