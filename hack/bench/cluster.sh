@@ -164,4 +164,5 @@ mkdir -p "$REPO_ROOT/docs/img/cluster"
 	--out-md "$REPO_ROOT/docs/bench-cluster.md" --out-csv "$REPO_ROOT/docs/bench-cluster.csv" \
 	--img-dir "$REPO_ROOT/docs/img/cluster"
 cp "$rows" "$REPO_ROOT/docs/bench-cluster.rows.jsonl"
+cp "$work/meta.json" "$REPO_ROOT/docs/bench-cluster.meta.json"
 log "wrote docs/bench-cluster.md, docs/bench-cluster.csv, docs/img/cluster/ (the cluster stays up: make cluster-down)"
