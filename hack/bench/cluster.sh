@@ -112,7 +112,7 @@ run_cluster() { # run rep
 		 user_s: $u, sys_s: $y, mb_per_cpu_s: ($s.mbPerCPUSecond // null | if . then tonumber else null end),
 		 integrity: (if $s.integrity.result == "OK" then "OK" elif $s.integrity.result then "MISMATCH" else "NA" end),
 		 pthreads: 1, limit: "bare-\($run)", key: null, loss_pct: null,
-		 notes: "end to end \($e2e) s (created to Succeeded); failed attempts \($s.failedAttempts // 0); receiver CPU"}' \
+		 notes: "end to end \($e2e) s (created to Succeeded); failed attempts \($s.failedAttempts // 0); receiver CPU; pinned to host CPUs: sender \($s.sender.cpus // "?"), receiver \($s.receiver.cpus // "?")"}' \
 		"$work/$name.json" >>"$rows"
 }
 
