@@ -47,7 +47,7 @@ static const char *const big_files[] = {
 static void cleanup(void)
 {
 	for (int i = 0; i < nnames; i++)
-			sh("rm -f /dev/shm/%s", names[i]);
+		sh("rm -f /dev/shm/%s", names[i]);
 }
 
 /* A source directory of hard links (copies across file systems) to real
@@ -530,8 +530,8 @@ static pid_t uapi_holder(const char *tag, const char *listen)
 	       pfs_bin, REAL_UAPI, name))
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/%s.sock", tmpdir, tag);
-	return pfs_in(ns_a, tag, "blob", "serve", "--name", name, "--dir", "/dev/shm",
-		      "--socket", sock, "--token-file", tok, "--replicate-listen", listen, NULL);
+	return pfs_in(ns_a, tag, "blob", "serve", "--name", name, "--dir", "/dev/shm", "--socket",
+		      sock, "--token-file", tok, "--replicate-listen", listen, NULL);
 }
 
 /* @arg connections in a row that send a bad AUTH (a zero MAC). */
