@@ -38,6 +38,8 @@ NICE=${NICE:-0}
 OUT_MD=${OUT_MD-$PWD/../docs/bench-tcp.md}
 PFS_BEFORE=${PFS_BEFORE:-}
 
+# shellcheck source-path=SCRIPTDIR source=netns.sh
+. bench/netns.sh
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, veth, sshd, hugepages)"
 for t in ip iperf3 jq scp rsync ssh ssh-keygen /usr/sbin/sshd /usr/bin/time nsenter; do
@@ -55,13 +57,7 @@ pids=() hp_added=0 made_run_sshd=0
 cleanup() {
 	set +e
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-	# Anything still inside our namespaces was started by this script.
-	for n in "$nsa" "$nsb"; do
-		for p in $(ip netns pids "$n" 2>/dev/null); do kill "$p" 2>/dev/null; done
-	done
-	sleep 0.2
-	ip netns del "$nsa" 2>/dev/null
-	ip netns del "$nsb" 2>/dev/null
+	netns_remove "$nsa" "$nsb"
 	rm -rf "$work"
 	if [ "$hp_added" -gt 0 ]; then
 		cur=$(cat /proc/sys/vm/nr_hugepages)

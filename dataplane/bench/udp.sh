@@ -32,6 +32,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=rows.sh
 . bench/rows.sh
+# shellcheck source-path=SCRIPTDIR source=netns.sh
+. bench/netns.sh
 if [ "${BENCH_QUICK:-}" = 1 ]; then
 	: "${SIZE:=256M}" "${BYTES:=512M}" "${IPERF_SECS:=2}" "${REPS:=3}" "${OUT_MD=}"
 fi
@@ -61,12 +63,7 @@ pids=() hp_added=0
 cleanup() {
 	set +e
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-	for n in "$nsa" "$nsb"; do
-		for p in $(ip netns pids "$n" 2>/dev/null); do kill "$p" 2>/dev/null; done
-	done
-	sleep 0.2
-	ip netns del "$nsa" 2>/dev/null
-	ip netns del "$nsb" 2>/dev/null
+	netns_remove "$nsa" "$nsb"
 	rm -rf "$work"
 	if [ "$hp_added" -gt 0 ]; then
 		cur=$(cat /proc/sys/vm/nr_hugepages)

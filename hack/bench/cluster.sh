@@ -20,6 +20,7 @@
 # (`make cluster-down` removes it).
 set -euo pipefail
 source "$(dirname "$0")/../kind/lib.sh"
+source "$(dirname "$0")/../../dataplane/bench/netns.sh"
 
 need_root
 REPS=${REPS:-3}
@@ -40,12 +41,7 @@ ipa=10.216.$(($$ % 250)).1 ipb=10.216.$(($$ % 250)).2
 hp_added=0
 cleanup() {
 	set +e
-	for n in "$nsa" "$nsb"; do
-		for p in $(ip netns pids "$n" 2>/dev/null); do kill "$p" 2>/dev/null; done
-	done
-	sleep 0.2
-	ip netns del "$nsa" 2>/dev/null
-	ip netns del "$nsb" 2>/dev/null
+	netns_remove "$nsa" "$nsb"
 	[ "$hp_added" -eq 0 ] || echo $(($(cat /proc/sys/vm/nr_hugepages) - hp_added)) >/proc/sys/vm/nr_hugepages
 	rm -rf "$work"
 }
