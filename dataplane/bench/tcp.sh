@@ -40,6 +40,8 @@ PFS_BEFORE=${PFS_BEFORE:-}
 
 # shellcheck source-path=SCRIPTDIR source=netns.sh
 . bench/netns.sh
+# shellcheck source-path=SCRIPTDIR source=rows.sh
+. bench/rows.sh
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, veth, sshd, hugepages)"
 for t in ip iperf3 jq scp rsync ssh ssh-keygen /usr/sbin/sshd /usr/bin/time nsenter; do
@@ -100,12 +102,9 @@ echo "bench: pfs bench --size $SIZE --page 2m" >&2
 nice -n "$NICE" "$PFS" -q bench --size "$SIZE" --page 2m > "$work/local.json"
 L() { jq -r ".$1" "$work/local.json"; }
 crc=$(L crc32c_mb_s); crc_cpu=$(L crc32c_mb_per_cpu_s)
-[ -z "${BENCH_ROWS:-}" ] || jq -c --arg size "$SIZE" '{suite: "tcp", path: "local",
-	"label": "CRC32C one core (\(.crc32c_impl)), out of cache", purpose: "Limit",
-	size_mb: (.blob.size / 1e6), elapsed_s: (.blob.size / 1e6 / .crc32c_mb_s), effective_mb_s: .crc32c_mb_s,
-	wire_mb_s: null, user_s: null, sys_s: null, mb_per_cpu_s: .crc32c_mb_per_cpu_s, integrity: "NA",
-	pthreads: 1, notes: "pfs bench over the \($size) blob", limit: null, key: "crc32c-1core",
-	loss_pct: null}' "$work/local.json" >> "$BENCH_ROWS"
+bench_row suite=tcp path=local label="CRC32C one core ($(L crc32c_impl)), out of cache" purpose=Limit \
+	size_mb="$(jq '.blob.size / 1e6' "$work/local.json")" effective_mb_s="$crc" mb_per_cpu_s="$crc_cpu" \
+	integrity=NA pthreads=1 notes="pfs bench over the $SIZE blob" key=crc32c-1core
 
 # Median row by effective MB/s (column 6) of the rows on stdin; the range
 # and the count go into the notes.
@@ -115,23 +114,17 @@ median_row() {
 		      $11 = $11 "; median of " NR " runs, " e[1] ".." e[NR] " MB/s"; print }'
 }
 
-# One measured repetition into BENCH_ROWS (docs/bench-rows.md), for the
-# report of `make bench`; nothing without it.
-emit_row() {	# tsv_row wire_mb_s limit key (each of the last three may be null)
-	[ -n "${BENCH_ROWS:-}" ] || return 0
-	local f
+# One measured repetition into BENCH_ROWS (bench/rows.sh, docs/bench-rows.md),
+# from a table row; a MB/CPU-s of 0 means no CPU time was measured.
+emit_row() {	# tsv_row wire_mb_s limit key (each of the last three may be empty)
+	local f per
 	IFS=$'\t' read -r -a f <<< "$1"
-	jq -nc --arg path "${f[0]}" --arg lab "${f[1]}" --arg purpose "${f[2]}" \
-		--argjson size "${f[3]}" --argjson el "${f[4]}" --argjson eff "${f[5]}" \
-		--argjson u "${f[6]}" --argjson s "${f[7]}" --argjson per "${f[8]}" \
-		--arg integ "${f[9]}" --arg notes "${f[10]}" --argjson wire "$2" \
-		--arg limit "$3" --arg key "$4" '
-		def orNull: if . == "null" then null else . end;
-		{suite: "tcp", path: $path, "label": $lab, purpose: $purpose, size_mb: $size,
-		 elapsed_s: $el, effective_mb_s: $eff, wire_mb_s: $wire, user_s: $u, sys_s: $s,
-		 mb_per_cpu_s: (if $per > 0 then $per else null end), integrity: $integ,
-		 pthreads: 1, notes: $notes, limit: ($limit | orNull), key: ($key | orNull),
-		 loss_pct: null}' >> "$BENCH_ROWS"
+	per=${f[8]}
+	awk -v v="$per" 'BEGIN { exit !(v > 0) }' || per=
+	bench_row suite=tcp path="${f[0]}" label="${f[1]}" purpose="${f[2]}" size_mb="${f[3]}" \
+		elapsed_s="${f[4]}" effective_mb_s="${f[5]}" user_s="${f[6]}" sys_s="${f[7]}" \
+		mb_per_cpu_s="$per" integrity="${f[9]}" notes="${f[10]}" pthreads=1 \
+		wire_mb_s="$2" limit="$3" key="$4"
 }
 
 # ---- iperf3 ----
@@ -157,7 +150,7 @@ run_iperf() {	# path server_ns client_ns addr [-Z]
 		printf "%s\t%s\tBaseline\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\tNA\treceiver CPU from iperf3 -J\n",
 			p, l, mb, s, mb / s, u, y, per }' > "$work/row"
 	# TCP payload bytes per second: the nearest to wire bytes iperf3 reports.
-	emit_row "$(cat "$work/row")" "$(awk -F'\t' '{ print $6 }' "$work/row")" null "iperf3-tcp-$path"
+	emit_row "$(cat "$work/row")" "$(awk -F'\t' '{ print $6 }' "$work/row")" "" "iperf3-tcp-$path"
 	cat "$work/row"
 }
 
@@ -212,7 +205,7 @@ run_conv() {	# path server_ns client_ns addr scp|rsync
 		mb = b / 1e6; cpu = u + s; per = cpu > 0 ? mb / cpu : 0
 		printf "%s\t%s\tTransfer\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\t%s\ttmpfs endpoints; client CPU (%s+ssh); cmp after copy\n",
 			p, l, mb, e, mb / e, u, s, per, i, t }' > "$work/row"
-	emit_row "$(cat "$work/row")" null "iperf3-tcp-$path" null
+	emit_row "$(cat "$work/row")" "" "iperf3-tcp-$path" ""
 	cat "$work/row"
 }
 
@@ -246,7 +239,7 @@ run_pfs() {	# path recv_ns send_ns addr mode|into-blob|in-cache [binary, default
 	local limit="iperf3-tcp-$path" wire
 	case $mode in offset|arith) limit=crc32c-1core ;; esac
 	wire=$(jq '.wire_bytes / .elapsed_s / 1e6' "$work/pfs.$path.$mode.recv.json")
-	[ "$bin" = "$PFS" ] && emit_row "$(cat "$work/row")" "$wire" "$limit" null
+	[ "$bin" = "$PFS" ] && emit_row "$(cat "$work/row")" "$wire" "$limit" ""
 	cat "$work/row"
 }
 
