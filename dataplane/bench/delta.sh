@@ -30,6 +30,8 @@
 # ONLY the fp32 checkpoints 100 steps apart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=rows.sh
+. bench/rows.sh
 PFS=${PFS:-$PWD/build/pfs}
 # make bench's quick mode: one repetition of one checkpoint pair.
 [ "${BENCH_QUICK:-0}" = 1 ] && REPS=${REPS:-1} ONLY=${ONLY:-"ckpt fp32, 100"}
@@ -207,20 +209,16 @@ run_pipe() {	# label base new out enc dec
 # new version's bytes over the end-to-end time, as in the table; CPU is both
 # ends' together, so only MB/CPU-s is given.
 emit() {	# pair new_bytes row
-	[ -n "${BENCH_ROWS:-}" ] || return 0
-	local f
+	local f mb purpose=Baseline integ=OK
 	IFS=$'\t' read -r -a f <<< "$3"
-	jq -nc --arg pair "$1" --argjson size "$2" --arg lab "${f[0]}" --argjson wire "${f[1]}" \
-		--arg enc "${f[2]}" --argjson e2e "${f[3]}" --argjson cpu "${f[4]}" --arg integ "${f[5]}" \
-		--arg notes "${f[6]}" '($size / 1e6) as $mb |
-		{suite: "delta", path: $pair, "label": $lab,
-		 purpose: (if $lab == "PFS Delta" then "Transfer" else "Baseline" end),
-		 size_mb: $mb, elapsed_s: $e2e, effective_mb_s: ($mb / $e2e),
-		 wire_mb_s: ($wire / 1e6 / $e2e), user_s: null, sys_s: null,
-		 mb_per_cpu_s: (if $cpu > 0 then $mb / $cpu else null end),
-		 integrity: (if ($integ | test("MISMATCH")) then "MISMATCH" else "OK" end),
-		 pthreads: 1, notes: "wire \($wire) bytes; encode \($enc) s; CPU-s of both ends \($cpu); \($notes)",
-		 limit: null, key: null, loss_pct: null}' >> "$BENCH_ROWS"
+	mb=$(awk -v b="$2" 'BEGIN { printf "%.6f", b / 1e6 }')
+	[ "${f[0]}" = "PFS Delta" ] && purpose=Transfer
+	[[ ${f[5]} == *MISMATCH* ]] && integ=MISMATCH
+	bench_row suite=delta path="$1" label="${f[0]}" purpose=$purpose size_mb="$mb" elapsed_s="${f[3]}" \
+		wire_mb_s="$(awk -v w="${f[1]}" -v e="${f[3]}" 'BEGIN { print w / 1e6 / e }')" \
+		mb_per_cpu_s="$(awk -v m="$mb" -v c="${f[4]}" 'BEGIN { if (c > 0) print m / c }')" \
+		integrity=$integ pthreads=1 \
+		notes="wire ${f[1]} bytes; encode ${f[2]} s; CPU-s of both ends ${f[4]}; ${f[6]}"
 }
 
 median() {	# rows on stdin: the one with the median end-to-end time, the range noted

@@ -35,6 +35,8 @@
 # over the seconds until every node holds it, the one-hop rate as the limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=rows.sh
+. bench/rows.sh
 for t in bc /usr/bin/time nsenter; do
 	command -v "$t" >/dev/null || { echo "fanout.sh needs $t (Debian: bc, time, util-linux)" >&2; exit 1; }
 done
@@ -245,23 +247,20 @@ shape() {
 
 # One round of one way into BENCH_ROWS; its rate is the blob's MB over the
 # seconds until the last node has verified it.
-emit() {	# link source bytes n label secs [key|limit] [cpu_s_per_gib]
-	[ -n "${BENCH_ROWS:-}" ] || return 0
-	local purpose=Transfer key=null limit=null
+emit() {	# link source bytes n label secs [cpu_s_per_gib]
+	local purpose=Transfer key='' limit=fanout-one-hop-$1-$2 per='' note=''
 	case $5 in
-	one\ hop*) purpose=Limit key="\"fanout-one-hop-$1-$2\"" ;;
-	PacketFS*) limit="\"fanout-one-hop-$1-$2\"" ;;
-	*) purpose=Baseline limit="\"fanout-one-hop-$1-$2\"" ;; esac
-	jq -nc --arg link "$1" --arg src "$2" --argjson bytes "$3" --argjson n "$4" --arg lab "$5" \
-		--argjson secs "$6" --arg purpose "$purpose" --argjson key "$key" --argjson limit "$limit" \
-		--arg cpu "${7:-}" '($bytes / 1e6) as $mb |
-		{suite: "fanout", path: "link \($link), \($src), N=\($n)", "label": $lab, purpose: $purpose,
-		 size_mb: $mb, elapsed_s: $secs, effective_mb_s: ($mb / $secs), wire_mb_s: null,
-		 user_s: null, sys_s: null,
-		 mb_per_cpu_s: (if $cpu != "" and ($cpu | tonumber) > 0 then 1073.741824 / ($cpu | tonumber) else null end),
-		 integrity: "OK", pthreads: 1,
-		 notes: ((if $cpu != "" then "relay CPU \($cpu) s per GiB per hop; " else "" end) + "every relay verified its blob"),
-		 limit: $limit, key: $key, loss_pct: null}' >> "$BENCH_ROWS"
+	one\ hop*) purpose=Limit key=$limit limit='' ;;
+	PacketFS*) ;;
+	*) purpose=Baseline ;; esac
+	if [ -n "${7:-}" ]; then
+		per=$(awk -v c="$7" 'BEGIN { if (c > 0) print 1073.741824 / c }')
+		note="relay CPU $7 s per GiB per hop; "
+	fi
+	bench_row suite=fanout path="link $1, $2, N=$4" label="$5" purpose=$purpose \
+		size_mb="$(awk -v b="$3" 'BEGIN { printf "%.6f", b / 1e6 }')" elapsed_s="$6" \
+		mb_per_cpu_s="$per" integrity=OK pthreads=1 notes="${note}every relay verified its blob" \
+		limit="$limit" key="$key"
 }
 
 echo "| link | source | bytes | N | pipelined s | store-fwd s | from-origin s | one hop s | source bytes read | origin bytes sent | relay CPU-s/GiB/hop |"
