@@ -44,10 +44,15 @@ type Timing struct {
 	UnschedulableTimeout time.Duration
 	// BackoffBase and BackoffMax bound the exponential delay between attempts.
 	BackoffBase, BackoffMax time.Duration
+	// TopologyCatchUp is how long after a pod change on a node a
+	// NodeResourceTopology that shows no room is given to catch up before
+	// the node is taken by the scheduler's count (placement.Request.CatchUp).
+	TopologyCatchUp time.Duration
 }
 
 // DefaultTiming follows the Job controller's retry delays.
-var DefaultTiming = Timing{UnschedulableTimeout: 5 * time.Minute, BackoffBase: 10 * time.Second, BackoffMax: 6 * time.Minute}
+var DefaultTiming = Timing{UnschedulableTimeout: 5 * time.Minute, BackoffBase: 10 * time.Second, BackoffMax: 6 * time.Minute,
+	TopologyCatchUp: 10 * time.Second}
 
 // backoff is the delay before attempt n+1 after n failures: base, 2*base,
 // 4*base ... capped at ceiling.

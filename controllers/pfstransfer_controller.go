@@ -90,7 +90,8 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	case out.createFailed != nil:
 		st, plan = decideTransfer(x, obs) // a refusal shows in Placed
 	case out.placed != nil && out.placed.Decision.Fit == placement.FitNone:
-		if st.FailedAttempts == 0 && x.Status.Receiver == nil {
+		// A wait of seconds for a publisher to catch up keeps its slot.
+		if st.FailedAttempts == 0 && x.Status.Receiver == nil && out.placed.Decision.RecheckAfter == 0 {
 			r.Admission.release(x.UID)
 		}
 		obs.NoFit = out.placed
@@ -188,6 +189,7 @@ func (r *PfsTransferReconciler) apply(ctx context.Context, x *pfsv1alpha1.PfsTra
 // candidate nodes (numa None: no reads, the scheduler places it).
 func (r *PfsTransferReconciler) placeNUMA(ctx context.Context, x *pfsv1alpha1.PfsTransfer, pod *corev1.Pod) (placement.Decision, error) {
 	req := numaRequest(x, pod)
+	req.Now, req.CatchUp = r.Clock.Now(), r.Timing.TopologyCatchUp
 	if req.Policy == pfsv1alpha1.NUMAPolicyNone {
 		return placement.Place(nil, nil, req), nil
 	}

@@ -100,6 +100,16 @@ func (d *transferDecision) noFit(p placedPod) {
 			"the kubelet of every candidate node rejected a pod of this transfer (status.numaMisfits): %s", reason))
 		return
 	}
+	if w := p.Decision.RecheckAfter; w > 0 {
+		msg := fmt.Sprintf("%s pod %s waits: %s", sideName(p.Component), p.Pod, reason)
+		if d.st.Phase == "" {
+			d.st.Phase = pfsv1alpha1.PhasePending
+		}
+		setWaitCondition(&d.st.Conditions, pfsv1alpha1.ReasonTopologyCatchUp, msg, d.x.Generation, d.obs.Now)
+		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonTopologyCatchUp, msg)
+		d.plan.RequeueAfter = w
+		return
+	}
 	msg := fmt.Sprintf("%s pod %s is not created: %s", sideName(p.Component), p.Pod, reason)
 	if c := meta.FindStatusCondition(d.x.Status.Conditions, pfsv1alpha1.ConditionPlaced); c == nil || c.Reason != pfsv1alpha1.ReasonNoNUMAFit {
 		d.emit(corev1.EventTypeWarning, pfsv1alpha1.ReasonNoNUMAFit, truncate(msg, maxPlacementReason))

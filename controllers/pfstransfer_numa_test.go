@@ -147,6 +147,29 @@ func TestTransferNUMADecisionStatus(t *testing.T) {
 	}
 }
 
+// A wait for a stale NodeResourceTopology to catch up says so in Placed,
+// rechecks when the decision asks, emits no Warning and starts no
+// unschedulable clock.
+func TestTransferNUMATopologyCatchUp(t *testing.T) {
+	wait := &placedPod{Component: podspec.ComponentReceiver, Pod: "x-a0-recv",
+		Decision: placement.Decision{Fit: placement.FitNone, RecheckAfter: 6 * time.Second, Stale: true,
+			Reason: "node w1: its NodeResourceTopology shows no zone with room (zone node-0 lacks cpu); waiting 6s more"}}
+	x := numaTransfer(pfsv1alpha1.NUMAPolicyPreferred, 0, pfsv1alpha1.PfsTransferStatus{})
+	st, plan := decideTransfer(x, transferObservation{Now: t0, Timing: DefaultTiming, NoFit: wait})
+	if st.Phase != pfsv1alpha1.PhasePending || st.Receiver != nil || plan.RequeueAfter != 6*time.Second || plan.CreateReceiver {
+		t.Errorf("catch-up: phase %s, receiver %+v, plan %+v", st.Phase, st.Receiver, plan)
+	}
+	if got := condSummary(st.Conditions)[pfsv1alpha1.ConditionPlaced]; got != "False/TopologyCatchUp" {
+		t.Errorf("Placed = %s", got)
+	}
+	if msg := condMessage(st.Conditions, pfsv1alpha1.ConditionPlaced); msg != "receiver pod x-a0-recv waits: "+wait.Decision.Reason {
+		t.Errorf("Placed message %q", msg)
+	}
+	if len(plan.Events) != 0 {
+		t.Errorf("a catch-up wait emits %v", eventReasons(plan.Events))
+	}
+}
+
 // A decision whose status write was lost (a conflict after the pod was
 // created) comes back from the pod's annotation.
 func TestTransferNUMAPlacementFromPod(t *testing.T) {

@@ -130,6 +130,12 @@ const (
 	// decides again as resources free up.
 	ReasonNoNUMAFit = "NoNUMAFit"
 
+	// ReasonTopologyCatchUp (Placed=False): the only room is on a node whose
+	// NodeResourceTopology predates a pod change there and shows none; the
+	// run waits the operator's --topology-catch-up for its publisher to
+	// write the change, then places by the scheduler's count. Seconds.
+	ReasonTopologyCatchUp = "TopologyCatchUp"
+
 	// ReasonNUMAPlaced is the Event of a placement decision: the node, the
 	// NUMA zone and why (status.<side>.numaPlacement).
 	ReasonNUMAPlaced = "NUMAPlaced"

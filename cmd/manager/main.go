@@ -49,6 +49,7 @@ type options struct {
 	unschedulableTimeout    time.Duration
 	backoffBase             time.Duration
 	backoffMax              time.Duration
+	topologyCatchUp         time.Duration
 	hostPathSources         string
 	hostPathPrefixes        string
 	socketVolume            string
@@ -86,6 +87,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Most PfsTransfers running at once (pods created, not finished); the rest wait in creation order (reason Queued). 0: no limit.")
 	fs.DurationVar(&o.unschedulableTimeout, "unschedulable-timeout", controllers.DefaultTiming.UnschedulableTimeout,
 		"How long a transfer or job pod may stay unschedulable before its attempt fails (reason Unschedulable).")
+	fs.DurationVar(&o.topologyCatchUp, "topology-catch-up", controllers.DefaultTiming.TopologyCatchUp,
+		"How long after a pod change on a node its NodeResourceTopology, when it shows no room, is given to catch up before the "+
+			"node is taken by the scheduler's count (the kubelet then picks the zone); set it above the publisher's interval. 0: at once.")
 	fs.DurationVar(&o.backoffBase, "retry-backoff", controllers.DefaultTiming.BackoffBase,
 		"Delay before the second attempt of a failed transfer; it doubles per failure.")
 	fs.DurationVar(&o.backoffMax, "retry-backoff-max", controllers.DefaultTiming.BackoffMax,
@@ -110,6 +114,10 @@ func (o *options) validate() error {
 	}
 	if o.unschedulableTimeout <= 0 || o.backoffBase <= 0 || o.backoffMax < o.backoffBase {
 		errs = append(errs, errors.New("--unschedulable-timeout and --retry-backoff must be positive and --retry-backoff-max at least --retry-backoff"))
+	}
+	if o.topologyCatchUp < 0 || o.topologyCatchUp > o.unschedulableTimeout {
+		errs = append(errs, fmt.Errorf("--topology-catch-up %s: want 0 or a positive duration no longer than --unschedulable-timeout (%s)",
+			o.topologyCatchUp, o.unschedulableTimeout))
 	}
 	switch o.hostPathSources {
 	case "enabled", "disabled":
@@ -167,7 +175,7 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 				Binary: o.dataplaneBinary, HolderCPU: resource.MustParse(o.holderCPU),
 				SocketVolume: podspec.SocketVolumeType(o.socketVolume)},
 			Timing: controllers.Timing{UnschedulableTimeout: o.unschedulableTimeout,
-				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax},
+				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax, TopologyCatchUp: o.topologyCatchUp},
 		}
 	}
 	if err := controllers.AddIndexes(context.Background(), mgr); err != nil {

@@ -130,12 +130,21 @@ emit_row() {	# tsv_row wire_mb_s limit key (each of the last three may be empty)
 # ---- iperf3 ----
 # With -Z, iperf3 sends a file by sendfile(): no copy on its sender. It is
 # the other measure of the same limit (the report takes the best of both).
-run_iperf() {	# path server_ns client_ns addr [-Z]
-	local path=$1 sns=$2 cns=$3 addr=$4 zc=${5:-} port=5201 label="iperf3 (1 TCP stream)"
+# Both resend one small buffer that stays in cache; with "cold" they send
+# $work/cold.bin once instead, a tmpfs file as large as the blob, which a
+# PFS sender's source is like: every byte read from memory once. Those
+# rows are a baseline for the same work, not a measure of the limit.
+run_iperf() {	# path server_ns client_ns addr [-Z] [cold]
+	local path=$1 sns=$2 cns=$3 addr=$4 zc=${5:-} cold=${6:-} port=5201 label="iperf3 (1 TCP stream)" key len
 	[ -n "$zc" ] && label="iperf3 -Z (1 TCP stream, sendfile)"
+	len=(-t "$IPERF_SECS") key="iperf3-tcp-$path"
+	if [ -n "$cold" ]; then
+		label="Cold source: iperf3${zc:+ -Z} -F (1 TCP stream, a $SIZE tmpfs file sent once)"
+		len=(-F "$work/cold.bin") key=""
+	fi
 	nice -n "$NICE" nsenter --net=/run/netns/"$sns" iperf3 -s -1 -B "$addr" -p $port >/dev/null 2>&1 & pids+=($!)
 	sleep 0.5
-	inns "$cns" iperf3 -c "$addr" -p $port -t "$IPERF_SECS" $zc -J > "$work/iperf.$path.json"
+	inns "$cns" iperf3 -c "$addr" -p $port "${len[@]}" $zc -J > "$work/iperf.$path.json"
 	wait "${pids[-1]}" 2>/dev/null || true
 	local f=$work/iperf.$path.json
 	local bytes secs ru rs
@@ -150,7 +159,11 @@ run_iperf() {	# path server_ns client_ns addr [-Z]
 		printf "%s\t%s\tBaseline\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\tNA\treceiver CPU from iperf3 -J\n",
 			p, l, mb, s, mb / s, u, y, per }' > "$work/row"
 	# TCP payload bytes per second: the nearest to wire bytes iperf3 reports.
-	emit_row "$(cat "$work/row")" "$(awk -F'\t' '{ print $6 }' "$work/row")" "" "iperf3-tcp-$path"
+	if [ -n "$key" ]; then
+		emit_row "$(cat "$work/row")" "$(awk -F'\t' '{ print $6 }' "$work/row")" "" "$key"
+	else
+		emit_row "$(cat "$work/row")" "$(awk -F'\t' '{ print $6 }' "$work/row")" "iperf3-tcp-$path" ""
+	fi
 	cat "$work/row"
 }
 
@@ -160,6 +173,9 @@ ssh-keygen -q -t ed25519 -N '' -f "$work/client_key"
 cp "$work/client_key.pub" "$work/authorized_keys"
 [ -d /run/sshd ] || { mkdir -p /run/sshd; made_run_sshd=1; }
 head -c "$(numfmt --from=iec "$SCP_BYTES")" /dev/urandom > "$work/scp.src"
+# The cold-source iperf3 rows' file: written, not fallocated (tmpfs holes
+# would read as one shared zero page, which stays in cache).
+head -c "$(numfmt --from=iec "$SIZE")" /dev/urandom > "$work/cold.bin"
 start_sshd() {	# path server_ns addr port; its pid is pushed on pids
 	local path=$1 sns=$2 addr=$3 port=$4
 	cat > "$work/sshd_config" <<CFG
@@ -253,11 +269,14 @@ for path in loopback veth; do
 		echo "bench: $path: $tool" >&2; rows+=("$(run_conv $path "$rns" "$sns" "$addr" $tool)")
 	done
 	: > "$work/iperf.rows"; : > "$work/iperfz.rows"; : > "$work/before.rows"
+	: > "$work/iperfc.rows"; : > "$work/iperfcz.rows"
 	for mode in "${pfs_modes[@]}"; do : > "$work/$mode.rows"; done
 	for i in $(seq "$REPS"); do
-		echo "bench: $path: repetition $i of $REPS: iperf3, iperf3 -Z, pfs ${pfs_modes[*]}${PFS_BEFORE:+, before}" >&2
+		echo "bench: $path: repetition $i of $REPS: iperf3, iperf3 -Z, iperf3 -F (cold), iperf3 -Z -F (cold), pfs ${pfs_modes[*]}${PFS_BEFORE:+, before}" >&2
 		run_iperf $path "$rns" "$sns" "$addr" >> "$work/iperf.rows"
 		run_iperf $path "$rns" "$sns" "$addr" -Z >> "$work/iperfz.rows"
+		run_iperf $path "$rns" "$sns" "$addr" "" cold >> "$work/iperfc.rows"
+		run_iperf $path "$rns" "$sns" "$addr" -Z cold >> "$work/iperfcz.rows"
 		for mode in "${pfs_modes[@]}"; do
 			run_pfs $path "$rns" "$sns" "$addr" $mode >> "$work/$mode.rows"
 		done
@@ -265,6 +284,7 @@ for path in loopback veth; do
 			run_pfs $path "$rns" "$sns" "$addr" payload "$PFS_BEFORE" >> "$work/before.rows"
 	done
 	rows+=("$(median_row < "$work/iperf.rows")" "$(median_row < "$work/iperfz.rows")")
+	rows+=("$(median_row < "$work/iperfc.rows")" "$(median_row < "$work/iperfcz.rows")")
 	for mode in "${pfs_modes[@]}"; do
 		rows+=("$(median_row < "$work/$mode.rows")")
 	done
@@ -300,6 +320,10 @@ for path in loopback veth; do
 	ib=$(get $path "Into blob: PFS-With-Payload" 6); ibc=$(get $path "Into blob: PFS-With-Payload" 9)
 	targets+=$'\n'"| (Into the receiver's blob, the fan-out's case) PFS-With-Payload-TCP vs iperf3, wall / receiver MB/CPU-s | $path | $(ratio "$ib" "$ip3")x / $(ratio "$ibc" "$ip3c")x ($ib MB/s, $ibc MB/CPU-s) | (0.90x / 0.80x) | $(verdict "$(ratio "$ib" "$ip3")" 0.9) / $(verdict "$(ratio "$ibc" "$ip3c")" 0.8) |"
 	hc=$(get $path "Source in cache: PFS-With-Payload" 6); hcc=$(get $path "Source in cache: PFS-With-Payload" 9)
+	for z in "" " -Z"; do
+		cf=$(get $path "Cold source: iperf3$z -F" 6); cfc=$(get $path "Cold source: iperf3$z -F" 9)
+		targets+=$'\n'"| (Cold source: iperf3$z -F sends a $SIZE tmpfs file once, as PFS reads its blob) PFS-With-Payload-TCP vs it, wall / receiver MB/CPU-s | $path | $(ratio "$pay" "$cf")x / $(ratio "$payc" "$cfc")x ($cf MB/s, $cfc MB/CPU-s) | - | - |"
+	done
 	targets+=$'\n'"| (Source in cache: a 2 MiB blob, as iperf3 resends one buffer) PFS-With-Payload-TCP vs iperf3, wall / receiver MB/CPU-s | $path | $(ratio "$hc" "$ip3")x / $(ratio "$hcc" "$ip3c")x | - | - |"
 	if [ -n "$PFS_BEFORE" ]; then
 		bp=$(get $path "Before: PFS-With-Payload" 6); bpc=$(get $path "Before: PFS-With-Payload" 9)

@@ -48,7 +48,10 @@ import (
 // is before the node's last pod change (the newest time a pod on the node
 // was bound or ended, see LastPodChange). A stale object may not count the
 // pods that changed since, so its nodes come after fresh ones and the
-// reason says "stale".
+// reason says "stale". When the best a decision finds is a stale node whose
+// zones show no room but whose scheduler's count has some (the last tier),
+// it first waits Request.CatchUp from the node's last pod change for the
+// publisher to write it, then takes it.
 
 // Resources are amounts by resource name: cpu in millicores, memory and
 // hugepages in bytes, devices in units.
@@ -97,6 +100,12 @@ type Request struct {
 	// Misfits are the nodes where the kubelet rejected this object's pod
 	// with TopologyAffinityError.
 	Misfits []string
+	// Now and CatchUp: a node whose stale zones show no room is taken by
+	// the scheduler's count only CatchUp after its last pod change (0: at
+	// once). Before that the publisher may simply not have written the
+	// change yet, so the decision waits (Decision.RecheckAfter).
+	Now     time.Time
+	CatchUp time.Duration
 }
 
 // Fit is how the chosen node fits the request.
@@ -128,6 +137,10 @@ type Decision struct {
 	Reason string
 	// OnlyMisfits says every candidate was rejected as a misfit (FitNone).
 	OnlyMisfits bool
+	// RecheckAfter (FitNone) says the best node is the scheduler's-count
+	// fallback within Request.CatchUp of its last pod change: decide again
+	// after this long, when its NodeResourceTopology may have caught up.
+	RecheckAfter time.Duration
 }
 
 // tier orders fits, best first (rule 3).
@@ -190,6 +203,9 @@ func Place(candidates []string, topo map[string]*NodeTopology, req Request) Deci
 		}
 	}
 	if bestNode != nil {
+		if wait := catchUpWait(bestNode, best, req); wait > 0 {
+			return Decision{Fit: FitNone, RecheckAfter: wait, Stale: true, Reason: catchUpReason(bestNode, req, wait)}
+		}
 		return decided(bestNode, best, req)
 	}
 	if len(uniq(unknown)) == len(uniq(candidates)) {
@@ -342,6 +358,22 @@ func schedulerFallback(n *NodeTopology, req Request, stale bool) nodeFit {
 		count++
 	}
 	return nodeFit{tier: tierSchedulerOnly, zone: -1, score: mean(score, count)}
+}
+
+// catchUpWait is how long the scheduler's-count fallback on n still waits
+// for n's NodeResourceTopology to catch up with its last pod change (0: take
+// it now; any better fit is taken at once).
+func catchUpWait(n *NodeTopology, f nodeFit, req Request) time.Duration {
+	if f.tier != tierSchedulerOnly || req.CatchUp <= 0 || n.LastPodChange.IsZero() {
+		return 0
+	}
+	return max(0, n.LastPodChange.Add(req.CatchUp).Sub(req.Now))
+}
+
+func catchUpReason(n *NodeTopology, req Request, wait time.Duration) string {
+	return fmt.Sprintf("node %s: its NodeResourceTopology shows no zone with room (%s) but predates a pod change there at %s; "+
+		"waiting %s more (up to %s after the change) for it to catch up before counting by the scheduler",
+		n.Name, zoneMisses(n, req, -1), n.LastPodChange.UTC().Format(time.RFC3339), wait.Round(time.Millisecond), req.CatchUp)
 }
 
 // leftover is the share of alloc still free after taking need from avail,

@@ -364,3 +364,38 @@ func TestPlaceSchedulerOnlyFallback(t *testing.T) {
 		t.Errorf("a zone fit elsewhere: %+v", d)
 	}
 }
+
+// Right after a pod on the node ended, its publisher may just not have
+// written the change yet (nfd-topology-updater writes every few seconds):
+// the fallback waits CatchUp from that change, says so, and is taken after
+// it. A zone fit elsewhere never waits.
+func TestPlaceSchedulerOnlyWaitsForCatchUp(t *testing.T) {
+	n := nrtNode("a", zone(0, 0, 4096, 0, -1))
+	n.Free = Resources{corev1.ResourceCPU: 1990, corev1.ResourceMemory: 4 * gi}
+	n.Allocatable = Resources{corev1.ResourceCPU: 1990, corev1.ResourceMemory: 8 * gi}
+	n.LastPodChange = n.Updated.Add(time.Second)
+	topo := map[string]*NodeTopology{"a": n}
+	r := req(reqd, 1, 0, 0)
+	r.CatchUp = 10 * time.Second
+	r.Now = n.LastPodChange.Add(4 * time.Second)
+	d := Place([]string{"a"}, topo, r)
+	if d.Fit != FitNone || d.Node != "" || d.RecheckAfter != 6*time.Second || d.OnlyMisfits ||
+		!strings.Contains(d.Reason, "node a: its NodeResourceTopology shows no zone with room (zone node-0 lacks cpu") ||
+		!strings.Contains(d.Reason, "waiting 6s more (up to 10s after the change)") {
+		t.Errorf("within the catch-up: %+v", d)
+	}
+	r.Now = n.LastPodChange.Add(r.CatchUp)
+	if d := Place([]string{"a"}, topo, r); d.Fit != FitNode || d.Node != "a" || d.RecheckAfter != 0 {
+		t.Errorf("at the end of the catch-up: %+v", d)
+	}
+	r.Now = n.LastPodChange.Add(time.Second)
+	r.CatchUp = 0
+	if d := Place([]string{"a"}, topo, r); d.Fit != FitNode {
+		t.Errorf("without a catch-up: %+v", d)
+	}
+	r.CatchUp = 10 * time.Second
+	topo["b"] = nrtNode("b", zone(0, 1, 4096, 0, -1))
+	if d := Place([]string{"a", "b"}, topo, r); d.Node != "b" || d.Fit != FitZone || d.RecheckAfter != 0 {
+		t.Errorf("a zone fit elsewhere: %+v", d)
+	}
+}

@@ -60,16 +60,9 @@ func checkNUMAPlacement(t *testing.T, x *pfsv1alpha1.PfsTransfer) {
 			p = st.NUMAPlacement
 		}
 		// A side placed a moment after the previous transfer's pods ended
-		// may find nfd-topology-updater's zones not yet updated (stale, no
-		// room) while the scheduler's count has room: the operator then
-		// leaves the zone to the kubelet and says so (docs/numa.md). That
-		// is the documented decision, not a zone choice: accepted, and
-		// logged as such.
-		if p != nil && p.Fit == pfsv1alpha1.NUMAFitNode && p.Node == st.Node &&
-			strings.Contains(p.Reason, "though its stale NodeResourceTopology shows no zone with room") {
-			t.Logf("%s placed on %s by the scheduler's count (stale zones): %s", side, p.Node, p.Reason)
-			continue
-		}
+		// may find nfd-topology-updater's zones not yet written: the
+		// operator waits --topology-catch-up for them (docs/numa.md), so a
+		// single zone is still required here.
 		if p == nil || p.Fit != pfsv1alpha1.NUMAFitSingleZone || p.Zone == nil || p.Node != st.Node || !strings.Contains(p.Reason, "node-0") {
 			t.Errorf("%s numaPlacement %+v on %s: want one zone (node-0) chosen from the NodeResourceTopology", side, p, st.Node)
 			continue
