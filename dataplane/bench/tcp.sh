@@ -131,15 +131,15 @@ emit_row() {	# tsv_row wire_mb_s limit key (each of the last three may be empty)
 # With -Z, iperf3 sends a file by sendfile(): no copy on its sender. It is
 # the other measure of the same limit (the report takes the best of both).
 # Both resend one small buffer that stays in cache; with "cold" they send
-# $work/cold.bin once instead, a tmpfs file as large as the blob, which a
-# PFS sender's source is like: every byte read from memory once. Those
-# rows are a baseline for the same work, not a measure of the limit.
+# $work/cold.bin once instead, a tmpfs file of as many bytes as a PFS run
+# moves, every byte read from memory once as a PFS sender reads its blob.
+# Those rows are a baseline for the same work, not a measure of the limit.
 run_iperf() {	# path server_ns client_ns addr [-Z] [cold]
 	local path=$1 sns=$2 cns=$3 addr=$4 zc=${5:-} cold=${6:-} port=5201 label="iperf3 (1 TCP stream)" key len
 	[ -n "$zc" ] && label="iperf3 -Z (1 TCP stream, sendfile)"
 	len=(-t "$IPERF_SECS") key="iperf3-tcp-$path"
 	if [ -n "$cold" ]; then
-		label="Cold source: iperf3${zc:+ -Z} -F (1 TCP stream, a $SIZE tmpfs file sent once)"
+		label="Cold source: iperf3${zc:+ -Z} -F (1 TCP stream, a $cold_size tmpfs file sent once)"
 		len=(-F "$work/cold.bin") key=""
 	fi
 	nice -n "$NICE" nsenter --net=/run/netns/"$sns" iperf3 -s -1 -B "$addr" -p $port >/dev/null 2>&1 & pids+=($!)
@@ -173,9 +173,13 @@ ssh-keygen -q -t ed25519 -N '' -f "$work/client_key"
 cp "$work/client_key.pub" "$work/authorized_keys"
 [ -d /run/sshd ] || { mkdir -p /run/sshd; made_run_sshd=1; }
 head -c "$(numfmt --from=iec "$SCP_BYTES")" /dev/urandom > "$work/scp.src"
-# The cold-source iperf3 rows' file: written, not fallocated (tmpfs holes
-# would read as one shared zero page, which stays in cache).
-head -c "$(numfmt --from=iec "$SIZE")" /dev/urandom > "$work/cold.bin"
+# The cold-source iperf3 rows' file, as many bytes as a PFS run moves:
+# copies of $SIZE random bytes, written (tmpfs holes would read as one
+# shared zero page, which stays in cache), every page its own.
+head -c "$(numfmt --from=iec "$SIZE")" /dev/urandom > "$work/cold.1"
+for _ in $(seq $(( $(numfmt --from=iec "$BYTES") / $(numfmt --from=iec "$SIZE") ))); do cat "$work/cold.1"; done > "$work/cold.bin"
+rm -f "$work/cold.1"
+cold_size=$(stat -c %s "$work/cold.bin" | numfmt --to=iec)
 start_sshd() {	# path server_ns addr port; its pid is pushed on pids
 	local path=$1 sns=$2 addr=$3 port=$4
 	cat > "$work/sshd_config" <<CFG
@@ -322,7 +326,7 @@ for path in loopback veth; do
 	hc=$(get $path "Source in cache: PFS-With-Payload" 6); hcc=$(get $path "Source in cache: PFS-With-Payload" 9)
 	for z in "" " -Z"; do
 		cf=$(get $path "Cold source: iperf3$z -F" 6); cfc=$(get $path "Cold source: iperf3$z -F" 9)
-		targets+=$'\n'"| (Cold source: iperf3$z -F sends a $SIZE tmpfs file once, as PFS reads its blob) PFS-With-Payload-TCP vs it, wall / receiver MB/CPU-s | $path | $(ratio "$pay" "$cf")x / $(ratio "$payc" "$cfc")x ($cf MB/s, $cfc MB/CPU-s) | - | - |"
+		targets+=$'\n'"| (Cold source: iperf3$z -F sends a $cold_size tmpfs file once, as PFS reads its blob) PFS-With-Payload-TCP vs it, wall / receiver MB/CPU-s | $path | $(ratio "$pay" "$cf")x / $(ratio "$payc" "$cfc")x ($cf MB/s, $cfc MB/CPU-s) | - | - |"
 	done
 	targets+=$'\n'"| (Source in cache: a 2 MiB blob, as iperf3 resends one buffer) PFS-With-Payload-TCP vs iperf3, wall / receiver MB/CPU-s | $path | $(ratio "$hc" "$ip3")x / $(ratio "$hcc" "$ip3c")x | - | - |"
 	if [ -n "$PFS_BEFORE" ]; then
