@@ -167,10 +167,14 @@ func testLoad(ctx context.Context, t *testing.T) {
 	time.Sleep(30 * time.Second)
 	idle := scrapeOperator(t)
 	const tr = `controller="pfstransfer"`
+	results := []string{"success", "error", "requeue", "requeue_after"}
+	total := func(result string) string {
+		return fmt.Sprintf(`controller_runtime_reconcile_total{controller="pfstransfer",result="%s"}`, result)
+	}
 	reconciles := func(m metricSample) float64 {
 		var s float64
-		for _, r := range []string{"success", "error", "requeue", "requeue_after"} {
-			s += m[fmt.Sprintf(`controller_runtime_reconcile_total{controller="pfstransfer",result="%s"}`, r)]
+		for _, r := range results {
+			s += m[total(r)]
 		}
 		return s
 	}
@@ -190,10 +194,9 @@ func testLoad(ctx context.Context, t *testing.T) {
 		t.Errorf("%.0f reconcile errors for %d transfers: an error loop", errCount, n)
 	}
 	byResult := func(m metricSample) string {
-		var parts []string
-		for _, r := range []string{"success", "error", "requeue", "requeue_after"} {
-			k := fmt.Sprintf(`controller_runtime_reconcile_total{controller="pfstransfer",result="%s"}`, r)
-			parts = append(parts, fmt.Sprintf("%s %.0f", r, m[k]-settled[k]))
+		parts := make([]string, 0, len(results))
+		for _, r := range results {
+			parts = append(parts, fmt.Sprintf("%s %.0f", r, m[total(r)]-settled[total(r)]))
 		}
 		return strings.Join(parts, ", ")
 	}
