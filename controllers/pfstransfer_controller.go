@@ -190,6 +190,7 @@ func (r *PfsTransferReconciler) apply(ctx context.Context, x *pfsv1alpha1.PfsTra
 func (r *PfsTransferReconciler) placeNUMA(ctx context.Context, x *pfsv1alpha1.PfsTransfer, pod *corev1.Pod) (placement.Decision, error) {
 	req := numaRequest(x, pod)
 	req.Now, req.CatchUp = r.Clock.Now(), r.Timing.TopologyCatchUp
+	req.CatchUpSince = catchUpSince(x.Status.Conditions)
 	if req.Policy == pfsv1alpha1.NUMAPolicyNone {
 		return placement.Place(nil, nil, req), nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 	"packetfs.io/operator/internal/placement"
@@ -58,6 +59,16 @@ func numaRequest(x *pfsv1alpha1.PfsTransfer, pod *corev1.Pod) placement.Request 
 		req.Misfits = append(req.Misfits, m.Node)
 	}
 	return req
+}
+
+// catchUpSince is when the transfer began waiting for a NodeResourceTopology
+// to catch up (Placed=False, TopologyCatchUp), or zero.
+func catchUpSince(conds []metav1.Condition) time.Time {
+	if c := meta.FindStatusCondition(conds, pfsv1alpha1.ConditionPlaced); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == pfsv1alpha1.ReasonTopologyCatchUp {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
 }
 
 // sideName is how messages name a component.

@@ -168,6 +168,14 @@ func TestTransferNUMATopologyCatchUp(t *testing.T) {
 	if len(plan.Events) != 0 {
 		t.Errorf("a catch-up wait emits %v", eventReasons(plan.Events))
 	}
+	// The next decision is told when the wait began, so a node whose pods
+	// keep changing cannot extend it.
+	if got := catchUpSince(st.Conditions); !got.Equal(t0) {
+		t.Errorf("catchUpSince = %s, want %s", got, t0)
+	}
+	if got := catchUpSince(nil); !got.IsZero() {
+		t.Errorf("catchUpSince without a wait = %s", got)
+	}
 }
 
 // A decision whose status write was lost (a conflict after the pod was

@@ -106,6 +106,10 @@ type Request struct {
 	// change yet, so the decision waits (Decision.RecheckAfter).
 	Now     time.Time
 	CatchUp time.Duration
+	// CatchUpSince is when this pod's decision began waiting for a catch-up
+	// (zero: it is not waiting). The wait ends CatchUp after it at the
+	// latest, so a node whose pods keep changing cannot hold the pod.
+	CatchUpSince time.Time
 }
 
 // Fit is how the chosen node fits the request.
@@ -367,7 +371,11 @@ func catchUpWait(n *NodeTopology, f nodeFit, req Request) time.Duration {
 	if f.tier != tierSchedulerOnly || req.CatchUp <= 0 || n.LastPodChange.IsZero() {
 		return 0
 	}
-	return max(0, n.LastPodChange.Add(req.CatchUp).Sub(req.Now))
+	from := n.LastPodChange
+	if !req.CatchUpSince.IsZero() && req.CatchUpSince.Before(from) {
+		from = req.CatchUpSince
+	}
+	return max(0, from.Add(req.CatchUp).Sub(req.Now))
 }
 
 func catchUpReason(n *NodeTopology, req Request, wait time.Duration) string {

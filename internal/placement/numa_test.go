@@ -394,6 +394,19 @@ func TestPlaceSchedulerOnlyWaitsForCatchUp(t *testing.T) {
 		t.Errorf("without a catch-up: %+v", d)
 	}
 	r.CatchUp = 10 * time.Second
+	// Pods that keep changing on the node do not extend the wait past
+	// CatchUp from when it began.
+	r.CatchUpSince = n.LastPodChange
+	n.LastPodChange = n.LastPodChange.Add(8 * time.Second)
+	r.Now = r.CatchUpSince.Add(9 * time.Second)
+	if d := Place([]string{"a"}, topo, r); d.Fit != FitNone || d.RecheckAfter != time.Second {
+		t.Errorf("a second pod change during the wait: %+v", d)
+	}
+	r.Now = r.CatchUpSince.Add(10 * time.Second)
+	if d := Place([]string{"a"}, topo, r); d.Fit != FitNode || d.Node != "a" {
+		t.Errorf("CatchUp after the wait began, the node changing still: %+v", d)
+	}
+	r.CatchUpSince = time.Time{}
 	topo["b"] = nrtNode("b", zone(0, 1, 4096, 0, -1))
 	if d := Place([]string{"a", "b"}, topo, r); d.Node != "b" || d.Fit != FitZone || d.RecheckAfter != 0 {
 		t.Errorf("a zone fit elsewhere: %+v", d)
