@@ -135,12 +135,12 @@ emit_row() {	# tsv_row wire_mb_s limit key (each of the last three may be empty)
 # moves, every byte read from memory once as a PFS sender reads its blob.
 # Those rows are a baseline for the same work, not a measure of the limit.
 run_iperf() {	# path server_ns client_ns addr [-Z] [cold]
-	local path=$1 sns=$2 cns=$3 addr=$4 zc=${5:-} cold=${6:-} port=5201 label="iperf3 (1 TCP stream)" key len
+	local path=$1 sns=$2 cns=$3 addr=$4 zc=${5:-} cold=${6:-} port=5201 label="iperf3 (1 TCP stream)"
+	local len=(-t "$IPERF_SECS") key="iperf3-tcp-$path" limit=""
 	[ -n "$zc" ] && label="iperf3 -Z (1 TCP stream, sendfile)"
-	len=(-t "$IPERF_SECS") key="iperf3-tcp-$path"
-	if [ -n "$cold" ]; then
+	if [ -n "$cold" ]; then	# a baseline bounded by the path's limit, not a measure of it
 		label="Cold source: iperf3${zc:+ -Z} -F (1 TCP stream, a $cold_size tmpfs file sent once)"
-		len=(-F "$work/cold.bin") key=""
+		len=(-F "$work/cold.bin") key="" limit="iperf3-tcp-$path"
 	fi
 	nice -n "$NICE" nsenter --net=/run/netns/"$sns" iperf3 -s -1 -B "$addr" -p $port >/dev/null 2>&1 & pids+=($!)
 	sleep 0.5
@@ -159,11 +159,7 @@ run_iperf() {	# path server_ns client_ns addr [-Z] [cold]
 		printf "%s\t%s\tBaseline\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.1f\tNA\treceiver CPU from iperf3 -J\n",
 			p, l, mb, s, mb / s, u, y, per }' > "$work/row"
 	# TCP payload bytes per second: the nearest to wire bytes iperf3 reports.
-	if [ -n "$key" ]; then
-		emit_row "$(cat "$work/row")" "$(awk -F'\t' '{ print $6 }' "$work/row")" "" "$key"
-	else
-		emit_row "$(cat "$work/row")" "$(awk -F'\t' '{ print $6 }' "$work/row")" "iperf3-tcp-$path" ""
-	fi
+	emit_row "$(cat "$work/row")" "$(awk -F'\t' '{ print $6 }' "$work/row")" "$limit" "$key"
 	cat "$work/row"
 }
 
