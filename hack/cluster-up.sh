@@ -37,6 +37,7 @@ fi
 if [ ! -f "$STATE_DIR/netavark-before" ]; then
   iptables-save 2>/dev/null | grep -c '^:NETAVARK' > "$STATE_DIR/netavark-before" || true
 fi
+"$HACK_KIND/hugepages.sh" settle
 "$HACK_KIND/hugepages.sh" reserve "$HUGEPAGES" "$STATE_DIR/hugepages-added"
 
 # The host side of /pfs-data in every node (e2e test data; see cluster.yaml.tmpl).
