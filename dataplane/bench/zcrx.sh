@@ -24,7 +24,7 @@ bin=build/bench/zcrx
 nsa=zcrx-a.$$ nsb=zcrx-b.$$ va=zcrx-a$$ vb=zcrx-b$$ file=$(mktemp /dev/shm/zcrx.XXXXXX) hp_added=0
 cleanup() {
 	netns_remove "$nsa" "$nsb"
-	rm -f "$file"
+	rm -f "$file" "$file.out"
 	[ "$hp_added" -eq 0 ] || echo $(( $(cat /proc/sys/vm/nr_hugepages) - hp_added )) > /proc/sys/vm/nr_hugepages
 }
 trap cleanup EXIT INT TERM
@@ -66,4 +66,3 @@ for path in loopback veth-1500 veth-4148; do
 		done
 	done
 done
-rm -f "$file.out"
