@@ -34,6 +34,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=rows.sh
 . bench/rows.sh
+# shellcheck source-path=SCRIPTDIR source=netns.sh
+. bench/netns.sh
 if [ "${BENCH_QUICK:-}" = 1 ]; then
 	: "${COUNT:=500000}" "${SIZE:=128M}" "${BYTES:=512M}" "${OBYTES:=2G}" "${REPS:=3}" "${OUT_MD=}"
 fi
@@ -65,12 +67,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-ip netns add "$nsa"; ip netns add "$nsb"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$va" netns "$nsa"; ip link set "$vb" netns "$nsb"
-ip -n "$nsa" addr add "$ipa/24" dev "$va"; ip -n "$nsb" addr add "$ipb/24" dev "$vb"
-for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
-ip -n "$nsa" link set "$va" up; ip -n "$nsb" link set "$vb" up
+netns_veth_pair "$nsa" "$nsb" "$va" "$vb" "$ipa" "$ipb"
 A="nsenter --net=/run/netns/$nsa"; B="nsenter --net=/run/netns/$nsb"
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 load0=$(load)

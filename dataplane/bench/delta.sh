@@ -32,6 +32,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=rows.sh
 . bench/rows.sh
+# shellcheck source-path=SCRIPTDIR source=netns.sh
+. bench/netns.sh
 PFS=${PFS:-$PWD/build/pfs}
 # make bench's quick mode: one repetition of one checkpoint pair.
 [ "${BENCH_QUICK:-0}" = 1 ] && REPS=${REPS:-1} ONLY=${ONLY:-"ckpt fp32, 100"}
@@ -112,12 +114,7 @@ cleanup() {
 	[ "$made_run_sshd" -eq 1 ] && rmdir /run/sshd 2>/dev/null
 }
 trap cleanup EXIT INT TERM
-ip netns add "$nsa"; ip netns add "$nsb"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$va" netns "$nsa"; ip link set "$vb" netns "$nsb"
-ip -n "$nsa" addr add "$ipa/24" dev "$va"; ip -n "$nsb" addr add "$ipb/24" dev "$vb"
-for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
-ip -n "$nsa" link set "$va" up; ip -n "$nsb" link set "$vb" up
+netns_veth_pair "$nsa" "$nsb" "$va" "$vb" "$ipa" "$ipb"
 inns() { local ns=$1; shift; nsenter --net=/run/netns/"$ns" "$@"; }
 
 ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"

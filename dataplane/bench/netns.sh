@@ -13,3 +13,15 @@ netns_remove() {	# ns...
 	for n in "$@"; do ip netns del "$n" 2>/dev/null; done
 	return 0
 }
+
+# A veth pair between two fresh namespaces, addressed in one /24, loopback
+# and both ends up.
+netns_veth_pair() {	# ns_a ns_b veth_a veth_b ip_a ip_b
+	local nsa=$1 nsb=$2 va=$3 vb=$4 ipa=$5 ipb=$6 n
+	ip netns add "$nsa"; ip netns add "$nsb"
+	ip link add "$va" type veth peer name "$vb"
+	ip link set "$va" netns "$nsa"; ip link set "$vb" netns "$nsb"
+	ip -n "$nsa" addr add "$ipa/24" dev "$va"; ip -n "$nsb" addr add "$ipb/24" dev "$vb"
+	for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
+	ip -n "$nsa" link set "$va" up; ip -n "$nsb" link set "$vb" up
+}

@@ -85,12 +85,7 @@ if [ "$free" -lt "$need" ]; then
 fi
 echo "bench: hugepages free $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages) (added $hp_added)" >&2
 
-ip netns add "$nsa"; ip netns add "$nsb"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$va" netns "$nsa"; ip link set "$vb" netns "$nsb"
-ip -n "$nsa" addr add "$ipa/24" dev "$va"; ip -n "$nsb" addr add "$ipb/24" dev "$vb"
-for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
-ip -n "$nsa" link set "$va" up; ip -n "$nsb" link set "$vb" up
+netns_veth_pair "$nsa" "$nsb" "$va" "$vb" "$ipa" "$ipb"
 
 load_start=$(load)
 rows=()	# tab-separated: path label purpose size_mb elapsed eff user sys mbcpu integrity notes
@@ -130,12 +125,12 @@ emit_row() {	# tsv_row wire_mb_s limit key (each of the last three may be empty)
 # ---- iperf3 ----
 # With -Z, iperf3 hands its one buffer (backed by a temporary file) to
 # sendfile(): no copy on its sender. With -N it sets TCP_NODELAY, as PFS
-# does: on veth that alone doubles its rate here. Both are other measures of
-# the same limit (the report takes the best of the three). Both resend that buffer, which
-# stays in cache; with "cold" they send $work/cold.bin once instead, a tmpfs
-# file of as many bytes as a PFS run moves, every byte read from memory once
-# as a PFS sender reads its blob. iperf3 -F read()s the file into its buffer
-# in both cases (-Z then sendfile()s the buffer, not the file), so its
+# does: on veth that alone doubles its rate here. All three measure the same
+# limit (the report takes the best) and resend that one buffer, which stays
+# in cache. With "cold", plain and -Z send $work/cold.bin once instead, a
+# tmpfs file of as many bytes as a PFS run moves, every byte read from memory
+# once as a PFS sender reads its blob. iperf3 -F read()s the file into its
+# buffer either way (-Z then sendfile()s the buffer, not the file), so its
 # receiver copies pages still hot in cache. Those rows are a baseline for
 # the same work, not a measure of the limit.
 run_iperf() {	# path server_ns client_ns addr [-Z|-N] [cold]

@@ -85,12 +85,7 @@ if [ "$free" -lt "$need" ]; then
 	hp_added=$(( $(cat /proc/sys/vm/nr_hugepages) - cur ))
 fi
 
-ip netns add "$nsa"; ip netns add "$nsb"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$va" netns "$nsa"; ip link set "$vb" netns "$nsb"
-ip -n "$nsa" addr add "$ipa/24" dev "$va"; ip -n "$nsb" addr add "$ipb/24" dev "$vb"
-for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
-ip -n "$nsa" link set "$va" up; ip -n "$nsb" link set "$vb" up
+netns_veth_pair "$nsa" "$nsb" "$va" "$vb" "$ipa" "$ipb"
 
 # 1% loss: netem if this kernel has sch_netem, else netfilter.
 if tc -n "$nsa" qdisc add dev "$va" root netem delay 0ms 2>/dev/null; then

@@ -22,6 +22,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=rows.sh
 . bench/rows.sh
+# shellcheck source-path=SCRIPTDIR source=netns.sh
+. bench/netns.sh
 if [ "${BENCH_QUICK:-}" = 1 ]; then
 	: "${COUNT:=500000}" "${REPS:=3}" "${OUT_MD=}"
 fi
@@ -40,11 +42,7 @@ nsa=pfsxb-a-$id nsb=pfsxb-b-$id va=pxa$((id % 100000)) vb=pxb$((id % 100000))
 tmp=$(mktemp -d)
 cleanup() { ip netns del "$nsa" 2>/dev/null || true; ip netns del "$nsb" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
-ip netns add "$nsa"; ip netns add "$nsb"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$va" netns "$nsa"; ip link set "$vb" netns "$nsb"
-ip -n "$nsa" addr add 10.231.0.1/24 dev "$va"; ip -n "$nsb" addr add 10.231.0.2/24 dev "$vb"
-ip -n "$nsa" link set "$va" up; ip -n "$nsb" link set "$vb" up
+netns_veth_pair "$nsa" "$nsb" "$va" "$vb" 10.231.0.1 10.231.0.2
 A="nsenter --net=/run/netns/$nsa"; B="nsenter --net=/run/netns/$nsb"
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }

@@ -36,12 +36,7 @@ if [ "$free" -lt 512 ]; then
 	hp_added=$(( $(cat /proc/sys/vm/nr_hugepages) - cur ))
 fi
 head -c 1G /dev/urandom > "$file"
-ip netns add "$nsa"; ip netns add "$nsb"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$va" netns "$nsa"; ip link set "$vb" netns "$nsb"
-ip -n "$nsa" addr add 10.79.0.1/24 dev "$va"; ip -n "$nsb" addr add 10.79.0.2/24 dev "$vb"
-for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
-ip -n "$nsa" link set "$va" up; ip -n "$nsb" link set "$vb" up
+netns_veth_pair "$nsa" "$nsb" "$va" "$vb" 10.79.0.1 10.79.0.2
 
 printf 'path\tsender\treceiver\tbytes\tMB/s\tmapped %%\tCPU-s\tMB/CPU-s\n'
 run() {	# path recv_ns addr sender(write|sendfile) receiver(copy|zc)
