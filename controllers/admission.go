@@ -91,23 +91,37 @@ func entryOf(x *pfsv1alpha1.PfsTransfer, held bool) queueEntry {
 	return e
 }
 
-// tryAdmit admits x if a slot is free and remembers it; it forgets
-// transfers that finished or are gone.
-func (a *Admission) tryAdmit(ctx context.Context, c client.Reader, x *pfsv1alpha1.PfsTransfer) (queueState, error) {
+// admissionTicket is one transfer's look at the queue, taken as the last
+// read of gather. It holds the admission's lock until settle, so the
+// decision that reads the queue and the slot it takes are one step to the
+// other reconciles (two of them a moment apart must not both see the last
+// slot free); only the pure decide runs in between.
+type admissionTicket struct {
+	a      *Admission
+	uid    types.UID
+	q      queueState
+	locked bool
+}
+
+// look reads where x stands in the queue and keeps the lock for settle; it
+// forgets transfers that finished or are gone. nil: no limit, nothing to
+// ask.
+func (a *Admission) look(ctx context.Context, c client.Reader, x *pfsv1alpha1.PfsTransfer) (*admissionTicket, error) {
 	if a == nil || a.Limit <= 0 {
-		return queueState{Admitted: true}, nil
+		return nil, nil
 	}
 	list := &pfsv1alpha1.PfsTransferList{}
 	if err := c.List(ctx, list); err != nil {
-		return queueState{}, err
+		return nil, err
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	t := &admissionTicket{a: a, uid: x.UID, locked: true}
 	if a.admitted == nil {
 		a.admitted = map[types.UID]struct{}{}
 	}
 	if _, ok := a.admitted[x.UID]; ok {
-		return queueState{Admitted: true, Limit: a.Limit}, nil
+		t.q = queueState{Admitted: true, Limit: a.Limit}
+		return t, nil
 	}
 	entries := make([]queueEntry, 0, len(list.Items))
 	live := make(map[types.UID]bool, len(list.Items))
@@ -123,11 +137,41 @@ func (a *Admission) tryAdmit(ctx context.Context, c client.Reader, x *pfsv1alpha
 			delete(a.admitted, uid)
 		}
 	}
-	q := admit(entries, entryOf(x, false), a.Limit)
-	if q.Admitted {
-		a.admitted[x.UID] = struct{}{}
+	t.q = admit(entries, entryOf(x, false), a.Limit)
+	return t, nil
+}
+
+// queue is the queue state for decide; nil without a ticket.
+func (t *admissionTicket) queue() *queueState {
+	if t == nil {
+		return nil
 	}
-	return q, nil
+	q := t.q
+	return &q
+}
+
+// settle remembers the slot when take (the decision started the transfer)
+// and x was admitted, then lets the lock go; later calls do nothing.
+func (t *admissionTicket) settle(take bool) {
+	if t == nil || !t.locked {
+		return
+	}
+	if take && t.q.Admitted {
+		t.a.admitted[t.uid] = struct{}{}
+	}
+	t.locked = false
+	t.a.mu.Unlock()
+}
+
+// tryAdmit admits x if a slot is free and remembers it: a look settled at
+// once.
+func (a *Admission) tryAdmit(ctx context.Context, c client.Reader, x *pfsv1alpha1.PfsTransfer) (queueState, error) {
+	t, err := a.look(ctx, c, x)
+	if err != nil || t == nil {
+		return queueState{Admitted: err == nil}, err
+	}
+	t.settle(true)
+	return t.q, nil
 }
 
 // release gives back the slot of a transfer admitted a moment ago that

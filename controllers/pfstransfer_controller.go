@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
-	"packetfs.io/operator/internal/placement"
 	"packetfs.io/operator/internal/podspec"
 )
 
@@ -44,6 +43,9 @@ type PfsTransferReconciler struct {
 	Deps
 	// Admission bounds the transfers that run at once; nil: no bound.
 	Admission *Admission
+	// decide is the one decision of a reconcile; nil: decideTransferRun
+	// (tests count its calls).
+	decide decideTransferFunc
 }
 
 // +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfstransfers,verbs=get;list;watch
@@ -55,9 +57,10 @@ type PfsTransferReconciler struct {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=topology.node.k8s.io,resources=noderesourcetopologies,verbs=list;watch
 
-// Reconcile gathers the blob and the current attempt's pods, decides with
-// decideTransfer, applies the plan, writes status once and then records the
-// decided Events.
+// Reconcile gathers the blobs, the current attempt's pods, the admission
+// queue and the nodes' topology, decides once (decideTransferRun), applies
+// the finished pod and the deletions, writes status once and then records
+// the decided Events.
 func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	x := &pfsv1alpha1.PfsTransfer{}
 	if err := r.Client.Get(ctx, req.NamespacedName, x); err != nil {
@@ -66,143 +69,101 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !x.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // pods go with their owner references
 	}
-	obs, err := r.gather(ctx, x)
+	obs, ticket, err := r.gather(ctx, x)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	st, plan := decideTransfer(x, obs)
-	if plan.CreateReceiver && st.FailedAttempts == 0 {
-		q, err := r.Admission.tryAdmit(ctx, r.Client, x)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if !q.Admitted {
-			obs.Queue = &q
-			st, plan = decideTransfer(x, obs) // it waits its turn: Placed says where it stands
-		}
-	}
-	out, err := r.apply(ctx, x, obs, st.FailedAttempts, plan)
+	out := r.decideOnce(x, obs, ticket)
+	failed, err := r.apply(ctx, x, out)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.CreateFailed = out.createFailed
-	switch {
-	case out.createFailed != nil:
-		st, plan = decideTransfer(x, obs) // a refusal shows in Placed
-	case out.placed != nil && out.placed.Decision.Fit == placement.FitNone:
-		// A wait of seconds for a publisher to catch up keeps its slot.
-		if st.FailedAttempts == 0 && x.Status.Receiver == nil && out.placed.Decision.RecheckAfter == 0 {
-			r.Admission.release(x.UID)
-		}
-		obs.NoFit = out.placed
-		st, plan = decideTransfer(x, obs) // no node fits: Placed says why
-	case out.placed != nil:
-		recordPlacement(&st, &plan, *out.placed)
+	if failed != nil {
+		out.Status, out.Plan.Events = refusedTransfer(x, obs, failed) // a refusal shows in Placed
 	}
-	if err := commitStatus(ctx, &r.Deps, x, &x.Status, st, plan.Events); err != nil {
+	if err := commitStatus(ctx, &r.Deps, x, &x.Status, out.Status, out.Plan.Events); err != nil {
 		return requeueOnConflict(err)
 	}
-	if f := obs.CreateFailed; f != nil {
-		return ctrl.Result{}, f.Err // retried with the controller's backoff
+	if failed != nil {
+		return ctrl.Result{}, failed.Err // retried with the controller's backoff
 	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: out.Plan.RequeueAfter}, nil
+}
+
+// decideOnce runs the reconcile's one decision and settles the admission
+// slot it takes or gives back (the ticket's lock spans the pure decide).
+func (r *PfsTransferReconciler) decideOnce(x *pfsv1alpha1.PfsTransfer, obs transferObservation, ticket *admissionTicket) transferOutcome {
+	defer ticket.settle(false) // a decide that panics must not keep the lock
+	decide := r.decide
+	if decide == nil {
+		decide = decideTransferRun
+	}
+	out := decide(r.Pods, x, obs)
+	ticket.settle(out.Slot == slotTake)
+	if out.Slot == slotRelease {
+		r.Admission.release(x.UID)
+	}
+	return out
 }
 
 // gather reads the referenced blobs and, while the transfer runs, the
-// current attempt's pods.
-func (r *PfsTransferReconciler) gather(ctx context.Context, x *pfsv1alpha1.PfsTransfer) (transferObservation, error) {
+// current attempt's pods; while a pod of it is missing, the networks, the
+// nodes' topology (spec.numa not None) and, last, before the first
+// receiver, the admission queue: its ticket holds the queue's lock until
+// decideOnce settles it.
+func (r *PfsTransferReconciler) gather(ctx context.Context, x *pfsv1alpha1.PfsTransfer) (transferObservation, *admissionTicket, error) {
 	obs := transferObservation{Now: r.Clock.Now(), Timing: r.Timing}
 	var err error
 	if ref := x.Spec.BlobRef; ref != nil {
 		if obs.Blob, err = getBlob(ctx, &r.Deps, x.Namespace, ref.Name); err != nil {
-			return obs, err
+			return obs, nil, err
 		}
 	}
 	if d := x.Spec.Delta; d != nil && x.Spec.Mode == pfsv1alpha1.ModeDelta {
 		if obs.Source, err = getBlob(ctx, &r.Deps, x.Namespace, d.SourceRef.Name); err != nil {
-			return obs, err
+			return obs, nil, err
 		}
 	}
 	if x.Status.Phase.IsTerminal() {
-		return obs, nil
+		return obs, nil, nil
 	}
 	attempt := x.Status.FailedAttempts
 	if obs.Receiver, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentReceiver)); err != nil {
-		return obs, err
+		return obs, nil, err
 	}
 	if obs.Sender, err = getPod(ctx, &r.Deps, x.Namespace, podspec.TransferPodName(x.Name, attempt, podspec.ComponentSender)); err != nil {
-		return obs, err
+		return obs, nil, err
 	}
 	if obs.Receiver == nil && obs.Sender == nil {
-		obs.MissingNetworks, err = missingNetworks(ctx, &r.Deps, x)
+		if obs.MissingNetworks, err = missingNetworks(ctx, &r.Deps, x); err != nil {
+			return obs, nil, err
+		}
 	}
-	return obs, err
+	if (obs.Receiver == nil || obs.Sender == nil) && numaPolicy(x) != pfsv1alpha1.NUMAPolicyNone {
+		if obs.Nodes, obs.Topology, err = gatherNodes(ctx, &r.Deps); err != nil {
+			return obs, nil, err
+		}
+	}
+	if obs.Receiver != nil || attempt > 0 {
+		return obs, nil, nil // admission only lets in a first receiver
+	}
+	ticket, err := r.Admission.look(ctx, r.Client, x)
+	obs.Queue = ticket.queue()
+	return obs, ticket, err
 }
 
-// applied is what apply did that the status must show.
-type applied struct {
-	// createFailed is a pod the apiserver refused.
-	createFailed *createFailure
-	// placed is the NUMA decision for the pod the plan asked for; with
-	// FitNone the pod was not created.
-	placed *placedPod
-}
-
-// apply places and creates the pod the plan asks for (a refusal or "no node
-// fits" comes back to decide with) and deletes the pods it names.
-func (r *PfsTransferReconciler) apply(ctx context.Context, x *pfsv1alpha1.PfsTransfer, obs transferObservation,
-	attempt int32, plan transferPlan) (applied, error) {
-	in := podspec.TransferInputs{Attempt: attempt, Blob: obs.Blob, BlobNodes: plan.BlobNodes, Source: obs.Source, Delta: plan.Delta}
-	build := func(in podspec.TransferInputs) *corev1.Pod { return podspec.ReceiverPod(r.Pods, x, in) }
-	component := podspec.ComponentReceiver
-	if plan.CreateSender {
-		build = func(in podspec.TransferInputs) *corev1.Pod {
-			return podspec.SenderPod(r.Pods, x, in, plan.ReceiverAddr)
-		}
-		component = podspec.ComponentSender
-	}
-	var out applied
-	if plan.CreateReceiver || plan.CreateSender {
-		pod := build(in)
-		d, err := r.placeNUMA(ctx, x, pod)
-		if err != nil {
-			return out, err
-		}
-		out.placed = &placedPod{Component: component, Pod: pod.Name, Decision: d}
-		if d.Fit == placement.FitNone {
-			return out, nil
-		}
-		in.NUMA = numaPlacementStatus(d)
-		pod = build(in)
-		if out.createFailed = createPod(ctx, &r.Deps, x, pod); out.createFailed != nil {
-			out.placed = nil
-			return out, nil
+// apply creates the pod decided (a failed create comes back for status)
+// and deletes the pods the plan names.
+func (r *PfsTransferReconciler) apply(ctx context.Context, x *pfsv1alpha1.PfsTransfer, out transferOutcome) (*createFailure, error) {
+	if out.Pod != nil {
+		if f := createPod(ctx, &r.Deps, x, out.Pod); f != nil {
+			return f, nil
 		}
 	}
-	if plan.DeleteActivePods || plan.DeleteAllPods {
-		return out, r.deletePods(ctx, x, plan.DeleteAllPods)
+	if out.Plan.DeleteActivePods || out.Plan.DeleteAllPods {
+		return nil, r.deletePods(ctx, x, out.Plan.DeleteAllPods)
 	}
-	return out, nil
-}
-
-// placeNUMA decides pod's node and NUMA zone from the topology of its
-// candidate nodes (numa None: no reads, the scheduler places it).
-func (r *PfsTransferReconciler) placeNUMA(ctx context.Context, x *pfsv1alpha1.PfsTransfer, pod *corev1.Pod) (placement.Decision, error) {
-	req := numaRequest(x, pod)
-	req.Now, req.CatchUp = r.Clock.Now(), r.Timing.TopologyCatchUp
-	req.CatchUpSince = catchUpSince(x.Status.Conditions)
-	if req.Policy == pfsv1alpha1.NUMAPolicyNone {
-		return placement.Place(nil, nil, req), nil
-	}
-	nodes, err := candidateNodes(ctx, &r.Deps, pod)
-	if err != nil {
-		return placement.Decision{}, err
-	}
-	topo, err := gatherTopology(ctx, &r.Deps, nodes)
-	if err != nil {
-		return placement.Decision{}, err
-	}
-	return placement.Place(nodes, topo, req), nil
+	return nil, nil
 }
 
 // deletePods deletes the transfer's pods that still run, or all of them.

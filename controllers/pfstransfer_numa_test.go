@@ -122,7 +122,7 @@ func TestTransferNUMADecisionStatus(t *testing.T) {
 		Decision: placement.Decision{Fit: placement.FitNone, Reason: "no candidate node fits (spec.numa Required): w1: its zones together lack cpu"}}
 	old := pfsv1alpha1.PfsTransferStatus{Phase: pfsv1alpha1.PhasePlacing, Receiver: st.Receiver}
 	x = numaTransfer(pfsv1alpha1.NUMAPolicyRequired, 0, old)
-	st, plan = decideTransfer(x, transferObservation{Now: t0, Timing: DefaultTiming, NoFit: noFit})
+	st, plan = decideNoFit(x, transferObservation{Now: t0, Timing: DefaultTiming}, *noFit)
 	if st.Phase != pfsv1alpha1.PhasePlacing || st.Sender != nil || plan.RequeueAfter != noFitRecheck || plan.CreateSender {
 		t.Errorf("no fit: phase %s, sender %+v, plan %+v", st.Phase, st.Sender, plan)
 	}
@@ -136,12 +136,12 @@ func TestTransferNUMADecisionStatus(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	x.Status = st // still no fit: no second Warning
-	if _, plan = decideTransfer(x, transferObservation{Now: t0, Timing: DefaultTiming, NoFit: noFit}); len(plan.Events) != 0 {
+	if _, plan = decideNoFit(x, transferObservation{Now: t0, Timing: DefaultTiming}, *noFit); len(plan.Events) != 0 {
 		t.Errorf("a repeated no-fit emits %v", eventReasons(plan.Events))
 	}
 
 	noFit.Decision.OnlyMisfits = true
-	st, _ = decideTransfer(x, transferObservation{Now: t0, Timing: DefaultTiming, NoFit: noFit})
+	st, _ = decideNoFit(x, transferObservation{Now: t0, Timing: DefaultTiming}, *noFit)
 	if st.Phase != pfsv1alpha1.PhaseFailed || !hasReason(st.Conditions, pfsv1alpha1.ReasonTopologyAffinityError) {
 		t.Errorf("every candidate a misfit: phase %s, %v", st.Phase, condSummary(st.Conditions))
 	}
@@ -155,7 +155,7 @@ func TestTransferNUMATopologyCatchUp(t *testing.T) {
 		Decision: placement.Decision{Fit: placement.FitNone, RecheckAfter: 6 * time.Second, Stale: true,
 			Reason: "node w1: its NodeResourceTopology shows no zone with room (zone node-0 lacks cpu); waiting 6s more"}}
 	x := numaTransfer(pfsv1alpha1.NUMAPolicyPreferred, 0, pfsv1alpha1.PfsTransferStatus{})
-	st, plan := decideTransfer(x, transferObservation{Now: t0, Timing: DefaultTiming, NoFit: wait})
+	st, plan := decideNoFit(x, transferObservation{Now: t0, Timing: DefaultTiming}, *wait)
 	if st.Phase != pfsv1alpha1.PhasePending || st.Receiver != nil || plan.RequeueAfter != 6*time.Second || plan.CreateReceiver {
 		t.Errorf("catch-up: phase %s, receiver %+v, plan %+v", st.Phase, st.Receiver, plan)
 	}
@@ -204,17 +204,17 @@ func TestTransferNoFitTimesOut(t *testing.T) {
 		Conditions: []metav1.Condition{{Type: pfsv1alpha1.ConditionPlaced, Status: metav1.ConditionFalse, Reason: pfsv1alpha1.ReasonQueued,
 			LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}}})
 	timing := Timing{UnschedulableTimeout: 2 * time.Minute, BackoffBase: time.Second, BackoffMax: time.Minute}
-	st, plan := decideTransfer(x, transferObservation{Now: t0, Timing: timing, NoFit: noFit})
+	st, plan := decideNoFit(x, transferObservation{Now: t0, Timing: timing}, *noFit)
 	if st.Phase.IsTerminal() || plan.RequeueAfter != noFitRecheck {
 		t.Fatalf("first no-fit after an hour in the queue: phase %s, plan %+v", st.Phase, plan)
 	}
 	x.Status = st
-	st, plan = decideTransfer(x, transferObservation{Now: t0.Add(110 * time.Second), Timing: timing, NoFit: noFit})
+	st, plan = decideNoFit(x, transferObservation{Now: t0.Add(110 * time.Second), Timing: timing}, *noFit)
 	if st.Phase.IsTerminal() || plan.RequeueAfter != min(noFitRecheck, 10*time.Second) {
 		t.Fatalf("before the timeout: phase %s, plan %+v", st.Phase, plan)
 	}
 	x.Status = st
-	st, _ = decideTransfer(x, transferObservation{Now: t0.Add(2 * time.Minute), Timing: timing, NoFit: noFit})
+	st, _ = decideNoFit(x, transferObservation{Now: t0.Add(2 * time.Minute), Timing: timing}, *noFit)
 	c := meta.FindStatusCondition(st.Conditions, pfsv1alpha1.ConditionFailed)
 	if st.Phase != pfsv1alpha1.PhaseFailed || c == nil || c.Reason != pfsv1alpha1.ReasonUnschedulable ||
 		!strings.Contains(c.Message, "no node could take it within 2m0s: receiver pod x-a0-recv is not created: ") ||

@@ -29,19 +29,22 @@ type transferObservation struct {
 	// (confirmed against the apiserver, not only the cache).
 	Receiver, Sender *corev1.Pod
 	Timing           Timing
-	// CreateFailed is set when the pod the first decision asked for was not
-	// created; the controller then decides again with it.
+	// CreateFailed is a pod the apiserver did not create: decideTransfer
+	// then answers as refusedTransfer does, which Reconcile calls itself
+	// after apply (decide does not run twice).
 	CreateFailed *createFailure
 	// MissingNetworks names the endpoint networks whose
 	// NetworkAttachmentDefinition does not exist (checked before an
 	// attempt's pods are created).
 	MissingNetworks []string
-	// Queue is set when the admission queue holds the first receiver back;
-	// the controller then decides again with it.
+	// Queue is where the transfer stands in the admission queue, read while
+	// its first receiver is missing; nil: no queue.
 	Queue *queueState
-	// NoFit is set when no node fits the pod the first decision asked for
-	// (it was not created); the controller then decides again with it.
-	NoFit *placedPod
+	// Nodes and Topology are what a NUMA decision reads: the cluster's
+	// nodes and what is known of each, by name. Read while a pod of the
+	// attempt is missing and spec.numa is not None.
+	Nodes    []corev1.Node
+	Topology map[string]*placement.NodeTopology
 }
 
 // transferPlan is what the controller must do after decideTransfer.
@@ -68,17 +71,10 @@ type transferPlan struct {
 // listens); results once both pods succeeded.
 func decideTransfer(x *pfsv1alpha1.PfsTransfer, obs transferObservation) (pfsv1alpha1.PfsTransferStatus, transferPlan) {
 	if f := obs.CreateFailed; f != nil {
-		// Keep the old status (it must not name a pod that does not exist);
-		// Placed says why.
-		st, plan := *x.Status.DeepCopy(), transferPlan{}
-		st.Conditions, plan.Events = decideCreateFailed(st.Conditions, x.Generation, obs.Now, f)
-		return st, plan
+		st, events := refusedTransfer(x, obs, f)
+		return st, transferPlan{Events: events}
 	}
 	d := &transferDecision{x: x, obs: obs, st: *x.Status.DeepCopy()}
-	if nf := obs.NoFit; nf != nil {
-		d.noFit(*nf) // the old status stands: it names no pod that was not created
-		return d.st, d.plan
-	}
 	d.run()
 	return d.st, d.plan
 }

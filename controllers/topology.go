@@ -4,25 +4,24 @@ package controllers
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	topov1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"packetfs.io/operator/internal/placement"
 )
 
-// The reads behind a NUMA decision: the candidate nodes of a pod, and for
-// each its NodeResourceTopology (when the CRD is installed), its Node and
-// the pods bound to it. internal/placement turns them into NodeTopology and
-// decides; nothing here decides.
+// The reads behind a NUMA decision (gatherNodes): the cluster's nodes and,
+// for each, its NodeResourceTopology (when the CRD is installed) and the
+// pods bound to it; and the pure choice of a pod's candidate nodes among
+// them. internal/placement turns the reads into NodeTopology and decides.
 
 // nrtGroupKind is the NodeResourceTopology kind, read at v1alpha2.
 var nrtGroupKind = schema.GroupKind{Group: topov1alpha2.SchemeGroupVersion.Group, Kind: "NodeResourceTopology"}
@@ -61,11 +60,12 @@ func nrtInstalled(d *Deps) (bool, error) {
 
 // candidateNodes are the nodes pod may run on: its node affinity (the
 // blob's Ready nodes), within spec.nodeName when set; without affinity
-// spec.nodeName, else the schedulable Ready nodes matching its nodeSelector.
-// A nodeSelector narrows the first two as well: a node picked outside it
-// would leave the pod unschedulable (found by the e2e, whose senders are
-// pinned by nodeSelector to one of the nodes their blob is Ready on).
-func candidateNodes(ctx context.Context, d *Deps, pod *corev1.Pod) ([]string, error) {
+// spec.nodeName, else the schedulable Ready nodes (of nodes, the cluster's)
+// matching its nodeSelector. A nodeSelector narrows the first two as well:
+// a node picked outside it would leave the pod unschedulable (found by the
+// e2e, whose senders are pinned by nodeSelector to one of the nodes their
+// blob is Ready on). Pure.
+func candidateNodes(pod *corev1.Pod, nodes []corev1.Node) []string {
 	var names []string
 	if aff := placement.AffinityNodes(pod.Spec.Affinity); aff != nil {
 		names = aff
@@ -79,66 +79,62 @@ func candidateNodes(ctx context.Context, d *Deps, pod *corev1.Pod) ([]string, er
 		names = []string{pin}
 	}
 	if names != nil && len(pod.Spec.NodeSelector) == 0 {
-		return names, nil
+		return names
 	}
-	nodes := &corev1.NodeList{}
-	if err := d.Client.List(ctx, nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(pod.Spec.NodeSelector)}); err != nil {
-		return nil, err
-	}
+	selector := labels.SelectorFromSet(pod.Spec.NodeSelector)
 	var out []string
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
+	for i := range nodes {
+		n := &nodes[i]
+		if !selector.Matches(labels.Set(n.Labels)) {
+			continue
+		}
 		if names != nil && slices.Contains(names, n.Name) || names == nil && nodeUsable(n) {
 			out = append(out, n.Name)
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return out
 }
 
-// gatherTopology reads what the decision needs of each node.
-func gatherTopology(ctx context.Context, d *Deps, nodes []string) (map[string]*placement.NodeTopology, error) {
+// gatherNodes reads what a NUMA decision may need: the cluster's nodes and
+// the topology of every node that has a Node or a NodeResourceTopology
+// (a pod's candidates are among them; a name without either is unknown to
+// the decision, as it would be read).
+func gatherNodes(ctx context.Context, d *Deps) ([]corev1.Node, map[string]*placement.NodeTopology, error) {
+	nodes := &corev1.NodeList{}
+	if err := d.Client.List(ctx, nodes); err != nil {
+		return nil, nil, err
+	}
 	withNRT, err := nrtInstalled(d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	topo := make(map[string]*placement.NodeTopology, len(nodes))
-	for _, name := range nodes {
-		if topo[name] != nil {
-			continue
+	byName := make(map[string]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	nrts := map[string]*topov1alpha2.NodeResourceTopology{}
+	if withNRT {
+		list := &topov1alpha2.NodeResourceTopologyList{}
+		if err := d.Client.List(ctx, list); err != nil {
+			return nil, nil, err
 		}
-		node := &corev1.Node{}
-		if found, err := getClusterObject(ctx, d, name, node); err != nil {
-			return nil, err
-		} else if !found {
-			node = nil
+		for i := range list.Items {
+			nrts[list.Items[i].Name] = &list.Items[i]
 		}
-		var nrt *topov1alpha2.NodeResourceTopology
-		if withNRT {
-			nrt = &topov1alpha2.NodeResourceTopology{}
-			if found, err := getClusterObject(ctx, d, name, nrt); err != nil {
-				return nil, err
-			} else if !found {
-				nrt = nil
+	}
+	topo := make(map[string]*placement.NodeTopology, len(byName)+len(nrts))
+	for _, names := range [][]string{slices.Sorted(maps.Keys(byName)), slices.Sorted(maps.Keys(nrts))} {
+		for _, name := range names {
+			if topo[name] != nil {
+				continue
 			}
-		}
-		pods := &corev1.PodList{}
-		if node != nil || nrt != nil {
+			pods := &corev1.PodList{}
 			if err := d.Client.List(ctx, pods, client.MatchingFields{podNodeNameField: name}); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
+			topo[name] = placement.Topology(name, nrts[name], byName[name], pods.Items)
 		}
-		topo[name] = placement.Topology(name, nrt, node, pods.Items)
 	}
-	return topo, nil
-}
-
-// getClusterObject reads the cluster-scoped object name into obj; false
-// when it does not exist.
-func getClusterObject(ctx context.Context, d *Deps, name string, obj client.Object) (bool, error) {
-	err := d.Client.Get(ctx, types.NamespacedName{Name: name}, obj)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
+	return nodes.Items, topo, nil
 }
