@@ -31,8 +31,9 @@ type PcoreJobReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile gathers the blob and the job's pod, decides with decidePcore,
-// applies the plan, writes status once and then records the decided Events.
+// Reconcile gathers the blob and the job's pod, decides once with
+// decidePcore, applies the plan, writes status once and then records the
+// decided Events.
 func (r *PcoreJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	j := &pfsv1alpha1.PcoreJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, j); err != nil {
@@ -46,17 +47,18 @@ func (r *PcoreJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	st, plan := decidePcore(j, obs)
-	if obs.CreateFailed, err = r.apply(ctx, j, obs, plan); err != nil {
+	failed, err := r.apply(ctx, j, obs, plan)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if obs.CreateFailed != nil {
-		st, plan = decidePcore(j, obs) // a refusal shows in Placed
+	if failed != nil {
+		st, plan.Events = refusedPcore(j, obs, failed) // a refusal shows in Placed
 	}
 	if err := commitStatus(ctx, &r.Deps, j, &j.Status, st, plan.Events); err != nil {
 		return requeueOnConflict(err)
 	}
-	if f := obs.CreateFailed; f != nil {
-		return ctrl.Result{}, f.Err // retried with the controller's backoff
+	if failed != nil {
+		return ctrl.Result{}, failed.Err // retried with the controller's backoff
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }

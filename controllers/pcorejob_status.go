@@ -24,8 +24,9 @@ type pcoreObservation struct {
 	// Pod is the job's pod; nil when absent (confirmed against the apiserver).
 	Pod    *corev1.Pod
 	Timing Timing
-	// CreateFailed is set when the pod the first decision asked for was not
-	// created; the controller then decides again with it.
+	// CreateFailed is a pod the apiserver did not create: decidePcore then
+	// answers as refusedPcore does, which Reconcile calls itself after
+	// apply (decide does not run twice).
 	CreateFailed *createFailure
 }
 
@@ -42,45 +43,79 @@ type pcorePlan struct {
 // decidePcore is the pcore job state machine as one pure function. A job
 // runs once: a benchmark that failed is reported, not silently re-run.
 func decidePcore(j *pfsv1alpha1.PcoreJob, obs pcoreObservation) (pfsv1alpha1.PcoreJobStatus, pcorePlan) {
-	st := *j.Status.DeepCopy()
-	var plan pcorePlan
-	now := obs.Now
 	if f := obs.CreateFailed; f != nil {
-		// Keep the old status (it must not name a pod that does not exist);
-		// Placed says why.
-		st.Conditions, plan.Events = decideCreateFailed(st.Conditions, j.Generation, now, f)
-		return st, plan
+		st, events := refusedPcore(j, obs, f)
+		return st, pcorePlan{Events: events}
 	}
-	cond := func(typ string, ok bool, reason, msg string) {
-		setCondition(&st.Conditions, typ, boolStatus(ok), reason, msg, j.Generation, now)
+	d := &pcoreDecision{j: j, obs: obs, st: *j.Status.DeepCopy()}
+	d.runDecision = runDecision{phase: &d.st.Phase, completion: &d.st.CompletionTime,
+		decision: decision{gen: j.Generation, now: obs.Now, conds: &d.st.Conditions, events: &d.plan.Events, requeue: &d.plan.RequeueAfter}}
+	d.run()
+	return d.st, d.plan
+}
+
+// refusedPcore is the status after the apiserver did not create the
+// decided pod: the stored one, with Placed saying why when it was refused
+// (decideCreateFailed), so status never names a pod that does not exist.
+func refusedPcore(j *pfsv1alpha1.PcoreJob, obs pcoreObservation, f *createFailure) (pfsv1alpha1.PcoreJobStatus, []event) {
+	st := *j.Status.DeepCopy()
+	var events []event
+	st.Conditions, events = decideCreateFailed(st.Conditions, j.Generation, obs.Now, f)
+	return st, events
+}
+
+// pcoreDecision is one pass of the job state machine: the shared run
+// helpers (cond, emit, wakeIn, failRun) write into st and plan.
+type pcoreDecision struct {
+	runDecision
+	j    *pfsv1alpha1.PcoreJob
+	obs  pcoreObservation
+	st   pfsv1alpha1.PcoreJobStatus
+	plan pcorePlan
+}
+
+// run walks the steps in order: the first step that decides ends it.
+func (d *pcoreDecision) run() {
+	d.st.ObservedGeneration = d.j.Generation
+	d.st.Label = pfsv1alpha1.PcoreJobLabel
+	if d.st.Phase == "" {
+		d.st.Phase = pfsv1alpha1.PhasePending
 	}
-	fail := func(reason, msg string) {
-		st.Phase = pfsv1alpha1.PhaseFailed
-		st.CompletionTime = &metav1.Time{Time: now.Truncate(time.Second)}
-		cond(pfsv1alpha1.ConditionFailed, true, reason, msg)
-		cond(pfsv1alpha1.ConditionSucceeded, false, reason, msg)
-		plan.DeleteActivePod = true
-		plan.Events = append(plan.Events, event{corev1.EventTypeWarning, reason, msg})
+	if d.st.Phase.IsTerminal() {
+		d.plan.DeleteActivePod = true
+		return
 	}
-	wait := func(reason, msg string) {
-		st.Phase = pfsv1alpha1.PhasePending
-		cond(pfsv1alpha1.ConditionPlaced, false, reason, msg)
-		cond(pfsv1alpha1.ConditionSucceeded, false, reason, msg)
+	if !d.mayRun() {
+		return
 	}
-	st.ObservedGeneration = j.Generation
-	st.Label = pfsv1alpha1.PcoreJobLabel
-	if st.Phase == "" {
-		st.Phase = pfsv1alpha1.PhasePending
+	if d.obs.Pod == nil {
+		d.createPod()
+		return
 	}
-	if st.Phase.IsTerminal() {
-		plan.DeleteActivePod = true
-		return st, plan
-	}
+	d.follow()
+}
+
+// fail ends the job and stops its pod.
+func (d *pcoreDecision) fail(reason, msg string) {
+	d.failRun(reason, msg)
+	d.plan.DeleteActivePod = true
+}
+
+// wait keeps the job Pending for an input it needs.
+func (d *pcoreDecision) wait(reason, msg string) {
+	d.st.Phase = pfsv1alpha1.PhasePending
+	d.cond(pfsv1alpha1.ConditionPlaced, false, reason, msg)
+	d.cond(pfsv1alpha1.ConditionSucceeded, false, reason, msg)
+}
+
+// mayRun evaluates the preconditions. A pod that status names but that is
+// gone counts as launched: the job fails for it rather than waiting for
+// the blob.
+func (d *pcoreDecision) mayRun() bool {
+	j, obs := d.j, d.obs
 	name := podspec.PcorePodName(j.Name)
-	// A pod that status names but that is gone counts as launched: the job
-	// fails for it below rather than waiting for the blob.
-	lost := obs.Pod == nil && st.Placement != nil && st.Placement.Pod == name
-	in := &runInputs{Kind: "job", Namespace: j.Namespace, Created: j.CreationTimestamp.Time, Now: now,
+	lost := obs.Pod == nil && d.st.Placement != nil && d.st.Placement.Pod == name
+	in := &runInputs{Kind: "job", Namespace: j.Namespace, Created: j.CreationTimestamp.Time, Now: obs.Now,
 		ActiveDeadlineSeconds: j.Spec.ActiveDeadlineSeconds, BlobRef: &j.Spec.BlobRef, Range: j.Spec.Range, Blob: obs.Blob,
 		PodsExist: obs.Pod != nil, Launched: obs.Pod != nil || lost}
 	if in.Blob != nil {
@@ -88,81 +123,91 @@ func decidePcore(j *pfsv1alpha1.PcoreJob, obs pcoreObservation) (pfsv1alpha1.Pco
 	}
 	if v := runPreconditions.evaluate(in); v != nil {
 		if v.Fail {
-			fail(v.Reason, v.Message)
+			d.fail(v.Reason, v.Message)
 		} else {
-			wait(v.Reason, v.Message)
+			d.wait(v.Reason, v.Message)
 		}
-		return st, plan
+		return false
 	}
-	plan.BlobNodes = in.BlobNodes
+	d.plan.BlobNodes = in.BlobNodes
 	if lost {
-		fail(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("pod %s was deleted before the job finished", name))
-		return st, plan
+		d.fail(pfsv1alpha1.ReasonPodFailed, fmt.Sprintf("pod %s was deleted before the job finished", name))
+		return false
 	}
-	if obs.Pod == nil {
-		plan.CreatePod = true
-		st.Phase = pfsv1alpha1.PhasePlacing
-		st.Placement = &pfsv1alpha1.Placement{Pod: name}
-		cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "pod created, waiting to be scheduled")
-		cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonPodsPending, "waiting for the pod to start")
-		plan.Events = append(plan.Events, event{corev1.EventTypeNormal, pfsv1alpha1.ReasonPodsPending, "Created pod " + name})
-		return st, plan
-	}
+	return true
+}
+
+// createPod asks for the job's pod.
+func (d *pcoreDecision) createPod() {
+	name := podspec.PcorePodName(d.j.Name)
+	d.plan.CreatePod = true
+	d.st.Phase = pfsv1alpha1.PhasePlacing
+	d.st.Placement = &pfsv1alpha1.Placement{Pod: name}
+	d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, "pod created, waiting to be scheduled")
+	d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonPodsPending, "waiting for the pod to start")
+	d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonPodsPending, "Created pod "+name)
+}
+
+// follow records where the pod runs and follows it to its result.
+func (d *pcoreDecision) follow() {
+	st, pod, now := &d.st, d.obs.Pod, d.obs.Now
 	if st.Placement == nil {
 		st.Placement = &pfsv1alpha1.Placement{}
 	}
-	st.Placement.Pod, st.Placement.Node = obs.Pod.Name, obs.Pod.Spec.NodeName
-	o := classifyPod(obs.Pod, podspec.ContainerPcore, now, obs.Timing.UnschedulableTimeout, j.Spec.NUMA, placement.RetryOnTopologyError)
+	st.Placement.Pod, st.Placement.Node = pod.Name, pod.Spec.NodeName
+	o := classifyPod(pod, podspec.ContainerPcore, now, d.obs.Timing.UnschedulableTimeout, d.j.Spec.NUMA, placement.RetryOnTopologyError)
 	switch o.State {
 	case podFailed:
-		fail(o.Reason, o.Detail)
-		return st, plan
+		d.fail(o.Reason, o.Detail)
+		return
 	case podUnschedulable:
-		cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, o.Detail)
-		plan.RequeueAfter = o.RetryAt.Sub(now)
-		return st, plan
+		d.cond(pfsv1alpha1.ConditionPlaced, false, pfsv1alpha1.ReasonPodsPending, o.Detail)
+		d.plan.RequeueAfter = o.RetryAt.Sub(now)
+		return
 	case podWaiting:
 		st.Phase = pfsv1alpha1.PhasePlacing
-		if !o.RetryAt.IsZero() && o.RetryAt.After(now) {
-			plan.RequeueAfter = o.RetryAt.Sub(now) // a starting pod's timeout
+		if !o.RetryAt.IsZero() {
+			d.wakeIn(o.RetryAt.Sub(now)) // a starting pod's timeout
 		}
-		if obs.Pod.Spec.NodeName == "" {
-			return st, plan
+		if pod.Spec.NodeName == "" {
+			return
 		}
 	}
-	if obs.Pod.Spec.NodeName != "" {
-		cond(pfsv1alpha1.ConditionPlaced, true, pfsv1alpha1.ReasonPodsScheduled, "on node "+obs.Pod.Spec.NodeName)
+	if pod.Spec.NodeName != "" {
+		d.cond(pfsv1alpha1.ConditionPlaced, true, pfsv1alpha1.ReasonPodsScheduled, "on node "+pod.Spec.NodeName)
 	}
-	if o.State == podRunning || o.State == podReady {
+	switch o.State {
+	case podRunning, podReady:
 		st.Phase = pfsv1alpha1.PhaseRunning
 		if st.StartTime == nil {
 			st.StartTime = &metav1.Time{Time: now.Truncate(time.Second)}
 		}
-		cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonRunning, "pcores are processing the range")
-		return st, plan
+		d.cond(pfsv1alpha1.ConditionSucceeded, false, pfsv1alpha1.ReasonRunning, "pcores are processing the range")
+	case podSucceeded:
+		d.finish(o)
 	}
-	if o.State != podSucceeded {
-		return st, plan
-	}
-	want := j.Spec.Baseline != pfsv1alpha1.BaselineNone
-	r, err := result.ParsePcore(o.Message, want)
+}
+
+// finish reads the result of a pod that succeeded.
+func (d *pcoreDecision) finish(o podOutcome) {
+	j, st, pod := d.j, &d.st, d.obs.Pod
+	r, err := result.ParsePcore(o.Message, j.Spec.Baseline != pfsv1alpha1.BaselineNone)
 	if err != nil {
-		fail(pfsv1alpha1.ReasonResultInvalid, fmt.Sprintf("pod %s: %v", obs.Pod.Name, err))
-		return st, plan
+		d.fail(pfsv1alpha1.ReasonResultInvalid, fmt.Sprintf("pod %s: %v", pod.Name, err))
+		return
 	}
-	if err := mergePcore(j, r, &st); err != nil {
-		fail(pfsv1alpha1.ReasonResultInvalid, fmt.Sprintf("pod %s: %v", obs.Pod.Name, err))
-		return st, plan
+	if err := mergePcore(j, r, st); err != nil {
+		d.fail(pfsv1alpha1.ReasonResultInvalid, fmt.Sprintf("pod %s: %v", pod.Name, err))
+		return
 	}
 	st.Phase = pfsv1alpha1.PhaseSucceeded
-	st.CompletionTime = &metav1.Time{Time: now.Truncate(time.Second)}
+	st.CompletionTime = &metav1.Time{Time: d.now.Truncate(time.Second)}
 	msg := fmt.Sprintf("%s MB/s on %d pcores, result %s", st.ThroughputMBps, j.Spec.Pcores, st.Result)
 	if st.BaselineMBps != "" {
 		msg += fmt.Sprintf("; baseline %s MB/s, CPUpwn %s", st.BaselineMBps, st.CPUpwn)
 	}
-	cond(pfsv1alpha1.ConditionSucceeded, true, pfsv1alpha1.ReasonCompleted, msg)
-	plan.Events = append(plan.Events, event{corev1.EventTypeNormal, pfsv1alpha1.ReasonCompleted, msg})
-	return st, plan
+	d.cond(pfsv1alpha1.ConditionSucceeded, true, pfsv1alpha1.ReasonCompleted, msg)
+	d.emit(corev1.EventTypeNormal, pfsv1alpha1.ReasonCompleted, msg)
 }
 
 // mergePcore writes a pcore result into status. The throughput is

@@ -83,7 +83,7 @@ func decideTransferRun(cfg podspec.Config, x *pfsv1alpha1.PfsTransfer, obs trans
 // asked for: the old status, which names no pod that was not created, with
 // Placed saying why (transferDecision.noFit).
 func decideNoFit(x *pfsv1alpha1.PfsTransfer, obs transferObservation, p placedPod) (pfsv1alpha1.PfsTransferStatus, transferPlan) {
-	d := &transferDecision{x: x, obs: obs, st: *x.Status.DeepCopy()}
+	d := newTransferDecision(x, obs)
 	d.noFit(p)
 	return d.st, d.plan
 }

@@ -74,12 +74,15 @@ func decideTransfer(x *pfsv1alpha1.PfsTransfer, obs transferObservation) (pfsv1a
 		st, events := refusedTransfer(x, obs, f)
 		return st, transferPlan{Events: events}
 	}
-	d := &transferDecision{x: x, obs: obs, st: *x.Status.DeepCopy()}
+	d := newTransferDecision(x, obs)
 	d.run()
 	return d.st, d.plan
 }
 
+// transferDecision is one pass of the transfer state machine: the shared
+// run helpers (cond, emit, wakeIn, failRun) write into st and plan.
 type transferDecision struct {
+	runDecision
 	x    *pfsv1alpha1.PfsTransfer
 	obs  transferObservation
 	st   pfsv1alpha1.PfsTransferStatus
@@ -89,12 +92,11 @@ type transferDecision struct {
 	senderWait *verdict
 }
 
-func (d *transferDecision) cond(typ string, ok bool, reason, msg string) {
-	setCondition(&d.st.Conditions, typ, boolStatus(ok), reason, msg, d.x.Generation, d.obs.Now)
-}
-
-func (d *transferDecision) emit(typ, reason, msg string) {
-	d.plan.Events = append(d.plan.Events, event{Type: typ, Reason: reason, Message: msg})
+func newTransferDecision(x *pfsv1alpha1.PfsTransfer, obs transferObservation) *transferDecision {
+	d := &transferDecision{x: x, obs: obs, st: *x.Status.DeepCopy()}
+	d.runDecision = runDecision{phase: &d.st.Phase, completion: &d.st.CompletionTime,
+		decision: decision{gen: x.Generation, now: obs.Now, conds: &d.st.Conditions, events: &d.plan.Events, requeue: &d.plan.RequeueAfter}}
+	return d
 }
 
 // run walks the steps in order: the first step that decides ends it.
@@ -369,22 +371,15 @@ func (d *transferDecision) queued(q queueState) {
 // requeueAt asks to be woken at t (a starting pod's timeout), unless a
 // sooner wake-up is already planned; a zero t asks nothing.
 func (d *transferDecision) requeueAt(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	if in := t.Sub(d.obs.Now); in > 0 && (d.plan.RequeueAfter == 0 || in < d.plan.RequeueAfter) {
-		d.plan.RequeueAfter = in
+	if !t.IsZero() {
+		d.wakeIn(t.Sub(d.obs.Now))
 	}
 }
 
 // fail ends the transfer with Failed=True and the reason.
 func (d *transferDecision) fail(reason, msg string) {
-	d.st.Phase = pfsv1alpha1.PhaseFailed
-	d.st.CompletionTime = &metav1.Time{Time: d.obs.Now.Truncate(time.Second)}
-	d.cond(pfsv1alpha1.ConditionFailed, true, reason, msg)
-	d.cond(pfsv1alpha1.ConditionSucceeded, false, reason, msg)
+	d.failRun(reason, msg)
 	d.plan.DeleteActivePods = true
-	d.emit(corev1.EventTypeWarning, reason, msg)
 	d.afterFinish()
 }
 
