@@ -41,13 +41,13 @@ func baseOnNode(base *pfsv1alpha1.PfsBlob, name, node string) (bool, string) {
 }
 
 // holderBase is the base a new holder on node gets: spec.base's name when
-// it is Ready there, else "".
-func (f *fanout) holderBase(node string) string {
-	if f.b.Spec.Base == nil {
+// base (the PfsBlob it names, nil when not found) is Ready there, else "".
+func holderBase(b, base *pfsv1alpha1.PfsBlob, node string) string {
+	if b.Spec.Base == nil {
 		return ""
 	}
-	if ok, _ := baseOnNode(f.obs.Base, f.b.Spec.Base.Name, node); ok {
-		return f.b.Spec.Base.Name
+	if ok, _ := baseOnNode(base, b.Spec.Base.Name, node); ok {
+		return b.Spec.Base.Name
 	}
 	return ""
 }
@@ -123,19 +123,4 @@ func blobDeltaSummary(b *pfsv1alpha1.PfsBlob, nodes []pfsv1alpha1.BlobNodeStatus
 	}
 	ds.Message = truncate(strings.Join(msg, "; "), 2048)
 	return ds
-}
-
-// originResult is the origin's data-plane result, nil before it has one.
-func (f *fanout) originResult() *result.BlobCreate {
-	if oi := f.info[f.origin]; oi != nil {
-		return oi.result
-	}
-	return nil
-}
-
-// originHasBase: the origin's holder was given the base (or none exists
-// yet: nothing to say).
-func (f *fanout) originHasBase() bool {
-	p := f.newest[f.origin]
-	return p == nil || p.Annotations[podspec.AnnotationDeltaBase] != ""
 }

@@ -45,14 +45,28 @@ func decideBlob(b *pfsv1alpha1.PfsBlob, obs blobObservation) (pfsv1alpha1.PfsBlo
 		plan.Events = append(plan.Events, event{Type: corev1.EventTypeNormal, Reason: pfsv1alpha1.ReasonMaterializing,
 			Message: "Created holder DaemonSet " + obs.DaemonSet.Name})
 	}
-	if c := reasonChanged(b.Status.Conditions, st.Conditions, pfsv1alpha1.ConditionReady); c != nil {
-		plan.Events = append(plan.Events, event{Type: corev1.EventTypeNormal, Reason: c.Reason, Message: c.Message})
-		plan.ReadinessChanged = c
-	}
-	if c := reasonChanged(b.Status.Conditions, st.Conditions, pfsv1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
-		plan.Events = append(plan.Events, event{Type: corev1.EventTypeWarning, Reason: c.Reason, Message: c.Message})
-	}
+	events, changed := readinessEvents(b.Status.Conditions, st.Conditions, nil)
+	plan.Events, plan.ReadinessChanged = append(plan.Events, events...), changed
 	return st, plan
+}
+
+// readinessEvents are the Events of a blob's new conditions, for every
+// blob path: Ready with a new reason (Warning when warn holds the reason,
+// else Normal), and Degraded=True with a new reason (Warning). changed is
+// the new Ready condition when its reason changed.
+func readinessEvents(old, cur []metav1.Condition, warn map[string]bool) (events []event, changed *metav1.Condition) {
+	if c := reasonChanged(old, cur, pfsv1alpha1.ConditionReady); c != nil {
+		typ := corev1.EventTypeNormal
+		if warn[c.Reason] {
+			typ = corev1.EventTypeWarning
+		}
+		events = append(events, event{Type: typ, Reason: c.Reason, Message: c.Message})
+		changed = c
+	}
+	if c := reasonChanged(old, cur, pfsv1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		events = append(events, event{Type: corev1.EventTypeWarning, Reason: c.Reason, Message: c.Message})
+	}
+	return events, changed
 }
 
 // computeBlobStatus derives a blob's status from its holder DaemonSet and
@@ -97,13 +111,9 @@ func computeBlobStatus(b *pfsv1alpha1.PfsBlob, obs blobObservation) pfsv1alpha1.
 	size := b.Spec.Size.DeepCopy()
 	st.Size, st.Ready = &size, fmt.Sprintf("%d/%d", st.ReadyNodes, st.DesiredNodes)
 
-	gen, now := b.Generation, obs.Now
-	ready := func(ok bool, reason, msg string) {
-		setCondition(&st.Conditions, pfsv1alpha1.ConditionReady, boolStatus(ok), reason, msg, gen, now)
-	}
-	degraded := func(ok bool, reason, msg string) {
-		setCondition(&st.Conditions, pfsv1alpha1.ConditionDegraded, boolStatus(ok), reason, msg, gen, now)
-	}
+	d := decision{gen: b.Generation, now: obs.Now, conds: &st.Conditions}
+	ready := func(ok bool, reason, msg string) { d.cond(pfsv1alpha1.ConditionReady, ok, reason, msg) }
+	degraded := func(ok bool, reason, msg string) { d.cond(pfsv1alpha1.ConditionDegraded, ok, reason, msg) }
 	ds := obs.DaemonSet
 	mismatch := ""
 	if len(byFP) > 1 {
