@@ -92,8 +92,9 @@ type sourceDecision struct {
 	plan sourcePlan
 }
 
-func (d *sourceDecision) ready(ok bool, reason, msg string) {
-	d.cond(pfsv1alpha1.ConditionReady, ok, reason, msg)
+// notReady sets Ready=False (the fan-out's summarise sets Ready=True).
+func (d *sourceDecision) notReady(reason, msg string) {
+	d.cond(pfsv1alpha1.ConditionReady, false, reason, msg)
 }
 
 // decideSource decides a source blob's status and its children: the
@@ -116,11 +117,11 @@ func decideSource(cfg podspec.Config, pol SourcePolicy, b *pfsv1alpha1.PfsBlob, 
 func (d *sourceDecision) decide(pol SourcePolicy) {
 	b := d.b
 	if v := checkSourcePolicy(b, pol); v != nil {
-		d.ready(false, v.Reason, v.Message)
+		d.notReady(v.Reason, v.Message)
 		return
 	}
 	if pvc := b.Spec.Source.PersistentVolumeClaim; pvc != nil && !d.obs.ClaimFound {
-		d.ready(false, pfsv1alpha1.ReasonSourceNotFound, fmt.Sprintf(
+		d.notReady(pfsv1alpha1.ReasonSourceNotFound, fmt.Sprintf(
 			"PersistentVolumeClaim %s not found in namespace %s: create it or fix spec.source.persistentVolumeClaim.claimName", pvc.ClaimName, b.Namespace))
 		d.plan.RequeueAfter = claimRecheck
 		return
@@ -131,7 +132,7 @@ func (d *sourceDecision) decide(pol SourcePolicy) {
 	}
 	size := b.Spec.Size.Value()
 	if size > 0 && size < scan.Needed {
-		d.ready(false, pfsv1alpha1.ReasonSourceTooLarge, fmt.Sprintf(
+		d.notReady(pfsv1alpha1.ReasonSourceTooLarge, fmt.Sprintf(
 			"the source needs %d bytes (%s, its %d files and manifest) but spec.size is %d (%s): remove spec.size or create the blob with a size of at least %d",
 			scan.Needed, qty(scan.Needed), scan.Files, size, b.Spec.Size.String(), scan.Needed))
 		return
@@ -140,7 +141,7 @@ func (d *sourceDecision) decide(pol SourcePolicy) {
 		size = scan.Needed
 	}
 	if maxSize := int64(64) << 30; size > maxSize {
-		d.ready(false, pfsv1alpha1.ReasonSourceTooLarge, fmt.Sprintf(
+		d.notReady(pfsv1alpha1.ReasonSourceTooLarge, fmt.Sprintf(
 			"the source needs %d bytes (%s), more than the largest blob (64Gi): split the data over several blobs", size, qty(size)))
 		return
 	}
@@ -169,7 +170,7 @@ func (d *sourceDecision) scan() (*result.SourceScan, string, bool) {
 	b, p := d.b, d.obs.Scan
 	if p == nil {
 		d.plan.Create = append(d.plan.Create, podspec.BlobScanPod(d.cfg, b))
-		d.ready(false, pfsv1alpha1.ReasonScanningSource, "scanning the source in pod "+podspec.ScanPodName(b.Name))
+		d.notReady(pfsv1alpha1.ReasonScanningSource, "scanning the source in pod "+podspec.ScanPodName(b.Name))
 		return nil, "", false
 	}
 	cs := containerStatus(p, podspec.ContainerBlobScan)
@@ -178,7 +179,7 @@ func (d *sourceDecision) scan() (*result.SourceScan, string, bool) {
 		term = cs.State.Terminated
 	}
 	invalid := func(msg string) (*result.SourceScan, string, bool) {
-		d.ready(false, pfsv1alpha1.ReasonSourceInvalid, truncate("the scan refused the source: "+msg, 1024))
+		d.notReady(pfsv1alpha1.ReasonSourceInvalid, truncate("the scan refused the source: "+msg, 1024))
 		return nil, "", false
 	}
 	switch {
@@ -202,7 +203,7 @@ func (d *sourceDecision) scan() (*result.SourceScan, string, bool) {
 				msg += ": not scheduled yet: " + c.Message
 			}
 		}
-		d.ready(false, pfsv1alpha1.ReasonScanningSource, truncate(msg, 1024))
+		d.notReady(pfsv1alpha1.ReasonScanningSource, truncate(msg, 1024))
 		return nil, "", false
 	}
 	r, err := result.ParseSourceScan(term.Message)

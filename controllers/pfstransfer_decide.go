@@ -48,7 +48,7 @@ type decideTransferFunc func(cfg podspec.Config, x *pfsv1alpha1.PfsTransfer, obs
 // status stands but for why (decideNoFit) and no pod is created. Pure.
 func decideTransferRun(cfg podspec.Config, x *pfsv1alpha1.PfsTransfer, obs transferObservation) transferOutcome {
 	st, plan := decideTransfer(x, obs)
-	out := transferOutcome{Status: st, Plan: plan}
+	out := transferOutcome{Status: st, Plan: plan, Slot: slotKeep}
 	if !plan.CreateReceiver && !plan.CreateSender {
 		return out
 	}
