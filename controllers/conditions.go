@@ -72,9 +72,9 @@ func refusedMessage(pod string, err error) string {
 }
 
 // createFailure is what applying a plan reports when the apiserver did not
-// create the pod the plan asked for. The controller then decides again with
-// it as an input, so the status and Events of a refused pod come from the
-// decide functions like every other outcome.
+// create the pod the plan asked for. The controller then takes the stored
+// status with Placed saying why (refusedTransfer, refusedPcore), from the
+// same pure function the decide functions use for it (decideCreateFailed).
 type createFailure struct {
 	// Pod is the name of the pod that was not created.
 	Pod string

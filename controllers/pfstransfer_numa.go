@@ -16,11 +16,11 @@ import (
 	"packetfs.io/operator/internal/podspec"
 )
 
-// The NUMA placement of a transfer's pods (docs/numa.md). apply builds the
-// pod the plan asks for, reads the topology of its candidate nodes
-// (topology.go) and asks placement.Place where it goes; the pure functions
-// here turn that decision into status and Events, and a TopologyAffinityError
-// into a misfit.
+// The NUMA placement of a transfer's pods (docs/numa.md). gather reads the
+// nodes' topology (topology.go); decideTransferRun builds the pod the plan
+// asks for and asks placement.Place where it goes (placeNUMA); the pure
+// functions here turn that decision into status and Events, and a
+// TopologyAffinityError into a misfit.
 
 // noFitRecheck is how often a transfer that waits for a node to fit
 // decides again. Room frees when another transfer's pods end (which wakes
@@ -35,7 +35,7 @@ const maxMisfits = 16
 // maxPlacementReason is status.<side>.numaPlacement.reason's MaxLength.
 const maxPlacementReason = 1024
 
-// placedPod is the NUMA decision for the pod apply was about to create.
+// placedPod is the NUMA decision for the pod the plan asks for.
 type placedPod struct {
 	// Component is podspec.ComponentReceiver or podspec.ComponentSender.
 	Component string
