@@ -16,42 +16,15 @@ import (
 // with a NodeReady Event per node that became Ready. Pure: st is the
 // status so far, returned with the summary.
 func summarise(in fanoutIn, sel nodeSelection, rd holderReads, pn plannedNodes, st pfsv1alpha1.PfsBlobStatus) (pfsv1alpha1.PfsBlobStatus, []event) {
-	var events []event
 	st.Nodes = pn.status
 	digest, origin := rd.origin.digest, in.origin
-	st.DesiredNodes, st.ReadyNodes = int32(len(sel.order)), 0
-	byFP, pages := map[string][]string{}, map[pfsv1alpha1.PageSize]bool{}
-	var failed, fellBack, hugeMissing, mismatched []string
-	sameDigest := digest != ""
-	for _, n := range st.Nodes {
-		switch n.State {
-		case pfsv1alpha1.BlobNodeReady:
-			st.ReadyNodes++
-			byFP[n.Fingerprint] = append(byFP[n.Fingerprint], n.Node)
-			pages[n.PageSize] = true
-			sameDigest = sameDigest && n.SHA256 == digest
-			if sel.prev[n.Node].State != pfsv1alpha1.BlobNodeReady {
-				events = append(events, event{Type: corev1.EventTypeNormal, Reason: pfsv1alpha1.ReasonNodeReady,
-					Message: nodeReadyMessage(n, st.Source)})
-			}
-		case pfsv1alpha1.BlobNodeFailed:
-			failed = append(failed, n.Node)
-			switch n.Reason {
-			case pfsv1alpha1.ReasonHugePagesUnavailable:
-				hugeMissing = append(hugeMissing, n.Message)
-			case pfsv1alpha1.ReasonDigestMismatch, pfsv1alpha1.ReasonFingerprintMismatch:
-				mismatched = append(mismatched, n.Node+": "+n.Message)
-			}
-		}
-		if n.PageSize != "" && n.PageSize != in.b.Spec.PageSize {
-			fellBack = append(fellBack, n.Node)
-		}
-	}
+	t := tallyNodes(in.b, sel, st.Nodes, st.Source, digest)
+	st.DesiredNodes, st.ReadyNodes = int32(len(sel.order)), t.ready
 	st.SHA256, st.Digest = "", ""
-	if sameDigest && st.ReadyNodes > 0 {
+	if t.sameDigest && st.ReadyNodes > 0 {
 		st.SHA256, st.Digest = digest, digest[:12]
 	}
-	st.Fingerprint, st.PageSize = soleKey(byFP), soleKey(pages)
+	st.Fingerprint, st.PageSize = soleKey(t.byFP), soleKey(t.pages)
 	st.Delta = blobDeltaSummary(in.b, st.Nodes, originHasBase(sel, origin), originResult(rd, origin))
 	all := st.ReadyNodes == st.DesiredNodes && st.DesiredNodes > 0
 	if all {
@@ -68,17 +41,61 @@ func summarise(in fanoutIn, sel nodeSelection, rd holderReads, pn plannedNodes, 
 			"the origin node %s could not load the source: %s; fix the source and recreate the blob", origin, originFailed), 2048))
 	case pn.originAdmission != "":
 		ready(false, pfsv1alpha1.ReasonHugePagesUnavailable, "the origin cannot hold the blob: "+pn.originAdmission)
-	case len(mismatched) > 0:
-		ready(false, pfsv1alpha1.ReasonDigestMismatch, truncate("nodes hold other bytes than the source: "+strings.Join(mismatched, "; "), 2048))
+	case len(t.mismatched) > 0:
+		ready(false, pfsv1alpha1.ReasonDigestMismatch, truncate("nodes hold other bytes than the source: "+strings.Join(t.mismatched, "; "), 2048))
 	case all:
 		ready(true, pfsv1alpha1.ReasonMaterialized, fmt.Sprintf("%d of %d nodes hold the blob, sha256 %s", st.ReadyNodes, st.DesiredNodes, st.Digest))
-	case len(hugeMissing) > 0:
-		ready(false, pfsv1alpha1.ReasonHugePagesUnavailable, truncate(fmt.Sprintf("%d of %d nodes ready; %s", st.ReadyNodes, st.DesiredNodes, strings.Join(hugeMissing, "; ")), 2048))
+	case len(t.hugeMissing) > 0:
+		ready(false, pfsv1alpha1.ReasonHugePagesUnavailable, truncate(fmt.Sprintf("%d of %d nodes ready; %s", st.ReadyNodes, st.DesiredNodes, strings.Join(t.hugeMissing, "; ")), 2048))
 	default:
 		ready(false, pfsv1alpha1.ReasonMaterializing, fmt.Sprintf("%d of %d nodes ready", st.ReadyNodes, st.DesiredNodes))
 	}
-	setDegraded(d, in.b, mismatched, failed, fellBack)
-	return st, events
+	setDegraded(d, in.b, t.mismatched, t.failed, t.fellBack)
+	return st, t.events
+}
+
+// nodeTally is what summarise counts over the nodes' statuses.
+type nodeTally struct {
+	ready int32
+	// byFP are the Ready nodes by fingerprint; pages their page sizes.
+	byFP  map[string][]string
+	pages map[pfsv1alpha1.PageSize]bool
+	// sameDigest: every Ready node holds the origin's digest (known).
+	sameDigest                                bool
+	failed, fellBack, hugeMissing, mismatched []string
+	// events are the NodeReady Events of nodes Ready for the first time.
+	events []event
+}
+
+// tallyNodes counts the nodes by state; source names the origin's source
+// in the NodeReady Events.
+func tallyNodes(b *pfsv1alpha1.PfsBlob, sel nodeSelection, nodes []pfsv1alpha1.BlobNodeStatus, source, digest string) nodeTally {
+	t := nodeTally{byFP: map[string][]string{}, pages: map[pfsv1alpha1.PageSize]bool{}, sameDigest: digest != ""}
+	for _, n := range nodes {
+		switch n.State {
+		case pfsv1alpha1.BlobNodeReady:
+			t.ready++
+			t.byFP[n.Fingerprint] = append(t.byFP[n.Fingerprint], n.Node)
+			t.pages[n.PageSize] = true
+			t.sameDigest = t.sameDigest && n.SHA256 == digest
+			if sel.prev[n.Node].State != pfsv1alpha1.BlobNodeReady {
+				t.events = append(t.events, event{Type: corev1.EventTypeNormal, Reason: pfsv1alpha1.ReasonNodeReady,
+					Message: nodeReadyMessage(n, source)})
+			}
+		case pfsv1alpha1.BlobNodeFailed:
+			t.failed = append(t.failed, n.Node)
+			switch n.Reason {
+			case pfsv1alpha1.ReasonHugePagesUnavailable:
+				t.hugeMissing = append(t.hugeMissing, n.Message)
+			case pfsv1alpha1.ReasonDigestMismatch, pfsv1alpha1.ReasonFingerprintMismatch:
+				t.mismatched = append(t.mismatched, n.Node+": "+n.Message)
+			}
+		}
+		if n.PageSize != "" && n.PageSize != b.Spec.PageSize {
+			t.fellBack = append(t.fellBack, n.Node)
+		}
+	}
+	return t
 }
 
 // setDegraded sets Degraded from the nodes that hold other bytes, failed,
