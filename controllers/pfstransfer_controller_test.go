@@ -46,11 +46,13 @@ func TestTransferReconcileDecidesOnce(t *testing.T) {
 		refuse     bool
 		wantPlaced string
 		wantPod    bool
+		// wantHeld: x holds an admission slot afterwards.
+		wantHeld bool
 	}{
-		"creates the receiver":        {policy: pfsv1alpha1.NUMAPolicyNone, limit: 2, wantPlaced: "False/PodsPending", wantPod: true},
+		"creates the receiver":        {policy: pfsv1alpha1.NUMAPolicyNone, limit: 2, wantPlaced: "False/PodsPending", wantPod: true, wantHeld: true},
 		"queued":                      {policy: pfsv1alpha1.NUMAPolicyNone, limit: 1, wantPlaced: "False/Queued"},
 		"no node fits":                {policy: pfsv1alpha1.NUMAPolicyRequired, limit: 2, wantPlaced: "False/NoNUMAFit"},
-		"the apiserver refuses a pod": {policy: pfsv1alpha1.NUMAPolicyNone, limit: 2, refuse: true, wantPlaced: "False/PodsPending"},
+		"the apiserver refuses a pod": {policy: pfsv1alpha1.NUMAPolicyNone, limit: 2, refuse: true, wantPlaced: "False/PodsPending", wantHeld: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -81,6 +83,14 @@ func TestTransferReconcileDecidesOnce(t *testing.T) {
 			}
 			if calls != 1 {
 				t.Errorf("decide ran %d times in one reconcile, want 1", calls)
+			}
+			if !r.Admission.mu.TryLock() {
+				t.Fatal("the admission lock is still held after Reconcile")
+			}
+			_, held := r.Admission.admitted[x.UID]
+			r.Admission.mu.Unlock()
+			if held != tc.wantHeld {
+				t.Errorf("holds a slot: %v, want %v", held, tc.wantHeld)
 			}
 			got := &pfsv1alpha1.PfsTransfer{}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(x), got); err != nil {
