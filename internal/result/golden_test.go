@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -98,6 +99,7 @@ func TestGolden(t *testing.T) {
 			}
 			checkShape(t, s, c)
 			checkParse(t, c)
+			checkEdges(t, c)
 			if t.Failed() {
 				t.Logf("the result:\n%s", c.raw)
 			}
@@ -186,7 +188,8 @@ func checkParse(t *testing.T, c goldenCase) {
 		}
 		b := sub("blob")
 		if r.OK && (r.Size != int64(num(b["size"])) || r.Page != b["page"] || "0x"+r.Fingerprint != b["fingerprint"] ||
-			r.Map != secs(b["map_s"]) || r.Prefault != secs(b["prefault_s"]) || r.Fill != secs(b["fill_s"])) {
+			r.Map != secs(b["map_s"]) || r.Prefault != secs(b["prefault_s"]) || r.Fill != secs(b["fill_s"]) ||
+			r.FallbackReason != "" || r.NUMANode != nil) {
 			t.Errorf("ParseBlobCreate: %+v, the result's blob %v", r, b)
 		}
 		for k, present := range map[string]bool{"source": r.Source != nil, "fetch": r.Fetch != nil, "manifest": r.Manifest != nil, "repl": r.Repl != nil} {
@@ -209,8 +212,10 @@ func checkParse(t *testing.T, c goldenCase) {
 		if err != nil {
 			t.Fatalf("ParseSourceScan: %v", err)
 		}
-		if r.OK != c.wantOK || (r.OK && r.Needed != int64(num(sub("source")["needed"]))) || (!r.OK && r.Error != m["error"]) {
-			t.Errorf("ParseSourceScan: %+v", r)
+		src := sub("source")
+		if r.OK != c.wantOK || (!r.OK && r.Error != m["error"]) || (r.OK && (r.Kind != src["kind"] || r.Files != int64(num(src["files"])) ||
+			r.Bytes != int64(num(src["bytes"])) || r.Needed != int64(num(src["needed"])) || r.BlobSize != int64(num(src["blob_size"])))) {
+			t.Errorf("ParseSourceScan: %+v, the result's source %v", r, src)
 		}
 	case "pcore":
 		r, err := ParsePcore(string(c.raw), m["baseline"] != nil)
@@ -222,6 +227,50 @@ func checkParse(t *testing.T, c goldenCase) {
 		}
 	default:
 		t.Fatalf("no parser for %q", c.def)
+	}
+}
+
+// edges are results the live binary does not write, made from the ones it
+// does by one change each, and the error the parser must give. They stand
+// where copies of old output stood: the result they start from is always
+// the current pfs's.
+var edges = map[string][]struct {
+	name, re, repl, wantErr string
+	cut                     int // keep only this many bytes
+}{
+	"blob-create": {{name: "truncated", cut: 150, wantErr: "truncated JSON"}},
+	"source-scan": {
+		{name: "not a dry run", re: `"dry_run":true`, repl: `"dry_run":false`, wantErr: "not a dry run"},
+		{name: "no needed", re: `"needed":\d+,`, repl: ``, wantErr: "source.needed"},
+		{name: "zero needed", re: `"needed":\d+`, repl: `"needed":0`, wantErr: "not a size"},
+		{name: "truncated", cut: 60, wantErr: "truncated JSON"},
+	},
+}
+
+// checkEdges runs the parser over the case's edges.
+func checkEdges(t *testing.T, c goldenCase) {
+	for _, e := range edges[c.name] {
+		msg := string(c.raw)
+		if e.cut > 0 {
+			msg = msg[:e.cut]
+		} else {
+			re := regexp.MustCompile(e.re)
+			if !re.MatchString(msg) {
+				t.Errorf("edge %q: the result has no %s", e.name, e.re)
+				continue
+			}
+			msg = re.ReplaceAllString(msg, e.repl)
+		}
+		var err error
+		switch c.def {
+		case "blobCreate":
+			_, err = ParseBlobCreate(msg)
+		case "sourceScan":
+			_, err = ParseSourceScan(msg)
+		}
+		if err == nil || !strings.Contains(err.Error(), e.wantErr) {
+			t.Errorf("edge %q: %v, want an error containing %q\n%s", e.name, err, e.wantErr, msg)
+		}
 	}
 }
 
