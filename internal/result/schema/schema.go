@@ -175,7 +175,7 @@ func (s *Schema) resolve(sub *Schema) (*Schema, error) {
 	return s.Def(name)
 }
 
-var knownTypes = map[string]bool{"object": true, "array": true, "string": true, "integer": true, "number": true, "boolean": true, "null": true}
+var knownTypes = map[string]bool{kindObject: true, kindArray: true, kindString: true, kindInteger: true, kindNumber: true, kindBoolean: true, kindNull: true}
 
 // check walks the whole schema once: every $ref resolves, every type is
 // known, every object is closed and every required name is a property.
@@ -205,7 +205,7 @@ func (s *Schema) checkSub(path string, sub *Schema) error {
 	if sub.Format != "" && sub.Format != "int32" {
 		return fmt.Errorf("%s: unknown format %q", path, sub.Format)
 	}
-	if sub.Type.Has("object") {
+	if sub.Type.Has(kindObject) {
 		if sub.AdditionalProperties == nil || *sub.AdditionalProperties {
 			return fmt.Errorf("%s: an object must say additionalProperties: false", path)
 		}

@@ -39,7 +39,7 @@ func (s *Schema) shape(path string, v *Value, sub *Schema, emit func(string)) {
 		emit(line)
 	}
 	switch v.Kind {
-	case "object":
+	case kindObject:
 		for _, k := range v.Keys {
 			var p *Schema
 			if sub != nil {
@@ -47,7 +47,7 @@ func (s *Schema) shape(path string, v *Value, sub *Schema, emit func(string)) {
 			}
 			s.shape(join(path, k), v.Fields[k], p, emit)
 		}
-	case "array":
+	case kindArray:
 		var items *Schema
 		if sub != nil {
 			items = sub.Items

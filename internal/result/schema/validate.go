@@ -56,9 +56,9 @@ func (s *Schema) validate(path string, v *Value, sub *Schema) []error {
 		}
 	}
 	switch v.Kind {
-	case "object":
+	case kindObject:
 		errs = append(errs, s.validateObject(path, v, sub)...)
-	case "array":
+	case kindArray:
 		if sub.Items != nil {
 			for i, it := range v.Items {
 				errs = append(errs, s.validate(fmt.Sprintf("%s[%d]", path, i), it, sub.Items)...)
@@ -108,7 +108,7 @@ func (s *Schema) matches(path string, v *Value, alts []*Schema) int {
 }
 
 func typeOK(t Types, kind string) bool {
-	return t.Has(kind) || (kind == "integer" && t.Has("number"))
+	return t.Has(kind) || (kind == kindInteger && t.Has(kindNumber))
 }
 
 func inEnum(v *Value, enum []any) bool {
@@ -121,7 +121,7 @@ func inEnum(v *Value, enum []any) bool {
 }
 
 func enumText(enum []any) string {
-	var s []string
+	s := make([]string, 0, len(enum))
 	for _, e := range enum {
 		b, _ := json.Marshal(e)
 		s = append(s, string(b))
@@ -131,8 +131,8 @@ func enumText(enum []any) string {
 }
 
 func show(v *Value) string {
-	if v.Kind == "null" {
-		return "null"
+	if v.Kind == kindNull {
+		return kindNull
 	}
 	b, _ := json.Marshal(v.Scalar)
 	return string(b)

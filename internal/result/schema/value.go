@@ -11,6 +11,17 @@ import (
 	"strings"
 )
 
+// The JSON kinds, as JSON Schema names them in "type".
+const (
+	kindObject  = "object"
+	kindArray   = "array"
+	kindString  = "string"
+	kindInteger = "integer"
+	kindNumber  = "number"
+	kindBoolean = "boolean"
+	kindNull    = "null"
+)
+
 // Value is a decoded JSON value that keeps what encoding/json drops: the
 // order of an object's members, a member given twice, and whether a number
 // was written as an integer ("7") or not ("7.000").
@@ -52,23 +63,23 @@ func parseValue(dec *json.Decoder) (*Value, error) {
 		}
 		return nil, fmt.Errorf("unexpected %v", t)
 	case string:
-		return &Value{Kind: "string", Scalar: t}, nil
+		return &Value{Kind: kindString, Scalar: t}, nil
 	case json.Number:
-		kind := "integer"
+		kind := kindInteger
 		if strings.ContainsAny(t.String(), ".eE") {
-			kind = "number"
+			kind = kindNumber
 		}
 		return &Value{Kind: kind, Scalar: t}, nil
 	case bool:
-		return &Value{Kind: "boolean", Scalar: t}, nil
+		return &Value{Kind: kindBoolean, Scalar: t}, nil
 	case nil:
-		return &Value{Kind: "null"}, nil
+		return &Value{Kind: kindNull}, nil
 	}
 	return nil, fmt.Errorf("unexpected token %v", tok)
 }
 
 func parseObject(dec *json.Decoder) (*Value, error) {
-	v := &Value{Kind: "object", Fields: map[string]*Value{}}
+	v := &Value{Kind: kindObject, Fields: map[string]*Value{}}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -90,7 +101,7 @@ func parseObject(dec *json.Decoder) (*Value, error) {
 }
 
 func parseArray(dec *json.Decoder) (*Value, error) {
-	v := &Value{Kind: "array"}
+	v := &Value{Kind: kindArray}
 	for dec.More() {
 		m, err := parseValue(dec)
 		if err != nil {
@@ -106,11 +117,11 @@ func parseArray(dec *json.Decoder) (*Value, error) {
 func (v *Value) equal(want any) bool {
 	switch w := want.(type) {
 	case nil:
-		return v.Kind == "null"
+		return v.Kind == kindNull
 	case string:
-		return v.Kind == "string" && v.Scalar == w
+		return v.Kind == kindString && v.Scalar == w
 	case bool:
-		return v.Kind == "boolean" && v.Scalar == w
+		return v.Kind == kindBoolean && v.Scalar == w
 	case float64:
 		n, ok := v.Scalar.(json.Number)
 		f, err := n.Float64()
