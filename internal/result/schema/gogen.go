@@ -99,10 +99,10 @@ func (s *Schema) goType(p *Schema) (string, error) {
 }
 
 // scalar is the Go type of a JSON scalar type.
-func scalar(typ, format string) (string, error) {
+func scalar(typ, schemaFormat string) (string, error) {
 	switch typ {
 	case kindInteger:
-		if format == "int32" {
+		if schemaFormat == "int32" {
 			return "int32", nil
 		}
 		return "int64", nil
