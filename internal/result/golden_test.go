@@ -339,6 +339,12 @@ func parallel(fns ...func()) {
 	wg.Wait()
 }
 
+// with is base and more in a new slice: the runs that start at once
+// never share an array.
+func with(base []string, more ...string) []string {
+	return append(append([]string{}, base...), more...)
+}
+
 // port returns a free loopback port (tcp or udp) for a pfs to bind.
 func (g *golden) port(network string) string {
 	g.t.Helper()
@@ -454,42 +460,42 @@ func (g *golden) waitFor(file string) {
 }
 
 // replication: an origin that reads the source and serves it, and relays
-// that fetch it over tcp and udp; then an origin and a relay with a delta
-// base. The relays start first and retry until their origin listens; the
-// origin serves until its clients are done and 1 s passed.
+// that fetch it over tcp and udp; beside them an origin and a relay with a
+// delta base. The relays start with their origin and retry a refused
+// connection (every 2 s at the most) until it listens; the origin serves
+// until no client was incomplete for 3 s, so a relay whose retry comes
+// after the other relay finished still finds it.
 func (g *golden) replication() {
 	g.write("base-a.bin", 290000, 1) // src/a.bin's first 290000 bytes
 	if err := os.WriteFile(g.path("token"), []byte(strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
 		g.t.Fatal(err)
 	}
 	holder := []string{"blob", "create", "--page", "4k", "--token-file", "token", "--replace"}
-	relay := append(append([]string{}, holder...), "--size", "1M", "--fetch-timeout", "30s")
-	origin := append(append([]string{}, holder...), "--source", "src", "--replicate-linger", "1s")
+	relay := with(holder, "--size", "1M", "--fetch-timeout", "30s")
+	origin := with(holder, "--source", "src", "--replicate-linger", "3s")
 
 	up, data := "127.0.0.1:"+g.port("tcp"), g.port("udp")
+	deltaUp, serve := "127.0.0.1:"+g.port("tcp"), "127.0.0.1:"+g.port("tcp")
 	parallel(
 		func() {
 			g.add("origin", "blobCreate", "pfs blob create --source DIR --replicate-listen ADDR (origin)", true,
-				g.pfs(0, append(origin, "--name", "origin", "--dir", g.dir, "--replicate-listen", up)...))
+				g.pfs(0, with(origin, "--name", "origin", "--dir", g.dir, "--replicate-listen", up)...))
 		},
 		func() {
 			g.add("relay-tcp", "blobCreate", "pfs blob create --fetch-from ADDR (relay, tcp)", true,
-				g.pfs(0, append(relay, "--name", "relay-tcp", "--dir", g.dir, "--fetch-from", up)...))
+				g.pfs(0, with(relay, "--name", "relay-tcp", "--dir", g.dir, "--fetch-from", up)...))
 		},
 		func() {
 			g.add("relay-udp", "blobCreate", "pfs blob create --fetch-from ADDR --fetch-transport udp (relay)", true,
-				g.pfs(0, append(relay, "--fetch-from", up, "--fetch-transport", "udp", "--fetch-data-port", data)...))
-		})
-
-	up, serve := "127.0.0.1:"+g.port("tcp"), "127.0.0.1:"+g.port("tcp")
-	parallel(
+				g.pfs(0, with(relay, "--fetch-from", up, "--fetch-transport", "udp", "--fetch-data-port", data)...))
+		},
 		func() {
 			g.add("origin-delta", "blobCreate", "pfs blob create --source DIR --replicate-listen ADDR --delta-base FILE (origin)", true,
-				g.pfs(0, append(origin, "--replicate-listen", up, "--delta-base", "base-a.bin")...))
+				g.pfs(0, with(origin, "--replicate-listen", deltaUp, "--delta-base", "base-a.bin")...))
 		},
 		func() {
 			g.add("relay-delta", "blobCreate", "pfs blob create --fetch-from ADDR --delta-base FILE --replicate-listen ADDR (relay)", true,
-				g.pfs(0, append(relay, "--fetch-from", up, "--delta-base", "base-a.bin",
+				g.pfs(0, with(relay, "--fetch-from", deltaUp, "--delta-base", "base-a.bin",
 					"--replicate-listen", serve, "--replicate-linger", "100ms")...))
 		})
 }
@@ -499,9 +505,9 @@ func (g *golden) replication() {
 func (g *golden) pcores() {
 	run := []string{"pcore", "run", "--size", "4M", "--page", "4k", "--pcores", "1"}
 	g.add("pcore-fnv", "pcore", "pfs pcore run --op fnv --passes 2", true,
-		g.pfs(0, append(run, "--op", "fnv", "--passes", "2")...))
+		g.pfs(0, with(run, "--op", "fnv", "--passes", "2")...))
 	g.add("pcore-xor-baseline", "pcore", "pfs pcore run --op xor --imm 7 --baseline --rounds 2", true,
-		g.pfs(0, append(run, "--op", "xor", "--imm", "7", "--baseline", "--rounds", "2")...))
+		g.pfs(0, with(run, "--op", "xor", "--imm", "7", "--baseline", "--rounds", "2")...))
 	g.add("pcore-counteq-duration", "pcore", "pfs pcore run --op counteq --duration 0.2", true,
-		g.pfs(0, append(run, "--op", "counteq", "--duration", "0.2")...))
+		g.pfs(0, with(run, "--op", "counteq", "--duration", "0.2")...))
 }
