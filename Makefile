@@ -30,7 +30,7 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)-kal-$(lastwo
 # The Helm chart; its crds/ and files/manager-role.yaml are copies of generated files.
 CHART_DIR ?= charts/packetfs-operator
 # Everything a generator or go mod tidy writes (verify checks it is current).
-GENERATED ?= 'api/*zz_generated.*.go' config/crd/bases config/rbac/role.yaml config/webhook \
+GENERATED ?= 'api/*zz_generated.*.go' internal/result/zz_generated.result.go config/crd/bases config/rbac/role.yaml config/webhook \
   $(CHART_DIR)/crds $(CHART_DIR)/files/manager-role.yaml go.mod go.sum $(GOLANGCI_LINT_DIR)/go.mod $(GOLANGCI_LINT_DIR)/go.sum
 # Kubernetes version of the binaries envtest runs (built from source, cached
 # outside the repo by hack/k8s-binaries.sh).
@@ -62,8 +62,9 @@ manifests: controller-gen ## Generate CRDs and RBAC from the Go markers (and the
 	@$(MAKE) --no-print-directory helm-crds helm-rbac
 
 .PHONY: generate
-generate: controller-gen ## Generate DeepCopy methods.
+generate: controller-gen ## Generate DeepCopy methods, and internal/result's structs from the pfs result schema (dataplane/include/pfs/result.schema.json).
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+	$(GO) generate ./internal/result/...
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -104,7 +105,7 @@ envtest-assets: ## Build (or reuse) kube-apiserver, kubectl and etcd for envtest
 # clone (CI) and in a tree with uncommitted edits, where it fails only when
 # the edits left a generated file stale.
 .PHONY: verify
-verify: controller-gen ## Regenerate deepcopy, CRDs, RBAC, the chart's copies and go.mod/go.sum (here and in the lint tool), and fail if that changed anything.
+verify: controller-gen ## Regenerate deepcopy, the result structs, CRDs, RBAC, the chart's copies and go.mod/go.sum (here and in the lint tool), and fail if that changed anything.
 	@before=$$(mktemp -d); trap 'rm -rf "$$before"' EXIT; \
 	  list() { git ls-files -co --exclude-standard -- $(GENERATED) | sort -u | while read -r f; do [ ! -e "$$f" ] || echo "$$f"; done; }; \
 	  list > "$$before/.files"; tar -cf - -T "$$before/.files" | tar -xf - -C "$$before"; \

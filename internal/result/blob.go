@@ -34,31 +34,12 @@ type BlobCreate struct {
 	Error string
 }
 
-type blobJSON struct {
-	OK   *bool `json:"ok"`
-	Blob *struct {
-		Size           *int64   `json:"size"`
-		Page           *string  `json:"page"`
-		Fingerprint    *string  `json:"fingerprint"`
-		FallbackReason *string  `json:"fallback_reason"`
-		MapS           *float64 `json:"map_s"`
-		PrefaultS      *float64 `json:"prefault_s"`
-		FillS          *float64 `json:"fill_s"`
-		NUMANode       *int32   `json:"numa_node"`
-	} `json:"blob"`
-	Source   *sourceJSON   `json:"source"`
-	Fetch    *fetchJSON    `json:"fetch"`
-	Manifest *manifestJSON `json:"manifest"`
-	Repl     *replJSON     `json:"repl"`
-	Error    *string       `json:"error"`
-}
-
 // ParseBlobCreate parses the result of `pfs blob create`. A successful result
 // must carry blob.size, blob.page and blob.fingerprint; timings are optional.
 // With "source" (origin) or "fetch" (relay) it must also carry "manifest";
 // each of those members has its own required fields (sha256 above all).
 func ParseBlobCreate(msg string) (*BlobCreate, error) {
-	var j blobJSON
+	var j blobCreateJSON
 	if err := decode(msg, &j); err != nil {
 		return nil, err
 	}
@@ -124,7 +105,7 @@ func ParseBlobCreate(msg string) (*BlobCreate, error) {
 }
 
 // parseFanout reads the members of a blob with a source.
-func parseFanout(j *blobJSON, b *BlobCreate) error {
+func parseFanout(j *blobCreateJSON, b *BlobCreate) error {
 	var err error
 	if j.Source != nil {
 		if b.Source, err = parseSource(j.Source); err != nil {

@@ -46,36 +46,6 @@ type DeltaRegion struct {
 	Count, Bytes, WireBytes int64
 }
 
-type deltaRegionJSON struct {
-	N     *int64 `json:"n"`
-	Bytes *int64 `json:"bytes"`
-	Wire  *int64 `json:"wire"`
-}
-
-type deltaJSON struct {
-	BaseBytes   *int64  `json:"base_bytes"`
-	TargetBytes *int64  `json:"target_bytes"`
-	WireBytes   *int64  `json:"wire_bytes"`
-	FullCopy    *bool   `json:"full_copy"`
-	SHA256      *string `json:"sha256"`
-	Regions     struct {
-		Same    *deltaRegionJSON `json:"same"`
-		Moved   *deltaRegionJSON `json:"moved"`
-		XOR     *deltaRegionJSON `json:"xor"`
-		Zstd    *deltaRegionJSON `json:"zstd"`
-		ZstdRef *deltaRegionJSON `json:"zstd_ref"`
-		Raw     *deltaRegionJSON `json:"raw"`
-	} `json:"regions"`
-	Stages struct {
-		Index  *float64 `json:"index_s"`
-		Encode *float64 `json:"encode_s"`
-		Apply  *float64 `json:"apply_s"`
-		Verify *float64 `json:"verify_s"`
-	} `json:"stages"`
-	Bound   *string `json:"bound"`
-	Threads *int32  `json:"threads"`
-}
-
 // deltaBounds are the values "bound" may take.
 var deltaBounds = map[string]bool{"encode": true, "wire": true, "sender": true, "apply": true, "verify": true}
 
@@ -108,7 +78,10 @@ func parseDelta(j *deltaJSON, needSHA bool) (*Delta, error) {
 			return nil, err
 		}
 	}
-	r := &j.Regions
+	r := j.Regions
+	if r == nil {
+		r = &deltaRegionsJSON{}
+	}
 	for _, c := range []struct {
 		name string
 		j    *deltaRegionJSON
@@ -118,13 +91,16 @@ func parseDelta(j *deltaJSON, needSHA bool) (*Delta, error) {
 			return nil, err
 		}
 	}
-	s := &j.Stages
+	s := j.Stages
+	if s == nil {
+		s = &deltaStagesJSON{}
+	}
 	for _, c := range []struct {
 		field string
 		v     *float64
 		into  *time.Duration
-	}{{"delta.stages.index_s", s.Index, &d.Index}, {"delta.stages.encode_s", s.Encode, &d.Encode},
-		{"delta.stages.apply_s", s.Apply, &d.Apply}, {"delta.stages.verify_s", s.Verify, &d.Verify}} {
+	}{{"delta.stages.index_s", s.IndexS, &d.Index}, {"delta.stages.encode_s", s.EncodeS, &d.Encode},
+		{"delta.stages.apply_s", s.ApplyS, &d.Apply}, {"delta.stages.verify_s", s.VerifyS, &d.Verify}} {
 		if *c.into, err = duration(c.field, c.v); err != nil {
 			return nil, err
 		}

@@ -2,11 +2,16 @@
 
 // Package result parses the JSON results the pfs CLI writes to
 // /dev/termination-log (at most 4 KiB; the kubelet truncates longer
-// messages). Parsers are tolerant of fields they do not know, so a newer data
-// plane keeps working, and strict on the fields the operator reports: a
+// messages). The structs they are decoded into (zz_generated.result.go) are
+// generated from the result schema, dataplane/include/pfs/result.schema.json,
+// the one description of every result; the golden test checks the current
+// pfs against it. Parsers are tolerant of fields they do not know, so a newer
+// data plane keeps working, and strict on the fields the operator reports: a
 // missing, mistyped or out-of-range required field is an error naming the
 // field, never a zero that would be shown as a measurement.
 package result
+
+//go:generate go run ./schema/resultgen -schema ../../dataplane/include/pfs/result.schema.json -name dataplane/include/pfs/result.schema.json -out zz_generated.result.go
 
 import (
 	"bytes"
@@ -92,4 +97,26 @@ func seconds(field string, v float64) error {
 		return fmt.Errorf("field %q: %v is not a number of seconds", field, v)
 	}
 	return nil
+}
+
+// val reads an optional member: its value, or the zero value when absent
+// or null.
+func val[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// ints converts a CPU list; nil stays nil and [] stays empty.
+func ints(v []int64) []int {
+	if v == nil {
+		return nil
+	}
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
 }

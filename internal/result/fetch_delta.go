@@ -39,24 +39,6 @@ type ReplDelta struct {
 	Index, Encode time.Duration
 }
 
-type fetchDeltaJSON struct {
-	Base       *bool    `json:"base"`
-	Error      *string  `json:"error"`
-	Bytes      *int64   `json:"bytes"`
-	WholeBytes *int64   `json:"whole_bytes"`
-	WireBytes  *int64   `json:"wire_bytes"`
-	Refused    *int64   `json:"refused"`
-	ApplyS     *float64 `json:"apply_s"`
-}
-
-type replDeltaJSON struct {
-	Base    *bool    `json:"base"`
-	Error   *string  `json:"error"`
-	Clients *int64   `json:"clients"`
-	IndexS  *float64 `json:"index_s"`
-	EncodeS *float64 `json:"encode_s"`
-}
-
 func parseFetchDelta(j *fetchDeltaJSON) (*FetchDelta, error) {
 	if j.Base == nil {
 		return nil, fmt.Errorf("field %q is missing", "fetch.delta.base")

@@ -7,7 +7,9 @@ import (
 	"testing"
 )
 
-// A relay with a base: fetch.delta and repl.delta as pfs writes them.
+// A relay with a base: fetch.delta and repl.delta as pfs wrote them on a
+// cluster (blob member trimmed), a 50 MB model against a 40 MB base; the
+// base of the edge cases below. TestGolden has the current pfs's.
 func TestParseBlobCreateDelta(t *testing.T) {
 	const msg = `{"ok":true,"blob":{"size":52428800,"page":"4K","fingerprint":"0x35e0c41dbfa61f70"},` +
 		`"manifest":{"kind":"dir","files":1180,"bytes":48747237,"sha256":"ac9a10dd48343ca2707fe789571cf74ab1955d7715e5a3b11048124d62cd787e","offset":51777536,"length":169466},` +

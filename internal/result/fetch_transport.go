@@ -26,12 +26,6 @@ type Datagrams struct {
 	Dropped int64
 }
 
-type dgramsJSON struct {
-	Received *int64 `json:"received"`
-	NAKs     *int64 `json:"naks"`
-	Dropped  *int64 `json:"dropped"`
-}
-
 // parseFetchTransport fills f's Transport, Path and Dgrams from j.
 func parseFetchTransport(j *fetchJSON, f *Fetch) error {
 	f.Transport = FetchTCP

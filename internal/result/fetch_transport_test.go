@@ -10,7 +10,9 @@ import (
 )
 
 // relayFetch is a relay's result whose "fetch" member ends in FETCH, where
-// each case puts its transport members.
+// each case puts its transport members: written by hand, because afxdp
+// needs privileges and loss (NAKs, drops) a lossy link; TestGolden has
+// the current pfs's tcp and udp relays.
 const relayFetch = `{"ok":true,"cmd":"blob-create","blob":{"size":314572800,"page":"2M","fingerprint":"0x0123456789abcdef"},` +
 	`"fetch":{"from":"10.0.0.1:7470","bytes":314572800,"seconds":0.9,"attempts":1,"verified":trueFETCH},` +
 	`"manifest":{"kind":"file","files":1,"bytes":314000000,"sha256":"SHA","offset":314000000,"length":200}}`

@@ -41,26 +41,6 @@ type PcoreBaseline struct {
 	ResultMatch bool
 }
 
-type pcoreJSON struct {
-	Complete *bool    `json:"complete"`
-	Bytes    *int64   `json:"bytes"`
-	Seconds  *float64 `json:"seconds"`
-	MBps     *float64 `json:"MBps"`
-	Result   *struct {
-		Value json.RawMessage `json:"value"`
-	} `json:"result"`
-	RangeCRC32CAfter string `json:"range_crc32c_after"`
-	Baseline         *struct {
-		MBps        *float64        `json:"MBps"`
-		Result      json.RawMessage `json:"result"`
-		ResultMatch *bool           `json:"result_match"`
-	} `json:"baseline"`
-	CPUpwn   *float64 `json:"CPUpwn"`
-	CPUs     []int    `json:"cpus"`
-	NUMANode *int32   `json:"numa_node"`
-	Error    *string  `json:"error"`
-}
-
 // ParsePcore parses the result of `pfs pcore run`. bytes, seconds, MBps,
 // complete and result.value are required; with wantBaseline so are
 // baseline.MBps, baseline.result, baseline.result_match and CPUpwn.
@@ -96,7 +76,7 @@ func ParsePcore(msg string, wantBaseline bool) (*Pcore, error) {
 		}
 	}
 	p := &Pcore{Complete: *j.Complete, Bytes: *j.Bytes, Seconds: *j.Seconds, MBps: *j.MBps,
-		CPUs: j.CPUs, NUMANode: j.NUMANode}
+		CPUs: ints(j.CPUs), NUMANode: j.NUMANode}
 	if j.Error != nil {
 		p.Error = *j.Error
 	}
@@ -104,8 +84,8 @@ func ParsePcore(msg string, wantBaseline bool) (*Pcore, error) {
 	if p.Value, err = opValue("result.value", j.Result.Value); err != nil {
 		return nil, err
 	}
-	if j.RangeCRC32CAfter != "" {
-		v, err := hexValue("range_crc32c_after", j.RangeCRC32CAfter)
+	if after := val(j.RangeCRC32CAfter); after != "" {
+		v, err := hexValue("range_crc32c_after", after)
 		if err != nil {
 			return nil, err
 		}

@@ -78,56 +78,6 @@ type Repl struct {
 	Delta *ReplDelta
 }
 
-type sourceJSON struct {
-	Kind        *string  `json:"kind"`
-	Path        *string  `json:"path"`
-	Files       *int64   `json:"files"`
-	Bytes       *int64   `json:"bytes"`
-	SHA256      *string  `json:"sha256"`
-	ReadSeconds *float64 `json:"read_seconds"`
-	Seconds     *float64 `json:"seconds"`
-	ODirect     *bool    `json:"o_direct"`
-	ODirectWhy  *string  `json:"o_direct_why"`
-	T0Unix      *float64 `json:"t0_unix"`
-	T1Unix      *float64 `json:"t1_unix"`
-	// Scan only.
-	Needed   *int64 `json:"needed"`
-	BlobSize *int64 `json:"blob_size"`
-}
-
-type manifestJSON struct {
-	Kind   *string `json:"kind"`
-	Files  *int64  `json:"files"`
-	Bytes  *int64  `json:"bytes"`
-	SHA256 *string `json:"sha256"`
-	Offset *int64  `json:"offset"`
-	Length *int64  `json:"length"`
-}
-
-type fetchJSON struct {
-	From          *string         `json:"from"`
-	Bytes         *int64          `json:"bytes"`
-	Seconds       *float64        `json:"seconds"`
-	Attempts      *int64          `json:"attempts"`
-	ResumedAt     []int64         `json:"resumed_at"`
-	T0Unix        *float64        `json:"t0_unix"`
-	T1Unix        *float64        `json:"t1_unix"`
-	Verified      *bool           `json:"verified"`
-	VerifySeconds *float64        `json:"verify_seconds"`
-	Transport     *string         `json:"transport"`
-	Path          *string         `json:"path"`
-	Dgrams        *dgramsJSON     `json:"dgrams"`
-	Delta         *fetchDeltaJSON `json:"delta"`
-}
-
-type replJSON struct {
-	Listen      *string        `json:"listen"`
-	Clients     *int64         `json:"clients"`
-	BytesServed *int64         `json:"bytes_served"`
-	Refused     *int64         `json:"refused"`
-	Delta       *replDeltaJSON `json:"delta"`
-}
-
 // sha256Hex checks 64 lower-case hex digits.
 func sha256Hex(field, s string) (string, error) {
 	if len(s) != 64 {
@@ -323,18 +273,11 @@ type SourceScan struct {
 	Error string
 }
 
-type scanJSON struct {
-	OK     *bool       `json:"ok"`
-	DryRun *bool       `json:"dry_run"`
-	Source *sourceJSON `json:"source"`
-	Error  *string     `json:"error"`
-}
-
 // ParseSourceScan parses the scan's result. A successful one must say
 // dry_run true and carry source.kind, source.files, source.bytes and
 // source.needed.
 func ParseSourceScan(msg string) (*SourceScan, error) {
-	var j scanJSON
+	var j sourceScanJSON
 	if err := decode(msg, &j); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,9 @@ var sha = strings.Repeat("5a", 32)
 
 // The data-plane contract of a blob with a source (issue 14): an origin adds
 // "source" and "manifest", a relay "fetch" and "manifest", both may add "repl".
+// Written by hand for what a loopback run of pfs does not show: a fetch
+// that resumed on its second upstream, a source on tmpfs (no O_DIRECT), two
+// clients served. The results of the current pfs are TestGolden's.
 const (
 	originOK = `{"ok":true,"cmd":"blob-create","blob":{"size":314572800,"page":"2M","fingerprint":"0x0123456789abcdef","fallback_reason":null,"map_s":0.001,"prefault_s":0.05,"fill_s":0},` +
 		`"source":{"kind":"file","path":"models/x.safetensors","root":"/source","files":1,"bytes":314000000,"sha256":"` + "SHA" + `","crc32c":"0x1234abcd","read_seconds":0.5,"read_mbps":628.0,"o_direct":false,"o_direct_why":"tmpfs","seconds":0.75,"t0_unix":1767225600.25,"t1_unix":1767225601.0},` +
@@ -58,18 +61,12 @@ func TestParseBlobCreateFanout(t *testing.T) {
 	})
 }
 
-// scanOK has the shape pfs_cli_source_plan (dataplane/tools/pfs/source.c) prints.
-const scanOK = `{"ok":true,"cmd":"blob-create","dry_run":true,"source":{"kind":"dir","path":".","root":"/source","files":3,"bytes":3000000,"needed":3149824,"blob_size":4194304},"error":null}`
-
+// The scan's result as the current pfs writes it, and the edges made from
+// it (not a dry run, no or zero needed, truncated), are TestGolden's.
 func TestParseSourceScan(t *testing.T) {
 	runParseCases(t, ParseSourceScan, map[string]parseCase[SourceScan]{
-		"scan": {msg: scanOK, want: &SourceScan{OK: true, Kind: "dir", Files: 3, Bytes: 3000000, Needed: 3149824, BlobSize: 4194304}},
 		"refused": {msg: `{"ok":false,"cmd":"blob-create","error":"symlink 'a' -> '/etc/passwd' points outside the source root /source"}`,
 			want: &SourceScan{Error: "symlink 'a' -> '/etc/passwd' points outside the source root /source"}},
-		"not a dry run":  {msg: strings.Replace(scanOK, `"dry_run":true`, `"dry_run":false`, 1), wantErr: "not a dry run"},
-		"no needed":      {msg: strings.Replace(scanOK, `"needed":3149824,`, ``, 1), wantErr: "source.needed"},
-		"zero needed":    {msg: strings.Replace(scanOK, `"needed":3149824`, `"needed":0`, 1), wantErr: "not a size"},
-		"no error text":  {msg: `{"ok":false}`, wantErr: "without an error message"},
-		"truncated scan": {msg: scanOK[:60], wantErr: "truncated JSON"},
+		"no error text": {msg: `{"ok":false}`, wantErr: "without an error message"},
 	})
 }

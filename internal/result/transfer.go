@@ -53,35 +53,6 @@ type Transfer struct {
 	Delta *Delta
 }
 
-type transferJSON struct {
-	OK           *bool    `json:"ok"`
-	Cmd          string   `json:"cmd"`
-	Side         string   `json:"side"`
-	Transport    string   `json:"transport"`
-	Label        string   `json:"label"`
-	Bytes        *int64   `json:"bytes"`
-	WireBytes    *int64   `json:"wire_bytes"`
-	ElapsedS     *float64 `json:"elapsed_s"`
-	UserS        *float64 `json:"user_s"`
-	SysS         *float64 `json:"sys_s"`
-	Integrity    *string  `json:"integrity"`
-	Checksum     *string  `json:"checksum"`
-	CRC32C       *string  `json:"crc32c"`
-	PeerChecksum *string  `json:"peer_checksum"`
-	PeerCRC32C   *string  `json:"peer_crc32c"`
-	Grams        int64    `json:"grams"`
-	DecodeErrors int64    `json:"decode_errors"`
-	Repaired     int64    `json:"repaired"`
-	AFXDPMode    string   `json:"afxdp_mode"`
-	NUMANode     *int32   `json:"numa_node"`
-	CPUs         []int    `json:"cpus"`
-	Error        *string  `json:"error"`
-	Mode         string   `json:"mode"`
-	// Verdict is the delta mode's name for "integrity".
-	Verdict *string    `json:"verdict"`
-	Delta   *deltaJSON `json:"delta"`
-}
-
 // ParseTransfer parses the result of `pfs send` or `pfs recv`. A result with
 // "ok": false needs only "error" (its numbers are read when all are there:
 // Measured); a successful one must carry bytes,
@@ -95,14 +66,14 @@ func ParseTransfer(msg string) (*Transfer, error) {
 	if err := decode(msg, &j); err != nil {
 		return nil, err
 	}
-	delta := j.Mode == modeDelta
+	delta := val(j.Mode) == modeDelta
 	j.verdictNames()
 	if j.OK == nil {
 		return nil, missing{"ok"}.err("transfer")
 	}
-	t := &Transfer{OK: *j.OK, Side: j.Side, Transport: j.Transport, Label: j.Label,
-		Grams: j.Grams, DecodeErrors: j.DecodeErrors, Repaired: j.Repaired,
-		AFXDPMode: j.AFXDPMode, NUMANode: j.NUMANode, CPUs: j.CPUs, Mode: j.Mode}
+	t := &Transfer{OK: *j.OK, Side: val(j.Side), Transport: val(j.Transport), Label: val(j.Label),
+		Grams: val(j.Grams), DecodeErrors: val(j.DecodeErrors), Repaired: val(j.Repaired),
+		AFXDPMode: val(j.AFXDPMode), NUMANode: j.NUMANode, CPUs: ints(j.CPUs), Mode: val(j.Mode)}
 	if j.Error != nil {
 		t.Error = *j.Error
 	}
@@ -123,7 +94,7 @@ func ParseTransfer(msg string) (*Transfer, error) {
 		}
 		return nil, err
 	}
-	if *j.Bytes < 0 || *j.WireBytes < 0 || j.Grams < 0 || j.DecodeErrors < 0 || j.Repaired < 0 {
+	if *j.Bytes < 0 || *j.WireBytes < 0 || t.Grams < 0 || t.DecodeErrors < 0 || t.Repaired < 0 {
 		return nil, fmt.Errorf("transfer result has a negative counter")
 	}
 	for name, v := range map[string]float64{"elapsed_s": *j.ElapsedS, "user_s": *j.UserS, "sys_s": *j.SysS} {
@@ -160,7 +131,7 @@ func (j *transferJSON) verdictNames() {
 	if j.Integrity == nil {
 		j.Integrity = j.Verdict
 	}
-	if j.OK == nil && j.Mode == modeDelta && j.Verdict != nil {
+	if j.OK == nil && val(j.Mode) == modeDelta && j.Verdict != nil {
 		j.OK = ptrTo(*j.Verdict == "OK" && (j.Error == nil || *j.Error == ""))
 	}
 }

@@ -3,7 +3,9 @@
  * operator reads it from a pod's termination message) and optional CSV rows
  * with the standardized fields: label, purpose, size_mb, elapsed_s,
  * effective_mb_s, user_s, sys_s, mb_per_cpu_s, integrity, pthreads, notes.
- * MB are decimal (10^6 bytes). */
+ * MB are decimal (10^6 bytes). The members of every result the operator reads
+ * are described in result.schema.json beside this header; internal/result's
+ * golden test holds the pfs binary to it. */
 #ifndef PFS_RESULT_H
 #define PFS_RESULT_H
 
