@@ -16,7 +16,7 @@ import (
 	"packetfs.io/operator/internal/podspec"
 )
 
-// The NUMA placement of a transfer's pods (docs/numa.md). apply builds the
+// The NUMA placement of a transfer's pods (docs/design/numa.md). apply builds the
 // pod the plan asks for, reads the topology of its candidate nodes
 // (topology.go) and asks placement.Place where it goes; the pure functions
 // here turn that decision into status and Events, and a TopologyAffinityError
