@@ -78,7 +78,7 @@ mkdir -p docs/bench/img
 	--out-md docs/bench/benchmarks.md --out-csv docs/bench/benchmarks.csv --img-dir docs/bench/img
 # Keep the raw rows and the run's facts beside the CSV: the report can be
 # redrawn (hack/bench/report.py --rows ... --meta ...) without a rerun.
-cp "$rows" docs/benchmarks.rows.jsonl
+cp "$rows" docs/bench/benchmarks.rows.jsonl
 cp "$work/meta.json" docs/bench/benchmarks.meta.json
 echo "bench: wrote docs/bench/benchmarks.md, docs/bench/benchmarks.csv, docs/bench/img/bench-*.png ($mode)" >&2
 [ ${#failed[@]} -eq 0 ] || die "suites that failed: ${failed[*]} (the report names them)"
