@@ -3,9 +3,9 @@
 # The operator image: the static binaries that `make build` wrote
 # (CGO_ENABLED=0), alone in an empty image: bin/manager, the operator, and
 # bin/pfs-device-plugin, the kubelet device plugin the chart runs as a
-# DaemonSet when devicePlugin.enabled (docs/device-plugin.md), and
+# DaemonSet when devicePlugin.enabled (docs/guides/device-plugin.md), and
 # bin/pfs-csi-node, the CSI node plugin that gives pods their namespace's blob
-# socket directory (csi.enabled, docs/csi.md). Nothing is compiled or
+# socket directory (csi.enabled, docs/guides/csi.md). Nothing is compiled or
 # downloaded here, so it builds offline:
 #   make build && docker build -t packetfs.io/operator:v0.1.0 .
 # (or buildah bud / podman build). .dockerignore sends only those three files.

@@ -118,12 +118,21 @@ verify: controller-gen ## Regenerate deepcopy, the result structs, CRDs, RBAC, t
 	    { for f in $$changed; do diff -u "$$before/$$f" "$$f" 2>/dev/null || true; done; } | head -n 200 || true; \
 	    echo "verify: run 'make manifests generate', 'go mod tidy' and 'go -C $(GOLANGCI_LINT_DIR) mod tidy', then commit the result"; exit 1; fi; \
 	  echo "verify: generated files are up to date"
+	@hack/check-maps.sh
+	@hack/check-links.sh
+
+# The maps name every source file, and every local link resolves; both run in verify.
+.PHONY: check-maps check-links
+check-maps: ## Fail when dataplane/README.md misses a file of src/, tools/pfs/ or include/pfs/, or docs/design/architecture.md a Go package.
+	@hack/check-maps.sh
+check-links: ## Fail when a markdown link in the docs, or a docs/ path anywhere in the tree, names no file or heading.
+	@hack/check-links.sh
 
 # KEEP_CLUSTER=1 keeps a cluster test-e2e brought up; one that was running already is always kept.
 # E2E_NODES: the e2e cluster has 3 nodes so a blob fans out origin -> relay -> relay.
 E2E_NODES ?= 3
 .PHONY: test-e2e
-test-e2e: images helm ## Run the end-to-end tests on a throwaway E2E_NODES-node kind cluster (brought up if absent, then torn down again); docs/e2e.md.
+test-e2e: images helm ## Run the end-to-end tests on a throwaway E2E_NODES-node kind cluster (brought up if absent, then torn down again); docs/guides/e2e.md.
 	NODES=$(E2E_NODES) HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) \
 	  $(GO) test -tags e2e ./test/e2e/... -count=1 -v -timeout 80m $(GOTESTFLAGS)
 
@@ -242,7 +251,7 @@ images: docker-build ## Build the operator, data-plane and Python consumer image
 ##@ Cluster
 
 # A throwaway kind cluster on podman with an offline node image
-# (docs/cluster.md): NODES nodes (2 by default; the e2e tests use 3 so a blob
+# (docs/guides/cluster.md): NODES nodes (2 by default; the e2e tests use 3 so a blob
 # fans out through a relay). Needs root; everything heavy is cached in
 # ~/.cache/packetfs.
 
@@ -267,11 +276,11 @@ demo: deps images helm ## Run the main job: build, cluster-up, load images, helm
 	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) hack/demo.sh
 
 .PHONY: bench
-bench: ## Every data-plane benchmark side by side in one report: docs/benchmarks.md, .csv, docs/img/ charts (BENCH_QUICK=1: a few minutes; BENCH_SUITES to choose); needs root.
+bench: ## Every data-plane benchmark side by side in one report: docs/bench/benchmarks.md, .csv, docs/bench/img/ charts (BENCH_QUICK=1: a few minutes; BENCH_SUITES to choose); needs root.
 	hack/bench/run.sh
 
 .PHONY: bench-cluster
-bench-cluster: deps images helm ## The demo's transfers as PfsTransfers on the throwaway cluster beside the same transfers by the bare CLI on a host veth pair: docs/bench-cluster.md (BENCH_QUICK=1: one repetition); needs root.
+bench-cluster: deps images helm ## The demo's transfers as PfsTransfers on the throwaway cluster beside the same transfers by the bare CLI on a host veth pair: docs/bench/bench-cluster.md (BENCH_QUICK=1: one repetition); needs root.
 	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) hack/bench/cluster.sh
 
 .PHONY: cluster-smoke

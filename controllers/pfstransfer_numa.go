@@ -16,7 +16,7 @@ import (
 	"packetfs.io/operator/internal/podspec"
 )
 
-// The NUMA placement of a transfer's pods (docs/numa.md). gather reads the
+// The NUMA placement of a transfer's pods (docs/design/numa.md). gather reads the
 // nodes' topology (topology.go); decideTransferRun builds the pod the plan
 // asks for and asks placement.Place where it goes (placeNUMA); the pure
 // functions here turn that decision into status and Events, and a

@@ -51,7 +51,7 @@ k -n "$RELEASE_NS" rollout status deployment -l app.kubernetes.io/instance="$REL
 
 # A fresh namespace each run, so the numbers below are this run's. With the
 # chart's CSI socket volume (csi.enabled, the default) blob holders and their
-# consumers need no hostPath and baseline would do (docs/consumers.md); the
+# consumers need no hostPath and baseline would do (docs/guides/consumers.md); the
 # label stays privileged until a run has shown that (issue 17).
 k delete namespace "$NS" --ignore-not-found --wait=true --timeout=180s >/dev/null
 k create namespace "$NS" >/dev/null

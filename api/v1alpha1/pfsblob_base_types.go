@@ -4,7 +4,7 @@ package v1alpha1
 
 // BlobBase names an older version of a source blob that nodes may already
 // hold: where it is Ready, the new blob travels as delta grams against it
-// (docs/delta.md, "Fan-out as a delta").
+// (docs/design/delta.md, "Fan-out as a delta").
 type BlobBase struct {
 	// name is a PfsBlob in the same namespace, the older version. On every
 	// node where it is Ready when that node's holder starts, the holder

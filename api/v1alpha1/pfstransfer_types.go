@@ -565,7 +565,7 @@ const (
 )
 
 // NUMAPlacement is where the operator placed one side's pod and why
-// (docs/numa.md).
+// (docs/design/numa.md).
 type NUMAPlacement struct {
 	// node is the node the operator chose: the pod's required node
 	// affinity. Absent when the scheduler chose (fit Scheduler).

@@ -4,7 +4,7 @@
 // each pod that asks for it, as a CSI ephemeral inline volume, the blob
 // socket directory of the pod's namespace, so blob holders and consumers
 // need no hostPath volume. It runs on every node as a DaemonSet (the Helm
-// chart's csi.enabled); docs/csi.md describes it.
+// chart's csi.enabled); docs/guides/csi.md describes it.
 package main
 
 import (

@@ -5,7 +5,7 @@
 // <resource-prefix>/<ifname>, with its NUMA node and its health, and gives
 // the containers allocated a link the environment the data plane reads.
 // It runs on every data node as a DaemonSet (the Helm chart's
-// devicePlugin.enabled); docs/device-plugin.md describes it.
+// devicePlugin.enabled); docs/guides/device-plugin.md describes it.
 package main
 
 import (

@@ -19,14 +19,14 @@
 # from /usr/bin/time; PFS: getrusage over the transfer). REPS runs per row,
 # the median by frames/s with the range. Target: PFS payload-mode frame rate
 # >= 0.8x the raw loop; PASS/MISS is printed and written.
-# Writes docs/bench-afxdp.md (OUT_MD; empty to skip). Everything it creates
+# Writes docs/bench/bench-afxdp.md (OUT_MD; empty to skip). Everything it creates
 # (namespaces, veth, programs) is removed on exit.
 #
 # Environment: PFS (binary), COUNT (raw frames, default 1000000), SIZE
 # (blob, default 256M), BYTES (payload-mode bytes, default 1G), OBYTES
 # (offset-mode effective bytes, default 8G), REPS (default 5),
 # BENCH_ROWS (a file: every run of every row is appended to it as one JSON
-# line, docs/bench-rows.md: the raw loop as the Limit xsk-raw-veth, the PFS
+# line, docs/design/bench-rows.md: the raw loop as the Limit xsk-raw-veth, the PFS
 # AF_XDP rows compared with it), BENCH_QUICK (1: a check that the script
 # works, not a measurement: COUNT=500000 SIZE=128M BYTES=512M OBYTES=2G
 # REPS=3 and OUT_MD empty unless given; about 30 s here).
@@ -45,7 +45,7 @@ SIZE=${SIZE:-256M}
 BYTES=${BYTES:-1G}
 OBYTES=${OBYTES:-8G}
 REPS=${REPS:-5}
-OUT_MD=${OUT_MD-$PWD/../docs/bench-afxdp.md}
+OUT_MD=${OUT_MD-$PWD/../docs/bench/bench-afxdp.md}
 DGRAM=1472
 
 die() { echo "bench-afxdp: $*" >&2; exit 1; }
@@ -83,7 +83,7 @@ run_raw() {
 		--page 4k >"$work/blast.json" 2>/dev/null
 	wait "${pids[-1]}" || true
 	read -r u s < "$work/time"
-	# The path's limit for the report (docs/bench-rows.md). Wire bytes: every
+	# The path's limit for the report (docs/design/bench-rows.md). Wire bytes: every
 	# frame is the payload plus Ethernet, IPv4 and UDP headers (42 B).
 	local mb el wire integ frames
 	read -r mb el wire integ frames < <(jq -r '[.payload_bytes / 1e6, .elapsed_s,

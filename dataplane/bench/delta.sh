@@ -18,15 +18,15 @@
 # -9, plain zstd -3 and a full copy (cat over ssh). The ssh rows run
 # through one throwaway sshd (aes128-gcm, no compression); their times
 # include ssh's connection setup and encryption, which PFS does not do (it
-# runs on the cluster's data network; docs/security.md). Columns: wire
+# runs on the cluster's data network; docs/design/security.md). Columns: wire
 # bytes, encode s, end-to-end s, CPU-s (both ends), effective MB/s (new
 # bytes / end-to-end), integrity (cmp of the output with the new file).
-# Median of REPS runs by end-to-end time. Writes docs/bench-delta.md.
+# Median of REPS runs by end-to-end time. Writes docs/bench/bench-delta.md.
 #
 # Environment: PFS (binary), REPS (default 3), OUT_MD (default
-# ../docs/bench-delta.md; empty to skip), PFS_CACHE (data cache), ONLY (a
+# ../docs/bench/bench-delta.md; empty to skip), PFS_CACHE (data cache), ONLY (a
 # regular expression: only the pairs whose name matches), BENCH_ROWS (every
-# repetition as a JSON line, docs/bench-rows.md), BENCH_QUICK=1 (REPS=1,
+# repetition as a JSON line, docs/design/bench-rows.md), BENCH_QUICK=1 (REPS=1,
 # ONLY the fp32 checkpoints 100 steps apart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +38,7 @@ PFS=${PFS:-$PWD/build/pfs}
 # make bench's quick mode: one repetition of one checkpoint pair.
 [ "${BENCH_QUICK:-0}" = 1 ] && REPS=${REPS:-1} ONLY=${ONLY:-"ckpt fp32, 100"}
 REPS=${REPS:-3}
-OUT_MD=${OUT_MD-$PWD/../docs/bench-delta.md}
+OUT_MD=${OUT_MD-$PWD/../docs/bench/bench-delta.md}
 CACHE=${PFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/packetfs}/delta-data-v1
 export PATH=$PATH:/usr/local/go/bin
 
@@ -202,7 +202,7 @@ run_pipe() {	# label base new out enc dec
 		"CPU: coder and decoder (ssh excluded)"
 }
 
-# One repetition into BENCH_ROWS (docs/bench-rows.md). Effective MB/s is the
+# One repetition into BENCH_ROWS (docs/design/bench-rows.md). Effective MB/s is the
 # new version's bytes over the end-to-end time, as in the table; CPU is both
 # ends' together, so only MB/CPU-s is given.
 emit() {	# pair new_bytes row

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Time for a blob loaded from real files to reach N nodes, PacketFS fan-out
-# next to the alternatives, all in one run (docs/bench-fanout.md). Not a test.
+# next to the alternatives, all in one run (docs/design/fanout.md). Not a test.
 #
 # Each "node" is a network namespace with its own hugetlbfs blob directory,
 # all on one bridge (veth, MTU 1500 like a pod network). For every source
@@ -31,7 +31,7 @@
 #   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi" LINKS="none 2gbit" \
 #   TRANSPORTS="tcp udp afxdp" bench/fanout.sh
 # BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none TRANSPORTS=tcp.
-# BENCH_ROWS: every round as JSON lines (docs/bench-rows.md): the blob's MB
+# BENCH_ROWS: every round as JSON lines (docs/design/bench-rows.md): the blob's MB
 # over the seconds until every node holds it, the one-hop rate as the limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -333,7 +333,7 @@ for link in $LINKS; do
 done
 FETCH=()
 
-# The model, fed only by the numbers above (docs/bench-fanout.md explains it).
+# The model, fed only by the numbers above (docs/design/fanout.md explains it).
 python3 - "$W/results.tsv" <<'PY'
 import math, sys
 allrows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
@@ -365,7 +365,7 @@ for link in dict.fromkeys(r[0] for r in allrows):
                    base + (n - 1) * t_one, cpu * B / (1 << 30))
             print("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.2f |" % ((n, gb) + row))
 
-# Published settings of other systems (other hardware: see docs/bench-fanout.md
+# Published settings of other systems (other hardware: see docs/design/fanout.md
 # for the sources), through the same model: their per-host rate as the hop
 # rate, one 1 MiB gram of latency per hop, and one sha256 verify pass at the
 # rate the relays measured here (the slowest node's verify ends the window).

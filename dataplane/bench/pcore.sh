@@ -21,13 +21,13 @@
 # SB_TOTAL (sysbench's --memory-total-size, default 8G), BENCH_ROWS (a file:
 # every calibration's limits, every sysbench run and every round of every op
 # on pcores and on the baseline are appended to it as JSON lines,
-# docs/bench-rows.md; and a scaling sweep runs: calibrate and every op
+# docs/design/bench-rows.md; and a scaling sweep runs: calibrate and every op
 # on 1 .. N-1 pcores after the main run, so the report has MB/s over
 # 1 .. N pcores),
 # BENCH_QUICK (1: fewer repetitions, PASSES=3 ROUNDS=3 SB_TOTAL=2G; the
 # range stays 1G, because a 256M one partly stays in this VM's last-level
 # cache and the ops beat the limits measured over it, up to 1.29x). The script
-# writes no page (docs/bench-pcore.md is a hand-kept run log), only OUT.
+# writes no page (its rows go to the report of make bench), only OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=rows.sh
@@ -84,7 +84,7 @@ date -u +%Y-%m-%dT%H:%M:%SZ > "$OUT/date"
 rm -f "$OUT"/calibrate.*.json "$OUT"/calibrate_ref.*.json "$OUT/sysbench.txt"
 rm -rf "$OUT/sweep"
 
-# Rows for the report (docs/bench-rows.md); nothing when BENCH_ROWS is unset.
+# Rows for the report (docs/design/bench-rows.md); nothing when BENCH_ROWS is unset.
 # A calibration's rates are limits: read, copy and in-place rewrite on its
 # threads (and on 1 thread when it ran more), one core's CRC32C. Each rate is
 # the best of the passes over one range, so size_mb is one range.

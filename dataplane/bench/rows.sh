@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 #
 # Sourced by the benchmark scripts: bench_row appends one measured repetition
-# to $BENCH_ROWS as one JSON line (docs/bench-rows.md is the contract), and
+# to $BENCH_ROWS as one JSON line (docs/design/bench-rows.md is the contract), and
 # does nothing when BENCH_ROWS is unset, so a script calls it unconditionally.
 #
 #   bench_row suite=udp path=veth label='...' purpose=Transfer size_mb=4294.97 \

@@ -10,16 +10,16 @@
 # modes. Plus `pfs bench`: single-core CRC32C, memset, blob prefault + fill.
 # Prints a table (effective MB/s, MB/CPU-s; receiver-side CPU for every
 # row), computes the target ratios from this same run, and writes
-# docs/bench-tcp.md. Everything it creates (namespaces, veth, sshd, keys,
+# docs/bench/bench-tcp.md. Everything it creates (namespaces, veth, sshd, keys,
 # tmpfs files, hugepages it reserved) is removed on exit.
 #
 # Environment: PFS (binary), SIZE (blob, default 1G), BYTES (effective bytes
 # per PFS run, default 8G), SCP_BYTES (default 1G), IPERF_SECS (default 5),
 # REPS (iperf3 and pfs runs per row, the median by effective MB/s is
 # reported with the range; default 3), NICE (niceness of every measured
-# process, baselines included; default 0), OUT_MD (default ../docs/bench-tcp.md;
+# process, baselines included; default 0), OUT_MD (default ../docs/bench/bench-tcp.md;
 # empty to skip), BENCH_ROWS (append every repetition as a JSON line,
-# docs/bench-rows.md), BENCH_QUICK=1 (2G per transfer, 256M for scp/rsync,
+# docs/design/bench-rows.md), BENCH_QUICK=1 (2G per transfer, 256M for scp/rsync,
 # 2 s iperf3, 2 repetitions), PFS_BEFORE (another pfs binary, e.g. the previous commit's:
 # its payload runs alternate with PFS's and get their own "Before:" rows, so a
 # change is measured against its predecessor in the same run; default none).
@@ -35,7 +35,7 @@ SCP_BYTES=${SCP_BYTES:-1G}
 IPERF_SECS=${IPERF_SECS:-5}
 REPS=${REPS:-3}
 NICE=${NICE:-0}
-OUT_MD=${OUT_MD-$PWD/../docs/bench-tcp.md}
+OUT_MD=${OUT_MD-$PWD/../docs/bench/bench-tcp.md}
 PFS_BEFORE=${PFS_BEFORE:-}
 
 # shellcheck source-path=SCRIPTDIR source=netns.sh
@@ -109,7 +109,7 @@ median_row() {
 		      $11 = $11 "; median of " NR " runs, " e[1] ".." e[NR] " MB/s"; print }'
 }
 
-# One measured repetition into BENCH_ROWS (bench/rows.sh, docs/bench-rows.md),
+# One measured repetition into BENCH_ROWS (bench/rows.sh, docs/design/bench-rows.md),
 # from a table row; a MB/CPU-s of 0 means no CPU time was measured.
 emit_row() {	# tsv_row wire_mb_s limit key (each of the last three may be empty)
 	local f per
@@ -366,11 +366,9 @@ $table
 $targets"
 echo
 echo "$report"
-# The page's hand-written part (what changed and why, runs compared across
-# commits) starts at this marker and survives a new run.
-marker='<!-- Kept by bench/tcp.sh: everything below is written by hand. -->'
+# The page is this run's output only; the analysis of earlier runs is in
+# docs/design/tcp-analysis.md, written by hand.
 if [ -n "$OUT_MD" ]; then
-	kept=$(awk -v m="$marker" 'f || $0 == m { f = 1; print }' "$OUT_MD" 2>/dev/null || true)
 	{
 		echo "<!-- SPDX-License-Identifier: Apache-2.0 -->"
 		echo "# TCP transport benchmark"
@@ -394,7 +392,6 @@ if [ -n "$OUT_MD" ]; then
 		echo "ratio row shows PFS against that stronger baseline."
 		echo
 		echo "$report"
-		[ -z "$kept" ] || printf '\n%s\n' "$kept"
 	} > "$OUT_MD"
 	echo "bench: wrote $OUT_MD" >&2
 fi

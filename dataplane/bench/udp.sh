@@ -12,20 +12,19 @@
 #   an iptables `statistic` DROP rule on the receiver's side; either drops a
 #   GSO burst as a unit).
 # Prints a table (effective MB/s, MB per receiver CPU-second) and the two
-# targets computed from this same run, and writes them into the "UDP
-# transport" section of docs/bench-udp.md (between the bench-udp markers;
-# the rest of the file is kept). Everything it creates (namespaces, veth,
-# rules, hugepages it reserved) is removed on exit.
+# targets computed from this same run, and writes them to
+# docs/bench/bench-udp.md (the whole page). Everything it creates (namespaces,
+# veth, rules, hugepages it reserved) is removed on exit.
 #
 # Environment: PFS (binary), SIZE (blob, default 1G), BYTES (effective bytes
 # per PFS run, default 4G), IPERF_SECS (default 5), REPS (runs per row, the
 # median by effective MB/s is reported with the range; default 3), MTU
-# (default 1500: 1472-byte UDP payload), OUT_MD (default ../docs/bench-udp.md;
+# (default 1500: 1472-byte UDP payload), OUT_MD (default ../docs/bench/bench-udp.md;
 # empty to skip), LOOPBACK (1: also iperf3 UDP and the three lossless PFS
 # rows on 127.0.0.1 inside the sender's fresh namespace, after the veth rows;
 # default 1 when BENCH_ROWS is set, else 0, so the page keeps its veth-only
 # table), BENCH_ROWS (a file: every repetition of every row is appended to it
-# as one JSON line, docs/bench-rows.md), BENCH_QUICK (1: a check that the
+# as one JSON line, docs/design/bench-rows.md), BENCH_QUICK (1: a check that the
 # script works, not a measurement: SIZE=256M BYTES=512M IPERF_SECS=2 REPS=3
 # and OUT_MD empty unless given; under a minute here).
 set -euo pipefail
@@ -43,7 +42,7 @@ BYTES=${BYTES:-4G}
 IPERF_SECS=${IPERF_SECS:-5}
 REPS=${REPS:-3}
 MTU=${MTU:-1500}
-OUT_MD=${OUT_MD-$PWD/../docs/bench-udp.md}
+OUT_MD=${OUT_MD-$PWD/../docs/bench/bench-udp.md}
 LOOPBACK=${LOOPBACK:-$([ -n "${BENCH_ROWS:-}" ] && echo 1 || echo 0)}
 DGRAM=$((MTU - 28))
 
@@ -130,7 +129,7 @@ run_iperf() {	# udp|tcp
 	sleep 0.5
 	inns "$sns" iperf3 -c "$addr" -p $port -t "$IPERF_SECS" "${args[@]}" -J > "$work/iperf.json" 2>/dev/null || true
 	wait "${pids[-1]}" 2>/dev/null || true
-	# The report's limits for this path (docs/bench-rows.md); the offered
+	# The report's limits for this path (docs/design/bench-rows.md); the offered
 	# rate beside the goodput, as -b 0 offers more than the receiver takes.
 	local mb secs u y notes
 	if IFS=$'\t' read -r mb secs u y notes < <(jq -r '.end as $e | ($e.sum_received.seconds) as $s |
@@ -169,7 +168,7 @@ run_pfs() {	# mode tag
 		.elapsed_s, .effective_mb_s, .user_s, .sys_s, .mb_per_cpu_s, .integrity,
 		"\($t); receiver CPU; sender CPU \($s[0].user_s)u+\($s[0].sys_s)s; sent \($s[0].datagrams.sent // 0) re-sent \($s[0].datagrams.retransmitted // 0) NAKs \(.datagrams.naks // 0) dup \(.datagrams.duplicates // 0) sock-drops \(.datagrams.socket_drops // 0); \($s[0].path // "")" +
 		(if .error then "; error: \(.error)" else "" end)] | @tsv' "$work/recv.json" | tee "$work/row"
-	# The same row for the report (docs/bench-rows.md). Its limit: with GSO/GRO
+	# The same row for the report (docs/design/bench-rows.md). Its limit: with GSO/GRO
 	# a payload row moves 64 KiB per kernel message, which iperf3 UDP (one
 	# datagram per message) cannot: PFS beats it 4-7x, so that would be a weak
 	# limit; the path's one-stream TCP rate (same offloads) is the strong one.
@@ -247,8 +246,7 @@ $targets"
 echo
 echo "$report"
 if [ -n "$OUT_MD" ]; then
-	section="<!-- bench-udp:begin -->
-## UDP transport
+	section="## UDP transport
 
 Written by \`dataplane/bench/udp.sh\` (\`make -C dataplane bench-udp\`); one run, every
 number measured in that run, over a veth pair between two fresh namespaces. MB are
@@ -267,15 +265,14 @@ core); compare the load averages.$([ "$LOOPBACK" = 0 ] || echo "
 Rows on path loopback ran on 127.0.0.1 inside one fresh namespace, both ends in it
 (no link, no loss).")
 
-$report
-<!-- bench-udp:end -->"
-	touch "$OUT_MD"
-	if grep -q '<!-- bench-udp:begin -->' "$OUT_MD"; then
-		S="$section" awk '/<!-- bench-udp:begin -->/ { print ENVIRON["S"]; skip = 1; next }
-			/<!-- bench-udp:end -->/ { skip = 0; next } !skip' "$OUT_MD" > "$work/md"
-	else
-		{ cat "$OUT_MD"; echo; echo "$section"; } > "$work/md"
-	fi
-	cp "$work/md" "$OUT_MD"
-	echo "bench-udp: wrote the UDP section of $OUT_MD" >&2
+$report"
+	# The whole page is this run's; the cost of datagram authentication,
+	# measured by hand, is in docs/design/dgram-auth-cost.md.
+	{
+		echo "<!-- SPDX-License-Identifier: Apache-2.0 -->"
+		echo "# UDP transport benchmark"
+		echo
+		echo "$section"
+	} > "$OUT_MD"
+	echo "bench-udp: wrote $OUT_MD" >&2
 fi

@@ -9,12 +9,12 @@
 # received (the receive rate is the link's rate; the rest was dropped at the
 # receiver, counted by the kernel as fill-ring-empty / rx-dropped).
 # REPS runs per row (default 3); every run is printed, then the median, and
-# the page docs/bench-xsk.md is written (command, date, load, all runs).
+# the page docs/bench/bench-xsk.md is written (command, date, load, all runs).
 # Everything created (namespaces, veth) is removed on exit.
 #
 # Environment: PFS (binary), COUNT (frames per run, default 1000000), REPS,
-# OUT_MD (default ../docs/bench-xsk.md; empty to skip), BENCH_ROWS (a file:
-# every run is appended to it as one JSON line, docs/bench-rows.md: the
+# OUT_MD (default ../docs/bench/bench-xsk.md; empty to skip), BENCH_ROWS (a file:
+# every run is appended to it as one JSON line, docs/design/bench-rows.md: the
 # Limit xsk-raw-veth-<size>, xsk-raw-veth-generic-<size> for generic XDP),
 # BENCH_QUICK (1: a check that the script works, not a measurement:
 # COUNT=500000 REPS=3 and OUT_MD empty unless given; about 30 s here).
@@ -30,7 +30,7 @@ fi
 PFS=${PFS:-$PWD/build/pfs}
 COUNT=${COUNT:-1000000}
 REPS=${REPS:-3}
-OUT_MD=${OUT_MD-$PWD/../docs/bench-xsk.md}
+OUT_MD=${OUT_MD-$PWD/../docs/bench/bench-xsk.md}
 
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, veth, XDP)"
@@ -69,7 +69,7 @@ for attach in native generic; do
 			printf '%-8s %-7s %-4s %12s %12s %12s %10s %s\n' "$attach" "$size" "$rep" \
 				"$sent" "$recv" "$gbit" "$frac" "$mode"
 			md+=("| $attach | $size B | $rep | $sent | $recv | $gbit | $frac | $mode |")
-			# The link's limit for the report (docs/bench-rows.md). Wire
+			# The link's limit for the report (docs/design/bench-rows.md). Wire
 			# bytes: every frame is the payload plus Ethernet, IPv4 and UDP
 			# headers (42 B), none re-sent.
 			read -r mb el wire integ < <(jq -r '[.payload_bytes / 1e6, .elapsed_s,

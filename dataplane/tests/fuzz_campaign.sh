@@ -3,7 +3,7 @@
 # A long libFuzzer campaign: every harness for FUZZ_RUNS executions (default
 # 10 million) from its seed corpus, one after another, under ASan/UBSan.
 # Prints a Markdown table (harness, executions, seconds, execs/s, coverage,
-# features, corpus) for docs/security.md; exits non-zero on the first crash,
+# features, corpus) for docs/design/security.md; exits non-zero on the first crash,
 # leaving its log and reproducer under $out. `make -C dataplane fuzz-campaign`.
 set -u
 build=${BUILD:-build}

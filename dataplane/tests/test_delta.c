@@ -9,7 +9,7 @@
  * fingerprint, --no-base (a full copy), --max-size, and a hostile sender
  * whose gram does not decompress. The bytes here are synthetic patterns
  * made to exercise each path; the real-data figures are in
- * docs/bench-delta.md. The netns tests need root; otherwise they SKIP.
+ * docs/bench/bench-delta.md. The netns tests need root; otherwise they SKIP.
  */
 #include <arpa/inet.h>
 #include <errno.h>

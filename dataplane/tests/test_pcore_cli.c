@@ -367,8 +367,9 @@ static double mono_s(void)
  *
  * Why one thread and not calibrate's read_nt against a pcore counteq run:
  * on this 2-vCPU VM shared with other tenants a 2-thread rate moves by 2x
- * from one second to the next (see docs/bench-pcore.md, run 3), so a
- * cross-process "limit >= op" assertion would fail on load, not on code.
+ * from one second to the next (run 3 of the pcore run log, bench-pcore.md
+ * in git history), so a cross-process "limit >= op" assertion
+ * would fail on load, not on code.
  * Alternating the kernels on one buffer in one thread and keeping each
  * one's best pass puts both under the same load; 64 MiB is past the L3 of
  * the machines we run on, so both are memory-bound, as in calibrate.

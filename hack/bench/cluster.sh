@@ -11,7 +11,7 @@
 # cluster, then bare, before transfer i+1.
 #
 # Rows go to hack/bench/report.py (suite "cluster"), which writes
-# docs/bench-cluster.md, docs/bench-cluster.csv and docs/img/cluster/.
+# docs/bench/bench-cluster.md, docs/bench/bench-cluster.csv and docs/bench/img/cluster/.
 # Each PfsTransfer row is compared with its bare run. Its notes give
 # the end-to-end time, from creation to Succeeded: pods, scheduling and
 # image start included, which the data-plane elapsed time leaves out.
@@ -155,10 +155,10 @@ jq -n --arg command "$cmd" --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" --arg m
 	 machine: {cpu: $cpu, nproc: $nproc, mem_gib: $mem}, kernel: $kernel,
 	 load_before: $lb, load_after: $la, pages: [], failed: []}' >"$work/meta.json"
 venv=$("$REPO_ROOT/hack/python-venv.sh" "$REPO_ROOT/hack/bench/requirements.txt")
-mkdir -p "$REPO_ROOT/docs/img/cluster"
+mkdir -p "$REPO_ROOT/docs/bench/img/cluster"
 "$venv/bin/python" "$REPO_ROOT/hack/bench/report.py" --rows "$rows" --meta "$work/meta.json" \
-	--out-md "$REPO_ROOT/docs/bench-cluster.md" --out-csv "$REPO_ROOT/docs/bench-cluster.csv" \
-	--img-dir "$REPO_ROOT/docs/img/cluster"
-cp "$rows" "$REPO_ROOT/docs/bench-cluster.rows.jsonl"
-cp "$work/meta.json" "$REPO_ROOT/docs/bench-cluster.meta.json"
-log "wrote docs/bench-cluster.md, docs/bench-cluster.csv, docs/img/cluster/ (the cluster stays up: make cluster-down)"
+	--out-md "$REPO_ROOT/docs/bench/bench-cluster.md" --out-csv "$REPO_ROOT/docs/bench/bench-cluster.csv" \
+	--img-dir "$REPO_ROOT/docs/bench/img/cluster"
+cp "$rows" "$REPO_ROOT/docs/bench/bench-cluster.rows.jsonl"
+cp "$work/meta.json" "$REPO_ROOT/docs/bench/bench-cluster.meta.json"
+log "wrote docs/bench/bench-cluster.md, docs/bench/bench-cluster.csv, docs/bench/img/cluster/ (the cluster stays up: make cluster-down)"

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The one report of `make bench`: docs/benchmarks.md, docs/benchmarks.csv, docs/img/*.png.
+"""The one report of `make bench`: docs/bench/benchmarks.md, docs/bench/benchmarks.csv, docs/bench/img/*.png.
 
 Reads the rows every benchmark script appended (one JSON object per measured
-repetition, the contract in docs/bench-rows.md) and the run's META.json, then
+repetition, the contract in docs/design/bench-rows.md) and the run's META.json, then
 groups the repetitions, takes each limit's best repetition, computes every
 row's ratio to its limit and writes the page, the CSV and the charts.
 
-    report.py --rows ROWS.jsonl --meta META.json --out-md docs/benchmarks.md \
-        --out-csv docs/benchmarks.csv --img-dir docs/img
+    report.py --rows ROWS.jsonl --meta META.json --out-md docs/bench/benchmarks.md \
+        --out-csv docs/bench/benchmarks.csv --img-dir docs/bench/img
 
 META.json: command, date (UTC), mode ("quick" or "full"), git (short rev),
 machine {cpu, nproc, mem_gib}, kernel, load_before and load_after ("a b c"),
@@ -33,6 +33,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 SEEDS_FILE = Path(__file__).with_name("seeds.json")
+# The hand-written pages the report links (the row contract, the designs), wherever it is written.
+DESIGN_DIR = Path(__file__).resolve().parents[2] / "docs" / "design"
 
 SUITES = ("tcp", "udp", "afxdp", "xsk", "pcore", "fanout", "delta", "limits", "cluster")
 PURPOSES = ("Transfer", "Transfer|pCPU", "pCPU", "Baseline", "Limit")
@@ -57,8 +59,9 @@ MEDIAN_KEYS = ("size_mb", "elapsed_s", "effective_mb_s", "wire_mb_s", "user_s", 
 ABOVE_LIMIT = "ABOVE LIMIT: measurement bug (limit too weak or row wrong)"
 NO_CHART = "no data for this chart in this run"
 
-# The per-suite pages that predate this report (the index docs/benchmarks.md held before
+# The per-suite pages that predate this report (the index docs/bench/benchmarks.md held before
 # it became the report), linked under Details when the page exists next to the report.
+# "{design}" in a description is the path from the report to docs/design/.
 DETAIL_PAGES = (
     ("bench-tcp.md", "make -C dataplane bench-tcp",
      "iperf3 one stream, scp, and the three PFS TCP labels on loopback and over veth; "
@@ -68,7 +71,7 @@ DETAIL_PAGES = (
      "memcpy, CRC32C and FNV rates"),
     ("bench-xsk.md", "make -C dataplane bench-xsk",
      "the AF_XDP link alone (`pfs xsk blast` -> `pfs xsk sink`) over veth: 64 B and 1472 B, "
-     "native and generic XDP, copy mode ([afxdp.md](afxdp.md))"),
+     "native and generic XDP, copy mode ([afxdp.md]({design}/afxdp.md))"),
     ("bench-udp.md", "make -C dataplane bench-udp",
      "iperf3 UDP and TCP, PFS-With-Payload-UDP and Native PFS Offset-only Mode - UDP over "
      "veth, with and without GSO/GRO, and at 1% loss"),
@@ -76,15 +79,13 @@ DETAIL_PAGES = (
      "on one veth pair: the raw AF_XDP loop (`pfs xsk blast` -> `sink`), "
      "PFS-With-Payload-AF_XDP and Native PFS Offset-only Mode - AF_XDP, and "
      "PFS-With-Payload-UDP; frames/s, MB/s, MB/CPU-s; target PFS payload >= 0.8x the raw "
-     "loop ([afxdp.md](afxdp.md#transport))"),
+     "loop ([afxdp.md]({design}/afxdp.md#transport))"),
     ("bench-fanout.md", "make -C dataplane bench-fanout",
      "a blob of real files to N netns nodes: PacketFS's pipelined relay against "
      "store-and-forward, all-from-origin and one hop"),
     ("bench-delta.md", "make -C dataplane bench-delta",
      "delta mode against rsync, zstd --patch-from, xdelta3, zstd and a full copy on real "
-     "checkpoint, model and source pairs ([delta.md](delta.md))"),
-    ("bench-log.md", "-",
-     "analyses of earlier runs: what limited a ratio, perf profiles"),
+     "checkpoint, model and source pairs ([delta.md]({design}/delta.md))"),
 )
 
 CSV_COLUMNS = (
@@ -180,7 +181,7 @@ def validate_row(row, line):
         raise ReportError(f"line {line}: not a JSON object")
     for key in row:
         if key not in ROW_KEYS:
-            raise ReportError(f"line {line}: key '{key}': not in the contract (docs/bench-rows.md)")
+            raise ReportError(f"line {line}: key '{key}': not in the contract (docs/design/bench-rows.md)")
     for key, (kind, nullable) in ROW_KEYS.items():
         if key not in row:
             raise ReportError(f"line {line}: key '{key}': missing")
@@ -378,15 +379,21 @@ def table(header, rows, numeric=()):
     return lines
 
 
-def header_lines(meta):
+def design_dir_link(md_dir):
+    """The path from the directory of the report to docs/design/, for its links."""
+    return Path(os.path.relpath(DESIGN_DIR, Path(md_dir).resolve())).as_posix()
+
+
+def header_lines(meta, md_dir):
     m = meta["machine"]
+    rows_contract = f"{design_dir_link(md_dir)}/bench-rows.md"
     return [
         "<!-- SPDX-License-Identifier: Apache-2.0 -->",
         f"<!-- Written by `{meta['command']}` (hack/bench/report.py): do not edit by hand. -->",
         f"# {meta.get('title', 'Benchmarks')}",
         "",
         f"The report of `{meta['command']}`: every benchmark script ran in this run and wrote one "
-        "row per measured repetition ([bench-rows.md](bench-rows.md)); this page groups the "
+        f"row per measured repetition ([bench-rows.md]({rows_contract})); this page groups the "
         "repetitions of each row (min / median / max of the effective rate, medians of the "
         "rest), takes each limit's best repetition (what this machine can do) and gives every "
         "row its ratio to that limit. Every number was measured in this run on this machine; "
@@ -481,12 +488,14 @@ def chart_lines(charts, md_dir, img_dir):
 def detail_lines(meta, md_dir):
     """This run's pages first, then the older per-suite pages that exist next to the report."""
     written = {Path(os.path.relpath(p["page"], md_dir)).as_posix(): p["suite"] for p in meta["pages"]}
-    known = {page: (cmd, what) for page, cmd, what in DETAIL_PAGES}
+    design = design_dir_link(md_dir)
+    known = {page: (cmd, what.format(design=design)) for page, cmd, what in DETAIL_PAGES}
     rows = []
     for link, suite in written.items():
         cmd, what = known.get(link, ("-", f"the {suite} suite's own page"))
         rows.append((f"[{link}]({link})", cmd if cmd == "-" else f"`{cmd}`", what, "yes"))
     for page, cmd, what in DETAIL_PAGES:
+        what = what.format(design=design)
         if page not in written and (md_dir / page).exists():
             rows.append((f"[{page}]({page})", cmd if cmd == "-" else f"`{cmd}`", what, "no"))
     lines = ["## Details", ""]
@@ -496,7 +505,7 @@ def detail_lines(meta, md_dir):
 
 
 def render_markdown(meta, groups, limits, seeds, charts, md_dir, img_dir):
-    lines = (header_lines(meta) + beaten_lines(groups) + mismatch_lines(groups)
+    lines = (header_lines(meta, md_dir) + beaten_lines(groups) + mismatch_lines(groups)
              + suite_lines(groups, seeds) + limit_lines(groups, limits)
              + chart_lines(charts, md_dir, img_dir) + detail_lines(meta, md_dir))
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -695,7 +704,7 @@ def chart_plan(groups):
 
 def write_charts(img_dir, groups):
     """(title, file name, written) per chart. A chart without data is not written, and
-    every older chart file is removed first, so docs/img never shows another run's numbers."""
+    every older chart file is removed first, so docs/bench/img never shows another run's numbers."""
     img_dir.mkdir(parents=True, exist_ok=True)
     for old in img_dir.glob("bench-*.png"):
         old.unlink()
@@ -710,7 +719,7 @@ def write_charts(img_dir, groups):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description="Write the make bench report from benchmark rows.")
-    p.add_argument("--rows", required=True, type=Path, help="JSON Lines, docs/bench-rows.md")
+    p.add_argument("--rows", required=True, type=Path, help="JSON Lines, docs/design/bench-rows.md")
     p.add_argument("--meta", required=True, type=Path, help="the run's META.json")
     p.add_argument("--out-md", required=True, type=Path)
     p.add_argument("--out-csv", required=True, type=Path)

@@ -3,12 +3,12 @@
 #
 # `make bench`: every data-plane benchmark in one go on this machine, one
 # report. Each suite's script appends its measured repetitions to one rows
-# file (docs/bench-rows.md); hack/bench/report.py turns that file into
-# docs/benchmarks.md, docs/benchmarks.csv and the charts in docs/img/.
+# file (docs/design/bench-rows.md); hack/bench/report.py turns that file into
+# docs/bench/benchmarks.md, docs/bench/benchmarks.csv and the charts in docs/bench/img/.
 #
 # BENCH_QUICK=1: each script's quick settings (a few minutes in all), and
 # the suites' own pages are left as they are. Full mode (the default) also
-# rewrites each suite's page (docs/bench-<suite>.md), which the report links.
+# rewrites each suite's page (docs/bench/bench-<suite>.md), which the report links.
 # BENCH_SUITES: which suites, in order (default: tcp udp afxdp xsk pcore
 # fanout delta). A suite that fails is named in the report and makes this
 # script exit non-zero once the report is written: the others still count.
@@ -36,9 +36,9 @@ failed=() pages=()
 for s in "${suites[@]}"; do
 	[ -f "dataplane/bench/$s.sh" ] || die "no suite $s (dataplane/bench/$s.sh)"
 	echo "bench: === $s ($mode) ===" >&2
-	# fanout.sh prints its tables and pcore.sh writes under build/ (its page
-	# is a hand-kept log); the others write this page in full mode.
-	page=docs/bench-$s.md
+	# fanout.sh prints its tables and pcore.sh writes under build/ (their
+	# rows reach only this report); the others write this page in full mode.
+	page=docs/bench/bench-$s.md
 	case $s in fanout | pcore) page= ;; esac
 	# Quick runs leave the pages alone; OUT_MD= tells a script not to write.
 	out_md=()
@@ -73,12 +73,12 @@ jq -n --arg command "$cmd" --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" --arg m
 	 failed: [$failed | split(" ")[] | select(length > 0)]}' > "$work/meta.json"
 
 venv=$(hack/python-venv.sh hack/bench/requirements.txt)
-mkdir -p docs/img
+mkdir -p docs/bench/img
 "$venv/bin/python" hack/bench/report.py --rows "$rows" --meta "$work/meta.json" \
-	--out-md docs/benchmarks.md --out-csv docs/benchmarks.csv --img-dir docs/img
+	--out-md docs/bench/benchmarks.md --out-csv docs/bench/benchmarks.csv --img-dir docs/bench/img
 # Keep the raw rows and the run's facts beside the CSV: the report can be
 # redrawn (hack/bench/report.py --rows ... --meta ...) without a rerun.
-cp "$rows" docs/benchmarks.rows.jsonl
-cp "$work/meta.json" docs/benchmarks.meta.json
-echo "bench: wrote docs/benchmarks.md, docs/benchmarks.csv, docs/img/bench-*.png ($mode)" >&2
+cp "$rows" docs/bench/benchmarks.rows.jsonl
+cp "$work/meta.json" docs/bench/benchmarks.meta.json
+echo "bench: wrote docs/bench/benchmarks.md, docs/bench/benchmarks.csv, docs/bench/img/bench-*.png ($mode)" >&2
 [ ${#failed[@]} -eq 0 ] || die "suites that failed: ${failed[*]} (the report names them)"

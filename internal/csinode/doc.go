@@ -22,5 +22,5 @@
 //   - registration.go: the kubelet's plugin registration service.
 //   - plugin.go: Run, which serves both sockets and keeps them there.
 //
-// docs/csi.md describes it for users.
+// docs/guides/csi.md describes it for users.
 package csinode

@@ -25,5 +25,5 @@
 //   - watch.go: the device-plugin directory watch (kubelet restarts).
 //   - plugin.go: Run, which ties them together.
 //
-// docs/device-plugin.md describes the contract for users.
+// docs/guides/device-plugin.md describes the contract for users.
 package deviceplugin

@@ -10,7 +10,7 @@
 // chooses the node and the zone beforehand with Place (numa.go), from the
 // NodeResourceTopology objects a publisher such as nfd-topology-updater
 // writes, or each node's allocatable minus its pods' requests (topology.go);
-// docs/numa.md has the rules. spec.numa:
+// docs/design/numa.md has the rules. spec.numa:
 //   - None: no decision; the scheduler places the pod and a kubelet
 //     rejection (TopologyAffinityError) is retried like any failure.
 //   - Preferred: one zone when one fits, else across zones; a rejection

@@ -1093,7 +1093,7 @@ metrics: {enabled: false}
 				Sender: endpoint("", ""), Receiver: endpoint("", "")},
 			wantLines: []string{
 				"Device plugin: DaemonSet pfs-packetfs-operator-device-plugin advertises the links pfsdata0, pfsdata1/queues\n" +
-					"as packetfs.io/<interface> on each node it runs on (docs/device-plugin.md):",
+					"as packetfs.io/<interface> on each node it runs on (docs/guides/device-plugin.md):",
 				"kubectl -n pfs-system rollout status daemonset/pfs-packetfs-operator-device-plugin",
 			},
 		},

@@ -84,7 +84,7 @@ func testDeltaTransfer(ctx context.Context, t *testing.T) {
 	// The new blob is the file plus its manifest, in 2 MiB pages; what
 	// crossed the wire must be less than that (the zeros and the manifest
 	// compress; the retrained weights barely do: this pair is the negative
-	// control of docs/bench-delta.md).
+	// control of docs/bench/bench-delta.md).
 	if d.EffectiveBytes <= 0 || d.WireBytes <= 0 || d.WireBytes >= d.EffectiveBytes {
 		t.Errorf("effectiveBytes %d wireBytes %d: want 0 < wire < effective", d.EffectiveBytes, d.WireBytes)
 	}

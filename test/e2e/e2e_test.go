@@ -96,7 +96,7 @@ func testHelmInstall(t *testing.T) {
 		t.Fatalf("the operator is not available: %v\n%s", err, out)
 	}
 	// A fresh namespace. The chart's default CSI socket volume needs no
-	// privileged level (docs/consumers.md); labelling it baseline is issue 17's e2e step.
+	// privileged level (docs/guides/consumers.md); labelling it baseline is issue 17's e2e step.
 	if out, err := kubectl("delete", "namespace", testNS, "--ignore-not-found", "--wait=true", "--timeout=180s"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

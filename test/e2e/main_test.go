@@ -3,11 +3,11 @@
 //go:build e2e
 
 // Package e2e runs PacketFS the way users run it, on the throwaway kind
-// cluster of hack/cluster-up.sh (docs/cluster.md): helm install, kubectl
+// cluster of hack/cluster-up.sh (docs/guides/cluster.md): helm install, kubectl
 // apply, kubectl get. Run it with `make test-e2e`, which builds the images
 // and helm first. A cluster this suite brings up is torn down at the end
 // (hack/cluster-down.sh) unless KEEP_CLUSTER=1; a cluster that was already
-// running is left running. See docs/e2e.md.
+// running is left running. See docs/guides/e2e.md.
 package e2e
 
 import (

@@ -61,7 +61,7 @@ func checkNUMAPlacement(t *testing.T, x *pfsv1alpha1.PfsTransfer) {
 		}
 		// A side placed a moment after the previous transfer's pods ended
 		// may find nfd-topology-updater's zones not yet written: the
-		// operator waits --topology-catch-up for them (docs/numa.md), so a
+		// operator waits --topology-catch-up for them (docs/design/numa.md), so a
 		// single zone is still required here.
 		if p == nil || p.Fit != pfsv1alpha1.NUMAFitSingleZone || p.Zone == nil || p.Node != st.Node || !strings.Contains(p.Reason, "node-0") {
 			t.Errorf("%s numaPlacement %+v on %s: want one zone (node-0) chosen from the NodeResourceTopology", side, p, st.Node)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* AF_XDP transport: the udp transport's fragments, repair plane and TCP
  * control connection, with the datagrams carried by AF_XDP sockets (one per
- * queue) instead of a UDP socket. docs/afxdp.md, "Transport", has the design;
+ * queue) instead of a UDP socket. docs/design/afxdp.md, "Transport", has the design;
  * src/transport/dgram_xsk.c the code. Not built with -DPFS_NO_AFXDP (no libbpf). */
 #ifndef PFS_AFXDP_H
 #define PFS_AFXDP_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The manifest of a blob loaded from files (`pfs blob create --source`),
- * layout version 1 (docs/blob-layout.md is the contract; Python and C
+ * layout version 1 (docs/design/blob-layout.md is the contract; Python and C
  * clients read it):
  *
  *   [file 0][0-pad to 4096][file 1][0-pad]...[manifest JSON][zeros][footer]

@@ -20,11 +20,11 @@
  *                   resuming from its own watermark on another upstream
  *                   when one breaks.
  *
- * Wire (docs/wire-format.md, "Replication stream"): server HELLO (size,
+ * Wire (docs/design/wire-format.md, "Replication stream"): server HELLO (size,
  * 32-byte nonce) -> client AUTH (HMAC-SHA256(token, "pfs-repl-v1" ||
  * nonce || le64 size), start offset) -> ACCEPT or REFUSE(text) -> payload
  * grams of one descriptor each, in order, <= 1 MiB -> END or ERROR(text).
- * With a base (delta replication, docs/delta.md "Fan-out as a delta"): a
+ * With a base (delta replication, docs/design/delta.md "Fan-out as a delta"): a
  * client holding an older version of the blob asks with AUTH's DELTA flag
  * and its base's size and fingerprint; a server holding the same base
  * sends delta grams (pfs/delta.h) of 4 MiB of the blob each instead of

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Delta mode: send a new version of some data (the *target*) to a receiver
  * that already holds an older one (the *base*), as operations that rebuild
- * the target from the base (docs/delta.md, docs/wire-format.md "Delta grams").
+ * the target from the base (docs/design/delta.md, docs/design/wire-format.md "Delta grams").
  *
  *   COPY  target[dst, dst+len) = base[src, src+len)   same bytes, at the same
  *         offset or moved: the seeds' offset-only mode over the base

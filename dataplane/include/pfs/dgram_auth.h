@@ -2,8 +2,8 @@
 /* Datagram authentication of the datagram transports (udp, afxdp): a key
  * agreed per transfer on the TCP control connection, and a tag on every data
  * datagram that the receiver checks before the datagram touches any state.
- * docs/wire-format.md ("Datagram authentication") has the bytes,
- * docs/security.md the threat model.
+ * docs/design/wire-format.md ("Datagram authentication") has the bytes,
+ * docs/design/security.md the threat model.
  *
  *   sender                                 receiver
  *   HELLO, PARAMS (c: suite), KEY(pub_s) ->

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Gram codec: the transport-independent wire format (docs/wire-format.md).
+/* Gram codec: the transport-independent wire format (docs/design/wire-format.md).
  *
  * A gram is a 40-byte header, a descriptor table and, in payload mode, a
  * payload slab holding the referenced bytes in descriptor order. Control

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* TCP transport: one sender, one receiver, one connection.
  *
- * Protocol (docs/wire-format.md): sender HELLO (version, mode, blob size and
+ * Protocol (docs/design/wire-format.md): sender HELLO (version, mode, blob size and
  * fingerprint) -> receiver ACCEPT or REFUSE -> grams -> END (sender's totals
  * and checksum) -> receiver RESULT (its checksum and verdict).
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* UDP transport: grams cut into datagrams on a UDP socket, with a TCP
  * control connection (same port number) for the handshake, the repair plane
- * (cumulative ACKs, selective NAKs) and the verdict. docs/wire-format.md,
+ * (cumulative ACKs, selective NAKs) and the verdict. docs/design/wire-format.md,
  * "UDP", describes the bytes; src/transport/repair_send.c and
  * repair_recv.c the design.
  *

@@ -2,7 +2,7 @@
 """WAITING FOR THE C WRITER: `pfs blob create --source FILE|DIR` writes the packed
 layout itself. Skipped ("pfs has no --source yet") while `pfs blob create --help` does
 not list --source; runs, unchanged, the day it does. It checks the C writer against
-the contract this client reads (docs/consumers.md): manifest, offsets, sha256 of the
+the contract this client reads (docs/guides/consumers.md): manifest, offsets, sha256 of the
 source bytes, and the tensors of a real safetensors file.
 """
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: the control frames of the replication stream (blob_repl.h,
- * docs/wire-format.md "Replication stream"). Data travels as payload grams
+ * docs/design/wire-format.md "Replication stream"). Data travels as payload grams
  * (gram.h); these frames carry the handshake and the end. One 32-byte
  * header, little-endian, then a body of body_len bytes:
  *
@@ -17,7 +17,7 @@
  *                 transport (0 TCP: grams on this connection; 1 UDP, 2
  *                 AF_XDP: datagrams to the client's port at bytes 26..27,
  *                 le16, this connection carrying the repair plane's
- *                 control records, docs/wire-format.md "Datagram
+ *                 control records, docs/design/wire-format.md "Datagram
  *                 replication"), byte 25 flags: bit 0 DELTA (TCP only:
  *                 send delta grams against the base the body names,
  *                 "Delta replication"), the other bits zero. Every other

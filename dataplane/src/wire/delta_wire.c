@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Delta gram codec (pfs/delta.h, docs/wire-format.md "Delta grams").
+ * Delta gram codec (pfs/delta.h, docs/design/wire-format.md "Delta grams").
  *
  * Header, 40 bytes little-endian, laid out like a gram's so the same
  * framing code reads both:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Gram codec (layout in docs/wire-format.md). Pure functions over caller
+ * Gram codec (layout in docs/design/wire-format.md). Pure functions over caller
  * buffers: no allocation, no global state, safe from any thread. Decoding
  * reads through a cursor that checks the remaining length before every
  * load, so a hostile gram can make it fail but never read past its end.

@@ -37,7 +37,7 @@ static const char manifest_usage[] =
 	"\n"
 	"Prints the manifest of a blob made with `pfs blob create --source`: one JSON\n"
 	"object, {\"version\":1,\"kind\":...,\"sha256\":...,\"bytes\":...,\"files\":[...]},\n"
-	"the text the blob holds (docs/blob-layout.md). Exit 1 when the blob has no\n"
+	"the text the blob holds (docs/design/blob-layout.md). Exit 1 when the blob has no\n"
 	"manifest (a seeded or zero blob) or a damaged one.\n"
 	"\n";
 

@@ -17,7 +17,8 @@
 
 #define AT(f) PFS_OPT_AT(struct pfs_cli_source, f)
 const struct pfs_opt pfs_cli_source_opts[] = {
-	PFS_OPT_HEADING("\nSource (create: the blob holds these files; docs/blob-layout.md):"),
+	PFS_OPT_HEADING(
+		"\nSource (create: the blob holds these files; docs/design/blob-layout.md):"),
 	{ "source", PFS_OPT_STR, AT(path), "PATH",
 	  "load this file or directory into the blob instead of a fill; --size then "
 	  "defaults to what it needs",
