@@ -33,7 +33,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "blob/blob_repl_int.h"
+#include "repl/blob_repl_int.h"
 #include "pfs/log.h"
 #include "pfs/netdev.h"
 #include "pfs/xfer.h"
