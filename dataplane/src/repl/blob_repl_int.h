@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "pfs/blob_repl.h"
 #include "wire/blob_repl_wire.h"
 #include "pfs/xfer.h"
 
