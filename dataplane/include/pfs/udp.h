@@ -13,19 +13,8 @@
 #include "pfs/udp_wire.h"
 #include "pfs/xfer.h"
 
-/* pfs_udp_send/pfs_udp_recv - one transfer (options: struct pfs_xfer_opts;
- * mtu 0 = the MTU of ifname, or 1500 without one; ifname binds the data
- * socket to that device; io_timeout_ms 0 = 5 s; queues is ignored: one
- * socket, one thread). Return 0 when the transfer
- * completed (check r->verdict), else -errno with r->error set:
- * -ECONNREFUSED/-ETIMEDOUT/-EHOSTUNREACH connecting, -EPERM refused by the
- * peer (mode/fingerprint/version/params), -EPROTO malformed control stream or
- * a gram that keeps failing to decode, -ECONNRESET peer vanished (control
- * connection closed or the data port unreachable), -ETIMEDOUT no progress
- * within io_timeout_ms, -EINVAL bad options, -ENOMEM, -EADDRINUSE/-EACCES
- * binding, -ENODEV no such --ifname. Malformed datagrams are dropped and
- * counted in r->stats. */
-int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
-int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
+/* Run through the engine: pfs_xfer_send/pfs_xfer_recv (pfs/xfer.h) with
+ * pfs_transport_find("udp"); src/transport/engine.h lists the options it
+ * reads and what it returns. */
 
 #endif /* PFS_UDP_H */

@@ -57,6 +57,7 @@
 #include "pfs/dgram_auth.h"
 #include "pfs/integrity.h"
 #include "dgram_io.h"
+#include "engine.h"
 #include "pfs/log.h"
 #include "pfs/wire.h"
 #include "repair.h"
@@ -129,7 +130,7 @@ struct rx {
 	struct pfs_udp_ctlin *cin;
 	uint8_t *nakbuf;
 	double now; /* of the current rx_burst, for place() */
-	uint32_t drop_ppm; /* o->test_rx_drop_ppm (tests only) */
+	uint32_t drop_ppm; /* o->link.test_rx_drop_ppm (tests only) */
 	uint64_t drop_rng;
 };
 
@@ -356,18 +357,19 @@ static int rx_exec(struct rx *x)
 						   x->base + d->off + x->cur_off;
 
 			x->crc = pfs_crc32c(x->crc, p, n);
-			if (x->o->out_mem)
-				memcpy(x->o->out_mem + d->off + x->cur_off, p, n);
-			if (x->o->out_fd >= 0 &&
-			    (err = pfs_xfer_out_write(x->o->out_fd, p, n, d->off + x->cur_off, r)))
+			if (x->o->recv.out_mem)
+				memcpy(x->o->recv.out_mem + d->off + x->cur_off, p, n);
+			if (x->o->recv.out_fd >= 0 &&
+			    (err = pfs_xfer_out_write(x->o->recv.out_fd, p, n, d->off + x->cur_off,
+						      r)))
 				return err;
 			r->bytes += n;
 			x->cur_off += n;
 			x->cur_at += n;
 			budget -= n;
 			if (x->cur_off == d->len) {
-				if (x->o->on_exec &&
-				    (err = x->o->on_exec(x->o->exec_ctx, d->off, d->len)))
+				if (x->o->recv.on_exec &&
+				    (err = x->o->recv.on_exec(x->o->recv.exec_ctx, d->off, d->len)))
 					return pfs_xfer_fail(r, err,
 							     "recv: bytes at %" PRIu64
 							     " from %s refused: %s",
@@ -604,8 +606,8 @@ static int rx_key(struct rx *x, const uint8_t *tr, size_t tr_len, double deadlin
 	uint8_t rec[PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY], peer[PFS_UDP_KEY_PUB];
 	uint8_t pub[PFS_UDP_KEY_PUB], confirm[PFS_UDP_KEY_CONFIRM];
 	struct pfs_dgram_kdf_in in = { .peer_pub = peer,
-				       .psk = x->o->psk,
-				       .psk_len = x->o->psk ? x->o->psk_len : 0,
+				       .psk = x->o->embed.psk,
+				       .psk_len = x->o->embed.psk ? x->o->embed.psk_len : 0,
 				       .transcript = tr,
 				       .transcript_len = tr_len };
 	struct pfs_dgram_kx *kx;
@@ -663,9 +665,10 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *r
 					  .integrity = o->integrity,
 					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
 					  .fp = fp,
-					  .out_fd = o->out_fd,
-					  .max_size = o->max_size,
-					  .out_mem_size = o->out_mem ? o->out_mem_size : 0 };
+					  .out_fd = o->recv.out_fd,
+					  .max_size = o->recv.max_size,
+					  .out_mem_size =
+						  o->recv.out_mem ? o->recv.out_mem_size : 0 };
 	struct pfs_xfer_agreed ag = { 0 };
 	struct pfs_udp_rec p;
 	struct pfs_ctl a;
@@ -787,16 +790,6 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	uint64_t fp = 0;
 	int lfd = -1, err;
 
-	memset(r, 0, sizeof(*r));
-	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH)
-		return pfs_xfer_fail(r, -EINVAL, "recv: invalid options");
-	r->mode = o->mode;
-	if (o->out_mem && o->mode != PFS_MODE_PAYLOAD)
-		return pfs_xfer_fail(r, -EINVAL, "recv: out_mem is for payload mode");
-	if (o->mode != PFS_MODE_PAYLOAD && !o->blob)
-		return pfs_xfer_fail(r, -EINVAL,
-				     "recv: %s mode executes over a local blob: give one",
-				     pfs_mode_str(o->mode));
 	if (pfs_xfer_parse_addr(o->host, o->port, &ss, &sl))
 		return pfs_xfer_fail(r, -EINVAL, "recv: '%s' is not a numeric IPv4/IPv6 address",
 				     o->host);
@@ -810,7 +803,7 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	x->cfd = -1;
 	x->base = o->blob ? pfs_blob__data(o->blob) : NULL;
 	x->grace = GRACE_MIN;
-	x->drop_ppm = o->test_rx_drop_ppm > 1000000 ? 1000000 : o->test_rx_drop_ppm;
+	x->drop_ppm = o->link.test_rx_drop_ppm > 1000000 ? 1000000 : o->link.test_rx_drop_ppm;
 	x->drop_rng = 0x9e3779b97f4a7c15ULL;
 	if (x->drop_ppm)
 		pfs_warn("recv: PFS_TEST_RX_DROP_PPM=%u: dropping that share of data datagrams on "
@@ -827,14 +820,14 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	err = be->open_rx(o, &ss, sl, &x->io, r);
 	if (err)
 		goto out_free;
-	if (o->ctl_given) {
-		x->cfd = pfs_xfer_given_ctl(o->ctl_fd, r);
+	if (o->embed.ctl_given) {
+		x->cfd = pfs_xfer_given_ctl(o->embed.ctl_fd, r);
 	} else {
 		struct pfs_xfer_accept_opts ao = {
-			.accept_timeout_ms = o->accept_timeout_ms,
+			.accept_timeout_ms = o->recv.accept_timeout_ms,
 			.hello_timeout_ms =
 				o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
-			.ready_file = o->ready_file,
+			.ready_file = o->recv.ready_file,
 			.stop = x->io->stop,
 		};
 
@@ -909,7 +902,7 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		pfs_warn("recv: sending RESULT: %s (the verdict stands)", pfs_xfer_io_what(err));
 	err = 0;
 out_close_ctl:
-	if (!o->ctl_given)
+	if (!o->embed.ctl_given)
 		close(x->cfd);
 out_close_io:
 	x->io->ops->close(x->io); /* afxdp: sockets, then the program is detached */
