@@ -27,7 +27,6 @@
 #include <sys/types.h>
 
 #include "pfs/delta_wire.h"
-#include "pfs/xfer.h"
 
 /* ---- encoder, applier (need libzstd) ---- */
 
@@ -63,32 +62,43 @@ void pfs_delta_apply__free(struct pfs_delta_apply *a);
 int pfs_delta_apply__ops(struct pfs_delta_apply *a, const struct pfs_delta_op *ops, uint32_t n,
 			 const uint8_t *payload, const uint8_t *base, uint8_t *target);
 
-/* ---- transfer (TCP) ---- */
+/* The receiver's appliers (delta_apply_pool.c): decoded grams applied by
+ * several threads, each its own applier, in any order. */
+#define PFS_DELTA_APPLY_THREADS_MAX 64
 
-struct pfs_delta_opts {
-	size_t sz; /* sizeof(struct pfs_delta_opts) */
-	const char *host;
-	uint16_t port;
-	const uint8_t *base; /* NULL with base_size 0: none (receiver: --no-base) */
-	uint64_t base_size;
-	int threads; /* encode/apply threads, 0: the CPUs this process may use */
-	int io_timeout_ms;
-	/* sender */
-	const uint8_t *target;
-	uint64_t target_size;
-	int level; /* zstd level, 0: 3 */
-	int connect_timeout_ms;
-	const struct pfs_delta_index *index; /* NULL: built at setup */
-	/* receiver */
-	int accept_timeout_ms;
-	const char *ready_file;
-	uint64_t max_size; /* the largest target accepted, 0: PFS_XFER_MAX_SIZE_DEFAULT */
-	/* receiver: where the target is rebuilt. out_map(ctx, size) returns
-	 * writable memory of @size bytes (NULL + errno: refused), called once
-	 * the sender's size is known; NULL: malloc'd and freed. */
-	uint8_t *(*out_map)(void *ctx, uint64_t size);
-	void *out_ctx;
+/* One gram on its way to an applier: the reader fills buf (cap bytes),
+ * decodes n operations into ops (ops_cap entries), points payload into
+ * buf. Both buffers are the job's, kept for the next gram. */
+struct pfs_delta_apply_job {
+	uint8_t *buf;
+	size_t cap;
+	struct pfs_delta_op *ops;
+	uint32_t ops_cap, n;
+	const uint8_t *payload;
+	uint64_t seq;
 };
+
+struct pfs_delta_apply_pool;
+
+/* @threads workers applying over @base into @target; NULL on no memory or
+ * no thread. */
+struct pfs_delta_apply_pool *pfs_delta_apply_pool__new(int threads, const uint8_t *base,
+						       uint8_t *target);
+int pfs_delta_apply_pool__threads(const struct pfs_delta_apply_pool *p);
+/* A free job, waiting (counted in *wait_s) while all are in flight; NULL
+ * once a gram failed to apply: *err (-EBADMSG, -ENOMEM) and its *err_seq. */
+struct pfs_delta_apply_job *pfs_delta_apply_pool__take(struct pfs_delta_apply_pool *p,
+						       double *wait_s, int *err, uint64_t *err_seq);
+/* A taken job not submitted (its gram did not decode). */
+void pfs_delta_apply_pool__give_back(struct pfs_delta_apply_pool *p, struct pfs_delta_apply_job *j);
+void pfs_delta_apply_pool__submit(struct pfs_delta_apply_pool *p, struct pfs_delta_apply_job *j);
+/* Wait until every submitted gram is applied: 0 or the first error. */
+int pfs_delta_apply_pool__drain(struct pfs_delta_apply_pool *p, double *wait_s, uint64_t *err_seq);
+/* Stop, join, free; the workers' summed apply time and their number. */
+void pfs_delta_apply_pool__free(struct pfs_delta_apply_pool *p, double *busy_s, int *threads);
+
+/* ---- transfer: the engine's delta mode (pfs/xfer.h, PFS_MODE_DELTA:
+ * struct pfs_xfer_delta_opts, over tcp) ---- */
 
 /* What a delta transfer measured, beside pfs_xfer_result. */
 struct pfs_delta_result {
@@ -101,11 +111,6 @@ struct pfs_delta_result {
 	int threads;
 	char bound[16]; /* the stage that bounded: encode, wire, apply, verify */
 };
-
-int pfs_delta_send(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
-		   struct pfs_delta_result *d);
-int pfs_delta_recv(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
-		   struct pfs_delta_result *d);
 
 /* The fingerprint both ends compare: pfs_fingerprint_mem over the base's
  * content (0 for no base). */

@@ -143,6 +143,31 @@ struct pfs_xfer_embed_opts {
 	size_t psk_len;
 };
 
+struct pfs_delta_index;
+struct pfs_delta_result;
+
+/* Delta mode (mode PFS_MODE_DELTA; tcp only): a new version of some data
+ * (the target) to a receiver that holds an older one (the base), as
+ * operations over the base (pfs/delta.h). blob, fingerprint, integrity
+ * and the gram options are not used: the verdict is the rebuilt target's
+ * SHA-256 against the sender's. */
+struct pfs_xfer_delta_opts {
+	const uint8_t *base; /* NULL with base_size 0: none (receiver: --no-base) */
+	uint64_t base_size;
+	int threads; /* encode/apply threads, 0: the CPUs this process may use */
+	/* sender */
+	const uint8_t *target;
+	uint64_t target_size;
+	int level; /* zstd level 0..19, 0: 3 */
+	const struct pfs_delta_index *index; /* of base; NULL: built at setup */
+	/* receiver: where the target is rebuilt. out_map(ctx, size) returns
+	 * writable memory of @size bytes (NULL + errno: refused), called once
+	 * the sender's size is known; NULL: malloc'd and freed. */
+	uint8_t *(*out_map)(void *ctx, uint64_t size);
+	void *out_ctx;
+	struct pfs_delta_result *res; /* required: what the delta mode measured */
+};
+
 /* One transfer, either side: what both sides share, then one nested
  * struct per concern. host/port: where the sender connects or the
  * receiver binds (numeric IPv4/IPv6; "" binds any). */
@@ -159,6 +184,7 @@ struct pfs_xfer_opts {
 	struct pfs_xfer_recv_opts recv;
 	struct pfs_xfer_link_opts link;
 	struct pfs_xfer_embed_opts embed;
+	struct pfs_xfer_delta_opts delta;
 };
 
 /* A payload receiver trusts the sender's blob size only this far unless told
@@ -196,12 +222,15 @@ const char *pfs_transport_names(void);
  * takes (embed, rate_max, src_ready, on_exec) given to tcp, link.mtu
  * outside 576..65535; sender: no blob, desc_per_gram outside
  * 1..PFS_GRAM_MAX_DESC, payload gram_bytes outside 1..PFS_GRAM_MAX_PAYLOAD;
- * receiver: out_mem outside payload mode, offset/arith without a blob. */
+ * receiver: out_mem outside payload mode, offset/arith without a blob;
+ * delta mode: a transport without it (all but tcp), no delta.res, a base
+ * or target size without its bytes, a zstd level outside 0..19. */
 int pfs_xfer_check(const struct pfs_transport *t, const struct pfs_xfer_opts *o, bool sender,
 		   struct pfs_xfer_result *r);
 
-/* pfs_xfer_send/pfs_xfer_recv - run one transfer over @t: zero @r, check
- * @o (pfs_xfer_check), then the transport. 0 when the transfer completed
+/* pfs_xfer_send/pfs_xfer_recv - run one transfer over @t: zero @r (and,
+ * delta mode, o->delta.res), check @o (pfs_xfer_check), then the
+ * transport, or its delta mode. 0 when the transfer completed
  * (check r->verdict), else -errno with r->error set:
  * -ECONNREFUSED/-ETIMEDOUT/-EHOSTUNREACH connecting, -EPERM refused by the
  * peer (mode/fingerprint/version/params/limit; r->error says which),

@@ -7,7 +7,8 @@
  * control handshake (HELLO/ACCEPT judged by xfer_ctl.c), the readiness
  * file (pfs_xfer_ready, written by the shared accept) and the integrity
  * verdict follow the same code in every transport. The transports sit
- * behind a table of two functions each (engine.h). No threads, no state:
+ * behind a table of functions (engine.h): send and receive, and the
+ * same in delta mode where the transport runs it (tcp, delta_xfer.c). No threads, no state:
  * the transport owns its threads for the transfer's duration.
  */
 #include <errno.h>
@@ -16,14 +17,32 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pfs/delta.h"
 #include "pfs/xfer.h"
 #include "engine.h"
 #include "xfer_ctl.h"
 
-static const struct pfs_xfer_ops tcp_ops = { pfs_tcp_send, pfs_tcp_recv };
-static const struct pfs_xfer_ops udp_ops = { pfs_udp_send, pfs_udp_recv };
+#ifdef PFS_NO_SOURCE
+/* The arm64 cross build has no delta mode: the engine says so. */
+static int no_delta(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
+{
+	(void)o;
+	snprintf(r->error, sizeof(r->error),
+		 "this pfs was built without delta mode: the arm64 cross build has no zstd "
+		 "and no libcrypto");
+	return -ENOTSUP;
+}
+#define pfs_delta_xfer_send no_delta
+#define pfs_delta_xfer_recv no_delta
+#endif
+
+static const struct pfs_xfer_ops tcp_ops = { .send = pfs_tcp_send,
+					     .recv = pfs_tcp_recv,
+					     .send_delta = pfs_delta_xfer_send,
+					     .recv_delta = pfs_delta_xfer_recv };
+static const struct pfs_xfer_ops udp_ops = { .send = pfs_udp_send, .recv = pfs_udp_recv };
 #ifndef PFS_NO_AFXDP
-static const struct pfs_xfer_ops afxdp_ops = { pfs_afxdp_send, pfs_afxdp_recv };
+static const struct pfs_xfer_ops afxdp_ops = { .send = pfs_afxdp_send, .recv = pfs_afxdp_recv };
 #endif
 
 static const struct pfs_transport transports[] = {
@@ -70,14 +89,32 @@ static bool wants_embedding(const struct pfs_xfer_opts *o)
 	       o->recv.on_exec;
 }
 
+/* Delta mode: its own inputs instead of a blob and a schedule. */
+static int check_delta(const struct pfs_transport *t, const struct pfs_xfer_opts *o, bool sender,
+		       struct pfs_xfer_result *r)
+{
+	const struct pfs_xfer_delta_opts *d = &o->delta;
+	const char *side = sender ? "send" : "recv";
+
+	if (!(sender ? t->ops->send_delta : t->ops->recv_delta))
+		return pfs_xfer_fail(r, -EINVAL, "%s: --mode delta runs over --transport tcp only",
+				     side);
+	if (!d->res || (!d->base && d->base_size) ||
+	    (sender && ((!d->target && d->target_size) || d->level < 0 || d->level > 19)))
+		return pfs_xfer_fail(r, -EINVAL, "%s: invalid delta options", side);
+	return 0;
+}
+
 int pfs_xfer_check(const struct pfs_transport *t, const struct pfs_xfer_opts *o, bool sender,
 		   struct pfs_xfer_result *r)
 {
 	const char *side = sender ? "send" : "recv";
 
-	if (!t || !o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH ||
+	if (!t || !o || o->sz < sizeof(*o) || o->mode > PFS_MODE_DELTA ||
 	    o->integrity > PFS_INTEGRITY_NONE)
 		return pfs_xfer_fail(r, -EINVAL, "%s: invalid options", side);
+	if (o->mode == PFS_MODE_DELTA)
+		return check_delta(t, o, sender, r);
 	if (!pfs_transport_has_integrity(t, o->integrity))
 		return pfs_xfer_fail(r, -EINVAL, "%s: --transport %s runs only crc32c, not %s",
 				     side, t->name, pfs_integrity_str(o->integrity));
@@ -119,7 +156,10 @@ static int run(const struct pfs_transport *t, const struct pfs_xfer_opts *o, boo
 	if (err)
 		return err;
 	r->mode = o->mode;
-	return sender ? t->ops->send(o, r) : t->ops->recv(o, r);
+	if (o->mode != PFS_MODE_DELTA)
+		return sender ? t->ops->send(o, r) : t->ops->recv(o, r);
+	memset(o->delta.res, 0, sizeof(*o->delta.res));
+	return sender ? t->ops->send_delta(o, r) : t->ops->recv_delta(o, r);
 }
 
 int pfs_xfer_send(const struct pfs_transport *t, const struct pfs_xfer_opts *o,

@@ -15,6 +15,9 @@
 struct pfs_xfer_ops {
 	int (*send)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
 	int (*recv)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
+	/* Delta mode (o->delta; o->delta.res zeroed too); NULL: not run here. */
+	int (*send_delta)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
+	int (*recv_delta)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
 };
 
 /* tcp.c (pfs/tcp.h has the protocol): one connection carries the grams. */
@@ -29,6 +32,11 @@ int pfs_tcp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
  * dropped and counted in r->stats. */
 int pfs_udp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
 int pfs_udp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
+
+/* delta_xfer.c: delta mode over one TCP connection (pfs/delta.h has the
+ * codec). Not built with -DPFS_NO_SOURCE (no zstd, no libcrypto). */
+int pfs_delta_xfer_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
+int pfs_delta_xfer_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
 
 #ifndef PFS_NO_AFXDP
 /* The same over dgram_xsk.c (pfs/afxdp.h has the design): AF_XDP sockets. */
