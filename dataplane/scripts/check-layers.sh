@@ -21,10 +21,9 @@ LAYERS=(
 	"2 integrity"                         # CRC32C, FNV-1a
 	"3 ops blob"                          # byte-op kernels, CRC index; blob memory
 	"4 wire"                              # codecs of every byte that crosses a process
-	"5 manifest share pcore link report"  # over memory and codecs
-	"6 source transport"                  # files into a blob; moving grams
-	"7 delta"                             # delta mode over the transfer
-	"8 repl"                              # replication over transports and delta
+	"5 manifest share pcore link report delta" # over memory and codecs; delta: encoder, index, appliers
+	"6 source transport"                  # files into a blob; moving grams (the engine, its delta mode too)
+	"7 repl"                              # replication over transports and delta
 )
 
 # Public headers (include/pfs/) and the folder that implements each.
