@@ -677,12 +677,8 @@ static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport, const char *t
 {
 	const struct pfs_xfer_opts *o = t->o;
 	struct pfs_xfer_result *r = t->r;
-	struct pfs_ctl h = { .type = PFS_CTL_HELLO,
-			     .mode = o->mode,
-			     .size = pfs_blob__size(o->blob),
-			     .value = fp,
-			     .count = o->send.sched.total_bytes,
-			     .word = o->send.desc_per_gram };
+	/* integrity: CRC32C here (pfs_xfer_check), flags 0 as ever */
+	struct pfs_ctl h = pfs_xfer_hello_of(o, fp);
 	struct pfs_udp_rec p = { .type = PFS_UDP_PARAMS,
 				 .flags = t->io->segs > 1,
 				 .a = t->cfg.max_gram,

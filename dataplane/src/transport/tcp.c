@@ -176,14 +176,7 @@ static int recv_accept(const struct pfs_xfer_opts *o, struct rx *x, struct pfs_x
 static int recv_handshake(const struct pfs_xfer_opts *o, struct rx *x, uint64_t fp,
 			  struct pfs_xfer_agreed *ag, struct pfs_xfer_result *r)
 {
-	const struct pfs_xfer_terms t = { .mode = o->mode,
-					  .integrity = o->integrity,
-					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
-					  .fp = fp,
-					  .out_fd = o->recv.out_fd,
-					  .max_size = o->recv.max_size,
-					  .out_mem_size =
-						  o->recv.out_mem ? o->recv.out_mem_size : 0 };
+	const struct pfs_xfer_terms t = pfs_xfer_terms_of(o, fp);
 	struct pfs_ctl a;
 	int err;
 
@@ -436,7 +429,7 @@ static enum pfs_verdict recv_verdict(const struct pfs_xfer_opts *o, const struct
 int pfs_tcp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 {
 	struct rx x = { .fd = -1 };
-	struct pfs_ctl end, res = { .type = PFS_CTL_RESULT };
+	struct pfs_ctl end, res;
 	struct pfs_desc *d = NULL;
 	double t0, u0, s0, u1, s1;
 	struct pfs_xfer_agreed ag = { 0 };
@@ -482,12 +475,7 @@ int pfs_tcp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 			" bytes in %" PRIu64 " grams",
 			pfs_integrity_str(o->integrity), r->peer_crc, end.size, end.count, r->crc,
 			r->bytes, r->grams);
-	res.mode = o->mode;
-	res.flags = r->verdict != PFS_VERDICT_MISMATCH ? PFS_CTL_F_OK : 0;
-	res.size = r->bytes;
-	res.value = r->descs;
-	res.count = r->stats.errors;
-	res.word = (uint32_t)r->crc;
+	res = pfs_xfer_result_of(r);
 	err = send_digest(x.fd, o->integrity, r->crc, &r->wire_bytes);
 	if (!err)
 		err = pfs_xfer_send_ctl(x.fd, &res, &r->wire_bytes);
@@ -508,13 +496,7 @@ out_free:
 static int send_handshake(const struct pfs_xfer_opts *o, int fd, uint64_t fp,
 			  struct pfs_xfer_result *r)
 {
-	struct pfs_ctl h = { .type = PFS_CTL_HELLO,
-			     .mode = o->mode,
-			     .flags = PFS_CTL_F_INTEGRITY(o->integrity),
-			     .size = pfs_blob__size(o->blob),
-			     .value = fp,
-			     .count = o->send.sched.total_bytes,
-			     .word = o->send.desc_per_gram };
+	struct pfs_ctl h = pfs_xfer_hello_of(o, fp);
 	uint8_t rec[PFS_CTL_LEN];
 	int err = pfs_xfer_send_ctl(fd, &h, &r->wire_bytes);
 
