@@ -103,9 +103,10 @@ envtest-assets: ## Build (or reuse) kube-apiserver, kubectl and etcd for envtest
 # verify compares the generated files before and after regenerating them,
 # tracked and untracked alike (git ls-files -co), so it works in a fresh
 # clone (CI) and in a tree with uncommitted edits, where it fails only when
-# the edits left a generated file stale.
+# the edits left a generated file stale. Then no data-plane library file may
+# include a header of a higher layer (dataplane/scripts/check-layers.sh).
 .PHONY: verify
-verify: controller-gen ## Regenerate deepcopy, the result structs, CRDs, RBAC, the chart's copies and go.mod/go.sum (here and in the lint tool), and fail if that changed anything.
+verify: controller-gen ## Regenerate deepcopy, the result structs, CRDs, RBAC, the chart's copies and go.mod/go.sum (here and in the lint tool), and fail if that changed anything; then check the data plane's layers, the maps and the links.
 	@before=$$(mktemp -d); trap 'rm -rf "$$before"' EXIT; \
 	  list() { git ls-files -co --exclude-standard -- $(GENERATED) | sort -u | while read -r f; do [ ! -e "$$f" ] || echo "$$f"; done; }; \
 	  list > "$$before/.files"; tar -cf - -T "$$before/.files" | tar -xf - -C "$$before"; \
@@ -118,6 +119,7 @@ verify: controller-gen ## Regenerate deepcopy, the result structs, CRDs, RBAC, t
 	    { for f in $$changed; do diff -u "$$before/$$f" "$$f" 2>/dev/null || true; done; } | head -n 200 || true; \
 	    echo "verify: run 'make manifests generate', 'go mod tidy' and 'go -C $(GOLANGCI_LINT_DIR) mod tidy', then commit the result"; exit 1; fi; \
 	  echo "verify: generated files are up to date"
+	@$(MAKE) --no-print-directory -C dataplane check-layers
 	@hack/check-maps.sh
 	@hack/check-links.sh
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/blob/blob_repl_wire.h"
+#include "../src/wire/blob_repl_wire.h"
 
 static void emit(const char *dir, int idx, const struct repl_frame *f)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/blob/blob_share_wire.h"
+#include "../src/wire/blob_share_wire.h"
 
 static uint8_t buf[1 + SHARE_REQ_MAX + SHARE_REPLY_MAX];
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer harness for the replication stream's control frames
- * (src/blob/blob_repl_wire.h): the header check a reader makes before it
+ * (src/wire/blob_repl_wire.h): the header check a reader makes before it
  * trusts body_len, and the whole-frame decoder. Built with ASan/UBSan; a
  * decoded frame must survive an encode/decode round trip unchanged and
  * agree with the header check, or the run aborts.
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/blob/blob_repl_wire.h"
+#include "../src/wire/blob_repl_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

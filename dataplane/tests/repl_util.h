@@ -14,7 +14,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "blob/blob_repl_wire.h"
+#include "wire/blob_repl_wire.h"
 
 __attribute__((unused)) static int tcp_to(int port)
 {

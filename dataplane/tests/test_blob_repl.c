@@ -20,8 +20,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "blob/blob_repl_int.h"
-#include "blob/blob_repl_wire.h"
+#include "repl/blob_repl_int.h"
+#include "wire/blob_repl_wire.h"
 #include "json_util.h"
 #include "netns.h"
 #include "repl_util.h"

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/blob/blob_share_wire.h"
+#include "../src/wire/blob_share_wire.h"
 #include "pfs/blob.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"

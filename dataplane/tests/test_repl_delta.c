@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "blob/blob_repl_int.h"
+#include "repl/blob_repl_int.h"
 #include "json_util.h"
 #include "netns.h"
 #include "pfs/delta.h"

@@ -47,11 +47,11 @@
 
 #include "pfs/delta.h"
 #include "pfs/gram.h"
+#include "pfs/repl_wire.h"
 #include "pfs/xfer.h"
 
 #define PFS_REPL_PORT 7470 /* the default port of the operator's pods */
 #define PFS_REPL_GRAM_MAX (1u << 20) /* payload bytes per gram at most */
-#define PFS_REPL_MSG_MAX 480 /* bytes of a REFUSE/ERROR text */
 #define PFS_REPL_CLIENTS 32 /* default bound of concurrent connections */
 #define PFS_REPL_UPSTREAMS 16 /* --fetch-from entries at most */
 #define PFS_REPL_RESUMES 8 /* resume offsets kept in the result */

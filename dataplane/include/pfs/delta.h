@@ -16,9 +16,8 @@
  *
  * A delta gram is a 40-byte header (magic "PFSD", laid out like a gram's),
  * a table of operations (varints) and a payload slab holding the XOR, ZSTD
- * and RAW bytes in table order. Decoders never read outside the buffer, and
- * check every operation against the base and target sizes, in ascending,
- * non-overlapping target order; errors are those of pfs/gram.h. */
+ * and RAW bytes in table order: its codec and the counts per operation kind
+ * are pfs/delta_wire.h, which this header includes. */
 #ifndef PFS_DELTA_H
 #define PFS_DELTA_H
 
@@ -27,89 +26,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pfs/xfer.h"
-
-#define PFS_DELTA_MAGIC 0x44534650u /* "PFSD" */
-#define PFS_DELTA_VERSION 1
-#define PFS_DELTA_HDR_LEN 40
-#define PFS_DELTA_MAX_OPS 65536u
-/* Target bytes one operation may produce, and one gram may reference: a
- * receiver decompresses into a scratch of this size at most. */
-#define PFS_DELTA_OP_MAX (16u << 20)
-#define PFS_DELTA_GRAM_MAX_TARGET (64u << 20)
-#define PFS_DELTA_MAX_PAYLOAD (64u << 20)
-#define PFS_DELTA_OP_ENC_MAX 41 /* kind byte, 3 varints of up to 10 bytes, 2 of 5 */
-/* The most base bytes one ZREF operation's frame may refer to. */
-#define PFS_DELTA_ZREF_WINDOW_MAX (8u << 20)
-
-enum pfs_delta_kind {
-	PFS_DELTA_COPY = 0,
-	PFS_DELTA_XOR = 1,
-	PFS_DELTA_ZSTD = 2,
-	PFS_DELTA_RAW = 3,
-	PFS_DELTA_ZREF = 4,
-};
-#define PFS_DELTA_KINDS 5
-
-struct pfs_delta_op {
-	uint64_t dst; /* target offset */
-	uint64_t src; /* COPY: base offset; ZREF: start of its base window; else 0 */
-	uint32_t len; /* target bytes produced, 1..PFS_DELTA_OP_MAX */
-	uint32_t clen; /* payload bytes: XOR/ZSTD/ZREF compressed, RAW len, COPY 0 */
-	uint32_t wlen; /* ZREF: base bytes of its window, 1..PFS_DELTA_ZREF_WINDOW_MAX */
-	uint8_t kind; /* enum pfs_delta_kind */
-	uint8_t elem; /* XOR/ZSTD: byte-plane element size 1, 2 or 4; else 1 */
-};
-
-struct pfs_delta_hdr {
-	uint8_t version;
-	uint64_t seq;
-	uint32_t nops;
-	uint32_t table_len;
-	uint32_t payload_len;
-	uint32_t table_crc;
-};
-
-const char *pfs_delta_kind_str(enum pfs_delta_kind k);
-
-/* pfs_delta_gram_encode - header and table of @n operations into @out
- * (PFS_DELTA_HDR_LEN + n * PFS_DELTA_OP_ENC_MAX bytes are enough); the
- * caller appends the payload (sum of clen) after the returned length.
- * Operations must be in ascending, non-overlapping target order. Bytes
- * written, or -EINVAL (order, sizes, kind), -E2BIG, -ENOSPC. */
-ssize_t pfs_delta_gram_encode(uint64_t seq, const struct pfs_delta_op *ops, uint32_t n, void *out,
-			      size_t cap);
-
-/* pfs_delta_decode_hdr - validate a delta gram header (>= 40 bytes). */
-int pfs_delta_decode_hdr(const void *buf, size_t len, struct pfs_delta_hdr *h);
-
-/* pfs_delta_decode_ops - the table of a validated header (@len ==
- * table_len) into @out. Every operation lies inside [0, target_size), COPY
- * and XOR sources inside [0, base_size), in ascending target order starting
- * at or after @min_dst; payload lengths add up to payload_len. ndesc or
- * -errno. */
-int pfs_delta_decode_ops(const struct pfs_delta_hdr *h, const void *table, size_t len,
-			 uint64_t base_size, uint64_t target_size, uint64_t min_dst,
-			 struct pfs_delta_op *out, uint32_t max_out);
-
-/* pfs_delta_decode - a whole delta gram in one buffer (fuzzing, tests). */
-int pfs_delta_decode(const void *buf, size_t len, uint64_t base_size, uint64_t target_size,
-		     struct pfs_delta_hdr *h, struct pfs_delta_op *out, uint32_t max_out,
-		     const uint8_t **payload);
+#include "pfs/delta_wire.h"
 
 /* ---- encoder, applier (need libzstd) ---- */
-
-/* Counts per operation kind: how many, target bytes, payload bytes. */
-struct pfs_delta_stats {
-	uint64_t n[PFS_DELTA_KINDS];
-	uint64_t bytes[PFS_DELTA_KINDS];
-	uint64_t wire[PFS_DELTA_KINDS];
-	uint64_t moved_n, moved_bytes; /* COPY from another offset (subset of COPY) */
-};
-
-void pfs_delta_stats_add(struct pfs_delta_stats *to, const struct pfs_delta_stats *from);
-/* Count @n decoded operations into @st. */
-void pfs_delta_stats_ops(struct pfs_delta_stats *st, const struct pfs_delta_op *ops, uint32_t n);
 
 /* Index of a base: the content-defined chunks of the base by hash, so the
  * encoder finds bytes that moved. Built once per base (threads: up to 8). */
@@ -143,32 +62,43 @@ void pfs_delta_apply__free(struct pfs_delta_apply *a);
 int pfs_delta_apply__ops(struct pfs_delta_apply *a, const struct pfs_delta_op *ops, uint32_t n,
 			 const uint8_t *payload, const uint8_t *base, uint8_t *target);
 
-/* ---- transfer (TCP) ---- */
+/* The receiver's appliers (delta_apply_pool.c): decoded grams applied by
+ * several threads, each its own applier, in any order. */
+#define PFS_DELTA_APPLY_THREADS_MAX 64
 
-struct pfs_delta_opts {
-	size_t sz; /* sizeof(struct pfs_delta_opts) */
-	const char *host;
-	uint16_t port;
-	const uint8_t *base; /* NULL with base_size 0: none (receiver: --no-base) */
-	uint64_t base_size;
-	int threads; /* encode/apply threads, 0: the CPUs this process may use */
-	int io_timeout_ms;
-	/* sender */
-	const uint8_t *target;
-	uint64_t target_size;
-	int level; /* zstd level, 0: 3 */
-	int connect_timeout_ms;
-	const struct pfs_delta_index *index; /* NULL: built at setup */
-	/* receiver */
-	int accept_timeout_ms;
-	const char *ready_file;
-	uint64_t max_size; /* the largest target accepted, 0: PFS_XFER_MAX_SIZE_DEFAULT */
-	/* receiver: where the target is rebuilt. out_map(ctx, size) returns
-	 * writable memory of @size bytes (NULL + errno: refused), called once
-	 * the sender's size is known; NULL: malloc'd and freed. */
-	uint8_t *(*out_map)(void *ctx, uint64_t size);
-	void *out_ctx;
+/* One gram on its way to an applier: the reader fills buf (cap bytes),
+ * decodes n operations into ops (ops_cap entries), points payload into
+ * buf. Both buffers are the job's, kept for the next gram. */
+struct pfs_delta_apply_job {
+	uint8_t *buf;
+	size_t cap;
+	struct pfs_delta_op *ops;
+	uint32_t ops_cap, n;
+	const uint8_t *payload;
+	uint64_t seq;
 };
+
+struct pfs_delta_apply_pool;
+
+/* @threads workers applying over @base into @target; NULL on no memory or
+ * no thread. */
+struct pfs_delta_apply_pool *pfs_delta_apply_pool__new(int threads, const uint8_t *base,
+						       uint8_t *target);
+int pfs_delta_apply_pool__threads(const struct pfs_delta_apply_pool *p);
+/* A free job, waiting (counted in *wait_s) while all are in flight; NULL
+ * once a gram failed to apply: *err (-EBADMSG, -ENOMEM) and its *err_seq. */
+struct pfs_delta_apply_job *pfs_delta_apply_pool__take(struct pfs_delta_apply_pool *p,
+						       double *wait_s, int *err, uint64_t *err_seq);
+/* A taken job not submitted (its gram did not decode). */
+void pfs_delta_apply_pool__give_back(struct pfs_delta_apply_pool *p, struct pfs_delta_apply_job *j);
+void pfs_delta_apply_pool__submit(struct pfs_delta_apply_pool *p, struct pfs_delta_apply_job *j);
+/* Wait until every submitted gram is applied: 0 or the first error. */
+int pfs_delta_apply_pool__drain(struct pfs_delta_apply_pool *p, double *wait_s, uint64_t *err_seq);
+/* Stop, join, free; the workers' summed apply time and their number. */
+void pfs_delta_apply_pool__free(struct pfs_delta_apply_pool *p, double *busy_s, int *threads);
+
+/* ---- transfer: the engine's delta mode (pfs/xfer.h, PFS_MODE_DELTA:
+ * struct pfs_xfer_delta_opts, over tcp) ---- */
 
 /* What a delta transfer measured, beside pfs_xfer_result. */
 struct pfs_delta_result {
@@ -181,11 +111,6 @@ struct pfs_delta_result {
 	int threads;
 	char bound[16]; /* the stage that bounded: encode, wire, apply, verify */
 };
-
-int pfs_delta_send(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
-		   struct pfs_delta_result *d);
-int pfs_delta_recv(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
-		   struct pfs_delta_result *d);
 
 /* The fingerprint both ends compare: pfs_fingerprint_mem over the base's
  * content (0 for no base). */

@@ -10,7 +10,7 @@
 
 /* pfs_wire_strerror - what was wrong with the bytes, for a -errno returned
  * by a wire decoder (see the error lists in gram.h, udp.h, frame.h and
- * src/blob/blob_share_wire.h). Any other value gets strerror(-err). Never
+ * src/wire/blob_share_wire.h). Any other value gets strerror(-err). Never
  * NULL; the text is static. */
 const char *pfs_wire_strerror(int err);
 

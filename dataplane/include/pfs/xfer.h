@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What every gram transport shares: the result one side measured, the
- * options of one transfer, and the table `pfs send/recv --transport` picks
- * from. A transport reads the options it uses and ignores the others. */
+/* The transfer engine: the options of one transfer (nested per concern),
+ * the result one side measured, the table `pfs send/recv --transport`
+ * picks from, and the one entry that checks and runs a transfer over any
+ * of them (pfs_xfer_send, pfs_xfer_recv). A transport reads the options it
+ * uses and ignores the others. */
 #ifndef PFS_XFER_H
 #define PFS_XFER_H
 
@@ -61,7 +63,113 @@ struct pfs_xfer_result {
 	char error[700]; /* why it failed, for the result JSON */
 };
 
-/* One transfer, either side. host/port: where the sender connects or the
+/* The sender's options (ignored by a receiver). */
+struct pfs_xfer_send_opts {
+	struct pfs_sched_opts sched; /* total_bytes set; blob_size from the blob */
+	uint32_t desc_per_gram; /* 1..PFS_GRAM_MAX_DESC */
+	uint32_t gram_bytes; /* payload mode: payload bytes per gram cap,
+			      * 1..PFS_GRAM_MAX_PAYLOAD */
+	int connect_timeout_ms; /* retry refused connects this long */
+	double rate_max; /* datagram transports: bytes/s the pacing never
+			  * exceeds; 0: no cap */
+	/* Datagram transports: the blob may still be filling. Before a gram
+	 * is built from bytes below @end the sender asks src_ready(src_ctx,
+	 * end, why, n): 0 ready, -EAGAIN not yet (asked again within a few ms;
+	 * the receiver is kept alive meanwhile), -ECANCELED (the source failed)
+	 * aborts the transfer and the receiver gets the reason written to @why
+	 * (ABORT: it fails for good), any other -errno just ends it (the
+	 * receiver sees the connection close and may try elsewhere). NULL: the
+	 * whole blob is ready. */
+	int (*src_ready)(void *ctx, uint64_t end, char *why, size_t n);
+	void *src_ctx;
+};
+
+/* The receiver's options (ignored by a sender). */
+struct pfs_xfer_recv_opts {
+	int out_fd; /* -1, or a file to pwrite referenced bytes into */
+	int accept_timeout_ms;
+	const char *ready_file; /* NULL, or created once senders can start */
+	uint64_t max_size; /* payload mode: the largest blob a sender may claim
+			    * (out_fd is sized to it); a HELLO above is refused.
+			    * 0: PFS_XFER_MAX_SIZE_DEFAULT */
+	/* Payload mode: write each byte into out_mem at its offset (the
+	 * receiver's blob; a sender of another blob size is refused), or NULL.
+	 * Datagram transports then call on_exec(exec_ctx, off, len) once per
+	 * descriptor executed, in order (NULL: none); a non-zero return aborts
+	 * the transfer with that error. */
+	uint8_t *out_mem;
+	uint64_t out_mem_size;
+	int (*on_exec)(void *ctx, uint64_t off, uint64_t len);
+	void *exec_ctx;
+};
+
+/* Link-level transports (udp, afxdp); 0/NULL = the transport's default.
+ * What the library takes from its caller rather than from the process
+ * (signals, environment) is here too. */
+struct pfs_xfer_link_opts {
+	const char *ifname; /* interface to bind/attach */
+	uint32_t queues; /* NIC queues (one socket and thread each) */
+	const char *peer_mac; /* "aa:bb:cc:dd:ee:ff" when there is no ARP */
+	int xdp_attach; /* afxdp receiver: enum pfs_xdp_attach (0 auto) */
+	int umem_page; /* afxdp: enum pfs_xsk_page (0 auto) */
+	uint32_t mtu; /* path MTU the datagrams must fit: 0, or 576..65535 */
+	bool udp_no_offload; /* udp: no UDP GSO/GRO (pfs: PFS_UDP_OFFLOAD=off) */
+	/* afxdp receiver: non-zero ends the transfer (-EINTR, program
+	 * detached); the caller routes SIGTERM/SIGINT/SIGHUP here, without
+	 * SA_RESTART. NULL: never stops */
+	const volatile sig_atomic_t *stop;
+	/* afxdp: "NAME=value" strings the interface may come from
+	 * (AFXDP_DEVICES_*, PCIDEVICE_*: pfs/netdev.h); NULL: none */
+	char *const *env;
+	/* tests only: receivers (udp, afxdp) drop this many data datagrams per
+	 * million on purpose, <= 1000000 (pfs: PFS_TEST_RX_DROP_PPM) */
+	uint32_t test_rx_drop_ppm;
+};
+
+/* Embedding a datagram transfer (udp, afxdp) in another protocol, as blob
+ * replication does (blob_repl.h); all zero for pfs send/recv. */
+struct pfs_xfer_embed_opts {
+	bool ctl_given; /* ctl_fd is the control connection, connected (and
+			 * authenticated) by the caller: the sender does not
+			 * connect, the receiver neither listens nor accepts;
+			 * the caller keeps the fd (not closed), its timeouts set */
+	int ctl_fd;
+	/* Both: a secret the two ends share already (blob replication: the
+	 * blob's token), mixed into the datagram key (pfs/dgram_auth.h), so a
+	 * man in the middle of the control connection without it cannot learn
+	 * the key either. NULL: none (the key is then as strong as the control
+	 * connection is unaltered). */
+	const void *psk;
+	size_t psk_len;
+};
+
+struct pfs_delta_index;
+struct pfs_delta_result;
+
+/* Delta mode (mode PFS_MODE_DELTA; tcp only): a new version of some data
+ * (the target) to a receiver that holds an older one (the base), as
+ * operations over the base (pfs/delta.h). blob, fingerprint, integrity
+ * and the gram options are not used: the verdict is the rebuilt target's
+ * SHA-256 against the sender's. */
+struct pfs_xfer_delta_opts {
+	const uint8_t *base; /* NULL with base_size 0: none (receiver: --no-base) */
+	uint64_t base_size;
+	int threads; /* encode/apply threads, 0: the CPUs this process may use */
+	/* sender */
+	const uint8_t *target;
+	uint64_t target_size;
+	int level; /* zstd level 0..19, 0: 3 */
+	const struct pfs_delta_index *index; /* of base; NULL: built at setup */
+	/* receiver: where the target is rebuilt. out_map(ctx, size) returns
+	 * writable memory of @size bytes (NULL + errno: refused), called once
+	 * the sender's size is known; NULL: malloc'd and freed. */
+	uint8_t *(*out_map)(void *ctx, uint64_t size);
+	void *out_ctx;
+	struct pfs_delta_result *res; /* required: what the delta mode measured */
+};
+
+/* One transfer, either side: what both sides share, then one nested
+ * struct per concern. host/port: where the sender connects or the
  * receiver binds (numeric IPv4/IPv6; "" binds any). */
 struct pfs_xfer_opts {
 	size_t sz; /* sizeof(struct pfs_xfer_opts) */
@@ -70,74 +178,13 @@ struct pfs_xfer_opts {
 	enum pfs_gram_mode mode;
 	const struct pfs_blob *blob; /* sender always; receiver for offset/arith */
 	uint64_t fingerprint; /* of blob if already known, 0: compute it */
-	/* sender */
-	struct pfs_sched_opts sched; /* total_bytes set; blob_size from the blob */
-	uint32_t desc_per_gram;
-	uint32_t gram_bytes; /* payload bytes per gram cap (payload mode) */
-	int connect_timeout_ms;
-	/* receiver */
-	int out_fd; /* -1, or a file to pwrite referenced bytes into */
-	int accept_timeout_ms;
-	const char *ready_file; /* NULL, or created once senders can start */
-	uint64_t max_size; /* payload mode: the largest blob a sender may claim
-			    * (out_fd is sized to it); a HELLO above is refused.
-			    * 0: PFS_XFER_MAX_SIZE_DEFAULT */
-	/* both */
 	int io_timeout_ms; /* no progress for this long is an error */
-	/* link-level transports (udp, afxdp); 0/NULL = the transport's default */
-	const char *ifname; /* interface to bind/attach */
-	uint32_t queues; /* NIC queues (one socket and thread each) */
-	const char *peer_mac; /* "aa:bb:cc:dd:ee:ff" when there is no ARP */
-	int xdp_attach; /* afxdp receiver: enum pfs_xdp_attach (0 auto) */
-	int umem_page; /* afxdp: enum pfs_xsk_page (0 auto) */
-	uint32_t mtu; /* path MTU the datagrams must fit */
 	enum pfs_integrity integrity; /* end-to-end checksum (CRC32C default) */
-	/* What the library takes from its caller rather than from the process
-	 * (signals, environment): */
-	const volatile sig_atomic_t *stop; /* afxdp receiver: non-zero ends the transfer
-					    * (-EINTR, program detached); the caller
-					    * routes SIGTERM/SIGINT/SIGHUP here, without
-					    * SA_RESTART. NULL: never stops */
-	char *const *env; /* afxdp: "NAME=value" strings the interface may come
-					 * from (AFXDP_DEVICES_*, PCIDEVICE_*: pfs/netdev.h);
-					 * NULL: none */
-	bool udp_no_offload; /* udp: no UDP GSO/GRO (pfs: PFS_UDP_OFFLOAD=off) */
-	uint32_t test_rx_drop_ppm; /* tests only: receivers (udp, afxdp) drop this many
-					 * data datagrams per million on purpose, <= 1000000
-					 * (pfs: PFS_TEST_RX_DROP_PPM) */
-	/* Embedding a datagram transfer (udp, afxdp) in another protocol, as
-	 * blob replication does (blob_repl.h); all zero for pfs send/recv. */
-	bool ctl_given; /* ctl_fd is the control connection, connected (and
-			 * authenticated) by the caller: the sender does not
-			 * connect, the receiver neither listens nor accepts;
-			 * the caller keeps the fd (not closed), its timeouts set */
-	int ctl_fd;
-	/* sender: the blob may still be filling. Before a gram is built from
-	 * bytes below @end the sender asks src_ready(src_ctx, end, why, n): 0
-	 * ready, -EAGAIN not yet (asked again within a few ms; the receiver is
-	 * kept alive meanwhile), -ECANCELED (the source failed) aborts the
-	 * transfer and the receiver gets the reason written to @why (ABORT: it
-	 * fails for good), any other -errno just ends it (the receiver sees the
-	 * connection close and may try elsewhere). NULL: the whole blob is
-	 * ready. */
-	int (*src_ready)(void *ctx, uint64_t end, char *why, size_t n);
-	void *src_ctx;
-	double rate_max; /* sender: bytes/s the pacing never exceeds; 0: no cap */
-	/* Both: a secret the two ends share already (blob replication: the
-	 * blob's token), mixed into the datagram key (pfs/dgram_auth.h), so a
-	 * man in the middle of the control connection without it cannot learn
-	 * the key either. NULL: none (the key is then as strong as the control
-	 * connection is unaltered). */
-	const void *psk;
-	size_t psk_len;
-	/* receiver, payload mode: write each byte into out_mem at its offset
-	 * (descriptors past out_mem_size are refused), then call
-	 * on_exec(exec_ctx, off, len) once per descriptor executed, in order;
-	 * a non-zero return aborts the transfer with that error. */
-	uint8_t *out_mem;
-	uint64_t out_mem_size;
-	int (*on_exec)(void *ctx, uint64_t off, uint64_t len);
-	void *exec_ctx;
+	struct pfs_xfer_send_opts send;
+	struct pfs_xfer_recv_opts recv;
+	struct pfs_xfer_link_opts link;
+	struct pfs_xfer_embed_opts embed;
+	struct pfs_xfer_delta_opts delta;
 };
 
 /* A payload receiver trusts the sender's blob size only this far unless told
@@ -146,13 +193,18 @@ struct pfs_xfer_opts {
  * else the node holds at that moment. */
 #define PFS_XFER_MAX_SIZE_DEFAULT (64ULL << 30)
 
+struct pfs_xfer_ops; /* the transport's functions, internal to the engine */
+
+/* One entry of the transport table (pfs_transport_find). */
 struct pfs_transport {
 	const char *name; /* --transport value: "tcp" */
 	const char *label; /* label suffix: "TCP" */
-	int (*send)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
-	int (*recv)(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r);
 	/* checksums besides CRC32C it runs: bit (1 << enum pfs_integrity) */
 	unsigned int integrity_mask;
+	/* takes the embed options, send.rate_max/src_ready and recv.on_exec
+	 * (the datagram transports) */
+	bool embeddable;
+	const struct pfs_xfer_ops *ops;
 };
 
 /* pfs_transport_find - the transport called @name, or NULL. */
@@ -161,6 +213,37 @@ const struct pfs_transport *pfs_transport_find(const char *name);
 bool pfs_transport_has_integrity(const struct pfs_transport *t, enum pfs_integrity k);
 /* pfs_transport_names - "tcp | udp | afxdp", for usage messages. */
 const char *pfs_transport_names(void);
+
+/* pfs_xfer_check - whether @o describes a transfer @t can run as the
+ * sender (@sender) or the receiver; the one check of every transport's
+ * options, which pfs_xfer_send/pfs_xfer_recv apply before anything else.
+ * 0, or -EINVAL with r->error set: a bad @o (size, mode, integrity out of
+ * range), a checksum @t does not run, an option only a datagram transport
+ * takes (embed, rate_max, src_ready, on_exec) given to tcp, link.mtu
+ * outside 576..65535; sender: no blob, desc_per_gram outside
+ * 1..PFS_GRAM_MAX_DESC, payload gram_bytes outside 1..PFS_GRAM_MAX_PAYLOAD;
+ * receiver: out_mem outside payload mode, offset/arith without a blob;
+ * delta mode: a transport without it (all but tcp), no delta.res, a base
+ * or target size without its bytes, a zstd level outside 0..19. */
+int pfs_xfer_check(const struct pfs_transport *t, const struct pfs_xfer_opts *o, bool sender,
+		   struct pfs_xfer_result *r);
+
+/* pfs_xfer_send/pfs_xfer_recv - run one transfer over @t: zero @r (and,
+ * delta mode, o->delta.res), check @o (pfs_xfer_check), then the
+ * transport, or its delta mode. 0 when the transfer completed
+ * (check r->verdict), else -errno with r->error set:
+ * -ECONNREFUSED/-ETIMEDOUT/-EHOSTUNREACH connecting, -EPERM refused by the
+ * peer (mode/fingerprint/version/params/limit; r->error says which),
+ * -EPROTO malformed stream (decode errors are in r->stats), -ECONNRESET
+ * peer vanished, -ETIMEDOUT no progress within io_timeout_ms, -EINVAL bad
+ * options, -ENOMEM, -EADDRINUSE/-EACCES binding; udp and afxdp: -ENODEV no
+ * such ifname; afxdp (pfs/afxdp.h): -EACCES a missing capability, -EBUSY
+ * another XDP program, -EINTR stopped by link.stop; datagram senders:
+ * -ECANCELED the source failed (src_ready). */
+int pfs_xfer_send(const struct pfs_transport *t, const struct pfs_xfer_opts *o,
+		  struct pfs_xfer_result *r);
+int pfs_xfer_recv(const struct pfs_transport *t, const struct pfs_xfer_opts *o,
+		  struct pfs_xfer_result *r);
 
 /* pfs_xfer_ready - create @path (if not NULL) to tell a readiness probe the
  * receiver accepts senders now. Atomic (write + rename); 0 or -errno. */

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The blob-share protocol, consumer side: the same bytes and the same checks as the
-C client (dataplane/src/blob/blob_share.c, layout in dataplane/include/pfs/blob_share.h).
+C client (dataplane/src/share/blob_share.c, layout in dataplane/include/pfs/share_wire.h).
 
 AF_UNIX SOCK_SEQPACKET; one request, one reply, each one message; little-endian::
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "delta_int.h"
+#include "pfs/blob.h"
 #include "pfs/integrity.h"
 
 #define MASK_S (((1ULL << 15) - 1) << 49) /* 15 bits before AVG */
@@ -201,4 +202,9 @@ void pfs_delta_index__free(struct pfs_delta_index *x)
 uint64_t pfs_delta_index__chunks(const struct pfs_delta_index *x)
 {
 	return x ? x->chunks : 0;
+}
+
+uint64_t pfs_delta_base_fp(const uint8_t *base, uint64_t size)
+{
+	return base && size ? pfs_fingerprint_mem(base, size) : 0;
 }

@@ -7,7 +7,7 @@
  * Sender: a connected socket; each message of a batch is a tagged
  * fragment header + the fragment bytes (two iovecs per datagram), and with
  * UDP GSO (UDP_SEGMENT, probed at open, dropped on the first EIO/EINVAL, or
- * off with o->udp_no_offload) one message carries up to UDP_MAX_SEGS datagrams;
+ * off with o->link.udp_no_offload) one message carries up to UDP_MAX_SEGS datagrams;
  * sendmmsg sends the batch. A datagram our own host's firewall drops
  * (EPERM) counts as sent (lost on the path), not as an error.
  *
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "dgram_io.h"
+#include "engine.h"
 #include "pfs/log.h"
 #include "repair.h"
 
@@ -247,17 +248,17 @@ static struct sock_io *sock_new(int family, const struct pfs_xfer_opts *o,
 	s->io.ops = &sock_ops;
 	s->io.r = r;
 	s->io.segs = 1;
-	s->fd = pfs_udp_socket(family, o->ifname, &why);
+	s->fd = pfs_udp_socket(family, o->link.ifname, &why);
 	if (s->fd < 0) {
 		*err = pfs_xfer_fail(r, s->fd, "%s: udp socket%s%s: %s", side,
-				     o->ifname ? " on " : "", o->ifname ? o->ifname : "",
-				     strerror(-s->fd));
+				     o->link.ifname ? " on " : "",
+				     o->link.ifname ? o->link.ifname : "", strerror(-s->fd));
 		free(s);
 		return NULL;
 	}
-	if (o->queues > 1)
+	if (o->link.queues > 1)
 		pfs_warn("%s: udp uses one socket and thread; --queues %u ignored", side,
-			 o->queues);
+			 o->link.queues);
 	if (why)
 		pfs_warn("%s: %s", side, why);
 	return s;
@@ -287,8 +288,8 @@ static int sock_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_sto
 							 ((struct sockaddr_in6 *)&ls)->sin6_port);
 	/* GSO: probe with the socket option; the first send confirms it. */
 	snprintf(note, sizeof(note), "no gso (%s)",
-		 o->udp_no_offload ? "PFS_UDP_OFFLOAD=off" : "unsupported");
-	if (!o->udp_no_offload) {
+		 o->link.udp_no_offload ? "PFS_UDP_OFFLOAD=off" : "unsupported");
+	if (!o->link.udp_no_offload) {
 		int g = (int)payload;
 
 		if (!setsockopt(s->fd, SOL_UDP, UDP_SEGMENT, &g, sizeof(g))) {
@@ -325,7 +326,7 @@ static int sock_open_rx(const struct pfs_xfer_opts *o, const struct sockaddr_sto
 		return err;
 	}
 	setsockopt(s->fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
-	s->gro = !o->udp_no_offload && !setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	s->gro = !o->link.udp_no_offload && !setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	snprintf(s->io.path, sizeof(s->io.path), "recvmmsg x%d, %s", RX_BATCH,
 		 s->gro ? "gro" : "no gro");
 	*io = &s->io;

@@ -25,7 +25,7 @@
  * (the XDP sockets' rx_dropped + rx_ring_full, + fill_empty in zero-copy
  * mode) are the congestion signal in the ACKs. The UMEM (rx_frames()) is
  * sized so the fill ring rides out the thread being descheduled. The
- * caller's stop flag (o->stop; pfs routes SIGTERM/SIGINT/SIGHUP to it) is
+ * caller's stop flag (o->link.stop; pfs routes SIGTERM/SIGINT/SIGHUP to it) is
  * turned into an error by recv, so the transport leaves through its
  * cleanup path: sockets closed, then the program detached.
  */
@@ -44,6 +44,7 @@
 #include <linux/sockios.h>
 
 #include "dgram_io.h"
+#include "engine.h"
 #include "pfs/afxdp.h"
 #include "pfs/caps.h"
 #include "pfs/log.h"
@@ -242,9 +243,9 @@ static struct xsk_io *xsk_new(const struct pfs_xfer_opts *o, struct pfs_xfer_res
 	char how[300];
 	int rc;
 
-	if (o->queues > XSK_IO_MAX_QUEUES) {
-		*err = pfs_xfer_fail(r, -EINVAL, "%s: --queues %u: at most %d", side, o->queues,
-				     XSK_IO_MAX_QUEUES);
+	if (o->link.queues > XSK_IO_MAX_QUEUES) {
+		*err = pfs_xfer_fail(r, -EINVAL, "%s: --queues %u: at most %d", side,
+				     o->link.queues, XSK_IO_MAX_QUEUES);
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
@@ -256,10 +257,10 @@ static struct xsk_io *xsk_new(const struct pfs_xfer_opts *o, struct pfs_xfer_res
 	s->io.r = r;
 	s->io.segs = 1;
 	s->io.full_wait_s = 50e-6;
-	s->nq = o->queues ? o->queues : 1;
-	s->io.stop = o->stop;
-	rc = pfs_netdev_resolve(o->ifname, o->env, "/sys", s->ifname, sizeof(s->ifname), how,
-				sizeof(how));
+	s->nq = o->link.queues ? o->link.queues : 1;
+	s->io.stop = o->link.stop;
+	rc = pfs_netdev_resolve(o->link.ifname, o->link.env, "/sys", s->ifname, sizeof(s->ifname),
+				how, sizeof(how));
 	if (rc) {
 		*err = pfs_xfer_fail(r, rc == -ENOENT ? -EINVAL : rc,
 				     "%s: afxdp needs an interface: "
@@ -273,7 +274,7 @@ static struct xsk_io *xsk_new(const struct pfs_xfer_opts *o, struct pfs_xfer_res
 
 		/* The NIC (RSS) may put our one flow on any RX queue: by default
 		 * listen on all of them. */
-		if (!o->queues && k > 1)
+		if (!o->link.queues && k > 1)
 			s->nq = k < XSK_IO_MAX_QUEUES ? (uint32_t)k : XSK_IO_MAX_QUEUES;
 		if (k > (int)s->nq)
 			pfs_warn("recv: %s has %d RX queues, sockets on %u: frames landing on the "
@@ -327,7 +328,7 @@ static int xsk_open_queues(struct xsk_io *s, const struct pfs_xfer_opts *o,
 					   .xdp = s->xdp,
 					   .frames = frames,
 					   .peer = peer,
-					   .page = (enum pfs_xsk_page)o->umem_page };
+					   .page = (enum pfs_xsk_page)o->link.umem_page };
 
 		s->q[i] = pfs_xsk__create(&so);
 		if (!s->q[i]) {
@@ -375,10 +376,10 @@ static int xsk_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_stor
 				    s->ifname, strerror(-err));
 		goto out_free;
 	}
-	if (o->peer_mac) {
-		if (pfs_mac_parse(o->peer_mac, peer.dst_mac)) {
+	if (o->link.peer_mac) {
+		if (pfs_mac_parse(o->link.peer_mac, peer.dst_mac)) {
 			err = pfs_xfer_fail(r, -EINVAL, "send: invalid --peer-mac '%s'",
-					    o->peer_mac);
+					    o->link.peer_mac);
 			goto out_free;
 		}
 	} else {
@@ -427,7 +428,7 @@ static int xsk_open_rx(const struct pfs_xfer_opts *o, const struct sockaddr_stor
 {
 	struct pfs_xdp_opts xo = { .sz = sizeof(xo),
 				   .port = o->port,
-				   .attach = (enum pfs_xdp_attach)o->xdp_attach };
+				   .attach = (enum pfs_xdp_attach)o->link.xdp_attach };
 	int err = 0;
 	struct xsk_io *s = xsk_new(o, r, "recv", &err);
 	const char *fb;

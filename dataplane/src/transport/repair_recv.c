@@ -57,6 +57,7 @@
 #include "pfs/dgram_auth.h"
 #include "pfs/integrity.h"
 #include "dgram_io.h"
+#include "engine.h"
 #include "pfs/log.h"
 #include "pfs/wire.h"
 #include "repair.h"
@@ -129,7 +130,7 @@ struct rx {
 	struct pfs_udp_ctlin *cin;
 	uint8_t *nakbuf;
 	double now; /* of the current rx_burst, for place() */
-	uint32_t drop_ppm; /* o->test_rx_drop_ppm (tests only) */
+	uint32_t drop_ppm; /* o->link.test_rx_drop_ppm (tests only) */
 	uint64_t drop_rng;
 };
 
@@ -356,18 +357,19 @@ static int rx_exec(struct rx *x)
 						   x->base + d->off + x->cur_off;
 
 			x->crc = pfs_crc32c(x->crc, p, n);
-			if (x->o->out_mem)
-				memcpy(x->o->out_mem + d->off + x->cur_off, p, n);
-			if (x->o->out_fd >= 0 &&
-			    (err = pfs_xfer_out_write(x->o->out_fd, p, n, d->off + x->cur_off, r)))
+			if (x->o->recv.out_mem)
+				memcpy(x->o->recv.out_mem + d->off + x->cur_off, p, n);
+			if (x->o->recv.out_fd >= 0 &&
+			    (err = pfs_xfer_out_write(x->o->recv.out_fd, p, n, d->off + x->cur_off,
+						      r)))
 				return err;
 			r->bytes += n;
 			x->cur_off += n;
 			x->cur_at += n;
 			budget -= n;
 			if (x->cur_off == d->len) {
-				if (x->o->on_exec &&
-				    (err = x->o->on_exec(x->o->exec_ctx, d->off, d->len)))
+				if (x->o->recv.on_exec &&
+				    (err = x->o->recv.on_exec(x->o->recv.exec_ctx, d->off, d->len)))
 					return pfs_xfer_fail(r, err,
 							     "recv: bytes at %" PRIu64
 							     " from %s refused: %s",
@@ -604,8 +606,8 @@ static int rx_key(struct rx *x, const uint8_t *tr, size_t tr_len, double deadlin
 	uint8_t rec[PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY], peer[PFS_UDP_KEY_PUB];
 	uint8_t pub[PFS_UDP_KEY_PUB], confirm[PFS_UDP_KEY_CONFIRM];
 	struct pfs_dgram_kdf_in in = { .peer_pub = peer,
-				       .psk = x->o->psk,
-				       .psk_len = x->o->psk ? x->o->psk_len : 0,
+				       .psk = x->o->embed.psk,
+				       .psk_len = x->o->embed.psk ? x->o->embed.psk_len : 0,
 				       .transcript = tr,
 				       .transcript_len = tr_len };
 	struct pfs_dgram_kx *kx;
@@ -659,13 +661,7 @@ static int rx_handshake(struct rx *x, uint64_t fp, const char *tname, uint8_t *r
 	uint8_t ans[PFS_CTL_LEN + PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY];
 	int io_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS;
 	double deadline = t0 + io_ms / 1000.0;
-	const struct pfs_xfer_terms t = { .mode = o->mode,
-					  .integrity = o->integrity,
-					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
-					  .fp = fp,
-					  .out_fd = o->out_fd,
-					  .max_size = o->max_size,
-					  .out_mem_size = o->out_mem ? o->out_mem_size : 0 };
+	const struct pfs_xfer_terms t = pfs_xfer_terms_of(o, fp);
 	struct pfs_xfer_agreed ag = { 0 };
 	struct pfs_udp_rec p;
 	struct pfs_ctl a;
@@ -773,6 +769,58 @@ static int rx_alloc(struct rx *x)
 	return 0;
 }
 
+/* The control connection: the caller's (embed.ctl_given), or the first
+ * sender's that sent a whole HELLO (into @hello, *have set), the ready
+ * file written once the data side and the listener exist. fd or -errno. */
+static int rx_accept(struct rx *x, const char *tname, uint8_t *hello, bool *have)
+{
+	const struct pfs_xfer_opts *o = x->o;
+	struct pfs_xfer_accept_opts ao = {
+		.accept_timeout_ms = o->recv.accept_timeout_ms,
+		.hello_timeout_ms =
+			o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
+		.ready_file = o->recv.ready_file,
+		.stop = x->io->stop,
+	};
+	int lfd;
+
+	if (o->embed.ctl_given)
+		return pfs_xfer_given_ctl(o->embed.ctl_fd, x->r);
+	ao.io_timeout_ms = ao.hello_timeout_ms;
+	lfd = pfs_xfer_listen(o->host, o->port,
+			      !strcmp(tname, "udp") ? "udp (control on tcp, same port)" :
+						      "afxdp (control on tcp, same port)",
+			      x->r);
+	if (lfd < 0)
+		return lfd;
+	*have = true;
+	return pfs_xfer_accept_hello(lfd, &ao, hello, x->r);
+}
+
+/* After END and the last gram: the verdict against the sender's END, and
+ * our RESULT (a RESULT that cannot be sent leaves the verdict standing). */
+static void rx_verdict(struct rx *x)
+{
+	struct pfs_xfer_result *r = x->r;
+	struct pfs_ctl res;
+	int err;
+
+	r->peer_crc = x->end.word;
+	r->peer_crc_valid = true;
+	r->verdict = x->end.word == r->crc && x->end.size == r->bytes && x->end.value == r->descs &&
+				     x->end.count == r->grams ?
+			     PFS_VERDICT_OK :
+			     PFS_VERDICT_MISMATCH;
+	if (r->verdict != PFS_VERDICT_OK)
+		pfs_err("recv: integrity MISMATCH: sender crc32c 0x%08x over %" PRIu64 " bytes, "
+			"receiver 0x%08x over %" PRIu64 " bytes",
+			x->end.word, x->end.size, (uint32_t)r->crc, r->bytes);
+	res = pfs_xfer_result_of(r);
+	err = pfs_xfer_send_ctl(x->cfd, &res, &r->wire_bytes);
+	if (err)
+		pfs_warn("recv: sending RESULT: %s (the verdict stands)", pfs_xfer_io_what(err));
+}
+
 int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		   const struct pfs_dgram_backend *be)
 {
@@ -780,23 +828,12 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	double t0, u0, s0, u1, s1;
-	struct pfs_ctl res = { .type = PFS_CTL_RESULT };
 	uint8_t hello[PFS_CTL_LEN];
 	bool have_hello = false;
 	double t_conn;
 	uint64_t fp = 0;
-	int lfd = -1, err;
+	int err;
 
-	memset(r, 0, sizeof(*r));
-	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH)
-		return pfs_xfer_fail(r, -EINVAL, "recv: invalid options");
-	r->mode = o->mode;
-	if (o->out_mem && o->mode != PFS_MODE_PAYLOAD)
-		return pfs_xfer_fail(r, -EINVAL, "recv: out_mem is for payload mode");
-	if (o->mode != PFS_MODE_PAYLOAD && !o->blob)
-		return pfs_xfer_fail(r, -EINVAL,
-				     "recv: %s mode executes over a local blob: give one",
-				     pfs_mode_str(o->mode));
 	if (pfs_xfer_parse_addr(o->host, o->port, &ss, &sl))
 		return pfs_xfer_fail(r, -EINVAL, "recv: '%s' is not a numeric IPv4/IPv6 address",
 				     o->host);
@@ -810,7 +847,7 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	x->cfd = -1;
 	x->base = o->blob ? pfs_blob__data(o->blob) : NULL;
 	x->grace = GRACE_MIN;
-	x->drop_ppm = o->test_rx_drop_ppm > 1000000 ? 1000000 : o->test_rx_drop_ppm;
+	x->drop_ppm = o->link.test_rx_drop_ppm > 1000000 ? 1000000 : o->link.test_rx_drop_ppm;
 	x->drop_rng = 0x9e3779b97f4a7c15ULL;
 	if (x->drop_ppm)
 		pfs_warn("recv: PFS_TEST_RX_DROP_PPM=%u: dropping that share of data datagrams on "
@@ -827,30 +864,7 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	err = be->open_rx(o, &ss, sl, &x->io, r);
 	if (err)
 		goto out_free;
-	if (o->ctl_given) {
-		x->cfd = pfs_xfer_given_ctl(o->ctl_fd, r);
-	} else {
-		struct pfs_xfer_accept_opts ao = {
-			.accept_timeout_ms = o->accept_timeout_ms,
-			.hello_timeout_ms =
-				o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
-			.ready_file = o->ready_file,
-			.stop = x->io->stop,
-		};
-
-		ao.io_timeout_ms = ao.hello_timeout_ms;
-		lfd = pfs_xfer_listen(o->host, o->port,
-				      !strcmp(be->name, "udp") ?
-					      "udp (control on tcp, same port)" :
-					      "afxdp (control on tcp, same port)",
-				      r);
-		if (lfd < 0) {
-			err = lfd;
-			goto out_close_io;
-		}
-		x->cfd = pfs_xfer_accept_hello(lfd, &ao, hello, r);
-		have_hello = true;
-	}
+	x->cfd = rx_accept(x, be->name, hello, &have_hello);
 	t_conn = pfs_xfer_now();
 	if (x->cfd < 0) {
 		err = x->cfd;
@@ -886,30 +900,10 @@ int pfs_dgram_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 		 " socket drops; reorder allowance %.0f ms (widest %.0f ms)",
 		 r->dgrams.received, r->dgrams.duplicates, r->dgrams.out_of_order, r->dgrams.naks,
 		 r->dgrams.dropped, x->grace * UDP_TICK_S * 1e3, x->grace_max * UDP_TICK_S * 1e3);
-	if (err)
-		goto out_close_ctl;
-	r->peer_crc = x->end.word;
-	r->peer_crc_valid = true;
-	r->verdict = x->end.word == r->crc && x->end.size == r->bytes && x->end.value == r->descs &&
-				     x->end.count == r->grams ?
-			     PFS_VERDICT_OK :
-			     PFS_VERDICT_MISMATCH;
-	if (r->verdict != PFS_VERDICT_OK)
-		pfs_err("recv: integrity MISMATCH: sender crc32c 0x%08x over %" PRIu64 " bytes, "
-			"receiver 0x%08x over %" PRIu64 " bytes",
-			x->end.word, x->end.size, (uint32_t)r->crc, r->bytes);
-	res.mode = o->mode;
-	res.flags = r->verdict == PFS_VERDICT_OK ? PFS_CTL_F_OK : 0;
-	res.size = r->bytes;
-	res.value = r->descs;
-	res.count = r->stats.errors;
-	res.word = (uint32_t)r->crc;
-	err = pfs_xfer_send_ctl(x->cfd, &res, &r->wire_bytes);
-	if (err)
-		pfs_warn("recv: sending RESULT: %s (the verdict stands)", pfs_xfer_io_what(err));
-	err = 0;
+	if (!err)
+		rx_verdict(x);
 out_close_ctl:
-	if (!o->ctl_given)
+	if (!o->embed.ctl_given)
 		close(x->cfd);
 out_close_io:
 	x->io->ops->close(x->io); /* afxdp: sockets, then the program is detached */

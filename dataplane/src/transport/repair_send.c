@@ -68,6 +68,7 @@
 #include "pfs/dgram_auth.h"
 #include "pfs/integrity.h"
 #include "dgram_io.h"
+#include "engine.h"
 #include "pfs/log.h"
 #include "pfs/wire.h"
 #include "repair.h"
@@ -156,7 +157,7 @@ static int tx_abort(struct tx *t, int err, const char *what, const char *fmt, ..
 	return pfs_xfer_fail(t->r, err, "send: %s%s%s", what ? what : "", what ? ": " : "", why);
 }
 
-/* Are the bytes of @d[0..n) in the blob yet (o->src_ready)? 0 yes, 1 not
+/* Are the bytes of @d[0..n) in the blob yet (o->send.src_ready)? 0 yes, 1 not
  * yet, or -errno after telling the receiver (ABORT). */
 static int tx_src_ready(struct tx *t, const struct pfs_desc *d, uint32_t n)
 {
@@ -164,12 +165,12 @@ static int tx_src_ready(struct tx *t, const struct pfs_desc *d, uint32_t n)
 	uint64_t end = 0;
 	int err;
 
-	if (!t->o->src_ready)
+	if (!t->o->send.src_ready)
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (d[i].off + d[i].len > end)
 			end = d[i].off + d[i].len;
-	err = t->o->src_ready(t->o->src_ctx, end, why, sizeof(why));
+	err = t->o->send.src_ready(t->o->send.src_ctx, end, why, sizeof(why));
 	t->src_wait = err == -EAGAIN;
 	if (err == -EAGAIN)
 		return 1;
@@ -181,17 +182,17 @@ static int tx_src_ready(struct tx *t, const struct pfs_desc *d, uint32_t n)
 }
 
 /* Fill the next slot from the schedule. 0, 1 when the schedule is done, 2
- * when its bytes are not in the blob yet (o->src_ready), or -errno. */
+ * when its bytes are not in the blob yet (o->send.src_ready), or -errno. */
 static int tx_produce(struct tx *t)
 {
 	const struct pfs_xfer_opts *o = t->o;
 	struct sslot *s = slot_of(t, t->produced);
 	uint64_t cap = o->mode == PFS_MODE_PAYLOAD ?
-			       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes :
-								       UDP_GRAM_PAYLOAD_MAX) :
+			       (o->send.gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->send.gram_bytes :
+									    UDP_GRAM_PAYLOAD_MAX) :
 			       PFS_GRAM_MAX_EFFECTIVE;
 	struct pfs_sched next = t->sched; /* committed once the bytes are there */
-	uint32_t n = pfs_sched_next(&next, s->d, o->desc_per_gram, cap);
+	uint32_t n = pfs_sched_next(&next, s->d, o->send.desc_per_gram, cap);
 	ssize_t len;
 	uint64_t eff = 0;
 	int err;
@@ -583,8 +584,10 @@ static int tx_loop(struct tx *t)
  * --mtu, else the MTU of --ifname, else 1500. 0 when out of range. */
 static uint32_t tx_payload(const struct pfs_xfer_opts *o, int family)
 {
-	int ifmtu = !o->mtu && o->ifname ? pfs_udp_if_mtu(o->ifname) : 0;
-	uint32_t mtu = o->mtu ? o->mtu : ifmtu > 0 ? (uint32_t)ifmtu : PFS_UDP_DEFAULT_MTU;
+	int ifmtu = !o->link.mtu && o->link.ifname ? pfs_udp_if_mtu(o->link.ifname) : 0;
+	uint32_t mtu = o->link.mtu ? o->link.mtu :
+		       ifmtu > 0   ? (uint32_t)ifmtu :
+				     PFS_UDP_DEFAULT_MTU;
 	uint32_t ip = family == AF_INET6 ? 48 : 28;
 
 	if (mtu < 576 || mtu > 65535)
@@ -597,8 +600,8 @@ static int tx_cfg(struct tx *t, uint32_t payload)
 {
 	const struct pfs_xfer_opts *o = t->o;
 	uint64_t cap = o->mode == PFS_MODE_PAYLOAD ?
-			       (o->gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->gram_bytes :
-								       UDP_GRAM_PAYLOAD_MAX) :
+			       (o->send.gram_bytes < UDP_GRAM_PAYLOAD_MAX ? o->send.gram_bytes :
+									    UDP_GRAM_PAYLOAD_MAX) :
 			       0;
 	uint32_t maxf;
 
@@ -606,14 +609,14 @@ static int tx_cfg(struct tx *t, uint32_t payload)
 	t->cfg.frag = t->cfg.payload - PFS_UDP_FRAG_LEN;
 	t->cfg.window = UDP_WINDOW;
 	t->cfg.max_gram = (uint32_t)(PFS_GRAM_HDR_LEN +
-				     pfs_gram_desc_len_max(o->mode, o->desc_per_gram) + cap);
+				     pfs_gram_desc_len_max(o->mode, o->send.desc_per_gram) + cap);
 	maxf = pfs_udp_nfrags(&t->cfg, t->cfg.max_gram);
 	for (int i = 0; i < UDP_WINDOW; i++) {
 		struct sslot *s = &t->slots[i];
 
 		s->buf = malloc(t->cfg.max_gram);
 		s->sent_at = calloc(maxf, sizeof(double));
-		s->d = malloc(o->desc_per_gram * sizeof(*s->d));
+		s->d = malloc(o->send.desc_per_gram * sizeof(*s->d));
 		if (!s->buf || !s->sent_at || !s->d)
 			return -ENOMEM;
 		/* Fault the slots in now: setup, not transfer time. */
@@ -634,8 +637,8 @@ static int tx_key(struct tx *t, struct pfs_dgram_kx *kx, const uint8_t *tr, size
 	uint8_t confirm[PFS_UDP_KEY_CONFIRM], mine[PFS_UDP_KEY_CONFIRM];
 	struct pfs_dgram_kdf_in in = { .sender = true,
 				       .peer_pub = peer,
-				       .psk = t->o->psk,
-				       .psk_len = t->o->psk ? t->o->psk_len : 0,
+				       .psk = t->o->embed.psk,
+				       .psk_len = t->o->embed.psk ? t->o->embed.psk_len : 0,
 				       .transcript = tr,
 				       .transcript_len = tr_len };
 	int err = pfs_xfer_read_full(t->cfd, rec, PFS_UDP_REC_LEN, &r->wire_bytes);
@@ -664,7 +667,7 @@ static int tx_key(struct tx *t, struct pfs_dgram_kx *kx, const uint8_t *tr, size
 			       "datagram key confirmation failed: the two ends derived "
 			       "different keys (a public key or PARAMS changed on the path"
 			       "%s); nothing was sent",
-			       t->o->psk ? ", or another token" : "");
+			       t->o->embed.psk ? ", or another token" : "");
 		return err;
 	}
 	return 0;
@@ -674,12 +677,8 @@ static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport, const char *t
 {
 	const struct pfs_xfer_opts *o = t->o;
 	struct pfs_xfer_result *r = t->r;
-	struct pfs_ctl h = { .type = PFS_CTL_HELLO,
-			     .mode = o->mode,
-			     .size = pfs_blob__size(o->blob),
-			     .value = fp,
-			     .count = o->sched.total_bytes,
-			     .word = o->desc_per_gram };
+	/* integrity: CRC32C here (pfs_xfer_check), flags 0 as ever */
+	struct pfs_ctl h = pfs_xfer_hello_of(o, fp);
 	struct pfs_udp_rec p = { .type = PFS_UDP_PARAMS,
 				 .flags = t->io->segs > 1,
 				 .a = t->cfg.max_gram,
@@ -735,20 +734,13 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	uint64_t fp;
 	int err;
 
-	memset(r, 0, sizeof(*r));
-	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH || !o->blob || !o->desc_per_gram ||
-	    o->desc_per_gram > PFS_GRAM_MAX_DESC || (o->mode == PFS_MODE_PAYLOAD && !o->gram_bytes))
-		return pfs_xfer_fail(r, -EINVAL,
-				     "send: invalid options (blob, descriptors per gram "
-				     "1..%u, gram bytes >= 1)",
-				     PFS_GRAM_MAX_DESC);
-	r->mode = o->mode;
 	if (pfs_xfer_parse_addr(o->host, o->port, &ss, &sl) || !o->host || !*o->host)
 		return pfs_xfer_fail(r, -EINVAL, "send: '%s' is not a numeric IPv4/IPv6 address",
 				     o->host ? o->host : "");
 	payload = tx_payload(o, ss.ss_family);
 	if (!payload)
-		return pfs_xfer_fail(r, -EINVAL, "send: --mtu %u out of range 576..65535", o->mtu);
+		return pfs_xfer_fail(r, -EINVAL, "send: --mtu %u out of range 576..65535",
+				     o->link.mtu);
 	fp = o->fingerprint ? o->fingerprint : pfs_blob__fingerprint(o->blob);
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -757,11 +749,12 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	t->r = r;
 	t->cfd = -1;
 	t->base = pfs_blob__data(o->blob);
-	t->rate_max = o->rate_max > 0 && o->rate_max < RATE_MAX ? o->rate_max : RATE_MAX;
+	t->rate_max =
+		o->send.rate_max > 0 && o->send.rate_max < RATE_MAX ? o->send.rate_max : RATE_MAX;
 	t->rate = RATE_START < t->rate_max ? RATE_START : t->rate_max;
 	t->slow_start = true;
 	{
-		struct pfs_sched_opts so = o->sched;
+		struct pfs_sched_opts so = o->send.sched;
 
 		so.blob_size = pfs_blob__size(o->blob);
 		if (pfs_sched_init(&t->sched, &so)) {
@@ -778,14 +771,15 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 	t->cin = malloc(sizeof(*t->cin));
 	err = t->cin ? tx_cfg(t, t->io->payload) : -ENOMEM;
 	if (err) {
-		err = pfs_xfer_fail(r, err, "send: out of memory (mtu %u)", o->mtu);
+		err = pfs_xfer_fail(r, err, "send: out of memory (mtu %u)", o->link.mtu);
 		goto out_close_io;
 	}
-	t->cfd = o->ctl_given ? pfs_xfer_given_ctl(o->ctl_fd, r) :
-				pfs_xfer_connect(o->host, o->port, o->connect_timeout_ms,
-						 o->io_timeout_ms > 0 ? o->io_timeout_ms :
-									UDP_DEFAULT_TIMEOUT_MS,
-						 r);
+	t->cfd = o->embed.ctl_given ?
+			 pfs_xfer_given_ctl(o->embed.ctl_fd, r) :
+			 pfs_xfer_connect(o->host, o->port, o->send.connect_timeout_ms,
+					  o->io_timeout_ms > 0 ? o->io_timeout_ms :
+								 UDP_DEFAULT_TIMEOUT_MS,
+					  r);
 	if (t->cfd < 0) {
 		err = t->cfd;
 		goto out_close_io;
@@ -819,7 +813,7 @@ int pfs_dgram_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r,
 			"0x%08x",
 			r->peer, (uint32_t)r->crc, t->res.word);
 out_close_ctl:
-	if (!o->ctl_given)
+	if (!o->embed.ctl_given)
 		close(t->cfd);
 out_close_io:
 	pfs_dgram_auth__free(t->io->auth);

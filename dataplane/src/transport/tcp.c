@@ -44,6 +44,7 @@
 #include "pfs/crc_index.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
+#include "engine.h"
 #include "pfs/tcp.h"
 #include "pfs/wire.h"
 #include "xfer_ctl.h"
@@ -152,12 +153,12 @@ static int rx_need(struct rx *x, size_t need)
 
 /* The first connection that sends a whole HELLO within --timeout; its
  * HELLO is left in the receive buffer. */
-static int recv_accept(const struct pfs_tcp_recv_opts *o, struct rx *x, struct pfs_xfer_result *r)
+static int recv_accept(const struct pfs_xfer_opts *o, struct rx *x, struct pfs_xfer_result *r)
 {
-	const struct pfs_xfer_accept_opts ao = { .accept_timeout_ms = o->accept_timeout_ms,
+	const struct pfs_xfer_accept_opts ao = { .accept_timeout_ms = o->recv.accept_timeout_ms,
 						 .hello_timeout_ms = o->io_timeout_ms,
 						 .io_timeout_ms = o->io_timeout_ms,
-						 .ready_file = o->ready_file };
+						 .ready_file = o->recv.ready_file };
 	int lfd = pfs_xfer_listen(o->host, o->port, "tcp", r), fd;
 
 	if (lfd < 0)
@@ -172,16 +173,10 @@ static int recv_accept(const struct pfs_tcp_recv_opts *o, struct rx *x, struct p
 }
 
 /* Answer HELLO: 0 to go on, -errno after sending REFUSE. */
-static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint64_t fp,
+static int recv_handshake(const struct pfs_xfer_opts *o, struct rx *x, uint64_t fp,
 			  struct pfs_xfer_agreed *ag, struct pfs_xfer_result *r)
 {
-	const struct pfs_xfer_terms t = { .mode = o->mode,
-					  .integrity = o->integrity,
-					  .blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
-					  .fp = fp,
-					  .out_fd = o->out_fd,
-					  .max_size = o->max_size,
-					  .out_mem_size = o->out_mem ? o->out_mem_size : 0 };
+	const struct pfs_xfer_terms t = pfs_xfer_terms_of(o, fp);
 	struct pfs_ctl a;
 	int err;
 
@@ -200,7 +195,7 @@ static int recv_handshake(const struct pfs_tcp_recv_opts *o, struct rx *x, uint6
 }
 
 /* Payload: hash (and copy out) the slab as it arrives, descriptor by descriptor. */
-static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x, const struct pfs_desc *d,
+static int recv_payload(const struct pfs_xfer_opts *o, struct rx *x, const struct pfs_desc *d,
 			int n, uint64_t *sum, struct pfs_xfer_result *r)
 {
 	char why[128];
@@ -225,8 +220,9 @@ static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x, const s
 			avail = x->tail - x->head;
 			take = d[i].len - done < avail ? d[i].len - done : avail;
 			*sum = pfs_digest(o->integrity, *sum, x->buf + x->head, take);
-			if (o->out_fd >= 0 && (err = pfs_xfer_out_write(o->out_fd, x->buf + x->head,
-									take, d[i].off + done, r)))
+			if (o->recv.out_fd >= 0 &&
+			    (err = pfs_xfer_out_write(o->recv.out_fd, x->buf + x->head, take,
+						      d[i].off + done, r)))
 				return err;
 			x->head += take;
 			done += take;
@@ -235,13 +231,12 @@ static int recv_payload(const struct pfs_tcp_recv_opts *o, struct rx *x, const s
 	return 0;
 }
 
-/* Payload into o->out_mem: see the file comment. */
-static int recv_payload_mem(const struct pfs_tcp_recv_opts *o, struct rx *x,
-			    const struct pfs_desc *d, int n, uint64_t *sum,
-			    struct pfs_xfer_result *r)
+/* Payload into o->recv.out_mem: see the file comment. */
+static int recv_payload_mem(const struct pfs_xfer_opts *o, struct rx *x, const struct pfs_desc *d,
+			    int n, uint64_t *sum, struct pfs_xfer_result *r)
 {
 	for (int i = 0; i < n; i++) {
-		uint8_t *dst = o->out_mem + d[i].off;
+		uint8_t *dst = o->recv.out_mem + d[i].off;
 		uint64_t done = x->tail - x->head < d[i].len ? x->tail - x->head : d[i].len;
 
 		memcpy(dst, x->buf + x->head, done);
@@ -279,7 +274,7 @@ static uint64_t gram_effective(const struct pfs_desc *d, int n)
 /* Offset/arith: hash (and copy out) the receiver's own bytes the gram
  * references, EXEC_STEP at a time, so a gram of gigabytes still notices
  * the deadline it must complete by. */
-static int recv_exec(const struct pfs_tcp_recv_opts *o, const struct pfs_desc *d, int n,
+static int recv_exec(const struct pfs_xfer_opts *o, const struct pfs_desc *d, int n,
 		     double deadline, uint64_t *sum, struct pfs_xfer_result *r)
 {
 	const uint8_t *base = pfs_blob__data(o->blob);
@@ -291,8 +286,8 @@ static int recv_exec(const struct pfs_tcp_recv_opts *o, const struct pfs_desc *d
 			uint64_t take = d[i].len - done < budget ? d[i].len - done : budget;
 
 			*sum = pfs_digest(o->integrity, *sum, base + d[i].off + done, take);
-			if (o->out_fd >= 0 &&
-			    (err = pfs_xfer_out_write(o->out_fd, base + d[i].off + done, take,
+			if (o->recv.out_fd >= 0 &&
+			    (err = pfs_xfer_out_write(o->recv.out_fd, base + d[i].off + done, take,
 						      d[i].off + done, r)))
 				return err;
 			done += take;
@@ -311,7 +306,7 @@ static int recv_exec(const struct pfs_tcp_recv_opts *o, const struct pfs_desc *d
 	return 0;
 }
 
-static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x,
+static int recv_stream(const struct pfs_xfer_opts *o, struct rx *x,
 		       const struct pfs_xfer_agreed *ag, struct pfs_desc *d, struct pfs_ctl *end,
 		       struct pfs_xfer_result *r)
 {
@@ -382,8 +377,8 @@ static int recv_stream(const struct pfs_tcp_recv_opts *o, struct rx *x,
 					     r->stats.errors);
 		x->head += h.desc_len;
 		if (o->mode == PFS_MODE_PAYLOAD) {
-			err = o->out_mem ? recv_payload_mem(o, x, d, n, &sum, r) :
-					   recv_payload(o, x, d, n, &sum, r);
+			err = o->recv.out_mem ? recv_payload_mem(o, x, d, n, &sum, r) :
+						recv_payload(o, x, d, n, &sum, r);
 			if (err)
 				return err;
 			r->bytes += h.payload_len;
@@ -410,7 +405,7 @@ static int send_digest(int fd, enum pfs_integrity k, uint64_t sum, uint64_t *wir
 /* The receiver's verdict on END. A 64-bit checksum arrived in a DIGEST
  * record before END (r->peer_crc); CRC32C rides in END itself; with no
  * checksum only the counts can disagree. */
-static enum pfs_verdict recv_verdict(const struct pfs_tcp_recv_opts *o, const struct pfs_ctl *end,
+static enum pfs_verdict recv_verdict(const struct pfs_xfer_opts *o, const struct pfs_ctl *end,
 				     struct pfs_xfer_result *r)
 {
 	bool counts = end->size == r->bytes && end->value == r->descs && end->count == r->grams;
@@ -431,27 +426,16 @@ static enum pfs_verdict recv_verdict(const struct pfs_tcp_recv_opts *o, const st
 	}
 }
 
-int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
+int pfs_tcp_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 {
 	struct rx x = { .fd = -1 };
-	struct pfs_ctl end, res = { .type = PFS_CTL_RESULT };
+	struct pfs_ctl end, res;
 	struct pfs_desc *d = NULL;
 	double t0, u0, s0, u1, s1;
 	struct pfs_xfer_agreed ag = { 0 };
 	uint64_t fp = 0;
 	int err;
 
-	memset(r, 0, sizeof(*r));
-	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH ||
-	    o->integrity > PFS_INTEGRITY_NONE)
-		return pfs_xfer_fail(r, -EINVAL, "recv: invalid options");
-	r->mode = o->mode;
-	if (o->out_mem && o->mode != PFS_MODE_PAYLOAD)
-		return pfs_xfer_fail(r, -EINVAL, "recv: out_mem is for payload mode");
-	if (o->mode != PFS_MODE_PAYLOAD && !o->blob)
-		return pfs_xfer_fail(r, -EINVAL,
-				     "recv: %s mode executes over a local blob: give one",
-				     pfs_mode_str(o->mode));
 	/* Setup, excluded from the transfer metrics. */
 	if (o->blob)
 		fp = o->fingerprint ? o->fingerprint : pfs_blob__fingerprint(o->blob);
@@ -491,12 +475,7 @@ int pfs_tcp_recv(const struct pfs_tcp_recv_opts *o, struct pfs_xfer_result *r)
 			" bytes in %" PRIu64 " grams",
 			pfs_integrity_str(o->integrity), r->peer_crc, end.size, end.count, r->crc,
 			r->bytes, r->grams);
-	res.mode = o->mode;
-	res.flags = r->verdict != PFS_VERDICT_MISMATCH ? PFS_CTL_F_OK : 0;
-	res.size = r->bytes;
-	res.value = r->descs;
-	res.count = r->stats.errors;
-	res.word = (uint32_t)r->crc;
+	res = pfs_xfer_result_of(r);
 	err = send_digest(x.fd, o->integrity, r->crc, &r->wire_bytes);
 	if (!err)
 		err = pfs_xfer_send_ctl(x.fd, &res, &r->wire_bytes);
@@ -514,16 +493,10 @@ out_free:
 
 /* ---- sender ---- */
 
-static int send_handshake(const struct pfs_tcp_send_opts *o, int fd, uint64_t fp,
+static int send_handshake(const struct pfs_xfer_opts *o, int fd, uint64_t fp,
 			  struct pfs_xfer_result *r)
 {
-	struct pfs_ctl h = { .type = PFS_CTL_HELLO,
-			     .mode = o->mode,
-			     .flags = PFS_CTL_F_INTEGRITY(o->integrity),
-			     .size = pfs_blob__size(o->blob),
-			     .value = fp,
-			     .count = o->sched.total_bytes,
-			     .word = o->desc_per_gram };
+	struct pfs_ctl h = pfs_xfer_hello_of(o, fp);
 	uint8_t rec[PFS_CTL_LEN];
 	int err = pfs_xfer_send_ctl(fd, &h, &r->wire_bytes);
 
@@ -584,11 +557,11 @@ static int send_payload_gram(int fd, const uint8_t *hdr, size_t hlen, const uint
 	return cnt ? pfs_xfer_writev_full(fd, iov, cnt, &r->wire_bytes) : 0;
 }
 
-static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_desc *d, uint8_t *buf,
+static int send_stream(const struct pfs_xfer_opts *o, int fd, struct pfs_desc *d, uint8_t *buf,
 		       size_t cap, const struct pfs_crc_index *idx, struct pfs_xfer_result *r)
 {
 	const uint8_t *base = pfs_blob__data(o->blob);
-	size_t need = PFS_GRAM_HDR_LEN + pfs_gram_desc_len_max(o->mode, o->desc_per_gram);
+	size_t need = PFS_GRAM_HDR_LEN + pfs_gram_desc_len_max(o->mode, o->send.desc_per_gram);
 	uint64_t pending = 0;
 	struct pfs_sched s;
 	size_t fill = 0;
@@ -596,7 +569,7 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 	uint32_t n;
 	int err;
 
-	struct pfs_sched_opts so = o->sched;
+	struct pfs_sched_opts so = o->send.sched;
 
 	so.blob_size = pfs_blob__size(o->blob);
 	if (pfs_sched_init(&s, &so))
@@ -606,8 +579,8 @@ static int send_stream(const struct pfs_tcp_send_opts *o, int fd, struct pfs_des
 				     " inside the %" PRIu64 "-byte blob and >= align)",
 				     so.align, so.min_len, so.max_len, so.range_off, so.range_len,
 				     so.blob_size);
-	while ((n = pfs_sched_next(&s, d, o->desc_per_gram,
-				   o->mode == PFS_MODE_PAYLOAD ? o->gram_bytes :
+	while ((n = pfs_sched_next(&s, d, o->send.desc_per_gram,
+				   o->mode == PFS_MODE_PAYLOAD ? o->send.gram_bytes :
 								 PFS_GRAM_MAX_EFFECTIVE))) {
 		ssize_t len;
 
@@ -680,7 +653,7 @@ static void send_verdict(enum pfs_integrity k, const struct pfs_ctl *res, struct
 			r->peer, pfs_integrity_str(k), r->crc, r->bytes, r->peer_crc, res->size);
 }
 
-int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r)
+int pfs_tcp_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 {
 	struct pfs_ctl end = { .type = PFS_CTL_END }, res;
 	struct pfs_crc_index *idx = NULL;
@@ -691,21 +664,10 @@ int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r)
 	uint64_t fp;
 	int fd, err;
 
-	memset(r, 0, sizeof(*r));
-	if (!o || o->sz < sizeof(*o) || o->mode > PFS_MODE_ARITH || !o->blob ||
-	    o->integrity > PFS_INTEGRITY_NONE || !o->desc_per_gram ||
-	    o->desc_per_gram > PFS_GRAM_MAX_DESC ||
-	    (o->mode == PFS_MODE_PAYLOAD &&
-	     (!o->gram_bytes || o->gram_bytes > PFS_GRAM_MAX_PAYLOAD)))
-		return pfs_xfer_fail(r, -EINVAL,
-				     "send: invalid options (blob, descriptors per gram 1..%u, "
-				     "gram bytes 1..%u)",
-				     PFS_GRAM_MAX_DESC, PFS_GRAM_MAX_PAYLOAD);
-	r->mode = o->mode;
 	fp = o->fingerprint ? o->fingerprint : pfs_blob__fingerprint(o->blob);
-	cap = TX_BUF + PFS_GRAM_HDR_LEN + pfs_gram_desc_len_max(o->mode, o->desc_per_gram);
+	cap = TX_BUF + PFS_GRAM_HDR_LEN + pfs_gram_desc_len_max(o->mode, o->send.desc_per_gram);
 	buf = malloc(cap);
-	d = malloc(o->desc_per_gram * sizeof(*d));
+	d = malloc(o->send.desc_per_gram * sizeof(*d));
 	if (!buf || !d) {
 		err = pfs_xfer_fail(r, -ENOMEM, "send: out of memory");
 		goto out_free;
@@ -719,7 +681,7 @@ int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r)
 	 * whole blob, so a payload sender moving less than the blob's size hashes
 	 * the bytes it sends instead. */
 	if (o->integrity == PFS_INTEGRITY_CRC32C &&
-	    (o->mode != PFS_MODE_PAYLOAD || o->sched.total_bytes >= pfs_blob__size(o->blob))) {
+	    (o->mode != PFS_MODE_PAYLOAD || o->send.sched.total_bytes >= pfs_blob__size(o->blob))) {
 		double b0 = pfs_xfer_now();
 
 		idx = pfs_crc_index__build(pfs_blob__data(o->blob), pfs_blob__size(o->blob));
@@ -735,7 +697,7 @@ int pfs_tcp_send(const struct pfs_tcp_send_opts *o, struct pfs_xfer_result *r)
 				"send: no memory for the blob's CRC index; hashing the bytes instead");
 		}
 	}
-	fd = pfs_xfer_connect(o->host, o->port, o->connect_timeout_ms, o->io_timeout_ms, r);
+	fd = pfs_xfer_connect(o->host, o->port, o->send.connect_timeout_ms, o->io_timeout_ms, r);
 	if (fd < 0) {
 		err = fd;
 		goto out_free;

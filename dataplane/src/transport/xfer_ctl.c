@@ -642,3 +642,37 @@ int pfs_xfer_given_ctl(int fd, struct pfs_xfer_result *r)
 		pfs_xfer_addr_str(&ss, r->peer, sizeof(r->peer));
 	return fd;
 }
+
+struct pfs_ctl pfs_xfer_hello_of(const struct pfs_xfer_opts *o, uint64_t fp)
+{
+	return (struct pfs_ctl){ .type = PFS_CTL_HELLO,
+				 .mode = o->mode,
+				 .flags = PFS_CTL_F_INTEGRITY(o->integrity),
+				 .size = pfs_blob__size(o->blob),
+				 .value = fp,
+				 .count = o->send.sched.total_bytes,
+				 .word = o->send.desc_per_gram };
+}
+
+struct pfs_xfer_terms pfs_xfer_terms_of(const struct pfs_xfer_opts *o, uint64_t fp)
+{
+	return (struct pfs_xfer_terms){ .mode = o->mode,
+					.integrity = o->integrity,
+					.blob_size = o->blob ? pfs_blob__size(o->blob) : 0,
+					.fp = fp,
+					.out_fd = o->recv.out_fd,
+					.max_size = o->recv.max_size,
+					.out_mem_size =
+						o->recv.out_mem ? o->recv.out_mem_size : 0 };
+}
+
+struct pfs_ctl pfs_xfer_result_of(const struct pfs_xfer_result *r)
+{
+	return (struct pfs_ctl){ .type = PFS_CTL_RESULT,
+				 .mode = r->mode,
+				 .flags = r->verdict != PFS_VERDICT_MISMATCH ? PFS_CTL_F_OK : 0,
+				 .size = r->bytes,
+				 .value = r->descs,
+				 .count = r->stats.errors,
+				 .word = (uint32_t)r->crc };
+}

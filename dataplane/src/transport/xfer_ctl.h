@@ -90,6 +90,18 @@ struct pfs_xfer_terms {
 				* sender's must equal; 0: none */
 };
 
+/* The HELLO a sender of @o sends (gram modes): its mode and checksum, its
+ * blob's size and fingerprint @fp, the effective bytes it plans and its
+ * descriptors per gram. The same bytes from every transport. */
+struct pfs_ctl pfs_xfer_hello_of(const struct pfs_xfer_opts *o, uint64_t fp);
+/* The terms a receiver of @o judges a HELLO by (pfs_xfer_hello_check),
+ * its blob's fingerprint @fp (0 without a blob). */
+struct pfs_xfer_terms pfs_xfer_terms_of(const struct pfs_xfer_opts *o, uint64_t fp);
+
+/* The receiver's RESULT record for @r (gram modes): OK unless the verdict
+ * is MISMATCH, its counts, its decode errors and its CRC32C. */
+struct pfs_ctl pfs_xfer_result_of(const struct pfs_xfer_result *r);
+
 /* What a receiver agreed to with an accepted HELLO. */
 struct pfs_xfer_agreed {
 	uint64_t bound; /* descriptors must lie inside [0, bound) */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Delta gram codec (pfs/delta.h, docs/design/wire-format.md "Delta grams").
+ * Delta gram codec (pfs/delta_wire.h, docs/design/wire-format.md "Delta grams").
  *
  * Header, 40 bytes little-endian, laid out like a gram's so the same
  * framing code reads both:
@@ -18,10 +18,11 @@
  * the operations non-overlapping by construction.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "pfs/delta.h"
+#include "pfs/delta_wire.h"
 #include "pfs/integrity.h"
 #include "wire_le.h"
 

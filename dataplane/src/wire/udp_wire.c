@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "pfs/integrity.h"
-#include "pfs/udp.h"
+#include "pfs/udp_wire.h"
 #include "wire_le.h"
 
 void pfs_udp_frag_encode(const struct pfs_udp_frag *f, void *out)

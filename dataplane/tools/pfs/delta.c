@@ -140,7 +140,7 @@ struct delta_inputs {
 };
 
 /* Base, source and output into @o. 0 or -errno with r->error set. */
-static int inputs_open(struct xfer_args *a, struct delta_inputs *in, struct pfs_delta_opts *o,
+static int inputs_open(struct xfer_args *a, struct delta_inputs *in, struct pfs_xfer_delta_opts *o,
 		       struct pfs_xfer_result *r)
 {
 	const struct pfs_cli_delta *d = &a->delta;
@@ -200,22 +200,26 @@ int pfs_cli_delta_run(struct xfer_args *a, const char *host, uint16_t port)
 	struct delta_inputs in = { .out = { .fd = -1 } };
 	struct pfs_xfer_result r = { 0 };
 	struct pfs_delta_result d = { 0 };
-	struct pfs_delta_opts o = {
+	struct pfs_xfer_opts o = {
 		.sz = sizeof(o),
 		.host = host,
 		.port = port,
-		.threads = (int)a->delta.threads,
+		.mode = PFS_MODE_DELTA,
 		.io_timeout_ms = (int)(a->timeout * 1000),
-		.level = (int)a->delta.level,
-		.connect_timeout_ms = (int)(a->connect_timeout * 1000),
-		.accept_timeout_ms = (int)(a->accept_timeout * 1000),
-		.ready_file = a->ready_file,
-		.max_size = a->max_size,
+		.send = { .connect_timeout_ms = (int)(a->connect_timeout * 1000) },
+		.recv = { .out_fd = -1,
+			  .accept_timeout_ms = (int)(a->accept_timeout * 1000),
+			  .ready_file = a->ready_file,
+			  .max_size = a->max_size },
+		.delta = { .threads = (int)a->delta.threads,
+			   .level = (int)a->delta.level,
+			   .res = &d },
 	};
-	int err = inputs_open(a, &in, &o, &r), rc;
+	int err = inputs_open(a, &in, &o.delta, &r), rc;
 
 	if (!err)
-		err = a->sender ? pfs_delta_send(&o, &r, &d) : pfs_delta_recv(&o, &r, &d);
+		err = a->sender ? pfs_xfer_send(a->transport, &o, &r) :
+				  pfs_xfer_recv(a->transport, &o, &r);
 	rc = err && !r.error[0] ? PFS_EXIT_ERROR : pfs_cli_xfer_exit(err, &r);
 	if (out_finish(&in.out, !err && rc == PFS_EXIT_OK) && rc == PFS_EXIT_OK)
 		rc = PFS_EXIT_ERROR;

@@ -448,10 +448,10 @@ static void process_opts(const struct xfer_args *a, struct pfs_xfer_opts *xo)
 	const char *off = getenv("PFS_UDP_OFFLOAD"), *ppm = getenv("PFS_TEST_RX_DROP_PPM");
 	unsigned long n = ppm ? strtoul(ppm, NULL, 10) : 0;
 
-	xo->env = environ;
-	xo->udp_no_offload = off && !strcmp(off, "off");
-	xo->test_rx_drop_ppm = n > 1000000 ? 1000000 : (uint32_t)n;
-	xo->stop = &pfs_cli_stop;
+	xo->link.env = environ;
+	xo->link.udp_no_offload = off && !strcmp(off, "off");
+	xo->link.test_rx_drop_ppm = n > 1000000 ? 1000000 : (uint32_t)n;
+	xo->link.stop = &pfs_cli_stop;
 	if (!a->sender && !strcmp(a->transport->name, "afxdp"))
 		pfs_cli_catch_stop();
 }
@@ -476,41 +476,41 @@ static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 		.mode = a->mode,
 		.blob = blob,
 		.fingerprint = fp,
-		.sched = a->sched,
-		.desc_per_gram = a->desc_per_gram,
-		.gram_bytes = a->gram_bytes,
-		.connect_timeout_ms = (int)(a->connect_timeout * 1000),
-		.out_fd = out_fd,
-		.accept_timeout_ms = (int)(a->accept_timeout * 1000),
-		.ready_file = a->ready_file,
-		.max_size = a->max_size,
 		.io_timeout_ms = (int)(a->timeout * 1000),
-		.ifname = a->ifname,
-		.queues = a->queues,
-		.peer_mac = a->peer_mac,
-		.mtu = a->mtu,
-		.xdp_attach = a->xdp_attach,
-		.umem_page = a->umem_page,
 		.integrity = a->integrity,
+		.send = { .sched = a->sched,
+			  .desc_per_gram = a->desc_per_gram,
+			  .gram_bytes = a->gram_bytes,
+			  .connect_timeout_ms = (int)(a->connect_timeout * 1000) },
+		.recv = { .out_fd = out_fd,
+			  .accept_timeout_ms = (int)(a->accept_timeout * 1000),
+			  .ready_file = a->ready_file,
+			  .max_size = a->max_size },
+		.link = { .ifname = a->ifname,
+			  .queues = a->queues,
+			  .peer_mac = a->peer_mac,
+			  .mtu = a->mtu,
+			  .xdp_attach = a->xdp_attach,
+			  .umem_page = a->umem_page },
 	};
 
 	if (a->into_blob) {
 		/* The blob is the destination here: no fingerprint to agree on. */
 		xo.blob = NULL;
-		xo.out_mem = pfs_blob__data(blob);
-		xo.out_mem_size = pfs_blob__size(blob);
+		xo.recv.out_mem = pfs_blob__data(blob);
+		xo.recv.out_mem_size = pfs_blob__size(blob);
 		/* The destination decides the size, not the --max-size default. */
 		if (!a->max_size)
-			xo.max_size = xo.out_mem_size;
+			xo.recv.max_size = xo.recv.out_mem_size;
 	}
 	process_opts(a, &xo);
 	if (a->sender) {
-		xo.sched.total_bytes = a->bytes		  ? a->bytes :
-				       a->sched.range_len ? a->sched.range_len :
-							    pfs_blob__size(blob);
-		err = a->transport->send(&xo, r);
+		xo.send.sched.total_bytes = a->bytes	       ? a->bytes :
+					    a->sched.range_len ? a->sched.range_len :
+								 pfs_blob__size(blob);
+		err = pfs_xfer_send(a->transport, &xo, r);
 	} else {
-		err = a->transport->recv(&xo, r);
+		err = pfs_xfer_recv(a->transport, &xo, r);
 	}
 	rc = pfs_cli_xfer_exit(err, r);
 	if (out_fd >= 0 && close(out_fd)) {

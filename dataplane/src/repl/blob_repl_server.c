@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blob/blob_repl_delta.h"
-#include "blob/blob_repl_int.h"
+#include "repl/blob_repl_delta.h"
+#include "repl/blob_repl_int.h"
 #include "pfs/log.h"
 #include "pfs/wire.h"
 #include "wire/wire_le.h"

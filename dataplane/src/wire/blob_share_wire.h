@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Encoding of the blob-share request and reply (layout in pfs/blob_share.h).
+/* Encoding of the blob-share request and reply (layout in pfs/share_wire.h).
  * Private to blob_share.c and blob_share_server.c; every decoder checks the
  * length it was given before reading, because both directions cross a trust
  * boundary. */
@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "pfs/blob_share.h"
+#include "pfs/share_wire.h"
 #include "wire/wire_le.h"
 
 #define SHARE_REQ_MAGIC "PFSQ"

@@ -12,7 +12,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "blob/blob_repl_wire.h"
+#include "pfs/blob_repl.h"
+#include "wire/blob_repl_wire.h"
 #include "pfs/xfer.h"
 
 /* Why a server refused (REFUSE's offset field). */

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blob_share_wire.h"
+#include "wire/blob_share_wire.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
 

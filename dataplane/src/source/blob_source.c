@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blob/blob_source_int.h"
-#include "blob/utf8.h"
+#include "source/blob_source_int.h"
+#include "manifest/utf8.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to the op kernels: the per-ISA tables and the FNV lane scheduler
- * they share. Not installed; only src/ops*.c include it. */
+ * they share. Not installed; only src/ops/ops*.c include it. */
 #ifndef PFS_OPS_IMPL_H
 #define PFS_OPS_IMPL_H
 

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "blob/blob_repl_wire.h"
+#include "wire/blob_repl_wire.h"
 #include "pfs/integrity.h"
 #include "wire/wire_le.h"
 

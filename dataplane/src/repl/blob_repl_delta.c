@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blob/blob_repl_delta.h"
-#include "blob/blob_repl_int.h"
+#include "repl/blob_repl_delta.h"
+#include "repl/blob_repl_int.h"
 #include "pfs/log.h"
 
 int repl_base_init(struct repl_base *b, const struct pfs_repl_server_opts *o)

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Delta transfers over TCP (`pfs send/recv --mode delta`).
+ * Delta mode of the transfer engine, over TCP (`pfs send/recv --mode
+ * delta`; engine.c checks the options and zeroes both results first).
+ * The codec, encoders, index and appliers are src/delta/'s (pfs/delta.h);
+ * this file is the protocol, its threads and the verdict.
  *
  *   sender                                receiver
  *   HELLO  mode delta, size = base bytes,
@@ -37,15 +40,10 @@
 #include "pfs/log.h"
 #include "pfs/pcore.h"
 #include "pfs/wire.h"
-#include "transport/xfer_ctl.h"
-#include "delta_int.h"
+#include "engine.h"
+#include "xfer_ctl.h"
 
 #define UNIT (4u << 20)
-
-uint64_t pfs_delta_base_fp(const uint8_t *base, uint64_t size)
-{
-	return base && size ? pfs_fingerprint_mem(base, size) : 0;
-}
 
 static int sha256(const uint8_t *p, uint64_t n, uint8_t out[32])
 {
@@ -91,7 +89,7 @@ struct slot {
 };
 
 struct enc_pool {
-	const struct pfs_delta_opts *o;
+	const struct pfs_xfer_opts *o;
 	const uint8_t *base; /* NULL: the receiver has none */
 	uint64_t base_size;
 	const struct pfs_delta_index *idx;
@@ -112,7 +110,8 @@ struct enc_pool {
 static void *enc_worker(void *arg)
 {
 	struct enc_pool *p = arg;
-	struct pfs_delta_enc *e = pfs_delta_enc__new(p->idx, p->base, p->base_size, p->o->level);
+	struct pfs_delta_enc *e =
+		pfs_delta_enc__new(p->idx, p->base, p->base_size, p->o->delta.level);
 	struct pfs_delta_stats st = { 0 };
 	double busy = 0;
 	int err = e ? 0 : -ENOMEM;
@@ -140,10 +139,11 @@ static void *enc_worker(void *arg)
 
 		t0 = pfs_xfer_now();
 		off = u * UNIT;
-		n = pfs_delta_enc__gram(
-			e, u, p->o->target, off,
-			p->o->target_size - off < UNIT ? (uint32_t)(p->o->target_size - off) : UNIT,
-			&g, &st);
+		n = pfs_delta_enc__gram(e, u, p->o->delta.target, off,
+					p->o->delta.target_size - off < UNIT ?
+						(uint32_t)(p->o->delta.target_size - off) :
+						UNIT,
+					&g, &st);
 		if (n > 0 && (copy = malloc((size_t)n)))
 			memcpy(copy, g, (size_t)n);
 		busy += pfs_xfer_now() - t0;
@@ -168,7 +168,7 @@ static void *sha_worker(void *arg)
 {
 	struct enc_pool *p = arg;
 
-	p->sha_err = sha256(p->o->target, p->o->target_size, p->sha);
+	p->sha_err = sha256(p->o->delta.target, p->o->delta.target_size, p->sha);
 	return NULL;
 }
 
@@ -213,14 +213,14 @@ static int send_grams(struct enc_pool *p, int fd, struct pfs_xfer_result *r, dou
 
 /* HELLO, and what the receiver holds: 0 (d->full_copy set when it has no
  * base), -EPERM refused, other -errno. */
-static int send_hello(const struct pfs_delta_opts *o, int fd, uint64_t fp,
-		      struct pfs_xfer_result *r, struct pfs_delta_result *d)
+static int send_hello(const struct pfs_xfer_opts *o, int fd, uint64_t fp, struct pfs_xfer_result *r,
+		      struct pfs_delta_result *d)
 {
 	struct pfs_ctl h = { .type = PFS_CTL_HELLO,
 			     .mode = PFS_MODE_DELTA,
-			     .size = o->base_size,
+			     .size = o->delta.base_size,
 			     .value = fp,
-			     .count = o->target_size };
+			     .count = o->delta.target_size };
 	uint8_t rec[PFS_CTL_LEN];
 	int err = pfs_xfer_send_ctl(fd, &h, &r->wire_bytes);
 
@@ -233,15 +233,15 @@ static int send_hello(const struct pfs_delta_opts *o, int fd, uint64_t fp,
 	if (err)
 		return err;
 	d->full_copy = !r->peer_blob_size && !r->peer_fingerprint;
-	if (!d->full_copy && (r->peer_blob_size != o->base_size || r->peer_fingerprint != fp))
+	if (!d->full_copy && (r->peer_blob_size != o->delta.base_size || r->peer_fingerprint != fp))
 		return pfs_xfer_fail(r, -EPROTO, "send: %s accepted another base than ours",
 				     r->peer);
-	if (d->full_copy && o->base_size)
+	if (d->full_copy && o->delta.base_size)
 		pfs_info("send: %s holds no base: sending a compressed full copy", r->peer);
 	return 0;
 }
 
-static int send_stream(const struct pfs_delta_opts *o, struct enc_pool *p, int fd,
+static int send_stream(const struct pfs_xfer_opts *o, struct enc_pool *p, int fd,
 		       struct pfs_xfer_result *r, struct pfs_delta_result *d)
 {
 	pthread_t th[64], sha_th;
@@ -290,7 +290,7 @@ static int send_stream(const struct pfs_delta_opts *o, struct enc_pool *p, int f
 	r->crc = sha_word(p->sha);
 	for (int k = 0; k < PFS_DELTA_KINDS; k++)
 		r->descs += d->st.n[k];
-	r->bytes = o->target_size;
+	r->bytes = o->delta.target_size;
 	end.size = r->bytes;
 	end.value = r->descs;
 	end.count = r->grams;
@@ -327,35 +327,29 @@ static int send_result(int fd, struct pfs_xfer_result *r)
 	return 0;
 }
 
-int pfs_delta_send(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
-		   struct pfs_delta_result *d)
+int pfs_delta_xfer_send(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 {
+	struct pfs_delta_result *d = o->delta.res;
 	struct enc_pool p = { .o = o };
 	struct pfs_delta_index *own = NULL;
 	double t0, u0, s0, u1, s1;
 	uint64_t fp;
 	int fd, err;
 
-	memset(r, 0, sizeof(*r));
-	memset(d, 0, sizeof(*d));
-	r->mode = PFS_MODE_DELTA;
-	if (!o || o->sz < sizeof(*o) || (!o->target && o->target_size) ||
-	    (!o->base && o->base_size) || o->level < 0 || o->level > 19)
-		return pfs_xfer_fail(r, -EINVAL, "send: invalid delta options");
-	d->base_size = o->base_size;
-	d->target_size = o->target_size;
-	d->threads = default_threads(o->threads);
+	d->base_size = o->delta.base_size;
+	d->target_size = o->delta.target_size;
+	d->threads = default_threads(o->delta.threads);
 	/* Setup, excluded from the transfer's time: fingerprint and index. */
 	t0 = pfs_xfer_now();
-	fp = pfs_delta_base_fp(o->base, o->base_size);
-	p.idx = o->index;
-	if (!p.idx && o->base_size) {
-		p.idx = own = pfs_delta_index__build(o->base, o->base_size, d->threads);
+	fp = pfs_delta_base_fp(o->delta.base, o->delta.base_size);
+	p.idx = o->delta.index;
+	if (!p.idx && o->delta.base_size) {
+		p.idx = own = pfs_delta_index__build(o->delta.base, o->delta.base_size, d->threads);
 		if (!own)
 			return pfs_xfer_fail(r, -ENOMEM, "send: no memory for the base's index");
 	}
 	d->index_s = pfs_xfer_now() - t0;
-	fd = pfs_xfer_connect(o->host, o->port, o->connect_timeout_ms, o->io_timeout_ms, r);
+	fd = pfs_xfer_connect(o->host, o->port, o->send.connect_timeout_ms, o->io_timeout_ms, r);
 	if (fd < 0) {
 		pfs_delta_index__free(own);
 		return fd;
@@ -363,10 +357,10 @@ int pfs_delta_send(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
 	err = send_hello(o, fd, fp, r, d);
 	if (err)
 		goto out;
-	p.base = d->full_copy ? NULL : o->base;
+	p.base = d->full_copy ? NULL : o->delta.base;
 	p.idx = d->full_copy ? NULL : p.idx;
-	p.base_size = d->full_copy ? 0 : o->base_size;
-	p.units = (o->target_size + UNIT - 1) / UNIT;
+	p.base_size = d->full_copy ? 0 : o->delta.base_size;
+	p.units = (o->delta.target_size + UNIT - 1) / UNIT;
 	p.window = 2 * (uint32_t)d->threads;
 	p.slots = calloc(p.window, sizeof(*p.slots));
 	pthread_mutex_init(&p.mu, NULL);
@@ -508,7 +502,7 @@ static int rcv_gram(struct rcv *c, double deadline, struct pfs_xfer_result *r)
 }
 
 /* Grams until END; the sender's SHA-256 arrives in a DIGEST before it. */
-static int rcv_stream(const struct pfs_delta_opts *o, struct rcv *c, struct pfs_ctl *end,
+static int rcv_stream(const struct pfs_xfer_opts *o, struct rcv *c, struct pfs_ctl *end,
 		      struct pfs_xfer_result *r)
 {
 	for (;;) {
@@ -546,10 +540,10 @@ static int rcv_stream(const struct pfs_delta_opts *o, struct rcv *c, struct pfs_
 }
 
 /* HELLO from the sender: ACCEPT with our base (0, 0 for none) or REFUSE. */
-static int rcv_hello(const struct pfs_delta_opts *o, struct rcv *c, uint64_t fp,
+static int rcv_hello(const struct pfs_xfer_opts *o, struct rcv *c, uint64_t fp,
 		     struct pfs_xfer_result *r, struct pfs_delta_result *d)
 {
-	uint64_t max = o->max_size ? o->max_size : PFS_XFER_MAX_SIZE_DEFAULT;
+	uint64_t max = o->recv.max_size ? o->recv.max_size : PFS_XFER_MAX_SIZE_DEFAULT;
 	struct pfs_ctl h, a = { .type = PFS_CTL_ACCEPT, .mode = PFS_MODE_DELTA };
 	int err = pfs_ctl_decode(c->hdr, PFS_CTL_LEN, &h), refuse = 0;
 
@@ -559,17 +553,17 @@ static int rcv_hello(const struct pfs_delta_opts *o, struct rcv *c, uint64_t fp,
 		return pfs_xfer_fail(r, -EPROTO, "recv: %s sent no HELLO", r->peer);
 	else if (h.mode != PFS_MODE_DELTA)
 		refuse = PFS_REFUSE_MODE;
-	else if (o->base_size && (h.size != o->base_size || h.value != fp))
+	else if (o->delta.base_size && (h.size != o->delta.base_size || h.value != fp))
 		refuse = PFS_REFUSE_FINGERPRINT;
 	else if (h.count > max)
 		refuse = PFS_REFUSE_LIMIT;
-	a.size = refuse == PFS_REFUSE_LIMIT ? max : o->base_size;
+	a.size = refuse == PFS_REFUSE_LIMIT ? max : o->delta.base_size;
 	a.value = fp;
 	r->peer_blob_size = h.size;
 	r->peer_fingerprint = h.value;
-	d->base_size = o->base_size;
+	d->base_size = o->delta.base_size;
 	d->target_size = h.count;
-	d->full_copy = !o->base_size;
+	d->full_copy = !o->delta.base_size;
 	if (refuse) {
 		a.type = PFS_CTL_REFUSE;
 		a.word = (uint32_t)refuse;
@@ -581,7 +575,7 @@ static int rcv_hello(const struct pfs_delta_opts *o, struct rcv *c, uint64_t fp,
 			"receiver: base %" PRIu64 " bytes fingerprint 0x%016" PRIx64
 			", --max-size %" PRIu64 ")",
 			r->peer, pfs_xfer_refuse_str((uint32_t)refuse), pfs_mode_str(h.mode),
-			h.size, h.value, h.count, o->base_size, fp, max);
+			h.size, h.value, h.count, o->delta.base_size, fp, max);
 	}
 	err = pfs_xfer_send_ctl(c->fd, &a, &r->wire_bytes);
 	if (err)
@@ -614,7 +608,7 @@ static int rcv_verdict(struct rcv *c, const struct pfs_ctl *end, struct pfs_xfer
 	return 0;
 }
 
-static int rcv_run(const struct pfs_delta_opts *o, struct rcv *c, struct pfs_xfer_result *r,
+static int rcv_run(const struct pfs_xfer_opts *o, struct rcv *c, struct pfs_xfer_result *r,
 		   struct pfs_delta_result *d)
 {
 	struct pfs_ctl end = { 0 }, res = { .type = PFS_CTL_RESULT, .mode = PFS_MODE_DELTA };
@@ -622,8 +616,8 @@ static int rcv_run(const struct pfs_delta_opts *o, struct rcv *c, struct pfs_xfe
 	int err;
 
 	c->target_size = d->target_size;
-	if (o->out_map && c->target_size)
-		c->target = o->out_map(o->out_ctx, c->target_size);
+	if (o->delta.out_map && c->target_size)
+		c->target = o->delta.out_map(o->delta.out_ctx, c->target_size);
 	else if (c->target_size)
 		c->target = malloc(c->target_size);
 	if (c->target_size && !c->target)
@@ -670,27 +664,22 @@ static int rcv_run(const struct pfs_delta_opts *o, struct rcv *c, struct pfs_xfe
 	return 0;
 }
 
-int pfs_delta_recv(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
-		   struct pfs_delta_result *d)
+int pfs_delta_xfer_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r)
 {
+	struct pfs_delta_result *d = o->delta.res;
 	struct pfs_xfer_accept_opts ao;
 	struct rcv c = { .fd = -1 };
 	uint64_t fp;
 	int lfd, err;
 
-	memset(r, 0, sizeof(*r));
-	memset(d, 0, sizeof(*d));
-	r->mode = PFS_MODE_DELTA;
-	if (!o || o->sz < sizeof(*o) || (!o->base && o->base_size))
-		return pfs_xfer_fail(r, -EINVAL, "recv: invalid delta options");
-	c.threads = default_threads(o->threads);
-	fp = pfs_delta_base_fp(o->base, o->base_size);
-	c.base = o->base;
-	c.base_size = o->base_size;
-	ao = (struct pfs_xfer_accept_opts){ .accept_timeout_ms = o->accept_timeout_ms,
+	c.threads = default_threads(o->delta.threads);
+	fp = pfs_delta_base_fp(o->delta.base, o->delta.base_size);
+	c.base = o->delta.base;
+	c.base_size = o->delta.base_size;
+	ao = (struct pfs_xfer_accept_opts){ .accept_timeout_ms = o->recv.accept_timeout_ms,
 					    .hello_timeout_ms = o->io_timeout_ms,
 					    .io_timeout_ms = o->io_timeout_ms,
-					    .ready_file = o->ready_file };
+					    .ready_file = o->recv.ready_file };
 	lfd = pfs_xfer_listen(o->host, o->port, "tcp", r);
 	if (lfd < 0) {
 		err = lfd;
@@ -705,12 +694,12 @@ int pfs_delta_recv(const struct pfs_delta_opts *o, struct pfs_xfer_result *r,
 	err = rcv_hello(o, &c, fp, r, d);
 	if (!err) {
 		pfs_info("recv: %s connected, delta of %" PRIu64 " bytes over a %s", r->peer,
-			 d->target_size, o->base_size ? "base" : "missing base (full copy)");
+			 d->target_size, o->delta.base_size ? "base" : "missing base (full copy)");
 		err = rcv_run(o, &c, r, d);
 	}
 	close(c.fd);
 out:
-	if (!o->out_map)
+	if (!o->delta.out_map)
 		free(c.target);
 	return err;
 }

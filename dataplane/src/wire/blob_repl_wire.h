@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Internal: the control frames of the replication stream (blob_repl.h,
+/* Internal: the control frames of the replication stream (pfs/blob_repl.h,
  * docs/design/wire-format.md "Replication stream"). Data travels as payload grams
  * (gram.h); these frames carry the handshake and the end. One 32-byte
  * header, little-endian, then a body of body_len bytes:
@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pfs/blob_repl.h"
+#include "pfs/repl_wire.h"
 
 #define REPL_MAGIC 0x46534650u /* "PFSF" */
 #define REPL_VERSION 1

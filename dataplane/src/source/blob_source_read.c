@@ -32,7 +32,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "blob/blob_source_int.h"
+#include "source/blob_source_int.h"
 #include "pfs/integrity.h"
 
 struct unit {

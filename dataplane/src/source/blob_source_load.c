@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blob/blob_source_int.h"
+#include "source/blob_source_int.h"
 #include "pfs/integrity.h"
 
 static int sha256(const void *p, size_t len, uint8_t out[32])

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blob/blob_repl_int.h"
+#include "repl/blob_repl_int.h"
 #include "wire/wire_le.h"
 
 static double clock_s(clockid_t id)

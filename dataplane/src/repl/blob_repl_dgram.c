@@ -33,7 +33,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "blob/blob_repl_int.h"
+#include "repl/blob_repl_int.h"
 #include "pfs/log.h"
 #include "pfs/netdev.h"
 #include "pfs/xfer.h"
@@ -135,28 +135,28 @@ int repl_dgram_serve(int fd, const struct repl_frame *auth, struct repl_dgram_sr
 			/* Payload-mode receivers check no fingerprint, and computing
 			 * one would read pages not filled yet. */
 			.fingerprint = 1,
-			.sched = { .total_bytes = src->size - auth->offset,
-				   .min_len = DGRAM_GRAM,
-				   .max_len = DGRAM_GRAM,
-				   .align = 1,
-				   .pattern = PFS_PATTERN_SEQ,
-				   .range_off = auth->offset,
-				   .range_len = src->size - auth->offset },
-			.desc_per_gram = 1,
-			.gram_bytes = DGRAM_GRAM,
-			.out_fd = -1,
 			.io_timeout_ms = io_timeout_ms,
-			.mtu = path_mtu(fd, family),
-			.ctl_given = true,
-			.ctl_fd = fd,
-			.src_ready = src_ready,
-			.src_ctx = src,
-			.rate_max = (double)rate,
-			.psk = src->psk,
-			.psk_len = src->psk_len,
+			.send = { .sched = { .total_bytes = src->size - auth->offset,
+					     .min_len = DGRAM_GRAM,
+					     .max_len = DGRAM_GRAM,
+					     .align = 1,
+					     .pattern = PFS_PATTERN_SEQ,
+					     .range_off = auth->offset,
+					     .range_len = src->size - auth->offset },
+				  .desc_per_gram = 1,
+				  .gram_bytes = DGRAM_GRAM,
+				  .rate_max = (double)rate,
+				  .src_ready = src_ready,
+				  .src_ctx = src },
+			.recv = { .out_fd = -1 },
+			.link = { .mtu = path_mtu(fd, family) },
+			.embed = { .ctl_given = true,
+				   .ctl_fd = fd,
+				   .psk = src->psk,
+				   .psk_len = src->psk_len },
 		};
 
-		err = t->send(&o, r);
+		err = pfs_xfer_send(t, &o, r);
 		if (!err && r->verdict != PFS_VERDICT_OK)
 			err = -EBADMSG;
 	}
@@ -215,25 +215,25 @@ int repl_dgram_fetch(int fd, const struct repl_dgram_sink *k, struct pfs_xfer_re
 		.host = host,
 		.port = k->data_port,
 		.mode = PFS_MODE_PAYLOAD,
-		.out_fd = -1,
 		.io_timeout_ms = k->io_timeout_ms,
-		.ifname = k->xport == REPL_XPORT_AFXDP ? (k->ifname ? k->ifname : ifname) : NULL,
-		/* A holder's hugepage limit covers its blob only: no UMEM there. */
-		.umem_page = PFS_XSK_PAGE_4K,
-		.stop = k->stop,
-		.env = k->env,
-		.ctl_given = true,
-		.ctl_fd = fd,
-		.out_mem = k->blob,
-		.out_mem_size = k->size,
-		.max_size = k->size, /* the destination decides, not the 64 GiB default */
-		.on_exec = k->on_exec,
-		.exec_ctx = k->exec_ctx,
-		.psk = k->psk,
-		.psk_len = k->psk_len,
+		.recv = { .out_fd = -1,
+			  .out_mem = k->blob,
+			  .out_mem_size = k->size,
+			  /* the destination decides, not the 64 GiB default */
+			  .max_size = k->size,
+			  .on_exec = k->on_exec,
+			  .exec_ctx = k->exec_ctx },
+		.link = { .ifname = k->xport == REPL_XPORT_AFXDP ?
+					    (k->ifname ? k->ifname : ifname) :
+					    NULL,
+			  /* A holder's hugepage limit covers its blob only: no UMEM there. */
+			  .umem_page = PFS_XSK_PAGE_4K,
+			  .stop = k->stop,
+			  .env = k->env },
+		.embed = { .ctl_given = true, .ctl_fd = fd, .psk = k->psk, .psk_len = k->psk_len },
 	};
 
-	err = t->recv(&o, r);
+	err = pfs_xfer_recv(t, &o, r);
 	if (!err && r->verdict != PFS_VERDICT_OK) {
 		snprintf(r->error, sizeof(r->error),
 			 "integrity mismatch: upstream crc32c 0x%08x, received 0x%08x",
