@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "pfs/gram.h"
-#include "pfs/udp.h"
+#include "pfs/udp_wire.h"
 
 static uint8_t buf[8 + PFS_GRAM_HDR_LEN + 64 * PFS_GRAM_ARITH_DESC_MAX + 64 * 64];
 

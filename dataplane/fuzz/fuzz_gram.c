@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "pfs/gram.h"
-#include "pfs/udp.h"
+#include "pfs/udp_wire.h"
 
 static struct pfs_desc out[PFS_GRAM_MAX_DESC];
 
