@@ -117,6 +117,7 @@ verify: controller-gen ## Regenerate deepcopy, CRDs, RBAC, the chart's copies an
 	    { for f in $$changed; do diff -u "$$before/$$f" "$$f" 2>/dev/null || true; done; } | head -n 200 || true; \
 	    echo "verify: run 'make manifests generate', 'go mod tidy' and 'go -C $(GOLANGCI_LINT_DIR) mod tidy', then commit the result"; exit 1; fi; \
 	  echo "verify: generated files are up to date"
+	@$(MAKE) --no-print-directory -C dataplane check-cli
 
 # KEEP_CLUSTER=1 keeps a cluster test-e2e brought up; one that was running already is always kept.
 # E2E_NODES: the e2e cluster has 3 nodes so a blob fans out origin -> relay -> relay.
