@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A replication session (repl.c, repl_delta.c): the options that serve a
- * blob to other nodes and fill one from upstreams, their checks, the
- * server, the relay's fetch, the delta base, and the "fetch" and "repl"
- * members of a result. `pfs blob create` and `pfs blob serve` drive it. */
+/* A replication session (repl.c over repl_delta.c): the options that serve
+ * a blob to other nodes and fill one from upstreams, their checks, the
+ * server, the relay's fetch, and the "fetch" and "repl" members of a
+ * result. `pfs blob create` and `pfs blob serve` drive it; the delta base's
+ * own options are declared here too, the rest of it is repl.c's business
+ * (repl_delta.h). */
 #ifndef PFS_TOOL_REPL_H
 #define PFS_TOOL_REPL_H
 
@@ -11,6 +13,7 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "repl_delta.h"
 #include "opt.h"
 #include "pfs/blob.h"
 #include "pfs/blob_repl.h"
@@ -26,23 +29,6 @@ enum pfs_cli_fetch_xport {
 	PFS_CLI_FETCH_TCP = 0, /* index into repl.c's choice table too */
 	PFS_CLI_FETCH_UDP,
 	PFS_CLI_FETCH_AFXDP,
-};
-
-/* Delta replication's base (repl_delta.c): --delta-base FILE or the blob
- * of --delta-base-socket; zero-initialise. */
-struct pfs_cli_repl_delta {
-	const char *file; /* --delta-base */
-	const char *socket; /* --delta-base-socket */
-	const char *token_file; /* --delta-base-token-file */
-	uint64_t level; /* --delta-zstd-level; 0: 3 */
-	/* opened by pfs_cli_repl_delta_open */
-	bool tried;
-	struct pfs_blob *blob;
-	struct pfs_cli_mapped map; /* --delta-base mapped */
-	const uint8_t *p;
-	uint64_t size, fp;
-	double fp_s;
-	char error[320]; /* why there is no base after all */
 };
 
 struct pfs_cli_repl {
@@ -67,28 +53,16 @@ struct pfs_cli_repl {
 	bool fetched, verified;
 	struct pfs_repl_fetch_result fr;
 	double verify_s;
-	struct pfs_cli_repl_delta delta;
+	struct pfs_cli_repl_delta delta; /* --delta-base... (repl_delta.h) */
 };
 
 /* The table over struct pfs_cli_repl_delta: --delta-base,
  * --delta-base-socket, --delta-base-token-file, --delta-zstd-level. */
 extern const struct pfs_opt pfs_cli_repl_delta_opts[];
-bool pfs_cli_repl_delta_set(const struct pfs_cli_repl_delta *d);
 /* After parsing: what needs what (@serving, @fetching: the command serves
  * or fetches the blob; @xport the fetch transport). 0 or -EINVAL, printed. */
 int pfs_cli_repl_delta_check(const struct pfs_cmdline *c, const struct pfs_cli_repl_delta *d,
 			     bool serving, bool fetching, int xport);
-/* Map the base once (later calls return at once). A base that cannot be
- * had is not an error: it is logged, kept in d->error, and the blob is
- * served and fetched whole. */
-void pfs_cli_repl_delta_open(struct pfs_cli_repl_delta *d);
-void pfs_cli_repl_delta_close(struct pfs_cli_repl_delta *d);
-/* The "delta" member of "fetch" (@f) or of "repl" (@st), when a base was
- * asked for. */
-void pfs_cli_repl_delta_fetch_json(struct pfs_json *j, const struct pfs_cli_repl_delta *d,
-				   const struct pfs_repl_fetch_result *f);
-void pfs_cli_repl_delta_serve_json(struct pfs_json *j, const struct pfs_cli_repl_delta *d,
-				   const struct pfs_repl_server_stats *st);
 
 /* The table over struct pfs_cli_repl: --replicate-listen, --fetch-from,
  * --token-file, --replicate-linger, --replicate-rate, --fetch-timeout,
