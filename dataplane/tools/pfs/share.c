@@ -163,6 +163,41 @@ static int serve_until_signal(struct pfs_share_server *srv, const sigset_t *sigs
 	return err;
 }
 
+/* One read pass (no prefault, no fill): the record every consumer checks
+ * its mapping against; its duration into @fp_s. */
+static uint64_t fingerprint(const struct pfs_blob *blob, double *fp_s)
+{
+	double t0 = pfs_cli_now();
+	uint64_t fp = pfs_blob__fingerprint(blob);
+
+	*fp_s = pfs_cli_now() - t0;
+	pfs_info("blob serve: opened %s: %" PRIu64 " bytes on %s, fingerprint 0x%016" PRIx64
+		 " (%.3f s)",
+		 pfs_blob__path(blob), pfs_blob__size(blob),
+		 pfs_page_kind_str(pfs_blob__page_kind(blob)), fp, *fp_s);
+	return fp;
+}
+
+/* The exit JSON of serve: the blob, the clients accepted and refused, the
+ * replication server's counters; stdout and --result-file. */
+static void serve_result(const struct serve_args *a, const struct pfs_blob *blob, uint64_t fp,
+			 double fp_s, uint64_t acc, uint64_t ref, int err)
+{
+	struct pfs_json j;
+
+	pfs_json_begin(&j);
+	pfs_json_bool(&j, "ok", !err);
+	pfs_json_str(&j, "cmd", "blob-serve", 16);
+	pfs_cli_blob_json(&j, blob, fp);
+	pfs_json_num(&j, "fingerprint_s", fp_s, 4);
+	pfs_json_u64(&j, "accepted", acc);
+	pfs_json_u64(&j, "refused", ref);
+	pfs_cli_repl_json(&j, &a->repl);
+	pfs_json_str(&j, "error", err ? strerror(-err) : NULL, 120);
+	if (pfs_result_emit(pfs_json_end(&j), a->result_file))
+		pfs_err("cannot write the result to %s: %s", a->result_file, strerror(errno));
+}
+
 int pfs_cmd_blob_serve(int argc, char **argv)
 {
 	struct serve_args a = { .so = { .sz = sizeof(a.so), .socket_gid = (gid_t)-1 } };
@@ -173,10 +208,9 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	};
 	struct pfs_share_server *srv;
 	struct pfs_blob *blob;
-	struct pfs_json j;
 	uint64_t fp, acc = 0, ref = 0;
 	char why[320];
-	double t0, fp_s;
+	double fp_s;
 	sigset_t sigs;
 	int err, rc = PFS_EXIT_OK;
 
@@ -205,15 +239,7 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	blob = open_named(a.dir, a.name);
 	if (!blob)
 		return PFS_EXIT_ERROR;
-	/* One read pass (no prefault, no fill): the record every consumer
-	 * checks its mapping against. */
-	t0 = pfs_cli_now();
-	fp = pfs_blob__fingerprint(blob);
-	fp_s = pfs_cli_now() - t0;
-	pfs_info("blob serve: opened %s: %" PRIu64 " bytes on %s, fingerprint 0x%016" PRIx64
-		 " (%.3f s)",
-		 pfs_blob__path(blob), pfs_blob__size(blob),
-		 pfs_page_kind_str(pfs_blob__page_kind(blob)), fp, fp_s);
+	fp = fingerprint(blob, &fp_s);
 	srv = pfs_share_server__new(blob, fp, &a.so);
 	a.repl.token_file = a.so.token_file;
 	if (!srv || pfs_cli_repl_serve(&a.repl, blob, NULL, why, sizeof(why))) {
@@ -227,18 +253,7 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	pfs_cli_repl_stop(&a.repl);
 	if (err)
 		rc = PFS_EXIT_ERROR;
-
-	pfs_json_begin(&j);
-	pfs_json_bool(&j, "ok", !err);
-	pfs_json_str(&j, "cmd", "blob-serve", 16);
-	pfs_cli_blob_json(&j, blob, fp);
-	pfs_json_num(&j, "fingerprint_s", fp_s, 4);
-	pfs_json_u64(&j, "accepted", acc);
-	pfs_json_u64(&j, "refused", ref);
-	pfs_cli_repl_json(&j, &a.repl);
-	pfs_json_str(&j, "error", err ? strerror(-err) : NULL, 120);
-	if (pfs_result_emit(pfs_json_end(&j), a.result_file))
-		pfs_err("cannot write the result to %s: %s", a.result_file, strerror(errno));
+	serve_result(&a, blob, fp, fp_s, acc, ref, err);
 	pfs_cli_repl_free(&a.repl);
 	pfs_blob__close(blob);
 	return rc;
