@@ -120,6 +120,7 @@ verify: controller-gen ## Regenerate deepcopy, the result structs, CRDs, RBAC, t
 	    echo "verify: run 'make manifests generate', 'go mod tidy' and 'go -C $(GOLANGCI_LINT_DIR) mod tidy', then commit the result"; exit 1; fi; \
 	  echo "verify: generated files are up to date"
 	@$(MAKE) --no-print-directory -C dataplane check-layers
+	@$(MAKE) --no-print-directory -C dataplane check-cli
 	@hack/check-maps.sh
 	@hack/check-links.sh
 

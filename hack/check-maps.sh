@@ -27,7 +27,9 @@ GO_MAP=docs/design/architecture.md
 has_word() { # TEXT NAME
 	local re
 	re=$(printf '%s' "$2" | sed 's/[.[\*^$+?(){}|]/\\&/g')
-	printf '%s\n' "$1" | grep -qE "(^|[^A-Za-z0-9_.-])${re}([^A-Za-z0-9_-]|$)"
+	# A here-string, not a pipe: grep -q stops at the first match, and under
+	# pipefail the writer's SIGPIPE would turn a match into a miss.
+	grep -qE "(^|[^A-Za-z0-9_.-])${re}([^A-Za-z0-9_-]|$)" <<<"$1"
 }
 
 dp_text=$(cat "$DP_MAP")

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-#include "cli.h"
+#include "acquire.h"
 #include "tap.h"
 
 struct t_args {

@@ -24,8 +24,8 @@
 
 #include <sys/mman.h>
 
-#include "cli.h" /* tools/pfs: pfs_cmd_pcore, linked from libpfs-cli.a */
-#include "pcore.h" /* tools/pfs: pfs_pcore_calib__read_kernel */
+#include "commands.h" /* tools/pfs: pfs_cmd_pcore, linked from libpfs-cli.a */
+#include "pcore_calib.h" /* tools/pfs: pfs_pcore_calib__read_kernel */
 #include "pfs/blob.h"
 #include "pfs/integrity.h"
 #include "pfs/ops.h"

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "pcore.h"
+#include "pcore_json.h"
 #include "tap.h"
 
 static struct pfs_pcore_result pc, bl;

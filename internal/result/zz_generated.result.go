@@ -128,8 +128,8 @@ type deltaStagesJSON struct {
 	VerifyS *float64 `json:"verify_s"`
 }
 
-// blobJSON is a blob (tools/pfs/blob_opts.c, pfs_cli_blob_json): in blob create and info results,
-// and in a transfer side's.
+// blobJSON is a blob (tools/pfs/acquire.c, pfs_cli_blob_json): in blob create and info results, and
+// in a transfer side's.
 type blobJSON struct {
 	// Size is "size": The blob size in bytes.
 	Size *int64 `json:"size"`

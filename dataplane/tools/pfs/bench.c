@@ -21,7 +21,9 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "acquire.h"
 #include "cli.h"
+#include "commands.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 

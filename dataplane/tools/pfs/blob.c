@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * `pfs blob create|info|rm`: make, inspect and delete blobs; one JSON
- * result. `create --source` loads files into the blob (source.c);
- * `manifest` prints the manifest of such a blob (manifest.c); `serve`,
- * `ping` and `attach` are the blob holder's verbs (share.c).
+ * result. `create --source` loads files into the blob (source.c), `create
+ * --replicate-listen/--fetch-from` runs a replication session (repl.c).
+ * The other verbs have entry points of their own that main.c dispatches
+ * to: `manifest` (manifest.c), the holder's `serve`, `ping` and `attach`
+ * (share.c); their lines of the usage below are written here.
  * Single-threaded; the blob is closed before returning.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "acquire.h"
 #include "cli.h"
+#include "commands.h"
+#include "repl.h"
+#include "source.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
@@ -91,7 +97,7 @@ static int show_error(struct blob_args *a, const char *cmd, const char *msg)
 }
 
 /* info, relay: what the manifest says, or why there is none. */
-void pfs_cli_manifest_json(struct pfs_json *j, const struct pfs_blob *blob)
+static void manifest_json(struct pfs_json *j, const struct pfs_blob *blob)
 {
 	struct pfs_manifest *m;
 	char why[256], sha[65];
@@ -192,7 +198,7 @@ static int blob_show(struct blob_args *a, bool info)
 	/* The operator reads the verified digest from "manifest" on every
 	 * holder, the origin's included. */
 	if (info || a->repl.fetch_from || a->src.path)
-		pfs_cli_manifest_json(&j, blob);
+		manifest_json(&j, blob);
 	pfs_cli_repl_json(&j, &a->repl);
 	pfs_json_str(&j, "error", NULL, 0);
 	if (pfs_result_emit(pfs_json_end(&j), a->result_file)) {
@@ -222,14 +228,6 @@ int pfs_cmd_blob(int argc, char **argv)
 		pfs_opt_usage(&c, stdout);
 		return PFS_EXIT_OK;
 	}
-	if (!strcmp(verb, "serve"))
-		return pfs_cmd_blob_serve(argc - 1, argv + 1);
-	if (!strcmp(verb, "ping"))
-		return pfs_cmd_blob_ping(argc - 1, argv + 1);
-	if (!strcmp(verb, "attach"))
-		return pfs_cmd_blob_attach(argc - 1, argv + 1);
-	if (!strcmp(verb, "manifest"))
-		return pfs_cmd_blob_manifest(argc - 1, argv + 1);
 	if (strcmp(verb, "create") && strcmp(verb, "info") && strcmp(verb, "rm")) {
 		fprintf(stderr, "pfs blob: unknown or missing verb '%s'\n\n", verb);
 		pfs_opt_usage(&c, stderr);

@@ -16,9 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pfs/blob_manifest.h"
+#include "acquire.h"
+#include "cli.h"
+#include "delta_json.h"
+#include "xfer_args.h"
 #include "pfs/log.h"
-#include "xfer.h"
 
 #define AT(f) PFS_OPT_AT(struct pfs_cli_delta, f)
 
@@ -125,14 +127,6 @@ static int out_finish(struct out_file *f, bool ok)
 	return err;
 }
 
-/* The blob named by @share, else by the blob options (NULL: @why). */
-static struct pfs_blob *get_blob(const struct pfs_cli_share *share, const struct pfs_cli_blob *cb,
-				 char *why, size_t n)
-{
-	return pfs_cli_share_set(share) ? pfs_cli_share_get(share, why, n) :
-					  pfs_cli_blob_get(cb, why, n);
-}
-
 struct delta_inputs {
 	struct pfs_cli_mapped base_file, src_file;
 	struct pfs_blob *base_blob, *src_blob;
@@ -151,7 +145,7 @@ static int inputs_open(struct xfer_args *a, struct delta_inputs *in, struct pfs_
 		o->base = in->base_file.p;
 		o->base_size = in->base_file.size;
 	} else if (!d->no_base) {
-		in->base_blob = get_blob(&a->share, &a->cb, r->error, sizeof(r->error));
+		in->base_blob = pfs_cli_blob_acquire(&a->cb, &a->share, r->error, sizeof(r->error));
 		err = in->base_blob ? 0 : -ENOENT;
 		if (in->base_blob) {
 			o->base = pfs_blob__data(in->base_blob);
@@ -195,6 +189,20 @@ static void inputs_close(struct delta_inputs *in)
 	pfs_blob__close(in->src_blob);
 }
 
+/* The report hook: integrity is the rebuilt target's SHA-256 against the
+ * sender's (in the "delta" member), not a checksum over grams. */
+static void integrity_json(struct pfs_json *j, const void *ctx, const struct pfs_xfer_result *r)
+{
+	(void)ctx;
+	(void)r;
+	pfs_json_str(j, "integrity_alg", "sha256", 8);
+}
+
+static void member_json(struct pfs_json *j, const void *ctx, const struct pfs_xfer_result *r)
+{
+	pfs_cli_delta_json(j, ctx, r);
+}
+
 int pfs_cli_delta_run(struct xfer_args *a, const char *host, uint16_t port)
 {
 	struct delta_inputs in = { .out = { .fd = -1 } };
@@ -223,65 +231,10 @@ int pfs_cli_delta_run(struct xfer_args *a, const char *host, uint16_t port)
 	rc = err && !r.error[0] ? PFS_EXIT_ERROR : pfs_cli_xfer_exit(err, &r);
 	if (out_finish(&in.out, !err && rc == PFS_EXIT_OK) && rc == PFS_EXIT_OK)
 		rc = PFS_EXIT_ERROR;
-	a->delta.res = &d;
+	a->report_hook = (struct pfs_cli_xfer_hook){ .integrity = integrity_json,
+						     .member = member_json,
+						     .ctx = &d };
 	pfs_cli_xfer_report(a, NULL, 0, &r, err, rc);
 	inputs_close(&in);
 	return rc;
-}
-
-static void region_json(struct pfs_json *j, const char *key, uint64_t n, uint64_t bytes,
-			const uint64_t *wire)
-{
-	pfs_json_obj(j, key);
-	pfs_json_u64(j, "n", n);
-	pfs_json_u64(j, "bytes", bytes);
-	if (wire)
-		pfs_json_u64(j, "wire", *wire);
-	pfs_json_close(j);
-}
-
-void pfs_cli_delta_regions_json(struct pfs_json *j, const struct pfs_delta_stats *s)
-{
-	pfs_json_obj(j, "regions");
-	region_json(j, "same", s->n[PFS_DELTA_COPY] - s->moved_n,
-		    s->bytes[PFS_DELTA_COPY] - s->moved_bytes, NULL);
-	region_json(j, "moved", s->moved_n, s->moved_bytes, NULL);
-	region_json(j, "xor", s->n[PFS_DELTA_XOR], s->bytes[PFS_DELTA_XOR],
-		    &s->wire[PFS_DELTA_XOR]);
-	region_json(j, "zstd", s->n[PFS_DELTA_ZSTD], s->bytes[PFS_DELTA_ZSTD],
-		    &s->wire[PFS_DELTA_ZSTD]);
-	region_json(j, "zstd_ref", s->n[PFS_DELTA_ZREF], s->bytes[PFS_DELTA_ZREF],
-		    &s->wire[PFS_DELTA_ZREF]);
-	region_json(j, "raw", s->n[PFS_DELTA_RAW], s->bytes[PFS_DELTA_RAW], NULL);
-	pfs_json_close(j);
-}
-
-void pfs_cli_delta_json(struct pfs_json *j, const struct pfs_delta_result *d,
-			const struct pfs_xfer_result *r)
-{
-	const struct pfs_delta_stats *s = &d->st;
-	char hex[65];
-
-	pfs_json_obj(j, "delta");
-	pfs_json_u64(j, "base_bytes", d->base_size);
-	pfs_json_u64(j, "target_bytes", d->target_size);
-	pfs_json_u64(j, "wire_bytes", r->wire_bytes);
-	pfs_json_num(j, "ratio", r->wire_bytes ? (double)d->target_size / r->wire_bytes : 0, 3);
-	pfs_json_bool(j, "full_copy", d->full_copy);
-	if (d->sha_valid) {
-		pfs_sha256_hex(d->sha256, hex);
-		pfs_json_str(j, "sha256", hex, sizeof(hex));
-	}
-	pfs_cli_delta_regions_json(j, s);
-	pfs_json_obj(j, "stages");
-	pfs_json_num(j, "index_s", d->index_s, 6);
-	pfs_json_num(j, "encode_s", d->encode_s, 6);
-	pfs_json_num(j, "send_s", d->send_s, 6);
-	pfs_json_num(j, "wait_s", d->recv_wait_s, 6);
-	pfs_json_num(j, "apply_s", d->apply_s, 6);
-	pfs_json_num(j, "verify_s", d->verify_s, 6);
-	pfs_json_close(j);
-	pfs_json_str(j, "bound", d->bound[0] ? d->bound : NULL, sizeof(d->bound));
-	pfs_json_u64(j, "threads", (uint64_t)d->threads);
-	pfs_json_close(j);
 }

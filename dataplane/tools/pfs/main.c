@@ -2,8 +2,11 @@
 /*
  * pfs: the PacketFS data-plane CLI. This file only dispatches: global
  * options (log level, --check-args) then a subcommand from the table below,
- * one file each in tools/pfs/. Results go to stdout as one JSON object;
- * logs go to stderr. The library (libpfs.a) holds no CLI code.
+ * one file each in tools/pfs/. The table is the only caller of the
+ * subcommands' entry points (scripts/check-cli-graph.sh keeps it so): they
+ * are leaves over the shared services of cli.h and its sibling headers.
+ * Results go to stdout as one JSON object; logs go to stderr. The library
+ * (libpfs.a) holds no CLI code.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -11,24 +14,31 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 
+/* A command, or with @verb one verb of it that has its own entry point
+ * (argv[0] is then the verb); @help NULL: not listed in the usage. */
 struct command {
-	const char *name;
+	const char *name, *verb;
 	int (*fn)(int argc, char **argv);
 	const char *help;
 };
 
 static const struct command commands[] = {
-	{ "blob", pfs_cmd_blob, "create | info | rm a blob (hugepages, THP, 4K)" },
-	{ "recv", pfs_cmd_recv, "receive one transfer and verify its integrity" },
-	{ "send", pfs_cmd_send, "send a schedule of grams to a receiver" },
-	{ "bench", pfs_cmd_bench, "local rates: CRC32C, FNV-1a, memset, blob setup" },
-	{ "pcore", pfs_cmd_pcore, "run byte ops over the blob on pcores" },
-	{ "probe", pfs_cmd_probe, "readiness probe: does a receiver's --ready-file exist" },
+	{ "blob", "serve", pfs_cmd_blob_serve, NULL },
+	{ "blob", "ping", pfs_cmd_blob_ping, NULL },
+	{ "blob", "attach", pfs_cmd_blob_attach, NULL },
+	{ "blob", "manifest", pfs_cmd_blob_manifest, NULL },
+	{ "blob", NULL, pfs_cmd_blob, "create | info | rm a blob (hugepages, THP, 4K)" },
+	{ "recv", NULL, pfs_cmd_recv, "receive one transfer and verify its integrity" },
+	{ "send", NULL, pfs_cmd_send, "send a schedule of grams to a receiver" },
+	{ "bench", NULL, pfs_cmd_bench, "local rates: CRC32C, FNV-1a, memset, blob setup" },
+	{ "pcore", NULL, pfs_cmd_pcore, "run byte ops over the blob on pcores" },
+	{ "probe", NULL, pfs_cmd_probe, "readiness probe: does a receiver's --ready-file exist" },
 #ifndef PFS_NO_AFXDP /* the arm64 cross build has no libbpf */
-	{ "xsk", pfs_cmd_xsk, "AF_XDP link probe: sink | blast test frames, detach" },
+	{ "xsk", NULL, pfs_cmd_xsk, "AF_XDP link probe: sink | blast test frames, detach" },
 #endif
 };
 
@@ -37,13 +47,33 @@ static void usage(FILE *f)
 	fprintf(f, "usage: pfs [-v | -q | --log-level LEVEL] [--check-args] COMMAND [options]\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].help);
+		if (commands[i].help)
+			fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\n`pfs COMMAND --help` describes each command.\n"
 		   "Results: one JSON object on stdout (<= 4 KiB); logs on stderr.\n"
 		   "Exit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused, 5 timeout.\n"
 		   "Log levels: error, warn, info (default), debug.\n"
 		   "Sizes take K/M/G/T, Ki..Ti and KiB..TiB (binary), KB/MB/GB/TB (decimal) and\n"
 		   "fractions (1.5G); integers take 0x (hex) and 0 (octal) prefixes.\n");
+}
+
+/* Run the command of argv[0] (its verb argv[1] when that has an entry of
+ * its own); the exit code. */
+static int dispatch(int argc, char **argv)
+{
+	for (size_t c = 0; c < sizeof(commands) / sizeof(commands[0]); c++) {
+		const struct command *cmd = &commands[c];
+
+		if (strcmp(argv[0], cmd->name))
+			continue;
+		if (!cmd->verb)
+			return cmd->fn(argc, argv);
+		if (argc > 1 && !strcmp(argv[1], cmd->verb))
+			return cmd->fn(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "pfs: unknown command '%s'\n\n", argv[0]);
+	usage(stderr);
+	return PFS_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
@@ -95,10 +125,5 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return PFS_EXIT_OK;
 	}
-	for (size_t c = 0; c < sizeof(commands) / sizeof(commands[0]); c++)
-		if (!strcmp(argv[i], commands[c].name))
-			return commands[c].fn(argc - i, argv + i);
-	fprintf(stderr, "pfs: unknown command '%s'\n\n", argv[i]);
-	usage(stderr);
-	return PFS_EXIT_USAGE;
+	return dispatch(argc - i, argv + i);
 }

@@ -10,8 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "acquire.h"
 #include "cli.h"
+#include "commands.h"
 #include "pfs/blob_manifest.h"
+#include "pfs/blob_source.h"
 #include "pfs/log.h"
 
 struct manifest_args {

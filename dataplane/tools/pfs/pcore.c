@@ -20,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pcore.h"
+#include "acquire.h"
+#include "cli.h"
+#include "commands.h"
+#include "pcore_calib.h"
+#include "pcore_json.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 

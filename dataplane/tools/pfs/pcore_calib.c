@@ -32,7 +32,7 @@
 #include "pfs/integrity.h"
 #include "pfs/ops.h"
 #include "pfs/pcore.h"
-#include "pcore.h"
+#include "pcore_calib.h"
 
 enum job_kind {
 	JOB_READ,

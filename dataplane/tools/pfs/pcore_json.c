@@ -14,7 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pcore.h"
+#include "cli.h"
+#include "pcore_json.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "commands.h"
 
 struct probe_args {
 	const char *ready_file;

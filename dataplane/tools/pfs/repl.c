@@ -16,14 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "repl.h"
+#include "source.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
 #include "pfs/pcore.h"
 
-/* "3", "3s", "500ms", "2m", "1h", fractions allowed: milliseconds. */
-int pfs_cli_parse_dur(const char *arg, void *field)
+/* PFS_OPT_FN: "3", "3s", "500ms", "2m", "1h", fractions allowed: int
+ * milliseconds. */
+static int parse_dur(const char *arg, void *field)
 {
 	static const struct {
 		const char *unit;
@@ -64,12 +66,12 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	{ "replicate-linger", PFS_OPT_FN, AT(linger_ms), "DUR",
 	  "after the blob is complete, serve until no client was incomplete this long "
 	  "(default 3s; 500ms, 2m ...)",
-	  .parse = pfs_cli_parse_dur },
+	  .parse = parse_dur },
 	{ "replicate-rate", PFS_OPT_SIZE, AT(rate), "BYTES_PER_S",
 	  "pace each served connection to this many bytes/s (e.g. 50Mi; default unpaced)",
 	  .min = 4096 },
 	{ "fetch-timeout", PFS_OPT_FN, AT(fetch_timeout_ms), "DUR",
-	  "give up the fetch after this long (default 600s)", .parse = pfs_cli_parse_dur },
+	  "give up the fetch after this long (default 600s)", .parse = parse_dur },
 	{ "fetch-transport", PFS_OPT_CHOICE, AT(xport), "tcp|udp|afxdp",
 	  "how the fetch receives: grams on the TCP connection (default), or UDP\n"
 	  "datagrams, NAK-repaired, into a UDP socket or an AF_XDP socket (XDP program\n"

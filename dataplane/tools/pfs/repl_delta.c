@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "acquire.h"
+#include "delta_json.h"
+#include "repl.h"
 #include "pfs/log.h"
 
 #define AT(f) PFS_OPT_AT(struct pfs_cli_repl_delta, f)

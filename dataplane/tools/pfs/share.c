@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * `pfs blob serve` (the blob holder's main container), `pfs blob ping` (its
- * readiness probe), `pfs blob attach`, and the consumer options
- * --blob-socket/--blob-token-file of every command that takes a blob.
- * Single-threaded; serve runs until SIGTERM/SIGINT and then prints one JSON
+ * readiness probe) and `pfs blob attach`, the holder's three verbs, each an
+ * entry point of main.c's table. The consumer side every other command
+ * uses (--blob-socket/--blob-token-file) is acquire.c's; serve's
+ * --replicate-listen is a replication session (repl.c). Single-threaded; serve runs until SIGTERM/SIGINT and then prints one JSON
  * object with its counters.
  */
 #include <errno.h>
@@ -16,23 +17,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "acquire.h"
 #include "cli.h"
+#include "commands.h"
+#include "repl.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
 #include "pfs/wire.h"
 
 #define MAX_ALLOW_UIDS 64
-
-#define AT(f) PFS_OPT_AT(struct pfs_cli_share, f)
-const struct pfs_opt pfs_cli_share_opts[] = {
-	PFS_OPT_HEADING("\nBlob from a holder (`pfs blob serve`) instead of a blob of one's own:"),
-	{ "blob-socket", PFS_OPT_STR, AT(socket), "PATH", "the holder's Unix socket",
-	  .flags = PFS_OPT_NONZERO },
-	{ "blob-token-file", PFS_OPT_STR, AT(token_file), "PATH",
-	  "file holding the token (the blob's Secret)", .flags = PFS_OPT_NONZERO },
-	{ 0 },
-};
-#undef AT
 
 struct uid_list {
 	uid_t uid[MAX_ALLOW_UIDS];
@@ -170,6 +163,41 @@ static int serve_until_signal(struct pfs_share_server *srv, const sigset_t *sigs
 	return err;
 }
 
+/* One read pass (no prefault, no fill): the record every consumer checks
+ * its mapping against; its duration into @fp_s. */
+static uint64_t fingerprint(const struct pfs_blob *blob, double *fp_s)
+{
+	double t0 = pfs_cli_now();
+	uint64_t fp = pfs_blob__fingerprint(blob);
+
+	*fp_s = pfs_cli_now() - t0;
+	pfs_info("blob serve: opened %s: %" PRIu64 " bytes on %s, fingerprint 0x%016" PRIx64
+		 " (%.3f s)",
+		 pfs_blob__path(blob), pfs_blob__size(blob),
+		 pfs_page_kind_str(pfs_blob__page_kind(blob)), fp, *fp_s);
+	return fp;
+}
+
+/* The exit JSON of serve: the blob, the clients accepted and refused, the
+ * replication server's counters; stdout and --result-file. */
+static void serve_result(const struct serve_args *a, const struct pfs_blob *blob, uint64_t fp,
+			 double fp_s, uint64_t acc, uint64_t ref, int err)
+{
+	struct pfs_json j;
+
+	pfs_json_begin(&j);
+	pfs_json_bool(&j, "ok", !err);
+	pfs_json_str(&j, "cmd", "blob-serve", 16);
+	pfs_cli_blob_json(&j, blob, fp);
+	pfs_json_num(&j, "fingerprint_s", fp_s, 4);
+	pfs_json_u64(&j, "accepted", acc);
+	pfs_json_u64(&j, "refused", ref);
+	pfs_cli_repl_json(&j, &a->repl);
+	pfs_json_str(&j, "error", err ? strerror(-err) : NULL, 120);
+	if (pfs_result_emit(pfs_json_end(&j), a->result_file))
+		pfs_err("cannot write the result to %s: %s", a->result_file, strerror(errno));
+}
+
 int pfs_cmd_blob_serve(int argc, char **argv)
 {
 	struct serve_args a = { .so = { .sz = sizeof(a.so), .socket_gid = (gid_t)-1 } };
@@ -180,10 +208,9 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	};
 	struct pfs_share_server *srv;
 	struct pfs_blob *blob;
-	struct pfs_json j;
 	uint64_t fp, acc = 0, ref = 0;
 	char why[320];
-	double t0, fp_s;
+	double fp_s;
 	sigset_t sigs;
 	int err, rc = PFS_EXIT_OK;
 
@@ -212,15 +239,7 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	blob = open_named(a.dir, a.name);
 	if (!blob)
 		return PFS_EXIT_ERROR;
-	/* One read pass (no prefault, no fill): the record every consumer
-	 * checks its mapping against. */
-	t0 = pfs_cli_now();
-	fp = pfs_blob__fingerprint(blob);
-	fp_s = pfs_cli_now() - t0;
-	pfs_info("blob serve: opened %s: %" PRIu64 " bytes on %s, fingerprint 0x%016" PRIx64
-		 " (%.3f s)",
-		 pfs_blob__path(blob), pfs_blob__size(blob),
-		 pfs_page_kind_str(pfs_blob__page_kind(blob)), fp, fp_s);
+	fp = fingerprint(blob, &fp_s);
 	srv = pfs_share_server__new(blob, fp, &a.so);
 	a.repl.token_file = a.so.token_file;
 	if (!srv || pfs_cli_repl_serve(&a.repl, blob, NULL, why, sizeof(why))) {
@@ -234,18 +253,7 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	pfs_cli_repl_stop(&a.repl);
 	if (err)
 		rc = PFS_EXIT_ERROR;
-
-	pfs_json_begin(&j);
-	pfs_json_bool(&j, "ok", !err);
-	pfs_json_str(&j, "cmd", "blob-serve", 16);
-	pfs_cli_blob_json(&j, blob, fp);
-	pfs_json_num(&j, "fingerprint_s", fp_s, 4);
-	pfs_json_u64(&j, "accepted", acc);
-	pfs_json_u64(&j, "refused", ref);
-	pfs_cli_repl_json(&j, &a.repl);
-	pfs_json_str(&j, "error", err ? strerror(-err) : NULL, 120);
-	if (pfs_result_emit(pfs_json_end(&j), a.result_file))
-		pfs_err("cannot write the result to %s: %s", a.result_file, strerror(errno));
+	serve_result(&a, blob, fp, fp_s, acc, ref, err);
 	pfs_cli_repl_free(&a.repl);
 	pfs_blob__close(blob);
 	return rc;
@@ -327,21 +335,6 @@ int pfs_cmd_blob_ping(int argc, char **argv)
 	if (err)
 		pfs_err("blob ping %s: %s", a.socket, m.msg[0] ? m.msg : pfs_wire_strerror(err));
 	return !err ? PFS_EXIT_OK : err == -ETIMEDOUT ? PFS_EXIT_TIMEOUT : PFS_EXIT_ERROR;
-}
-
-/* One line for a result: why pfs_blob__from_socket failed with @e. */
-static void share_reason(const char *path, const struct pfs_share_meta *m, int e, char *buf,
-			 size_t n)
-{
-	if (m->msg[0])
-		snprintf(buf, n, "blob holder %s refused: %s", path, m->msg);
-	else
-		snprintf(buf, n, "blob from holder %s: %s", path,
-			 e == EIO    ? "fingerprint differs from the holder's record (blob "
-				       "modified since the holder started)" :
-			 e == EINVAL ? "size differs from the holder's record" :
-			 e == EACCES ? "permission denied on the socket (mode/group)" :
-				       strerror(e));
 }
 
 static long hugepages_free(void)
@@ -427,7 +420,7 @@ int pfs_cmd_blob_attach(int argc, char **argv)
 	b = pfs_blob__from_socket(a.socket, tok, &a.o);
 	if (!b) {
 		err = -errno;
-		share_reason(a.socket, &m, -err, why, sizeof(why));
+		pfs_cli_share_reason(a.socket, &m, -err, why, sizeof(why));
 	}
 	hp1 = hugepages_free();
 	memset(tok, 0, sizeof(tok));
@@ -446,40 +439,4 @@ int pfs_cmd_blob_attach(int argc, char **argv)
 		pfs_err("cannot write the result to %s: %s", a.result_file, strerror(errno));
 	pfs_blob__close(b);
 	return b ? PFS_EXIT_OK : err == -ETIMEDOUT ? PFS_EXIT_TIMEOUT : PFS_EXIT_ERROR;
-}
-
-struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s, char *why, size_t n)
-{
-	char tok[PFS_SHARE_TOKEN_MAX + 1], buf[320];
-	struct pfs_share_meta m = { 0 };
-	struct pfs_share_client_opts o = { .sz = sizeof(o), .meta = &m };
-	struct pfs_blob *b;
-	int tl, e;
-
-	if (!s->socket || !s->token_file) {
-		snprintf(buf, sizeof(buf), "--blob-socket and --blob-token-file go together");
-		pfs_err("%s", buf);
-		e = EINVAL;
-		goto out_fail;
-	}
-	tl = pfs_share_token_read(s->token_file, tok, sizeof(tok));
-	if (tl < 0) {
-		snprintf(buf, sizeof(buf), "--blob-token-file %s: %s", s->token_file,
-			 pfs_share_token_strerror(tl));
-		pfs_err("%s", buf);
-		e = -tl;
-		goto out_fail;
-	}
-	b = pfs_blob__from_socket(s->socket, tok, &o);
-	e = errno;
-	memset(tok, 0, sizeof(tok));
-	if (b)
-		return b;
-	/* pfs_blob__from_socket logged the details; one line for the result. */
-	share_reason(s->socket, &m, e, buf, sizeof(buf));
-out_fail:
-	if (why && n)
-		snprintf(why, n, "%s", buf);
-	errno = e;
-	return NULL;
 }

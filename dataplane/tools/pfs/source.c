@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "source.h"
 #include "pfs/log.h"
 
 #define AT(f) PFS_OPT_AT(struct pfs_cli_source, f)

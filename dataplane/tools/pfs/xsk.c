@@ -25,6 +25,7 @@
 #include <net/if.h>
 
 #include "cli.h"
+#include "commands.h"
 #include "pfs/log.h"
 #include "pfs/netdev.h"
 #include "pfs/result.h"

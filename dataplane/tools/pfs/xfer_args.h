@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `pfs send` / `pfs recv`: the parsed command line (xfer.c), shared with
- * delta mode (delta.c), which takes the same options plus its own. */
-#ifndef PFS_TOOL_XFER_H
-#define PFS_TOOL_XFER_H
+ * delta mode (delta.c), which takes the same options plus its own, and with
+ * the report writer (xfer_report.c), which a mode extends through a hook.
+ * Arrows: xfer.c -> delta.c -> xfer_report.c, xfer.c -> xfer_report.c. */
+#ifndef PFS_TOOL_XFER_ARGS_H
+#define PFS_TOOL_XFER_ARGS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "acquire.h"
 #include "cli.h"
 #include "pfs/delta.h"
 #include "pfs/integrity.h"
@@ -23,7 +26,17 @@ struct pfs_cli_delta {
 	bool no_base; /* recv --no-base */
 	uint64_t level; /* --zstd-level */
 	uint64_t threads; /* --delta-threads */
-	const struct pfs_delta_result *res; /* after the transfer, for the result */
+};
+
+/* What a mode adds to the transfer report: delta mode (delta.c) registers
+ * one, the other modes none. Each gets @ctx, the mode's own result. */
+struct pfs_cli_xfer_hook {
+	/* The integrity members, in place of integrity_alg, the checksums and
+	 * crc32c_impl. */
+	void (*integrity)(struct pfs_json *j, const void *ctx, const struct pfs_xfer_result *r);
+	/* The mode's own member, after the placement. */
+	void (*member)(struct pfs_json *j, const void *ctx, const struct pfs_xfer_result *r);
+	const void *ctx;
 };
 
 struct xfer_args {
@@ -46,6 +59,7 @@ struct xfer_args {
 	enum pfs_xsk_page umem_page;
 	enum pfs_integrity integrity;
 	struct pfs_cli_delta delta; /* --mode delta (delta.c) */
+	struct pfs_cli_xfer_hook report_hook; /* the mode's, set before reporting */
 };
 
 /* The table over struct pfs_cli_delta (delta.c). */
@@ -57,14 +71,11 @@ int pfs_cli_delta_check(const struct pfs_cmdline *c, const struct xfer_args *a);
 /* Run `pfs send/recv --mode delta` (host:port parsed); the exit code. */
 int pfs_cli_delta_run(struct xfer_args *a, const char *host, uint16_t port);
 
-/* The result of a transfer of any mode (xfer.c): JSON on stdout and
- * --result-file, a CSV row with --csv. */
+/* The result of a transfer of any mode (xfer_report.c): JSON on stdout and
+ * --result-file, a CSV row with --csv; a->report_hook adds the mode's. */
 void pfs_cli_xfer_report(const struct xfer_args *a, const struct pfs_blob *blob, uint64_t fp,
 			 const struct pfs_xfer_result *r, int err, int rc);
-/* The exit code of a finished transfer (xfer.c). */
+/* The exit code of a finished transfer (xfer_report.c). */
 int pfs_cli_xfer_exit(int err, const struct pfs_xfer_result *r);
-/* The "delta" member of a result (delta.c). */
-void pfs_cli_delta_json(struct pfs_json *j, const struct pfs_delta_result *d,
-			const struct pfs_xfer_result *r);
 
-#endif /* PFS_TOOL_XFER_H */
+#endif /* PFS_TOOL_XFER_ARGS_H */

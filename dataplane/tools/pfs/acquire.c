@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The blob options of every command that takes a blob (blob create, send,
- * recv, bench, pcore): one table, so every command spells them the same
- * way, and the one function that turns them into a blob (create, or open
- * a named one). Single-threaded, at start-up; the returned blob belongs to
- * the caller.
+ * Acquiring a blob (acquire.h): the blob options of every command that
+ * takes a blob (blob create, send, recv, bench, pcore), one table so every
+ * command spells them the same way, and the function that turns them into a
+ * blob (create, or open a named one); the consumer options
+ * --blob-socket/--blob-token-file and the function that takes the blob from
+ * its holder (`pfs blob serve`) instead; and the "blob" member of a result.
+ * Single-threaded, at start-up; the returned blob belongs to the caller.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "acquire.h"
 #include "pfs/log.h"
 
 static int parse_page(const char *arg, void *field)
@@ -52,6 +54,17 @@ const struct pfs_opt pfs_cli_blob_opts[] = {
 	  "open an existing named blob instead of creating one" },
 	{ "blob-dir", PFS_OPT_STR, AT(open_dir), "DIR",
 	  "its directory (default: search /dev/hugepages, /dev/shm)" },
+	{ 0 },
+};
+#undef AT
+
+#define AT(f) PFS_OPT_AT(struct pfs_cli_share, f)
+const struct pfs_opt pfs_cli_share_opts[] = {
+	PFS_OPT_HEADING("\nBlob from a holder (`pfs blob serve`) instead of a blob of one's own:"),
+	{ "blob-socket", PFS_OPT_STR, AT(socket), "PATH", "the holder's Unix socket",
+	  .flags = PFS_OPT_NONZERO },
+	{ "blob-token-file", PFS_OPT_STR, AT(token_file), "PATH",
+	  "file holding the token (the blob's Secret)", .flags = PFS_OPT_NONZERO },
 	{ 0 },
 };
 #undef AT
@@ -113,4 +126,60 @@ void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t
 	pfs_json_num(j, "fill_s", t->fill_s, 4);
 	pfs_json_u64(j, "setup_threads", t->setup_threads);
 	pfs_json_close(j);
+}
+
+void pfs_cli_share_reason(const char *path, const struct pfs_share_meta *m, int e, char *buf,
+			  size_t n)
+{
+	if (m->msg[0])
+		snprintf(buf, n, "blob holder %s refused: %s", path, m->msg);
+	else
+		snprintf(buf, n, "blob from holder %s: %s", path,
+			 e == EIO    ? "fingerprint differs from the holder's record (blob "
+				       "modified since the holder started)" :
+			 e == EINVAL ? "size differs from the holder's record" :
+			 e == EACCES ? "permission denied on the socket (mode/group)" :
+				       strerror(e));
+}
+
+struct pfs_blob *pfs_cli_share_get(const struct pfs_cli_share *s, char *why, size_t n)
+{
+	char tok[PFS_SHARE_TOKEN_MAX + 1], buf[320];
+	struct pfs_share_meta m = { 0 };
+	struct pfs_share_client_opts o = { .sz = sizeof(o), .meta = &m };
+	struct pfs_blob *b;
+	int tl, e;
+
+	if (!s->socket || !s->token_file) {
+		snprintf(buf, sizeof(buf), "--blob-socket and --blob-token-file go together");
+		pfs_err("%s", buf);
+		e = EINVAL;
+		goto out_fail;
+	}
+	tl = pfs_share_token_read(s->token_file, tok, sizeof(tok));
+	if (tl < 0) {
+		snprintf(buf, sizeof(buf), "--blob-token-file %s: %s", s->token_file,
+			 pfs_share_token_strerror(tl));
+		pfs_err("%s", buf);
+		e = -tl;
+		goto out_fail;
+	}
+	b = pfs_blob__from_socket(s->socket, tok, &o);
+	e = errno;
+	memset(tok, 0, sizeof(tok));
+	if (b)
+		return b;
+	/* pfs_blob__from_socket logged the details; one line for the result. */
+	pfs_cli_share_reason(s->socket, &m, e, buf, sizeof(buf));
+out_fail:
+	if (why && n)
+		snprintf(why, n, "%s", buf);
+	errno = e;
+	return NULL;
+}
+
+struct pfs_blob *pfs_cli_blob_acquire(const struct pfs_cli_blob *b, const struct pfs_cli_share *s,
+				      char *why, size_t n)
+{
+	return pfs_cli_share_set(s) ? pfs_cli_share_get(s, why, n) : pfs_cli_blob_get(b, why, n);
 }

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Loading a blob from files (source.c): the --source options of `pfs blob
+ * create`, the blob size they imply, the load and the "source" member of
+ * the result. */
+#ifndef PFS_TOOL_SOURCE_H
+#define PFS_TOOL_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "acquire.h"
+#include "opt.h"
+#include "pfs/blob_source.h"
+
+/* `pfs blob create --source`: a blob loaded from files. */
+struct pfs_source;
+struct pfs_cli_source {
+	const char *path; /* --source */
+	const char *root; /* --source-root */
+	int threads; /* --source-threads, 0: the library's default */
+	uint64_t chunk; /* --source-chunk, 0: the library's default */
+	bool no_direct; /* --source-no-direct */
+	bool dry_run; /* --dry-run: plan only */
+	struct pfs_source *src; /* after pfs_cli_source_scan */
+	void (*progress)(void *ctx, uint64_t mark); /* the loader's hook */
+	void *progress_ctx;
+	double t0_unix, t1_unix; /* wall clock: load start and end */
+	struct pfs_source_stats st; /* after pfs_cli_source_load */
+};
+
+/* The table over struct pfs_cli_source: --source, --source-root,
+ * --source-threads, --source-chunk, --source-no-direct, --dry-run. */
+extern const struct pfs_opt pfs_cli_source_opts[];
+
+/* What the source options exclude, checked after parsing (the blob comes
+ * from the source: no --blob-name, --fill or --seed; the --source-*
+ * options need --source). 0 or -EINVAL after printing why. */
+int pfs_cli_source_check(const struct pfs_cmdline *c, const struct pfs_cli_source *s);
+
+/* Scan the source and size the blob options for it: --size when given
+ * must hold it (else -ENOSPC, both sizes in @why), else the size it needs;
+ * the fill becomes none (fresh memory is zero). 0 or -errno, @why set. */
+int pfs_cli_source_scan(struct pfs_cli_source *s, struct pfs_cli_blob *b, bool size_given,
+			char *why, size_t n);
+
+/* Read the source into @blob (pfs_source__load), logging the rates. 0 or
+ * -errno with @why; a named blob whose load failed is removed. */
+int pfs_cli_source_load(struct pfs_cli_source *s, struct pfs_blob *blob, char *why, size_t n);
+
+/* --dry-run: the result of a scanned source, its size and the blob's
+ * (after pfs_cli_source_scan sized @b); the exit code. */
+int pfs_cli_source_plan(const struct pfs_cli_source *s, const struct pfs_cli_blob *b,
+			const char *result_file);
+
+/* The "source" member of the create result. */
+void pfs_cli_source_json(struct pfs_json *j, const struct pfs_cli_source *s);
+
+void pfs_cli_source_free(struct pfs_cli_source *s);
+
+#endif /* PFS_TOOL_SOURCE_H */
