@@ -58,7 +58,7 @@ func (r *PcoreJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if f := obs.CreateFailed; f != nil {
 		return ctrl.Result{}, f.Err // retried with the controller's backoff
 	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: r.Timing.requeueAfter(plan.RequeueAfter)}, nil
 }
 
 // gather reads the referenced blob and the job's pod.

@@ -105,7 +105,7 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if f := obs.CreateFailed; f != nil {
 		return ctrl.Result{}, f.Err // retried with the controller's backoff
 	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: r.Timing.requeueAfter(plan.RequeueAfter)}, nil
 }
 
 // gather reads the referenced blobs and, while the transfer runs, the

@@ -82,7 +82,8 @@ func TestE2E(t *testing.T) {
 func testHelmInstall(t *testing.T) {
 	_, statusErr := run(env.helm, "status", releaseName, "-n", releaseNS)
 	if out, err := run(env.helm, "upgrade", "--install", releaseName, "charts/packetfs-operator", "-n", releaseNS,
-		"--create-namespace", "-f", "hack/demo/values.yaml", "--wait", "--timeout", "5m"); err != nil {
+		"--create-namespace", "-f", "hack/demo/values.yaml", "--set", "controller.maxRequeueAfter="+maxRequeueAfter.String(),
+		"--wait", "--timeout", "5m"); err != nil {
 		t.Fatalf("helm upgrade --install: %v\n%s", err, out)
 	}
 	if statusErr == nil {
