@@ -225,8 +225,10 @@ func testLoad(ctx context.Context, t *testing.T) {
 // maxRequeueAfter is the operator's --max-requeue-after in the e2e
 // installation (testHelmInstall sets it): every wake-up a reconcile plans
 // fires within it, so the load step's loop check waits seconds, not the
-// --unschedulable-timeout of a start deadline.
-const maxRequeueAfter = 10 * time.Second
+// --unschedulable-timeout of a start deadline. 30 s is the queue's own
+// recheck: the cap shortens no wake-up the load's transfers plan while
+// they run, so their pace and reconcile counts stay as without it.
+const maxRequeueAfter = 30 * time.Second
 
 // requeueCap is the operator's --max-requeue-after as its Deployment runs
 // it (0 when absent), so the load step relies on the cap only when the
