@@ -168,7 +168,8 @@ func testLoad(ctx context.Context, t *testing.T) {
 	if c := requeueCap(t); c > 0 {
 		settle = min(settle, c+5*time.Second)
 	}
-	t.Logf("waiting %s for the last planned wake-up (%s)", settle.Round(time.Second), quiet.Format(time.TimeOnly))
+	t.Logf("waiting %s for the last planned wake-up (%s; a start deadline alone would be %s)", settle.Round(time.Second),
+		time.Now().Add(settle).Format(time.TimeOnly), quiet.Format(time.TimeOnly))
 	time.Sleep(settle)
 	settled := scrapeOperator(t)
 	time.Sleep(30 * time.Second)
