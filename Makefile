@@ -4,8 +4,12 @@
 IMG ?= packetfs.io/operator:v0.1.0
 DATAPLANE_IMG ?= packetfs.io/dataplane:v0.1.0
 
-# Tools are pinned and installed into ./bin.
+# Tools are pinned, built once per version into TOOLS_CACHE (outside the
+# repo, beside the cluster's cached parts, so a fresh clone reuses them) and
+# linked into ./bin under the same versioned names.
 LOCALBIN ?= $(shell pwd)/bin
+PFS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/packetfs
+TOOLS_CACHE ?= $(PFS_CACHE)/tools/bin
 CONTROLLER_TOOLS_VERSION ?= v0.19.0
 # The binary name carries the version, so bumping the pin reinstalls it.
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
@@ -26,7 +30,9 @@ HELM_LDFLAGS ?= -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 GOLANGCI_LINT_DIR := hack/tools/golangci-lint
 GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/v2" {print $$2}' $(GOLANGCI_LINT_DIR)/go.mod)
 KUBE_API_LINTER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kube-api-linter" {print $$2}' $(GOLANGCI_LINT_DIR)/go.mod)
-GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)-kal-$(lastword $(subst -, ,$(KUBE_API_LINTER_VERSION)))
+# The name also carries a hash of go.sum and main.go: the cache outlives a checkout.
+GOLANGCI_LINT_HASH := $(shell cat $(GOLANGCI_LINT_DIR)/go.sum $(GOLANGCI_LINT_DIR)/main.go | sha256sum | cut -c1-8)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)-kal-$(lastword $(subst -, ,$(KUBE_API_LINTER_VERSION)))-$(GOLANGCI_LINT_HASH)
 # The Helm chart; its crds/ and files/manager-role.yaml are copies of generated files.
 CHART_DIR ?= charts/packetfs-operator
 # Everything a generator or go mod tidy writes (verify checks it is current).
@@ -89,7 +95,7 @@ lint-go: vet golangci-lint ## Lint the Go code: go vet, golangci-lint (.golangci
 	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
-test: deps lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan test-python test-bench-report test-e2e ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind.
+test: deps cluster-prebuild lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan test-python test-bench-report test-e2e ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind (whose cluster's parts build in the background meanwhile).
 
 .PHONY: test-go
 test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integration tests (real kube-apiserver and etcd), and the pod/CLI contract test.
@@ -136,6 +142,7 @@ check-links: ## Fail when a markdown link in the docs, or a docs/ path anywhere 
 E2E_NODES ?= 3
 .PHONY: test-e2e
 test-e2e: images helm ## Run the end-to-end tests on a throwaway E2E_NODES-node kind cluster (brought up if absent, then torn down again); docs/guides/e2e.md.
+	@hack/kind/prebuild.sh wait
 	NODES=$(E2E_NODES) HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) \
 	  $(GO) test -tags e2e ./test/e2e/... -count=1 -v -timeout 80m $(GOTESTFLAGS)
 
@@ -266,6 +273,14 @@ cluster-up: ## Bring up (or reuse) the NODES-node (default 2) kind cluster with 
 cluster-down: ## Delete the kind cluster and restore the host (containers, networks, iptables, hugepages, /lib/modules).
 	hack/cluster-down.sh
 
+# make test starts this right after deps: the cluster's parts (Kubernetes
+# binaries, Go tools, root filesystems, control-plane and node images, test
+# data) build in the background, Go builds at nice 19, while the tests run;
+# test-e2e waits for it. Root only (the cluster needs root anyway).
+.PHONY: cluster-prebuild
+cluster-prebuild: ## Start building the kind cluster's parts in the background (hack/kind/prebuild.sh; test-e2e waits for it).
+	@hack/kind/prebuild.sh start
+
 .PHONY: node-image
 node-image: ## Build (or reuse) the offline kind node image; prints its tag.
 	hack/kind/node-image.sh
@@ -292,22 +307,29 @@ cluster-smoke: ## Smoke-test the running cluster: image load, DNS, pods on both 
 
 ##@ Tools
 
-$(LOCALBIN):
-	mkdir -p $(LOCALBIN)
+$(LOCALBIN) $(TOOLS_CACHE):
+	mkdir -p $@
+
+# cached-tool <build command writing $$tmp/<name>>: build into the cache
+# unless it holds this version already (a temporary directory per build, so
+# two checkouts building at once never see half a binary), then link it here.
+define cached-tool
+	@if [ ! -x $(TOOLS_CACHE)/$(@F) ]; then tmp=$$(mktemp -d $(TOOLS_CACHE)/.build.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
+	  echo "$(1)"; $(1) && mv "$$tmp/$(2)" $(TOOLS_CACHE)/$(@F); else echo "$(@F): cached in $(TOOLS_CACHE)"; fi
+	@ln -sfn $(TOOLS_CACHE)/$(@F) $@
+endef
 
 .PHONY: controller-gen
-controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
-$(CONTROLLER_GEN): | $(LOCALBIN)
-	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
-	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin (built once per version into TOOLS_CACHE).
+$(CONTROLLER_GEN): | $(LOCALBIN) $(TOOLS_CACHE)
+	$(call cached-tool,GOBIN=$$tmp $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION),controller-gen)
 
 .PHONY: golangci-lint
-golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint with kube-api-linter into ./bin (from the Go module proxy; versions in $(GOLANGCI_LINT_DIR)/go.mod).
-$(GOLANGCI_LINT): $(GOLANGCI_LINT_DIR)/go.mod $(GOLANGCI_LINT_DIR)/go.sum $(GOLANGCI_LINT_DIR)/main.go | $(LOCALBIN)
-	$(GO) -C $(GOLANGCI_LINT_DIR) build -buildvcs=false -o $(GOLANGCI_LINT) .
+golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint with kube-api-linter into ./bin (from the Go module proxy; versions in $(GOLANGCI_LINT_DIR)/go.mod; cached in TOOLS_CACHE).
+$(GOLANGCI_LINT): $(GOLANGCI_LINT_DIR)/go.mod $(GOLANGCI_LINT_DIR)/go.sum $(GOLANGCI_LINT_DIR)/main.go | $(LOCALBIN) $(TOOLS_CACHE)
+	$(call cached-tool,$(GO) -C $(GOLANGCI_LINT_DIR) build -buildvcs=false -o $$tmp/golangci-lint .,golangci-lint)
 
 .PHONY: helm
-helm: $(HELM) ## Install helm into ./bin (from the Go module proxy).
-$(HELM): | $(LOCALBIN)
-	GOBIN=$(LOCALBIN) $(GO) install -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
-	mv $(LOCALBIN)/helm $(HELM)
+helm: $(HELM) ## Install helm into ./bin (from the Go module proxy; built once per version into TOOLS_CACHE).
+$(HELM): | $(LOCALBIN) $(TOOLS_CACHE)
+	$(call cached-tool,GOBIN=$$tmp $(GO) install -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION),helm)

@@ -48,6 +48,22 @@ type Timing struct {
 	// NodeResourceTopology that shows no room is given to catch up before
 	// the node is taken by the scheduler's count (placement.Request.CatchUp).
 	TopologyCatchUp time.Duration
+	// MaxRequeueAfter caps every wake-up a reconcile plans (a pod's start
+	// deadline, the queue's recheck, a backoff); 0: none. Decisions are
+	// pure in the clock, so a look before the deadline decides the same
+	// and plans again. A workqueue cannot take back a planned wake-up, so
+	// the cap also bounds how long after an object's last change one may
+	// still fire: the e2e's loop check waits for that, not for minutes.
+	MaxRequeueAfter time.Duration
+}
+
+// requeueAfter is the wake-up a reconcile asks for: d, capped at
+// MaxRequeueAfter when that is set; 0 stays 0 (no wake-up).
+func (t Timing) requeueAfter(d time.Duration) time.Duration {
+	if t.MaxRequeueAfter > 0 && d > t.MaxRequeueAfter {
+		return t.MaxRequeueAfter
+	}
+	return d
 }
 
 // DefaultTiming follows the Job controller's retry delays.

@@ -14,3 +14,16 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+func TestRequeueAfterCap(t *testing.T) {
+	for _, tc := range []struct{ max, d, want time.Duration }{
+		{0, 2 * time.Minute, 2 * time.Minute}, // no cap: the deadline itself
+		{10 * time.Second, 2 * time.Minute, 10 * time.Second},
+		{10 * time.Second, 3 * time.Second, 3 * time.Second},
+		{10 * time.Second, 0, 0}, // no wake-up planned stays none
+	} {
+		if got := (Timing{MaxRequeueAfter: tc.max}).requeueAfter(tc.d); got != tc.want {
+			t.Errorf("cap %s: requeueAfter(%s) = %s, want %s", tc.max, tc.d, got, tc.want)
+		}
+	}
+}

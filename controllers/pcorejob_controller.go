@@ -60,7 +60,7 @@ func (r *PcoreJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if failed != nil {
 		return ctrl.Result{}, failed.Err // retried with the controller's backoff
 	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: r.Timing.requeueAfter(plan.RequeueAfter)}, nil
 }
 
 // gather reads the referenced blob and the job's pod.

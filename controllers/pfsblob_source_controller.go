@@ -39,7 +39,7 @@ func (r *PfsBlobReconciler) reconcileSource(ctx context.Context, blob *pfsv1alph
 	if c := plan.ReadinessChanged; c != nil {
 		logf.FromContext(ctx).Info("Blob readiness changed", "ready", c.Status, "reason", c.Reason, "nodes", st.Ready)
 	}
-	return reconcile.Result{RequeueAfter: plan.RequeueAfter}, applyErr
+	return reconcile.Result{RequeueAfter: r.Timing.requeueAfter(plan.RequeueAfter)}, applyErr
 }
 
 // applySource deletes and creates what decideSource planned, the holders'

@@ -87,7 +87,7 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if failed != nil {
 		return ctrl.Result{}, failed.Err // retried with the controller's backoff
 	}
-	return ctrl.Result{RequeueAfter: out.Plan.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: r.Timing.requeueAfter(out.Plan.RequeueAfter)}, nil
 }
 
 // decideOnce runs the reconcile's one decision and settles the admission

@@ -17,8 +17,7 @@
 #   hack/testdata.sh path NAME   fetch NAME and print its directory in the cache
 #   hack/testdata.sh stage       copy every data set into the throwaway
 #                                cluster's data directory (every node sees it
-#                                read-only at /pfs-data/NAME), add bad/escape
-#                                (a symlink out of the volume) and print it
+#                                read-only at /pfs-data/NAME) and print it
 set -euo pipefail
 source "$(dirname "$0")/kind/lib.sh"
 
@@ -68,9 +67,6 @@ case ${1:-} in
       chmod -R a+rX "$STATE_DIR/data/$name.tmp"
       rm -rf "$STATE_DIR/data/$name" && mv "$STATE_DIR/data/$name.tmp" "$STATE_DIR/data/$name"
     done
-    # A source the e2e tests must refuse: a link out of the volume.
-    mkdir -p "$STATE_DIR/data/bad"
-    ln -sfn /etc/passwd "$STATE_DIR/data/bad/escape"
     echo "$STATE_DIR/data"
     ;;
   *) die "usage: $0 path NAME | stage" ;;

@@ -50,6 +50,7 @@ type options struct {
 	backoffBase             time.Duration
 	backoffMax              time.Duration
 	topologyCatchUp         time.Duration
+	maxRequeueAfter         time.Duration
 	hostPathSources         string
 	hostPathPrefixes        string
 	socketVolume            string
@@ -90,6 +91,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.topologyCatchUp, "topology-catch-up", controllers.DefaultTiming.TopologyCatchUp,
 		"How long after a pod change on a node its NodeResourceTopology, when it shows no room, is given to catch up before the "+
 			"node is taken by the scheduler's count (the kubelet then picks the zone); set it above the publisher's interval. 0: at once.")
+	fs.DurationVar(&o.maxRequeueAfter, "max-requeue-after", 0,
+		"Longest wait a controller plans before looking at an object again (a pod's start deadline, the queue's recheck, a backoff); "+
+			"a look before a deadline decides the same and plans again. 0: wait for each deadline. Tests set it short so that "+
+			"every planned wake-up has fired soon after the last change.")
 	fs.DurationVar(&o.backoffBase, "retry-backoff", controllers.DefaultTiming.BackoffBase,
 		"Delay before the second attempt of a failed transfer; it doubles per failure.")
 	fs.DurationVar(&o.backoffMax, "retry-backoff-max", controllers.DefaultTiming.BackoffMax,
@@ -114,6 +119,9 @@ func (o *options) validate() error {
 	}
 	if o.unschedulableTimeout <= 0 || o.backoffBase <= 0 || o.backoffMax < o.backoffBase {
 		errs = append(errs, errors.New("--unschedulable-timeout and --retry-backoff must be positive and --retry-backoff-max at least --retry-backoff"))
+	}
+	if o.maxRequeueAfter < 0 {
+		errs = append(errs, fmt.Errorf("--max-requeue-after %s: want 0 (no cap) or a positive duration", o.maxRequeueAfter))
 	}
 	if o.topologyCatchUp < 0 || o.topologyCatchUp > o.unschedulableTimeout {
 		errs = append(errs, fmt.Errorf("--topology-catch-up %s: want 0 or a positive duration no longer than --unschedulable-timeout (%s)",
@@ -175,7 +183,8 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 				Binary: o.dataplaneBinary, HolderCPU: resource.MustParse(o.holderCPU),
 				SocketVolume: podspec.SocketVolumeType(o.socketVolume)},
 			Timing: controllers.Timing{UnschedulableTimeout: o.unschedulableTimeout,
-				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax, TopologyCatchUp: o.topologyCatchUp},
+				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax, TopologyCatchUp: o.topologyCatchUp,
+				MaxRequeueAfter: o.maxRequeueAfter},
 		}
 	}
 	if err := controllers.AddIndexes(context.Background(), mgr); err != nil {

@@ -38,6 +38,8 @@ func TestOptions(t *testing.T) {
 		"topology catch-up off":      {[]string{"--topology-catch-up=0s"}, ""},
 		"topology catch-up negative": {[]string{"--topology-catch-up=-1s"}, "--topology-catch-up -1s: want 0 or a positive duration"},
 		"topology catch-up too long": {[]string{"--unschedulable-timeout=30s", "--topology-catch-up=1m"}, "no longer than --unschedulable-timeout (30s)"},
+		"max requeue after":          {[]string{"--max-requeue-after=10s"}, ""},
+		"max requeue after negative": {[]string{"--max-requeue-after=-1s"}, "--max-requeue-after -1s: want 0 (no cap)"},
 		"every error is written":     {[]string{"--dataplane-image=", "--max-concurrent-reconciles=0"}, "--max-concurrent-reconciles 0"},
 	}
 	for name, tc := range cases {

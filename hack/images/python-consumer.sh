@@ -9,6 +9,7 @@
 # client is copied in on every build, so the image always has this checkout's.
 #
 # Usage: hack/images/python-consumer.sh <out.tar>
+#        hack/images/python-consumer.sh --base   only the cached Debian part
 set -euo pipefail
 source "$(dirname "$0")/../kind/lib.sh"
 
@@ -39,6 +40,7 @@ if [ ! -s "$base" ]; then
   fi
   exec 7>&-
 fi
+[ "$out" != --base ] || exit 0
 
 root=$(mktemp -d); trap 'rm -rf "$root"' EXIT
 tar -C "$root" -xf "$base"

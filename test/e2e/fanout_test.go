@@ -131,8 +131,6 @@ func testFanout(ctx context.Context, t *testing.T) {
 	t.Run("a new model version fanned out as delta grams to the nodes that hold the old one, whole to the others", func(t *testing.T) {
 		testDeltaFanout(ctx, t)
 	})
-	t.Run("bad sources become conditions that say what to fix", func(t *testing.T) { testBadSources(ctx, t) })
-	t.Run("invalid sources rejected by the API with the CEL message", testInvalidSources)
 	_, _ = kubectl("-n", testNS, "delete", "pfsblob", fileBlob, dirBlob, xdpBlob, deltaBase, deltaNew, deltaFan, deltaBaseOne, deltaPartial, "--ignore-not-found", "--wait=true", "--timeout=120s")
 }
 
@@ -482,60 +480,6 @@ spec:
 	}
 	t.Logf("consumer on %s:\n%s", node, logs)
 	return logs
-}
-
-// testBadSources: each bad source ends as a False Ready condition whose
-// reason and message say what is wrong; no holder ever becomes Ready.
-func testBadSources(ctx context.Context, t *testing.T) {
-	cases := []struct{ name, claim, path, reason, msg string }{
-		{"no-such-claim", "nope", "sudachi", "SourceNotFound", "nope"},
-		{"no-such-path", modelsPVC, "sudachi/missing.bin", "SourceInvalid", "missing.bin"},
-		{"escaping-link", modelsPVC, "bad/escape", "SourceInvalid", "escape"},
-	}
-	for _, c := range cases {
-		manifest := fmt.Sprintf(`apiVersion: pfs.packetfs.io/v1alpha1
-kind: PfsBlob
-metadata: {name: %s, namespace: %s}
-spec:
-  source:
-    persistentVolumeClaim: {claimName: %s, path: %q}
-`, c.name, testNS, c.claim, c.path)
-		if out, err := kubectlIn(manifest, "apply", "-f", "-"); err != nil {
-			t.Fatalf("%s: %v\n%s", c.name, err, out)
-		}
-	}
-	for _, c := range cases {
-		st := waitBlob(ctx, t, c.name, 3*time.Minute, func(st *blobStatus) (bool, error) {
-			_, reason, _ := st.ready()
-			return reason == c.reason, nil
-		})
-		s, _, msg := st.ready()
-		if s != "False" || !strings.Contains(msg, c.msg) || st.ReadyNodes != 0 {
-			t.Errorf("%s: Ready=%s %q readyNodes %d; want False naming %q", c.name, s, msg, st.ReadyNodes, c.msg)
-		}
-		t.Logf("%s: %s: %s", c.name, c.reason, msg)
-		_, _ = kubectl("-n", testNS, "delete", "pfsblob", c.name, "--wait=false")
-	}
-}
-
-// testInvalidSources: specs the API server itself refuses, with the message.
-func testInvalidSources(t *testing.T) {
-	cases := []struct{ spec, msg string }{
-		{`source: {persistentVolumeClaim: {claimName: models, path: "../etc"}}`, ".."},
-		{`source: {persistentVolumeClaim: {claimName: models, path: x}, hostPath: {path: /srv}}`, "one of"},
-		{`{size: 4Mi, fill: {type: Zero}, source: {persistentVolumeClaim: {claimName: models, path: x}}}`, "fill"},
-	}
-	for i, c := range cases {
-		spec := c.spec
-		if !strings.HasPrefix(spec, "{") {
-			spec = "{" + spec + "}"
-		}
-		manifest := fmt.Sprintf("apiVersion: pfs.packetfs.io/v1alpha1\nkind: PfsBlob\nmetadata: {name: invalid-%d, namespace: %s}\nspec: %s\n", i, testNS, spec)
-		out, err := kubectlIn(manifest, "apply", "-f", "-")
-		if err == nil || !strings.Contains(out, c.msg) {
-			t.Errorf("spec %s: err %v, output %q; want a rejection mentioning %q", c.spec, err, out, c.msg)
-		}
-	}
 }
 
 // checkCreatedAtOnce asserts the operator created every holder in one go:

@@ -157,11 +157,19 @@ func testLoad(ctx context.Context, t *testing.T) {
 	// Wake-ups planned while the transfers ran still fire once each after
 	// they finished: a queued transfer's 30 s look at the queue, a 5 s look
 	// for room, and a scheduled pod's start deadline (scheduled +
-	// --unschedulable-timeout), which a workqueue cannot take back. Wait
-	// for the last of them; after that any reconcile is a loop.
+	// --unschedulable-timeout), which a workqueue cannot take back. The
+	// operator here caps every planned wake-up at --max-requeue-after
+	// (testHelmInstall sets maxRequeueAfter), so the last of them fires within that of the last
+	// reconcile that planned one, which came before every transfer was
+	// seen finished. Wait for the last of them; after that any reconcile
+	// is a loop.
 	quiet := lastWakeUp(ctx, t)
 	settle := max(35*time.Second, time.Until(quiet))
-	t.Logf("waiting %s for the last planned wake-up (%s)", settle.Round(time.Second), quiet.Format(time.TimeOnly))
+	if c := requeueCap(t); c > 0 {
+		settle = min(settle, c+5*time.Second)
+	}
+	t.Logf("waiting %s for the last planned wake-up (%s; a start deadline alone would be %s)", settle.Round(time.Second),
+		time.Now().Add(settle).Format(time.TimeOnly), quiet.Format(time.TimeOnly))
 	time.Sleep(settle)
 	settled := scrapeOperator(t)
 	time.Sleep(30 * time.Second)
@@ -215,17 +223,48 @@ func testLoad(ctx context.Context, t *testing.T) {
 	}
 }
 
-// lastWakeUp is when the last wake-up the operator planned for the load
-// transfers fires: the latest start deadline of their pods (scheduled, or
-// created, + the operator's --unschedulable-timeout), plus a few seconds
-// for the workqueue and the reconcile.
-func lastWakeUp(ctx context.Context, t *testing.T) time.Time {
+// maxRequeueAfter is the operator's --max-requeue-after in the e2e
+// installation (testHelmInstall sets it): every wake-up a reconcile plans
+// fires within it, so the load step's loop check waits seconds, not the
+// --unschedulable-timeout of a start deadline. 30 s is the queue's own
+// recheck: the cap shortens no wake-up the load's transfers plan while
+// they run, so their pace and reconcile counts stay as without it.
+const maxRequeueAfter = 30 * time.Second
+
+// requeueCap is the operator's --max-requeue-after as its Deployment runs
+// it (0 when absent), so the load step relies on the cap only when the
+// running operator has it.
+func requeueCap(t *testing.T) time.Duration {
+	t.Helper()
+	m := regexp.MustCompile(`--max-requeue-after=([0-9a-z.]+)`).FindStringSubmatch(operatorArgs(t))
+	if m == nil {
+		return 0
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatalf("--max-requeue-after=%s: %v", m[1], err)
+	}
+	return d
+}
+
+// operatorArgs are the operator container's args as its Deployment has them.
+func operatorArgs(t *testing.T) string {
 	t.Helper()
 	args, err := kubectl("-n", releaseNS, "get", "deployments", "-l", "app.kubernetes.io/component=manager",
 		"-o", "jsonpath={.items[0].spec.template.spec.containers[0].args}")
 	if err != nil {
 		t.Fatalf("the operator's args: %v", err)
 	}
+	return args
+}
+
+// lastWakeUp is when the last wake-up the operator planned for the load
+// transfers fires: the latest start deadline of their pods (scheduled, or
+// created, + the operator's --unschedulable-timeout), plus a few seconds
+// for the workqueue and the reconcile.
+func lastWakeUp(ctx context.Context, t *testing.T) time.Time {
+	t.Helper()
+	args := operatorArgs(t)
 	m := regexp.MustCompile(`--unschedulable-timeout=([0-9a-z.]+)`).FindStringSubmatch(args)
 	if m == nil {
 		t.Fatalf("no --unschedulable-timeout in the operator's args %s", args)

@@ -60,8 +60,12 @@ spec:
 		t.Fatal("kubectl accepted an Offset transfer without blobRef")
 	}
 	t.Logf("kubectl apply of an invalid transfer:\n%s", stderr)
-	if !strings.Contains(stderr, "set spec.blobRef.name to a PfsBlob name") {
-		t.Errorf("kubectl does not show how to fix it:\n%s", stderr)
+	// "is invalid" and the CEL rule's message were the e2e's step "invalid
+	// PfsTransfer rejected with the CEL message" (the same apiserver version).
+	for _, want := range []string{"is invalid", "blobRef is required when mode is Offset or Arithmetic", "set spec.blobRef.name to a PfsBlob name"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("kubectl does not say %q:\n%s", want, stderr)
+		}
 	}
 }
 

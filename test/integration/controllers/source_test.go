@@ -266,6 +266,19 @@ func TestSourceBlobRefusals(t *testing.T) {
 	}
 	finishScan(t, ctx, bad, big, 1, `{"ok":false,"cmd":"blob-create","error":"symlink 'link' -> '/etc/shadow' points outside the source root /source"}`)
 	waitReady(t, ctx, bad, metav1.ConditionFalse, pfsv1alpha1.ReasonSourceInvalid, "points outside the source root")
+	// A path the volume does not have (moved here from the e2e's bad
+	// sources; pfs's own refusal is test_blob_source's "a missing path").
+	noPath := sourceBlob(ns, "nopath", pvcSource("data", "sudachi/missing.bin"))
+	if err := env.Client.Create(ctx, noPath); err != nil {
+		t.Fatal(err)
+	}
+	finishScan(t, ctx, noPath, big, 1, `{"ok":false,"cmd":"blob-create","error":"'sudachi/missing.bin': No such file or directory"}`)
+	waitReady(t, ctx, noPath, metav1.ConditionFalse, pfsv1alpha1.ReasonSourceInvalid, "missing.bin")
+	for _, b := range []*pfsv1alpha1.PfsBlob{missing, bad, noPath} {
+		if err := get(ctx, ns, b.Name, b); err != nil || b.Status.ReadyNodes != 0 {
+			t.Errorf("blob %s: readyNodes %d (%v), want 0", b.Name, b.Status.ReadyNodes, err)
+		}
+	}
 
 	tooBig := sourceBlob(ns, "toobig", pvcSource("data", ""))
 	tooBig.Spec.Size = resource.MustParse("2Mi")
