@@ -234,14 +234,20 @@ static int read_layout(struct fetch *f, int fd, uint8_t *buf, struct repl_layout
 			return reject(f, -EPROTO, "frame (expected LAYOUT)");
 		bl = repl_layout_body_len(buf, REPL_HDR);
 		if (bl < 0)
-			return reject(f, bl, "LAYOUT header");
+			return reject(f, bl,
+				      bl == -ERANGE ? "LAYOUT header (count or first index)" :
+						      "LAYOUT header");
 		err = repl_read_full(fd, buf + REPL_HDR, (size_t)bl);
 		if (err)
 			return fail(f, err, "upstream %s: %s reading the layout", f->up,
 				    strerror(-err));
 		err = repl_layout_decode(buf, REPL_HDR + (size_t)bl, f->o->size, &x);
-		if (err)
-			return reject(f, err, "LAYOUT frame");
+		if (err) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "LAYOUT frame (%s)", x.why);
+			return reject(f, err, what);
+		}
 		f->r->layout_frames++;
 		rc = repl_layout_list_add(l, &x);
 		if (rc == -ENOMEM)
@@ -250,6 +256,35 @@ static int read_layout(struct fetch *f, int fd, uint8_t *buf, struct repl_layout
 			return reject(f, rc, "LAYOUT frame (order or count)");
 	}
 	return 0;
+}
+
+/* A resume's upstream sent another layout than the blob's: say where. */
+static int layout_differs(struct fetch *f, const struct repl_layout *held,
+			  const struct repl_layout *got)
+{
+	uint32_t i = 0;
+	char what[200];
+
+	while (i < held->n && i < got->n && !strcmp(held->ent[i].name, got->ent[i].name) &&
+	       held->ent[i].offset == got->ent[i].offset &&
+	       held->ent[i].length == got->ent[i].length)
+		i++;
+	if (i < held->n && i < got->n)
+		snprintf(what, sizeof(what),
+			 "file %u is '%.60s' of %" PRIu64 " bytes there, '%.60s' of %" PRIu64
+			 " bytes here",
+			 i, got->ent[i].name, got->ent[i].length, held->ent[i].name,
+			 held->ent[i].length);
+	else if (held->n != got->n)
+		snprintf(what, sizeof(what), "%u files there, %u here", got->n, held->n);
+	else
+		snprintf(what, sizeof(what), "the manifest at %" PRIu64 " there, %" PRIu64 " here",
+			 got->tail_off, held->tail_off);
+	return final(f, -ESTALE,
+		     "upstream %s holds another file layout than the one this blob was created "
+		     "from (from %s): %s; the upstreams hold different blobs: point "
+		     "--fetch-from at holders of one blob",
+		     f->up, f->layout_from, what);
 }
 
 /* Asked for the layout: receive it; the first one creates the blob
@@ -279,13 +314,7 @@ static int layout(struct fetch *f, int fd)
 	if (f->layout.done) {
 		held = repl_layout_list_get(&f->layout);
 		if (!repl_layout_equal(&held, &got))
-			err = final(f, -ESTALE,
-				    "upstream %s holds another file layout (%u files, tail at %" PRIu64
-				    ") than the one this blob was created from (%u files, tail at "
-				    "%" PRIu64 ", from %s): the upstreams hold different blobs; "
-				    "point --fetch-from at holders of one blob",
-				    f->up, got.n, got.tail_off, held.n, held.tail_off,
-				    f->layout_from);
+			err = layout_differs(f, &held, &got);
 		goto out;
 	}
 	pl.n = got.n;

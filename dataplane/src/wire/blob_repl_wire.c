@@ -298,6 +298,13 @@ int repl_layout_encode(const struct repl_layout *l, uint32_t first, uint8_t *out
 	return (int)at;
 }
 
+/* A refusal of repl_layout_decode: @err, with the field it was about. */
+static int bad(struct repl_layout_frame *f, int err, const char *why)
+{
+	f->why = why;
+	return err;
+}
+
 int repl_layout_decode(const uint8_t *buf, size_t len, uint64_t size, struct repl_layout_frame *f)
 {
 	int bl = repl_layout_body_len(buf, len);
@@ -306,15 +313,15 @@ int repl_layout_decode(const uint8_t *buf, size_t len, uint64_t size, struct rep
 	size_t prev_len = 0;
 	uint32_t crc;
 
+	memset(f, 0, sizeof(*f));
 	if (bl < 0)
-		return bl;
+		return bad(f, bl, bl == -ERANGE ? "count or first index" : "header");
 	if (len != REPL_HDR + (size_t)bl)
-		return -EMSGSIZE;
+		return bad(f, -EMSGSIZE, "frame length");
 	crc = pfs_crc32c(0, buf, 28);
 	crc = pfs_crc32c(crc, buf + REPL_HDR, (size_t)bl);
 	if (crc != get32(buf + 28))
-		return -EILSEQ;
-	memset(f, 0, sizeof(*f));
+		return bad(f, -EILSEQ, "CRC32C");
 	f->count = (uint32_t)get64(buf + 8);
 	f->first = (uint32_t)get64(buf + 16);
 	p = buf + REPL_HDR;
@@ -322,35 +329,41 @@ int repl_layout_decode(const uint8_t *buf, size_t len, uint64_t size, struct rep
 	f->ents_end = end;
 	if (!bl) {
 		if (f->count || f->first)
-			return -EMSGSIZE;
+			return bad(f, -EMSGSIZE, "an empty body with a count");
 		f->none = true;
 		return 0;
 	}
 	if (bl < 2)
-		return -EMSGSIZE;
+		return bad(f, -EMSGSIZE, "entry count");
 	f->n = get16(p);
 	p += 2;
 	f->ents = p;
 	if ((uint64_t)f->first + f->n > f->count || (!f->n && f->count))
-		return -ERANGE;
+		return bad(f, -ERANGE, "entry count");
 	for (uint16_t i = 0; i < f->n; i++) {
 		uint64_t off, length;
 		uint16_t nl;
 
 		if ((size_t)(end - p) < REPL_LAYOUT_ENT_HDR)
-			return -EMSGSIZE;
+			return bad(f, -EMSGSIZE, "entry past the body");
 		off = get64(p);
 		length = get64(p + 8);
 		nl = get16(p + 16);
 		p += REPL_LAYOUT_ENT_HDR;
 		if (!nl || nl > REPL_LAYOUT_NAME_MAX)
-			return -ERANGE;
+			return bad(f, -ERANGE, "name length");
 		if ((size_t)(end - p) < nl)
-			return -EMSGSIZE;
-		if (!name_ok(p, nl) || (prev && name_cmp(prev, prev_len, p, nl) >= 0))
-			return -EBADMSG;
-		if (off % REPL_LAYOUT_ALIGN || off < at || length > size || off > size - length)
-			return -ERANGE;
+			return bad(f, -EMSGSIZE, "name past the body");
+		if (!name_ok(p, nl))
+			return bad(f, -EBADMSG, "name");
+		if (prev && name_cmp(prev, prev_len, p, nl) >= 0)
+			return bad(f, -EBADMSG, "name order");
+		if (off % REPL_LAYOUT_ALIGN)
+			return bad(f, -ERANGE, "offset alignment");
+		if (off < at)
+			return bad(f, -ERANGE, "offset (overlaps the entry before)");
+		if (length > size || off > size - length)
+			return bad(f, -ERANGE, "offset + length (past the blob)");
 		at = off + length;
 		prev = p;
 		prev_len = nl;
@@ -359,14 +372,14 @@ int repl_layout_decode(const uint8_t *buf, size_t len, uint64_t size, struct rep
 	f->last = f->first + f->n == f->count;
 	if (f->last) {
 		if ((size_t)(end - p) < 8)
-			return -EMSGSIZE;
+			return bad(f, -EMSGSIZE, "tail offset missing");
 		f->tail_off = get64(p);
 		f->ents_end = p;
 		p += 8;
 		if (f->tail_off % REPL_LAYOUT_ALIGN || f->tail_off < at || f->tail_off >= size)
-			return -ERANGE;
+			return bad(f, -ERANGE, "tail offset");
 	}
-	return p == end ? 0 : -EMSGSIZE;
+	return p == end ? 0 : bad(f, -EMSGSIZE, "bytes after the last field");
 }
 
 bool repl_layout_next(const struct repl_layout_frame *f, const uint8_t **pos,

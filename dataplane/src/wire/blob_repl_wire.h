@@ -151,6 +151,7 @@ struct repl_layout_frame {
 	uint64_t tail_off;
 	const uint8_t *ents; /* the first entry, inside the decoded buffer */
 	const uint8_t *ents_end; /* after the last entry */
+	const char *why; /* a refusal: the field it is about (static text) */
 };
 
 /* One entry as it lies in a frame: the name is not NUL-terminated. */
@@ -185,7 +186,7 @@ int repl_layout_body_len(const uint8_t *hdr, size_t len);
  * not before the previous entry's end), the tail (4096-aligned, not
  * before the last extent's end, below @size), no trailing bytes.
  * 0 or -errno as the frame decoder's; -ERANGE a field out of its range,
- * -EBADMSG a name or an order. */
+ * -EBADMSG a name or an order; f->why then names the field. */
 int repl_layout_decode(const uint8_t *buf, size_t len, uint64_t size, struct repl_layout_frame *f);
 
 /* The layout being received (blob_repl_layout.c): LAYOUT frames, in order,
