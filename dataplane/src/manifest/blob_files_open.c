@@ -42,26 +42,6 @@ __attribute__((format(printf, 4, 5))) static int fail(char *why, size_t n, int e
 	return -err;
 }
 
-int pfs_manifest_layout(const struct pfs_manifest *m, uint64_t size, struct pfs_blob_layout **out)
-{
-	struct pfs_blob_layout *l;
-
-	/* One block: the struct and the table (names stay in @m). */
-	l = malloc(sizeof(*l) + (m->nfiles ? m->nfiles : 1) * sizeof(*l->ent));
-	if (!l)
-		return -ENOMEM;
-	l->n = (uint32_t)m->nfiles;
-	l->ent = (struct pfs_blob_layout_ent *)(l + 1);
-	l->tail_off = m->offset;
-	l->size = size;
-	for (size_t i = 0; i < m->nfiles; i++)
-		l->ent[i] = (struct pfs_blob_layout_ent){ .name = m->files[i].name,
-							  .offset = m->files[i].offset,
-							  .length = m->files[i].length };
-	*out = l;
-	return 0;
-}
-
 int pfs_blob__open_files_at(int dirfd, bool read_only, struct pfs_blob **out, char *why, size_t n)
 {
 	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
