@@ -133,6 +133,8 @@ bool pfs_blob_files_exists(const char *dir, const char *name);
  * put back first so it works without CAP_DAC_OVERRIDE). Pages stay valid in
  * existing mappings. 0 or -errno (ENOENT). */
 int pfs_blob_files_remove(const char *dir, const char *name);
+/* The same for the N.d directory at @path (pfs_blob__path of the blob). */
+int pfs_blob_files_remove_path(const char *path);
 
 /* pfs_blob_files_progress - rewrite N.d/progress of @blob (pwrite at 0,
  * then ftruncate) with {"bytes":B,"size":S,"state":"@state"}; @state is

@@ -95,6 +95,14 @@ struct pfs_manifest {
 int pfs_manifest_parse(const void *blob, size_t size, struct pfs_manifest **out, char *why,
 		       size_t n);
 
+/* pfs_manifest_parse_tail - pfs_manifest_parse over the tail of a
+ * files-layout blob (pfs/blob_files.h): the @len bytes that start at the
+ * manifest (its offset is the footer's manifest_offset) and end with the
+ * footer. The same checks, errors and result; the blob's size is
+ * m->offset + @len. */
+int pfs_manifest_parse_tail(const void *tail, size_t len, struct pfs_manifest **out, char *why,
+			    size_t n);
+
 void pfs_manifest_free(struct pfs_manifest *m);
 
 /* pfs_manifest_find - the entry named @name, or NULL (binary search). */
