@@ -184,8 +184,8 @@ static int t_layout_first(void)
 	CHECK(!err, "fetch: %s", res.error);
 	CHECK(m.calls == 1 && layout_same(m.l, &lay[0]), "on_layout: %d calls, layout %s", m.calls,
 	      m.l ? "differs" : "missing");
-	CHECK(res.layout_files == NFILES && res.layout_frames >= 2,
-	      "%u files in %llu frames", res.layout_files, (unsigned long long)res.layout_frames);
+	CHECK(res.layout_files == NFILES && res.layout_frames >= 2, "%u files in %llu frames",
+	      res.layout_files, (unsigned long long)res.layout_frames);
 	CHECK(!memcmp(m.blob, src, SIZE), "the bytes differ");
 	tap_diag("%u files in %llu LAYOUT frames, then %llu bytes", res.layout_files,
 		 (unsigned long long)res.layout_frames, (unsigned long long)res.bytes);
@@ -254,8 +254,8 @@ static void *fake_main(void *arg)
 			break;
 		if (k->mutate) {
 			k->mutate(b, &n);
-			put32(b + 28, pfs_crc32c(pfs_crc32c(0, b, 28), b + REPL_HDR,
-						 (size_t)n - REPL_HDR));
+			put32(b + 28,
+			      pfs_crc32c(pfs_crc32c(0, b, 28), b + REPL_HDR, (size_t)n - REPL_HDR));
 		}
 		(void)!write(fd, b, (size_t)n);
 		first = next;
@@ -382,10 +382,14 @@ static int t_malformed(void)
 		const char *what;
 		void (*mutate)(uint8_t *b, int *len);
 	} bad[] = {
-		{ "count over the limit", m_count },  { "first index not 0", m_first },
-		{ "entries past the body", m_entries }, { "a name of 0 bytes", m_name_len },
-		{ "a '..' name", m_name },	      { "an unaligned offset", m_offset },
-		{ "a length past the blob", m_length }, { "bytes after the last entry", m_trailing },
+		{ "count over the limit", m_count },
+		{ "first index not 0", m_first },
+		{ "entries past the body", m_entries },
+		{ "a name of 0 bytes", m_name_len },
+		{ "a '..' name", m_name },
+		{ "an unaligned offset", m_offset },
+		{ "a length past the blob", m_length },
+		{ "bytes after the last entry", m_trailing },
 		{ "an xport word", m_xport },
 	};
 	char logf[] = "/tmp/pfs-layout-log-XXXXXX";

@@ -336,8 +336,7 @@ static int t_list_order(void)
 	memcpy(fr[3] + E0 + REPL_LAYOUT_ENT_HDR, "a", 1);
 	recrc(fr[3], (size_t)frlen[1]);
 	CHECK(!repl_layout_decode(fr[3], (size_t)frlen[1], BLOB, &f[1]), "the changed frame");
-	CHECK(!repl_layout_list_add(&list, &f[0]) &&
-		      repl_layout_list_add(&list, &f[1]) == -EBADMSG,
+	CHECK(!repl_layout_list_add(&list, &f[0]) && repl_layout_list_add(&list, &f[1]) == -EBADMSG,
 	      "a name going backwards across frames");
 	repl_layout_list_fini(&list);
 
@@ -346,8 +345,7 @@ static int t_list_order(void)
 	put64(fr[3] + E0, 0);
 	recrc(fr[3], (size_t)frlen[1]);
 	CHECK(!repl_layout_decode(fr[3], (size_t)frlen[1], BLOB, &f[1]), "the changed frame");
-	CHECK(!repl_layout_list_add(&list, &f[0]) &&
-		      repl_layout_list_add(&list, &f[1]) == -ERANGE,
+	CHECK(!repl_layout_list_add(&list, &f[0]) && repl_layout_list_add(&list, &f[1]) == -ERANGE,
 	      "an extent overlapping across frames");
 	repl_layout_list_fini(&list);
 
@@ -356,8 +354,7 @@ static int t_list_order(void)
 	put64(fr[3] + 8, NENT + 1);
 	recrc(fr[3], (size_t)frlen[1]);
 	CHECK(!repl_layout_decode(fr[3], (size_t)frlen[1], BLOB, &f[1]), "the changed frame");
-	CHECK(!repl_layout_list_add(&list, &f[0]) &&
-		      repl_layout_list_add(&list, &f[1]) == -EPROTO,
+	CHECK(!repl_layout_list_add(&list, &f[0]) && repl_layout_list_add(&list, &f[1]) == -EPROTO,
 	      "another count");
 	repl_layout_list_fini(&list);
 	return TAP_PASS;

@@ -303,11 +303,12 @@ static int layout(struct fetch *f, int fd)
 	if (err)
 		goto out;
 	if (l.none) {
-		err = final(f, -ENODATA,
-			    "upstream %s holds a blob without a file layout (flat or seeded), so it "
-			    "cannot serve --layout files: load the origin with --source and "
-			    "--layout files, or fetch without --layout files",
-			    f->up);
+		err = final(
+			f, -ENODATA,
+			"upstream %s holds a blob without a file layout (flat or seeded), so it "
+			"cannot serve --layout files: load the origin with --source and "
+			"--layout files, or fetch without --layout files",
+			f->up);
 		goto out;
 	}
 	got = repl_layout_list_get(&l);
@@ -612,8 +613,7 @@ static int check_opts(const struct pfs_repl_fetch_opts *o, struct pfs_repl_fetch
 		memcpy(c, o, o->sz < sizeof(*c) ? o->sz : sizeof(*c));
 	if (!o || !o->sz || c->n_upstreams < 1 || c->n_upstreams > PFS_REPL_UPSTREAMS ||
 	    !c->upstreams || (c->layout ? c->blob || !c->on_layout : !c->blob) || !c->size ||
-	    !c->token || !c->token_len ||
-	    c->hold_back > c->size) {
+	    !c->token || !c->token_len || c->hold_back > c->size) {
 		snprintf(r->error, sizeof(r->error), "bad fetch options");
 		return -EINVAL;
 	}

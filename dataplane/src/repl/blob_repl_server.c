@@ -426,7 +426,7 @@ static void *conn_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		pfs_info("repl serve: %s from offset %" PRId64 " over %s%s%s", c->peer, start,
 			 repl_xport_str(auth.xport), delta ? ", as delta grams" : "",
-			 !layout	    ? "" :
+			 !layout    ? "" :
 			 s->lay_ent ? ", file layout first" :
 				      ", asked for a file layout (none: a flat blob)");
 		repl_set_timeout(c->fd, s->o.io_timeout_ms);
@@ -571,7 +571,8 @@ static int copy_layout(struct pfs_repl_server *s, const struct pfs_blob_layout *
 		       size_t n)
 {
 	if (l->size != s->o.size || l->n > REPL_LAYOUT_ENT_MAX) {
-		snprintf(why, n, "the layout is of a blob of %" PRIu64 " bytes with %u files, "
+		snprintf(why, n,
+			 "the layout is of a blob of %" PRIu64 " bytes with %u files, "
 			 "the served one has %" PRIu64 " (at most %u files)",
 			 l->size, l->n, s->o.size, REPL_LAYOUT_ENT_MAX);
 		return -EINVAL;

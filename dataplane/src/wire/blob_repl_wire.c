@@ -76,7 +76,8 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 	uint16_t lo, hi;
 	uint32_t crc;
 
-	if (f->type == REPL_LAYOUT || body_range(f->type, &lo, &hi) || f->body_len < lo || f->body_len > hi)
+	if (f->type == REPL_LAYOUT || body_range(f->type, &lo, &hi) || f->body_len < lo ||
+	    f->body_len > hi)
 		return -EINVAL;
 	if (f->type == REPL_AUTH && xport_check(f->xport, f->flags, f->data_port, f->body_len))
 		return -EINVAL;
@@ -117,8 +118,7 @@ static int hdr_body_len(const uint8_t *hdr, size_t len, bool layout)
 	if (hdr[4] != REPL_VERSION)
 		return -EPROTONOSUPPORT;
 	bl = get16(hdr + 6);
-	if ((hdr[5] == REPL_LAYOUT) != layout || body_range(hdr[5], &lo, &hi) || bl < lo ||
-	    bl > hi)
+	if ((hdr[5] == REPL_LAYOUT) != layout || body_range(hdr[5], &lo, &hi) || bl < lo || bl > hi)
 		return -EPROTO;
 	if (hdr[5] == REPL_AUTH ? xport_check(hdr[24], hdr[25], get16(hdr + 26), bl) :
 				  get32(hdr + 24) != 0)
@@ -166,8 +166,8 @@ int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f)
 
 const char *repl_type_str(uint8_t type)
 {
-	static const char *const names[] = { "?",     "HELLO", "AUTH",	    "ACCEPT", "REFUSE",
-					     "END",   "ERROR", "KEEPALIVE", "LAYOUT" };
+	static const char *const names[] = { "?",   "HELLO", "AUTH",	  "ACCEPT", "REFUSE",
+					     "END", "ERROR", "KEEPALIVE", "LAYOUT" };
 
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }

@@ -62,7 +62,8 @@ static const char blob_usage[] =
 	"                       [--replicate-listen ADDR:PORT --token-file PATH]\n"
 	"       pfs blob create --name NAME --dir DIR --layout files --source PATH [...]\n"
 	"       pfs blob create --name NAME --size N --fetch-from IP:PORT[,...] --token-file PATH\n"
-	"                       [--replicate-listen ADDR:PORT] [--result-file PATH]\n"
+	"                       [--replicate-listen ADDR:PORT] [--layout files [--dir DIR]]\n"
+	"                       [--result-file PATH]\n"
 	"       pfs blob info --name NAME [--dir DIR] [--result-file PATH]\n"
 	"       pfs blob rm --name NAME [--dir DIR]\n"
 	"       pfs blob manifest --name NAME [--dir DIR] | --blob-socket PATH --blob-token-file PATH\n"
@@ -76,7 +77,9 @@ static const char blob_usage[] =
 	"        the blob holds a file or a directory and its manifest. With\n"
 	"        --replicate-listen it serves the blob to other nodes while it fills;\n"
 	"        with --fetch-from it is filled from such a server (a relay), resuming\n"
-	"        on the next upstream when one breaks, and verified against its manifest.\n"
+	"        on the next upstream when one breaks, and verified against its manifest;\n"
+	"        with --layout files it asks the upstream for the file layout first and\n"
+	"        creates DIR/NAME.d from it before the first byte.\n"
 	"info    opens a named blob and prints size, page kind and fingerprint.\n"
 	"rm      deletes a named blob.\n"
 	"manifest prints the manifest of a blob made with --source (-h).\n"
@@ -156,19 +159,41 @@ static void files_json(struct pfs_json *j, const struct pfs_blob *blob,
 }
 
 /* create: the blob before its bytes: flat (pfs_blob__create), or the files
- * of the source's listing. NULL with @why. */
+ * of the source's listing. NULL with @why. (A files relay's blob is made
+ * inside its fetch: relay_files.) */
 static struct pfs_blob *make_blob(struct blob_args *a, char *why, size_t n)
 {
 	if (a->cb.layout != PFS_CLI_LAYOUT_FILES)
 		return pfs_cli_blob_get(&a->cb, why, n);
-	if (a->src.path)
-		return pfs_cli_source_create_files(&a->src, &a->cb, why, n);
-	/* A relay learns its layout from its upstream (LAYOUT frames) before
-	 * it creates the files: pfs_cli_blob_create_files is the hook. */
-	snprintf(why, n,
-		 "--layout files with --fetch-from: this pfs cannot learn the layout from its "
-		 "upstream yet; use --layout flat");
-	pfs_err("%s", why);
+	return pfs_cli_source_create_files(&a->src, &a->cb, why, n);
+}
+
+static bool files_relay(const struct blob_args *a)
+{
+	return a->repl.fetch_from && a->cb.layout == PFS_CLI_LAYOUT_FILES;
+}
+
+/* create --fetch-from --layout files: the blob is made from the layout the
+ * upstream sends before the bytes (LAYOUT frames), inside the fetch; then
+ * the server lingers as after any fill. NULL with @why; on failure the
+ * server's clients got the reason and the files made are removed. */
+static struct pfs_blob *relay_files(struct blob_args *a, char *why, size_t n)
+{
+	const char *dir = pfs_cli_files_dir(&a->cb);
+	struct pfs_blob *blob = NULL;
+	int err = pfs_cli_repl_fetch_files(&a->repl, &a->cb, &blob, why, n);
+
+	if (!err) {
+		pfs_cli_repl_finish(&a->repl);
+		return blob;
+	}
+	pfs_cli_repl_abort(&a->repl, why);
+	if (blob) {
+		pfs_blob__close(blob);
+		if (!pfs_blob_files_remove(dir, a->cb.opts.name))
+			pfs_warn("removed the blob %s/%s%s: its fetch failed", dir, a->cb.opts.name,
+				 PFS_BLOB_FILES_SUFFIX);
+	}
 	return NULL;
 }
 
@@ -233,10 +258,14 @@ static int blob_show(struct blob_args *a, bool info)
 		else if (err != -ENOENT)
 			pfs_warn("blob create: --replace: %s", strerror(-err));
 	}
-	blob = info ? pfs_cli_blob_get(&a->cb, msg, sizeof(msg)) : make_blob(a, msg, sizeof(msg));
+	if (files_relay(a))
+		blob = relay_files(a, msg, sizeof(msg));
+	else
+		blob = info ? pfs_cli_blob_get(&a->cb, msg, sizeof(msg)) :
+			      make_blob(a, msg, sizeof(msg));
 	if (!blob)
 		return show_error(a, cmd, msg);
-	if (fill(a, blob, msg, sizeof(msg))) {
+	if (!files_relay(a) && fill(a, blob, msg, sizeof(msg))) {
 		pfs_blob__close(blob);
 		return show_error(a, cmd, msg);
 	}
