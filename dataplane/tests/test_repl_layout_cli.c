@@ -82,16 +82,21 @@ static bool wait_log(const char *tag, const char *what)
 
 static char js[3][8192];
 
-/* origin (ns a) -> relay1 (ns b) -> relay2 (ns a), all --layout files. */
-static int t_chain(void)
+/* origin (ns a) -> relay1 (ns b) -> relay2 (ns a), all --layout files,
+ * the relays receiving over @xport, on ports from @port. */
+static int chain(const char *xport, int port)
 {
-	char a0[48], a1[48], fp[3][32], e[64];
+	char a0[48], a1[48], fp[3][32], e[64], dp[8];
 	pid_t p[3];
 	int rc[3];
 
 	NEED_NET();
-	addr(a0, ip_a, 7480);
-	addr(a1, ip_b, 7481);
+	addr(a0, ip_a, port);
+	addr(a1, ip_b, port + 1);
+	snprintf(dp, sizeof(dp), "%d", port + 2);
+	for (int i = 0; i < 3; i++)
+		sh("chmod -R u+w %s/m.d 2>/dev/null; rm -rf %s/m.d %s/*.json %s/*.err", dirs[i],
+		   dirs[i], tmpdir, tmpdir);
 	/* paced so that relay2 is under way before relay1 has every byte */
 	p[0] = pfs_in(ns_a, "origin", "blob", "create", "--source", SRC, "--layout", "files",
 		      "--dir", dirs[0], "--name", "m", "--token-file", tok, "--replicate-listen",
@@ -99,13 +104,15 @@ static int t_chain(void)
 	p[1] = pfs_in(ns_b, "relay1", "blob", "create", "--size", blob_size, "--layout", "files",
 		      "--dir", dirs[1], "--name", "m", "--token-file", tok, "--fetch-from", a0,
 		      "--replicate-listen", a1, "--replicate-linger", "2s", "--fetch-timeout",
-		      "60s", NULL);
+		      "60s", "--fetch-transport", xport, NULL);
 	/* relay1 listens once it has the layout and made its blob */
 	if (!wait_log("relay1", "repl serve: listening"))
 		tap_diag("relay1 did not listen within 10 s: %s", slurp("relay1", "err"));
 	p[2] = pfs_in(ns_a, "relay2", "blob", "create", "--size", blob_size, "--layout", "files",
 		      "--dir", dirs[2], "--name", "m", "--token-file", tok, "--fetch-from", a1,
-		      "--fetch-timeout", "60s", NULL);
+		      "--fetch-timeout", "60s", "--fetch-transport", xport,
+		      /* tcp takes no data port: the list ends here */
+		      strcmp(xport, "tcp") ? "--fetch-data-port" : NULL, dp, NULL);
 	for (int i = 2; i >= 0; i--)
 		rc[i] = wait_rc(p[i], 120);
 	for (int i = 0; i < 3; i++) {
@@ -143,10 +150,22 @@ static int t_chain(void)
 	      "relay2 began at %.3f, relay1 ended at %.3f",
 	      jreal(jsect(js[2], "\"fetch\""), "t0_unix"),
 	      jreal(jsect(js[1], "\"fetch\""), "t1_unix"));
-	tap_diag("fingerprint %s on all three; relay1 %.0f files in %.0f LAYOUT frames", fp[0],
-		 jreal(jsect(jsect(js[1], "\"fetch\""), "\"layout\""), "files"),
+	tap_diag("%s: fingerprint %s on all three; relay1 %.0f files in %.0f LAYOUT frames", xport,
+		 fp[0], jreal(jsect(jsect(js[1], "\"fetch\""), "\"layout\""), "files"),
 		 jreal(jsect(jsect(js[1], "\"fetch\""), "\"layout\""), "frames"));
 	return TAP_PASS;
+}
+
+static int t_chain(void)
+{
+	return chain("tcp", 7480);
+}
+
+/* The LAYOUT frames come on the control connection before the datagram
+ * transfer's own records. */
+static int t_chain_udp(void)
+{
+	return chain("udp", 7490);
 }
 
 /* A relay asking a flat origin for the layout: refused with the message. */
@@ -222,6 +241,7 @@ static const struct tap_test tests[] = {
 	{ "--layout files: origin -> relay1 -> relay2 (cut-through): every files dir equals the "
 	  "source, fingerprints equal",
 	  t_chain },
+	{ "udp: the same chain, the layout first on the control connection", t_chain_udp },
 	{ "a relay asking a flat origin for the layout fails with the message", t_flat_origin },
 	{ "a resume on an upstream with another layout fails with the message",
 	  t_resume_other_layout },
