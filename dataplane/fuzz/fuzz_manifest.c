@@ -104,9 +104,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			pfs_manifest_free(t);
 		}
 		pfs_manifest_free(m);
-	} else if (pfs_manifest_parse_tail(data + 1, size - 1, &m, why, sizeof(why)) == 0) {
-		pfs_manifest_free(m);
 	}
+	/* The raw input as a files-layout tail (@size is the input's here). */
+	if (!blob && !pfs_manifest_parse_tail(data + 1, size - 1, &m, why, sizeof(why)))
+		pfs_manifest_free(m);
 	free(blob);
 	return 0;
 }

@@ -220,7 +220,9 @@ static int t_names_sizes_modes(void)
 		      "%s differs from its source", m->files[i].name);
 	}
 	/* Directories of the tree: sub, sub/netfilter, sub/netfilter/ipset... */
-	ndirs = atoi(run(&err, NULL, "find %s/m.d/files -mindepth 1 -type d | wc -l", thp));
+	p = (uint8_t *)run(&err, NULL, "find %s/m.d/files -mindepth 1 -type d | wc -l", thp);
+	ndirs = p ? atoi((char *)p) : 0;
+	free(p);
 	snprintf(dir, sizeof(dir), "%s/m.d/files", thp);
 	n_seen = n_bad = 0;
 	CHECK(!nftw(dir, seen, 16, FTW_PHYS), "nftw");
@@ -574,6 +576,29 @@ static int t_cli_refusals(void)
 	return TAP_PASS;
 }
 
+/* A tmpfs too small for the files: the create fails up front with ENOSPC
+ * naming a file (fallocate), not with a SIGBUS in the loader, and leaves
+ * nothing behind. */
+static int t_tmpfs_too_small(void)
+{
+	char small[160];
+	char *out;
+	int rc;
+
+	NEED_SETUP();
+	snprintf(small, sizeof(small), "%s/small", tmp);
+	CHECK(!sh("mkdir -p %s", small), "mkdir");
+	CHECK(!mount("none", small, "tmpfs", 0, "size=2m,mode=0755"), "mount: %s", strerror(errno));
+	out = pfs(&rc, "blob create --name m --dir %s --layout files --source %s", small, src);
+	CHECK(rc == 1 && out && strstr(out, "\"ok\":false") && err_has("No space left") &&
+		      err_has("too small for the blob"),
+	      "rc %d: %s", rc, out ? out : "");
+	free(out);
+	CHECK(!pfs_blob_files_exists(small, "m"), "a failed create left %s/m.d", small);
+	umount2(small, MNT_DETACH);
+	return TAP_PASS;
+}
+
 static int t_cleanup(void)
 {
 	NEED_SETUP();
@@ -597,6 +622,7 @@ static const struct tap_test tests[] = {
 	{ "gapped, overlapping, duplicate layouts refused", t_refuse_gapped },
 	{ "a planted symlink, a file of the wrong length refused", t_refuse_tampered },
 	{ "CLI: --layout files needs a source and a name; rm", t_cli_refusals },
+	{ "a tmpfs too small: ENOSPC naming the file, nothing left", t_tmpfs_too_small },
 	{ "cleanup", t_cleanup },
 };
 
