@@ -6,7 +6,8 @@
  * no gap or repeat of an index, names ascending and extents not
  * overlapping across a frame boundary). Memory grows with the entries that
  * arrived, never with the count a frame announces, so a peer cannot make
- * us allocate what it did not send. One owner, no threads; fuzzed with the
+ * us allocate what it did not send, and the names stop at what a manifest
+ * can hold. One owner, no threads; fuzzed with the
  * frame codec (fuzz/fuzz_repl.c).
  */
 #include <errno.h>
@@ -69,6 +70,9 @@ int repl_layout_list_add(struct repl_layout_list *l, const struct repl_layout_fr
 			if (w.offset < l->end)
 				return -ERANGE;
 		}
+		l->name_bytes += w.name_len;
+		if (l->name_bytes > REPL_LAYOUT_NAMES_MAX)
+			return -E2BIG; /* no manifest lists that much */
 		name = strndup(w.name, w.name_len);
 		if (!name)
 			return -ENOMEM;

@@ -125,6 +125,8 @@ const char *repl_type_str(uint8_t type);
 /* Entries in a layout at most: what a manifest of its 256 MiB bound
  * (PFS_MANIFEST_MAX) can list, about 2 million. */
 #define REPL_LAYOUT_ENT_MAX (1u << 21)
+/* Name bytes in a layout at most: they all fit in such a manifest. */
+#define REPL_LAYOUT_NAMES_MAX (256ull << 20)
 #define REPL_LAYOUT_ALIGN 4096u
 
 /* One entry of a layout (the encoder's input, the list's output). */
@@ -199,13 +201,15 @@ struct repl_layout_list {
 	bool started, none, done;
 	uint64_t tail_off; /* when done */
 	uint64_t end; /* the end of the last entry's extent */
+	uint64_t name_bytes; /* of the entries received */
 	struct repl_layout_ent *ent; /* names owned (strndup) */
 };
 
 /* repl_layout_list_add - append a frame repl_layout_decode accepted. 0
  * more to come, 1 the list is complete (or none), -EPROTO a frame out of
  * order or with another count, -EBADMSG a name not after the previous
- * frame's last, -ERANGE an extent before its end, -ENOMEM. */
+ * frame's last, -ERANGE an extent before its end, -E2BIG names of more
+ * than REPL_LAYOUT_NAMES_MAX bytes in all, -ENOMEM. */
 int repl_layout_list_add(struct repl_layout_list *l, const struct repl_layout_frame *f);
 /* The complete list as a layout (valid while @l lives). */
 struct repl_layout repl_layout_list_get(const struct repl_layout_list *l);
