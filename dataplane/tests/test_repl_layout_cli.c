@@ -142,6 +142,9 @@ static int chain(const char *xport, int port)
 			      jreal(jsect(f, "\"layout\""), "frames") >= 1,
 		      "%s fetch: %.600s", node[i], f ? f : js[i]);
 	}
+	for (int i = 1; i < 3; i++)
+		CHECK(!sh("grep -q '\"state\":\"verified\"' %s/m.d/progress", dirs[i]),
+		      "%s: its progress file does not say verified", node[i]);
 	CHECK(!strcmp(jstr(jsect(js[2], "\"fetch\""), "from", e, sizeof(e)), a1),
 	      "relay2 fetched from %s, not relay1", e);
 	/* cut-through: relay2's first byte before relay1's last */
@@ -198,8 +201,9 @@ static int t_flat_origin(void)
  * the same size with another layout: the resume fails with the message. */
 static int t_resume_other_layout(void)
 {
-	char a0[48], a1[48], ups[100];
+	char a0[48], a1[48], ups[100], prog[160], pl[256];
 	pid_t p1, p2, pr;
+	FILE *pf;
 	int rr;
 
 	NEED_NET();
@@ -220,7 +224,16 @@ static int t_resume_other_layout(void)
 	/* some bytes in from up1, then it dies */
 	if (!wait_log("rrelay", "created"))
 		tap_diag("the relay made no blob: %s", slurp("rrelay", "err"));
-	usleep(700000);
+	usleep(1500000);
+	/* meanwhile the relay's progress file says how far it got */
+	snprintf(prog, sizeof(prog), "%s/r.d/progress", dirs[1]);
+	pf = fopen(prog, "r");
+	pl[0] = '\0';
+	if (pf) {
+		if (!fgets(pl, sizeof(pl), pf))
+			pl[0] = '\0';
+		fclose(pf);
+	}
 	kill(p1, SIGKILL);
 	rr = wait_rc(pr, 60);
 	wait_rc(p1, 10);
@@ -230,6 +243,10 @@ static int t_resume_other_layout(void)
 	CHECK(rr && strstr(slurp("rrelay", "json"), "another file layout") &&
 		      strstr(slurp("rrelay", "json"), a1),
 	      "relay rc %d: %s / %s", rr, slurp("rrelay", "json"), slurp("rrelay", "err"));
+	tap_diag("progress mid-fetch: %s", pl);
+	CHECK(strstr(pl, "\"state\":\"fetching\"") && jreal(pl, "bytes") > 0 &&
+		      jreal(pl, "size") == atof(blob_size),
+	      "the relay's progress file mid-fetch: '%s'", pl);
 	CHECK(strstr(slurp("rrelay", "err"), "resuming at"), "no resume: %s",
 	      slurp("rrelay", "err"));
 	CHECK(sh("test -e %s/r.d", dirs[1]), "the failed relay left %s/r.d", dirs[1]);

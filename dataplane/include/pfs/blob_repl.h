@@ -216,6 +216,10 @@ struct pfs_repl_fetch_opts {
 	int (*on_layout)(void *ctx, const struct pfs_blob_layout *l, uint8_t **blob, char *why,
 			 size_t n);
 	void *layout_ctx;
+	/* Called on the caller's thread after each gram with the contiguous
+	 * bytes held (a holder's progress file), or NULL. */
+	void (*on_bytes)(void *ctx, uint64_t have);
+	void *bytes_ctx;
 };
 
 /* What a fetch with a base got as delta grams. */

@@ -374,6 +374,8 @@ static void arrived(struct fetch *f, uint64_t len)
 		pfs_progress__advance(o->progress, f->have < o->size - o->hold_back ?
 							   f->have :
 							   o->size - o->hold_back);
+	if (o->on_bytes)
+		o->on_bytes(o->bytes_ctx, f->have);
 }
 
 /* The datagram receiver's on_exec: bytes must come in order. */

@@ -364,6 +364,19 @@ static int files_create(void *ctx, const struct pfs_blob_layout *l, uint8_t **by
 	return pfs_cli_repl_serve(r, r->files_blob, r->prog, why, n);
 }
 
+/* pfs_repl_fetch_opts.on_bytes of a files relay: its progress file (what
+ * the CSI plugin shows as a percent), about once a second. */
+static void files_bytes(void *ctx, uint64_t have)
+{
+	struct pfs_cli_repl *r = ctx;
+	double now = pfs_cli_now();
+
+	if (!r->files_blob || now - r->files_progress_at < 1.0)
+		return;
+	r->files_progress_at = now;
+	pfs_blob_files_progress(r->files_blob, have, "fetching");
+}
+
 int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *cb,
 			     struct pfs_blob **out, char *why, size_t n)
 {
@@ -385,6 +398,8 @@ int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *
 	o.layout = true;
 	o.on_layout = files_create;
 	o.layout_ctx = r;
+	o.on_bytes = files_bytes;
+	o.bytes_ctx = r;
 	err = pfs_repl_fetch(&o, &r->fr);
 	r->fetched = true;
 	*out = r->files_blob;

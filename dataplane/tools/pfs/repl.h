@@ -61,6 +61,7 @@ struct pfs_cli_repl {
 	 * blob. */
 	const struct pfs_cli_blob *files_cb;
 	struct pfs_blob *files_blob;
+	double files_progress_at; /* its progress file's last rewrite */
 };
 
 /* The table over struct pfs_cli_repl_delta: --delta-base,
