@@ -2,27 +2,84 @@
 /* Writes a seed corpus for fuzz_repl into a directory: one well-formed
  * frame of every type (HELLO and AUTH with 32-byte bodies, AUTH once per
  * transport and once with DELTA and its base, ACCEPT, END and
- * KEEPALIVE without, REFUSE and ERROR with texts of several lengths). */
+ * KEEPALIVE without, REFUSE and ERROR with texts of several lengths),
+ * AUTH with the LAYOUT flag, and LAYOUT runs: "no layout", a layout of
+ * no entries, one of three entries in one frame and one of 3000 entries
+ * over several frames, written back to back as a client reads them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../src/wire/blob_repl_wire.h"
 
-static void emit(const char *dir, int idx, const struct repl_frame *f)
+static void write_seed(const char *dir, int idx, const uint8_t *buf, size_t len)
 {
-	uint8_t buf[REPL_FRAME_MAX];
-	int len = repl_frame_encode(f, buf);
 	char path[512];
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "%s/seed-%03d", dir, idx);
 	fp = fopen(path, "wb");
-	if (len < 0 || !fp || fwrite(buf, 1, (size_t)len, fp) != (size_t)len) {
+	if (!fp || fwrite(buf, 1, len, fp) != len) {
 		perror(path);
 		exit(1);
 	}
 	fclose(fp);
+}
+
+/* Every LAYOUT frame of @l (NULL: none), back to back, as one seed. */
+static void emit_layout(const char *dir, int idx, const struct repl_layout *l)
+{
+	static uint8_t run[8 * REPL_LAYOUT_FRAME_MAX];
+	size_t at = 0;
+	uint32_t first = 0, next;
+
+	do {
+		int n = repl_layout_encode(l, first, run + at, &next);
+
+		if (n < 0 || at + (size_t)n + REPL_LAYOUT_FRAME_MAX > sizeof(run)) {
+			fprintf(stderr, "layout seed %d: %d\n", idx, n);
+			exit(1);
+		}
+		at += (size_t)n;
+		first = next;
+	} while (l && first < l->n);
+	write_seed(dir, idx, run, at);
+}
+
+static void layout_seeds(const char *dir, int idx)
+{
+	static struct repl_layout_ent e[3000];
+	static char names[3000][48];
+	struct repl_layout l = { 0 };
+	uint64_t at = 0;
+
+	emit_layout(dir, idx++, NULL);
+	emit_layout(dir, idx++, &l);
+	for (int i = 0; i < 3000; i++) {
+		snprintf(names[i], sizeof(names[i]), "%s/part-%04d.bin", i < 3 ? "a" : "b", i);
+		e[i].name = names[i];
+		e[i].offset = at;
+		e[i].length = (uint64_t)i * 4099 % 100000;
+		at = (at + e[i].length + 4095) & ~4095ULL;
+		if (i == 2) {
+			l = (struct repl_layout){ .n = 3, .ent = e, .tail_off = at };
+			emit_layout(dir, idx++, &l);
+		}
+	}
+	l = (struct repl_layout){ .n = 3000, .ent = e, .tail_off = at };
+	emit_layout(dir, idx, &l);
+}
+
+static void emit(const char *dir, int idx, const struct repl_frame *f)
+{
+	uint8_t buf[REPL_FRAME_MAX];
+	int len = repl_frame_encode(f, buf);
+
+	if (len < 0) {
+		fprintf(stderr, "seed %d: %d\n", idx, len);
+		exit(1);
+	}
+	write_seed(dir, idx, buf, (size_t)len);
 }
 
 int main(int argc, char **argv)
@@ -50,6 +107,8 @@ int main(int argc, char **argv)
 			}
 			f.xport = 0;
 			f.data_port = 0;
+			f.flags = REPL_FLAG_LAYOUT;
+			emit(argv[1], idx++, &f);
 			f.flags = REPL_FLAG_DELTA; /* with the base's size and fingerprint */
 			f.body_len = REPL_AUTH_DELTA_BODY;
 			f.base_size = 1ULL << 29;
@@ -68,5 +127,6 @@ int main(int argc, char **argv)
 			emit(argv[1], idx++, &f);
 		}
 	}
+	layout_seeds(argv[1], idx);
 	return 0;
 }

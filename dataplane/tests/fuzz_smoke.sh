@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # TAP wrapper: a short, fixed-count, fixed-seed libFuzzer run of every wire
 # parser (gram decoder, Ethernet/IP/UDP frame parser) and of the blob
-# manifest decoder and the replication control frames under ASan/UBSan (part of `make test`; `make fuzz` runs
+# manifest decoder and the replication control frames (LAYOUT runs too) under ASan/UBSan (part of `make test`; `make fuzz` runs
 # longer).
 set -u
 build=${BUILD:-build}

@@ -111,9 +111,11 @@ enum pfs_page_kind pfs_blob__page_kind(const struct pfs_blob *blob);
 /* Why the blob is not on the page kind asked for; NULL when it is. */
 const char *pfs_blob__fallback_reason(const struct pfs_blob *blob);
 const struct pfs_blob_timings *pfs_blob__timings(const struct pfs_blob *blob);
-/* The backing fd (memfd or file), or -1 for an anonymous THP mapping. */
+/* The backing fd (memfd or file), or -1 for an anonymous THP mapping and
+ * for a files-layout blob (its directory: pfs_blob__dir_fd, blob_files.h). */
 int pfs_blob__fd(const struct pfs_blob *blob);
-/* Path of a named blob, NULL for an anonymous one. */
+/* Path of a named blob (DIR/NAME.d for a files-layout blob made by
+ * pfs_blob__create_files), NULL for an anonymous one. */
 const char *pfs_blob__path(const struct pfs_blob *blob);
 /* Bytes the kernel reports as backed by huge pages (smaps), measured after
  * prefault; for hugetlb this is the whole mapping. */

@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pfs/blob_files.h"
 #include "pfs/delta.h"
 #include "pfs/gram.h"
 #include "pfs/repl_wire.h"
@@ -115,6 +116,11 @@ struct pfs_repl_server_opts {
 	uint64_t base_size, base_fp;
 	int delta_level; /* zstd level, 0: 3 */
 	int index_threads; /* threads building the index, 0: 1 */
+	/* The blob's file layout (pfs/blob_files.h; its size must be @size),
+	 * sent as LAYOUT frames after ACCEPT to clients that ask for it
+	 * (pfs_repl_fetch_opts.layout). Copied at start. NULL: a flat blob;
+	 * clients that ask get "none" and fail with a message. */
+	const struct pfs_blob_layout *layout;
 };
 
 struct pfs_repl_server_stats {
@@ -200,6 +206,20 @@ struct pfs_repl_fetch_opts {
 	 * none, is asked for the bytes instead. NULL: bytes from every one. */
 	const uint8_t *base;
 	uint64_t base_size, base_fp;
+	/* Files layout: ask every upstream for the blob's file layout (LAYOUT
+	 * frames after ACCEPT, before any byte) and call on_layout once, with
+	 * the first complete one: it creates the blob from it
+	 * (pfs_blob__create_files) and sets *@blob to its bytes; @blob above
+	 * is NULL then. Returns 0 or -errno with @why, which ends the fetch.
+	 * Every later upstream (a resume) must send an equal layout. */
+	bool layout;
+	int (*on_layout)(void *ctx, const struct pfs_blob_layout *l, uint8_t **blob, char *why,
+			 size_t n);
+	void *layout_ctx;
+	/* Called on the caller's thread after each gram with the contiguous
+	 * bytes held (a holder's progress file), or NULL. */
+	void (*on_bytes)(void *ctx, uint64_t have);
+	void *bytes_ctx;
 };
 
 /* What a fetch with a base got as delta grams. */
@@ -225,6 +245,8 @@ struct pfs_repl_fetch_result {
 	char path[128]; /* datagram transports: how the bytes came in */
 	struct pfs_dgram_stats dgrams; /* datagram transports, every attempt */
 	struct pfs_repl_delta_fetch delta; /* with a base */
+	uint32_t layout_files; /* with layout: the entries of the layout */
+	uint64_t layout_frames; /* LAYOUT frames received, every attempt */
 	char error[512];
 };
 
@@ -233,7 +255,10 @@ struct pfs_repl_fetch_result {
  * with r->error: EACCES an upstream refused our token, EMSGSIZE an upstream
  * holds a blob of another size, ECANCELED an upstream's own fill failed
  * ("upstream IP:PORT failed: ..."), ETIMEDOUT nothing complete within
- * timeout_ms, EINTR stopped, EINVAL options. Broken connections, timeouts,
+ * timeout_ms, EINTR stopped, EINVAL options; with opts->layout also
+ * ENODATA an upstream holds a blob without a file layout (flat, seeded),
+ * ESTALE an upstream (a resume) holds another layout than the one the
+ * blob was created from, or on_layout's error. Broken connections, timeouts,
  * busy upstreams and malformed streams are retried on the next upstream
  * with a backoff of 100 ms doubling to 2 s; on failure the progress (if
  * any) is failed with r->error. */

@@ -63,10 +63,15 @@ int pfs_share_ping(const char *path, const char *token, int timeout_ms,
 
 /* pfs_blob__from_socket - receive the holder's blob fd, map it MAP_SHARED
  * (read-only when the holder shares it read-only), check the size and the
- * fingerprint against the holder's record. NULL + errno: as pfs_share_fetch,
- * plus EINVAL size differs from the record, EIO fingerprint differs (the
- * blob was modified after the holder started), ENOMEM mapping. The reason
- * is logged. */
+ * fingerprint against the holder's record. A reply with PFS_SHARE_F_DIR
+ * carries the N.d directory of a files-layout blob instead: the region is
+ * built from the files beneath it (pfs_blob__open_files_at, read-only; the
+ * blob's pfs_blob__layout is set). NULL + errno: as pfs_share_fetch, plus
+ * EINVAL size differs from the record, EIO fingerprint differs (the blob
+ * was modified after the holder started), ENOMEM mapping, and for a
+ * directory the errors of pfs_blob__open_files_at (ELOOP a symlink,
+ * EBADMSG a file of the wrong length or a bad manifest, ENOENT). The
+ * reason is logged. */
 struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 				       const struct pfs_share_client_opts *opts);
 

@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +49,9 @@ struct fetch {
 	bool delta; /* this attempt asks for delta grams */
 	bool no_delta[PFS_REPL_UPSTREAMS]; /* refused our base: fetch whole */
 	struct repl_delta_rx rx;
+	uint8_t *blob; /* o->blob, or what on_layout created */
+	struct repl_layout_list layout; /* with o->layout: the first one received */
+	char layout_from[64]; /* the upstream that sent it */
 };
 
 static int fail(struct fetch *f, int err, const char *fmt, ...)
@@ -191,7 +195,8 @@ static int handshake(struct fetch *f, int fd)
 				   .size = f->o->size,
 				   .offset = f->have,
 				   .body_len = f->delta ? REPL_AUTH_DELTA_BODY : REPL_MAC,
-				   .flags = f->delta ? REPL_FLAG_DELTA : 0,
+				   .flags = (uint8_t)((f->delta ? REPL_FLAG_DELTA : 0) |
+						      (f->o->layout ? REPL_FLAG_LAYOUT : 0)),
 				   .base_size = f->delta ? f->o->base_size : 0,
 				   .base_fp = f->delta ? f->o->base_fp : 0 };
 	int err = expect(f, fd, REPL_HELLO, &h);
@@ -211,6 +216,137 @@ static int handshake(struct fetch *f, int fd)
 	err = expect(f, fd, REPL_ACCEPT, &h);
 	if (!err && h.offset != f->have)
 		err = reject(f, -ERANGE, "ACCEPT offset");
+	return err;
+}
+
+/* The LAYOUT frames after ACCEPT, into @l: 0 once complete (or none). */
+static int read_layout(struct fetch *f, int fd, uint8_t *buf, struct repl_layout_list *l)
+{
+	struct repl_layout_frame x;
+	int rc = 0, bl, err;
+
+	while (rc == 0) {
+		err = repl_read_full(fd, buf, REPL_HDR);
+		if (err)
+			return fail(f, err, "upstream %s: %s reading the layout", f->up,
+				    strerror(-err));
+		if (get32(buf) == REPL_MAGIC && buf[5] != REPL_LAYOUT)
+			return reject(f, -EPROTO, "frame (expected LAYOUT)");
+		bl = repl_layout_body_len(buf, REPL_HDR);
+		if (bl < 0)
+			return reject(f, bl,
+				      bl == -ERANGE ? "LAYOUT header (count or first index)" :
+						      "LAYOUT header");
+		err = repl_read_full(fd, buf + REPL_HDR, (size_t)bl);
+		if (err)
+			return fail(f, err, "upstream %s: %s reading the layout", f->up,
+				    strerror(-err));
+		err = repl_layout_decode(buf, REPL_HDR + (size_t)bl, f->o->size, &x);
+		if (err) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "LAYOUT frame (%s)", x.why);
+			return reject(f, err, what);
+		}
+		f->r->layout_frames++;
+		rc = repl_layout_list_add(l, &x);
+		if (rc == -ENOMEM)
+			return final(f, rc, "no memory for the layout");
+		if (rc < 0)
+			return reject(f, rc, "LAYOUT frame (order or count)");
+	}
+	return 0;
+}
+
+/* A resume's upstream sent another layout than the blob's: say where. */
+static int layout_differs(struct fetch *f, const struct repl_layout *held,
+			  const struct repl_layout *got)
+{
+	uint32_t i = 0;
+	char what[200];
+
+	while (i < held->n && i < got->n && !strcmp(held->ent[i].name, got->ent[i].name) &&
+	       held->ent[i].offset == got->ent[i].offset &&
+	       held->ent[i].length == got->ent[i].length)
+		i++;
+	if (i < held->n && i < got->n)
+		snprintf(what, sizeof(what),
+			 "file %u is '%.60s' of %" PRIu64 " bytes there, '%.60s' of %" PRIu64
+			 " bytes here",
+			 i, got->ent[i].name, got->ent[i].length, held->ent[i].name,
+			 held->ent[i].length);
+	else if (held->n != got->n)
+		snprintf(what, sizeof(what), "%u files there, %u here", got->n, held->n);
+	else
+		snprintf(what, sizeof(what), "the manifest at %" PRIu64 " there, %" PRIu64 " here",
+			 got->tail_off, held->tail_off);
+	return final(f, -ESTALE,
+		     "upstream %s holds another file layout than the one this blob was created "
+		     "from (from %s): %s; the upstreams hold different blobs: point "
+		     "--fetch-from at holders of one blob",
+		     f->up, f->layout_from, what);
+}
+
+/* Asked for the layout: receive it; the first one creates the blob
+ * (on_layout), every later one must be equal. 0 or -errno. */
+static int layout(struct fetch *f, int fd)
+{
+	const struct pfs_repl_fetch_opts *o = f->o;
+	struct repl_layout_list l = { 0 };
+	struct repl_layout got, held;
+	struct pfs_blob_layout pl = { .size = o->size };
+	uint8_t *buf = malloc(REPL_LAYOUT_FRAME_MAX);
+	char why[400] = "";
+	int err = buf ? read_layout(f, fd, buf, &l) : final(f, -ENOMEM, "no memory");
+
+	free(buf);
+	if (err)
+		goto out;
+	if (l.none) {
+		err = final(
+			f, -ENODATA,
+			"upstream %s holds a blob without a file layout (flat or seeded), so it "
+			"cannot serve --layout files: load the origin with --source and "
+			"--layout files, or fetch without --layout files",
+			f->up);
+		goto out;
+	}
+	got = repl_layout_list_get(&l);
+	if (f->layout.done) {
+		held = repl_layout_list_get(&f->layout);
+		if (!repl_layout_equal(&held, &got))
+			err = layout_differs(f, &held, &got);
+		goto out;
+	}
+	pl.n = got.n;
+	pl.tail_off = got.tail_off;
+	pl.ent = calloc(got.n ? got.n : 1, sizeof(*pl.ent));
+	if (!pl.ent) {
+		err = final(f, -ENOMEM, "no memory for the layout");
+		goto out;
+	}
+	for (uint32_t i = 0; i < got.n; i++)
+		pl.ent[i] = (struct pfs_blob_layout_ent){ .name = got.ent[i].name,
+							  .offset = got.ent[i].offset,
+							  .length = got.ent[i].length };
+	err = o->on_layout(o->layout_ctx, &pl, &f->blob, why, sizeof(why));
+	free(pl.ent);
+	if (!err && !f->blob)
+		err = -EINVAL;
+	if (err) {
+		err = final(f, err, "creating the blob from the layout of %s: %s", f->up,
+			    why[0] ? why : strerror(-err));
+		goto out;
+	}
+	pfs_info("repl fetch: %s sent a layout of %u files (tail at %" PRIu64
+		 "): the blob is created from it",
+		 f->up, got.n, got.tail_off);
+	f->r->layout_files = got.n;
+	snprintf(f->layout_from, sizeof(f->layout_from), "%s", f->up);
+	f->layout = l; /* kept: what every resume must match */
+	return 0;
+out:
+	repl_layout_list_fini(&l);
 	return err;
 }
 
@@ -238,6 +374,8 @@ static void arrived(struct fetch *f, uint64_t len)
 		pfs_progress__advance(o->progress, f->have < o->size - o->hold_back ?
 							   f->have :
 							   o->size - o->hold_back);
+	if (o->on_bytes)
+		o->on_bytes(o->bytes_ctx, f->have);
 }
 
 /* The datagram receiver's on_exec: bytes must come in order. */
@@ -295,7 +433,7 @@ static int dgram(struct fetch *f, int fd)
 	struct repl_dgram_sink k = { .xport = f->xport,
 				     .data_port = o->data_port,
 				     .ifname = o->ifname,
-				     .blob = o->blob,
+				     .blob = f->blob,
 				     .size = o->size,
 				     .on_exec = dgram_exec,
 				     .exec_ctx = f,
@@ -350,7 +488,7 @@ static int gram(struct fetch *f, int fd, uint8_t *b)
 		return reject(f, -ERANGE, "gram offset (not the next byte)");
 	pfs_gram_stats_count(&f->r->gram, 0);
 	first_byte(f);
-	err = repl_read_full(fd, o->blob + d.off, d.len);
+	err = repl_read_full(fd, f->blob + d.off, d.len);
 	if (err)
 		return fail(f, err, "upstream %s: %s at offset %" PRIu64, f->up, strerror(-err),
 			    f->have);
@@ -365,7 +503,7 @@ static int delta_gram(struct fetch *f, int fd, const uint8_t *b)
 	const struct pfs_repl_fetch_opts *o = f->o;
 	struct repl_delta_in in = { .base = o->base,
 				    .base_size = o->base_size,
-				    .blob = o->blob,
+				    .blob = f->blob,
 				    .size = o->size,
 				    .have = f->have,
 				    .seq = f->seq };
@@ -452,7 +590,10 @@ static int attempt(struct fetch *f)
 		if (f->have)
 			pfs_info("repl fetch: resuming at %" PRIu64 " from %s", f->have, f->up);
 		f->seq = 0;
-		err = f->xport == REPL_XPORT_TCP ? receive(f, fd) : dgram(f, fd);
+		if (f->o->layout)
+			err = layout(f, fd);
+		if (!err)
+			err = f->xport == REPL_XPORT_TCP ? receive(f, fd) : dgram(f, fd);
 	}
 	close(fd);
 	return err;
@@ -473,8 +614,8 @@ static int check_opts(const struct pfs_repl_fetch_opts *o, struct pfs_repl_fetch
 	if (o && o->sz)
 		memcpy(c, o, o->sz < sizeof(*c) ? o->sz : sizeof(*c));
 	if (!o || !o->sz || c->n_upstreams < 1 || c->n_upstreams > PFS_REPL_UPSTREAMS ||
-	    !c->upstreams || !c->blob || !c->size || !c->token || !c->token_len ||
-	    c->hold_back > c->size) {
+	    !c->upstreams || (c->layout ? c->blob || !c->on_layout : !c->blob) || !c->size ||
+	    !c->token || !c->token_len || c->hold_back > c->size) {
 		snprintf(r->error, sizeof(r->error), "bad fetch options");
 		return -EINVAL;
 	}
@@ -558,6 +699,7 @@ int pfs_repl_fetch(const struct pfs_repl_fetch_opts *opts, struct pfs_repl_fetch
 	struct fetch f = { .o = &o, .r = r };
 	int err = check_opts(opts, &o, r);
 
+	f.blob = o.blob;
 	if (!err)
 		err = check_xport(&f);
 	if (!err && o.base && f.xport == REPL_XPORT_TCP && repl_delta_rx_init(&f.rx))
@@ -565,6 +707,7 @@ int pfs_repl_fetch(const struct pfs_repl_fetch_opts *opts, struct pfs_repl_fetch
 	if (!err)
 		err = cycle(&f);
 	repl_delta_rx_fini(&f.rx);
+	repl_layout_list_fini(&f.layout);
 	if (err) {
 		pfs_err("repl fetch: %s", r->error);
 		if (o.progress)

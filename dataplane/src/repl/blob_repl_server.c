@@ -66,6 +66,8 @@ struct pfs_repl_server {
 	double idle_since; /* when active last became 0 */
 	uint64_t clients, refused, completed, failed; /* under lock */
 	_Atomic uint64_t served, resent;
+	struct repl_layout lay; /* opts' layout, our copy; lay_ent NULL: none */
+	struct repl_layout_ent *lay_ent;
 	struct repl_base base; /* delta replication */
 	uint64_t delta_clients, delta_refused; /* under lock */
 	_Atomic uint64_t delta_wire, delta_bytes;
@@ -374,6 +376,33 @@ static int serve_dgram(struct conn *c, const struct repl_frame *auth)
 	return err;
 }
 
+/* The client asked for the file layout: every LAYOUT frame of ours, or
+ * the one that says there is none (a flat blob). 0 or -errno. */
+static int send_layout(struct conn *c)
+{
+	struct pfs_repl_server *s = c->s;
+	const struct repl_layout *l = s->lay_ent ? &s->lay : NULL;
+	uint8_t *buf = malloc(REPL_LAYOUT_FRAME_MAX);
+	uint32_t first = 0, next;
+	int err = buf ? 0 : -ENOMEM;
+
+	while (!err) {
+		int len = repl_layout_encode(l, first, buf, &next);
+		struct iovec iov = { .iov_base = buf, .iov_len = (size_t)(len > 0 ? len : 0) };
+
+		if (len < 0) {
+			err = len;
+			break;
+		}
+		err = repl_writev_full(c->fd, &iov, 1);
+		if (!l || next == l->n)
+			break;
+		first = next;
+	}
+	free(buf);
+	return err;
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
@@ -389,16 +418,21 @@ static void *conn_main(void *arg)
 					 .size = s->o.size,
 					 .offset = (uint64_t)start };
 
-		bool delta = auth.flags & REPL_FLAG_DELTA;
+		bool delta = auth.flags & REPL_FLAG_DELTA, layout = auth.flags & REPL_FLAG_LAYOUT;
 
 		pthread_mutex_lock(&s->lock);
 		s->clients++;
 		s->delta_clients += delta;
 		pthread_mutex_unlock(&s->lock);
-		pfs_info("repl serve: %s from offset %" PRId64 " over %s%s", c->peer, start,
-			 repl_xport_str(auth.xport), delta ? ", as delta grams" : "");
+		pfs_info("repl serve: %s from offset %" PRId64 " over %s%s%s", c->peer, start,
+			 repl_xport_str(auth.xport), delta ? ", as delta grams" : "",
+			 !layout    ? "" :
+			 s->lay_ent ? ", file layout first" :
+				      ", asked for a file layout (none: a flat blob)");
 		repl_set_timeout(c->fd, s->o.io_timeout_ms);
 		err = repl_send_frame(c->fd, &ok);
+		if (!err && layout)
+			err = send_layout(c);
 		if (!err && auth.xport != REPL_XPORT_TCP)
 			err = serve_dgram(c, &auth);
 		else if (!err && delta)
@@ -531,6 +565,46 @@ static int listen_on(struct pfs_repl_server *s, char *why, size_t n)
 	return 0;
 }
 
+/* Our copy of the blob's layout, in the codec's terms (the caller's may
+ * go before a connection thread is done with it). 0 or -EINVAL/-ENOMEM. */
+static int copy_layout(struct pfs_repl_server *s, const struct pfs_blob_layout *l, char *why,
+		       size_t n)
+{
+	if (l->size != s->o.size || l->n > REPL_LAYOUT_ENT_MAX) {
+		snprintf(why, n,
+			 "the layout is of a blob of %" PRIu64 " bytes with %u files, "
+			 "the served one has %" PRIu64 " (at most %u files)",
+			 l->size, l->n, s->o.size, REPL_LAYOUT_ENT_MAX);
+		return -EINVAL;
+	}
+	s->lay_ent = calloc(l->n ? l->n : 1, sizeof(*s->lay_ent));
+	if (!s->lay_ent)
+		goto out_nomem;
+	s->lay.ent = s->lay_ent;
+	s->lay.tail_off = l->tail_off;
+	for (; s->lay.n < l->n; s->lay.n++) {
+		struct repl_layout_ent *e = &s->lay_ent[s->lay.n];
+
+		e->name = strdup(l->ent[s->lay.n].name);
+		if (!e->name)
+			goto out_nomem;
+		e->offset = l->ent[s->lay.n].offset;
+		e->length = l->ent[s->lay.n].length;
+	}
+	return 0;
+out_nomem:
+	snprintf(why, n, "no memory for the layout");
+	return -ENOMEM;
+}
+
+static void free_layout(struct pfs_repl_server *s)
+{
+	for (uint32_t i = 0; s->lay_ent && i < s->lay.n; i++)
+		free((void *)s->lay_ent[i].name);
+	free(s->lay_ent);
+	s->lay_ent = NULL;
+}
+
 static int check_opts(struct pfs_repl_server *s, const struct pfs_repl_server_opts *o, char *why,
 		      size_t n)
 {
@@ -554,6 +628,13 @@ static int check_opts(struct pfs_repl_server *s, const struct pfs_repl_server_op
 		snprintf(why, n, "a base of 0 bytes");
 		return -EINVAL;
 	}
+	if (s->o.layout) {
+		int err = copy_layout(s, s->o.layout, why, n);
+
+		if (err)
+			return err;
+		s->o.layout = NULL; /* the caller's: ours is s->lay */
+	}
 	s->token = malloc(s->o.token_len);
 	if (!s->token) {
 		snprintf(why, n, "no memory");
@@ -567,6 +648,7 @@ static int check_opts(struct pfs_repl_server *s, const struct pfs_repl_server_op
 static void server_free(struct pfs_repl_server *s)
 {
 	repl_base_fini(&s->base);
+	free_layout(s);
 	if (s->lfd >= 0)
 		close(s->lfd);
 	if (s->token)

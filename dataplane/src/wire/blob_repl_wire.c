@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The replication stream's control frames (blob_repl_wire.h): encode and a
- * decoder for bytes from any peer. Pure functions over buffers, no state,
- * fuzzed (fuzz/fuzz_repl.c).
+ * decoder for bytes from any peer, LAYOUT frames' too. Pure functions over
+ * buffers, no state, fuzzed (fuzz/fuzz_repl.c). The list LAYOUT frames
+ * build is blob_repl_layout.c's.
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "wire/blob_repl_wire.h"
@@ -33,17 +35,22 @@ static int body_range(uint8_t type, uint16_t *lo, uint16_t *hi)
 		*lo = 1;
 		*hi = PFS_REPL_MSG_MAX;
 		return 0;
+	case REPL_LAYOUT:
+		*lo = 0;
+		*hi = REPL_LAYOUT_BODY_MAX;
+		return 0;
 	}
 	return -EPROTO;
 }
 
 /* AUTH's xport: TCP has no port, a datagram transport needs one; DELTA
- * is the only flag, over TCP only, and brings the base in a longer body. */
+ * is over TCP only and brings the base in a longer body; LAYOUT goes with
+ * any transport (the frames come on this connection before the data). */
 static int xport_check(uint8_t xport, uint8_t flags, uint16_t port, uint16_t body_len)
 {
 	bool delta = flags & REPL_FLAG_DELTA;
 
-	if ((flags & ~REPL_FLAG_DELTA) || xport > REPL_XPORT_AFXDP ||
+	if ((flags & ~REPL_FLAGS) || xport > REPL_XPORT_AFXDP ||
 	    (xport == REPL_XPORT_TCP) != (port == 0) || (delta && xport != REPL_XPORT_TCP) ||
 	    body_len != (delta ? REPL_AUTH_DELTA_BODY : REPL_MAC))
 		return -EPROTO;
@@ -69,7 +76,8 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 	uint16_t lo, hi;
 	uint32_t crc;
 
-	if (body_range(f->type, &lo, &hi) || f->body_len < lo || f->body_len > hi)
+	if (f->type == REPL_LAYOUT || body_range(f->type, &lo, &hi) || f->body_len < lo ||
+	    f->body_len > hi)
 		return -EINVAL;
 	if (f->type == REPL_AUTH && xport_check(f->xport, f->flags, f->data_port, f->body_len))
 		return -EINVAL;
@@ -98,7 +106,8 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 	return REPL_HDR + f->body_len;
 }
 
-int repl_frame_body_len(const uint8_t *hdr, size_t len)
+/* The header checks every frame gets; LAYOUT only when @layout. */
+static int hdr_body_len(const uint8_t *hdr, size_t len, bool layout)
 {
 	uint16_t lo, hi, bl;
 
@@ -109,12 +118,17 @@ int repl_frame_body_len(const uint8_t *hdr, size_t len)
 	if (hdr[4] != REPL_VERSION)
 		return -EPROTONOSUPPORT;
 	bl = get16(hdr + 6);
-	if (body_range(hdr[5], &lo, &hi) || bl < lo || bl > hi)
+	if ((hdr[5] == REPL_LAYOUT) != layout || body_range(hdr[5], &lo, &hi) || bl < lo || bl > hi)
 		return -EPROTO;
 	if (hdr[5] == REPL_AUTH ? xport_check(hdr[24], hdr[25], get16(hdr + 26), bl) :
 				  get32(hdr + 24) != 0)
 		return -EPROTO;
 	return bl;
+}
+
+int repl_frame_body_len(const uint8_t *hdr, size_t len)
+{
+	return hdr_body_len(hdr, len, false);
 }
 
 int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f)
@@ -152,8 +166,237 @@ int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f)
 
 const char *repl_type_str(uint8_t type)
 {
-	static const char *const names[] = { "?",      "HELLO", "AUTH",	 "ACCEPT",
-					     "REFUSE", "END",	"ERROR", "KEEPALIVE" };
+	static const char *const names[] = { "?",   "HELLO", "AUTH",	  "ACCEPT", "REFUSE",
+					     "END", "ERROR", "KEEPALIVE", "LAYOUT" };
 
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
+}
+
+/* ---- LAYOUT ---- */
+
+int repl_layout_body_len(const uint8_t *hdr, size_t len)
+{
+	int bl = hdr_body_len(hdr, len, true);
+	uint64_t count, first;
+
+	if (bl < 0)
+		return bl;
+	count = get64(hdr + 8);
+	first = get64(hdr + 16);
+	if (count > REPL_LAYOUT_ENT_MAX || first > count)
+		return -ERANGE;
+	return bl;
+}
+
+/* A name as the manifest has them: UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), no NUL or control byte, relative,
+ * no "", "." or ".." component. */
+static bool name_ok(const uint8_t *p, size_t n)
+{
+	size_t comp = 0; /* start of the component being read */
+
+	for (size_t i = 0; i < n;) {
+		uint8_t c = p[i], lo = 0x80, hi = 0xbf;
+		size_t k;
+
+		if (c < 0x80) {
+			if (c < 0x20 || c == 0x7f)
+				return false;
+			if (c == '/') {
+				size_t cl = i - comp;
+
+				if (!cl || (cl == 1 && p[comp] == '.') ||
+				    (cl == 2 && p[comp] == '.' && p[comp + 1] == '.'))
+					return false;
+				comp = i + 1;
+			}
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			k = 2;
+		else if (c >= 0xe0 && c <= 0xef)
+			k = 3;
+		else if (c >= 0xf0 && c <= 0xf4)
+			k = 4;
+		else
+			return false;
+		if (n - i < k)
+			return false;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f;
+		else if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+		if (p[i + 1] < lo || p[i + 1] > hi)
+			return false;
+		for (size_t j = 2; j < k; j++)
+			if (p[i + j] < 0x80 || p[i + j] > 0xbf)
+				return false;
+		i += k;
+	}
+	/* the last component */
+	n -= comp;
+	return n && !(n == 1 && p[comp] == '.') &&
+	       !(n == 2 && p[comp] == '.' && p[comp + 1] == '.');
+}
+
+/* Bytewise order of two names (strcmp's, over lengths). */
+static int name_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+	int c = memcmp(a, b, an < bn ? an : bn);
+
+	return c ? c : (an > bn) - (an < bn);
+}
+
+int repl_layout_encode(const struct repl_layout *l, uint32_t first, uint8_t *out, uint32_t *next)
+{
+	uint32_t count = l ? l->n : 0, i = first;
+	size_t at = REPL_HDR + 2;
+	uint32_t crc;
+
+	if (l ? count > REPL_LAYOUT_ENT_MAX || first > count || (first == count && count) : first)
+		return -EINVAL;
+	memset(out, 0, REPL_HDR);
+	if (!l) {
+		at = REPL_HDR; /* no layout: the empty body */
+	} else {
+		for (; i < count; i++) {
+			size_t nl = strlen(l->ent[i].name);
+
+			if (!nl || nl > REPL_LAYOUT_NAME_MAX)
+				return -EINVAL;
+			/* room for this entry and, should it be the last, the tail */
+			if (at + REPL_LAYOUT_ENT_HDR + nl + (i + 1 == count ? 8 : 0) >
+			    REPL_LAYOUT_FRAME_MAX)
+				break;
+			put64(out + at, l->ent[i].offset);
+			put64(out + at + 8, l->ent[i].length);
+			put16(out + at + 16, (uint16_t)nl);
+			memcpy(out + at + REPL_LAYOUT_ENT_HDR, l->ent[i].name, nl);
+			at += REPL_LAYOUT_ENT_HDR + nl;
+		}
+		put16(out + REPL_HDR, (uint16_t)(i - first));
+		if (i == count) {
+			put64(out + at, l->tail_off);
+			at += 8;
+		}
+	}
+	put32(out, REPL_MAGIC);
+	out[4] = REPL_VERSION;
+	out[5] = REPL_LAYOUT;
+	put16(out + 6, (uint16_t)(at - REPL_HDR));
+	put64(out + 8, count);
+	put64(out + 16, first);
+	crc = pfs_crc32c(0, out, 28);
+	crc = pfs_crc32c(crc, out + REPL_HDR, at - REPL_HDR);
+	put32(out + 28, crc);
+	*next = i;
+	return (int)at;
+}
+
+/* A refusal of repl_layout_decode: @err, with the field it was about. */
+static int bad(struct repl_layout_frame *f, int err, const char *why)
+{
+	f->why = why;
+	return err;
+}
+
+int repl_layout_decode(const uint8_t *buf, size_t len, uint64_t size, struct repl_layout_frame *f)
+{
+	int bl = repl_layout_body_len(buf, len);
+	const uint8_t *p, *end, *prev = NULL;
+	uint64_t at = 0; /* the previous extent's end */
+	size_t prev_len = 0;
+	uint32_t crc;
+
+	memset(f, 0, sizeof(*f));
+	if (bl < 0)
+		return bad(f, bl, bl == -ERANGE ? "count or first index" : "header");
+	if (len != REPL_HDR + (size_t)bl)
+		return bad(f, -EMSGSIZE, "frame length");
+	crc = pfs_crc32c(0, buf, 28);
+	crc = pfs_crc32c(crc, buf + REPL_HDR, (size_t)bl);
+	if (crc != get32(buf + 28))
+		return bad(f, -EILSEQ, "CRC32C");
+	f->count = (uint32_t)get64(buf + 8);
+	f->first = (uint32_t)get64(buf + 16);
+	p = buf + REPL_HDR;
+	end = p + bl;
+	f->ents_end = end;
+	if (!bl) {
+		if (f->count || f->first)
+			return bad(f, -EMSGSIZE, "an empty body with a count");
+		f->none = true;
+		return 0;
+	}
+	if (bl < 2)
+		return bad(f, -EMSGSIZE, "entry count");
+	f->n = get16(p);
+	p += 2;
+	f->ents = p;
+	if ((uint64_t)f->first + f->n > f->count || (!f->n && f->count))
+		return bad(f, -ERANGE, "entry count");
+	for (uint16_t i = 0; i < f->n; i++) {
+		uint64_t off, length;
+		uint16_t nl;
+
+		if ((size_t)(end - p) < REPL_LAYOUT_ENT_HDR)
+			return bad(f, -EMSGSIZE, "entry past the body");
+		off = get64(p);
+		length = get64(p + 8);
+		nl = get16(p + 16);
+		p += REPL_LAYOUT_ENT_HDR;
+		if (!nl || nl > REPL_LAYOUT_NAME_MAX)
+			return bad(f, -ERANGE, "name length");
+		if ((size_t)(end - p) < nl)
+			return bad(f, -EMSGSIZE, "name past the body");
+		if (!name_ok(p, nl))
+			return bad(f, -EBADMSG, "name");
+		if (prev && name_cmp(prev, prev_len, p, nl) >= 0)
+			return bad(f, -EBADMSG, "name order");
+		if (off % REPL_LAYOUT_ALIGN)
+			return bad(f, -ERANGE, "offset alignment");
+		if (off < at)
+			return bad(f, -ERANGE, "offset (overlaps the entry before)");
+		if (length > size || off > size - length)
+			return bad(f, -ERANGE, "offset + length (past the blob)");
+		at = off + length;
+		prev = p;
+		prev_len = nl;
+		p += nl;
+	}
+	f->last = f->first + f->n == f->count;
+	if (f->last) {
+		if ((size_t)(end - p) < 8)
+			return bad(f, -EMSGSIZE, "tail offset missing");
+		f->tail_off = get64(p);
+		f->ents_end = p;
+		p += 8;
+		if (f->tail_off % REPL_LAYOUT_ALIGN || f->tail_off < at || f->tail_off >= size)
+			return bad(f, -ERANGE, "tail offset");
+	}
+	return p == end ? 0 : bad(f, -EMSGSIZE, "bytes after the last field");
+}
+
+bool repl_layout_next(const struct repl_layout_frame *f, const uint8_t **pos,
+		      struct repl_layout_wire_ent *e)
+{
+	const uint8_t *p = *pos;
+
+	/* The decoder checked every entry; the bounds keep a misuse inside. */
+	if (!p || p < f->ents || p >= f->ents_end ||
+	    (size_t)(f->ents_end - p) < REPL_LAYOUT_ENT_HDR)
+		return false;
+	e->offset = get64(p);
+	e->length = get64(p + 8);
+	e->name_len = get16(p + 16);
+	e->name = (const char *)p + REPL_LAYOUT_ENT_HDR;
+	if ((size_t)(f->ents_end - p) < REPL_LAYOUT_ENT_HDR + (size_t)e->name_len)
+		return false;
+	*pos = p + REPL_LAYOUT_ENT_HDR + e->name_len;
+	return true;
 }

@@ -202,7 +202,10 @@ int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 					  .size = pfs_blob__size(blob),
 					  .progress = prog,
 					  .token = r->token,
-					  .rate = r->rate };
+					  .rate = r->rate,
+					  /* a files-layout blob: LAYOUT frames to the
+					   * relays that ask (NULL: flat) */
+					  .layout = pfs_blob__layout(blob) };
 	int err;
 
 	int cpus[64];
@@ -280,42 +283,39 @@ static uint16_t data_port(const struct pfs_cli_repl *r)
 	return p > 0 && p < 65536 ? (uint16_t)p : PFS_REPL_PORT;
 }
 
-int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
+/* The fetch options every relay uses; the blob is the caller's to set. */
+static void fetch_opts(struct pfs_cli_repl *r, struct pfs_repl_fetch_opts *o)
 {
-	struct pfs_repl_fetch_opts o = { .sz = sizeof(o),
-					 .upstreams = (const char *const *)r->ups,
-					 .n_upstreams = r->nups,
-					 .blob = pfs_blob__data(blob),
-					 .size = pfs_blob__size(blob),
-					 .progress = r->prog,
-					 /* Downstream gets every byte as it arrives:
-					  * each node verifies its own copy at the same
-					  * time as the others, and the operator checks
-					  * every node's digest against the origin's. A
-					  * hold-back until this verify made the chain
-					  * pay one sha256 pass per hop, in series. */
-					 .hold_back = 0,
-					 .token = r->token,
-					 .token_len = (size_t)r->token_len,
-					 .timeout_ms = r->fetch_timeout_ms,
-					 .stop = &pfs_cli_stop,
-					 .transport = xport_choices[r->xport].name,
-					 .data_port = data_port(r),
-					 .ifname = r->fetch_if,
-					 .env = environ };
+	*o = (struct pfs_repl_fetch_opts){ .sz = sizeof(*o),
+					   .upstreams = (const char *const *)r->ups,
+					   .n_upstreams = r->nups,
+					   .progress = r->prog,
+					   /* Downstream gets every byte as it arrives:
+					    * each node verifies its own copy at the same
+					    * time as the others, and the operator checks
+					    * every node's digest against the origin's. A
+					    * hold-back until this verify made the chain
+					    * pay one sha256 pass per hop, in series. */
+					   .hold_back = 0,
+					   .token = r->token,
+					   .token_len = (size_t)r->token_len,
+					   .timeout_ms = r->fetch_timeout_ms,
+					   .stop = &pfs_cli_stop,
+					   .transport = xport_choices[r->xport].name,
+					   .data_port = data_port(r),
+					   .ifname = r->fetch_if,
+					   .env = environ };
+	pfs_cli_repl_delta_open(&r->delta);
+	o->base = r->delta.p;
+	o->base_size = r->delta.size;
+	o->base_fp = r->delta.fp;
+}
+
+/* After every byte arrived: verify, then let the server hand out the end. */
+static int fetched(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
+{
 	int err;
 
-	pfs_cli_repl_delta_open(&r->delta);
-	o.base = r->delta.p;
-	o.base_size = r->delta.size;
-	o.base_fp = r->delta.fp;
-	err = pfs_repl_fetch(&o, &r->fr);
-
-	r->fetched = true;
-	if (err) {
-		snprintf(why, n, "%s", r->fr.error);
-		return err;
-	}
 	pfs_info("repl fetch: %" PRIu64 " bytes from %s in %.3f s (%.0f MB/s, %" PRIu64
 		 " connections)",
 		 r->fr.bytes, r->fr.from, r->fr.seconds,
@@ -328,6 +328,91 @@ int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char
 	}
 	pfs_progress__advance(r->prog, pfs_blob__size(blob));
 	return 0;
+}
+
+int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
+{
+	struct pfs_repl_fetch_opts o;
+	int err;
+
+	fetch_opts(r, &o);
+	o.blob = pfs_blob__data(blob);
+	o.size = pfs_blob__size(blob);
+	err = pfs_repl_fetch(&o, &r->fr);
+	r->fetched = true;
+	if (err) {
+		snprintf(why, n, "%s", r->fr.error);
+		return err;
+	}
+	return fetched(r, blob, why, n);
+}
+
+/* pfs_repl_fetch_opts.on_layout of a files relay: the blob from the
+ * upstream's layout, and the server on it (it sends the same layout on). */
+static int files_create(void *ctx, const struct pfs_blob_layout *l, uint8_t **bytes, char *why,
+			size_t n)
+{
+	struct pfs_cli_repl *r = ctx;
+
+	r->files_blob = pfs_cli_blob_create_files(r->files_cb, l, why, n);
+	if (!r->files_blob)
+		return errno ? -errno : -EIO;
+	*bytes = pfs_blob__data(r->files_blob);
+	pfs_info("repl fetch: created %s/%s%s from the upstream's layout (%u files)",
+		 pfs_cli_files_dir(r->files_cb), r->files_cb->opts.name, PFS_BLOB_FILES_SUFFIX,
+		 l->n);
+	return pfs_cli_repl_serve(r, r->files_blob, r->prog, why, n);
+}
+
+/* pfs_repl_fetch_opts.on_bytes of a files relay: its progress file (what
+ * the CSI plugin shows as a percent), about once a second. */
+static void files_bytes(void *ctx, uint64_t have)
+{
+	struct pfs_cli_repl *r = ctx;
+	double now = pfs_cli_now();
+
+	if (!r->files_blob || now - r->files_progress_at < 1.0)
+		return;
+	r->files_progress_at = now;
+	pfs_blob_files_progress(r->files_blob, have, "fetching");
+}
+
+int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *cb,
+			     struct pfs_blob **out, char *why, size_t n)
+{
+	uint64_t size = cb->opts.size;
+	struct pfs_repl_fetch_opts o;
+	int err = read_token(r, why, n);
+
+	*out = NULL;
+	if (err)
+		return err;
+	r->prog = pfs_progress__new(size);
+	if (!r->prog) {
+		snprintf(why, n, "no memory");
+		return -ENOMEM;
+	}
+	r->files_cb = cb;
+	fetch_opts(r, &o);
+	o.size = size;
+	o.layout = true;
+	o.on_layout = files_create;
+	o.layout_ctx = r;
+	o.on_bytes = files_bytes;
+	o.bytes_ctx = r;
+	err = pfs_repl_fetch(&o, &r->fr);
+	r->fetched = true;
+	*out = r->files_blob;
+	if (err) {
+		snprintf(why, n, "%s", r->fr.error);
+		if (r->files_blob)
+			pfs_blob_files_progress(r->files_blob, r->fr.bytes, "failed");
+		return err;
+	}
+	pfs_blob_files_progress(r->files_blob, size, "verifying");
+	err = fetched(r, r->files_blob, why, n);
+	pfs_blob_files_progress(r->files_blob, size, err ? "failed" : "verified");
+	return err;
 }
 
 void pfs_cli_repl_abort(struct pfs_cli_repl *r, const char *msg)
@@ -375,6 +460,12 @@ static void fetch_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 	pfs_json_num(j, "verify_seconds", r->verify_s, 4);
 	pfs_json_u64(j, "rejected", f->rejected);
 	pfs_json_str(j, "transport", f->transport, sizeof(f->transport));
+	if (r->files_cb) {
+		pfs_json_obj(j, "layout");
+		pfs_json_u64(j, "files", f->layout_files);
+		pfs_json_u64(j, "frames", f->layout_frames);
+		pfs_json_close(j);
+	}
 	if (r->xport != PFS_CLI_FETCH_TCP) {
 		pfs_json_str(j, "path", f->path, sizeof(f->path));
 		pfs_json_obj(j, "dgrams");

@@ -12,10 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "acquire.h"
 #include "cli.h"
 #include "repl_delta.h"
 #include "opt.h"
 #include "pfs/blob.h"
+#include "pfs/blob_files.h"
 #include "pfs/blob_repl.h"
 #include "pfs/blob_share.h"
 #include "pfs/result.h"
@@ -54,6 +56,12 @@ struct pfs_cli_repl {
 	struct pfs_repl_fetch_result fr;
 	double verify_s;
 	struct pfs_cli_repl_delta delta; /* --delta-base... (repl_delta.h) */
+	/* A files-layout relay (pfs_cli_repl_fetch_files): how its blob is
+	 * created once the upstream's layout arrived (--name, --dir), and the
+	 * blob. */
+	const struct pfs_cli_blob *files_cb;
+	struct pfs_blob *files_blob;
+	double files_progress_at; /* its progress file's last rewrite */
 };
 
 /* The table over struct pfs_cli_repl_delta: --delta-base,
@@ -86,6 +94,14 @@ int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 /* Relay: fetch the blob from --fetch-from, verify its manifest, then let
  * the server hand out the last bytes. 0 or -errno with @why. */
 int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n);
+/* Relay with --layout files: fetch the blob's file layout from
+ * --fetch-from, create the blob DIR/NAME.d of @cb from it
+ * (pfs_cli_blob_create_files: files, tail, the region over them), serve
+ * it (--replicate-listen) as it fills, receive, verify. *@out is the blob
+ * once created (also on a later failure: the caller closes it and removes
+ * the files). 0 or -errno with @why. */
+int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *cb,
+			     struct pfs_blob **out, char *why, size_t n);
 /* The fill failed with @msg: clients connected or connecting within
  * --replicate-linger get it as ERROR; then the server stops. */
 void pfs_cli_repl_abort(struct pfs_cli_repl *r, const char *msg);
