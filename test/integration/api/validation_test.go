@@ -117,9 +117,9 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.base.name: Required value"}},
 
 		// PfsBlob access: which other namespaces' pods may mount it.
-		"blob access to namespaces accepted": {blob, "size: 1Gi\naccess: {namespaces: [serving, team-a1]}", nil},
+		"blob access to namespaces accepted":      {blob, "size: 1Gi\naccess: {namespaces: [serving, team-a1]}", nil},
 		"blob access to every namespace accepted": {blob, "size: 1Gi\naccess: {namespaces: ['*']}", nil},
-		"blob access empty accepted": {blob, "size: 1Gi\naccess: {}", nil},
+		"blob access empty accepted":              {blob, "size: 1Gi\naccess: {}", nil},
 		"blob access namespace not a name": {blob, "size: 1Gi\naccess: {namespaces: [Serving_1]}",
 			[]string{"spec.access.namespaces[0]", "access.namespaces holds namespace names", "fix the entry"}},
 		"blob access namespace with a dot": {blob, "size: 1Gi\naccess: {namespaces: [ok, a.b]}",
