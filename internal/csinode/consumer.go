@@ -34,9 +34,13 @@ const apiTimeout = 10 * time.Second
 // host's mount namespace) anywhere else.
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 
-// publishConsumer reads the blob, decides, and binds the holder's files
-// read-only onto the target.
-func (n *nodeServer) publishConsumer(ctx context.Context, p publication, target string) error {
+// consumerHolder reads the blob and decides (decideConsumer) which holder
+// pod's copy on this node the consumer gets. It runs before the publish
+// lock: one slow API answer must not hold up every other publish.
+func (n *nodeServer) consumerHolder(ctx context.Context, p publication) (string, error) {
+	if n.blobs == nil {
+		return "", status.Errorf(codes.Unavailable, "blob %s/%s: this plugin runs without an API client and serves no blob volumes", p.blobNamespace, p.blob)
+	}
 	var b pfsv1alpha1.PfsBlob
 	r := consumerRequest{pod: p.pod, podNS: p.namespace, node: n.cfg.NodeName, blobNS: p.blobNamespace, blob: p.blob, blobFound: true}
 	gctx, cancel := context.WithTimeout(ctx, apiTimeout)
@@ -44,15 +48,16 @@ func (n *nodeServer) publishConsumer(ctx context.Context, p publication, target 
 	if err := n.blobs.Get(gctx, client.ObjectKey{Namespace: p.blobNamespace, Name: p.blob}, &b); apierrors.IsNotFound(err) {
 		r.blobFound = false
 	} else if err != nil {
-		return status.Errorf(codes.Unavailable, "read PfsBlob %s/%s from the API server: %v (the plugin's ServiceAccount needs get on pfsblobs; the kubelet retries)",
+		return "", status.Errorf(codes.Unavailable, "read PfsBlob %s/%s from the API server: %v (the plugin's ServiceAccount needs get on pfsblobs; the kubelet retries)",
 			p.blobNamespace, p.blob, err)
 	}
-	holder, err := decideConsumer(r, &b, func(pod string) *progress {
+	return decideConsumer(r, &b, func(pod string) *progress {
 		return readProgress(stagingDir(n.cfg.StagingDir, p.blobNamespace, p.blob, pod), p.blob)
 	})
-	if err != nil {
-		return err
-	}
+}
+
+// publishConsumer binds the holder's files read-only onto the target.
+func (n *nodeServer) publishConsumer(p publication, holder, target string) error {
 	staging := stagingDir(n.cfg.StagingDir, p.blobNamespace, p.blob, holder)
 	if st, err := mountAt(staging); err != nil || !isHolderBind(st) {
 		return status.Errorf(codes.Unavailable, "blob %s/%s is Ready on node %s but its holder pod %s has no volume on this node "+

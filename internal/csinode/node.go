@@ -60,6 +60,13 @@ func (n *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		return nil, err
 	}
 	log := n.log.WithValues("kind", p.kind.String(), "pod", p.pod, "volume", req.GetVolumeId(), "target", p.target)
+	var holder string
+	if p.kind == kindConsumer {
+		if holder, err = n.consumerHolder(ctx, p); err != nil {
+			log.Info("Not published", "reason", status.Convert(err).Message())
+			return nil, err
+		}
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := os.Mkdir(p.target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -73,7 +80,7 @@ func (n *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	case kindHolder:
 		err = n.publishHolder(p, target)
 	case kindConsumer:
-		err = n.publishConsumer(ctx, p, target)
+		err = n.publishConsumer(p, holder, target)
 	default:
 		err = n.publishSockets(p, target)
 	}
@@ -132,6 +139,11 @@ func (n *nodeServer) publishHolder(p publication, target string) error {
 		return status.Errorf(codes.AlreadyExists, "target %s already holds another mount than the holder's tmpfs %s", target, staging)
 	}
 	if err := bindMount(staging, target, holderFlags); err != nil {
+		// Leave no tmpfs behind: the kubelet unpublishes a target that
+		// was never mounted without knowing of the staging one.
+		if _, rerr := releaseHolder(n.cfg.StagingDir, sst.dev); rerr != nil {
+			n.log.Error(rerr, "Could not detach the holder's tmpfs after a failed publish", "staging", staging)
+		}
 		return status.Error(codes.Internal, err.Error())
 	}
 	return nil
