@@ -311,6 +311,15 @@ func TestBlobVolumes(t *testing.T) {
 	wantRefused(t, "subPath ..", n.publishVC(models, "reader-x", n.target(t, "reader-up"), true, true,
 		map[string]string{attrBlob: "llama", attrSubPath: "../tail"}), codes.InvalidArgument, `".." would leave the blob's files`)
 
+	// A holder volume with a bad attribute is refused before anything is
+	// created for it.
+	wantRefused(t, "a holder with a bad page kind", n.publishVC(models, "bad-holder", n.target(t, "bad-holder"), false, true,
+		map[string]string{attrRole: roleHolder, attrHolder: "bad", attrPage: "2M", attrSize: "4096"}), codes.InvalidArgument,
+		`packetfs.io/page "2M": want 2Mi, 1Gi, THP or 4Ki`)
+	if _, err := os.Lstat(filepath.Join(n.cfg.StagingDir, models, "bad")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused holder volume left a staging directory (%v)", err)
+	}
+
 	// Another namespace: refused until the blob grants it; then mounted,
 	// here through a PersistentVolume (the same attributes in
 	// csi.volumeAttributes, the volume handle as its ID).
