@@ -82,6 +82,7 @@ func TestBlobDeleteWhileMounted(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, pv) })
 
 	both := []string{ns + "/claim-reader", other + "/inline-reader"}
+	slices.Sort(both) // the namespaces' names are random
 	mountedBy := func(want []string, reason string) func() error {
 		return func() error {
 			if err := get(ctx, ns, blob.Name, blob); err != nil {
