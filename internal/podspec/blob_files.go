@@ -12,7 +12,7 @@ import (
 )
 
 // Under the CSI plugin (--socket-volume=csi) a source blob's holders keep
-// the blob as files ("files layout", docs/design/model-volumes.md): one
+// the blob as files ("files layout", docs/design/blob-layout.md): one
 // regular file per manifest entry on a tmpfs the plugin mounts for the
 // holder, so consumer pods can mount those very files read-only as a
 // volume. The tmpfs pages are charged to the holder's memory cgroup (the

@@ -127,7 +127,7 @@ func TestCreateValidation(t *testing.T) {
 		"blob access namespace empty": {blob, "size: 1Gi\naccess: {namespaces: ['']}",
 			[]string{"spec.access.namespaces[0]", "at least 1 chars long"}},
 		"blob access namespace too long": {blob, "size: 1Gi\naccess: {namespaces: [" + strings.Repeat("n", 64) + "]}",
-			[]string{"spec.access.namespaces[0]", "at most 63 chars long"}},
+			[]string{"spec.access.namespaces[0]", "may not be more than 63 bytes"}},
 		"blob access star with names": {blob, "size: 1Gi\naccess: {namespaces: [serving, '*']}",
 			[]string{"spec.access.namespaces", `"*" already grants every namespace`, "remove the other names"}},
 		"blob access duplicate": {blob, "size: 1Gi\naccess: {namespaces: [serving, other, serving]}",
