@@ -60,8 +60,9 @@ func (n *nodeServer) consumerHolder(ctx context.Context, p publication) (string,
 func (n *nodeServer) publishConsumer(p publication, holder, target string) error {
 	staging := stagingDir(n.cfg.StagingDir, p.blobNamespace, p.blob, holder)
 	if st, err := mountAt(staging); err != nil || !isHolderBind(st) {
-		return status.Errorf(codes.Unavailable, "blob %s/%s is Ready on node %s but its holder pod %s has no volume on this node "+
-			"(%s is not its tmpfs): the holder is being replaced; the pod starts when the node's copy is verified again",
+		return status.Errorf(codes.Unavailable, "blob %s/%s is Ready on node %s but its holder pod %s has no files volume on this node "+
+			"(%s is not its tmpfs): either the holder is being replaced, and the pod starts when the node's copy is verified again, "+
+			"or the blob is not kept as files (only a blob with spec.source is, and only when the operator runs with --socket-volume=csi)",
 			p.blobNamespace, p.blob, n.cfg.NodeName, holder, staging)
 	}
 	files := p.blob + ".d/files"

@@ -388,7 +388,7 @@ func TestBlobVolumes(t *testing.T) {
 	}
 	// A new consumer while the status still names the gone holder waits.
 	wantRefused(t, "a consumer after its holder left", n.publishVC(models, "reader-late", n.target(t, "reader-late"), true, true, blobAttrs),
-		codes.Unavailable, "holder pod "+holderPod+" has no volume on this node")
+		codes.Unavailable, "holder pod "+holderPod+" has no files volume on this node", "only a blob with spec.source")
 
 	for _, tgt := range []string{reader1, reader1, sub, other} {
 		n.unpublish(t, tgt)
