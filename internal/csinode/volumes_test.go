@@ -369,6 +369,15 @@ func TestBlobVolumes(t *testing.T) {
 	}
 	n.unpublish(t, small)
 
+	// A consumer's unpublish leaves the holder's tmpfs alone.
+	n.unpublish(t, sub)
+	if st, _ := mountAt(staging); !isHolderBind(st) || st.dev != sst.dev {
+		t.Fatalf("staging %s after a consumer's unpublish: %+v; want the holder's tmpfs still there", staging, st)
+	}
+	if b, err := os.ReadFile(filepath.Join(holder, "llama.d", "files", "config.json")); err != nil || string(b) != files["config.json"] {
+		t.Errorf("the holder's files after a consumer's unpublish: %q, %v", b, err)
+	}
+
 	// The holder goes first: its tmpfs is detached and its staging
 	// directory removed, but the consumers keep the file system and read
 	// every byte still.
@@ -390,7 +399,7 @@ func TestBlobVolumes(t *testing.T) {
 	wantRefused(t, "a consumer after its holder left", n.publishVC(models, "reader-late", n.target(t, "reader-late"), true, true, blobAttrs),
 		codes.Unavailable, "holder pod "+holderPod+" has no files volume on this node", "only a blob with spec.source")
 
-	for _, tgt := range []string{reader1, reader1, sub, other} {
+	for _, tgt := range []string{reader1, reader1, other} {
 		n.unpublish(t, tgt)
 	}
 	if entries, err := os.ReadDir(n.cfg.StagingDir); err != nil || len(entries) != 0 {
