@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 )
 
@@ -101,4 +102,28 @@ func stagingOf(root, dev string) (string, error) {
 	}
 	defer func() { _ = f.Close() }()
 	return findStaging(f, root, dev)
+}
+
+// sweepOrphans detaches the staging tmpfs mounts nothing else shows
+// (findOrphans), when the plugin starts: no publish is under way then.
+func sweepOrphans(root string, log logr.Logger) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		log.Error(err, "Could not read the mount table to sweep orphaned holder tmpfs mounts")
+		return
+	}
+	orphans, err := findOrphans(f, root)
+	_ = f.Close()
+	if err != nil {
+		log.Error(err, "Could not read the mount table to sweep orphaned holder tmpfs mounts")
+		return
+	}
+	for _, staging := range orphans {
+		if err := unmountAll(staging, unix.MNT_DETACH); err != nil {
+			log.Error(err, "Could not detach an orphaned holder tmpfs", "staging", staging)
+			continue
+		}
+		_ = os.Remove(staging)
+		log.Info("Detached an orphaned holder tmpfs (no holder or consumer mounts it)", "staging", staging)
+	}
 }

@@ -119,6 +119,31 @@ func findStaging(r io.Reader, root, dev string) (string, error) {
 	return found, err
 }
 
+// findOrphans lists, in a mountinfo file, the holders' staging tmpfs
+// mounts below root whose file system no other mount shows: neither the
+// holder's target nor any consumer's bind. Only a crash between a
+// publish's two mounts leaves one; nothing can reach its pages any more.
+func findOrphans(r io.Reader, root string) ([]string, error) {
+	var staged []string
+	devOf := map[string]string{}
+	users := map[string]int{}
+	err := eachMount(r, func(point string, m mountState) {
+		users[m.dev]++
+		rel, ok := strings.CutPrefix(point, root+"/")
+		if ok && m.fsType == "tmpfs" && m.root == "/" && strings.Count(rel, "/") == 2 {
+			staged = append(staged, point)
+			devOf[point] = m.dev
+		}
+	})
+	var orphans []string
+	for _, p := range staged {
+		if users[devOf[p]] == 1 {
+			orphans = append(orphans, p)
+		}
+	}
+	return orphans, err
+}
+
 // eachMount calls fn with the mount point and state of every line of a
 // mountinfo file, in order (a later line is a mount on top).
 func eachMount(r io.Reader, fn func(point string, m mountState)) error {

@@ -66,6 +66,22 @@ func TestFindStaging(t *testing.T) {
 	}
 }
 
+// TestFindOrphans: a staging tmpfs that nothing else mounts is an orphan;
+// one its holder or a consumer still shows is not.
+func TestFindOrphans(t *testing.T) {
+	info := testMountInfo + `60 22 0:70 / /p/blobs/team-a/llama/holder-old rw - tmpfs tmpfs rw,size=5120k
+61 22 0:71 / /p/blobs/team-a/llama/holder-gone rw - tmpfs tmpfs rw,size=5120k
+62 22 0:71 /llama.d/files /var/lib/kubelet/pods/u9/volumes/kubernetes.io~csi/m/mount ro - tmpfs tmpfs rw,size=5120k
+`
+	got, err := findOrphans(strings.NewReader(info), "/p/blobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/p/blobs/team-a/llama/holder-old"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("findOrphans = %q, want %q (holder-x has its holder, holder-gone a consumer)", got, want)
+	}
+}
+
 func TestTmpfsOptions(t *testing.T) {
 	for page, want := range map[string]string{
 		"2Mi": "size=318767104,mode=0755,huge=within_size", "1Gi": "size=318767104,mode=0755,huge=within_size",

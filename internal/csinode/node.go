@@ -174,9 +174,10 @@ func (n *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "read the mount table: %v", err)
 	}
-	if err := unmountAll(target, 0); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
+	// A holder's staging tmpfs goes first, while the target still leads
+	// to it: should the target's unmount fail, the kubelet's retry finds
+	// the target as it was and the staging mount gone, never the reverse
+	// (a tmpfs no unpublish would ever find again).
 	if isHolderBind(st) {
 		staging, err := releaseHolder(n.cfg.StagingDir, st.dev)
 		if err != nil {
@@ -185,6 +186,9 @@ func (n *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 		if staging != "" {
 			n.log.Info("Detached the holder's tmpfs", "staging", staging)
 		}
+	}
+	if err := unmountAll(target, 0); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
 	}
 	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, status.Errorf(codes.Internal, "remove the target %s: %v", target, err)

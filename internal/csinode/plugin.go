@@ -52,6 +52,7 @@ func Run(ctx context.Context, cfg Config, blobs client.Reader, log logr.Logger) 
 	if err := os.MkdirAll(cfg.StagingDir, 0o750); err != nil {
 		return fmt.Errorf("create the staging directory %s: %w", cfg.StagingDir, err)
 	}
+	sweepOrphans(cfg.StagingDir, log)
 	node := &nodeServer{cfg: cfg, log: log.WithName("node"), blobs: blobs}
 	ident := &identityServer{socketRoot: cfg.SocketRoot}
 	reg := &registration{endpoint: cfg.Endpoint, log: log.WithName("registration")}

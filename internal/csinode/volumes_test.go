@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr/testr"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -404,5 +405,40 @@ func TestBlobVolumes(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(n.cfg.StagingDir); err != nil || len(entries) != 0 {
 		t.Errorf("staging directory holds %v (%v) after every unpublish, want nothing", entries, err)
+	}
+}
+
+// TestSweepOrphans: at start the plugin detaches a staging tmpfs that no
+// holder or consumer mounts (a crash between a publish's two mounts), and
+// keeps one that a target still shows.
+func TestSweepOrphans(t *testing.T) {
+	needMountNS(t)
+	root := t.TempDir()
+	orphan, kept := filepath.Join(root, "ns", "blob", "pod-a"), filepath.Join(root, "ns", "blob", "pod-b")
+	target := filepath.Join(t.TempDir(), "mount")
+	for _, d := range []string{orphan, kept, target} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{orphan, kept} {
+		if _, err := mountHolder(d, "4Ki", 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bindMount(kept, target, holderFlags); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, d := range []string{target, kept, orphan} {
+			_ = unmountAll(d, unix.MNT_DETACH)
+		}
+	})
+	sweepOrphans(root, testr.New(t))
+	if st, _ := mountAt(orphan); st.mounted {
+		t.Errorf("orphaned staging %s still mounted after the sweep", orphan)
+	}
+	if st, _ := mountAt(kept); !st.mounted {
+		t.Errorf("staging %s, still bound at %s, was swept", kept, target)
 	}
 }
