@@ -22,6 +22,9 @@ import (
 // unmounts the target and detaches the tmpfs: a consumer still bound to it
 // keeps the file system, and so its pages, alive until its own unmount.
 
+// fsTmpfs is the holders' file system type, as mount(2) and mountinfo name it.
+const fsTmpfs = "tmpfs"
+
 // holderSlack is what a holder's tmpfs holds beyond the blob's bytes: the
 // files' last partial pages, directories, the progress file.
 const holderSlack = 4 << 20
@@ -50,13 +53,13 @@ func mountHolder(staging, page string, size int64) (mountState, error) {
 		return st, fmt.Errorf("read the mount table: %w", err)
 	}
 	if st.mounted {
-		if st.fsType != "tmpfs" || st.root != "/" {
+		if st.fsType != fsTmpfs || st.root != "/" {
 			return st, fmt.Errorf("staging directory %s holds a %s mount of %s, not the holder's tmpfs", staging, st.fsType, st.root)
 		}
 		return st, nil
 	}
 	opts := tmpfsOptions(page, size)
-	if err := unix.Mount("tmpfs", staging, "tmpfs", holderFlags, opts); err != nil {
+	if err := unix.Mount(fsTmpfs, staging, fsTmpfs, holderFlags, opts); err != nil {
 		return st, fmt.Errorf("mount a tmpfs (%s) at %s: %w", opts, staging, err)
 	}
 	return mountAt(staging)
@@ -66,7 +69,7 @@ func mountHolder(staging, page string, size int64) (mountState, error) {
 // is a bind of a holder's tmpfs: the whole file system (root "/"), where a
 // consumer's bind shows <blob>.d/files.
 func isHolderBind(st mountState) bool {
-	return st.mounted && st.fsType == "tmpfs" && st.root == "/"
+	return st.mounted && st.fsType == fsTmpfs && st.root == "/"
 }
 
 // releaseHolder detaches the holder's tmpfs whose device is dev from its

@@ -60,6 +60,9 @@ func (n *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		return nil, err
 	}
 	log := n.log.WithValues("kind", p.kind.String(), "pod", p.pod, "volume", req.GetVolumeId(), "target", p.target)
+	if p.blob != "" {
+		log = log.WithValues("blob", p.blobNamespace+"/"+p.blob)
+	}
 	var holder string
 	if p.kind == kindConsumer {
 		if holder, err = n.consumerHolder(ctx, p); err != nil {
@@ -88,7 +91,7 @@ func (n *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		log.Info("Not published", "reason", status.Convert(err).Message())
 		return nil, err
 	}
-	log.Info("Published", "blob", p.blobNamespace+"/"+p.blob)
+	log.Info("Published")
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
