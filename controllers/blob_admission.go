@@ -79,7 +79,8 @@ type admission struct {
 // admitNode decides whether node can hold a blob of size bytes: its
 // allocatable hugepages-<page> (or memory for THP/4Ki) minus what the
 // non-terminated pods on it request (requested) must fit the holder's
-// request, computed exactly as for the pod (podspec.HolderResources). With
+// request, computed exactly as for the pod (podspec.SourceHolderResources:
+// under the CSI plugin memory += size and no hugepages). With
 // pageFallback Allow a node short of hugepages maps 4Ki pages, whose tmpfs
 // is counted in memory, if that fits. A holder replicating over transport
 // UDP or AFXDP needs podspec.DatagramMemory more memory.
@@ -91,10 +92,11 @@ func admitNode(cfg podspec.Config, node *corev1.Node, requested corev1.ResourceL
 		return alloc.Value() - used.Value()
 	}
 	need := func(p pfsv1alpha1.PageSize) (corev1.ResourceName, int64) {
-		res, _ := podspec.HolderResources(cfg, size, p)
-		if hp := podspec.HugePagesResource(p); hp != "" {
-			q := res.Requests[hp]
-			return hp, q.Value()
+		res := podspec.SourceHolderResources(cfg, size, p)
+		// A holder of the files layout asks for no hugepages whatever the
+		// page: its tmpfs is memory.
+		if q, ok := res.Requests[podspec.HugePagesResource(p)]; ok {
+			return podspec.HugePagesResource(p), q.Value()
 		}
 		q := res.Requests[corev1.ResourceMemory]
 		extra := podspec.DatagramMemory(transport)

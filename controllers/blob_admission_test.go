@@ -34,26 +34,39 @@ func TestAdmitNode(t *testing.T) {
 		fallback  pfsv1alpha1.PageFallback
 		want      admission
 		transport pfsv1alpha1.Transport
+		csi       bool
 	}{
 		"fits": {testNode("w1", "hugepages-2Mi", "2Gi", "memory", "4Gi"), nil, pfsv1alpha1.PageSize2Mi, pfsv1alpha1.PageFallbackNever,
-			admission{OK: true, Page: pfsv1alpha1.PageSize2Mi}, ""},
+			admission{OK: true, Page: pfsv1alpha1.PageSize2Mi}, "", false},
 		"other pods use the hugepages, Never": {testNode("w1", "hugepages-2Mi", "1536Mi", "memory", "4Gi"),
 			corev1.ResourceList{"hugepages-2Mi": resource.MustParse("1Gi")}, pfsv1alpha1.PageSize2Mi, pfsv1alpha1.PageFallbackNever,
-			admission{Message: "node w1 has 512Mi of hugepages-2Mi free, blob needs 1Gi"}, ""},
+			admission{Message: "node w1 has 512Mi of hugepages-2Mi free, blob needs 1Gi"}, "", false},
 		"no hugepages, Allow maps 4Ki": {testNode("w1", "memory", "4Gi"), nil, pfsv1alpha1.PageSize2Mi, pfsv1alpha1.PageFallbackAllow,
 			admission{OK: true, Page: pfsv1alpha1.PageSize4Ki,
-				Fallback: "node w1 has 0 of hugepages-2Mi free, blob needs 1Gi: the holder maps 4Ki pages instead (spec.pageFallback Allow)"}, ""},
+				Fallback: "node w1 has 0 of hugepages-2Mi free, blob needs 1Gi: the holder maps 4Ki pages instead (spec.pageFallback Allow)"}, "", false},
 		"no hugepages, Allow, memory short": {testNode("w1", "memory", "1Gi"), nil, pfsv1alpha1.PageSize2Mi, pfsv1alpha1.PageFallbackAllow,
-			admission{Message: "node w1 has 0 of hugepages-2Mi free, blob needs 1Gi; on 4Ki pages it needs 1088Mi of memory and the node has 1Gi free"}, ""},
+			admission{Message: "node w1 has 0 of hugepages-2Mi free, blob needs 1Gi; on 4Ki pages it needs 1088Mi of memory and the node has 1Gi free"}, "", false},
 		"4Ki counts memory": {testNode("w1", "memory", "1Gi"), nil, pfsv1alpha1.PageSize4Ki, pfsv1alpha1.PageFallbackAllow,
-			admission{Message: "node w1 has 1Gi of memory free, blob needs 1088Mi"}, ""},
+			admission{Message: "node w1 has 1Gi of memory free, blob needs 1088Mi"}, "", false},
 		"4Ki over UDP counts the datagram windows": {testNode("w1", "memory", "1100Mi"), nil, pfsv1alpha1.PageSize4Ki, pfsv1alpha1.PageFallbackAllow,
-			admission{Message: "node w1 has 1100Mi of memory free, blob needs 1152Mi"}, pfsv1alpha1.TransportUDP},
+			admission{Message: "node w1 has 1100Mi of memory free, blob needs 1152Mi"}, pfsv1alpha1.TransportUDP, false},
 		"4Ki over TCP fits the same node": {testNode("w1", "memory", "1100Mi"), nil, pfsv1alpha1.PageSize4Ki, pfsv1alpha1.PageFallbackAllow,
-			admission{OK: true, Page: pfsv1alpha1.PageSize4Ki}, pfsv1alpha1.TransportTCP},
+			admission{OK: true, Page: pfsv1alpha1.PageSize4Ki}, pfsv1alpha1.TransportTCP, false},
+		// Under the CSI plugin a source holder keeps its blob as files on a
+		// tmpfs: memory, never hugepages, whatever spec.pageSize says.
+		"csi 2Mi counts memory, not hugepages": {testNode("w1", "hugepages-2Mi", "2Gi", "memory", "1Gi"), nil, pfsv1alpha1.PageSize2Mi,
+			pfsv1alpha1.PageFallbackAllow, admission{Message: "node w1 has 1Gi of memory free, blob needs 1088Mi"}, "", true},
+		"csi 2Mi fits in memory without hugepages": {testNode("w1", "memory", "2Gi"), corev1.ResourceList{"memory": resource.MustParse("512Mi")},
+			pfsv1alpha1.PageSize2Mi, pfsv1alpha1.PageFallbackNever, admission{OK: true, Page: pfsv1alpha1.PageSize2Mi}, "", true},
+		"csi 1Gi over UDP counts the windows": {testNode("w1", "memory", "1100Mi"), nil, pfsv1alpha1.PageSize1Gi,
+			pfsv1alpha1.PageFallbackAllow, admission{Message: "node w1 has 1100Mi of memory free, blob needs 1152Mi"}, pfsv1alpha1.TransportUDP, true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			cfg := cfg
+			if tc.csi {
+				cfg.SocketVolume = podspec.SocketVolumeCSI
+			}
 			got := admitNode(cfg, tc.node, tc.used, gi, tc.page, tc.fallback, tc.transport)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

@@ -18,7 +18,7 @@ import (
 func summarise(in fanoutIn, sel nodeSelection, rd holderReads, pn plannedNodes, st pfsv1alpha1.PfsBlobStatus) (pfsv1alpha1.PfsBlobStatus, []event) {
 	st.Nodes = pn.status
 	digest, origin := rd.origin.digest, in.origin
-	t := tallyNodes(in.b, sel, st.Nodes, st.Source, digest)
+	t := tallyNodes(in.b, sel, st.Nodes, st.Source, digest, in.cfg.FilesLayout())
 	st.DesiredNodes, st.ReadyNodes = int32(len(sel.order)), t.ready
 	st.SHA256, st.Digest = "", ""
 	if t.sameDigest && st.ReadyNodes > 0 {
@@ -68,8 +68,9 @@ type nodeTally struct {
 }
 
 // tallyNodes counts the nodes by state; source names the origin's source
-// in the NodeReady Events.
-func tallyNodes(b *pfsv1alpha1.PfsBlob, sel nodeSelection, nodes []pfsv1alpha1.BlobNodeStatus, source, digest string) nodeTally {
+// in the NodeReady Events; filesLayout says the holders keep the blob as
+// files (pageAsAsked).
+func tallyNodes(b *pfsv1alpha1.PfsBlob, sel nodeSelection, nodes []pfsv1alpha1.BlobNodeStatus, source, digest string, filesLayout bool) nodeTally {
 	t := nodeTally{byFP: map[string][]string{}, pages: map[pfsv1alpha1.PageSize]bool{}, sameDigest: digest != ""}
 	for _, n := range nodes {
 		switch n.State {
@@ -91,11 +92,23 @@ func tallyNodes(b *pfsv1alpha1.PfsBlob, sel nodeSelection, nodes []pfsv1alpha1.B
 				t.mismatched = append(t.mismatched, n.Node+": "+n.Message)
 			}
 		}
-		if n.PageSize != "" && n.PageSize != b.Spec.PageSize {
+		if n.PageSize != "" && !pageAsAsked(b.Spec.PageSize, n.PageSize, filesLayout) {
 			t.fellBack = append(t.fellBack, n.Node)
 		}
 	}
 	return t
+}
+
+// pageAsAsked reports whether a node's page kind is what spec.pageSize
+// asks for. Files on a tmpfs get huge pages only as THP (huge=within_size;
+// hugetlbfs cannot give a file its exact length), so in the files layout
+// THP is what 2Mi, 1Gi and THP ask for; 4Ki there means the kernel gave no
+// huge page, a fallback like any other.
+func pageAsAsked(asked, got pfsv1alpha1.PageSize, filesLayout bool) bool {
+	if got == asked {
+		return true
+	}
+	return filesLayout && got == pfsv1alpha1.PageSizeTHP && asked != pfsv1alpha1.PageSize4Ki
 }
 
 // setDegraded sets Degraded from the nodes that hold other bytes, failed,

@@ -47,7 +47,8 @@ type PfsBlobReconciler struct {
 	Sources SourcePolicy
 }
 
-// +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs,verbs=get;list;watch
+// update: the finalizer pfs.packetfs.io/mounted (pfsblob_mounts.go).
+// +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update
@@ -57,6 +58,9 @@ type PfsBlobReconciler struct {
 // +kubebuilder:rbac:groups="",resources=services,verbs=create
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
+// PersistentVolumes: which csi.packetfs.io volumes name a blob, for the pods
+// that mount it through a claim (pfsblob_mounts.go).
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile ensures the token Secret and the holder DaemonSet, then decides
@@ -70,16 +74,22 @@ func (r *PfsBlobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !blob.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // children go with their owner references
+		return r.finalize(ctx, blob)
+	}
+	if err := r.ensureFinalizer(ctx, blob); err != nil {
+		return requeueOnConflict(err)
 	}
 	if err := r.ensureToken(ctx, blob); err != nil {
 		return ctrl.Result{}, err
 	}
+	mounted, err := r.gatherMounts(ctx, blob)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if blob.Spec.Source != nil {
-		return r.reconcileSource(ctx, blob)
+		return r.reconcileSource(ctx, blob, mounted)
 	}
 	obs := blobObservation{}
-	var err error
 	if obs.DaemonSet, obs.CreatedDaemonSet, err = r.ensureDaemonSet(ctx, blob); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -89,6 +99,7 @@ func (r *PfsBlobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	obs.Pods, obs.Now = pods.Items, r.Clock.Now()
 	st, plan := decideBlob(blob, obs)
+	setMounted(decision{gen: blob.Generation, now: obs.Now, conds: &st.Conditions}, &st, mounted, false)
 	if err := commitStatus(ctx, &r.Deps, blob, &blob.Status, st, plan.Events); err != nil {
 		return requeueOnConflict(err)
 	}
@@ -157,8 +168,9 @@ func (r *PfsBlobReconciler) ensureDaemonSet(ctx context.Context, blob *pfsv1alph
 	return have, false, nil
 }
 
-// SetupWithManager watches blobs, their DaemonSets and the holder pods (which
-// the DaemonSet owns; they name their blob in an annotation). Not the
+// SetupWithManager watches blobs, their DaemonSets, the holder pods (which
+// the DaemonSet owns; they name their blob in an annotation) and the pods
+// that mount a blob, of any namespace (pfsblob_mounts.go). Not the
 // holders' Services: they are only created (see applySource).
 func (r *PfsBlobReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	holderPods := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -170,6 +182,7 @@ func (r *PfsBlobReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 		For(&pfsv1alpha1.PfsBlob{}).
 		Owns(&appsv1.DaemonSet{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToBlob), builder.WithPredicates(holderPods)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToMountedBlobs), builder.WithPredicates(consumerPods)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToSourceBlobs), builder.WithPredicates(nodeChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Named("pfsblob").

@@ -25,13 +25,15 @@ import (
 // The gather and apply of a blob with spec.source; the decision is
 // decideSource (pfsblob_source.go).
 
-// reconcileSource gathers, decides, applies and commits a source blob.
-func (r *PfsBlobReconciler) reconcileSource(ctx context.Context, blob *pfsv1alpha1.PfsBlob) (reconcile.Result, error) {
+// reconcileSource gathers, decides, applies and commits a source blob;
+// mounted are the pods that mount it (gatherMounts).
+func (r *PfsBlobReconciler) reconcileSource(ctx context.Context, blob *pfsv1alpha1.PfsBlob, mounted []string) (reconcile.Result, error) {
 	obs, err := r.gatherSource(ctx, blob)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	st, plan := decideSource(r.Pods, r.Sources, blob, obs)
+	setMounted(decision{gen: blob.Generation, now: obs.Now, conds: &st.Conditions}, &st, mounted, false)
 	applyErr := r.applySource(ctx, blob, &st, &plan)
 	if err := commitStatus(ctx, &r.Deps, blob, &blob.Status, st, plan.Events); err != nil {
 		return requeueOnConflict(err)

@@ -36,12 +36,20 @@ const podNodeNameField = "spec.nodeName"
 // AddIndexes registers the cache indexes the reconcilers share (once per
 // manager, before the reconcilers are set up).
 func AddIndexes(ctx context.Context, mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podNodeNameField, func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podNodeNameField, func(o client.Object) []string {
 		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
 			return []string{n}
 		}
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
+	for field, fn := range mountIndexes() {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, field, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nrtInstalled discovers the NodeResourceTopology CRD (v1alpha2) through

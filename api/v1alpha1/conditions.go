@@ -25,6 +25,24 @@ const (
 	// ConditionFailed is True on a PfsTransfer or PcoreJob that will make no
 	// further progress; its Reason says why.
 	ConditionFailed = "Failed"
+
+	// ConditionMounted is True on a PfsBlob that pods mount as a volume of
+	// its files; its message names them (status.mountedBy lists them).
+	ConditionMounted = "Mounted"
+)
+
+// Reasons for the PfsBlob Mounted condition.
+const (
+	// ReasonMountedByPods (Mounted=True): pods mount the blob; deleting it
+	// would wait for them.
+	ReasonMountedByPods = "MountedByPods"
+
+	// ReasonDeletionWaitsForMounts (Mounted=True): the blob is being
+	// deleted and keeps its holders until the pods that mount it are gone.
+	ReasonDeletionWaitsForMounts = "DeletionWaitsForMounts"
+
+	// ReasonNotMounted (Mounted=False): no pod mounts the blob.
+	ReasonNotMounted = "NotMounted"
 )
 
 // Reasons for PfsBlob conditions.

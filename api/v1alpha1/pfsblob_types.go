@@ -217,8 +217,9 @@ func (r *BlobReplication) TopologyOrDefault() ReplicationTopology {
 	return r.Topology
 }
 
-// PfsBlobSpec is the desired blob. Everything except nodeSelector is fixed at
-// creation: the bytes a transfer or job computed over must not change under it.
+// PfsBlobSpec is the desired blob. Everything except nodeSelector and access is
+// fixed at creation: the bytes a transfer or job computed over must not change
+// under it (replacing a blob is deleting it and creating another).
 // +kubebuilder:validation:XValidation:rule="has(self.size) || has(self.source)",message="size is required unless spec.source is set: set spec.size (e.g. 1Gi), or spec.source to size the blob from its data"
 // +kubebuilder:validation:XValidation:rule="!(has(self.fill) && has(self.source))",message="set either spec.fill or spec.source, not both: a blob with a source holds the source's bytes"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || has(self.source)",message="replication is only used with spec.source: remove spec.replication or set spec.source"
@@ -288,12 +289,19 @@ type PfsBlobSpec struct {
 
 	// nodeSelector selects the nodes that hold a copy of the blob, by node
 	// labels. When empty, every schedulable node holds a copy (the blob's
-	// holder DaemonSet runs everywhere it may). It is the only field
-	// that may change after creation: adding nodes materialises new copies,
+	// holder DaemonSet runs everywhere it may). It may change after
+	// creation (as may access): adding nodes materialises new copies,
 	// removing nodes releases theirs.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// access grants other namespaces than the blob's own the right to mount
+	// it as a read-only volume of its files (CSI driver csi.packetfs.io).
+	// Absent means the blob's namespace only. It may change after creation:
+	// it decides new mounts, never the bytes.
+	// +optional
+	Access *BlobAccess `json:"access,omitempty"`
 }
 
 // BlobNodeState is the state of one node's copy of a blob.
@@ -551,6 +559,23 @@ type PfsBlobStatus struct {
 	// +listMapKey=node
 	// +kubebuilder:validation:MaxItems=5000
 	Nodes []BlobNodeStatus `json:"nodes,omitempty"`
+	// mountedBy lists pods ("namespace/name", sorted, at most 32) that mount
+	// the blob as a volume: an inline csi.packetfs.io volume naming it, or a
+	// PersistentVolumeClaim bound to a csi.packetfs.io PersistentVolume that
+	// names it. A blob being deleted keeps its holders until the list is
+	// empty (finalizer pfs.packetfs.io/mounted), so no running server loses
+	// its pages.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=317
+	MountedBy []string `json:"mountedBy,omitempty"`
+
+	// mountedPods is how many pods mount the blob; it exceeds
+	// len(mountedBy) when the list is capped.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MountedPods int32 `json:"mountedPods,omitempty"`
 }
 
 // PfsBlob is a shared memory blob materialised on nodes: one large,

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Command pfs-csi-node is the CSI node plugin csi.packetfs.io: it gives
-// each pod that asks for it, as a CSI ephemeral inline volume, the blob
-// socket directory of the pod's namespace, so blob holders and consumers
-// need no hostPath volume. It runs on every node as a DaemonSet (the Helm
+// pods their namespace's blob socket directory (so blob holders and
+// consumers need no hostPath volume), blob holders a tmpfs of their own,
+// and consumers a read-only directory of a Ready blob's files. It runs on every node as a DaemonSet (the Helm
 // chart's csi.enabled); docs/guides/csi.md describes it.
 package main
 
@@ -57,9 +57,14 @@ func main() {
 	// pods', and unpublish needs only the next plugin to answer.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	blobs, err := csinode.NewBlobReader(cfg.Kubeconfig)
+	if err != nil {
+		log.Error(err, "Cannot reach the API server: consumer volumes need it to read PfsBlobs")
+		os.Exit(1)
+	}
 	log.Info("Starting", "driver", csinode.DriverName, "version", csinode.Version, "node", cfg.NodeName,
-		"socketRoot", cfg.SocketRoot, "endpoint", cfg.Endpoint, "registration", cfg.RegistrationSocket())
-	if err := csinode.Run(ctx, cfg, log); err != nil {
+		"socketRoot", cfg.SocketRoot, "stagingDir", cfg.StagingDir, "endpoint", cfg.Endpoint, "registration", cfg.RegistrationSocket())
+	if err := csinode.Run(ctx, cfg, blobs, log); err != nil {
 		log.Error(err, "CSI node plugin failed")
 		stop()
 		os.Exit(1)

@@ -24,6 +24,7 @@ const (
 	DefaultSocketRoot      = "/run/packetfs"
 	DefaultEndpoint        = "/var/lib/kubelet/plugins/" + DriverName + "/csi.sock"
 	DefaultRegistrationDir = "/var/lib/kubelet/plugins_registry"
+	DefaultStagingDir      = "/var/lib/kubelet/plugins/" + DriverName + "/blobs"
 	DefaultPollInterval    = 5 * time.Second
 )
 
@@ -39,6 +40,13 @@ type Config struct {
 	// RegistrationDir is the kubelet's plugin registry, which it watches
 	// for registration sockets.
 	RegistrationDir string
+	// StagingDir holds the holders' tmpfs mounts,
+	// <StagingDir>/<namespace>/<blob>/<pod>. Its mounts must reach the
+	// node's mount namespace (mountPropagation Bidirectional).
+	StagingDir string
+	// Kubeconfig is a kubeconfig file to reach the API server; empty means
+	// the pod's service account (in-cluster).
+	Kubeconfig string
 	// PollInterval is how often the plugin checks that its sockets are still there.
 	PollInterval time.Duration
 }
@@ -60,6 +68,10 @@ func (c *Config) Bind(fs *flag.FlagSet, nodeName string) {
 		"The CSI socket; the kubelet dials this path, so mount it at the same path as on the node.")
 	fs.StringVar(&c.RegistrationDir, "plugins-registry", DefaultRegistrationDir,
 		"The kubelet's plugin registry directory, where the registration socket "+DriverName+"-reg.sock goes.")
+	fs.StringVar(&c.StagingDir, "staging-dir", DefaultStagingDir,
+		"Host directory of the blob holders' tmpfs mounts (<dir>/<namespace>/<blob>/<pod>); mount it with mountPropagation Bidirectional.")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "",
+		"A kubeconfig file to read PfsBlobs with; empty means the pod's service account (in-cluster).")
 	fs.DurationVar(&c.PollInterval, "poll-interval", DefaultPollInterval,
 		"How often the plugin checks that its sockets are still there (and serves them again if not).")
 }
@@ -71,7 +83,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("no node name: pass --node-name or set NODE_NAME"))
 	}
 	for _, d := range []struct{ flag, path string }{
-		{"--socket-root", c.SocketRoot}, {"--csi-endpoint", c.Endpoint}, {"--plugins-registry", c.RegistrationDir}} {
+		{"--socket-root", c.SocketRoot}, {"--csi-endpoint", c.Endpoint}, {"--plugins-registry", c.RegistrationDir},
+		{"--staging-dir", c.StagingDir}} {
 		if !filepath.IsAbs(d.path) {
 			errs = append(errs, fmt.Errorf("%s %q: want an absolute path", d.flag, d.path))
 		}

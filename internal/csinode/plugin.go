@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"packetfs.io/operator/internal/grpcsock"
 )
@@ -30,7 +31,13 @@ type socket struct {
 // soon as it has read the registration. A socket that disappears (someone
 // cleaned the directory) is served again at the next poll, and the kubelet
 // registers the plugin again when the registration socket reappears.
-func Run(ctx context.Context, cfg Config, log logr.Logger) error {
+//
+// blobs reads PfsBlobs for consumer volumes. A plain GET per publish, not
+// a cache: a publish happens once per pod start (and per kubelet retry),
+// it must see the newest status and grant (a cache may lag a copy turning
+// Ready or a grant revoked), and a watch of every PfsBlob from every node
+// would cost memory on each node and load on the API server for nothing.
+func Run(ctx context.Context, cfg Config, blobs client.Reader, log logr.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -42,7 +49,11 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	if err := os.MkdirAll(cfg.SocketRoot, 0o755); err != nil {
 		return fmt.Errorf("create the socket root %s: %w", cfg.SocketRoot, err)
 	}
-	node := &nodeServer{cfg: cfg, log: log.WithName("node")}
+	if err := os.MkdirAll(cfg.StagingDir, 0o750); err != nil {
+		return fmt.Errorf("create the staging directory %s: %w", cfg.StagingDir, err)
+	}
+	sweepOrphans(cfg.StagingDir, log)
+	node := &nodeServer{cfg: cfg, log: log.WithName("node"), blobs: blobs}
 	ident := &identityServer{socketRoot: cfg.SocketRoot}
 	reg := &registration{endpoint: cfg.Endpoint, log: log.WithName("registration")}
 	sockets := []*socket{

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The plugin end to end, in-process, over real unix sockets: the test
@@ -46,16 +47,21 @@ type node struct {
 	csi   csi.NodeClient
 }
 
-// startNode runs the plugin on temporary directories until the test ends.
-func startNode(t *testing.T) *node {
+// startNode runs the plugin on temporary directories until the test ends,
+// with no API client (volumes of the socket directory and holders need none).
+func startNode(t *testing.T) *node { return startNodeWith(t, nil) }
+
+// startNodeWith runs the plugin reading PfsBlobs with blobs.
+func startNodeWith(t *testing.T, blobs client.Reader) *node {
 	t.Helper()
 	root := t.TempDir()
 	cfg := Config{NodeName: "node-1", SocketRoot: filepath.Join(root, "run", "packetfs"),
 		Endpoint:        filepath.Join(root, "plugins", DriverName, "csi.sock"),
+		StagingDir:      filepath.Join(root, "plugins", DriverName, "blobs"),
 		RegistrationDir: filepath.Join(root, "plugins_registry"), PollInterval: testPoll}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, testr.New(t)) }()
+	go func() { done <- Run(ctx, cfg, blobs, testr.New(t)) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -141,7 +141,7 @@ func replicateArgs(b *pfsv1alpha1.PfsBlob) []string {
 // Never, whose init container reads the source (origin) or fetches it from
 // h.Upstreams (relay), and which serves it on ReplicationPort.
 func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *corev1.Pod {
-	res, blobVol := HolderResources(cfg, h.Size, h.Page)
+	res, blobVol, layoutArgs := sourceHolderStorage(cfg, b, h.Size, h.Page)
 	addDatagramMemory(&res, b)
 	network, resourceName := replicationNetwork(b)
 	if resourceName != "" {
@@ -151,7 +151,7 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 		one := *resource.NewQuantity(1, resource.DecimalSI)
 		res.Requests[corev1.ResourceName(resourceName)], res.Limits[corev1.ResourceName(resourceName)] = one, one
 	}
-	args := holderCreateArgs(b, h.Size, h.Page)
+	args := append(holderCreateArgs(b, h.Size, h.Page), layoutArgs...)
 	if b.Spec.PageFallback == pfsv1alpha1.PageFallbackNever {
 		args = append(args, "--no-fallback")
 	}

@@ -470,7 +470,8 @@ func checkInvariants(t *testing.T, o objects) {
 		}
 	}
 	for _, u := range o.list {
-		if u.GetKind() == "ClusterRole" {
+		// The CSI node plugin's own ClusterRole is checkCSINodeRBAC's.
+		if u.GetKind() == "ClusterRole" && !strings.HasSuffix(u.GetName(), "-csi-node") {
 			var r rbacv1.ClusterRole
 			o.get(t, "ClusterRole", u.GetName(), &r)
 			if diff := cmp.Diff(generatedRules(t), r.Rules); diff != "" {
@@ -503,8 +504,9 @@ func TestRender(t *testing.T) {
 		"CustomResourceDefinition/pfsblobs.pfs.packetfs.io",
 		"CustomResourceDefinition/pfstransfers.pfs.packetfs.io",
 	}
-	// With csi.enabled (the default) every render has the CSIDriver and
-	// the plugin's DaemonSet; cases without them use kindsNoCSI.
+	// With csi.enabled (the default) every render has the CSIDriver, the
+	// plugin's DaemonSet and ServiceAccount, and with RBAC its ClusterRole
+	// and binding; cases without them use kindsNoCSI.
 	kindsNoCSI := func(extra ...string) []string {
 		ks := append(append([]string{}, crds...), extra...)
 		sort.Strings(ks)
@@ -518,7 +520,14 @@ func TestRender(t *testing.T) {
 			}
 		}
 		ks := append(append([]string{}, crds...), extra...)
-		ks = append(ks, "CSIDriver/"+csiDriver, "DaemonSet/"+fullName+"-csi-node")
+		ks = append(ks, "CSIDriver/"+csiDriver, "DaemonSet/"+fullName+"-csi-node", "ServiceAccount/"+fullName+"-csi-node")
+		// The plugin's RBAC comes with the manager's (rbac.create).
+		for _, k := range extra {
+			if strings.HasPrefix(k, "ClusterRole/") {
+				ks = append(ks, "ClusterRole/"+fullName+"-csi-node", "ClusterRoleBinding/"+fullName+"-csi-node")
+				break
+			}
+		}
 		sort.Strings(ks)
 		return ks
 	}

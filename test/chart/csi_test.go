@@ -14,7 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -56,9 +58,11 @@ func csiNodeConfig(t *testing.T, args []string) csinode.Config {
 // image and the plugin binary, args the plugin accepts, exactly the host
 // paths it needs mounted where the node has them (the kubelet dials the
 // endpoint path the plugin names, and publishes below its pods directory),
-// Bidirectional propagation on the pods directory only, and with it the
-// privileged container that propagation needs; no token, no host
-// namespaces; and the CSIDriver the kubelet needs for inline volumes.
+// Bidirectional propagation on the pods directory and the plugin directory
+// (the holders' tmpfs) only, and with it the privileged container that
+// propagation needs; its own ServiceAccount's token, which may only read
+// PfsBlobs; no host namespaces; and the CSIDriver the kubelet needs for
+// inline volumes and PersistentVolumes.
 func checkCSINode(t *testing.T, o objects, d *appsv1.DaemonSet) {
 	t.Helper()
 	ps := d.Spec.Template.Spec
@@ -70,6 +74,9 @@ func checkCSINode(t *testing.T, o objects, d *appsv1.DaemonSet) {
 	if cfg.SocketRoot != podspec.SocketRoot {
 		t.Errorf("--socket-root %s, want the operator's %s", cfg.SocketRoot, podspec.SocketRoot)
 	}
+	if cfg.Kubeconfig != "" {
+		t.Errorf("--kubeconfig %s: the plugin reads the API with its ServiceAccount's token", cfg.Kubeconfig)
+	}
 	var kubelet string
 	for _, m := range c.VolumeMounts {
 		if m.Name == "pods-dir" {
@@ -77,8 +84,9 @@ func checkCSINode(t *testing.T, o objects, d *appsv1.DaemonSet) {
 		}
 	}
 	plugin := kubelet + "/plugins/" + csiDriver
-	if cfg.Endpoint != plugin+"/csi.sock" || cfg.RegistrationDir != kubelet+"/plugins_registry" {
-		t.Errorf("endpoint %s, registry %s; want %s/csi.sock and %s/plugins_registry", cfg.Endpoint, cfg.RegistrationDir, plugin, kubelet)
+	if cfg.Endpoint != plugin+"/csi.sock" || cfg.RegistrationDir != kubelet+"/plugins_registry" || cfg.StagingDir != plugin+"/blobs" {
+		t.Errorf("endpoint %s, registry %s, staging %s; want %s/csi.sock, %s/plugins_registry and %s/blobs",
+			cfg.Endpoint, cfg.RegistrationDir, cfg.StagingDir, plugin, kubelet, plugin)
 	}
 	hostPath := func(name, path string, typ corev1.HostPathType) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: ptr.To(typ)}}}
@@ -94,7 +102,7 @@ func checkCSINode(t *testing.T, o objects, d *appsv1.DaemonSet) {
 	}
 	wantMounts := []corev1.VolumeMount{
 		{Name: "sockets", MountPath: podspec.SocketRoot},
-		{Name: "plugin-dir", MountPath: plugin},
+		{Name: "plugin-dir", MountPath: plugin, MountPropagation: ptr.To(corev1.MountPropagationBidirectional)},
 		{Name: "registration-dir", MountPath: kubelet + "/plugins_registry"},
 		{Name: "pods-dir", MountPath: kubelet + "/pods", MountPropagation: ptr.To(corev1.MountPropagationBidirectional)},
 	}
@@ -106,9 +114,13 @@ func checkCSINode(t *testing.T, o objects, d *appsv1.DaemonSet) {
 	if diff := cmp.Diff(wantSec, c.SecurityContext); diff != "" {
 		t.Errorf("CSI node container securityContext (-want +got):\n%s", diff)
 	}
-	if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken || ps.ServiceAccountName != "" {
-		t.Error("CSI node pod has a service account token or a service account of its own; it needs no API access")
+	if ps.AutomountServiceAccountToken == nil || !*ps.AutomountServiceAccountToken || ps.ServiceAccountName != d.Name {
+		t.Errorf("CSI node pod: service account %q, token %v; want its own, %s, with its token mounted (it reads PfsBlobs)",
+			ps.ServiceAccountName, ps.AutomountServiceAccountToken, d.Name)
 	}
+	var sa corev1.ServiceAccount
+	o.get(t, "ServiceAccount", d.Name, &sa)
+	checkCSINodeRBAC(t, o, d.Name)
 	if ps.HostNetwork || ps.HostPID || ps.HostIPC {
 		t.Errorf("CSI node pod uses host namespaces: network %v pid %v ipc %v", ps.HostNetwork, ps.HostPID, ps.HostIPC)
 	}
@@ -144,13 +156,56 @@ func checkCSINode(t *testing.T, o objects, d *appsv1.DaemonSet) {
 	wantSpec := storagev1.CSIDriverSpec{
 		AttachRequired:       ptr.To(false),
 		PodInfoOnMount:       ptr.To(true),
-		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
+		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral, storagev1.VolumeLifecyclePersistent},
 		FSGroupPolicy:        ptr.To(storagev1.NoneFSGroupPolicy),
 		RequiresRepublish:    ptr.To(false),
 		StorageCapacity:      ptr.To(false),
 	}
 	if diff := cmp.Diff(wantSpec, drv.Spec); diff != "" {
 		t.Errorf("CSIDriver spec (-want +got):\n%s", diff)
+	}
+}
+
+// checkCSINodeRBAC: with RBAC, the plugin's ServiceAccount is bound to a
+// ClusterRole that reads PfsBlobs and nothing else, and nothing else binds it.
+func checkCSINodeRBAC(t *testing.T, o objects, name string) {
+	t.Helper()
+	var roles []string
+	for _, u := range o.list {
+		if u.GetKind() == "ClusterRole" || u.GetKind() == "Role" {
+			roles = append(roles, u.GetKind()+"/"+u.GetName())
+		}
+	}
+	if len(roles) == 0 {
+		return // rbac.create false: the user binds it
+	}
+	var role rbacv1.ClusterRole
+	o.get(t, "ClusterRole", name, &role)
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"pfs.packetfs.io"}, Resources: []string{"pfsblobs"}, Verbs: []string{"get", "list", "watch"}}}
+	if diff := cmp.Diff(want, role.Rules); diff != "" {
+		t.Errorf("CSI node ClusterRole rules (-want +got):\n%s", diff)
+	}
+	var binding rbacv1.ClusterRoleBinding
+	o.get(t, "ClusterRoleBinding", name, &binding)
+	wantRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+	if diff := cmp.Diff(wantRef, binding.RoleRef); diff != "" {
+		t.Errorf("CSI node ClusterRoleBinding roleRef (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]rbacv1.Subject{sa(name)}, binding.Subjects); diff != "" {
+		t.Errorf("CSI node ClusterRoleBinding subjects (-want +got):\n%s", diff)
+	}
+	for _, u := range o.list {
+		if k := u.GetKind(); (k == "ClusterRoleBinding" || k == "RoleBinding") && u.GetName() != name {
+			var other rbacv1.ClusterRoleBinding // the subjects are the same in a RoleBinding
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &other); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range other.Subjects {
+				if s.Kind == "ServiceAccount" && s.Name == name {
+					t.Errorf("%s/%s binds the CSI node plugin's ServiceAccount too", k, u.GetName())
+				}
+			}
+		}
 	}
 }
 
@@ -165,12 +220,14 @@ func TestCSINode(t *testing.T) {
 	}{
 		"defaults": {
 			want: csinode.Config{NodeName: "node-1", SocketRoot: "/run/packetfs", Endpoint: "/var/lib/kubelet/plugins/csi.packetfs.io/csi.sock",
+				StagingDir:      "/var/lib/kubelet/plugins/csi.packetfs.io/blobs",
 				RegistrationDir: "/var/lib/kubelet/plugins_registry", PollInterval: 5 * time.Second},
 			priority: "system-node-critical",
 		},
 		"another kubelet directory": {
 			values: "csi: {enabled: true, kubeletDir: /var/lib/k0s/kubelet, pollInterval: 1m, priorityClassName: '', tolerations: [{operator: Exists}]}\n",
 			want: csinode.Config{NodeName: "node-1", SocketRoot: "/run/packetfs", Endpoint: "/var/lib/k0s/kubelet/plugins/csi.packetfs.io/csi.sock",
+				StagingDir:      "/var/lib/k0s/kubelet/plugins/csi.packetfs.io/blobs",
 				RegistrationDir: "/var/lib/k0s/kubelet/plugins_registry", PollInterval: time.Minute},
 			tols: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		},

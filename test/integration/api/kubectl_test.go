@@ -77,7 +77,8 @@ func TestKubectlExplain(t *testing.T) {
 		"pfsblob.spec.size":          {"1Mi to 64Gi", "Immutable"},
 		// What an AFXDP relay is given and how it runs, before a user asks for it.
 		"pfsblob.spec.replication.transport": {"TCP", "UDP", "AFXDP", "NET_ADMIN, NET_RAW, BPF and IPC_LOCK", "never privileged", "copy mode"},
-		"pfsblob.spec.nodeSelector":          {"only field that may change"},
+		"pfsblob.spec.nodeSelector":          {"may change after creation"},
+		"pfsblob.spec.access.namespaces":     {"other than the blob's own (always allowed)", `"*" alone`},
 		"pcorejob.spec.op":                   {"xor", "add", "counteq", "fnv", "crc32c"},
 		"pcorejob.status.cpupwn":             {"throughputMBps / baselineMBps"},
 		"pfstransfer.status.integrity":       {"OK, Mismatch or NotChecked"},

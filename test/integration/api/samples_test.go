@@ -46,6 +46,16 @@ var sampleDefaults = map[string]map[string]any{
 	// A user's consumer pod (the Python client), not one of our Kinds: it
 	// relies on no default of ours; Kubernetes' own are left unchecked.
 	"tensor-reader": {},
+	// A model directory as a blob, and the ways pods mount it as a volume:
+	// inline, a static PV + PVC (ReadOnlyMany) and a pod on the claim, vLLM
+	// (which cannot run here: it is only admitted). Ours default nothing in
+	// the core objects.
+	"llama-3-8b":          {"spec.pageSize": "2Mi", "spec.pageFallback": "Allow"},
+	"model-reader-inline": {},
+	"llama-3-8b-pv":       {},
+	"llama-3-8b-claim":    {},
+	"model-reader-claim":  {},
+	"vllm-llama-3-8b":     {},
 }
 
 // readSamples decodes every YAML file in config/samples.

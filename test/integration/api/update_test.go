@@ -3,6 +3,7 @@
 package api
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -79,6 +80,16 @@ func TestUpdateValidation(t *testing.T) {
 		"blob base cannot be added": {kind: blob, spec: "source: {persistentVolumeClaim: {claimName: data}}",
 			mutate: set(map[string]any{"name": "v1"}, "spec", "base"),
 			want:   []string{"base is immutable"}},
+		"blob access may be added": {kind: blob, spec: `size: 1Gi`,
+			mutate: set(map[string]any{"namespaces": []any{"serving"}}, "spec", "access")},
+		"blob access may change": {kind: blob, spec: "size: 1Gi\naccess: {namespaces: [serving]}",
+			mutate: set([]any{"*"}, "spec", "access", "namespaces")},
+		"blob access change is validated": {kind: blob, spec: "size: 1Gi\naccess: {namespaces: [serving]}",
+			mutate: set([]any{"serving", "serving"}, "spec", "access", "namespaces"),
+			want:   []string{"spec.access.namespaces", "lists a namespace twice"}},
+		"blob mountedBy is bounded": {kind: blob, spec: `size: 1Gi`, status: true,
+			mutate: set(manyPods(33), "status", "mountedBy"),
+			want:   []string{"status.mountedBy", "must have at most 32 items"}},
 		"blob nodeSelector may be added": {kind: blob, spec: `size: 1Gi`,
 			mutate: set(map[string]any{"packetfs.io/node": "true"}, "spec", "nodeSelector")},
 		"blob nodeSelector may change": {kind: blob, spec: "size: 1Gi\nnodeSelector: {zone: a}",
@@ -260,4 +271,13 @@ func TestStatusUpdateKeepsSpec(t *testing.T) {
 	if p, _, _ := unstructured.NestedInt64(got.Object, "spec", "pcores"); p != 1 {
 		t.Errorf("spec.pcores = %d after a status update, want the defaulted 1", p)
 	}
+}
+
+// manyPods is n distinct "namespace/name" entries for status.mountedBy.
+func manyPods(n int) []any {
+	pods := make([]any, n)
+	for i := range pods {
+		pods[i] = fmt.Sprintf("serving/reader-%d", i)
+	}
+	return pods
 }

@@ -3,6 +3,7 @@
 package api
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -114,6 +115,26 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.base.name", "should match"}},
 		"blob base without name": {blob, "source: {persistentVolumeClaim: {claimName: data}}\nbase: {zstdLevel: 3}",
 			[]string{"spec.base.name: Required value"}},
+
+		// PfsBlob access: which other namespaces' pods may mount it.
+		"blob access to namespaces accepted":      {blob, "size: 1Gi\naccess: {namespaces: [serving, team-a1]}", nil},
+		"blob access to every namespace accepted": {blob, "size: 1Gi\naccess: {namespaces: ['*']}", nil},
+		"blob access empty accepted":              {blob, "size: 1Gi\naccess: {}", nil},
+		"blob access namespace not a name": {blob, "size: 1Gi\naccess: {namespaces: [Serving_1]}",
+			[]string{"spec.access.namespaces[0]", "access.namespaces holds namespace names", "fix the entry"}},
+		"blob access namespace with a dot": {blob, "size: 1Gi\naccess: {namespaces: [ok, a.b]}",
+			[]string{"spec.access.namespaces[1]", "access.namespaces holds namespace names"}},
+		"blob access namespace empty": {blob, "size: 1Gi\naccess: {namespaces: ['']}",
+			[]string{"spec.access.namespaces[0]", "at least 1 chars long"}},
+		"blob access namespace too long": {blob, "size: 1Gi\naccess: {namespaces: [" + strings.Repeat("n", 64) + "]}",
+			[]string{"spec.access.namespaces[0]", "may not be more than 63 bytes"}},
+		"blob access star with names": {blob, "size: 1Gi\naccess: {namespaces: [serving, '*']}",
+			[]string{"spec.access.namespaces", `"*" already grants every namespace`, "remove the other names"}},
+		"blob access duplicate": {blob, "size: 1Gi\naccess: {namespaces: [serving, other, serving]}",
+			[]string{"spec.access.namespaces", "lists a namespace twice: remove the duplicate"}},
+		"blob access too many": {blob, "size: 1Gi\naccess: {namespaces: [" + manyNamespaces(129) + "]}",
+			[]string{"spec.access.namespaces", "must have at most 128 items"}},
+		"blob access 128 namespaces accepted": {blob, "size: 1Gi\naccess: {namespaces: [" + manyNamespaces(128) + "]}", nil},
 
 		"blob size 1Mi accepted":        {blob, `size: 1Mi`, nil},
 		"blob size 64Gi accepted":       {blob, "size: 64Gi\npageSize: 1Gi", nil},
@@ -340,4 +361,14 @@ func TestBlobBaseNotItself(t *testing.T) {
 	if err := env.Client.Create(ctx, ok); err != nil {
 		t.Fatalf("a blob with another base rejected: %v", err)
 	}
+}
+
+// manyNamespaces is n distinct namespace names, comma separated, for a YAML
+// flow list.
+func manyNamespaces(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("ns-%d", i)
+	}
+	return strings.Join(names, ", ")
 }

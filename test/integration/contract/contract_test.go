@@ -171,6 +171,31 @@ func TestSourceBlobPods(t *testing.T) {
 	}
 }
 
+// TestFilesLayoutHolderPods runs the origin and relay holders the operator
+// builds under the CSI plugin (--socket-volume=csi: the blob kept as files,
+// `pfs blob create --layout files`) through pfs. A pfs from before the files
+// layout has no --layout: the holders are skipped, saying so, rather than
+// passed.
+func TestFilesLayoutHolderPods(t *testing.T) {
+	bin := pfsBinary(t)
+	out, _ := exec.Command(bin, "--check-args", "blob", "create", "--layout", "files").CombinedOutput()
+	if strings.Contains(string(out), "unknown or incomplete option '--layout'") {
+		t.Skip("this pfs build has no --layout yet")
+	}
+	csi := cfg
+	csi.SocketVolume = podspec.SocketVolumeCSI
+	b := blob(pfsv1alpha1.PageSize2Mi, "")
+	b.Spec.Size = resource.Quantity{}
+	b.Spec.Source = &pfsv1alpha1.BlobSource{PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: "data", Path: "models"}}
+	for _, role := range []pfsv1alpha1.BlobNodeRole{pfsv1alpha1.BlobNodeOrigin, pfsv1alpha1.BlobNodeRelay} {
+		t.Run(string(role), func(t *testing.T) {
+			h := podspec.SourceHolder{Node: "w1", Role: role, Size: 67108864, Page: pfsv1alpha1.PageSize2Mi,
+				Upstreams: []string{"10.0.0.1:7470"}, Attempt: 1}
+			checkPod(t, bin, &podspec.BlobSourceHolderPod(csi, b, h).Spec)
+		})
+	}
+}
+
 // TestDatagramRelayPods runs the holders of a blob replicated over UDP and
 // AFXDP, on the pod network and on a secondary one, through pfs. A pfs
 // from before datagram replication has no --fetch-transport: the relays
