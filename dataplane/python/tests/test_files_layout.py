@@ -15,12 +15,14 @@ import gc
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 import packer
 import packetfs
-from conftest import MiB, SILERO_ST
+from conftest import HERE, MiB, SILERO_ST
 from dirholder import DirHolder
 from packetfs import share
 
@@ -245,3 +247,25 @@ def test_a_layout_that_is_not_packed_is_refused(env, real_files, case):
     finally:
         h.close()
         shutil.rmtree(root)
+
+
+STDLIB_ONLY = """
+import sys
+sys.modules["numpy"] = None  # as if numpy were not installed
+import packetfs
+with packetfs.attach(sys.argv[1], token="t") as blob:
+    assert blob.layout == "files" and blob.verified_with == "python", blob
+    print(blob.verify(sys.argv[2]))
+"""
+
+
+def test_standard_library_only(split, flat):
+    """No numpy: the region is built with ctypes and the mmap module, the fingerprint
+    is checked in pure Python."""
+    h, _ = split()
+    name, data = flat["files"][0]
+    r = subprocess.run([sys.executable, "-c", STDLIB_ONLY, str(h.sock), name], capture_output=True,
+                       text=True, timeout=120,
+                       env={"PYTHONPATH": str(HERE.parent), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [hashlib.sha256(data).hexdigest()]
