@@ -10,7 +10,10 @@
  *         instead of stopping at the CRC.
  * A manifest that decodes must also survive the writer: its canonical
  * JSON is never longer than the input's and decodes to the same manifest,
- * or the run aborts. Built with ASan/UBSan.
+ * or the run aborts. The same bytes go through pfs_manifest_parse_tail
+ * (a files-layout tail); a blob laid out by the harness gives the same
+ * manifest from its tail alone, and the layout of a decoded manifest goes
+ * through pfs_blob_layout_check. Built with ASan/UBSan.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -84,7 +87,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		blob = lay_out(data[1] & 63, data + 2, size - 2, &size);
 	if (!pfs_manifest_parse(blob ? blob : data + 1, blob ? size : size - 1, &m, why,
 				sizeof(why))) {
+		struct pfs_blob_layout *l;
+		struct pfs_manifest *t;
+
 		round_trip(m);
+		if (!pfs_manifest_layout(m, (size + PAGE - 1) / PAGE * PAGE, &l)) {
+			pfs_blob_layout_check(l, why, sizeof(why));
+			free(l);
+		}
+		/* The tail alone (from the manifest on) decodes the same. */
+		if (blob) {
+			if (pfs_manifest_parse_tail(blob + m->offset, size - m->offset, &t, why,
+						    sizeof(why)))
+				abort();
+			same(m, t);
+			pfs_manifest_free(t);
+		}
+		pfs_manifest_free(m);
+	} else if (pfs_manifest_parse_tail(data + 1, size - 1, &m, why, sizeof(why)) == 0) {
 		pfs_manifest_free(m);
 	}
 	free(blob);

@@ -21,8 +21,9 @@ LAYERS=(
 	"2 integrity"                         # CRC32C, FNV-1a
 	"3 ops blob"                          # byte-op kernels, CRC index; blob memory
 	"4 wire"                              # codecs of every byte that crosses a process
-	"5 manifest share pcore link report delta" # over memory and codecs; delta: encoder, index, appliers
-	"6 source transport"                  # files into a blob; moving grams (the engine, its delta mode too)
+	"5 manifest pcore link report delta"  # over memory and codecs; delta: encoder, index, appliers
+	"6 source transport share"            # files into a blob; moving grams (the engine, its delta mode too);
+	                                      # sharing (a files-layout blob is opened by its manifest)
 	"7 repl"                              # replication over transports and delta
 )
 
@@ -31,7 +32,7 @@ HEADERS=(
 	"log.h util"
 	"integrity.h integrity"
 	"ops.h ops" "crc_index.h ops"
-	"blob.h blob"
+	"blob.h blob" "blob_files.h blob"
 	"wire.h wire" "gram.h wire" "frame.h wire" "udp_wire.h wire" "delta_wire.h wire"
 	"share_wire.h wire" "repl_wire.h wire"
 	"blob_manifest.h manifest"

@@ -127,7 +127,8 @@ func (g *golden) write(name string, n int, seed byte) {
 }
 
 // blobs: the holder's init container (a named 4K blob, seed fill), blob
-// info, the scan pod's dry run and the failures of both.
+// info, an origin holding its files (--layout files), the scan pod's dry
+// run and the failures of both.
 func (g *golden) blobs() {
 	g.write("src/a.bin", 300000, 1)
 	g.write("src/sub/b.bin", 5000, 2)
@@ -136,6 +137,8 @@ func (g *golden) blobs() {
 		g.pfs(0, append([]string{"blob", "create", "--name", "b", "--dir", g.dir, "--fill", "seed", "--seed", "7", "--replace"}, blob...)...))
 	g.add("blob-info", "blobCreate", "pfs blob info --name b --dir DIR", true,
 		g.pfs(0, "blob", "info", "--name", "b", "--dir", g.dir))
+	g.add("blob-create-files", "blobCreate", "pfs blob create --name f --dir DIR --layout files --source DIR", true,
+		g.pfs(0, "blob", "create", "--name", "f", "--dir", g.dir, "--layout", "files", "--source", "src", "--page", "4k"))
 	g.add("blob-create-failed", "blobCreate", "pfs blob create --source MISSING (refused)", false,
 		g.pfs(1, "blob", "create", "--source", "missing", "--page", "4k"))
 	g.add("source-scan", "sourceScan", "pfs blob create --source DIR --dry-run", true,

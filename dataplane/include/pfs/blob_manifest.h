@@ -40,6 +40,7 @@
 #include <sys/types.h>
 
 #include "pfs/blob.h"
+#include "pfs/blob_files.h"
 
 #define PFS_MANIFEST_VERSION 1
 #define PFS_MANIFEST_ALIGN 4096ULL
@@ -94,6 +95,14 @@ struct pfs_manifest {
 int pfs_manifest_parse(const void *blob, size_t size, struct pfs_manifest **out, char *why,
 		       size_t n);
 
+/* pfs_manifest_parse_tail - pfs_manifest_parse over the tail of a
+ * files-layout blob (pfs/blob_files.h): the @len bytes that start at the
+ * manifest (its offset is the footer's manifest_offset) and end with the
+ * footer. The same checks, errors and result; the blob's size is
+ * m->offset + @len. */
+int pfs_manifest_parse_tail(const void *tail, size_t len, struct pfs_manifest **out, char *why,
+			    size_t n);
+
 void pfs_manifest_free(struct pfs_manifest *m);
 
 /* pfs_manifest_find - the entry named @name, or NULL (binary search). */
@@ -120,6 +129,34 @@ ssize_t pfs_manifest_json(struct pfs_manifest *m, char *buf, size_t n);
  * @off whose CRC32C is @crc. */
 void pfs_manifest_footer(uint8_t out[PFS_MANIFEST_FOOTER], uint64_t off, uint64_t len,
 			 uint32_t crc);
+
+/* ---- the files layout (pfs/blob_files.h) read back from its tail ---- */
+
+/* pfs_manifest_layout - the files layout of @m for a blob of @size bytes:
+ * its entries (names point into @m, which must outlive the result),
+ * tail_off = m->offset. On 0, *@out is freed with free() (one block).
+ * 0 or -ENOMEM. */
+int pfs_manifest_layout(const struct pfs_manifest *m, uint64_t size, struct pfs_blob_layout **out);
+
+/* pfs_blob__open_files_at - open the files-layout blob whose N.d directory
+ * is @dirfd (a socket consumer's received fd, or an opened directory):
+ * tail opened beneath @dirfd (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS),
+ * its footer and manifest decoded (pfs_manifest_parse, over the tail
+ * mapped at the manifest offset of a reserved region), the layout taken
+ * from the manifest and checked (pfs_blob_layout_check: packed, no gap or
+ * overlap), then every files/<name> opened and mapped by
+ * pfs_blob__map_files_at, PROT_READ when @read_only. The blob's
+ * pfs_blob__layout is the manifest's. 0 or -errno with the reason in @why
+ * (size @n): ENOENT (no tail, or a missing file), EBADMSG (a tail that is
+ * not a whole number of 4 KiB pages, a bad footer or manifest, a file of
+ * the wrong length or type), EINVAL (a layout with a gap or overlap),
+ * ELOOP (a symlink on the way), EACCES, ENOMEM. */
+int pfs_blob__open_files_at(int dirfd, bool read_only, struct pfs_blob **out, char *why, size_t n);
+
+/* pfs_blob__open_files - pfs_blob__open_files_at on @dir/@name.d. Also
+ * ENOTDIR/ENOENT when there is no such directory. */
+int pfs_blob__open_files(const char *dir, const char *name, bool read_only, struct pfs_blob **out,
+			 char *why, size_t n);
 
 /* pfs_sha256_hex - 64 lowercase hex digits and a NUL into @out. */
 void pfs_sha256_hex(const uint8_t sha[32], char out[65]);

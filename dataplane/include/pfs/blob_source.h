@@ -99,6 +99,13 @@ enum pfs_manifest_kind pfs_source__kind(const struct pfs_source *src);
 uint64_t pfs_source__files(const struct pfs_source *src);
 uint64_t pfs_source__bytes(const struct pfs_source *src);
 
+/* pfs_source__layout - the files layout (pfs/blob_files.h) of the scanned
+ * source for a blob of @size bytes (at least pfs_source__needed): what
+ * `--layout files` creates before it reads. Names point into @src, which
+ * must outlive the result; *@out is freed with free(). 0, -ENOSPC (@size
+ * too small) or -ENOMEM. */
+int pfs_source__layout(const struct pfs_source *src, uint64_t size, struct pfs_blob_layout **out);
+
 /* pfs_source__load - read the source into @blob (@size bytes, fresh: zero;
  * every byte not written stays as it is) and write its manifest and
  * footer; @st receives what happened (also on failure, as far as it got).

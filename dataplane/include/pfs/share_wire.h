@@ -46,6 +46,10 @@ enum pfs_share_status {
 
 #define PFS_SHARE_F_READ_ONLY 0x1 /* the fd is O_RDONLY: map PROT_READ */
 #define PFS_SHARE_F_FD 0x2 /* an fd rides with this reply */
+/* The fd is of the blob's directory N.d (files layout, pfs/blob_files.h),
+ * O_RDONLY|O_DIRECTORY: open tail and files/<name> beneath it and map them
+ * back to back (pfs_blob__open_files_at). Without it the fd is the blob. */
+#define PFS_SHARE_F_DIR 0x4
 
 /* What the holder says about its blob (and what it saw of the caller). */
 struct pfs_share_meta {

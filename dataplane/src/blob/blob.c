@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blob/blob_int.h"
 #include "pfs/blob.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
@@ -71,18 +72,6 @@ const char *pfs_blob_last_error(void)
 {
 	return last_error;
 }
-
-struct pfs_blob {
-	uint8_t *data;
-	uint64_t size;
-	enum pfs_page_kind kind;
-	int fd;
-	char *path;
-	uint64_t huge_bytes;
-	struct pfs_blob_timings t;
-	char reason[768];
-	bool view; /* pfs_blob__view: the memory is the caller's */
-};
 
 static double now_s(void)
 {
@@ -188,7 +177,7 @@ static void hugetlb_pool_reason(struct pfs_blob *b, enum pfs_page_kind k, uint64
 		   k == PFS_PAGE_1G ? "1Gi" : "2Mi");
 }
 
-static bool name_ok(const char *name)
+bool blob_name_ok(const char *name)
 {
 	size_t n = strlen(name);
 
@@ -224,7 +213,7 @@ static bool is_hugetlbfs(const char *dir)
 }
 
 /* Sum of the kernel's huge-page accounting over the VMAs of [p, p+len). */
-static uint64_t smaps_huge_bytes(const void *p, uint64_t len)
+uint64_t blob_smaps_huge_bytes(const void *p, uint64_t len)
 {
 	static const char *const keys[] = { "AnonHugePages:", "ShmemPmdMapped:", "FilePmdMapped:",
 					    "Shared_Hugetlb:", "Private_Hugetlb:" };
@@ -515,7 +504,7 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 	}
 	memcpy(&opts, o, o->sz < sizeof(opts) ? o->sz : sizeof(opts));
 	if (!opts.size || opts.size > (1ULL << 46) || opts.page > PFS_PAGE_1G ||
-	    opts.fill > PFS_FILL_SEED || (opts.name && !name_ok(opts.name))) {
+	    opts.fill > PFS_FILL_SEED || (opts.name && !blob_name_ok(opts.name))) {
 		blob_fail("invalid options (size %" PRIu64 ", page %d, name %s)", opts.size,
 			  (int)opts.page, opts.name ? opts.name : "-");
 		errno = EINVAL;
@@ -564,7 +553,7 @@ struct pfs_blob *pfs_blob__create(const struct pfs_blob_opts *o)
 	if (err)
 		goto out_unmap;
 
-	b->huge_bytes = smaps_huge_bytes(b->data, size);
+	b->huge_bytes = blob_smaps_huge_bytes(b->data, size);
 	if (b->kind == PFS_PAGE_THP && !opts.no_prefault && b->huge_bytes == 0) {
 		add_reason(b, "THP: the kernel backed the range with 4 KiB pages "
 			      "(AnonHugePages 0 kB after prefault)");
@@ -631,7 +620,7 @@ static struct pfs_blob *blob_map_fd(int fd, const char *path)
 	b->kind = PFS_PAGE_4K;
 	if ((uint32_t)sfs.f_type == (uint32_t)HUGETLBFS_MAGIC)
 		b->kind = (uint64_t)sfs.f_bsize >= SZ_1G ? PFS_PAGE_1G : PFS_PAGE_2M;
-	b->huge_bytes = smaps_huge_bytes(p, b->size);
+	b->huge_bytes = blob_smaps_huge_bytes(p, b->size);
 	if (b->kind == PFS_PAGE_4K && b->huge_bytes)
 		b->kind = PFS_PAGE_THP;
 	return b;
@@ -675,7 +664,7 @@ static const char *const default_dirs[] = { "/dev/hugepages", "/dev/hugepages1G"
 
 static int find_named(const char *dir, const char *name, char *path, size_t n)
 {
-	if (!name || !name_ok(name))
+	if (!name || !blob_name_ok(name))
 		return -EINVAL;
 	if (dir) {
 		snprintf(path, n, "%s/%s", dir, name);
@@ -729,6 +718,8 @@ void pfs_blob__close(struct pfs_blob *b)
 		return;
 	if (!b->view)
 		munmap(b->data, b->size);
+	if (b->layout)
+		blob_files_release(b);
 	if (b->fd >= 0)
 		close(b->fd);
 	free(b->path);

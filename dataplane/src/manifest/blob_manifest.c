@@ -385,7 +385,8 @@ static int json(struct jp *j, struct pfs_manifest *m)
 	return 0;
 }
 
-/* The footer at the end of @blob: fills m->version/offset/length/crc32c. */
+/* The footer in its last 64 bytes of @blob (@size bytes): fills
+ * m->version/offset/length/crc32c; the caller checks where it points. */
 static int footer(const uint8_t *blob, size_t size, struct pfs_manifest *m, char *why, size_t n)
 {
 	uint8_t f[PFS_MANIFEST_FOOTER];
@@ -419,18 +420,19 @@ static int footer(const uint8_t *blob, size_t size, struct pfs_manifest *m, char
 	m->offset = get64(f + 16);
 	m->length = get64(f + 24);
 	m->crc32c = get32(f + 32);
-	if (m->offset % PFS_MANIFEST_ALIGN || !m->length || m->length > PFS_MANIFEST_MAX ||
-	    m->offset > size - PFS_MANIFEST_FOOTER ||
-	    m->length > size - PFS_MANIFEST_FOOTER - m->offset)
+	if (m->offset % PFS_MANIFEST_ALIGN || !m->length || m->length > PFS_MANIFEST_MAX)
 		return fail(why, n, EBADMSG,
-			    "manifest at %llu, %llu bytes: not aligned, empty, "
-			    "too large or not inside the %zu-byte blob",
-			    (unsigned long long)m->offset, (unsigned long long)m->length, size);
+			    "manifest at %llu, %llu bytes: not aligned, empty or too large",
+			    (unsigned long long)m->offset, (unsigned long long)m->length);
 	return 0;
 }
 
-int pfs_manifest_parse(const void *blob, size_t size, struct pfs_manifest **out, char *why,
-		       size_t n)
+/* Decode the footer of the @size bytes at @bytes, which are the blob bytes
+ * from @base on (0: the whole blob; PFS_TAIL: a files-layout tail, which
+ * starts at the manifest), copy the JSON out and decode it. */
+#define PFS_TAIL UINT64_MAX
+static int parse(const uint8_t *bytes, size_t size, uint64_t base, struct pfs_manifest **out,
+		 char *why, size_t n)
 {
 	struct pfs_manifest *m = calloc(1, sizeof(*m));
 	struct jp j = { .why = why, .n = n };
@@ -440,9 +442,20 @@ int pfs_manifest_parse(const void *blob, size_t size, struct pfs_manifest **out,
 	*out = NULL;
 	if (!m)
 		return fail(why, n, ENOMEM, "no memory");
-	err = footer(blob, size, m, why, n);
+	err = footer(bytes, size, m, why, n);
 	if (err)
 		goto out_free;
+	if (base == PFS_TAIL)
+		base = m->offset;
+	if (m->offset < base || m->offset - base > size - PFS_MANIFEST_FOOTER ||
+	    m->length > size - PFS_MANIFEST_FOOTER - (m->offset - base) ||
+	    m->offset > UINT64_MAX - size) {
+		err = fail(why, n, EBADMSG,
+			   "manifest at %llu, %llu bytes: not inside the %zu bytes at %llu",
+			   (unsigned long long)m->offset, (unsigned long long)m->length, size,
+			   (unsigned long long)base);
+		goto out_free;
+	}
 	m->json = malloc(m->length + 1);
 	m->names = j.pool = malloc(m->length + 1);
 	if (!m->json || !m->names) {
@@ -450,7 +463,7 @@ int pfs_manifest_parse(const void *blob, size_t size, struct pfs_manifest **out,
 			   (unsigned long long)m->length);
 		goto out_free;
 	}
-	memcpy(m->json, (const uint8_t *)blob + m->offset, m->length);
+	memcpy(m->json, bytes + (m->offset - base), m->length);
 	m->json[m->length] = '\0';
 	crc = pfs_crc32c(0, m->json, m->length);
 	if (crc != m->crc32c) {
@@ -468,6 +481,18 @@ int pfs_manifest_parse(const void *blob, size_t size, struct pfs_manifest **out,
 out_free:
 	pfs_manifest_free(m);
 	return err;
+}
+
+int pfs_manifest_parse(const void *blob, size_t size, struct pfs_manifest **out, char *why,
+		       size_t n)
+{
+	return parse(blob, size, 0, out, why, n);
+}
+
+int pfs_manifest_parse_tail(const void *tail, size_t len, struct pfs_manifest **out, char *why,
+			    size_t n)
+{
+	return parse(tail, len, PFS_TAIL, out, why, n);
 }
 
 void pfs_manifest_free(struct pfs_manifest *m)
@@ -501,4 +526,24 @@ const struct pfs_manifest_file *pfs_manifest_find(const struct pfs_manifest *m, 
 const char *pfs_manifest_kind_str(enum pfs_manifest_kind kind)
 {
 	return kind == PFS_MANIFEST_DIR ? "dir" : "file";
+}
+
+int pfs_manifest_layout(const struct pfs_manifest *m, uint64_t size, struct pfs_blob_layout **out)
+{
+	struct pfs_blob_layout *l;
+
+	/* One block: the struct and the table (names stay in @m). */
+	l = malloc(sizeof(*l) + (m->nfiles ? m->nfiles : 1) * sizeof(*l->ent));
+	if (!l)
+		return -ENOMEM;
+	l->n = (uint32_t)m->nfiles;
+	l->ent = (struct pfs_blob_layout_ent *)(l + 1);
+	l->tail_off = m->offset;
+	l->size = size;
+	for (size_t i = 0; i < m->nfiles; i++)
+		l->ent[i] = (struct pfs_blob_layout_ent){ .name = m->files[i].name,
+							  .offset = m->files[i].offset,
+							  .length = m->files[i].length };
+	*out = l;
+	return 0;
 }

@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "wire/blob_share_wire.h"
+#include "pfs/blob_files.h"
+#include "pfs/blob_manifest.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
 #include "pfs/wire.h"
@@ -254,6 +256,39 @@ int pfs_share_ping(const char *path, const char *token, int timeout_ms, struct p
 	return err;
 }
 
+/* A PFS_SHARE_F_DIR reply: @fd is N.d of a files-layout blob. Build the
+ * region from the files beneath it (no symlinks, exact lengths: see
+ * pfs_blob__open_files_at), read-only: the files are 0444 and the holder
+ * shares them as they are. NULL + errno (logged). */
+static struct pfs_blob *from_dir(const char *path, int fd, const struct pfs_share_meta *m)
+{
+	struct pfs_blob *b;
+	struct stat st;
+	char why[512];
+	int err;
+
+	if (fstat(fd, &st) || !S_ISDIR(st.st_mode)) {
+		pfs_err("blob from %s: the reply says a directory, the fd is not one", path);
+		errno = EPROTO;
+		return NULL;
+	}
+	err = pfs_blob__open_files_at(fd, true, &b, why, sizeof(why));
+	if (err) {
+		pfs_err("blob from %s: the holder's blob directory: %s", path, why);
+		errno = -err;
+		return NULL;
+	}
+	if (pfs_blob__size(b) != m->size) {
+		pfs_err("blob from %s: its files make %" PRIu64 " bytes, the holder's record says "
+			"%" PRIu64,
+			path, pfs_blob__size(b), m->size);
+		pfs_blob__close(b);
+		errno = EINVAL;
+		return NULL;
+	}
+	return b;
+}
+
 struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 				       const struct pfs_share_client_opts *opts)
 {
@@ -286,6 +321,16 @@ struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 		errno = -err;
 		return NULL;
 	}
+	if (m.flags & PFS_SHARE_F_DIR) {
+		b = from_dir(path, fd, &m);
+		err = errno;
+		close(fd);
+		if (!b) {
+			errno = err;
+			return NULL;
+		}
+		goto out_mapped;
+	}
 	if (fstat(fd, &st) || (uint64_t)st.st_size != m.size) {
 		pfs_err("blob from %s: the fd holds %lld bytes, the holder's record says %" PRIu64,
 			path, (long long)st.st_size, m.size);
@@ -302,6 +347,7 @@ struct pfs_blob *pfs_blob__from_socket(const char *path, const char *token,
 		errno = err;
 		return NULL;
 	}
+out_mapped:
 	/* Map the holder's pages now (nothing is allocated: they exist) so the
 	 * first pass of a transfer does not pay the page-table faults. READ,
 	 * not WRITE: read faults on a shared tmpfs mapping map 16 pages each

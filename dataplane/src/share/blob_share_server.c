@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "wire/blob_share_wire.h"
+#include "pfs/blob_files.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
 
@@ -47,6 +48,7 @@ struct pfs_share_server {
 	dev_t sock_dev; /* to unlink only the socket we bound */
 	ino_t sock_ino;
 	int share_fd;
+	bool dir; /* share_fd is N.d of a files-layout blob (PFS_SHARE_F_DIR) */
 	uint64_t size, fp;
 	enum pfs_page_kind page;
 	struct client *cl;
@@ -207,9 +209,10 @@ struct pfs_share_server *pfs_share_server__new(const struct pfs_blob *blob, uint
 	int err = -EINVAL, tl;
 
 	if (!blob || !opts || opts->sz < offsetof(struct pfs_share_server_opts, ready_file) ||
-	    !opts->socket_path || !opts->token_file || pfs_blob__fd(blob) < 0) {
+	    !opts->socket_path || !opts->token_file ||
+	    (pfs_blob__fd(blob) < 0 && pfs_blob__dir_fd(blob) < 0)) {
 		pfs_err("blob serve: invalid options%s",
-			blob && pfs_blob__fd(blob) < 0 ?
+			blob && pfs_blob__fd(blob) < 0 && pfs_blob__dir_fd(blob) < 0 ?
 				" (an anonymous blob has no fd to share: use a named blob)" :
 				"");
 		errno = EINVAL;
@@ -259,9 +262,14 @@ struct pfs_share_server *pfs_share_server__new(const struct pfs_blob *blob, uint
 	s->o.socket_path = s->o.token_file = s->o.ready_file = NULL;
 
 	/* Read-only sharing hands out a new O_RDONLY open of the same file:
-	 * its holder can only map it PROT_READ. */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfs_blob__fd(blob));
-	s->share_fd = s->o.read_only ? open(proc, O_RDONLY | O_CLOEXEC) :
+	 * its holder can only map it PROT_READ. A files-layout blob hands out
+	 * a new O_RDONLY|O_DIRECTORY open of N.d (PFS_SHARE_F_DIR): the
+	 * consumer opens the files beneath it, read-only (they are 0444). */
+	s->dir = pfs_blob__dir_fd(blob) >= 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d",
+		 s->dir ? pfs_blob__dir_fd(blob) : pfs_blob__fd(blob));
+	s->share_fd = s->dir	     ? open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC) :
+		      s->o.read_only ? open(proc, O_RDONLY | O_CLOEXEC) :
 				       fcntl(pfs_blob__fd(blob), F_DUPFD_CLOEXEC, 3);
 	if (s->share_fd < 0) {
 		err = -errno;
@@ -307,7 +315,8 @@ static void reply(struct pfs_share_server *s, struct client *c, enum pfs_share_s
 		.size = s->size,
 		.fingerprint = s->fp,
 		.page = s->page,
-		.flags = s->o.read_only ? PFS_SHARE_F_READ_ONLY : 0,
+		.flags = (s->o.read_only || s->dir ? PFS_SHARE_F_READ_ONLY : 0) |
+			 (s->dir ? PFS_SHARE_F_DIR : 0),
 		.peer_pid = (uint32_t)c->cred.pid,
 		.peer_uid = c->cred.uid,
 		.peer_gid = c->cred.gid,

@@ -558,3 +558,27 @@ void pfs_source__free(struct pfs_source *s)
 	free(s->path);
 	free(s);
 }
+
+int pfs_source__layout(const struct pfs_source *s, uint64_t size, struct pfs_blob_layout **out)
+{
+	struct pfs_blob_layout *l;
+
+	*out = NULL;
+	if (size < s->needed || size % PFS_MANIFEST_ALIGN)
+		return -ENOSPC;
+	/* One block: the struct and the table; names stay in @s. */
+	l = malloc(sizeof(*l) + (s->l.n ? s->l.n : 1) * sizeof(*l->ent));
+	if (!l)
+		return -ENOMEM;
+	l->n = (uint32_t)s->l.n;
+	l->ent = (struct pfs_blob_layout_ent *)(l + 1);
+	l->tail_off = s->mani_off;
+	l->size = size;
+	for (size_t i = 0; i < s->l.n; i++)
+		l->ent[i] =
+			(struct pfs_blob_layout_ent){ .name = s->l.f[i].name,
+						      .offset = s->l.f[i].offset,
+						      .length = (uint64_t)s->l.f[i].st.st_size };
+	*out = l;
+	return 0;
+}

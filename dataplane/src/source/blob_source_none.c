@@ -25,6 +25,14 @@ struct pfs_source *pfs_source__scan(const char *path, const struct pfs_source_op
 	return NULL;
 }
 
+int pfs_source__layout(const struct pfs_source *src, uint64_t size, struct pfs_blob_layout **out)
+{
+	(void)src;
+	(void)size;
+	*out = NULL;
+	return -ENOTSUP;
+}
+
 uint64_t pfs_source__needed(const struct pfs_source *src)
 {
 	(void)src;

@@ -12,9 +12,14 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statfs.h>
 
 #include "acquire.h"
+#include "pfs/blob_manifest.h"
 #include "pfs/log.h"
+
+/* statfs f_type of hugetlbfs (linux/magic.h). */
+#define PFS_HUGETLBFS_MAGIC 0x958458f6U
 
 static int parse_page(const char *arg, void *field)
 {
@@ -80,20 +85,94 @@ void pfs_cli_blob_init(struct pfs_cli_blob *b)
 	b->opts.numa_node = -1;
 }
 
+const char *pfs_cli_files_dir(const struct pfs_cli_blob *b)
+{
+	return b->opts.dir ? b->opts.dir : "/dev/shm";
+}
+
+struct pfs_blob *pfs_cli_blob_create_files(const struct pfs_cli_blob *b,
+					   const struct pfs_blob_layout *l, char *why, size_t n)
+{
+	const char *dir = pfs_cli_files_dir(b);
+	struct pfs_blob *blob;
+	struct statfs sfs;
+	char r[600];
+	int err;
+
+	if (!statfs(dir, &sfs) && (uint32_t)sfs.f_type == PFS_HUGETLBFS_MAGIC) {
+		snprintf(why, n,
+			 "--layout files: %s is hugetlbfs, which rounds every file's size up to "
+			 "its page size (a model file must keep its exact length): give --dir a "
+			 "tmpfs (huge=within_size for transparent huge pages)",
+			 dir);
+		pfs_err("%s", why);
+		errno = EINVAL;
+		return NULL;
+	}
+	err = pfs_blob__create_files(dir, b->opts.name, l, 0, &blob, r, sizeof(r));
+	if (err) {
+		snprintf(why, n, "cannot create the files-layout blob '%s' in %s: %s", b->opts.name,
+			 dir, r);
+		pfs_err("%s", why);
+		errno = -err;
+		return NULL;
+	}
+	pfs_info("blob: %s/%s.d: %u files, %" PRIu64 " bytes, tail at %" PRIu64, dir, b->opts.name,
+		 l->n, l->size, l->tail_off);
+	return blob;
+}
+
+struct pfs_blob *pfs_cli_blob_open_named(const char *dir, const char *name, char *why, size_t n)
+{
+	const char *fdir = dir ? dir : "/dev/shm";
+	struct pfs_blob *blob;
+	char r[600];
+	int err;
+
+	if (pfs_blob_files_exists(fdir, name)) {
+		err = pfs_blob__open_files(fdir, name, true, &blob, r, sizeof(r));
+		if (err) {
+			snprintf(why, n, "cannot open the files-layout blob %s/%s.d: %s", fdir,
+				 name, r);
+			errno = -err;
+			return NULL;
+		}
+		return blob;
+	}
+	blob = pfs_blob__open(dir, name);
+	if (!blob) {
+		err = errno;
+		snprintf(why, n, "cannot open blob '%s'%s%s: %s", name, dir ? " in " : "",
+			 dir ? dir : "",
+			 pfs_blob_last_error()[0] ? pfs_blob_last_error() : strerror(err));
+		errno = err;
+	}
+	return blob;
+}
+
+void pfs_cli_files_measure(struct pfs_blob *blob, struct pfs_blob_files_pages *pg)
+{
+	int err = pfs_blob_files_measure(blob, pg);
+
+	if (err)
+		pfs_warn("blob: cannot measure the page kind of its files: %s (reported as %s)",
+			 strerror(-err), pfs_page_kind_str(pfs_blob__page_kind(blob)));
+	else
+		pfs_info("blob: %" PRIu64 " of %" PRIu64 " files on transparent huge pages, "
+			 "%" PRIu64 " of %" PRIu64 " bytes",
+			 pg->huge_files, pg->files, pg->huge_bytes, pg->bytes);
+}
+
 struct pfs_blob *pfs_cli_blob_get(const struct pfs_cli_blob *b, char *why, size_t n)
 {
 	struct pfs_blob *blob;
 	int e;
 
 	if (b->open_name) {
-		blob = pfs_blob__open(b->open_dir, b->open_name);
+		blob = pfs_cli_blob_open_named(b->open_dir, b->open_name, why, n);
 		e = errno;
-		if (!blob) {
-			snprintf(why, n, "cannot open blob '%s'%s%s: %s", b->open_name,
-				 b->open_dir ? " in " : "", b->open_dir ? b->open_dir : "",
-				 pfs_blob_last_error()[0] ? pfs_blob_last_error() : strerror(e));
+		if (!blob)
 			pfs_err("%s", why);
-		}
 		errno = e;
 		return blob;
 	}
@@ -125,6 +204,8 @@ void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t
 	pfs_json_num(j, "prefault_s", t->prefault_s, 4);
 	pfs_json_num(j, "fill_s", t->fill_s, 4);
 	pfs_json_u64(j, "setup_threads", t->setup_threads);
+	if (pfs_blob__layout(blob))
+		pfs_json_str(j, "layout", "files", 8);
 	pfs_json_close(j);
 }
 

@@ -13,14 +13,22 @@
 
 #include "opt.h"
 #include "pfs/blob.h"
+#include "pfs/blob_files.h"
 #include "pfs/blob_share.h"
 #include "pfs/result.h"
+
+/* How `pfs blob create --layout` holds a blob (pfs/blob_files.h). */
+enum pfs_cli_layout {
+	PFS_CLI_LAYOUT_FLAT = 0, /* one file or memfd: pfs_blob__create */
+	PFS_CLI_LAYOUT_FILES = 1, /* DIR/NAME.d: one file per manifest entry */
+};
 
 /* Blob options shared by blob, send, recv, bench and pcore. */
 struct pfs_cli_blob {
 	struct pfs_blob_opts opts; /* anonymous or named create */
 	const char *open_name; /* --blob-name: open an existing blob */
 	const char *open_dir;
+	int layout; /* enum pfs_cli_layout; only blob create sets it */
 };
 
 /* The table over struct pfs_cli_blob: --size (alias --blob-size), --seed,
@@ -32,6 +40,27 @@ extern const struct pfs_opt pfs_cli_blob_opts[];
 void pfs_cli_blob_init(struct pfs_cli_blob *b);
 /* Create or open; NULL with the reason logged and copied into @why. */
 struct pfs_blob *pfs_cli_blob_get(const struct pfs_cli_blob *b, char *why, size_t n);
+/* The directory of a files-layout blob: --dir, default /dev/shm. */
+const char *pfs_cli_files_dir(const struct pfs_cli_blob *b);
+
+/* Create the files-layout blob opts.name in pfs_cli_files_dir with the
+ * layout @l (origin: from its source listing; relay: from its upstream's
+ * LAYOUT frames), before any byte arrives. A hugetlbfs --dir is refused
+ * (it rounds every file's size up to its page size). NULL with the reason
+ * logged and in @why, errno set. */
+struct pfs_blob *pfs_cli_blob_create_files(const struct pfs_cli_blob *b,
+					   const struct pfs_blob_layout *l, char *why, size_t n);
+
+/* Open the named blob @name in @dir (NULL: the default dirs): its files
+ * layout when @dir/@name.d exists (@dir NULL: /dev/shm), read-only, else
+ * the flat file read-write (pfs_blob__open). NULL with the reason in @why
+ * (not logged), errno set. */
+struct pfs_blob *pfs_cli_blob_open_named(const char *dir, const char *name, char *why, size_t n);
+
+/* Measure the page kind of a files-layout blob's files (the blob's
+ * pfs_blob__page_kind and huge bytes are set from it) into @pg. */
+void pfs_cli_files_measure(struct pfs_blob *blob, struct pfs_blob_files_pages *pg);
+
 /* The "blob" member of a result. */
 void pfs_cli_blob_json(struct pfs_json *j, const struct pfs_blob *blob, uint64_t fp);
 

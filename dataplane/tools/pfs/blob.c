@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "repl.h"
 #include "source.h"
+#include "pfs/blob_files.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
@@ -27,6 +28,12 @@ struct blob_args {
 	struct pfs_cli_blob cb;
 	struct pfs_cli_source src;
 	struct pfs_cli_repl repl;
+};
+
+static const struct pfs_opt_choice layouts[] = {
+	{ "flat", PFS_CLI_LAYOUT_FLAT },
+	{ "files", PFS_CLI_LAYOUT_FILES },
+	{ 0 },
 };
 
 #define AT(f) PFS_OPT_AT(struct blob_args, f)
@@ -40,6 +47,11 @@ static const struct pfs_opt blob_opts[] = {
 	  "create: remove an existing blob of that name first "
 	  "(an init container that runs again after a restart)" },
 	{ "result-file", PFS_OPT_STR, AT(result_file), "PATH", "also write the JSON result there" },
+	{ "layout", PFS_OPT_CHOICE, AT(cb.layout), "KIND",
+	  "create: flat (default: one file) | files (DIR/NAME.d: one file per manifest entry, "
+	  "mapped back to back; needs --name and --source or --fetch-from; "
+	  "docs/design/blob-layout.md)",
+	  .choices = layouts },
 	{ 0 },
 };
 #undef AT
@@ -48,6 +60,7 @@ static const char blob_usage[] =
 	"usage: pfs blob create [--name NAME [--dir DIR]] [blob options]\n"
 	"                       [--source PATH [--source-root DIR]] [--result-file PATH]\n"
 	"                       [--replicate-listen ADDR:PORT --token-file PATH]\n"
+	"       pfs blob create --name NAME --dir DIR --layout files --source PATH [...]\n"
 	"       pfs blob create --name NAME --size N --fetch-from IP:PORT[,...] --token-file PATH\n"
 	"                       [--replicate-listen ADDR:PORT] [--result-file PATH]\n"
 	"       pfs blob info --name NAME [--dir DIR] [--result-file PATH]\n"
@@ -74,7 +87,10 @@ static const char blob_usage[] =
 
 static int blob_rm(const struct blob_args *a)
 {
-	int err = pfs_blob_remove(a->cb.opts.dir, a->cb.opts.name);
+	const char *fdir = a->cb.opts.dir ? a->cb.opts.dir : "/dev/shm";
+	int err = pfs_blob_files_exists(fdir, a->cb.opts.name) ?
+			  pfs_blob_files_remove(fdir, a->cb.opts.name) :
+			  pfs_blob_remove(a->cb.opts.dir, a->cb.opts.name);
 
 	if (err) {
 		pfs_err("blob rm %s: %s", a->cb.opts.name, strerror(-err));
@@ -120,6 +136,42 @@ static void manifest_json(struct pfs_json *j, const struct pfs_blob *blob)
 	pfs_manifest_free(m);
 }
 
+/* A files-layout blob: what page kind its files got, and how that was
+ * measured (pfs_blob_files_measure). */
+static void files_json(struct pfs_json *j, const struct pfs_blob *blob,
+		       const struct pfs_blob_files_pages *pg)
+{
+	pfs_json_obj(j, "files");
+	pfs_json_u64(j, "count", pfs_blob__layout(blob)->n);
+	pfs_json_u64(j, "nonempty", pg->files);
+	pfs_json_u64(j, "bytes", pg->bytes);
+	pfs_json_str(j, "page", pg->huge_files ? "THP" : "4K", 8);
+	pfs_json_u64(j, "huge_files", pg->huge_files);
+	pfs_json_u64(j, "huge_bytes", pg->huge_bytes);
+	pfs_json_str(j, "measured",
+		     "ShmemPmdMapped+FilePmdMapped (/proc/self/smaps) of each file of 2 MiB or "
+		     "more mapped alone 2 MiB-aligned",
+		     160);
+	pfs_json_close(j);
+}
+
+/* create: the blob before its bytes: flat (pfs_blob__create), or the files
+ * of the source's listing. NULL with @why. */
+static struct pfs_blob *make_blob(struct blob_args *a, char *why, size_t n)
+{
+	if (a->cb.layout != PFS_CLI_LAYOUT_FILES)
+		return pfs_cli_blob_get(&a->cb, why, n);
+	if (a->src.path)
+		return pfs_cli_source_create_files(&a->src, &a->cb, why, n);
+	/* A relay learns its layout from its upstream (LAYOUT frames) before
+	 * it creates the files: pfs_cli_blob_create_files is the hook. */
+	snprintf(why, n,
+		 "--layout files with --fetch-from: this pfs cannot learn the layout from its "
+		 "upstream yet; use --layout flat");
+	pfs_err("%s", why);
+	return NULL;
+}
+
 /* create: what fills the blob beyond pfs_blob__create (files, upstreams)
  * and the replication server on it. 0 or -errno with @why; on failure the
  * server's clients got the reason and the server is stopped. */
@@ -147,6 +199,7 @@ static int fill(struct blob_args *a, struct pfs_blob *blob, char *why, size_t n)
 static int blob_show(struct blob_args *a, bool info)
 {
 	const char *cmd = info ? "blob-info" : "blob-create";
+	struct pfs_blob_files_pages pg = { 0 };
 	struct pfs_blob *blob;
 	struct pfs_json j;
 	char msg[768];
@@ -169,7 +222,10 @@ static int blob_show(struct blob_args *a, bool info)
 	if (a->src.dry_run)
 		return pfs_cli_source_plan(&a->src, &a->cb, a->result_file);
 	if (a->replace && a->cb.opts.name) {
-		int err = pfs_blob_remove(a->cb.opts.dir, a->cb.opts.name);
+		const char *fdir = pfs_cli_files_dir(&a->cb);
+		int err = pfs_blob_files_exists(fdir, a->cb.opts.name) ?
+				  pfs_blob_files_remove(fdir, a->cb.opts.name) :
+				  pfs_blob_remove(a->cb.opts.dir, a->cb.opts.name);
 
 		if (!err)
 			pfs_warn("blob create: removed the existing blob '%s' (--replace)",
@@ -177,13 +233,15 @@ static int blob_show(struct blob_args *a, bool info)
 		else if (err != -ENOENT)
 			pfs_warn("blob create: --replace: %s", strerror(-err));
 	}
-	blob = pfs_cli_blob_get(&a->cb, msg, sizeof(msg));
+	blob = info ? pfs_cli_blob_get(&a->cb, msg, sizeof(msg)) : make_blob(a, msg, sizeof(msg));
 	if (!blob)
 		return show_error(a, cmd, msg);
 	if (fill(a, blob, msg, sizeof(msg))) {
 		pfs_blob__close(blob);
 		return show_error(a, cmd, msg);
 	}
+	if (pfs_blob__layout(blob))
+		pfs_cli_files_measure(blob, &pg);
 	t0 = pfs_cli_now();
 	fp = pfs_blob__fingerprint(blob);
 	fp_s = pfs_cli_now() - t0;
@@ -193,6 +251,8 @@ static int blob_show(struct blob_args *a, bool info)
 	pfs_json_str(&j, "crc32c_impl", pfs_crc32c_impl(), 32);
 	pfs_cli_blob_json(&j, blob, fp);
 	pfs_json_num(&j, "fingerprint_s", fp_s, 4);
+	if (pfs_blob__layout(blob))
+		files_json(&j, blob, &pg);
 	if (a->src.path)
 		pfs_cli_source_json(&j, &a->src);
 	/* The operator reads the verified digest from "manifest" on every
@@ -207,6 +267,28 @@ static int blob_show(struct blob_args *a, bool info)
 	}
 	pfs_blob__close(blob);
 	return rc;
+}
+
+/* --layout: files only for a created blob whose layout is known before
+ * its bytes (--source, or a relay's --fetch-from), named, off hugetlbfs
+ * (checked when the blob is made). 0 or -EINVAL after printing why. */
+static int check_layout(const struct pfs_cmdline *c, const struct blob_args *a, const char *verb)
+{
+	if (!pfs_opt_given(c, "layout"))
+		return 0;
+	if (strcmp(verb, "create"))
+		return pfs_opt_fail(c, "--layout is an option of create (info and rm find "
+				       "DIR/NAME.d themselves)");
+	if (a->cb.layout != PFS_CLI_LAYOUT_FILES)
+		return 0;
+	if (!a->src.path && !a->repl.fetch_from)
+		return pfs_opt_fail(c, "--layout files needs --source PATH or --fetch-from: the "
+				       "files are the manifest's, known before the bytes; a "
+				       "seeded or zero blob is --layout flat");
+	if (!a->cb.opts.name)
+		return pfs_opt_fail(c, "--layout files needs --name NAME (the blob is "
+				       "DIR/NAME.d, DIR from --dir, default /dev/shm)");
+	return 0;
 }
 
 int pfs_cmd_blob(int argc, char **argv)
@@ -252,7 +334,8 @@ int pfs_cmd_blob(int argc, char **argv)
 		pfs_opt_fail(&c, "--replicate-listen and --fetch-from are options of create");
 		return PFS_EXIT_USAGE;
 	}
-	if (pfs_cli_source_check(&c, &a.src) || pfs_cli_repl_check(&c, &a.repl, &a.src))
+	if (pfs_cli_source_check(&c, &a.src) || pfs_cli_repl_check(&c, &a.repl, &a.src) ||
+	    check_layout(&c, &a, verb))
 		return PFS_EXIT_USAGE;
 	a.size_given = pfs_opt_given(&c, "size");
 	if (pfs_cli_check_args)

@@ -99,10 +99,9 @@ int pfs_cmd_blob_manifest(int argc, char **argv)
 	if (pfs_cli_check_args)
 		return PFS_EXIT_OK;
 	if (a.name) {
-		blob = pfs_blob__open(a.dir, a.name);
+		blob = pfs_cli_blob_open_named(a.dir, a.name, why, sizeof(why));
 		if (!blob)
-			pfs_err("blob manifest: cannot open blob '%s': %s", a.name,
-				pfs_blob_last_error()[0] ? pfs_blob_last_error() : strerror(errno));
+			pfs_err("blob manifest: %s", why);
 	} else {
 		blob = pfs_cli_share_get(&a.share, why, sizeof(why));
 	}

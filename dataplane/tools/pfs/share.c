@@ -116,11 +116,12 @@ static const char serve_usage[] =
 	"if a previous holder died, removed on SIGTERM/SIGINT (exit 0).\n"
 	"\n";
 
-/* Where `pfs blob create` put the blob: DIR, or /dev/shm after a fallback
- * from a hugetlbfs DIR (see pfs_blob__create). */
+/* Where `pfs blob create` put the blob: DIR/NAME.d (files layout), DIR,
+ * or /dev/shm after a fallback from a hugetlbfs DIR (see pfs_blob__create). */
 static struct pfs_blob *open_named(const char *dir, const char *name)
 {
-	struct pfs_blob *b = pfs_blob__open(dir, name);
+	char why[768];
+	struct pfs_blob *b = pfs_cli_blob_open_named(dir, name, why, sizeof(why));
 	int err = errno;
 
 	if (!b && err == ENOENT && dir && strcmp(dir, "/dev/shm")) {
@@ -133,8 +134,7 @@ static struct pfs_blob *open_named(const char *dir, const char *name)
 		}
 	}
 	if (!b)
-		pfs_err("blob serve: cannot open blob '%s'%s%s: %s", name, dir ? " in " : "",
-			dir ? dir : "", strerror(err));
+		pfs_err("blob serve: %s", why);
 	errno = err;
 	return b;
 }
@@ -239,6 +239,12 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	blob = open_named(a.dir, a.name);
 	if (!blob)
 		return PFS_EXIT_ERROR;
+	if (pfs_blob__layout(blob)) {
+		struct pfs_blob_files_pages pg;
+
+		/* The page kind consumers are told is the files' own. */
+		pfs_cli_files_measure(blob, &pg);
+	}
 	fp = fingerprint(blob, &fp_s);
 	srv = pfs_share_server__new(blob, fp, &a.so);
 	a.repl.token_file = a.so.token_file;

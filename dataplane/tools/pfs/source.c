@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -67,6 +68,26 @@ int pfs_cli_source_check(const struct pfs_cmdline *c, const struct pfs_cli_sourc
 	return 0;
 }
 
+/* The loader's watermark hook: the caller's (a replication server's), then
+ * the progress file of a files-layout blob, at most about once a second.
+ * On the loader's hashing thread; the main thread touches the progress
+ * file only before and after the load. */
+static void on_progress(void *ctx, uint64_t mark)
+{
+	struct pfs_cli_source *s = ctx;
+	double now;
+
+	if (s->progress)
+		s->progress(s->progress_ctx, mark);
+	if (!s->files_blob)
+		return;
+	now = pfs_cli_now();
+	if (now - s->progress_at < 1.0)
+		return;
+	s->progress_at = now;
+	pfs_blob_files_progress(s->files_blob, mark, "reading");
+}
+
 int pfs_cli_source_scan(struct pfs_cli_source *s, struct pfs_cli_blob *b, bool size_given,
 			char *why, size_t n)
 {
@@ -75,8 +96,8 @@ int pfs_cli_source_scan(struct pfs_cli_source *s, struct pfs_cli_blob *b, bool s
 				     .threads = s->threads,
 				     .chunk = s->chunk,
 				     .no_direct = s->no_direct,
-				     .progress = s->progress,
-				     .progress_ctx = s->progress_ctx };
+				     .progress = on_progress,
+				     .progress_ctx = s };
 	char need[32], have[32];
 	uint64_t needed, size;
 
@@ -112,21 +133,56 @@ static double mbps(uint64_t bytes, double s)
 	return s > 0 ? (double)bytes / 1e6 / s : 0;
 }
 
+struct pfs_blob *pfs_cli_source_create_files(struct pfs_cli_source *s, const struct pfs_cli_blob *b,
+					     char *why, size_t n)
+{
+	uint64_t size = (b->opts.size + PFS_BLOB_ALIGN - 1) & ~(PFS_BLOB_ALIGN - 1);
+	struct pfs_blob_layout *l;
+	struct pfs_blob *blob;
+	int err = pfs_source__layout(s->src, size, &l);
+
+	if (err) {
+		snprintf(why, n, "--source %s: its layout for a %" PRIu64 "-byte blob: %s", s->path,
+			 size, strerror(-err));
+		pfs_err("%s", why);
+		errno = -err;
+		return NULL;
+	}
+	blob = pfs_cli_blob_create_files(b, l, why, n);
+	free(l);
+	return blob;
+}
+
 int pfs_cli_source_load(struct pfs_cli_source *s, struct pfs_blob *blob, char *why, size_t n)
 {
 	const struct pfs_source_stats *st = &s->st;
+	bool files = pfs_blob__layout(blob) != NULL;
 	int err;
 
+	if (files) {
+		pfs_blob_files_progress(blob, 0, "reading");
+		s->progress_at = pfs_cli_now();
+		s->files_blob = blob;
+	}
 	s->t0_unix = pfs_cli_wall();
 	err = pfs_source__load(s->src, pfs_blob__data(blob), pfs_blob__size(blob), &s->st, why, n);
 	s->t1_unix = pfs_cli_wall();
+	s->files_blob = NULL;
 
 	if (err) {
 		pfs_err("--source %s: %s", s->path, why);
-		if (pfs_blob__path(blob) && unlink(pfs_blob__path(blob)) == 0)
+		if (files) {
+			pfs_blob_files_progress(blob, 0, "failed");
+			if (!pfs_blob_files_remove_path(pfs_blob__path(blob)))
+				pfs_warn("removed the blob %s: its load failed",
+					 pfs_blob__path(blob));
+		} else if (pfs_blob__path(blob) && unlink(pfs_blob__path(blob)) == 0) {
 			pfs_warn("removed the blob %s: its load failed", pfs_blob__path(blob));
+		}
 		return err;
 	}
+	if (files)
+		pfs_blob_files_progress(blob, pfs_blob__size(blob), "verified");
 	pfs_info("--source %s: %" PRIu64 " bytes read in %.3f s (%.0f MB/s, O_DIRECT %s), sha256 "
 		 "%.0f MB/s",
 		 s->path, st->bytes, st->read_s, mbps(st->bytes, st->read_s),

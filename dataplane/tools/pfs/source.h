@@ -26,6 +26,11 @@ struct pfs_cli_source {
 	void (*progress)(void *ctx, uint64_t mark); /* the loader's hook */
 	void *progress_ctx;
 	double t0_unix, t1_unix; /* wall clock: load start and end */
+	/* --layout files: the blob whose progress file the load rewrites
+	 * (about once a second, from the loader's hashing thread), and when
+	 * it last did (CLOCK_MONOTONIC seconds). */
+	struct pfs_blob *files_blob;
+	double progress_at;
 	struct pfs_source_stats st; /* after pfs_cli_source_load */
 };
 
@@ -43,6 +48,12 @@ int pfs_cli_source_check(const struct pfs_cmdline *c, const struct pfs_cli_sourc
  * the fill becomes none (fresh memory is zero). 0 or -errno, @why set. */
 int pfs_cli_source_scan(struct pfs_cli_source *s, struct pfs_cli_blob *b, bool size_given,
 			char *why, size_t n);
+
+/* --layout files: create the blob's files from the scanned listing (after
+ * pfs_cli_source_scan sized @b), before a byte is read. NULL with the
+ * reason logged and in @why. */
+struct pfs_blob *pfs_cli_source_create_files(struct pfs_cli_source *s, const struct pfs_cli_blob *b,
+					     char *why, size_t n);
 
 /* Read the source into @blob (pfs_source__load), logging the rates. 0 or
  * -errno with @why; a named blob whose load failed is removed. */
