@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Test helper: a holder of a files-layout directory on a real socket, written in
-Python, until `pfs blob serve` serves the files layout itself. It answers every GET
+Python, for directories `pfs blob serve` would refuse to hold (a symlink, a file of
+the wrong length, an unpacked layout): the consumer must refuse them too. It answers every GET
 as a files-layout holder does: status OK, flag F_DIR, and a real fd of the
 directory (O_RDONLY|O_DIRECTORY). The size and fingerprint it announces are given
 by the test (from a real C holder of the same bytes)."""

@@ -3,10 +3,12 @@
 and passes their directory (PFS_SHARE_F_DIR) instead of one blob file.
 
 The directories here are written by tests/packer.py from a flat blob that a real
-`pfs blob serve` holds, and served by a small holder of our own on a real socket that
-passes a real directory fd: the fingerprint it announces is the C holder's record of
-the flat blob, so the rebuilt region must be byte for byte that blob. The real C
-holder of the files layout is tested in test_model_dir.py.
+`pfs blob serve` holds, and served by a small holder of our own (tests/dirholder.py)
+on a real socket that passes a real directory fd, so that they can be broken in ways
+the C holder refuses to serve: the fingerprint it announces is the C holder's record
+of the flat blob, so the rebuilt region must be byte for byte that blob. The real C
+holder of the files layout (`pfs blob create --layout files`, `pfs blob serve`) is
+tested in test_model_dir.py.
 """
 
 from __future__ import annotations
