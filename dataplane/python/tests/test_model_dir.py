@@ -34,6 +34,10 @@ safetensors = pytest.importorskip("safetensors")
 from packetfs import tensors as pt  # noqa: E402
 
 SETS = ["minilm", "silero6"]
+# Where the holder keeps the files: /dev/shm (tmpfs without huge=: 4 KiB pages), and a
+# private tmpfs mounted huge=within_size, as the CSI plugin gives holders (THP).
+FS = ["shm", "thp"]
+THP_MIB = 512
 ANON_BOUND = 16 * MiB  # interpreter noise; a copy of the 87 MiB file would be far above
 
 
@@ -55,10 +59,10 @@ class FilesBlob:
     """A files-layout blob of a source directory (`pfs blob create --layout files
     --source`), held and served by `pfs blob serve`."""
 
-    def __init__(self, env, source: Path):
+    def __init__(self, env, source: Path, where: Path):
         self.source = source
         self.env = env
-        b = BlobFile(f"pyt-model-{os.getpid()}-{len(env.blobs)}", env.blob_dir("4k"), "4k", 0)
+        b = BlobFile(f"pyt-model-{os.getpid()}-{len(env.blobs)}", where, "4k", 0)
         self.blob = b
         self.result = run_pfs(env.pfs, "blob", "create", "--name", b.name, "--dir", b.dir,
                               "--layout", "files", "--source", source)
@@ -78,9 +82,26 @@ class FilesBlob:
         assert not self.dir.exists()
 
 
-@pytest.fixture(scope="module", params=SETS)
-def model(request, env):
-    b = FilesBlob(env, data_set(request.param))
+@pytest.fixture(scope="module")
+def thp_tmpfs(env):
+    """A private tmpfs mounted huge=within_size (root), unmounted at the end."""
+    d = env.workdir / "thp"
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"huge=within_size,size={THP_MIB}M,mode=0755",
+                        "none", str(d)], capture_output=True, text=True)
+    if r.returncode:
+        pytest.fail(f"cannot mount a tmpfs with huge=within_size: {r.stderr.strip()}",
+                    pytrace=False)
+    yield d
+    subprocess.run(["umount", str(d)], check=False)
+
+
+@pytest.fixture(scope="module", params=[(s, f) for s in SETS for f in FS],
+                ids=lambda p: f"{p[0]}-{p[1]}")
+def model(request, env, thp_tmpfs):
+    name, fs = request.param
+    b = FilesBlob(env, data_set(name), Path("/dev/shm") if fs == "shm" else thp_tmpfs)
+    b.fs = fs
     yield b
     b.close()
 
@@ -97,6 +118,21 @@ def test_every_file_is_the_source_file(model):
     with model.attach() as blob:
         moff = blob.manifest().offset
     assert (model.dir / "tail").stat().st_size == model.size - moff
+
+
+def test_the_page_kind_is_what_the_file_system_gives(model):
+    """The holder reports the pages each file really got: 4 KiB on /dev/shm; on
+    huge=within_size, huge pages for the 2 MiB-aligned ranges of files of 2 MiB or
+    more (all-MiniLM's 87 MiB model.safetensors)."""
+    files = model.result["files"]
+    assert files["count"] == len(source_files(model.source))
+    big = sum(len(d) for d in source_files(model.source).values() if len(d) >= 64 * MiB)
+    if model.fs == "shm":
+        assert files["page"] == "4K" and files["huge_bytes"] == 0, files
+    elif big:  # all but the last partial 2 MiB of each large file
+        assert files["page"] == "THP" and files["huge_bytes"] >= big - 2 * MiB, files
+    else:  # silero's files: 2.8 MiB at most, one 2 MiB range at best
+        assert files["page"] in ("THP", "4K"), files
 
 
 def test_safe_open_reads_every_tensor_from_the_files(model):
@@ -118,6 +154,7 @@ def test_attach_on_the_socket_reads_the_same(model):
     src = source_files(model.source)
     with model.attach() as blob:
         assert blob.layout == "files" and blob.size == model.size
+        assert blob.page_kind == model.result["blob"]["page"]  # what the holder measured
         assert blob.verified_with == "numpy"
         assert sorted(blob.manifest().names()) == sorted(src)
         blob.verify()  # every file's sha256 against the manifest, read in the region
@@ -136,6 +173,23 @@ def test_attach_on_the_socket_reads_the_same(model):
             assert sorted(lib) == sorted(mine)
             assert all(np.array_equal(lib[k], mine[k]) for k in lib)
             del mine
+
+
+def test_the_region_is_the_flat_blob_of_the_same_source(env, model):
+    """attach() rebuilds, from the holder's files, exactly the blob that --layout flat
+    makes of the same source: same size, fingerprint and bytes."""
+    flat = BlobFile(f"pyt-flat-{os.getpid()}-{len(env.blobs)}", Path("/dev/shm"), "4k", 0)
+    env.blobs.append(flat)
+    res = run_pfs(env.pfs, "blob", "create", "--name", flat.name, "--dir", flat.dir, "--page",
+                  "4k", "--source", model.source)
+    assert res.get("ok"), res
+    assert res["blob"]["size"] == model.size
+    assert int(res["blob"]["fingerprint"], 16) == model.fingerprint
+    with model.attach() as blob, open(flat.path, "rb") as f:
+        assert blob.fingerprint == model.fingerprint
+        for off in range(0, blob.size, 8 * MiB):
+            assert blob.view[off : off + 8 * MiB] == f.read(8 * MiB), off
+    os.unlink(flat.path)
 
 
 READER = r"""
@@ -193,11 +247,11 @@ def test_a_reader_gains_no_anonymous_memory(model, record_property):
     m = json.loads(r.stdout)
     grow = {k: m["after"][k] - m["before"][k] for k in m["before"]}
     record_property("rss_growth_MiB", {k: round(v / MiB, 1) for k, v in grow.items()})
-    print(f"\n{model.source.name}/{name} ({len(data) / MiB:.1f} MiB): growth MiB "
+    print(f"\n{model.fs}: {model.source.name}/{name} ({len(data) / MiB:.1f} MiB): growth MiB "
           + ", ".join(f"{k} {v / MiB:+.1f}" for k, v in grow.items())
           + "; smaps " + ", ".join(f"{k} {v / MiB:.1f}" for k, v in m["smaps"].items()
                                    if k in ("Rss", "Shared_Dirty", "Shared_Clean", "Private_Dirty",
-                                            "Anonymous")))
+                                            "Anonymous", "ShmemPmdMapped")))
     assert m["size"] == len(data) and m["sha256"] == hashlib.sha256(data).hexdigest()
     assert m["tensors"] > 0
     pages = packer.align(len(data))
@@ -209,3 +263,8 @@ def test_a_reader_gains_no_anonymous_memory(model, record_property):
     # Mapped by the holder too: shared pages, none private to the reader.
     assert sm["Shared_Clean"] + sm["Shared_Dirty"] >= 0.95 * pages, sm
     assert sm["Private_Dirty"] == 0, sm
+    if model.fs == "thp" and len(data) >= 64 * MiB:
+        # The reader's own mapping of a file on huge pages maps them huge.
+        assert sm["ShmemPmdMapped"] + sm.get("FilePmdMapped", 0) >= 32 * MiB, sm
+    if model.fs == "shm":
+        assert sm["ShmemPmdMapped"] == 0, sm
