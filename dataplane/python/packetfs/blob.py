@@ -142,8 +142,8 @@ class Blob:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else ("read-only" if self.read_only else "read-write")
-        return (f"<packetfs.Blob {self.socket_path} {self.size} bytes on {self.page_kind}, "
-                f"fingerprint {self.fingerprint:#018x}, {state}>")
+        return (f"<packetfs.Blob {self.socket_path} {self.size} bytes ({self.layout} layout) on "
+                f"{self.page_kind}, fingerprint {self.fingerprint:#018x}, {state}>")
 
 
 def attach(socket_path, token=None, token_file=None, timeout: float = 5.0, *,

@@ -149,7 +149,7 @@ def map_dir(dir_fd: int, size: int, where: str):
                             f"is not a directory (mode {st.st_mode:#o})")
     if size <= 0 or size % PAGE:
         raise SizeMismatch(f"{where}: the holder's record says {size} bytes, not a positive "
-                           f"multiple of {PAGE} (a files-layout blob ends with its 4096-aligned tail)")
+                           f"multiple of {PAGE} (a files-layout blob ends with its aligned tail)")
     op = _Opener(dir_fd, where)
     tail = op.open_file(TAIL)
     try:

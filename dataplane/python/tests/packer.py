@@ -84,8 +84,8 @@ def write_dir(root, files, size: int, *, offsets=None, manifest_offset=None,
     ``files/<name>`` with each file's exact bytes and ``tail`` with the bytes from the
     manifest offset to ``size`` (manifest, zeros, footer), as a files-layout holder
     keeps them. ``offsets`` (name -> offset) and ``manifest_offset`` override the
-    packed ones, to make layouts a holder never writes; ``tail_from`` (the whole flat blob's bytes) copies
-    the tail from a flat blob instead of writing it."""
+    packed ones, to make layouts a holder never writes; ``tail_from`` (the whole flat
+    blob's bytes) copies the tail from a flat blob instead of writing it."""
     import os
     from pathlib import Path
 
