@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import packer
-from conftest import HERE, REPO, MiB, BlobFile, run_pfs
+from conftest import HERE, REPO, MiB, BlobFile, run_as, run_pfs
 
 np = pytest.importorskip("numpy")
 safetensors = pytest.importorskip("safetensors")
@@ -190,6 +190,27 @@ def test_the_region_is_the_flat_blob_of_the_same_source(env, model):
         for off in range(0, blob.size, 8 * MiB):
             assert blob.view[off : off + 8 * MiB] == f.read(8 * MiB), off
     os.unlink(flat.path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another uid")
+def test_a_non_root_consumer_reads_the_files(env, model):
+    """A consumer pod runs as some uid, not root: the holder's directory fd, its
+    0555 directories and 0444 files serve it, through the socket and by path."""
+    name = max((n for n in source_files(model.source) if n.endswith(".safetensors")),
+               key=lambda n: (model.source / n).stat().st_size)
+    want = hashlib.sha256((model.source / name).read_bytes()).hexdigest()
+    model.holder.stop()
+    model.holder.start("--socket-group", "65534")
+
+    def consume():
+        with model.attach(token=env.token, token_file=None) as blob:
+            got = (blob.layout, blob.verify(name), os.getuid())
+        with safetensors.safe_open(str(model.dir / "files" / name), "numpy") as f:
+            return got + (len(list(f.keys())),)
+
+    out = run_as(65534, 65534, consume)
+    with safetensors.safe_open(str(model.source / name), "numpy") as ref:
+        assert out == ("ok", ("files", want, 65534, len(list(ref.keys())))), out
 
 
 READER = r"""
