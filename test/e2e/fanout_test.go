@@ -424,12 +424,11 @@ func firstTensor(t *testing.T, path string) (string, string) {
 const consumerScript = `
 import hashlib, os, sys
 import packetfs
-from packetfs import safetensors
+from packetfs import tensors
 blob = packetfs.attach(os.environ["PFS_BLOB_SOCKET"], open(os.environ["PFS_BLOB_TOKEN_FILE"]).read().strip())
 f = blob.file("model.safetensors")
 print("file model.safetensors sha256=" + hashlib.sha256(f).hexdigest())
-tensors = safetensors.load(f)
-a = tensors[sys.argv[1]]
+a = tensors.load(f)[sys.argv[1]]
 print("tensor", sys.argv[1], a.dtype, a.shape, "sha256=" + hashlib.sha256(a.tobytes()).hexdigest())
 print("first values", a.ravel()[:4])
 `

@@ -2,14 +2,14 @@
 """packetfs: map a PacketFS blob from its holder, without a copy.
 
     import packetfs
-    from packetfs import safetensors
+    from packetfs import tensors
 
     with packetfs.attach("/run/packetfs/default/weights.sock",
                          token_file="/etc/packetfs/token/token") as blob:
-        tensors = safetensors.load(blob.file("model.safetensors"))
+        weights = tensors.load(blob.file("model.safetensors"))
 
 The socket and the mapping need only the Python standard library; numpy (optional)
-makes the fingerprint check fast and is needed by packetfs.safetensors.
+makes the fingerprint check fast and is needed by packetfs.tensors.
 """
 
 from .blob import Blob, attach, ping

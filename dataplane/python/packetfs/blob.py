@@ -10,6 +10,10 @@ the fingerprint and compare it with the holder's record.
 
 Python's mmap keeps a duplicate of the fd for as long as the mapping lives (the C
 struct pfs_blob keeps one too); the received descriptor itself is closed at once.
+
+A holder that keeps its blob as files (reply flag F_DIR) passes their directory
+instead: files_layout.map_dir() maps them back to back into one region, read-only,
+and from there on everything (populate, fingerprint, manifest, views) is the same.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import stat
 import time
 import warnings
 
+from . import files_layout
 from . import manifest as _manifest
 from . import share
 from .crc32c import fingerprint as _fingerprint
@@ -39,10 +44,13 @@ class Blob:
     (read-only when the holder shares read-only); nothing is copied."""
 
     def __init__(self, mm: mmap.mmap, reply: share.Reply, read_only: bool, socket_path: str,
-                 verified_with: str | None, attach_seconds: float):
+                 verified_with: str | None, attach_seconds: float,
+                 manifest: _manifest.Manifest | None = None):
         self._mm = mm
-        self._view = memoryview(mm)
-        self._manifest = None
+        # A files-layout region is a writable anonymous reserve with read-only files
+        # mapped over it: the view must refuse writes (they would fault).
+        self._view = memoryview(mm).toreadonly() if read_only else memoryview(mm)
+        self._manifest = manifest
         self.reply = reply
         self.socket_path = socket_path
         self.read_only = read_only
@@ -62,6 +70,12 @@ class Blob:
     def page_kind(self) -> str:
         """"4K", "THP", "2M" or "1G", as the holder reports (pfs_page_kind_str)."""
         return self.reply.page_kind
+
+    @property
+    def layout(self) -> str:
+        """"files" when the holder keeps the blob as one file per manifest entry (the
+        mapping is made of those files), "flat" for a single blob file."""
+        return "files" if self.reply.files_layout else "flat"
 
     @property
     def view(self) -> memoryview:
@@ -128,8 +142,8 @@ class Blob:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else ("read-only" if self.read_only else "read-write")
-        return (f"<packetfs.Blob {self.socket_path} {self.size} bytes on {self.page_kind}, "
-                f"fingerprint {self.fingerprint:#018x}, {state}>")
+        return (f"<packetfs.Blob {self.socket_path} {self.size} bytes ({self.layout} layout) on "
+                f"{self.page_kind}, fingerprint {self.fingerprint:#018x}, {state}>")
 
 
 def attach(socket_path, token=None, token_file=None, timeout: float = 5.0, *,
@@ -149,25 +163,15 @@ def attach(socket_path, token=None, token_file=None, timeout: float = 5.0, *,
     if token_file is not None:
         token = share.read_token_file(os.fspath(token_file))
     reply, fd = share.fetch(path, token, timeout)
+    manifest = None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size <= 0:
-            raise SizeMismatch(f"blob from {path}: the fd is not a regular non-empty file "
-                               f"(mode {st.st_mode:#o}, {st.st_size} bytes)", socket_path=path)
-        if st.st_size != reply.size:
-            raise SizeMismatch(f"blob from {path}: the fd holds {st.st_size} bytes, the holder's "
-                               f"record says {reply.size}", socket_path=path)
-        # Map what the holder allows: its word (read-only flag) and the fd's mode.
-        fd_read_only = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
-        read_only = reply.read_only or fd_read_only
-        prot = mmap.PROT_READ if read_only else mmap.PROT_READ | mmap.PROT_WRITE
-        try:
-            mm = mmap.mmap(fd, reply.size, flags=mmap.MAP_SHARED, prot=prot)
-        except OSError as e:
-            err = PacketfsError(f"blob from {path}: cannot map {reply.size} bytes: {e.strerror}",
-                                socket_path=path)
-            err.errno = e.errno
-            raise err from None
+        if reply.files_layout:
+            # The holder's own files, opened O_RDONLY: mapped read-only, whatever the
+            # holder's read-only flag says.
+            mm, manifest = files_layout.map_dir(fd, reply.size, f"blob from {path}")
+            read_only = True
+        else:
+            mm, read_only = _map_flat(fd, reply, path)
     finally:
         os.close(fd)
     try:
@@ -197,7 +201,29 @@ def attach(socket_path, token=None, token_file=None, timeout: float = 5.0, *,
         except BufferError:
             pass  # a view still alive in a traceback: unmapped when it goes
         raise
-    return Blob(mm, reply, read_only, path, verified_with, time.monotonic() - t0)
+    return Blob(mm, reply, read_only, path, verified_with, time.monotonic() - t0, manifest)
+
+
+def _map_flat(fd: int, reply: share.Reply, path: str):
+    """The holder's single blob file: (mmap, read_only)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size <= 0:
+        raise SizeMismatch(f"blob from {path}: the fd is not a regular non-empty file "
+                           f"(mode {st.st_mode:#o}, {st.st_size} bytes)", socket_path=path)
+    if st.st_size != reply.size:
+        raise SizeMismatch(f"blob from {path}: the fd holds {st.st_size} bytes, the holder's "
+                           f"record says {reply.size}", socket_path=path)
+    # Map what the holder allows: its word (read-only flag) and the fd's mode.
+    fd_read_only = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
+    read_only = reply.read_only or fd_read_only
+    prot = mmap.PROT_READ if read_only else mmap.PROT_READ | mmap.PROT_WRITE
+    try:
+        return mmap.mmap(fd, reply.size, flags=mmap.MAP_SHARED, prot=prot), read_only
+    except OSError as e:
+        err = PacketfsError(f"blob from {path}: cannot map {reply.size} bytes: {e.strerror}",
+                            socket_path=path)
+        err.errno = e.errno
+        raise err from None
 
 
 def ping(socket_path, token=None, token_file=None, timeout: float = 2.0) -> share.Reply:

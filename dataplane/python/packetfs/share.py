@@ -9,7 +9,8 @@ AF_UNIX SOCK_SEQPACKET; one request, one reply, each one message; little-endian:
              u32 page_kind u32 flags u64 accepted u64 refused
              u32 peer_pid u32 peer_uid u32 peer_gid u32 msg_len  msg[msg_len]
 
-GET with the right token: status OK and the blob's fd as SCM_RIGHTS. PING: the
+GET with the right token: status OK and the blob's fd as SCM_RIGHTS (with flag
+F_DIR: an fd of the directory of a files-layout blob, see files_layout.py). PING: the
 metadata, never an fd. Anything else: a status and a message, then the holder closes.
 """
 
@@ -45,6 +46,7 @@ REPLY_HDR = 64
 REPLY_MAX = REPLY_HDR + MSG_MAX
 F_READ_ONLY = 0x1
 F_FD = 0x2
+F_DIR = 0x4  # the fd is the holder's N.d directory: a files-layout blob (files_layout.py)
 MAX_FDS = 4  # control space offered, as the C client: extra fds are closed
 
 # pfs_page_kind_str(), indexed by the wire's page kind.
@@ -86,6 +88,11 @@ class Reply:
     @property
     def read_only(self) -> bool:
         return bool(self.flags & F_READ_ONLY)
+
+    @property
+    def files_layout(self) -> bool:
+        """The holder keeps the blob as files and passed their directory."""
+        return bool(self.flags & F_DIR)
 
     @property
     def status_text(self) -> str:

@@ -76,3 +76,38 @@ def write(view, files, kind: str = "dir", *, corrupt=None) -> dict:
     if corrupt is not None:
         corrupt(view, p)
     return p
+
+
+def write_dir(root, files, size: int, *, offsets=None, manifest_offset=None,
+              tail_from=None) -> dict:
+    """Write the files layout of ``files`` into ``root`` (a holder's N.d, created):
+    ``files/<name>`` with each file's exact bytes and ``tail`` with the bytes from the
+    manifest offset to ``size`` (manifest, zeros, footer), as a files-layout holder
+    keeps them. ``offsets`` (name -> offset) and ``manifest_offset`` override the
+    packed ones, to make layouts a holder never writes; ``tail_from`` (the whole flat
+    blob's bytes) copies the tail from a flat blob instead of writing it."""
+    import os
+    from pathlib import Path
+
+    root = Path(root)
+    p = plan(files, "dir")
+    if offsets:
+        for e in p["doc"]["files"]:
+            e["offset"] = offsets.get(e["name"], e["offset"])
+    if offsets or manifest_offset:
+        p["manifest_offset"] = manifest_offset or max(
+            align(e["offset"] + e["length"]) for e in p["doc"]["files"])
+    moff = p["manifest_offset"]
+    for name, data in files:
+        f = root / "files" / name
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(data)
+        os.chmod(f, 0o444)
+    if tail_from is not None:
+        tail = bytes(tail_from[moff:size])
+    else:
+        mbytes = json.dumps(p["doc"]).encode()
+        tail = mbytes + bytes(size - moff - len(mbytes) - FOOTER) + footer(moff, mbytes)
+    (root / "tail").write_bytes(tail)
+    p.update(size=size, root=root)
+    return p

@@ -14,7 +14,7 @@ import numpy as np
 
 import packetfs
 from packetfs import crc32c
-from packetfs import safetensors as pst
+from packetfs import tensors as pst
 
 FIELDS = ("VmRSS", "RssAnon", "RssFile", "RssShmem")
 

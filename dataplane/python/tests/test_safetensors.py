@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""packetfs.safetensors on real weights in a real blob: equal to what the safetensors
+"""packetfs.tensors on real weights in a real blob: equal to what the safetensors
 library loads, and pointing into the mapping."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 import packetfs
 from conftest import SILERO_ST
-from packetfs import safetensors as pst
+from packetfs import tensors as pst
 
 np = pytest.importorskip("numpy")
 st_numpy = pytest.importorskip("safetensors.numpy")

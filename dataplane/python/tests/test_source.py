@@ -18,7 +18,7 @@ from conftest import MiB, BlobFile, SILERO_ST, pfs_help, run_pfs
 np = pytest.importorskip("numpy")
 st_numpy = pytest.importorskip("safetensors.numpy")
 
-from packetfs import safetensors as pst  # noqa: E402
+from packetfs import tensors as pst  # noqa: E402
 
 
 @pytest.fixture
