@@ -301,6 +301,10 @@ bench: ## Every data-plane benchmark side by side in one report: docs/bench/benc
 bench-cluster: deps images helm ## The demo's transfers as PfsTransfers on the throwaway cluster beside the same transfers by the bare CLI on a host veth pair: docs/bench/bench-cluster.md (BENCH_QUICK=1: one repetition); needs root.
 	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) hack/bench/cluster.sh
 
+.PHONY: bench-model-volume
+bench-model-volume: deps images helm ## A 418 MiB safetensors model read by pods through a mounted PfsBlob, a cold local disk and the holder's socket, same run: docs/bench/bench-model-volume.md (BENCH_QUICK=1: one repetition); needs root.
+	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) hack/bench/model_volume.sh
+
 .PHONY: cluster-smoke
 cluster-smoke: ## Smoke-test the running cluster: image load, DNS, pods on both nodes, pings over the veth data network.
 	hack/kind/smoke.sh

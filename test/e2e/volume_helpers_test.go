@@ -372,12 +372,16 @@ func applyPod(t *testing.T, p readerPod) {
 	t.Cleanup(func() { _, _ = kubectl("-n", p.ns, "delete", "pod", p.name, "--ignore-not-found", "--wait=false") })
 }
 
+// readerTimeout bounds a reader pod's run: mount, start, imports and
+// reading at most 418 MiB.
+const readerTimeout = 3 * time.Minute
+
 // waitPodDone waits for the pod to end and returns its log; it fails the
 // test unless it Succeeded.
-func waitPodDone(ctx context.Context, t *testing.T, ns, name string, timeout time.Duration) string {
+func waitPodDone(ctx context.Context, t *testing.T, ns, name string) string {
 	t.Helper()
 	var phase string
-	err := poll(ctx, timeout, func() (bool, error) {
+	err := poll(ctx, readerTimeout, func() (bool, error) {
 		phase, _ = kubectl("-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}")
 		return phase == "Succeeded" || phase == "Failed", nil
 	})

@@ -14,8 +14,7 @@ import (
 	"time"
 )
 
-// The model-volume proof of issue 29 (docs/design/model-volumes.md,
-// /work/notes/design29.md): a PfsBlob mounted as a read-only directory of its
+// The model-volume proof of issue 29 (docs/guides/csi.md): a PfsBlob mounted as a read-only directory of its
 // files by csi.packetfs.io, read by the real PyPI libraries in
 // packetfs.io/python-consumer (hack/images/model-check.py). The blobs load
 // real models from a PVC over /pfs-data (hack/testdata.sh):
@@ -219,7 +218,7 @@ func runReference(ctx context.Context, t *testing.T) reference {
 		volumes: fmt.Sprintf("  - {name: data, persistentVolumeClaim: {claimName: %s, readOnly: true}}\n", volPVC),
 		mounts:  mountAt("data", "/pfs-data")}
 	applyPod(t, p)
-	r := parseCheck(t, waitPodDone(ctx, t, p.ns, p.name, 3*time.Minute))
+	r := parseCheck(t, waitPodDone(ctx, t, p.ns, p.name))
 	if len(r.Tokenizer) != 1 || len(r.Onnx) != 1 || len(r.Tokenizer[0].IDs) == 0 || len(r.Onnx[0].Outputs) == 0 {
 		t.Fatalf("the reference run on the original files read nothing: %+v", r)
 	}
@@ -235,7 +234,7 @@ func testVolumeReader(ctx context.Context, t *testing.T, node, origin string, re
 	}
 	name := "vol-reader-" + strings.ReplaceAll(strings.TrimPrefix(node, "pfs-"), "-", "")
 	applyPod(t, readerPod{ns: testNS, name: name, node: node, script: readerScript, volumes: v.volumes, mounts: v.mounts})
-	logs := waitPodDone(ctx, t, testNS, name, 3*time.Minute)
+	logs := waitPodDone(ctx, t, testNS, name)
 	r := parseCheck(t, logs)
 
 	minilm := filepath.Join(env.dataDir, "minilm")
@@ -400,7 +399,7 @@ func testVolumeNotReady(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (node states seen %v)\n%s", err, states, strings.Join(podEvents(testNS, pod), "\n"))
 	}
-	logs := waitPodDone(ctx, t, testNS, pod, 3*time.Minute)
+	logs := waitPodDone(ctx, t, testNS, pod)
 	evs := podEvents(testNS, pod)
 	t.Logf("node %s states %v; the pod's events:\n%s", node, states, strings.Join(evs, "\n"))
 	if lastNotReady.IsZero() {
@@ -442,7 +441,7 @@ func testVolumeGrant(ctx context.Context, t *testing.T, ref reference) {
 		applyPod(t, readerPod{ns: ns, name: "reader", script: script,
 			volumes: blobVolume("minilm", volMiniLM, testNS), mounts: mountAt("minilm", "/models/minilm")})
 	}
-	r := parseCheck(t, waitPodDone(ctx, t, grantedNS, "reader", 3*time.Minute))
+	r := parseCheck(t, waitPodDone(ctx, t, grantedNS, "reader"))
 	if len(r.Safetensors) != 1 || len(r.Tokenizer) != 1 {
 		t.Fatalf("granted reader: %+v", r)
 	}
@@ -500,7 +499,7 @@ func testVolumeDeleteMounted(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var holders []string
+	holders := make([]string, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
 		holders = append(holders, n.Pod)
 	}
