@@ -204,7 +204,7 @@ test-python: pfs ## Run the Python client's tests (pytest) against a real pfs bl
 # venv outside the repo with its pinned requirements; no root. No bytecode, so
 # the tree stays clean.
 .PHONY: test-bench-report
-test-bench-report: ## Run the unit tests of the make bench report (hack/bench/report.py: grouping, limits, CSV, charts); no root.
+test-bench-report: ## Run the unit tests of the bench reports (hack/bench/report.py: grouping, limits, CSV, charts; model_volume_report.py); no root.
 	@venv=$$(PYTHON=$(PYTHON) hack/python-venv.sh hack/bench/requirements-test.txt); \
 	  cd hack/bench && PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider $(PYTEST_FLAGS)
 
