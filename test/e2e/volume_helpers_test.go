@@ -222,7 +222,8 @@ func checkFiles(t *testing.T, what string, got, want map[string]fileDigest) {
 }
 
 // sha256sumLines parses the `sha256sum` lines a pod printed, prefixed
-// "sha256sum ": path (relative to the mount, without "./") -> digest.
+// "sha256sum " and naming each file as <dir>/<path under the mount>:
+// that name -> digest.
 func sha256sumLines(logs string) map[string]string {
 	out := map[string]string{}
 	for _, line := range strings.Split(logs, "\n") {
@@ -232,7 +233,7 @@ func sha256sumLines(logs string) map[string]string {
 		}
 		sum, name, ok := strings.Cut(rest, "  ")
 		if ok {
-			out[strings.TrimPrefix(name, "./")] = sum
+			out[name] = sum
 		}
 	}
 	return out

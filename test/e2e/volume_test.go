@@ -141,7 +141,7 @@ spec:
 const readerScript = `set -e
 model-check --safetensors /models/minilm/model.safetensors --tokenizer /models/minilm/tokenizer.json \
   --onnx /models/silero/silero_vad.onnx --files /models/minilm --files /models/silero
-for d in minilm silero; do (cd /models/$d && find . -type f | sort | xargs sha256sum | sed "s|^|sha256sum $d/|"); done
+for d in minilm silero; do (cd /models/$d && find . -type f | sort | xargs sha256sum | sed "s|  ./|  $d/|; s|^|sha256sum |"); done
 `
 
 type readerVolumes struct{ volumes, mounts string }
