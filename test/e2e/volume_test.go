@@ -29,6 +29,7 @@ const (
 	volMPNet     = "vol-mpnet"
 	volSlow      = "vol-slow"
 	volDelete    = "vol-delete"
+	volNowhere   = "vol-nowhere"
 	volClaimPV   = "pfs-e2e-vol-minilm"
 	volClaim     = "minilm-weights"
 	grantedNS    = "pfs-e2e-vol-granted"
@@ -55,7 +56,7 @@ func testModelVolumes(ctx context.Context, t *testing.T) {
 	}
 	t.Cleanup(func() {
 		_, _ = kubectl("-n", testNS, "delete", "pfsblob", volMiniLM, volSilero, volMPNet, volSlow, volDelete,
-			"--ignore-not-found", "--wait=true", "--timeout=180s")
+			volNowhere, "--ignore-not-found", "--wait=true", "--timeout=180s")
 	})
 	reader := env.nodes[0] // the origin is the last node (the PV's affinity)
 	ref := runReference(ctx, t)
@@ -71,6 +72,9 @@ func testModelVolumes(ctx context.Context, t *testing.T) {
 	})
 	t.Run("a pod whose node's copy is still materializing starts only after that copy is verified", func(t *testing.T) {
 		testVolumeNotReady(ctx, t)
+	})
+	t.Run("a pod on a node the blob does not select is refused with how to schedule it", func(t *testing.T) {
+		testVolumeNotHeld(ctx, t)
 	})
 	t.Run("another namespace: refused without a grant, mounted with one, under Pod Security restricted", func(t *testing.T) {
 		testVolumeGrant(ctx, t, ref)
@@ -427,6 +431,35 @@ func testVolumeNotReady(ctx context.Context, t *testing.T) {
 		t.Fatalf("%d mapped files, want 1", len(r.Mmap))
 	}
 	checkTensors(t, "the early pod's model.safetensors", r.Mmap[0], sourceTensors(t, filepath.Join(env.dataDir, "mpnet", "model.safetensors")))
+}
+
+// testVolumeNotHeld: a blob whose nodeSelector selects no node has no
+// entry for the pod's node; the plugin refuses the mount for good
+// (FailedPrecondition, design29 section 3) and says how to schedule the pod.
+func testVolumeNotHeld(ctx context.Context, t *testing.T) {
+	node := env.nodes[0]
+	applyVolumeBlob(t, volNowhere, "silero6", "  nodeSelector: {pfs-e2e/nowhere: \"true\"}\n")
+	pod := "vol-nowhere"
+	applyPod(t, readerPod{ns: testNS, name: pod, node: node, script: "model-check --files /models/silero",
+		volumes: blobVolume("silero", volNowhere, ""), mounts: mountAt("silero", "/models/silero")})
+	want := fmt.Sprintf("blob %s/%s is not held on node %s", testNS, volNowhere, node)
+	var evs []string
+	err := poll(ctx, 2*time.Minute, func() (bool, error) {
+		evs = podEvents(testNS, pod)
+		for _, e := range evs {
+			if strings.HasPrefix(e, "FailedMount") && strings.Contains(e, want) && strings.Contains(e, "nodeSelector") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no FailedMount event %q... naming the nodeSelector: %v\n%s", want, err, strings.Join(evs, "\n"))
+	}
+	if phase, _ := kubectl("-n", testNS, "get", "pod", pod, "-o", "jsonpath={.status.phase}"); phase != "Pending" {
+		t.Errorf("the pod on a node the blob does not select is %q, want Pending", phase)
+	}
+	t.Logf("refused: %s", lastMatching(evs, "FailedMount"))
 }
 
 // testVolumeGrant: the minilm blob grants grantedNS only. A pod in
