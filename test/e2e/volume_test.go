@@ -557,7 +557,8 @@ func testVolumeDeleteMounted(ctx context.Context, t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &obj); err != nil {
 			return false, err
 		}
-		return obj.Metadata.DeletionTimestamp != "" && strings.Contains(string(obj.Status.MountedBy), pod), nil
+		// mountedBy lists "namespace/name" strings.
+		return obj.Metadata.DeletionTimestamp != "" && strings.Contains(string(obj.Status.MountedBy), `"`+testNS+"/"+pod+`"`), nil
 	})
 	if err != nil {
 		t.Fatalf("after delete, while %s mounts it: %v; metadata %+v, mountedBy %s", pod, err, obj.Metadata, obj.Status.MountedBy)
