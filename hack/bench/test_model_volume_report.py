@@ -26,7 +26,7 @@ def usage(minflt, anon, file, cgroup):
             "status": {"VmRSS": anon + file, "RssAnon": anon, "RssFile": file, "RssShmem": 0}}
 
 
-def row(path, method, all_s, rep=1, digests="d", first_s=1.0, resident=None):
+def row(path, method, all_s, rep=1, digests="d", first_s=3.0, resident=None):
     """One reader run created at t=100: its first tensor first_s later, its
     last all_s later; the process started 2 s after creation."""
     return {"rep": rep, "path": path, "method": method, "node": "n0", "created": 100.0, "startedAt": "",
@@ -40,7 +40,7 @@ def table(text):
     out = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 14 and cells[0] in mvr.METHODS:
+        if len(cells) == 15 and cells[0] in mvr.METHODS:
             out[(cells[0], cells[1])] = cells
     return out
 
@@ -52,10 +52,11 @@ def test_ratio_is_the_strongest_other_path_over_the_mounted_one():
     t = table(mvr.render(rows, META))
     mounted = t[("mapped", "mounted")]
     assert mounted[2] == "3" and mounted[4] == "5.00"  # median of 4, 5, 9
-    assert mounted[6] == "1.30x vs socket"  # 6.5 / 5.0: socket is the faster baseline
-    assert t[("mapped", "local-disk")][6] == ""  # ratios are the mounted path's only
-    assert t[("mapped", "local-disk")][13] == "0.0 MiB"
-    assert mounted[7] == "500" and mounted[12] == "1.0"  # faults and cgroup over the read
+    assert mounted[3] == "3.00" and mounted[5] == "1.00" and mounted[6] == "3.00"  # the process started 2 s after creation
+    assert mounted[7] == "1.30x vs socket"  # 6.5 / 5.0: socket is the faster baseline
+    assert t[("mapped", "local-disk")][7] == ""  # ratios are the mounted path's only
+    assert t[("mapped", "local-disk")][14] == "0.0 MiB"
+    assert mounted[8] == "500" and mounted[13] == "1.0"  # faults and cgroup over the read
 
 
 def test_readers_that_disagree_are_reported():
