@@ -42,8 +42,14 @@ const (
 
 func testModelVolumes(ctx context.Context, t *testing.T) {
 	origin := applyVolumeModels(t)
-	// The minilm blob grants one other namespace (spec is immutable, so the
-	// grant is there from the start); the denied one is not in the list.
+	// Registered before any blob exists, so a failed wait leaves none behind
+	// (the PV/PVC cleanup, registered first, runs after this one).
+	t.Cleanup(func() {
+		_, _ = kubectl("-n", testNS, "delete", "pfsblob", volMiniLM, volSilero, volMPNet, volSlow, volDelete,
+			volNowhere, "--ignore-not-found", "--wait=true", "--timeout=180s")
+	})
+	// The minilm blob grants one other namespace from the start; the denied
+	// one is not in the list.
 	applyVolumeBlob(t, volMiniLM, "minilm", fmt.Sprintf("  access: {namespaces: [%s]}\n", grantedNS))
 	applyVolumeBlob(t, volSilero, "silero6", "")
 	applyVolumeBlob(t, volMPNet, "mpnet", "")
@@ -54,10 +60,6 @@ func testModelVolumes(ctx context.Context, t *testing.T) {
 		})
 		t.Logf("blob %s Ready on %s in %s s", b, st.Ready, st.DistributionSeconds)
 	}
-	t.Cleanup(func() {
-		_, _ = kubectl("-n", testNS, "delete", "pfsblob", volMiniLM, volSilero, volMPNet, volSlow, volDelete,
-			volNowhere, "--ignore-not-found", "--wait=true", "--timeout=180s")
-	})
 	reader := env.nodes[0] // the origin is the last node (the PV's affinity)
 	ref := runReference(ctx, t)
 
