@@ -258,6 +258,11 @@ images: docker-build ## Build the operator, data-plane and Python consumer image
 	    podman) podman save -q --format docker-archive -o "$$out" "$$1" ;; \
 	  esac; echo "$$out ($$1)"; done
 
+.PHONY: check-consumer-image
+check-consumer-image: ## Run the Python consumer image's own python (podman run --rootfs on bin/images/python-consumer.tar) on real model files: safetensors, tokenizers, onnxruntime, numpy; compared with the host.
+	@[ -f $(IMAGE_ARCHIVES)/python-consumer.tar ] || hack/images/python-consumer.sh $(IMAGE_ARCHIVES)/python-consumer.tar
+	hack/images/python-consumer.sh --check $(IMAGE_ARCHIVES)/python-consumer.tar
+
 ##@ Cluster
 
 # A throwaway kind cluster on podman with an offline node image
