@@ -82,6 +82,17 @@ func ParseBlobCreate(msg string) (*BlobCreate, error) {
 		return nil, fmt.Errorf("field \"blob.fingerprint\": %q is not 16 hex digits", *j.Blob.Fingerprint)
 	}
 	b.Size, b.Page, b.Fingerprint, b.NUMANode = *j.Blob.Size, *j.Blob.Page, fp, j.Blob.NUMANode
+	if f := j.Files; f != nil && f.Page != nil {
+		// A files-layout blob: blob.page is the region's mapping (4 KiB PTEs,
+		// files start at 4 KiB offsets); what the node keeps is what the
+		// files themselves got, THP or 4K, measured by pfs.
+		switch *f.Page {
+		case "4K", "THP":
+			b.Page = *f.Page
+		default:
+			return nil, fmt.Errorf("field \"files.page\": %q is not 4K or THP", *f.Page)
+		}
+	}
 	if j.Blob.FallbackReason != nil {
 		b.FallbackReason = *j.Blob.FallbackReason
 	}

@@ -150,6 +150,13 @@ type blobJSON struct {
 	NUMANode *int32 `json:"numa_node"`
 }
 
+// blobFilesJSON is the page kind the files of a files-layout blob got (tools/pfs/blob.c,
+// files_json), measured from /proc/self/smaps.
+type blobFilesJSON struct {
+	// Page is "page": THP when any file has a transparent huge page, else 4K; never hugetlb.
+	Page *string `json:"page"`
+}
+
 // blobCreateJSON is the result of pfs blob create and pfs blob info (tools/pfs/blob.c, blob_show),
 // or their failure (show_error: ok, cmd and error only).
 type blobCreateJSON struct {
@@ -157,6 +164,8 @@ type blobCreateJSON struct {
 	OK *bool `json:"ok"`
 	// Blob is "blob": The blob.
 	Blob *blobJSON `json:"blob"`
+	// Files is "files": A files-layout blob (--layout files): the page kind its files got.
+	Files *blobFilesJSON `json:"files"`
 	// Source is "source": With --source (an origin): what it read.
 	Source *sourceJSON `json:"source"`
 	// Manifest is "manifest": With --source, --fetch-from and in blob info: the blob's manifest; null
