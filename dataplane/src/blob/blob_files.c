@@ -49,19 +49,6 @@
 #define SZ_2M (2ULL << 20)
 #define NAME_MAX_BYTES 4095
 
-__attribute__((format(printf, 4, 5))) static int fail(char *why, size_t n, int err, const char *fmt,
-						      ...)
-{
-	va_list ap;
-
-	if (why && n) {
-		va_start(ap, fmt);
-		vsnprintf(why, n, fmt, ap);
-		va_end(ap);
-	}
-	return -err;
-}
-
 static uint64_t pg_up(uint64_t v)
 {
 	return (v + PG - 1) & ~(PG - 1);
@@ -158,30 +145,31 @@ static int map_one(int dirfd, const char *rel, uint64_t len, uint8_t *at, bool r
 	fd = open_beneath(dirfd, rel, ro ? O_RDONLY : O_RDWR);
 	if (fd < 0) {
 		if (fd == -ELOOP || fd == -EXDEV)
-			return fail(why, n, ELOOP,
-				    "%.300s: a symlink on the way (refused: a blob's files are "
-				    "opened beneath N.d with no symlinks)",
-				    rel);
-		return fail(why, n, -fd, "%.300s: %s", rel, strerror(-fd));
+			return pfs_why(why, n, ELOOP,
+				       "%.300s: a symlink on the way (refused: a blob's files are "
+				       "opened beneath N.d with no symlinks)",
+				       rel);
+		return pfs_why(why, n, -fd, "%.300s: %s", rel, strerror(-fd));
 	}
 	if (fstat(fd, &st)) {
-		err = fail(why, n, errno, "%.300s: fstat: %s", rel, strerror(errno));
+		err = pfs_why(why, n, errno, "%.300s: fstat: %s", rel, strerror(errno));
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		err = fail(why, n, EBADMSG, "%.300s is not a regular file", rel);
+		err = pfs_why(why, n, EBADMSG, "%.300s is not a regular file", rel);
 		goto out_close;
 	}
 	if ((uint64_t)st.st_size != len) {
-		err = fail(why, n, EBADMSG,
-			   "%.300s is %" PRIu64 " bytes, the manifest says %" PRIu64
-			   " (a changed or truncated file: recreate the blob)",
-			   rel, (uint64_t)st.st_size, len);
+		err = pfs_why(why, n, EBADMSG,
+			      "%.300s is %" PRIu64 " bytes, the manifest says %" PRIu64
+			      " (a changed or truncated file: recreate the blob)",
+			      rel, (uint64_t)st.st_size, len);
 		goto out_close;
 	}
 	err = len ? map_at(at, len, ro, fd) : 0;
 	if (err)
-		fail(why, n, -err, "mmap %.300s (%" PRIu64 " bytes): %s", rel, len, strerror(-err));
+		pfs_why(why, n, -err, "mmap %.300s (%" PRIu64 " bytes): %s", rel, len,
+			strerror(-err));
 out_close:
 	close(fd);
 	return err;
@@ -201,11 +189,11 @@ int pfs_blob__map_files_at(int dirfd, const struct pfs_blob_layout *l, bool read
 		return err;
 	dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (dfd < 0)
-		return fail(why, n, errno, "dup of the blob directory fd: %s", strerror(errno));
+		return pfs_why(why, n, errno, "dup of the blob directory fd: %s", strerror(errno));
 	base = reserve(l->size);
 	if (!base) {
-		err = fail(why, n, ENOMEM, "cannot reserve %" PRIu64 " bytes of address space",
-			   l->size);
+		err = pfs_why(why, n, ENOMEM, "cannot reserve %" PRIu64 " bytes of address space",
+			      l->size);
 		goto out_close;
 	}
 	for (uint32_t i = 0; i < l->n; i++) {
@@ -221,7 +209,7 @@ int pfs_blob__map_files_at(int dirfd, const struct pfs_blob_layout *l, bool read
 		goto out_unmap;
 	b = blob_new(base, l, dfd);
 	if (!b) {
-		err = fail(why, n, ENOMEM, "no memory");
+		err = pfs_why(why, n, ENOMEM, "no memory");
 		goto out_unmap;
 	}
 	b->huge_bytes = blob_smaps_huge_bytes(base, l->size);
@@ -336,12 +324,12 @@ static int make_parents(int ffd, const char *name, struct dirs *ds, char *why, s
 		int added = dirs_add(ds, name, (size_t)(s - name));
 
 		if (added < 0)
-			return fail(why, n, ENOMEM, "no memory");
+			return pfs_why(why, n, ENOMEM, "no memory");
 		if (!added)
 			continue;
 		if (mkdirat(ffd, ds->d[ds->n - 1], 0755) && errno != EEXIST)
-			return fail(why, n, errno, "files/%.300s: mkdir: %s", ds->d[ds->n - 1],
-				    strerror(errno));
+			return pfs_why(why, n, errno, "files/%.300s: mkdir: %s", ds->d[ds->n - 1],
+				       strerror(errno));
 	}
 	return 0;
 }
@@ -354,26 +342,26 @@ static int create_one(int dfd, const char *rel, uint64_t len, uint8_t *at, char 
 
 	fd = openat(dfd, rel, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return fail(why, n, errno, "%.300s: create: %s", rel, strerror(errno));
+		return pfs_why(why, n, errno, "%.300s: create: %s", rel, strerror(errno));
 	if (ftruncate(fd, (off_t)len)) {
-		err = fail(why, n, errno, "%.300s: ftruncate %" PRIu64 ": %s", rel, len,
-			   strerror(errno));
+		err = pfs_why(why, n, errno, "%.300s: ftruncate %" PRIu64 ": %s", rel, len,
+			      strerror(errno));
 		goto out_close;
 	}
 	if (len && fallocate(fd, 0, 0, (off_t)len) && errno != EOPNOTSUPP) {
-		err = fail(why, n, errno,
-			   "%.300s: allocating %" PRIu64 " bytes: %s (the file system of the "
-			   "blob directory is too small for the blob%s)",
-			   rel, len, strerror(errno),
-			   errno == ENOSPC ? ": mount it with a larger size=" : "");
+		err = pfs_why(why, n, errno,
+			      "%.300s: allocating %" PRIu64 " bytes: %s (the file system of the "
+			      "blob directory is too small for the blob%s)",
+			      rel, len, strerror(errno),
+			      errno == ENOSPC ? ": mount it with a larger size=" : "");
 		goto out_close;
 	}
 	if (fchmod(fd, 0444)) {
-		err = fail(why, n, errno, "%.300s: chmod 0444: %s", rel, strerror(errno));
+		err = pfs_why(why, n, errno, "%.300s: chmod 0444: %s", rel, strerror(errno));
 		goto out_close;
 	}
 	if (len && (err = map_at(at, len, false, fd)))
-		fail(why, n, -err, "mmap %.300s: %s", rel, strerror(-err));
+		pfs_why(why, n, -err, "mmap %.300s: %s", rel, strerror(-err));
 out_close:
 	close(fd);
 	return err;
@@ -390,33 +378,33 @@ int pfs_blob__create_files(const char *dir, const char *name, const struct pfs_b
 
 	*out = NULL;
 	if (!dir || !name || !blob_name_ok(name))
-		return fail(why, n, EINVAL,
-			    "blob name '%.200s' must be 1-199 bytes without '/', not . or ..",
-			    name ? name : "");
+		return pfs_why(why, n, EINVAL,
+			       "blob name '%.200s' must be 1-199 bytes without '/', not . or ..",
+			       name ? name : "");
 	err = pfs_blob_layout_check(l, why, n);
 	if (err)
 		return err;
 	if (pfs_blob_files_dir(dir, name, path, sizeof(path)))
-		return fail(why, n, ENAMETOOLONG, "%.200s/%.200s.d: path too long", dir, name);
+		return pfs_why(why, n, ENAMETOOLONG, "%.200s/%.200s.d: path too long", dir, name);
 	if (mkdir(path, 0755))
-		return fail(why, n, errno, "%s: %s%s", path, strerror(errno),
-			    errno == EEXIST ? " (a blob of that name is held there: remove it "
-					      "first or choose another name)" :
-					      "");
+		return pfs_why(why, n, errno, "%s: %s%s", path, strerror(errno),
+			       errno == EEXIST ? " (a blob of that name is held there: remove it "
+						 "first or choose another name)" :
+						 "");
 	dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0) {
-		err = fail(why, n, errno, "%s: %s", path, strerror(errno));
+		err = pfs_why(why, n, errno, "%s: %s", path, strerror(errno));
 		goto out_remove;
 	}
 	if (mkdirat(dfd, PFS_BLOB_FILES_DIR, 0755) ||
 	    (ffd = openat(dfd, PFS_BLOB_FILES_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		err = fail(why, n, errno, "%s/files: %s", path, strerror(errno));
+		err = pfs_why(why, n, errno, "%s/files: %s", path, strerror(errno));
 		goto out_remove;
 	}
 	base = reserve(l->size);
 	if (!base) {
-		err = fail(why, n, ENOMEM, "cannot reserve %" PRIu64 " bytes of address space",
-			   l->size);
+		err = pfs_why(why, n, ENOMEM, "cannot reserve %" PRIu64 " bytes of address space",
+			      l->size);
 		goto out_remove;
 	}
 	for (uint32_t i = 0; i < l->n; i++) {
@@ -435,23 +423,23 @@ int pfs_blob__create_files(const char *dir, const char *name, const struct pfs_b
 	/* Directories read-only last, children first (reverse creation order). */
 	for (size_t i = ds.n; i-- > 0;)
 		if (fchmodat(ffd, ds.d[i], 0555, 0)) {
-			err = fail(why, n, errno, "files/%.300s: chmod 0555: %s", ds.d[i],
-				   strerror(errno));
+			err = pfs_why(why, n, errno, "files/%.300s: chmod 0555: %s", ds.d[i],
+				      strerror(errno));
 			goto out_remove;
 		}
 	if (fchmod(ffd, 0555)) {
-		err = fail(why, n, errno, "%s/files: chmod 0555: %s", path, strerror(errno));
+		err = pfs_why(why, n, errno, "%s/files: chmod 0555: %s", path, strerror(errno));
 		goto out_remove;
 	}
 	if ((flags & PFS_BLOB_FILES_PREFAULT) && madvise(base, l->size, MADV_POPULATE_WRITE) &&
 	    errno != EINVAL) {
-		err = fail(why, n, errno, "prefault of %" PRIu64 " bytes: %s", l->size,
-			   strerror(errno));
+		err = pfs_why(why, n, errno, "prefault of %" PRIu64 " bytes: %s", l->size,
+			      strerror(errno));
 		goto out_remove;
 	}
 	b = blob_new(base, l, dfd);
 	if (!b) {
-		err = fail(why, n, ENOMEM, "no memory");
+		err = pfs_why(why, n, ENOMEM, "no memory");
 		goto out_remove;
 	}
 	b->path = strdup(path);
@@ -459,7 +447,7 @@ int pfs_blob__create_files(const char *dir, const char *name, const struct pfs_b
 		pfs_blob__close(b); /* unmaps base, closes dfd */
 		base = NULL;
 		dfd = -1;
-		err = fail(why, n, ENOMEM, "no memory");
+		err = pfs_why(why, n, ENOMEM, "no memory");
 		goto out_remove;
 	}
 	close(ffd);

@@ -13,22 +13,10 @@
 #include <string.h>
 
 #include "pfs/blob_files.h"
+#include "pfs/log.h"
 
 #define PG 4096ULL
 #define NAME_MAX_BYTES 4095
-
-__attribute__((format(printf, 4, 5))) static int fail(char *why, size_t n, int err, const char *fmt,
-						      ...)
-{
-	va_list ap;
-
-	if (why && n) {
-		va_start(ap, fmt);
-		vsnprintf(why, n, fmt, ap);
-		va_end(ap);
-	}
-	return -err;
-}
 
 static uint64_t pg_up(uint64_t v)
 {
@@ -67,52 +55,54 @@ int pfs_blob_layout_check(const struct pfs_blob_layout *l, char *why, size_t n)
 	uint64_t at = 0;
 
 	if (!l)
-		return fail(why, n, EINVAL, "no layout");
+		return pfs_why(why, n, EINVAL, "no layout");
 	if (!l->size || l->size % PG || l->size > (1ULL << 46))
-		return fail(why, n, EINVAL,
-			    "layout size %" PRIu64 " is not a positive multiple of 4096 "
-			    "(at most 64 TiB)",
-			    l->size);
+		return pfs_why(why, n, EINVAL,
+			       "layout size %" PRIu64 " is not a positive multiple of 4096 "
+			       "(at most 64 TiB)",
+			       l->size);
 	if (l->n && !l->ent)
-		return fail(why, n, EINVAL, "layout has %u entries and no table", l->n);
+		return pfs_why(why, n, EINVAL, "layout has %u entries and no table", l->n);
 	for (uint32_t i = 0; i < l->n; i++) {
 		const struct pfs_blob_layout_ent *e = &l->ent[i];
 		const char *p;
 
 		if (!e->name)
-			return fail(why, n, EINVAL, "layout entry %u has no name", i);
+			return pfs_why(why, n, EINVAL, "layout entry %u has no name", i);
 		p = name_problem(e->name);
 		if (p)
-			return fail(why, n, EINVAL, "layout entry %u '%.200s' %s", i, e->name, p);
+			return pfs_why(why, n, EINVAL, "layout entry %u '%.200s' %s", i, e->name,
+				       p);
 		if (i && strcmp(l->ent[i - 1].name, e->name) >= 0)
-			return fail(why, n, EINVAL,
-				    "layout entry %u '%.200s' is not after '%.200s' in name order "
-				    "(names must be unique and sorted bytewise)",
-				    i, e->name, l->ent[i - 1].name);
+			return pfs_why(
+				why, n, EINVAL,
+				"layout entry %u '%.200s' is not after '%.200s' in name order "
+				"(names must be unique and sorted bytewise)",
+				i, e->name, l->ent[i - 1].name);
 		if (e->offset != at)
-			return fail(why, n, EINVAL,
-				    "layout entry %u '%.200s' starts at %" PRIu64 ", the packed "
-				    "layout puts it at %" PRIu64 " (%s): layout v1 has neither "
-				    "gaps nor overlaps",
-				    i, e->name, e->offset, at,
-				    e->offset > at ? "a gap" : "an overlap");
+			return pfs_why(why, n, EINVAL,
+				       "layout entry %u '%.200s' starts at %" PRIu64 ", the packed "
+				       "layout puts it at %" PRIu64 " (%s): layout v1 has neither "
+				       "gaps nor overlaps",
+				       i, e->name, e->offset, at,
+				       e->offset > at ? "a gap" : "an overlap");
 		if (e->length > l->size - at)
-			return fail(why, n, EINVAL,
-				    "layout entry %u '%.200s' (%" PRIu64 " bytes at %" PRIu64
-				    ") runs past the blob size %" PRIu64,
-				    i, e->name, e->length, e->offset, l->size);
+			return pfs_why(why, n, EINVAL,
+				       "layout entry %u '%.200s' (%" PRIu64 " bytes at %" PRIu64
+				       ") runs past the blob size %" PRIu64,
+				       i, e->name, e->length, e->offset, l->size);
 		at = pg_up(at + e->length);
 	}
 	if (l->tail_off != at)
-		return fail(why, n, EINVAL,
-			    "layout tail at %" PRIu64 ", the packed layout puts it at %" PRIu64
-			    " (%s after the last file)",
-			    l->tail_off, at, l->tail_off > at ? "a gap" : "an overlap");
+		return pfs_why(why, n, EINVAL,
+			       "layout tail at %" PRIu64 ", the packed layout puts it at %" PRIu64
+			       " (%s after the last file)",
+			       l->tail_off, at, l->tail_off > at ? "a gap" : "an overlap");
 	if (l->tail_off >= l->size || l->size - l->tail_off < 64)
-		return fail(why, n, EINVAL,
-			    "layout tail at %" PRIu64 " leaves %" PRIu64 " bytes of a %" PRIu64
-			    "-byte blob: the manifest and its 64-byte footer need more",
-			    l->tail_off, l->size - l->tail_off, l->size);
+		return pfs_why(why, n, EINVAL,
+			       "layout tail at %" PRIu64 " leaves %" PRIu64 " bytes of a %" PRIu64
+			       "-byte blob: the manifest and its 64-byte footer need more",
+			       l->tail_off, l->size - l->tail_off, l->size);
 	return 0;
 }
 

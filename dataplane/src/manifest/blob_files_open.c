@@ -24,23 +24,11 @@
 
 #include "pfs/blob_files.h"
 #include "pfs/blob_manifest.h"
+#include "pfs/log.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437
 #endif
-
-__attribute__((format(printf, 4, 5))) static int fail(char *why, size_t n, int err, const char *fmt,
-						      ...)
-{
-	va_list ap;
-
-	if (why && n) {
-		va_start(ap, fmt);
-		vsnprintf(why, n, fmt, ap);
-		va_end(ap);
-	}
-	return -err;
-}
 
 int pfs_blob__open_files_at(int dirfd, bool read_only, struct pfs_blob **out, char *why, size_t n)
 {
@@ -58,40 +46,41 @@ int pfs_blob__open_files_at(int dirfd, bool read_only, struct pfs_blob **out, ch
 	*out = NULL;
 	fd = syscall(SYS_openat2, dirfd, PFS_BLOB_FILES_TAIL, &how, sizeof(how));
 	if (fd < 0)
-		return fail(why, n, errno == EXDEV ? ELOOP : errno, "%s: %s%s", PFS_BLOB_FILES_TAIL,
-			    strerror(errno),
-			    errno == ELOOP || errno == EXDEV ? " (a symlink: refused)" :
-			    errno == ENOENT ? " (not a files-layout blob directory, or one "
-					      "that is still being created)" :
-					      "");
+		return pfs_why(why, n, errno == EXDEV ? ELOOP : errno, "%s: %s%s",
+			       PFS_BLOB_FILES_TAIL, strerror(errno),
+			       errno == ELOOP || errno == EXDEV ? " (a symlink: refused)" :
+			       errno == ENOENT ? " (not a files-layout blob directory, or one "
+						 "that is still being created)" :
+						 "");
 	if (fstat((int)fd, &st)) {
-		err = fail(why, n, errno, "tail: fstat: %s", strerror(errno));
+		err = pfs_why(why, n, errno, "tail: fstat: %s", strerror(errno));
 		goto out_close;
 	}
 	len = (uint64_t)st.st_size;
 	if (!S_ISREG(st.st_mode) || len < PFS_MANIFEST_FOOTER || len % PFS_BLOB_FILES_ALIGN) {
-		err = fail(why, n, EBADMSG,
-			   "tail is %s of %" PRIu64 " bytes: it must be a regular file of a "
-			   "positive multiple of 4096 bytes",
-			   S_ISREG(st.st_mode) ? "a file" : "not a regular file", len);
+		err = pfs_why(why, n, EBADMSG,
+			      "tail is %s of %" PRIu64 " bytes: it must be a regular file of a "
+			      "positive multiple of 4096 bytes",
+			      S_ISREG(st.st_mode) ? "a file" : "not a regular file", len);
 		goto out_close;
 	}
 	tail = mmap(NULL, len, PROT_READ, MAP_SHARED, (int)fd, 0);
 	if (tail == MAP_FAILED) {
-		err = fail(why, n, errno, "mmap tail (%" PRIu64 " bytes): %s", len,
-			   strerror(errno));
+		err = pfs_why(why, n, errno, "mmap tail (%" PRIu64 " bytes): %s", len,
+			      strerror(errno));
 		goto out_close;
 	}
 	err = pfs_manifest_parse_tail(tail, len, &m, why, n);
 	if (err)
 		goto out_unmap;
 	if (m->offset > (1ULL << 46)) {
-		err = fail(why, n, EBADMSG, "manifest offset %" PRIu64 " is too large", m->offset);
+		err = pfs_why(why, n, EBADMSG, "manifest offset %" PRIu64 " is too large",
+			      m->offset);
 		goto out_free;
 	}
 	err = pfs_manifest_layout(m, m->offset + len, &l);
 	if (err) {
-		fail(why, n, ENOMEM, "no memory");
+		pfs_why(why, n, ENOMEM, "no memory");
 		goto out_free;
 	}
 	err = pfs_blob__map_files_at(dirfd, l, read_only, out, why, n);
@@ -113,10 +102,10 @@ int pfs_blob__open_files(const char *dir, const char *name, bool read_only, stru
 
 	*out = NULL;
 	if (pfs_blob_files_dir(dir, name, path, sizeof(path)))
-		return fail(why, n, ENAMETOOLONG, "%.200s/%.200s.d: path too long", dir, name);
+		return pfs_why(why, n, ENAMETOOLONG, "%.200s/%.200s.d: path too long", dir, name);
 	dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
-		return fail(why, n, errno, "%s: %s", path, strerror(errno));
+		return pfs_why(why, n, errno, "%s: %s", path, strerror(errno));
 	err = pfs_blob__open_files_at(dfd, read_only, out, why, n);
 	close(dfd);
 	return err;

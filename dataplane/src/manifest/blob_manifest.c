@@ -20,6 +20,7 @@
 #include "manifest/utf8.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/integrity.h"
+#include "pfs/log.h"
 #include "wire/wire_le.h"
 
 #define KEY_MAX 16 /* the longest key is "version" */
@@ -33,20 +34,7 @@ struct jp {
 	size_t pool_len;
 };
 
-__attribute__((format(printf, 4, 5))) static int fail(char *why, size_t n, int err, const char *fmt,
-						      ...)
-{
-	va_list ap;
-
-	if (why && n) {
-		va_start(ap, fmt);
-		vsnprintf(why, n, fmt, ap);
-		va_end(ap);
-	}
-	return -err;
-}
-
-#define bad(j, ...) fail((j)->why, (j)->n, EBADMSG, __VA_ARGS__)
+#define bad(j, ...) pfs_why((j)->why, (j)->n, EBADMSG, __VA_ARGS__)
 
 static void skip_ws(struct jp *j)
 {
@@ -323,8 +311,8 @@ static int files_array(struct jp *j, struct pfs_manifest *m)
 			void *nf = realloc(m->files, ncap * sizeof(*m->files));
 
 			if (!nf)
-				return fail(j->why, j->n, ENOMEM, "no memory for %zu entries",
-					    ncap);
+				return pfs_why(j->why, j->n, ENOMEM, "no memory for %zu entries",
+					       ncap);
 			m->files = nf;
 			cap = ncap;
 		}
@@ -393,37 +381,37 @@ static int footer(const uint8_t *blob, size_t size, struct pfs_manifest *m, char
 	uint32_t crc;
 
 	if (size < PFS_MANIFEST_FOOTER)
-		return fail(why, n, ENOENT,
-			    "no manifest: the blob (%zu bytes) is smaller than a "
-			    "footer",
-			    size);
+		return pfs_why(why, n, ENOENT,
+			       "no manifest: the blob (%zu bytes) is smaller than a "
+			       "footer",
+			       size);
 	memcpy(f, blob + size - PFS_MANIFEST_FOOTER, sizeof(f));
 	if (memcmp(f, PFS_MANIFEST_MAGIC, 8))
-		return fail(why, n, ENOENT,
-			    "no manifest: the blob does not end with a "
-			    "PFSMANIF footer (a seeded or zero blob has none)");
+		return pfs_why(why, n, ENOENT,
+			       "no manifest: the blob does not end with a "
+			       "PFSMANIF footer (a seeded or zero blob has none)");
 	crc = pfs_crc32c(0, f, 60);
 	if (crc != get32(f + 60))
-		return fail(why, n, EBADMSG, "manifest footer CRC32C 0x%08x, computed 0x%08x",
-			    get32(f + 60), crc);
+		return pfs_why(why, n, EBADMSG, "manifest footer CRC32C 0x%08x, computed 0x%08x",
+			       get32(f + 60), crc);
 	m->version = get32(f + 8);
 	if (m->version != PFS_MANIFEST_VERSION)
-		return fail(why, n, EPROTONOSUPPORT,
-			    "manifest footer version %u (this reader knows version %d)", m->version,
-			    PFS_MANIFEST_VERSION);
+		return pfs_why(why, n, EPROTONOSUPPORT,
+			       "manifest footer version %u (this reader knows version %d)",
+			       m->version, PFS_MANIFEST_VERSION);
 	for (int i = 36; i < 60; i++)
 		if (f[i])
-			return fail(why, n, EBADMSG, "manifest footer byte %d is not zero", i);
+			return pfs_why(why, n, EBADMSG, "manifest footer byte %d is not zero", i);
 	if (get32(f + 12))
-		return fail(why, n, EBADMSG, "manifest footer flags 0x%x (version 1 has none)",
-			    get32(f + 12));
+		return pfs_why(why, n, EBADMSG, "manifest footer flags 0x%x (version 1 has none)",
+			       get32(f + 12));
 	m->offset = get64(f + 16);
 	m->length = get64(f + 24);
 	m->crc32c = get32(f + 32);
 	if (m->offset % PFS_MANIFEST_ALIGN || !m->length || m->length > PFS_MANIFEST_MAX)
-		return fail(why, n, EBADMSG,
-			    "manifest at %llu, %llu bytes: not aligned, empty or too large",
-			    (unsigned long long)m->offset, (unsigned long long)m->length);
+		return pfs_why(why, n, EBADMSG,
+			       "manifest at %llu, %llu bytes: not aligned, empty or too large",
+			       (unsigned long long)m->offset, (unsigned long long)m->length);
 	return 0;
 }
 
@@ -441,7 +429,7 @@ static int parse(const uint8_t *bytes, size_t size, uint64_t base, struct pfs_ma
 
 	*out = NULL;
 	if (!m)
-		return fail(why, n, ENOMEM, "no memory");
+		return pfs_why(why, n, ENOMEM, "no memory");
 	err = footer(bytes, size, m, why, n);
 	if (err)
 		goto out_free;
@@ -450,25 +438,25 @@ static int parse(const uint8_t *bytes, size_t size, uint64_t base, struct pfs_ma
 	if (m->offset < base || m->offset - base > size - PFS_MANIFEST_FOOTER ||
 	    m->length > size - PFS_MANIFEST_FOOTER - (m->offset - base) ||
 	    m->offset > UINT64_MAX - size) {
-		err = fail(why, n, EBADMSG,
-			   "manifest at %llu, %llu bytes: not inside the %zu bytes at %llu",
-			   (unsigned long long)m->offset, (unsigned long long)m->length, size,
-			   (unsigned long long)base);
+		err = pfs_why(why, n, EBADMSG,
+			      "manifest at %llu, %llu bytes: not inside the %zu bytes at %llu",
+			      (unsigned long long)m->offset, (unsigned long long)m->length, size,
+			      (unsigned long long)base);
 		goto out_free;
 	}
 	m->json = malloc(m->length + 1);
 	m->names = j.pool = malloc(m->length + 1);
 	if (!m->json || !m->names) {
-		err = fail(why, n, ENOMEM, "no memory for a %llu-byte manifest",
-			   (unsigned long long)m->length);
+		err = pfs_why(why, n, ENOMEM, "no memory for a %llu-byte manifest",
+			      (unsigned long long)m->length);
 		goto out_free;
 	}
 	memcpy(m->json, bytes + (m->offset - base), m->length);
 	m->json[m->length] = '\0';
 	crc = pfs_crc32c(0, m->json, m->length);
 	if (crc != m->crc32c) {
-		err = fail(why, n, EBADMSG, "manifest CRC32C 0x%08x, the footer says 0x%08x", crc,
-			   m->crc32c);
+		err = pfs_why(why, n, EBADMSG, "manifest CRC32C 0x%08x, the footer says 0x%08x",
+			      crc, m->crc32c);
 		goto out_free;
 	}
 	j.base = j.p = m->json;

@@ -49,3 +49,15 @@ void pfs_log(enum pfs_log_level level, const char *fmt, ...)
 		buf[n++] = '\n';
 	(void)!write(STDERR_FILENO, buf, n);
 }
+
+int pfs_why(char *why, size_t n, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && n) {
+		va_start(ap, fmt);
+		vsnprintf(why, n, fmt, ap);
+		va_end(ap);
+	}
+	return -err;
+}
