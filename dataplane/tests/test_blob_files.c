@@ -570,6 +570,14 @@ static int t_cli_refusals(void)
 	out = pfs(&rc, "blob create --name m --dir %s --layout files --source %s", thp, src);
 	free(out);
 	CHECK(rc == 1 && err_has("m.d: File exists"), "existing: rc %d", rc);
+	/* Its files are read-only: a payload receiver refuses it up front
+	 * instead of faulting on its first write. */
+	out = pfs(&rc,
+		  "recv --mode payload --into-blob --blob-name m --blob-dir %s "
+		  "--listen 127.0.0.1:1",
+		  thp);
+	free(out);
+	CHECK(rc == 1 && err_has("--into-blob: the blob is held as files"), "into-blob: rc %d", rc);
 	out = pfs(&rc, "blob rm --name m --dir %s", k4);
 	free(out);
 	CHECK(!rc && !pfs_blob_files_exists(k4, "m"), "rm: rc %d", rc);
@@ -621,7 +629,8 @@ static const struct tap_test tests[] = {
 	  t_serve_and_consume },
 	{ "gapped, overlapping, duplicate layouts refused", t_refuse_gapped },
 	{ "a planted symlink, a file of the wrong length refused", t_refuse_tampered },
-	{ "CLI: --layout files needs a source and a name; rm", t_cli_refusals },
+	{ "CLI: --layout files needs a source and a name; recv --into-blob refused; rm",
+	  t_cli_refusals },
 	{ "a tmpfs too small: ENOSPC naming the file, nothing left", t_tmpfs_too_small },
 	{ "cleanup", t_cleanup },
 };

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "acquire.h"
+#include "pfs/blob_files.h"
 #include "cli.h"
 #include "commands.h"
 #include "xfer_args.h"
@@ -391,6 +392,19 @@ static int run(int argc, char **argv, bool sender)
 		blob = pfs_cli_blob_acquire(&a.cb, &a.share, r.error, sizeof(r.error));
 		if (!blob) {
 			pfs_cli_xfer_report(&a, NULL, 0, &r, -ENOMEM, PFS_EXIT_ERROR);
+			return PFS_EXIT_ERROR;
+		}
+		if (a.into_blob && pfs_blob__layout(blob)) {
+			/* Its files are a model volume: 0444, mapped read-only, and
+			 * what consumers' fingerprints vouch for. A write would
+			 * fault; say so instead. */
+			snprintf(r.error, sizeof(r.error),
+				 "--into-blob: the blob is held as files (--layout files), which "
+				 "are read-only; receive into a flat blob (pfs blob create "
+				 "without --layout files)");
+			pfs_err("%s: %s", argv[0], r.error);
+			pfs_blob__close(blob);
+			pfs_cli_xfer_report(&a, NULL, 0, &r, -EROFS, PFS_EXIT_ERROR);
 			return PFS_EXIT_ERROR;
 		}
 		/* --into-blob: the fingerprint of what arrives, after the transfer. */
