@@ -380,7 +380,9 @@ static void files_bytes(void *ctx, uint64_t have)
 int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *cb,
 			     struct pfs_blob **out, char *why, size_t n)
 {
-	uint64_t size = cb->opts.size;
+	/* Rounded as every blob's --size is (flat relays round in
+	 * pfs_blob__create): the origin's HELLO carries its rounded size. */
+	uint64_t size = (cb->opts.size + PFS_BLOB_ALIGN - 1) & ~(PFS_BLOB_ALIGN - 1);
 	struct pfs_repl_fetch_opts o;
 	int err = read_token(r, why, n);
 
