@@ -47,7 +47,7 @@ static char *bname(int i, const char *what)
  * link to a system file shares its inode, whose ctime moves whenever any
  * other process (another run of this suite) links or unlinks it, and the
  * source reader rightly calls that a changed source. */
-static int link_files(const char *dir, const char *const *files)
+static int copy_files(const char *dir, const char *const *files)
 {
 	if (mkdir(dir, 0755))
 		return -1;
@@ -90,7 +90,7 @@ static int t_setup(void)
 	snprintf(v1, sizeof(v1), "%s/v1", tmpdir);
 	snprintf(v2, sizeof(v2), "%s/v2", tmpdir);
 	snprintf(other, sizeof(other), "%s/other", tmpdir);
-	CHECK(!link_files(v1, f1) && !link_files(v2, f2) && !link_files(other, fo),
+	CHECK(!copy_files(v1, f1) && !copy_files(v2, f2) && !copy_files(other, fo),
 	      "source directories");
 	/* The old version on each "node", and a different one. */
 	CHECK(!make_blob(0, "base-a", v1) && !make_blob(1, "base-b", v1) &&
