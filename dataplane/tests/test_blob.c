@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <grp.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -352,6 +353,15 @@ static int t_named_second_process(void)
 	CHECK(b, "create named: %s", strerror(errno));
 	CHECK(pfs_blob__path(b) && !strncmp(pfs_blob__path(b), "/dev/shm/", 9), "path %s",
 	      pfs_blob__path(b));
+	{
+		struct stat fst;
+		mode_t um = umask(0);
+
+		umask(um);
+		/* Any user may read it (a fill's consumer volume); only the holder writes. */
+		CHECK(!stat(pfs_blob__path(b), &fst) && (fst.st_mode & 0777) == (0644 & ~um),
+		      "mode %o, want 0644 less the umask %o", fst.st_mode & 0777, um);
+	}
 	again = pfs_blob__create(&o);
 	CHECK(!again && errno == EEXIST, "second create must be EEXIST, errno %d", errno);
 	rc = child_open_check(NULL, name, pfs_blob__fingerprint(b), PFS_PAGE_4K);

@@ -34,12 +34,19 @@ const apiTimeout = 10 * time.Second
 // host's mount namespace) anywhere else.
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 
+// holderCopy is the copy on this node a consumer gets: its holder pod, and
+// whether the blob is a fill (no spec.source: one file holding its bytes).
+type holderCopy struct {
+	pod  string
+	fill bool
+}
+
 // consumerHolder reads the blob and decides (decideConsumer) which holder
 // pod's copy on this node the consumer gets. It runs before the publish
 // lock: one slow API answer must not hold up every other publish.
-func (n *nodeServer) consumerHolder(ctx context.Context, p publication) (string, error) {
+func (n *nodeServer) consumerHolder(ctx context.Context, p publication) (holderCopy, error) {
 	if n.blobs == nil {
-		return "", status.Errorf(codes.Unavailable, "blob %s/%s: this plugin runs without an API client and serves no blob volumes", p.blobNamespace, p.blob)
+		return holderCopy{}, status.Errorf(codes.Unavailable, "blob %s/%s: this plugin runs without an API client and serves no blob volumes", p.blobNamespace, p.blob)
 	}
 	var b pfsv1alpha1.PfsBlob
 	r := consumerRequest{pod: p.pod, podNS: p.namespace, node: n.cfg.NodeName, blobNS: p.blobNamespace, blob: p.blob, blobFound: true}
@@ -48,21 +55,23 @@ func (n *nodeServer) consumerHolder(ctx context.Context, p publication) (string,
 	if err := n.blobs.Get(gctx, client.ObjectKey{Namespace: p.blobNamespace, Name: p.blob}, &b); apierrors.IsNotFound(err) {
 		r.blobFound = false
 	} else if err != nil {
-		return "", status.Errorf(codes.Unavailable, "read PfsBlob %s/%s from the API server: %v (the plugin's ServiceAccount needs get on pfsblobs; the kubelet retries)",
+		return holderCopy{}, status.Errorf(codes.Unavailable, "read PfsBlob %s/%s from the API server: %v (the plugin's ServiceAccount needs get on pfsblobs; the kubelet retries)",
 			p.blobNamespace, p.blob, err)
 	}
-	return decideConsumer(r, &b, func(pod string) *progress {
+	pod, err := decideConsumer(r, &b, func(pod string) *progress {
 		return readProgress(stagingDir(n.cfg.StagingDir, p.blobNamespace, p.blob, pod), p.blob)
 	})
+	return holderCopy{pod: pod, fill: b.Spec.Source == nil}, err
 }
 
 // publishConsumer binds the holder's files read-only onto the target.
-func (n *nodeServer) publishConsumer(p publication, holder, target string) error {
+func (n *nodeServer) publishConsumer(p publication, h holderCopy, target string) error {
+	holder := h.pod
 	staging := stagingDir(n.cfg.StagingDir, p.blobNamespace, p.blob, holder)
 	if st, err := mountAt(staging); err != nil || !isHolderBind(st) {
 		return status.Errorf(codes.Unavailable, "blob %s/%s is Ready on node %s but its holder pod %s has no files volume on this node "+
-			"(%s is not its tmpfs): either the holder is being replaced, and the pod starts when the node's copy is verified again, "+
-			"or the blob is not kept as files (only a blob with spec.source is, and only when the operator runs with --socket-volume=csi)",
+			"(%s is not its file system): either the holder is being replaced, and the pod starts when the node's copy is verified again, "+
+			"or the operator does not keep blobs on the plugin's volumes (it must run with --socket-volume=csi, the chart's default)",
 			p.blobNamespace, p.blob, n.cfg.NodeName, holder, staging)
 	}
 	files := p.blob + ".d/files"
@@ -79,6 +88,14 @@ func (n *nodeServer) publishConsumer(p publication, holder, target string) error
 			"(mount a single file with the container's volumeMounts[].subPath)", p.blobNamespace, p.blob, n.cfg.NodeName, what, err)
 	}
 	defer func() { _ = unix.Close(fd) }()
+	if h.fill {
+		if err := checkFillFile(fd, p.blob); err != nil {
+			return status.Errorf(codes.FailedPrecondition, "blob %s/%s is Ready on node %s but its holder pod %s keeps it outside its volume (%v): "+
+				"a fill that fell back from hugetlb pages (status.nodes[].fallbackReason) lives in the holder's own /dev/shm; "+
+				"free hugepages on the node or set spec.pageFallback: Never, then recreate the blob",
+				p.blobNamespace, p.blob, n.cfg.NodeName, holder, err)
+		}
+	}
 	source := fmt.Sprintf("/proc/self/fd/%d", fd)
 	st, err := mountAt(target)
 	if err != nil {
@@ -92,6 +109,20 @@ func (n *nodeServer) publishConsumer(p publication, holder, target string) error
 	}
 	if err := bindMount(source, target, consumerFlags); err != nil {
 		return status.Error(codes.Internal, err.Error())
+	}
+	return nil
+}
+
+// checkFillFile checks that the files directory dfd (O_PATH) of a fill
+// holds its one file, <blob>, a regular file: a holder whose page kind fell
+// back keeps it elsewhere, and the consumer must not get an empty directory.
+func checkFillFile(dfd int, blob string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, blob, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("no file %s: %w", blob, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s is not a regular file", blob)
 	}
 	return nil
 }

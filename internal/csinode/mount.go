@@ -112,7 +112,7 @@ func findStaging(r io.Reader, root, dev string) (string, error) {
 	var found string
 	err := eachMount(r, func(point string, m mountState) {
 		rel, ok := strings.CutPrefix(point, root+"/")
-		if ok && m.dev == dev && m.fsType == fsTmpfs && m.root == "/" && strings.Count(rel, "/") == 2 {
+		if ok && m.dev == dev && isHolderFS(m.fsType) && m.root == "/" && strings.Count(rel, "/") == 2 {
 			found = point
 		}
 	})
@@ -130,7 +130,7 @@ func findOrphans(r io.Reader, root string) ([]string, error) {
 	err := eachMount(r, func(point string, m mountState) {
 		users[m.dev]++
 		rel, ok := strings.CutPrefix(point, root+"/")
-		if ok && m.fsType == fsTmpfs && m.root == "/" && strings.Count(rel, "/") == 2 {
+		if ok && isHolderFS(m.fsType) && m.root == "/" && strings.Count(rel, "/") == 2 {
 			staged = append(staged, point)
 			devOf[point] = m.dev
 		}

@@ -92,3 +92,25 @@ func TestTmpfsOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestHolderMountFor(t *testing.T) {
+	const size = 314572800 + 4096 // not a whole number of 2 MiB pages
+	for name, tc := range map[string]struct {
+		page, layout string
+		want         holderMount
+	}{
+		"files 2Mi": {"2Mi", layoutFiles, holderMount{fsType: fsTmpfs, opts: "size=318771200,mode=0755,huge=within_size"}},
+		"fill 2Mi": {"2Mi", layoutFlat, holderMount{fsType: fsHugetlbfs, opts: "pagesize=2M,size=316669952,mode=0755",
+			mkdir: "llama.d/files"}},
+		"fill 1Gi": {"1Gi", layoutFlat, holderMount{fsType: fsHugetlbfs, opts: "pagesize=1G,size=1073741824,mode=0755",
+			mkdir: "llama.d/files"}},
+		"fill THP": {"THP", layoutFlat, holderMount{fsType: fsTmpfs, opts: "size=318771200,mode=0755,huge=within_size",
+			mkdir: "llama.d/files"}},
+		"fill 4Ki": {"4Ki", layoutFlat, holderMount{fsType: fsTmpfs, opts: "size=318771200,mode=0755,huge=never",
+			mkdir: "llama.d/files"}},
+	} {
+		if got := holderMountFor("llama", tc.page, tc.layout, size); got != tc.want {
+			t.Errorf("%s: holderMountFor = %+v, want %+v", name, got, tc.want)
+		}
+	}
+}

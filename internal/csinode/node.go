@@ -63,7 +63,7 @@ func (n *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	if p.blob != "" {
 		log = log.WithValues("blob", p.blobNamespace+"/"+p.blob)
 	}
-	var holder string
+	var holder holderCopy
 	if p.kind == kindConsumer {
 		if holder, err = n.consumerHolder(ctx, p); err != nil {
 			log.Info("Not published", "reason", status.Convert(err).Message())
@@ -127,7 +127,7 @@ func (n *nodeServer) publishSockets(p publication, target string) error {
 // writable onto the target.
 func (n *nodeServer) publishHolder(p publication, target string) error {
 	staging := stagingDir(n.cfg.StagingDir, p.namespace, p.blob, p.podName)
-	sst, err := mountHolder(staging, p.page, p.size)
+	sst, err := mountHolder(staging, holderMountFor(p.blob, p.page, p.layout, p.size))
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}

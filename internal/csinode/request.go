@@ -34,17 +34,23 @@ const (
 	attrHolder    = "packetfs.io/blob"
 	attrPage      = "packetfs.io/page"
 	attrSize      = "packetfs.io/size"
+	attrLayout    = "packetfs.io/layout"
 	attrBlob      = "blob"
 	attrNamespace = "namespace"
 	attrSubPath   = "subPath"
 
 	roleHolder = "holder"
+
+	// layoutFiles (the default) is a blob kept as its files; layoutFlat
+	// one file holding a blob without a source (a fill).
+	layoutFiles = "files"
+	layoutFlat  = "flat"
 )
 
 // podKeys are what the kubelet adds; attrKeys what a volume may set.
 var (
 	podKeys  = map[string]bool{keyEphemeral: true, keyPodNamespace: true, keyPodName: true, keyPodUID: true, keyServiceAccount: true}
-	attrKeys = map[string]bool{attrRole: true, attrHolder: true, attrPage: true, attrSize: true,
+	attrKeys = map[string]bool{attrRole: true, attrHolder: true, attrPage: true, attrSize: true, attrLayout: true,
 		attrBlob: true, attrNamespace: true, attrSubPath: true}
 )
 
@@ -89,6 +95,8 @@ type publication struct {
 	page string
 	// size is the holder's blob size in bytes.
 	size int64
+	// layout is the holder's layout: layoutFiles or layoutFlat.
+	layout string
 	// subPath is a consumer's directory below the blob's files ("" = all).
 	subPath string
 }
@@ -144,7 +152,7 @@ func parsePublish(req *csi.NodePublishVolumeRequest) (publication, error) {
 		return p, parseHolder(&p, vc, ephemeral)
 	case vc[attrBlob] != "" || vc[attrNamespace] != "" || vc[attrSubPath] != "":
 		return p, parseConsumer(&p, vc)
-	case vc[attrHolder] != "" || vc[attrPage] != "" || vc[attrSize] != "":
+	case vc[attrHolder] != "" || vc[attrPage] != "" || vc[attrSize] != "" || vc[attrLayout] != "":
 		return p, parseHolder(&p, vc, ephemeral)
 	}
 	for k := range vc {
@@ -198,6 +206,14 @@ func parseHolder(p *publication, vc map[string]string, ephemeral bool) error {
 		return invalid("%s %q: want the blob's size in bytes, a whole number from 1 to %d (64Gi)", attrSize, vc[attrSize], int64(maxHolderSize))
 	}
 	p.size = size
+	switch l := vc[attrLayout]; l {
+	case "", layoutFiles:
+		p.layout = layoutFiles
+	case layoutFlat:
+		p.layout = layoutFlat
+	default:
+		return invalid("%s %q: want %s (a blob loaded from a source) or %s (a fill)", attrLayout, l, layoutFiles, layoutFlat)
+	}
 	return nil
 }
 
@@ -207,7 +223,7 @@ func parseHolder(p *publication, vc map[string]string, ephemeral bool) error {
 func parseConsumer(p *publication, vc map[string]string) error {
 	p.kind = kindConsumer
 	p.readOnly = true
-	for _, k := range []string{attrHolder, attrPage, attrSize} {
+	for _, k := range []string{attrHolder, attrPage, attrSize, attrLayout} {
 		if _, ok := vc[k]; ok {
 			return invalid("a consumer volume (%s: <name>) takes no %s: the holder's attributes are the operator's", attrBlob, k)
 		}

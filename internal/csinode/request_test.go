@@ -85,9 +85,16 @@ func TestParsePublish(t *testing.T) {
 
 		// A blob holder's tmpfs (the operator's holder pods).
 		"holder volume": {edit: holderAttrs(nil), want: publication{kind: kindHolder, namespace: "team-a", podName: "reader",
-			pod: "team-a/reader", target: target, blob: "llama", blobNamespace: "team-a", page: "2Mi", size: 314572800}},
+			pod: "team-a/reader", target: target, blob: "llama", blobNamespace: "team-a", page: "2Mi", size: 314572800, layout: layoutFiles}},
 		"holder 4Ki": {edit: holderAttrs(map[string]string{attrPage: "4Ki"}), want: publication{kind: kindHolder, namespace: "team-a",
-			podName: "reader", pod: "team-a/reader", target: target, blob: "llama", blobNamespace: "team-a", page: "4Ki", size: 314572800}},
+			podName: "reader", pod: "team-a/reader", target: target, blob: "llama", blobNamespace: "team-a", page: "4Ki", size: 314572800, layout: layoutFiles}},
+		"holder of a fill": {edit: holderAttrs(map[string]string{attrLayout: "flat"}), want: publication{kind: kindHolder, namespace: "team-a",
+			podName: "reader", pod: "team-a/reader", target: target, blob: "llama", blobNamespace: "team-a", page: "2Mi", size: 314572800, layout: layoutFlat}},
+		"holder files named": {edit: holderAttrs(map[string]string{attrLayout: "files"}), want: publication{kind: kindHolder, namespace: "team-a",
+			podName: "reader", pod: "team-a/reader", target: target, blob: "llama", blobNamespace: "team-a", page: "2Mi", size: 314572800, layout: layoutFiles}},
+		"holder bad layout": {edit: holderAttrs(map[string]string{attrLayout: "tar"}), err: `packetfs.io/layout "tar": want files (a blob loaded from a source) or flat (a fill)`},
+		"blob with layout": {edit: attrs(map[string]string{attrBlob: "llama", attrLayout: "flat"}),
+			err: "a consumer volume (blob: <name>) takes no packetfs.io/layout"},
 		"holder read-only":  {edit: holderAttrs(nil, func(r *csi.NodePublishVolumeRequest) { r.Readonly = true }), err: "a holder volume is writable"},
 		"holder other role": {edit: holderAttrs(map[string]string{attrRole: "relay"}), err: `packetfs.io/role "relay": the only role is "holder"`},
 		"holder no role":    {edit: holderAttrs(map[string]string{attrRole: ""}), err: `packetfs.io/role "": the only role is "holder"`},

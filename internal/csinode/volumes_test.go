@@ -163,15 +163,21 @@ func TestBlobVolumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newBlob := func(name string) *pfsv1alpha1.PfsBlob {
+	// newBlob: a blob loaded from a claim (its holders keep it as files),
+	// or with fill a fill of 1Mi (one file).
+	newBlob := func(name string, fill bool) *pfsv1alpha1.PfsBlob {
 		b := &pfsv1alpha1.PfsBlob{ObjectMeta: metav1.ObjectMeta{Namespace: models, Name: name},
-			Spec: pfsv1alpha1.PfsBlobSpec{Size: resource.MustParse("1Mi")}}
+			Spec: pfsv1alpha1.PfsBlobSpec{Source: &pfsv1alpha1.BlobSource{
+				PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: "models"}}}}
+		if fill {
+			b.Spec = pfsv1alpha1.PfsBlobSpec{Size: resource.MustParse("1Mi")}
+		}
 		if err := env.Client.Create(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	llama := newBlob("llama")
+	llama := newBlob("llama", false)
 	const holderPod = "llama-holder-x"
 	holderAttrs := map[string]string{attrRole: roleHolder, attrHolder: "llama", attrPage: "2Mi", attrSize: "1048576"}
 
@@ -352,7 +358,7 @@ func TestBlobVolumes(t *testing.T) {
 	// nodes do not include this one.
 	wantRefused(t, "no such blob", n.publishVC(models, "reader-x", n.target(t, "reader-nf"), true, true, map[string]string{attrBlob: "nope"}),
 		codes.NotFound, "blob "+models+"/nope not found (pod "+models+"/reader-x on node node-1)")
-	elsewhere := newBlob("elsewhere")
+	elsewhere := newBlob("elsewhere", false)
 	setNodes(t, env, elsewhere, pfsv1alpha1.BlobNodeStatus{Node: "node-2", Pod: "elsewhere-holder-y", State: pfsv1alpha1.BlobNodeReady})
 	wantRefused(t, "not held here", n.publishVC(models, "reader-x", n.target(t, "reader-el"), true, true, map[string]string{attrBlob: "elsewhere"}),
 		codes.FailedPrecondition, "blob "+models+"/elsewhere is not held on node node-1", "spec.nodeSelector")
@@ -369,6 +375,46 @@ func TestBlobVolumes(t *testing.T) {
 		t.Errorf("4Ki holder tmpfs %+v: want a tmpfs with size=4100k and huge=never (no huge= shown)", st)
 	}
 	n.unpublish(t, small)
+
+	// A fill (no source): its holder's volume is a hugetlbfs of the
+	// blob's 2Mi pages with the files directory made in it; the holder
+	// keeps its one file there, and that file is all a consumer sees.
+	noise := newBlob("noise", true)
+	fillHolder := n.target(t, "holder-fill")
+	if err := n.publishVC(models, "noise-holder-x", fillHolder, false, true, map[string]string{attrRole: roleHolder,
+		attrHolder: "noise", attrPage: "2Mi", attrSize: "1048576", attrLayout: layoutFlat}); err != nil {
+		t.Fatalf("publish a fill's holder volume: %v", err)
+	}
+	if st, _ := mountAt(filepath.Join(n.cfg.StagingDir, models, "noise", "noise-holder-x")); !st.mounted || st.fsType != fsHugetlbfs ||
+		!strings.Contains(st.superOptions, "pagesize=2M") {
+		t.Errorf("fill holder staging %+v: want a hugetlbfs with pagesize=2M", st)
+	}
+	if fi, err := os.Stat(filepath.Join(fillHolder, "noise.d", "files")); err != nil || !fi.IsDir() {
+		t.Fatalf("the fill holder's noise.d/files: %v, %v; want the directory the plugin made", fi, err)
+	}
+	setNodes(t, env, noise, pfsv1alpha1.BlobNodeStatus{Node: "node-1", Pod: "noise-holder-x", State: pfsv1alpha1.BlobNodeReady})
+	fillAttrs := map[string]string{attrBlob: "noise"}
+	wantRefused(t, "a fill kept outside its volume", n.publishVC(models, "reader-fill", n.target(t, "reader-fill-0"), true, true, fillAttrs),
+		codes.FailedPrecondition, "keeps it outside its volume (no file noise", "spec.pageFallback")
+	// The holder's one file, sized but not written: a hugetlbfs reads its
+	// holes as zeros, and this machine may have no hugepages to fault.
+	f, err := os.OpenFile(filepath.Join(fillHolder, "noise.d", "files", "noise"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(2 << 20); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	readerFill := n.target(t, "reader-fill")
+	if err := n.publishVC(models, "reader-fill", readerFill, true, true, fillAttrs); err != nil {
+		t.Fatalf("publish a Ready fill: %v", err)
+	}
+	if diff := cmp.Diff(map[string]string{"noise": string(make([]byte, 2<<20))}, tree(t, readerFill)); diff != "" {
+		t.Errorf("the fill's volume, one file (-want +got):\n%.400s", diff)
+	}
+	n.unpublish(t, readerFill)
+	n.unpublish(t, fillHolder)
 
 	// A consumer's unpublish leaves the holder's tmpfs alone.
 	n.unpublish(t, sub)
@@ -398,7 +444,7 @@ func TestBlobVolumes(t *testing.T) {
 	}
 	// A new consumer while the status still names the gone holder waits.
 	wantRefused(t, "a consumer after its holder left", n.publishVC(models, "reader-late", n.target(t, "reader-late"), true, true, blobAttrs),
-		codes.Unavailable, "holder pod "+holderPod+" has no files volume on this node", "only a blob with spec.source")
+		codes.Unavailable, "holder pod "+holderPod+" has no files volume on this node", "--socket-volume=csi")
 
 	for _, tgt := range []string{reader1, reader1, other} {
 		n.unpublish(t, tgt)
@@ -422,7 +468,7 @@ func TestSweepOrphans(t *testing.T) {
 		}
 	}
 	for _, d := range []string{orphan, kept} {
-		if _, err := mountHolder(d, "4Ki", 4096); err != nil {
+		if _, err := mountHolder(d, holderMountFor("b", "4Ki", layoutFiles, 4096)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -38,8 +38,14 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 	size := b.Spec.Size.Value()
 	page := b.Spec.PageSize
 	res, blobVol := HolderResources(cfg, size, page)
+	dir := BlobDir
+	if cfg.FilesLayout() {
+		// Under the CSI plugin a fill's one file is what consumers mount
+		// (blob_files.go): same pages, on the plugin's volume.
+		blobVol, dir = csiHolderVolume(b, size, page, CSILayoutFlat), FillDir(b.Name)
+	}
 
-	createArgs := holderCreateArgs(b, size, page)
+	createArgs := holderCreateArgs(b, dir, size, page)
 	switch b.Spec.Fill.Type {
 	case pfsv1alpha1.FillZero:
 		createArgs = append(createArgs, "--fill", "zero")
@@ -58,7 +64,7 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 	createArgs = append(createArgs, "--replace", "--result-file", TerminationLog)
 	create := dataPlaneContainer(cfg, ContainerBlobCreate, createArgs, res, privRootNoCaps)
 	create.VolumeMounts = holderMounts(cfg, b)[:1]
-	serve := serveContainer(cfg, b, res, nil)
+	serve := serveContainer(cfg, b, dir, res, nil)
 
 	labels := BlobHolderLabels(b)
 	tmpl := corev1.PodTemplateSpec{
@@ -110,8 +116,8 @@ func HolderResources(cfg Config, size int64, page pfsv1alpha1.PageSize) (corev1.
 }
 
 // holderCreateArgs start the init container's `pfs blob create`.
-func holderCreateArgs(b *pfsv1alpha1.PfsBlob, size int64, page pfsv1alpha1.PageSize) []string {
-	return []string{cmdBlob, "create", "--dir", BlobDir, "--name", b.Name,
+func holderCreateArgs(b *pfsv1alpha1.PfsBlob, dir string, size int64, page pfsv1alpha1.PageSize) []string {
+	return []string{cmdBlob, "create", "--dir", dir, "--name", b.Name,
 		"--size", strconv.FormatInt(size, 10), "--page", cliPage(page)}
 }
 
@@ -126,13 +132,13 @@ func holderMounts(cfg Config, b *pfsv1alpha1.PfsBlob) []corev1.VolumeMount {
 }
 
 // serveContainer is the holder's `pfs blob serve` with its readiness probe;
-// extra are appended to its arguments. The holder hands out read-only
+// dir holds the blob; extra are appended to its arguments. The holder hands out read-only
 // descriptors, so no consumer can change the bytes other consumers'
 // fingerprints vouch for; the socket's group is the consumers' (uid/gid
 // 65532) so they can connect, and the token then decides.
-func serveContainer(cfg Config, b *pfsv1alpha1.PfsBlob, res corev1.ResourceRequirements, extra []string) corev1.Container {
+func serveContainer(cfg Config, b *pfsv1alpha1.PfsBlob, dir string, res corev1.ResourceRequirements, extra []string) corev1.Container {
 	sock := SocketPath(b.Namespace, b.Name)
-	args := append([]string{cmdBlob, "serve", "--dir", BlobDir, "--name", b.Name,
+	args := append([]string{cmdBlob, "serve", "--dir", dir, "--name", b.Name,
 		"--socket", sock, "--token-file", TokenFile, "--read-only",
 		"--socket-group", strconv.Itoa(nonRootUID)}, extra...)
 	serve := dataPlaneContainer(cfg, ContainerBlobServe, args, res, privRootNoCaps)

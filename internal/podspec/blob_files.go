@@ -35,7 +35,18 @@ const (
 	// CSIAttrSize is the blob's size in bytes; the plugin sizes the tmpfs
 	// to it plus slack for the tail and the progress file.
 	CSIAttrSize = "packetfs.io/size"
+	// CSIAttrLayout is how the holder keeps the blob: CSILayoutFiles (the
+	// default) or CSILayoutFlat, one file holding a fill's bytes, which
+	// the plugin puts on hugetlbfs for 2Mi and 1Gi pages.
+	CSIAttrLayout  = "packetfs.io/layout"
+	CSILayoutFiles = "files"
+	CSILayoutFlat  = "flat"
 )
+
+// FillDir is where a fill's holder keeps its one file on the plugin's
+// volume: the directory a consumer's volume shows, as for a source blob's
+// files (<blob>.d/files), so consumers see one file named for the blob.
+func FillDir(blob string) string { return BlobDir + "/" + blob + ".d/files" }
 
 // Attributes a consumer's volume (inline, or a PersistentVolume's) names a
 // blob with; the controller reads them to know which pods mount a blob.
@@ -75,16 +86,26 @@ func sourceHolderStorage(cfg Config, b *pfsv1alpha1.PfsBlob, size int64, page pf
 		res, vol := HolderResources(cfg, size, page)
 		return res, vol, nil
 	}
-	vol := corev1.Volume{Name: volBlob, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
-		Driver: CSIDriverName,
-		VolumeAttributes: map[string]string{
-			CSIAttrRole: CSIRoleHolder,
-			CSIAttrBlob: b.Name,
-			CSIAttrPage: string(pageOrDefault(page)),
-			CSIAttrSize: strconv.FormatInt(size, 10),
-		},
-	}}}
+	vol := csiHolderVolume(b, size, page, CSILayoutFiles)
 	return SourceHolderResources(cfg, size, page), vol, []string{"--layout", "files"}
+}
+
+// csiHolderVolume is the CSI plugin's holder volume for b's holder: a
+// fresh file system per pod (internal/csinode, holder.go) for size bytes
+// on page, in layout.
+func csiHolderVolume(b *pfsv1alpha1.PfsBlob, size int64, page pfsv1alpha1.PageSize, layout string) corev1.Volume {
+	attrs := map[string]string{
+		CSIAttrRole: CSIRoleHolder,
+		CSIAttrBlob: b.Name,
+		CSIAttrPage: string(pageOrDefault(page)),
+		CSIAttrSize: strconv.FormatInt(size, 10),
+	}
+	if layout != CSILayoutFiles {
+		attrs[CSIAttrLayout] = layout
+	}
+	return corev1.Volume{Name: volBlob, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+		Driver: CSIDriverName, VolumeAttributes: attrs,
+	}}}
 }
 
 // pageOrDefault is page, or 2Mi (the API default) when unset.

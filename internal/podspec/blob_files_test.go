@@ -113,3 +113,49 @@ func TestSourceHolderStorage(t *testing.T) {
 }
 
 func ptrQ(s string) *resource.Quantity { v := q(s); return &v }
+
+// TestFillHolderStorage: under --socket-volume=csi a fill's holder keeps
+// its one file on the plugin's holder volume (layout flat: hugetlbfs for
+// 2Mi and 1Gi) in <blob>.d/files, the directory consumers mount, with the
+// same resources as before; under hostPath nothing changes.
+func TestFillHolderStorage(t *testing.T) {
+	tests := map[string]struct {
+		mode    SocketVolumeType
+		page    pfsv1alpha1.PageSize
+		wantVol corev1.VolumeSource
+		wantDir string
+	}{
+		"csi 2Mi": {SocketVolumeCSI, pfsv1alpha1.PageSize2Mi, corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "csi.packetfs.io",
+			VolumeAttributes: map[string]string{"packetfs.io/role": "holder", "packetfs.io/blob": "noise", "packetfs.io/page": "2Mi",
+				"packetfs.io/size": "8388608", "packetfs.io/layout": "flat"}}}, BlobDir + "/noise.d/files"},
+		"csi 4Ki": {SocketVolumeCSI, pfsv1alpha1.PageSize4Ki, corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "csi.packetfs.io",
+			VolumeAttributes: map[string]string{"packetfs.io/role": "holder", "packetfs.io/blob": "noise", "packetfs.io/page": "4Ki",
+				"packetfs.io/size": "8388608", "packetfs.io/layout": "flat"}}}, BlobDir + "/noise.d/files"},
+		"hostPath 2Mi": {SocketVolumeHostPath, pfsv1alpha1.PageSize2Mi,
+			corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: "HugePages-2Mi"}}, BlobDir},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := cfg
+			c.SocketVolume = tc.mode
+			b := &pfsv1alpha1.PfsBlob{}
+			b.Name, b.Namespace = "noise", "team-a"
+			b.Spec.Size, b.Spec.PageSize = q("8Mi"), tc.page
+			ds := BlobHolderDaemonSet(c, b)
+			spec := ds.Spec.Template.Spec
+			if diff := cmp.Diff(tc.wantVol, spec.Volumes[0].VolumeSource); diff != "" || spec.Volumes[0].Name != volBlob {
+				t.Errorf("blob volume %s (-want +got):\n%s", spec.Volumes[0].Name, diff)
+			}
+			wantRes, _ := HolderResources(c, 8<<20, tc.page)
+			for _, ctr := range []corev1.Container{spec.InitContainers[0], spec.Containers[0]} {
+				i := slices.Index(ctr.Args, "--dir")
+				if i < 0 || i+1 >= len(ctr.Args) || ctr.Args[i+1] != tc.wantDir {
+					t.Errorf("%s: want --dir %s: %s", ctr.Name, tc.wantDir, strings.Join(ctr.Args, " "))
+				}
+				if diff := cmp.Diff(wantRes, ctr.Resources); diff != "" {
+					t.Errorf("%s resources differ from HolderResources (-want +got):\n%s", ctr.Name, diff)
+				}
+			}
+		})
+	}
+}

@@ -151,7 +151,7 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 		one := *resource.NewQuantity(1, resource.DecimalSI)
 		res.Requests[corev1.ResourceName(resourceName)], res.Limits[corev1.ResourceName(resourceName)] = one, one
 	}
-	args := append(holderCreateArgs(b, h.Size, h.Page), layoutArgs...)
+	args := append(holderCreateArgs(b, BlobDir, h.Size, h.Page), layoutArgs...)
 	if b.Spec.PageFallback == pfsv1alpha1.PageFallbackNever {
 		args = append(args, "--no-fallback")
 	}
@@ -184,7 +184,7 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 	create := dataPlaneContainer(cfg, ContainerBlobCreate, args, res, fetchPrivilege(b, h.Role))
 	create.VolumeMounts = createMounts
 	create.Ports = fetchPorts(b, h.Role)
-	serve := serveContainer(cfg, b, res, serveArgs)
+	serve := serveContainer(cfg, b, BlobDir, res, serveArgs)
 	if h.Base != "" {
 		serve.VolumeMounts = append(serve.VolumeMounts, createMounts[len(createMounts)-1])
 	}

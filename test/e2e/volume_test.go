@@ -6,12 +6,23 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 )
 
 // The model-volume proof of issue 29 (docs/guides/csi.md): a PfsBlob mounted as a read-only directory of its
@@ -71,6 +82,9 @@ func testModelVolumes(ctx context.Context, t *testing.T) {
 	})
 	t.Run("two pods on one node map and read a 418 MiB blob: each cgroup and the node's used memory grow by less than 16 MiB", func(t *testing.T) {
 		testVolumeMemory(ctx, t, reader)
+	})
+	t.Run("a fill (no source) mounts as one file named for the blob, holding the bytes of its seed", func(t *testing.T) {
+		testVolumeFill(ctx, t, reader)
 	})
 	t.Run("a pod whose node's copy is still materializing starts only after that copy is verified", func(t *testing.T) {
 		testVolumeNotReady(ctx, t)
@@ -611,4 +625,70 @@ func testVolumeDeleteMounted(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Errorf("holders %v still there after the blob went: %v", holders, err)
 	}
+}
+
+// testVolumeFill: the first step's seeded blob (a fill, no source) mounted
+// as a volume shows one file, named for the blob, of the blob's size, mode
+// 0644, whose sha256 in the pod equals that of the same seed filled here by
+// the data plane built for this run; that local fill's fingerprint must be
+// the blob's, so both ends are the seed's bytes and not merely each other.
+func testVolumeFill(ctx context.Context, t *testing.T, node string) {
+	var b pfsv1alpha1.PfsBlob
+	if err := env.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: blobName}, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Spec.Source != nil || b.Spec.Fill.Seed == nil {
+		t.Fatalf("blob %s is not a seeded fill: %+v", blobName, b.Spec)
+	}
+	sum, fp := localFill(t, b.Spec.Size.Value(), *b.Spec.Fill.Seed)
+	if fp != b.Status.Fingerprint {
+		t.Fatalf("the local fill of seed %d has fingerprint %s, the blob's is %s: the generator differs", *b.Spec.Fill.Seed, fp, b.Status.Fingerprint)
+	}
+	const name = "vol-fill"
+	applyPod(t, readerPod{ns: testNS, name: name, node: node, script: "model-check --files /fill",
+		volumes: blobVolume("fill", blobName, ""), mounts: mountAt("fill", "/fill")})
+	r := parseCheck(t, waitPodDone(ctx, t, testNS, name))
+	if len(r.Files) != 1 {
+		t.Fatalf("model-check listed %d directories, want 1", len(r.Files))
+	}
+	want := map[string]fileDigest{blobName: {Size: b.Spec.Size.Value(), Mode: "0644", SHA256: sum}}
+	if diff := cmp.Diff(want, r.Files[0].Files); diff != "" {
+		t.Errorf("the fill's volume on %s (-want +got):\n%s", node, diff)
+	}
+	t.Logf("fill %s on %s: one file of %d bytes, sha256 %s, equal to seed %d filled here", blobName, node, b.Spec.Size.Value(), sum, *b.Spec.Fill.Seed)
+}
+
+// localFill fills size bytes of seed with the data plane built for this
+// run (4 KiB pages in a temporary directory: the fill does not depend on
+// the page kind) and returns the file's sha256 and the blob's fingerprint.
+func localFill(t *testing.T, size, seed int64) (string, string) {
+	t.Helper()
+	pfs, err := filepath.Abs("../../dataplane/build/pfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, err := exec.Command(pfs, "blob", "create", "--name", "fill", "--dir", dir, "--size", strconv.FormatInt(size, 10),
+		"--page", "4K", "--fill", "seed", "--seed", strconv.FormatInt(seed, 10)).Output()
+	if err != nil {
+		t.Fatalf("%s blob create: %v\n%s", pfs, err, out)
+	}
+	var res struct {
+		Blob struct {
+			Fingerprint string `json:"fingerprint"`
+		} `json:"blob"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.Blob.Fingerprint == "" {
+		t.Fatalf("blob create printed %q: %v", out, err)
+	}
+	f, err := os.Open(filepath.Join(dir, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), res.Blob.Fingerprint
 }

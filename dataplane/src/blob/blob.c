@@ -288,7 +288,10 @@ static int try_map(struct pfs_blob *b, enum pfs_page_kind k, const struct pfs_bl
 			dir = o->dir && !is_hugetlbfs(o->dir) ? o->dir : "/dev/shm";
 		}
 		snprintf(path, sizeof(path), "%s/%s", dir, o->name);
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0660);
+		/* 0644: whoever may reach the directory may read the bytes (the
+		 * CSI plugin binds a fill's directory read-only into consumer
+		 * pods that run as any user); only the holder writes. */
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd < 0) {
 			err = -errno;
 			add_reason(b, "%s: %s", path, strerror(errno));
