@@ -48,6 +48,9 @@ const (
 	exitMismatch = 3
 	exitRefused  = 4
 	exitTimeout  = 5
+	// exitUnavailable: the transport cannot run on this node (AF_XDP
+	// socket or XDP program refused, no interface for it).
+	exitUnavailable = 6
 )
 
 // classifyPod reads a pod's phase, reason, conditions and its container's
@@ -171,6 +174,10 @@ func failedOutcome(pod *corev1.Pod, term *corev1.ContainerStateTerminated, numa 
 		o.Reason, o.Retriable = pfsv1alpha1.ReasonRefused, false
 	case exitTimeout:
 		o.Reason = pfsv1alpha1.ReasonTimeout
+	case exitUnavailable:
+		// The same node refuses the same way again: the spec (transport,
+		// network) or the node must change, which the message says.
+		o.Reason, o.Retriable = pfsv1alpha1.ReasonTransportUnavailable, false
 	case exitUsage:
 		// The operator built arguments this data-plane image does not
 		// understand: retrying cannot help.

@@ -217,7 +217,8 @@ const (
 	ReasonRangeOutOfBounds = "RangeOutOfBounds"
 
 	// ReasonTransportUnavailable (Failed=True): the node cannot run the transport asked for
-	// (e.g. AF_XDP refused by the interface or missing capabilities).
+	// (exit code 6 of the pfs CLI: an AF_XDP socket or the XDP program refused by the
+	// interface or for a missing capability, or no interface for it). Not retried.
 	ReasonTransportUnavailable = "TransportUnavailable"
 
 	// ReasonIntegrityMismatch (Failed=True): sender and receiver checksums differ

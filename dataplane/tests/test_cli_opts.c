@@ -228,6 +228,39 @@ static int t_transport_list(void)
 	return TAP_PASS;
 }
 
+/* An AF_XDP end without its interface exits 6, "transport unavailable"
+ * (the operator's TransportUnavailable), not 1, on either side. */
+static int t_afxdp_unavailable(void)
+{
+	const char *pfs = getenv("PFS") ? getenv("PFS") : "build/pfs";
+	static const char *const sides[] = {
+		"recv --transport afxdp --ifname pfs-none0 --listen 127.0.0.1:9 --mode payload "
+		"--accept-timeout 1",
+		"send --transport afxdp --ifname pfs-none0 --connect 127.0.0.1:9 --mode payload "
+		"--size 1M",
+	};
+
+	CHECK(!access(pfs, X_OK), "pfs binary %s not built", pfs);
+	for (size_t i = 0; i < sizeof(sides) / sizeof(sides[0]); i++) {
+		char cmd[512], out[4096] = "";
+		size_t n;
+		FILE *f;
+		int rc;
+
+		snprintf(cmd, sizeof(cmd), "%s %s 2>/dev/null", pfs, sides[i]);
+		f = popen(cmd, "r");
+		CHECK(f, "popen: %s", strerror(errno));
+		n = fread(out, 1, sizeof(out) - 1, f);
+		out[n] = '\0';
+		rc = pclose(f);
+		CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 6, "%s: exit %d, want 6: %s", sides[i],
+		      WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out);
+		CHECK(strstr(out, "pfs-none0"), "%s: the error does not name the interface: %s",
+		      sides[i], out);
+	}
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "every option type parses into its field", t_types },
 	{ "an alias sets the same field and counts as given", t_alias },
@@ -236,6 +269,8 @@ static const struct tap_test tests[] = {
 	{ "blob options: --size and --blob-size alike, 1GB decimal", t_blob_opts },
 	{ "pfs send --transport list names the transports before any required option",
 	  t_transport_list },
+	{ "an AF_XDP end without its interface exits 6 (transport unavailable)",
+	  t_afxdp_unavailable },
 };
 
 TAP_MAIN(tests)

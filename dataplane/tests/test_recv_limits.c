@@ -164,6 +164,133 @@ static int t_max_size_udp(void)
 	return max_size_send("udp");
 }
 
+/* ---- item: --max-work ---- */
+
+/* A hostile HELLO naming no real blob and announcing 1 TiB of offset-mode
+ * work (the issue's amplification: a few bytes on the wire, hours of
+ * hashing): refused before anything else is judged, REFUSE.count the bound,
+ * receiver exit 4 naming both numbers and the option. */
+static int t_max_work_hello(void)
+{
+	char addr[64];
+	char *rargs[] = { "recv", "--listen",	      addr, "--mode",	 "offset", "--size",
+			  "8M",	  "--page",	      "4k", "--fill",	 "zero",   "--max-work",
+			  "256M", "--accept-timeout", "20", "--timeout", "5",	   NULL };
+	pid_t r, c;
+	int rc;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	r = spawn(ns_b, "work", rargs);
+	c = fork();
+	if (c == 0) {
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO,
+				     .mode = PFS_MODE_OFFSET,
+				     .size = 1ULL << 30,
+				     .value = 0x5eed,
+				     .count = 1ULL << 40,
+				     .word = PFS_GRAM_MAX_DESC };
+		uint8_t rec[PFS_CTL_LEN];
+		int s = raw_connect();
+
+		pfs_ctl_encode(&h, rec);
+		if (s < 0 || write(s, rec, sizeof(rec)) != sizeof(rec) ||
+		    read(s, rec, sizeof(rec)) != sizeof(rec) ||
+		    pfs_ctl_decode(rec, sizeof(rec), &h) || h.type != PFS_CTL_REFUSE ||
+		    h.word != PFS_REFUSE_WORK || h.count != 256ULL << 20)
+			_exit(3);
+		_exit(0);
+	}
+	CHECK(wait_rc(c, 20) == 0, "the client did not get REFUSE (work) carrying the bound");
+	rc = wait_rc(r, 20);
+	CHECK(rc == 4, "receiver exit %d (want 4): %s", rc, slurp("work", "err"));
+	CHECK(strstr(slurp("work", "err"), "1099511627776 effective bytes") &&
+		      strstr(slurp("work", "err"), "268435456 bytes") &&
+		      strstr(slurp("work", "err"), "--max-work"),
+	      "message lacks the claim, the bound or the option: %s", slurp("work", "err"));
+	return TAP_PASS;
+}
+
+/* `pfs send` in offset mode planning 512 MiB to a receiver with
+ * --max-work 256M, per transport: both exit 4 naming both numbers; then
+ * 256 MiB, exactly the bound, succeeds with integrity OK. */
+static int max_work_send(const char *transport)
+{
+	char addr[64], tag[32], rt[48], st[48], bytes[16] = "512M";
+	char *rargs[] = { "recv",
+			  "--listen",
+			  addr,
+			  "--mode",
+			  "offset",
+			  "--size",
+			  "8M",
+			  "--page",
+			  "4k",
+			  "--fill",
+			  "zero",
+			  "--transport",
+			  (char *)transport,
+			  "--max-work",
+			  "256M",
+			  "--accept-timeout",
+			  "20",
+			  NULL };
+	char *sargs[] = { "send",
+			  "--connect",
+			  addr,
+			  "--mode",
+			  "offset",
+			  "--size",
+			  "8M",
+			  "--page",
+			  "4k",
+			  "--fill",
+			  "zero",
+			  "--transport",
+			  (char *)transport,
+			  "--bytes",
+			  bytes,
+			  NULL };
+	int rrc, src;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	snprintf(tag, sizeof(tag), "maxwork-%s", transport);
+	xfer(tag, rargs, sargs, &rrc, &src);
+	snprintf(rt, sizeof(rt), "%s-recv", tag);
+	snprintf(st, sizeof(st), "%s-send", tag);
+	CHECK(rrc == 4 && src == 4, "exit codes recv %d send %d (want 4)", rrc, src);
+	CHECK(strstr(slurp(rt, "err"), "536870912 effective bytes") &&
+		      strstr(slurp(rt, "err"), "268435456 bytes") &&
+		      strstr(slurp(rt, "err"), "--max-work"),
+	      "receiver: %s", slurp(rt, "err"));
+	CHECK(strstr(slurp(st, "err"), "plans 536870912") &&
+		      strstr(slurp(st, "err"), "at most 268435456") &&
+		      strstr(slurp(st, "err"), "--max-work"),
+	      "sender: %s", slurp(st, "err"));
+
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	snprintf(bytes, sizeof(bytes), "256M");
+	snprintf(tag, sizeof(tag), "maxwork-ok-%s", transport);
+	xfer(tag, rargs, sargs, &rrc, &src);
+	snprintf(rt, sizeof(rt), "%s-recv", tag);
+	CHECK(rrc == 0 && src == 0, "at the bound: exit codes recv %d send %d (want 0): %s", rrc,
+	      src, slurp(rt, "err"));
+	CHECK(strstr(slurp(rt, "json"), "\"integrity\":\"OK\""), "at the bound: %s",
+	      slurp(rt, "json"));
+	return TAP_PASS;
+}
+
+static int t_max_work_tcp(void)
+{
+	return max_work_send("tcp");
+}
+
+static int t_max_work_udp(void)
+{
+	return max_work_send("udp");
+}
+
 /* ---- item: work bounded by what was agreed ---- */
 
 #define BLOB_SIZE (64ULL << 20)
@@ -556,6 +683,12 @@ static const struct tap_test tests[] = {
 	  t_max_size_hello },
 	{ "tcp: pfs send over --max-size: both sides exit 4 naming both numbers", t_max_size_tcp },
 	{ "udp: pfs send over --max-size: both sides exit 4 naming both numbers", t_max_size_udp },
+	{ "offset HELLO announcing 1 TiB of work: REFUSE (work) carrying --max-work, exit 4",
+	  t_max_work_hello },
+	{ "tcp: pfs send over --max-work: both exit 4 naming both numbers; at the bound OK",
+	  t_max_work_tcp },
+	{ "udp: pfs send over --max-work: both exit 4 naming both numbers; at the bound OK",
+	  t_max_work_udp },
 	{ "tcp: a gram of 65536 x 64 MiB is rejected (cap), counted, logged, within --timeout",
 	  t_gram_cap_tcp },
 	{ "udp: a gram of 65536 x 64 MiB is rejected (cap), counted, logged, within --timeout",

@@ -136,6 +136,13 @@ func ReceiverPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs) *cor
 // and, but in Payload mode, executes them over its copy of the blob.
 func receiver(x *pfsv1alpha1.PfsTransfer, in TransferInputs) transferSide {
 	args := recvArgs(x)
+	// The receiver does no more work than the sender was told to plan:
+	// anyone else who reaches its port first with a larger HELLO is
+	// refused (in offset and arithmetic modes a few bytes name gigabytes
+	// of the receiver's blob to hash).
+	if n := EffectiveBytes(x, in.Blob); n > 0 {
+		args = append(args, "--max-work", strconv.FormatInt(n, 10))
+	}
 	args = append(args, transportArgs(x, x.Spec.Receiver)...)
 	args = append(args, integrityArgs(x)...)
 	side := transferSide{component: ComponentReceiver, ep: x.Spec.Receiver}

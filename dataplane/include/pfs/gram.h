@@ -99,6 +99,8 @@ enum pfs_refuse_code {
 	PFS_REFUSE_INTEGRITY = 6, /* the two ends run different checksums */
 	PFS_REFUSE_LIMIT = 7, /* the sender's blob is over the receiver's size
 			       * limit (payload mode); REFUSE.size carries it */
+	PFS_REFUSE_WORK = 8, /* the HELLO's planned bytes are over the receiver's
+			      * bound on work (--max-work); REFUSE.count carries it */
 };
 
 #define PFS_CTL_F_OK 0x01 /* RESULT: receiver's checksum matched */

@@ -61,6 +61,10 @@ struct pfs_xfer_result {
 	char afxdp_mode[12]; /* afxdp: the bind mode obtained, "copy" | "zerocopy"; else "" */
 	char peer[64];
 	char error[700]; /* why it failed, for the result JSON */
+	/* The failure is the transport's own setup on this host (an AF_XDP
+	 * socket or the XDP program refused: capability, driver, interface),
+	 * not the peer or the data: another attempt here fails the same way. */
+	bool transport_unavailable;
 };
 
 /* The sender's options (ignored by a receiver). */
@@ -92,6 +96,12 @@ struct pfs_xfer_recv_opts {
 	uint64_t max_size; /* payload mode: the largest blob a sender may claim
 			    * (out_fd is sized to it); a HELLO above is refused.
 			    * 0: PFS_XFER_MAX_SIZE_DEFAULT */
+	/* The most effective bytes a sender may announce (HELLO count), in
+	 * every gram mode: the work this receiver agrees to do. In offset and
+	 * arithmetic modes a few bytes on the wire name gigabytes of the
+	 * receiver's own blob, so without a bound a stranger's 32 KB keep a
+	 * core busy for seconds. A HELLO above is refused. 0: no bound. */
+	uint64_t max_work;
 	/* Payload mode: write each byte into out_mem at its offset (the
 	 * receiver's blob; a sender of another blob size is refused), or NULL.
 	 * Datagram transports then call on_exec(exec_ctx, off, len) once per

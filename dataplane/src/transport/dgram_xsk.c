@@ -262,6 +262,7 @@ static struct xsk_io *xsk_new(const struct pfs_xfer_opts *o, struct pfs_xfer_res
 	rc = pfs_netdev_resolve(o->link.ifname, o->link.env, "/sys", s->ifname, sizeof(s->ifname),
 				how, sizeof(how));
 	if (rc) {
+		r->transport_unavailable = true; /* no AF_XDP interface given to this pod */
 		*err = pfs_xfer_fail(r, rc == -ENOENT ? -EINVAL : rc,
 				     "%s: afxdp needs an interface: "
 				     "%s",
@@ -337,6 +338,7 @@ static int xsk_open_queues(struct xsk_io *s, const struct pfs_xfer_opts *o,
 			int e = errno == EPERM ? EACCES : errno ? errno : EINVAL;
 
 			s->nq = i; /* close what was opened */
+			r->transport_unavailable = true;
 			return pfs_xfer_fail(r, -e, "%s: AF_XDP socket on %s queue %u: %s", side,
 					     s->ifname, i, pfs_xsk_last_error());
 		}
@@ -357,6 +359,7 @@ static int xsk_open_tx(const struct pfs_xfer_opts *o, const struct sockaddr_stor
 		return err;
 	ifindex = (int)if_nametoindex(s->ifname);
 	if (!ifindex) {
+		r->transport_unavailable = true;
 		err = pfs_xfer_fail(r, -ENODEV, "send: no interface '%s' in this network namespace",
 				    s->ifname);
 		goto out_free;
@@ -442,6 +445,7 @@ static int xsk_open_rx(const struct pfs_xfer_opts *o, const struct sockaddr_stor
 	if (!s->xdp) {
 		int e = errno == EPERM ? EACCES : errno ? errno : EINVAL;
 
+		r->transport_unavailable = true;
 		err = pfs_xfer_fail(r, -e, "recv: attaching the XDP program to %s: %s", s->ifname,
 				    pfs_xsk_last_error());
 		free(s);

@@ -138,6 +138,8 @@ const char *pfs_xfer_refuse_str(uint32_t code)
 		return "integrity checksum mismatch";
 	case PFS_REFUSE_LIMIT:
 		return "blob over the receiver's size limit";
+	case PFS_REFUSE_WORK:
+		return "planned bytes over the receiver's bound on work";
 	}
 	return "unknown reason";
 }
@@ -510,6 +512,18 @@ int pfs_xfer_hello_check(const uint8_t *raw, const struct pfs_xfer_terms *t,
 			r->peer, pfs_integrity_str(PFS_CTL_INTEGRITY(h.flags)),
 			pfs_integrity_str(integrity));
 	}
+	/* Before anything else is judged or sized: the work is what a
+	 * stranger's HELLO could cost us, whatever blob it names. */
+	if (t->max_work && h.count > t->max_work) {
+		a->type = PFS_CTL_REFUSE;
+		a->word = PFS_REFUSE_WORK;
+		a->count = t->max_work;
+		return pfs_xfer_fail(r, -EPERM,
+				     "recv: refused %s: it announces %" PRIu64 " effective bytes, "
+				     "over this receiver's bound of %" PRIu64 " bytes of work; "
+				     "raise --max-work to accept it",
+				     r->peer, h.count, t->max_work);
+	}
 	if (mode != PFS_MODE_PAYLOAD && (h.size != size || h.value != fp)) {
 		a->type = PFS_CTL_REFUSE;
 		a->word = h.size != size ? PFS_REFUSE_SIZE : PFS_REFUSE_FINGERPRINT;
@@ -592,6 +606,12 @@ int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t 
 				     r->peer, pfs_xfer_refuse_str(a.word),
 				     h->mode == PFS_MODE_DELTA ? "target" : "blob",
 				     h->mode == PFS_MODE_DELTA ? h->count : h->size, a.size);
+	if (a.type == PFS_CTL_REFUSE && a.word == PFS_REFUSE_WORK)
+		return pfs_xfer_fail(r, -EPERM,
+				     "send: receiver %s refused: %s: this sender plans %" PRIu64
+				     " effective bytes, the receiver does at most %" PRIu64
+				     " (its --max-work)",
+				     r->peer, pfs_xfer_refuse_str(a.word), h->count, a.count);
 	if (a.type == PFS_CTL_REFUSE)
 		return pfs_xfer_fail(
 			r, -EPERM,
@@ -662,6 +682,7 @@ struct pfs_xfer_terms pfs_xfer_terms_of(const struct pfs_xfer_opts *o, uint64_t 
 					.fp = fp,
 					.out_fd = o->recv.out_fd,
 					.max_size = o->recv.max_size,
+					.max_work = o->recv.max_work,
 					.out_mem_size =
 						o->recv.out_mem ? o->recv.out_mem_size : 0 };
 }

@@ -86,6 +86,7 @@ struct pfs_xfer_terms {
 	uint64_t blob_size, fp;
 	int out_fd;
 	uint64_t max_size;
+	uint64_t max_work; /* 0: no bound (pfs_xfer_recv_opts.max_work) */
 	uint64_t out_mem_size; /* payload into the receiver's blob: its size, which the
 				* sender's must equal; 0: none */
 };

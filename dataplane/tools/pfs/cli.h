@@ -24,6 +24,7 @@ enum pfs_exit {
 	PFS_EXIT_MISMATCH = 3, /* transfer finished, integrity MISMATCH */
 	PFS_EXIT_REFUSED = 4, /* peer refused: mode, version or blob */
 	PFS_EXIT_TIMEOUT = 5, /* no peer / no data within the timeout */
+	PFS_EXIT_UNAVAILABLE = 6, /* the transport cannot run here (AF_XDP refused) */
 };
 
 /* The exit code of a command whose options did not parse: 0 after --help,

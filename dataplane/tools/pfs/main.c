@@ -51,7 +51,8 @@ static void usage(FILE *f)
 			fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\n`pfs COMMAND --help` describes each command.\n"
 		   "Results: one JSON object on stdout (<= 4 KiB); logs on stderr.\n"
-		   "Exit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused, 5 timeout.\n"
+		   "Exit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused, 5 timeout,\n"
+		   "6 transport unavailable here (AF_XDP refused).\n"
 		   "Log levels: error, warn, info (default), debug.\n"
 		   "Sizes take K/M/G/T, Ki..Ti and KiB..TiB (binary), KB/MB/GB/TB (decimal) and\n"
 		   "fractions (1.5G); integers take 0x (hex) and 0 (octal) prefixes.\n");

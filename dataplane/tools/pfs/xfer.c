@@ -106,6 +106,11 @@ static const struct pfs_opt recv_opts[] = {
 	  "payload mode: refuse a sender whose blob is over SIZE (--out is "
 	  "sized to the sender's blob; default 64G)",
 	  .min = 1 },
+	{ "max-work", PFS_OPT_SIZE, AT(max_work), "BYTES",
+	  "refuse a sender that announces more effective bytes than BYTES: the\n"
+	  "work this receiver agrees to do (payload, offset, arithmetic; offset and\n"
+	  "arithmetic execute every byte over this side's blob; default: no bound)",
+	  .min = 1 },
 	{ "attach", PFS_OPT_FN, AT(xdp_attach), "MODE",
 	  "afxdp: auto | native | generic XDP (default auto: native, "
 	  "else generic with the reason logged)",
@@ -186,9 +191,9 @@ static const char xfer_footer[] =
 	"\n(payload mode needs no blob on the receiver; none is created)\n"
 	"\nsend and recv take the same options and ignore the other side's, so one\n"
 	"argument list may serve both; --connect/--range are the sender's only,\n"
-	"--listen/--ready-file/--attach/--max-size the receiver's only.\n"
+	"--listen/--ready-file/--attach/--max-size/--max-work the receiver's only.\n"
 	"\nExit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused (mode/version/\n"
-	"blob), 5 timeout.\n";
+	"blob/limits), 5 timeout, 6 transport unavailable here (AF_XDP refused).\n";
 
 static int split_addr(const char *s, char *host, size_t n, uint16_t *port)
 {
@@ -215,8 +220,8 @@ static int split_addr(const char *s, char *host, size_t n, uint16_t *port)
 static int check_side(const struct pfs_cmdline *c, bool sender)
 {
 	static const char *const send_only[] = { "connect", "range", NULL };
-	static const char *const recv_only[] = { "listen", "ready-file", "attach", "max-size",
-						 NULL };
+	static const char *const recv_only[] = { "listen",   "ready-file", "attach",
+						 "max-size", "max-work",   NULL };
 	const char *const *other = sender ? recv_only : send_only;
 
 	for (int i = 0; other[i]; i++)
@@ -316,7 +321,8 @@ static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 		.recv = { .out_fd = out_fd,
 			  .accept_timeout_ms = (int)(a->accept_timeout * 1000),
 			  .ready_file = a->ready_file,
-			  .max_size = a->max_size },
+			  .max_size = a->max_size,
+			  .max_work = a->max_work },
 		.link = { .ifname = a->ifname,
 			  .queues = a->queues,
 			  .peer_mac = a->peer_mac,

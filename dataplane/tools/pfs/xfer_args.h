@@ -49,7 +49,7 @@ struct xfer_args {
 	struct pfs_cli_share share; /* --blob-socket: the blob from a holder */
 	struct pfs_sched_opts sched;
 	struct pfs_opt_range range;
-	uint64_t bytes, max_size;
+	uint64_t bytes, max_size, max_work;
 	uint32_t desc_per_gram, gram_bytes;
 	double connect_timeout, accept_timeout, timeout;
 	const char *out, *result_file, *csv, *notes, *ready_file;

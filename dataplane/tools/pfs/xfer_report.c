@@ -21,6 +21,8 @@
 
 int pfs_cli_xfer_exit(int err, const struct pfs_xfer_result *r)
 {
+	if (err && r->transport_unavailable)
+		return PFS_EXIT_UNAVAILABLE;
 	if (err == -EPERM)
 		return PFS_EXIT_REFUSED;
 	if (err == -ETIMEDOUT)
