@@ -382,13 +382,17 @@ func testUninstall(ctx context.Context, t *testing.T) {
 	// The CRDs stay after helm uninstall (Helm never deletes crds/), and so
 	// would the objects and the pods they own: delete the objects first, as
 	// a user does; the garbage collector removes their pods.
-	if out, err := kubectl("-n", testNS, "delete", "pfstransfers,pcorejobs,pfsblobs", "--all", "--wait=true", "--timeout=180s"); err != nil {
+	if out, err := kubectl("delete", "pfstransfers,pcorejobs,pfsblobs", "--all", "--all-namespaces", "--wait=true", "--timeout=180s"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if out, err := run(env.helm, "uninstall", releaseName, "-n", releaseNS, "--wait", "--timeout", "3m"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
+	// Every pod the operator made, in any namespace, and every pod of the
+	// release and of the test namespace (consumers carry no label of ours).
 	selectors := map[string][]client.ListOption{
+		"any namespace (" + podspec.LabelManagedBy + "=" + podspec.ManagedBy + ")": {
+			client.MatchingLabels{podspec.LabelManagedBy: podspec.ManagedBy}},
 		"the release namespace " + releaseNS: {client.InNamespace(releaseNS)},
 		"the test namespace " + testNS:       {client.InNamespace(testNS)},
 	}
@@ -401,7 +405,7 @@ func testUninstall(ctx context.Context, t *testing.T) {
 			}
 			left = left[:0]
 			for _, p := range pods.Items {
-				left = append(left, p.Name)
+				left = append(left, p.Namespace+"/"+p.Name)
 			}
 			return len(left) == 0, nil
 		})

@@ -85,6 +85,13 @@ spec:
 // uid 0), and the refusal is what the test reports.
 func testPodSecurity(ctx context.Context, t *testing.T) {
 	psaNamespace(t, baselineNS, "baseline")
+	// The blob, the consumer and the transfer go with their namespace, so
+	// nothing of this step is left for helm uninstall's check.
+	t.Cleanup(func() {
+		if out, err := kubectl("delete", "namespace", baselineNS, "--wait=true", "--timeout=180s"); err != nil {
+			t.Errorf("delete namespace %s: %v\n%s", baselineNS, err, out)
+		}
+	})
 	b := &pfsv1alpha1.PfsBlob{ObjectMeta: metav1.ObjectMeta{Name: "psa", Namespace: baselineNS},
 		Spec: pfsv1alpha1.PfsBlobSpec{Size: resource.MustParse("64Mi"), PageSize: pfsv1alpha1.PageSize2Mi,
 			Fill: pfsv1alpha1.BlobFill{Type: pfsv1alpha1.FillSeed, Seed: ptr.To(int64(17))}}}
