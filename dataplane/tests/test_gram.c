@@ -338,7 +338,7 @@ static int t_ctl_roundtrip(void)
 {
 	uint8_t rec[PFS_CTL_LEN];
 
-	for (int t = PFS_CTL_HELLO; t <= PFS_CTL_DIGEST; t++) {
+	for (int t = PFS_CTL_HELLO; t <= PFS_CTL_AUTH; t++) {
 		struct pfs_ctl c = { .type = t,
 				     .mode = PFS_MODE_ARITH,
 				     .flags =
@@ -362,7 +362,7 @@ static int t_ctl_roundtrip(void)
 		CHECK(pfs_ctl_decode(rec, sizeof(rec), &d) == -EILSEQ, "crc");
 	}
 	{
-		struct pfs_ctl c = { .type = 9 }, d;
+		struct pfs_ctl c = { .type = PFS_CTL_AUTH + 1 }, d;
 
 		CHECK(pfs_ctl_encode(&c, rec) == -EINVAL, "bad type encodes");
 		c = (struct pfs_ctl){ .type = PFS_CTL_HELLO,

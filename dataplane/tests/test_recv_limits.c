@@ -291,6 +291,130 @@ static int t_max_work_udp(void)
 	return max_work_send("udp");
 }
 
+/* ---- item: --token-file (a stranger's HELLO does not end the transfer) ---- */
+
+/* tmpdir/@name holding @token; its path in @path. */
+static int token_file(const char *name, const char *token, char *path, size_t n)
+{
+	FILE *f;
+
+	snprintf(path, n, "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "%s\n", token);
+	return fclose(f);
+}
+
+/* A receiver with the transfer's token, per transport: first a stranger
+ * that answers the CHALLENGE with a HELLO of another protocol version (which
+ * without a token would make the receiver refuse and exit), then `pfs send`
+ * with another token: both are dropped, counted and logged, the receiver
+ * keeps waiting, and the real sender (the same token) then succeeds with
+ * integrity OK; the receiver's JSON counts the two drops. */
+static int token_strangers(const char *transport)
+{
+	char addr[64], good[128], bad[128], tag[32], rt[48];
+	char *rargs[] = { "recv",
+			  "--listen",
+			  addr,
+			  "--mode",
+			  "offset",
+			  "--size",
+			  "8M",
+			  "--page",
+			  "4k",
+			  "--fill",
+			  "zero",
+			  "--transport",
+			  (char *)transport,
+			  "--token-file",
+			  good,
+			  "--accept-timeout",
+			  "30",
+			  NULL };
+	char *sargs[] = { "send",
+			  "--connect",
+			  addr,
+			  "--mode",
+			  "offset",
+			  "--size",
+			  "8M",
+			  "--page",
+			  "4k",
+			  "--fill",
+			  "zero",
+			  "--transport",
+			  (char *)transport,
+			  "--bytes",
+			  "32M",
+			  "--token-file",
+			  bad,
+			  NULL };
+	pid_t r, c, s;
+	int rc;
+
+	NEED_NET();
+	CHECK(!token_file("token-good", "the-transfer-token-0123456789abcdef", good,
+			  sizeof(good)) &&
+		      !token_file("token-bad", "another-token-0123456789abcdefghij", bad,
+				  sizeof(bad)),
+	      "cannot write the token files");
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	snprintf(tag, sizeof(tag), "tok-%s", transport);
+	snprintf(rt, sizeof(rt), "%s-recv", tag);
+	r = spawn(ns_b, rt, rargs);
+	c = fork();
+	if (c == 0) {
+		struct pfs_ctl h = { .type = PFS_CTL_HELLO, .mode = PFS_MODE_OFFSET };
+		uint8_t rec[2 * PFS_CTL_LEN];
+		int s = raw_connect();
+
+		/* The CHALLENGE, then a HELLO of the next protocol version and
+		 * no AUTH worth the name. */
+		if (s < 0 || read(s, rec, PFS_CTL_LEN) != PFS_CTL_LEN ||
+		    pfs_ctl_decode(rec, PFS_CTL_LEN, &h) || h.type != PFS_CTL_CHALLENGE)
+			_exit(3);
+		h = (struct pfs_ctl){ .type = PFS_CTL_HELLO, .mode = PFS_MODE_OFFSET, .size = 1 };
+		pfs_ctl_encode(&h, rec);
+		rec[4]++; /* the version byte; the CRC no longer matches either */
+		h = (struct pfs_ctl){ .type = PFS_CTL_AUTH, .size = 1, .value = 2, .count = 3 };
+		pfs_ctl_encode(&h, rec + PFS_CTL_LEN);
+		if (write(s, rec, sizeof(rec)) != sizeof(rec))
+			_exit(4);
+		/* Dropped: the receiver closes, never answers. */
+		_exit(read(s, rec, 1) == 0 ? 0 : 5);
+	}
+	CHECK(wait_rc(c, 20) == 0, "the stranger was not dropped without an answer");
+	s = spawn(ns_a, "tok-bad", sargs);
+	rc = wait_rc(s, 30);
+	CHECK(rc != 0, "a sender with another token succeeded: %s", slurp("tok-bad", "json"));
+	CHECK(!waitpid(r, NULL, WNOHANG), "the receiver ended after the strangers: %s",
+	      slurp(rt, "err"));
+	sargs[sizeof(sargs) / sizeof(sargs[0]) - 2] = good;
+	s = spawn(ns_a, "tok-good", sargs);
+	rc = wait_rc(s, 30);
+	CHECK(rc == 0, "the real sender: exit %d: %s", rc, slurp("tok-good", "err"));
+	rc = wait_rc(r, 30);
+	CHECK(rc == 0, "the receiver: exit %d: %s", rc, slurp(rt, "err"));
+	CHECK(strstr(slurp(rt, "json"), "\"integrity\":\"OK\"") &&
+		      strstr(slurp(rt, "json"), "\"dropped_connections\":2"),
+	      "receiver: %s", slurp(rt, "json"));
+	CHECK(strstr(slurp(rt, "err"), "not authenticated: its AUTH does not verify"),
+	      "the drops are not logged: %s", slurp(rt, "err"));
+	return TAP_PASS;
+}
+
+static int t_token_tcp(void)
+{
+	return token_strangers("tcp");
+}
+
+static int t_token_udp(void)
+{
+	return token_strangers("udp");
+}
+
 /* ---- item: work bounded by what was agreed ---- */
 
 #define BLOB_SIZE (64ULL << 20)
@@ -689,6 +813,12 @@ static const struct tap_test tests[] = {
 	  t_max_work_tcp },
 	{ "udp: pfs send over --max-work: both exit 4 naming both numbers; at the bound OK",
 	  t_max_work_udp },
+	{ "tcp, --token-file: a stranger's HELLO and another token are dropped, counted, logged; "
+	  "the real sender then succeeds",
+	  t_token_tcp },
+	{ "udp, --token-file: a stranger's HELLO and another token are dropped, counted, logged; "
+	  "the real sender then succeeds",
+	  t_token_udp },
 	{ "tcp: a gram of 65536 x 64 MiB is rejected (cap), counted, logged, within --timeout",
 	  t_gram_cap_tcp },
 	{ "udp: a gram of 65536 x 64 MiB is rejected (cap), counted, logged, within --timeout",

@@ -79,6 +79,13 @@ bool pfs_dgram_auth__verify(struct pfs_dgram_auth *a, const uint8_t *p, size_t l
 
 void pfs_dgram_auth__free(struct pfs_dgram_auth *a);
 
+/* pfs_ctl_auth_mac - the MAC of a transfer's HELLO (PFS_CTL_AUTH):
+ * HMAC-SHA256(token, "pfs-xfer-v1" || @nonce (PFS_CTL_NONCE_LEN bytes) ||
+ * @hello (the PFS_CTL_LEN bytes as sent)), its first PFS_CTL_MAC_LEN bytes
+ * into @mac. 0, -ENOTSUP (no libcrypto in this build) or -EIO. */
+int pfs_ctl_auth_mac(const void *token, size_t token_len, const uint8_t *nonce,
+		     const uint8_t *hello, uint8_t *mac);
+
 /* pfs_dgram_confirm_equal - compare two key confirmations in constant time. */
 bool pfs_dgram_confirm_equal(const uint8_t *a, const uint8_t *b);
 

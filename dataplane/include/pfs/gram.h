@@ -83,7 +83,16 @@ enum pfs_ctl_type {
 	PFS_CTL_ABORT = 8, /* sender -> receiver (udp, afxdp): its source failed;
 			    * word: the errno, count: the length of the reason
 			    * (text) that follows the record; the transfer ends */
+	/* A receiver started with a token (pfs recv --token-file) speaks first
+	 * on every connection: CHALLENGE with a fresh nonce; the sender answers
+	 * HELLO, then AUTH with the MAC of the nonce and the HELLO's bytes
+	 * (pfs_ctl_auth_mac). A connection whose AUTH does not verify is
+	 * dropped, counted and logged, and the receiver keeps waiting. */
+	PFS_CTL_CHALLENGE = 9, /* receiver -> sender: size, value = 16-byte nonce */
+	PFS_CTL_AUTH = 10, /* sender -> receiver: size, value, count = 24-byte MAC */
 };
+#define PFS_CTL_NONCE_LEN 16
+#define PFS_CTL_MAC_LEN 24
 #define PFS_CTL_ABORT_TEXT_MAX 480
 /* DIGEST.word for a SHA-256 (delta mode): count is 32 and the 32 bytes of
  * the digest follow the record. Not an enum pfs_integrity value. */

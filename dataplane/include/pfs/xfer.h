@@ -65,6 +65,9 @@ struct pfs_xfer_result {
 	 * socket or the XDP program refused: capability, driver, interface),
 	 * not the peer or the data: another attempt here fails the same way. */
 	bool transport_unavailable;
+	/* Receiver: connections dropped before its sender's HELLO was taken
+	 * (no whole HELLO in time, not a HELLO, not authenticated). */
+	uint32_t dropped;
 };
 
 /* The sender's options (ignored by a receiver). */
@@ -153,6 +156,19 @@ struct pfs_xfer_embed_opts {
 	size_t psk_len;
 };
 
+/* A secret the two ends of one transfer share (the operator makes one per
+ * PfsTransfer; pfs send/recv --token-file). With it the receiver speaks
+ * first on every connection (CHALLENGE, a fresh nonce) and takes only a
+ * HELLO followed by an AUTH whose MAC of the nonce and the HELLO verifies
+ * (pfs/gram.h): anyone else who reaches its port is dropped, counted
+ * (pfs_xfer_result.dropped) and logged, and the receiver keeps waiting for
+ * its sender until its accept deadline. The datagram transports also mix
+ * it into their key (as embed.psk). Both ends need it, or neither. */
+struct pfs_xfer_auth_opts {
+	const char *token; /* NULL: none (the handshake is as before) */
+	size_t token_len;
+};
+
 struct pfs_delta_index;
 struct pfs_delta_result;
 
@@ -195,6 +211,7 @@ struct pfs_xfer_opts {
 	struct pfs_xfer_link_opts link;
 	struct pfs_xfer_embed_opts embed;
 	struct pfs_xfer_delta_opts delta;
+	struct pfs_xfer_auth_opts auth;
 };
 
 /* A payload receiver trusts the sender's blob size only this far unless told

@@ -222,10 +222,11 @@ static int send_hello(const struct pfs_xfer_opts *o, int fd, uint64_t fp, struct
 			     .value = fp,
 			     .count = o->delta.target_size };
 	uint8_t rec[PFS_CTL_LEN];
-	int err = pfs_xfer_send_ctl(fd, &h, &r->wire_bytes);
+	int err = pfs_xfer_send_hello(fd, &h, &o->auth, &r->wire_bytes, r);
 
-	if (!err)
-		err = pfs_xfer_read_full(fd, rec, sizeof(rec), &r->wire_bytes);
+	if (err)
+		return err;
+	err = pfs_xfer_read_full(fd, rec, sizeof(rec), &r->wire_bytes);
 	if (err)
 		return pfs_xfer_fail(r, err, "send: HELLO to %s: %s", r->peer,
 				     pfs_xfer_io_what(err));
@@ -679,7 +680,8 @@ int pfs_delta_xfer_recv(const struct pfs_xfer_opts *o, struct pfs_xfer_result *r
 	ao = (struct pfs_xfer_accept_opts){ .accept_timeout_ms = o->recv.accept_timeout_ms,
 					    .hello_timeout_ms = o->io_timeout_ms,
 					    .io_timeout_ms = o->io_timeout_ms,
-					    .ready_file = o->recv.ready_file };
+					    .ready_file = o->recv.ready_file,
+					    .auth = &o->auth };
 	lfd = pfs_xfer_listen(o->host, o->port, "tcp", r);
 	if (lfd < 0) {
 		err = lfd;

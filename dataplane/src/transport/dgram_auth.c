@@ -21,6 +21,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/kdf.h>
 #include <openssl/modes.h>
 
@@ -223,4 +224,23 @@ void pfs_dgram_auth__free(struct pfs_dgram_auth *a)
 bool pfs_dgram_confirm_equal(const uint8_t *a, const uint8_t *b)
 {
 	return !CRYPTO_memcmp(a, b, PFS_UDP_KEY_CONFIRM);
+}
+
+int pfs_ctl_auth_mac(const void *token, size_t token_len, const uint8_t *nonce,
+		     const uint8_t *hello, uint8_t *mac)
+{
+	static const char label[] = "pfs-xfer-v1";
+	uint8_t msg[sizeof(label) - 1 + PFS_CTL_NONCE_LEN + PFS_CTL_LEN];
+	uint8_t full[EVP_MAX_MD_SIZE];
+	unsigned int ml = 0;
+
+	memcpy(msg, label, sizeof(label) - 1);
+	memcpy(msg + sizeof(label) - 1, nonce, PFS_CTL_NONCE_LEN);
+	memcpy(msg + sizeof(label) - 1 + PFS_CTL_NONCE_LEN, hello, PFS_CTL_LEN);
+	if (!HMAC(EVP_sha256(), token, (int)token_len, msg, sizeof(msg), full, &ml) ||
+	    ml < PFS_CTL_MAC_LEN)
+		return -EIO;
+	memcpy(mac, full, PFS_CTL_MAC_LEN);
+	OPENSSL_cleanse(full, sizeof(full));
+	return 0;
 }

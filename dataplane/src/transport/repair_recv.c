@@ -606,8 +606,9 @@ static int rx_key(struct rx *x, const uint8_t *tr, size_t tr_len, double deadlin
 	uint8_t rec[PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY], peer[PFS_UDP_KEY_PUB];
 	uint8_t pub[PFS_UDP_KEY_PUB], confirm[PFS_UDP_KEY_CONFIRM];
 	struct pfs_dgram_kdf_in in = { .peer_pub = peer,
-				       .psk = x->o->embed.psk,
-				       .psk_len = x->o->embed.psk ? x->o->embed.psk_len : 0,
+				       .psk = x->o->embed.psk ? x->o->embed.psk : x->o->auth.token,
+				       .psk_len = x->o->embed.psk ? x->o->embed.psk_len :
+								    x->o->auth.token_len,
 				       .transcript = tr,
 				       .transcript_len = tr_len };
 	struct pfs_dgram_kx *kx;
@@ -781,6 +782,7 @@ static int rx_accept(struct rx *x, const char *tname, uint8_t *hello, bool *have
 			o->io_timeout_ms > 0 ? o->io_timeout_ms : UDP_DEFAULT_TIMEOUT_MS,
 		.ready_file = o->recv.ready_file,
 		.stop = x->io->stop,
+		.auth = &o->auth,
 	};
 	int lfd;
 

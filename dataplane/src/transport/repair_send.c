@@ -637,8 +637,9 @@ static int tx_key(struct tx *t, struct pfs_dgram_kx *kx, const uint8_t *tr, size
 	uint8_t confirm[PFS_UDP_KEY_CONFIRM], mine[PFS_UDP_KEY_CONFIRM];
 	struct pfs_dgram_kdf_in in = { .sender = true,
 				       .peer_pub = peer,
-				       .psk = t->o->embed.psk,
-				       .psk_len = t->o->embed.psk ? t->o->embed.psk_len : 0,
+				       .psk = t->o->embed.psk ? t->o->embed.psk : t->o->auth.token,
+				       .psk_len = t->o->embed.psk ? t->o->embed.psk_len :
+								    t->o->auth.token_len,
 				       .transcript = tr,
 				       .transcript_len = tr_len };
 	int err = pfs_xfer_read_full(t->cfd, rec, PFS_UDP_REC_LEN, &r->wire_bytes);
@@ -687,6 +688,7 @@ static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport, const char *t
 				 .d = t->cfg.frag,
 				 .e = t->cfg.window };
 	uint8_t out[PFS_CTL_LEN + 2 * PFS_UDP_REC_LEN + PFS_UDP_KEY_BODY], ans[PFS_CTL_LEN];
+	uint8_t auth[PFS_CTL_LEN];
 	uint8_t pub[PFS_UDP_KEY_PUB];
 	struct pfs_dgram_kx *kx = pfs_dgram_kx__new(pub);
 	int err;
@@ -700,7 +702,15 @@ static int tx_handshake(struct tx *t, uint64_t fp, uint16_t uport, const char *t
 	pfs_ctl_encode(&h, out);
 	pfs_udp_rec_encode(&p, NULL, out + PFS_CTL_LEN);
 	pfs_udp_key_encode(pub, NULL, out + PFS_CTL_LEN + PFS_UDP_REC_LEN);
-	err = pfs_xfer_write_full(t->cfd, out, sizeof(out), &r->wire_bytes);
+	/* HELLO [AUTH] PARAMS KEY: the AUTH (with a token) is not part of the
+	 * transcript the key derivation hashes. */
+	err = pfs_xfer_hello_auth(t->cfd, &o->auth, out, auth, r);
+	if (err < 0)
+		goto out_free_kx;
+	struct iovec iov[] = { { out, PFS_CTL_LEN },
+			       { auth, (size_t)err },
+			       { out + PFS_CTL_LEN, sizeof(out) - PFS_CTL_LEN } };
+	err = pfs_xfer_writev_full(t->cfd, iov, 3, &r->wire_bytes);
 	if (err) {
 		err = pfs_xfer_fail(r, err, "send: HELLO to %s: %s", r->peer,
 				    pfs_xfer_io_what(err));

@@ -158,7 +158,8 @@ static int recv_accept(const struct pfs_xfer_opts *o, struct rx *x, struct pfs_x
 	const struct pfs_xfer_accept_opts ao = { .accept_timeout_ms = o->recv.accept_timeout_ms,
 						 .hello_timeout_ms = o->io_timeout_ms,
 						 .io_timeout_ms = o->io_timeout_ms,
-						 .ready_file = o->recv.ready_file };
+						 .ready_file = o->recv.ready_file,
+						 .auth = &o->auth };
 	int lfd = pfs_xfer_listen(o->host, o->port, "tcp", r), fd;
 
 	if (lfd < 0)
@@ -498,11 +499,10 @@ static int send_handshake(const struct pfs_xfer_opts *o, int fd, uint64_t fp,
 {
 	struct pfs_ctl h = pfs_xfer_hello_of(o, fp);
 	uint8_t rec[PFS_CTL_LEN];
-	int err = pfs_xfer_send_ctl(fd, &h, &r->wire_bytes);
+	int err = pfs_xfer_send_hello(fd, &h, &o->auth, &r->wire_bytes, r);
 
 	if (err)
-		return pfs_xfer_fail(r, err, "send: HELLO to %s: %s", r->peer,
-				     pfs_xfer_io_what(err));
+		return err;
 	err = pfs_xfer_read_full(fd, rec, sizeof(rec), &r->wire_bytes);
 	if (err)
 		return pfs_xfer_fail(r, err, "send: waiting for the receiver's answer: %s",

@@ -193,6 +193,23 @@ int pfs_xfer_read_full(int fd, void *buf, size_t len, uint64_t *wire)
 	return 0;
 }
 
+int pfs_xfer_send_hello(int fd, const struct pfs_ctl *h, const struct pfs_xfer_auth_opts *auth,
+			uint64_t *wire, struct pfs_xfer_result *r)
+{
+	uint8_t recs[2 * PFS_CTL_LEN];
+	int n, err;
+
+	pfs_ctl_encode(h, recs);
+	n = pfs_xfer_hello_auth(fd, auth, recs, recs + PFS_CTL_LEN, r);
+	if (n < 0)
+		return n;
+	err = pfs_xfer_write_full(fd, recs, PFS_CTL_LEN + (size_t)n, wire);
+	if (err)
+		return pfs_xfer_fail(r, err, "send: HELLO to %s: %s", r->peer,
+				     pfs_xfer_io_what(err));
+	return 0;
+}
+
 int pfs_xfer_send_ctl(int fd, const struct pfs_ctl *c, uint64_t *wire)
 {
 	uint8_t rec[PFS_CTL_LEN];
@@ -258,12 +275,14 @@ int pfs_xfer_read_by(int fd, void *buf, size_t len, double deadline, uint64_t *w
 	return 0;
 }
 
-/* A connection that has not completed its HELLO yet. */
+/* A connection that has not completed its HELLO yet: with a token, its
+ * HELLO and AUTH (need = 2 records) answering the CHALLENGE of nonce. */
 struct hello_pending {
 	int fd;
-	size_t got;
+	size_t got, need;
 	double deadline;
-	uint8_t buf[PFS_CTL_LEN];
+	uint8_t buf[2 * PFS_CTL_LEN];
+	uint8_t nonce[PFS_CTL_NONCE_LEN];
 	char peer[64];
 };
 
@@ -288,24 +307,32 @@ static void hello_drop(struct hello_pending *p, int *dropped, const char *fmt, .
 
 /* Read what @p has; 1 when it holds a HELLO to judge (a valid one, or one
  * of a version this receiver does not speak, which is answered with
- * REFUSE), 0 to keep waiting, -1 dropped. */
-static int hello_read(struct hello_pending *p, int *dropped)
+ * REFUSE) and, with a token, its AUTH verified; 0 to keep waiting, -1
+ * dropped. */
+static int hello_read(struct hello_pending *p, const struct pfs_xfer_auth_opts *auth, int *dropped)
 {
 	struct pfs_ctl h;
-	ssize_t n = recv(p->fd, p->buf + p->got, sizeof(p->buf) - p->got, MSG_DONTWAIT);
+	ssize_t n = recv(p->fd, p->buf + p->got, p->need - p->got, MSG_DONTWAIT);
+	const char *why;
 	int err;
 
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return 0;
 	if (n <= 0) {
-		hello_drop(p, dropped, "closed after %zu of the %u bytes of a HELLO", p->got,
-			   PFS_CTL_LEN);
+		hello_drop(p, dropped, "closed after %zu of the %zu bytes of a HELLO%s", p->got,
+			   p->need, p->need > PFS_CTL_LEN ? " and its AUTH" : "");
 		return -1;
 	}
 	p->got += n;
-	if (p->got < sizeof(p->buf))
+	if (p->got < p->need)
 		return 0;
-	err = pfs_ctl_decode(p->buf, sizeof(p->buf), &h);
+	/* The MAC first: nothing a stranger sent is judged, not even its
+	 * version, so it cannot make the receiver refuse (and exit). */
+	if (p->need > PFS_CTL_LEN && (why = pfs_xfer_auth_check(auth, p->nonce, p->buf))) {
+		hello_drop(p, dropped, "not authenticated: %s", why);
+		return -1;
+	}
+	err = pfs_ctl_decode(p->buf, PFS_CTL_LEN, &h);
 	if (err == -EPROTONOSUPPORT || (!err && h.type == PFS_CTL_HELLO))
 		return 1;
 	hello_drop(p, dropped, "its first record is not a HELLO (%s)",
@@ -334,6 +361,7 @@ int pfs_xfer_accept_hello(int lfd, const struct pfs_xfer_accept_opts *ao, uint8_
 	double end = pfs_xfer_now() + ao->accept_timeout_ms / 1000.0;
 	char where[80] = "?";
 	int np = 0, dropped = 0, err, fd = -1;
+	bool token = ao->auth && ao->auth->token;
 
 	if (!getsockname(lfd, (struct sockaddr *)&ss, &sl))
 		pfs_xfer_addr_str(&ss, where, sizeof(where));
@@ -358,16 +386,19 @@ int pfs_xfer_accept_hello(int lfd, const struct pfs_xfer_accept_opts *ao, uint8_
 		for (int i = 0; i < np; i++)
 			if (now >= p[i].deadline)
 				hello_drop(&p[i], &dropped,
-					   "no complete HELLO within %.1f s (%zu of %u bytes)",
-					   ao->hello_timeout_ms / 1000.0, p[i].got, PFS_CTL_LEN);
+					   "no complete HELLO%s within %.1f s (%zu of %zu bytes)",
+					   token ? " and AUTH" : "", ao->hello_timeout_ms / 1000.0,
+					   p[i].got, p[i].need);
 		np = hello_compact(p, np);
 		if (!listening && !np) {
 			err = pfs_xfer_fail(r, -ETIMEDOUT,
 					    "recv: no sender connected to %s within %.1f s%s",
 					    where, ao->accept_timeout_ms / 1000.0,
-					    dropped ? " (connections without a valid HELLO were "
-						      "dropped)" :
-						      "");
+					    !dropped ? "" :
+					    token ? " (connections without a valid, authenticated "
+						    "HELLO were dropped)" :
+						    " (connections without a valid HELLO were "
+						    "dropped)");
 			goto out_close;
 		}
 		if (listening)
@@ -387,7 +418,7 @@ int pfs_xfer_accept_hello(int lfd, const struct pfs_xfer_accept_opts *ao, uint8_
 		for (int i = 0; i < np; i++) {
 			if (!pfd[i + listening].revents || p[i].fd < 0)
 				continue;
-			if (hello_read(&p[i], &dropped) == 1) {
+			if (hello_read(&p[i], ao->auth, &dropped) == 1) {
 				fd = p[i].fd;
 				p[i].fd = -1;
 				memcpy(hello, p[i].buf, PFS_CTL_LEN);
@@ -413,10 +444,16 @@ int pfs_xfer_accept_hello(int lfd, const struct pfs_xfer_accept_opts *ao, uint8_
 				np--;
 			}
 			p[np] = (struct hello_pending){
-				.fd = c, .deadline = pfs_xfer_now() + ao->hello_timeout_ms / 1000.0
+				.fd = c,
+				.need = token ? 2 * PFS_CTL_LEN : PFS_CTL_LEN,
+				.deadline = pfs_xfer_now() + ao->hello_timeout_ms / 1000.0
 			};
 			pfs_xfer_addr_str(&ss, p[np].peer, sizeof(p[np].peer));
+			err = token ? pfs_xfer_challenge(c, p[np].nonce) : 0;
 			np++;
+			if (err)
+				hello_drop(&p[np - 1], &dropped, "cannot send it a CHALLENGE: %s",
+					   strerror(-err));
 		}
 	}
 out_chosen:
@@ -425,6 +462,7 @@ out_chosen:
 	sock_setup(fd, ao->io_timeout_ms);
 	err = fd;
 out_close:
+	r->dropped = (uint32_t)dropped;
 	for (int i = 0; i < np; i++)
 		if (p[i].fd >= 0)
 			close(p[i].fd);
@@ -592,6 +630,11 @@ int pfs_xfer_answer_check(const uint8_t *raw, const struct pfs_ctl *h, uint64_t 
 				     "send: receiver %s speaks protocol version %u, "
 				     "this sender %u",
 				     r->peer, raw[4], PFS_GRAM_VERSION);
+	if (!err && a.type == PFS_CTL_CHALLENGE)
+		return pfs_xfer_fail(r, -EPERM,
+				     "send: receiver %s asks for the transfer's token: start this "
+				     "sender with the same --token-file",
+				     r->peer);
 	if (err || (a.type != PFS_CTL_ACCEPT && a.type != PFS_CTL_REFUSE))
 		return pfs_xfer_fail(r, -EPROTO, "send: bad answer to HELLO from %s", r->peer);
 	r->peer_blob_size = a.size;

@@ -52,6 +52,7 @@ struct pfs_xfer_accept_opts {
 	int io_timeout_ms; /* set on the chosen connection */
 	const char *ready_file; /* NULL, or created before waiting */
 	const volatile sig_atomic_t *stop; /* NULL, or non-zero: stop (-EINTR) */
+	const struct pfs_xfer_auth_opts *auth; /* NULL or no token: no CHALLENGE */
 };
 
 /* Receiver: accept senders on @lfd until one has sent a whole HELLO (a
@@ -63,6 +64,29 @@ struct pfs_xfer_accept_opts {
  * -errno: -ETIMEDOUT no HELLO within accept_timeout_ms, -EINTR stopped. */
 int pfs_xfer_accept_hello(int lfd, const struct pfs_xfer_accept_opts *ao, uint8_t *hello,
 			  struct pfs_xfer_result *r);
+
+/* Receiver (xfer_auth.c): a fresh nonce into @nonce (PFS_CTL_NONCE_LEN
+ * bytes) and the CHALLENGE carrying it sent on the new connection @fd
+ * without blocking. 0 or -errno. */
+int pfs_xfer_challenge(int fd, uint8_t *nonce);
+/* Receiver: whether @recs (a HELLO then an AUTH, 2 * PFS_CTL_LEN bytes as
+ * received) carry the MAC of @nonce and that HELLO under @auth's token:
+ * NULL when they do, else why not. */
+const char *pfs_xfer_auth_check(const struct pfs_xfer_auth_opts *auth, const uint8_t *nonce,
+				const uint8_t *recs);
+
+/* Sender: HELLO @h, and its AUTH when @auth has a token
+ * (pfs_xfer_hello_auth). 0 or -errno with r->error set. */
+int pfs_xfer_send_hello(int fd, const struct pfs_ctl *h, const struct pfs_xfer_auth_opts *auth,
+			uint64_t *wire, struct pfs_xfer_result *r);
+
+/* Sender: the AUTH that must follow HELLO @hello (its PFS_CTL_LEN bytes as
+ * they will be sent) when @auth has a token: reads the receiver's
+ * CHALLENGE from @fd (under the socket's timeout) and encodes the AUTH into
+ * @rec. Returns the bytes of @rec to send after the HELLO (0 without a
+ * token, PFS_CTL_LEN with one) or -errno with r->error set. */
+int pfs_xfer_hello_auth(int fd, const struct pfs_xfer_auth_opts *auth, const uint8_t *hello,
+			uint8_t *rec, struct pfs_xfer_result *r);
 
 /* Blocking full read of @len bytes that gives up at @deadline
  * (pfs_xfer_now() seconds): 0, -ECONNRESET on EOF, -ETIMEDOUT. */

@@ -243,7 +243,7 @@ int pfs_ctl_encode(const struct pfs_ctl *c, void *out)
 {
 	uint8_t *o = out;
 
-	if (c->type < PFS_CTL_HELLO || c->type > PFS_CTL_ABORT || c->mode > PFS_MODE_DELTA)
+	if (c->type < PFS_CTL_HELLO || c->type > PFS_CTL_AUTH || c->mode > PFS_MODE_DELTA)
 		return -EINVAL;
 	put32(o, PFS_CTL_MAGIC);
 	o[4] = PFS_GRAM_VERSION;
@@ -269,7 +269,7 @@ int pfs_ctl_decode(const void *buf, size_t len, struct pfs_ctl *c)
 	if (get32(b + 36) != pfs_crc32c(0, b, 36))
 		return -EILSEQ;
 	/* The version is checked by the handshake so it can say which one. */
-	if (b[5] < PFS_CTL_HELLO || b[5] > PFS_CTL_ABORT || b[6] > PFS_MODE_DELTA ||
+	if (b[5] < PFS_CTL_HELLO || b[5] > PFS_CTL_AUTH || b[6] > PFS_MODE_DELTA ||
 	    (b[7] & ~(PFS_CTL_F_OK | PFS_CTL_F_INTEGRITY_MASK)))
 		return -EPROTO;
 	c->type = b[5];

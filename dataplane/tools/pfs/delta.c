@@ -222,6 +222,7 @@ int pfs_cli_delta_run(struct xfer_args *a, const char *host, uint16_t port)
 		.delta = { .threads = (int)a->delta.threads,
 			   .level = (int)a->delta.level,
 			   .res = &d },
+		.auth = a->auth,
 	};
 	int err = inputs_open(a, &in, &o.delta, &r), rc;
 

@@ -132,6 +132,11 @@ static const struct pfs_opt both_opts[] = {
 	  "crc32c | fnv1a64 | none (default crc32c); both ends must "
 	  "agree (the receiver refuses another); none compares counts",
 	  .parse = parse_integrity },
+	{ "token-file", PFS_OPT_STR, AT(token_file), "PATH",
+	  "a secret both ends of this transfer hold (the operator's per-transfer\n"
+	  "Secret): the receiver challenges every connection and takes only a\n"
+	  "sender that proves it; anyone else is dropped, counted and logged while\n"
+	  "it keeps waiting. Both ends need it, or neither" },
 	{ "result-file", PFS_OPT_STR, AT(result_file), "PATH",
 	  "also write the JSON there (e.g. /dev/termination-log)" },
 	{ "csv", PFS_OPT_STR, AT(csv), "PATH", "append a CSV row (seed-001 fields)" },
@@ -323,6 +328,7 @@ static int transfer(const struct xfer_args *a, const char *host, uint16_t port,
 			  .ready_file = a->ready_file,
 			  .max_size = a->max_size,
 			  .max_work = a->max_work },
+		.auth = a->auth,
 		.link = { .ifname = a->ifname,
 			  .queues = a->queues,
 			  .peer_mac = a->peer_mac,
@@ -387,6 +393,16 @@ static int run(int argc, char **argv, bool sender)
 	}
 	if (pfs_cli_check_args)
 		return PFS_EXIT_OK;
+	if (a.token_file) {
+		int tl = pfs_share_token_read(a.token_file, a.token, sizeof(a.token));
+
+		if (tl < 0) {
+			pfs_err("%s: --token-file %s: %s", argv[0], a.token_file,
+				pfs_share_token_strerror(tl));
+			return PFS_EXIT_USAGE;
+		}
+		a.auth = (struct pfs_xfer_auth_opts){ .token = a.token, .token_len = (size_t)tl };
+	}
 	if (a.mode == PFS_MODE_DELTA)
 		return pfs_cli_delta_run(&a, host, port);
 	if (a.into_blob && (sender || a.mode != PFS_MODE_PAYLOAD)) {

@@ -15,6 +15,7 @@
 #include "pfs/integrity.h"
 #include "pfs/schedule.h"
 #include "pfs/xdp.h"
+#include "pfs/blob_share.h"
 #include "pfs/xfer.h"
 #include "pfs/xsk.h"
 
@@ -59,6 +60,9 @@ struct xfer_args {
 	enum pfs_xsk_page umem_page;
 	enum pfs_integrity integrity;
 	struct pfs_cli_delta delta; /* --mode delta (delta.c) */
+	const char *token_file; /* --token-file */
+	struct pfs_xfer_auth_opts auth; /* its token, once read (main) */
+	char token[PFS_SHARE_TOKEN_MAX + 1];
 	struct pfs_cli_xfer_hook report_hook; /* the mode's, set before reporting */
 };
 

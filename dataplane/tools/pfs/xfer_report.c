@@ -133,6 +133,9 @@ static void transfer_json(struct pfs_json *j, const struct xfer_args *a,
 	pfs_json_u64(j, "grams", r->grams);
 	pfs_json_u64(j, "wire_bytes", r->wire_bytes);
 	pfs_json_u64(j, "decode_errors", r->stats.errors);
+	/* Receiver: connections dropped while it waited for its sender
+	 * (strangers, unauthenticated; pfs_xfer_result.dropped). */
+	pfs_json_u64(j, "dropped_connections", r->dropped);
 	dgrams_json(j, &r->dgrams);
 }
 
