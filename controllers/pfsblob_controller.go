@@ -110,26 +110,35 @@ func (r *PfsBlobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{}, nil
 }
 
-// ensureToken creates the blob's token Secret once. It is read with the
-// API reader so the manager needs no list/watch on Secrets.
+// ensureToken creates the blob's token Secret once.
 func (r *PfsBlobReconciler) ensureToken(ctx context.Context, blob *pfsv1alpha1.PfsBlob) error {
-	key := types.NamespacedName{Namespace: blob.Namespace, Name: podspec.TokenSecretName(blob.Name)}
-	if err := r.APIReader.Get(ctx, key, &corev1.Secret{}); err == nil || !apierrors.IsNotFound(err) {
-		return err
-	}
+	return ensureTokenSecret(ctx, &r.Deps, r.Random, blob, func(token []byte) *corev1.Secret {
+		return podspec.BlobTokenSecret(blob, token)
+	})
+}
+
+// ensureTokenSecret creates, once, the token Secret build makes for owner
+// (blob or transfer) from fresh random bytes of src (crypto/rand when nil),
+// owned by owner. It is read with the API reader so the manager needs no
+// list/watch on Secrets; the token is never logged.
+func ensureTokenSecret(ctx context.Context, d *Deps, src io.Reader, owner client.Object,
+	build func(token []byte) *corev1.Secret) error {
 	token := make([]byte, tokenBytes)
-	src := r.Random
 	if src == nil {
 		src = rand.Reader
 	}
 	if _, err := io.ReadFull(src, token); err != nil {
-		return fmt.Errorf("generating the blob token: %w", err)
+		return fmt.Errorf("generating a token: %w", err)
 	}
-	sec := podspec.BlobTokenSecret(blob, encodeToken(token))
-	if err := ctrl.SetControllerReference(blob, sec, r.Client.Scheme()); err != nil {
+	sec := build(encodeToken(token))
+	key := client.ObjectKeyFromObject(sec)
+	if err := d.APIReader.Get(ctx, key, &corev1.Secret{}); err == nil || !apierrors.IsNotFound(err) {
 		return err
 	}
-	if err := r.Client.Create(ctx, sec); err != nil {
+	if err := ctrl.SetControllerReference(owner, sec, d.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := d.Client.Create(ctx, sec); err != nil {
 		return ignoreAlreadyExists(err)
 	}
 	logf.FromContext(ctx).Info("Created Secret", "secret", key)

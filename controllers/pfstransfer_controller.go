@@ -53,6 +53,7 @@ type PfsTransferReconciler struct {
 // +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfstransfers/finalizers,verbs=update
 // +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=topology.node.k8s.io,resources=noderesourcetopologies,verbs=list;watch
@@ -156,6 +157,13 @@ func (r *PfsTransferReconciler) gather(ctx context.Context, x *pfsv1alpha1.PfsTr
 // and deletes the pods the plan names.
 func (r *PfsTransferReconciler) apply(ctx context.Context, x *pfsv1alpha1.PfsTransfer, out transferOutcome) (*createFailure, error) {
 	if out.Pod != nil {
+		// Both pods read the transfer's token (podspec.TransferTokenSecret):
+		// it exists before the first of them.
+		if err := ensureTokenSecret(ctx, &r.Deps, nil, x, func(token []byte) *corev1.Secret {
+			return podspec.TransferTokenSecret(x, token)
+		}); err != nil {
+			return nil, err
+		}
 		if f := createPod(ctx, &r.Deps, x, out.Pod); f != nil {
 			return f, nil
 		}

@@ -62,8 +62,11 @@ func TestTransferReconcileDecidesOnce(t *testing.T) {
 				WithStatusSubresource(&pfsv1alpha1.PfsTransfer{}).
 				WithIndex(&corev1.Pod{}, podNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} })
 			if tc.refuse {
-				b = b.WithInterceptorFuncs(interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-					return refusedByPSA
+				b = b.WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+					if _, pod := o.(*corev1.Pod); pod {
+						return refusedByPSA
+					}
+					return c.Create(ctx, o, opts...)
 				}})
 			}
 			c := b.Build()

@@ -232,6 +232,8 @@ const (
 	volToken   = "blob-token"
 	// volSourceToken is a Delta sender's source token (volToken is the base's).
 	volSourceToken = "source-token"
+	// volTransferToken is the transfer's own token (TransferTokenDir).
+	volTransferToken = "transfer-token"
 	volRun         = "run"
 )
 

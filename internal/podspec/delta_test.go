@@ -42,6 +42,8 @@ func TestDeltaTransferPods(t *testing.T) {
 	}
 	runVol, _ := runVolume()
 	sockets := socketVolume(cfg, "ns", socketsConnect)
+	xferToken := corev1.Volume{Name: "transfer-token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: "x-transfer-token", DefaultMode: ptr.To(int32(0o440))}}}
 	tests := map[string]struct {
 		x            *pfsv1alpha1.PfsTransfer
 		in           TransferInputs
@@ -58,12 +60,12 @@ func TestDeltaTransferPods(t *testing.T) {
 			in: TransferInputs{Attempt: 1, Blob: base, Source: source,
 				Delta: placement.Delta{SenderNodes: []string{"n2"}, ReceiverNodes: []string{"n1", "n2"}}},
 			wantRecv: "recv --listen 0.0.0.0:5000 --mode delta --transport tcp --accept-timeout 300 --ready-file /run/pfs/ready " +
-				"--blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token --max-size 1075838976 --delta-threads 1 --result-file /dev/termination-log",
+				"--blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token --max-size 1075838976 --delta-threads 1 --result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token",
 			wantSend: "send --connect 10.0.0.5:5000 --mode delta --transport tcp --blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token " +
-				"--src-blob-socket /run/packetfs/ns/new.sock --src-blob-token-file /etc/packetfs/source-token/token --zstd-level 3 --delta-threads 1 --result-file /dev/termination-log",
+				"--src-blob-socket /run/packetfs/ns/new.sock --src-blob-token-file /etc/packetfs/source-token/token --zstd-level 3 --delta-threads 1 --result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token",
 			wantRecvRes:  rl("cpu", "1", "memory", "1298Mi"),
 			wantSendRes:  rl("cpu", "1", "memory", "1346Mi"),
-			wantRecvVols: []corev1.Volume{runVol, sockets, secret("blob-token", "old")},
+			wantRecvVols: []corev1.Volume{runVol, sockets, secret("blob-token", "old"), xferToken},
 			wantRecvNode: []string{"n1", "n2"},
 			wantSendNode: []string{"n2"},
 		},
@@ -76,12 +78,12 @@ func TestDeltaTransferPods(t *testing.T) {
 			in: TransferInputs{Blob: base, Source: source,
 				Delta: placement.Delta{SenderNodes: []string{"n1", "n2"}, NoBaseNode: "n9"}},
 			wantRecv: "recv --listen 0.0.0.0:5000 --mode delta --transport tcp --accept-timeout 300 --ready-file /run/pfs/ready " +
-				"--no-base --max-size 1075838976 --delta-threads 1 --result-file /dev/termination-log",
+				"--no-base --max-size 1075838976 --delta-threads 1 --result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token",
 			wantSend: "send --connect 10.0.0.5:5000 --mode delta --transport tcp --blob-socket /run/packetfs/ns/old.sock --blob-token-file /etc/packetfs/token/token " +
-				"--src-blob-socket /run/packetfs/ns/new.sock --src-blob-token-file /etc/packetfs/source-token/token --zstd-level 19 --delta-threads 4 --result-file /dev/termination-log",
+				"--src-blob-socket /run/packetfs/ns/new.sock --src-blob-token-file /etc/packetfs/source-token/token --zstd-level 19 --delta-threads 4 --result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token",
 			wantRecvRes:  rl("cpu", "1", "memory", "1298Mi"),
 			wantSendRes:  rl("cpu", "4", "memory", "1346Mi"),
-			wantRecvVols: []corev1.Volume{runVol},
+			wantRecvVols: []corev1.Volume{runVol, xferToken},
 			wantSendNode: []string{"n1", "n2"},
 		},
 	}
@@ -125,7 +127,7 @@ func TestDeltaTransferPods(t *testing.T) {
 			if diff := cmp.Diff(tc.wantRecvVols, recv.Spec.Volumes, cmpQty); diff != "" {
 				t.Errorf("receiver volumes (-want +got):\n%s", diff)
 			}
-			wantSendVols := []corev1.Volume{runVol, sockets, secret("blob-token", "old"), secret("source-token", "new")}
+			wantSendVols := []corev1.Volume{runVol, sockets, secret("blob-token", "old"), secret("source-token", "new"), xferToken}
 			if diff := cmp.Diff(wantSendVols, send.Spec.Volumes, cmpQty); diff != "" {
 				t.Errorf("sender volumes (-want +got):\n%s", diff)
 			}

@@ -97,6 +97,10 @@ const (
 	// its holder pod.
 	BaseTokenDir  = "/etc/packetfs/base-token"
 	BaseTokenFile = BaseTokenDir + "/" + TokenKey
+	// TransferTokenDir holds a PfsTransfer's own token Secret in both of
+	// its pods (pfs send/recv --token-file).
+	TransferTokenDir  = "/etc/packetfs/transfer-token"
+	TransferTokenFile = TransferTokenDir + "/" + TokenKey
 	// RunDir is a small writable emptyDir (the root filesystem is read-only).
 	RunDir = "/run/pfs"
 	// ReadyFile is created by `pfs recv --ready-file` once it listens.
@@ -221,6 +225,11 @@ func SourceHolderPodName(blob, node string, attempt int32) string {
 
 // TokenSecretName is the name of a blob's token Secret.
 func TokenSecretName(blob string) string { return ChildName(blob, "blob-token", 253) }
+
+// TransferTokenSecretName is the name of a PfsTransfer's token Secret.
+func TransferTokenSecretName(transfer string) string {
+	return ChildName(transfer, "transfer-token", 253)
+}
 
 // SocketDir is the host (and container) directory of a namespace's sockets.
 func SocketDir(namespace string) string { return path.Join(SocketRoot, namespace) }

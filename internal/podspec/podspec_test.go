@@ -214,8 +214,8 @@ func TestTransferPods(t *testing.T) {
 			}(),
 			in:          TransferInputs{Attempt: 2, Blob: b, BlobNodes: []string{"n1", "n2"}},
 			addr:        placement.Address{IP: "10.0.0.5"},
-			wantRecv:    "recv --listen 0.0.0.0:5000 --mode offset --transport tcp --accept-timeout 300 --ready-file /run/pfs/ready --max-work 201326592 --blob-socket /run/packetfs/ns/b.sock --blob-token-file /etc/packetfs/token/token --result-file /dev/termination-log",
-			wantSend:    "send --connect 10.0.0.5:5000 --mode offset --transport tcp --bytes 201326592 --desc-per-gram 1024 --max-len 262144 --align 64 --blob-socket /run/packetfs/ns/b.sock --blob-token-file /etc/packetfs/token/token --result-file /dev/termination-log",
+			wantRecv:    "recv --listen 0.0.0.0:5000 --mode offset --transport tcp --accept-timeout 300 --ready-file /run/pfs/ready --max-work 201326592 --blob-socket /run/packetfs/ns/b.sock --blob-token-file /etc/packetfs/token/token --result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token",
+			wantSend:    "send --connect 10.0.0.5:5000 --mode offset --transport tcp --bytes 201326592 --desc-per-gram 1024 --max-len 262144 --align 64 --blob-socket /run/packetfs/ns/b.sock --blob-token-file /etc/packetfs/token/token --result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token",
 			wantRecvRes: rl("cpu", "1", "memory", "256Mi"),
 			wantSendRes: rl("cpu", "1", "memory", "256Mi"),
 			wantSec:     nonRoot,
@@ -233,8 +233,8 @@ func TestTransferPods(t *testing.T) {
 				return x
 			}(),
 			addr:        placement.Address{IP: "fd00::5"},
-			wantRecv:    "recv --listen 0.0.0.0:5000 --mode payload --transport udp --accept-timeout 300 --ready-file /run/pfs/ready --max-work 1073741824 --integrity fnv1a64 --result-file /dev/termination-log",
-			wantSend:    "send --connect [fd00::5]:5000 --mode payload --transport udp --bytes 1073741824 --queues 2 --integrity fnv1a64 --desc-per-gram 1024 --max-len 262144 --align 64 --gram-bytes 1048576 --size 3145728 --page 2m --fill seed --result-file /dev/termination-log",
+			wantRecv:    "recv --listen 0.0.0.0:5000 --mode payload --transport udp --accept-timeout 300 --ready-file /run/pfs/ready --max-work 1073741824 --integrity fnv1a64 --result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token",
+			wantSend:    "send --connect [fd00::5]:5000 --mode payload --transport udp --bytes 1073741824 --queues 2 --integrity fnv1a64 --desc-per-gram 1024 --max-len 262144 --align 64 --gram-bytes 1048576 --size 3145728 --page 2m --fill seed --result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token",
 			wantRecvRes: rl("cpu", "1", "memory", "256Mi"),
 			wantSendRes: rl("cpu", "2", "memory", "256Mi", "hugepages-2Mi", "4Mi"),
 			wantSec:     nonRoot,
@@ -252,8 +252,8 @@ func TestTransferPods(t *testing.T) {
 			}(),
 			in:          TransferInputs{Blob: b, BlobNodes: []string{"n1"}},
 			addr:        placement.Address{IP: "192.168.1.2", MAC: "02:00:00:00:00:02", Interface: "net1"},
-			wantRecv:    "recv --listen 0.0.0.0:5000 --mode arith --transport afxdp --accept-timeout 300 --ready-file /run/pfs/ready --max-work 2097152 --ifname net1 --queues 4 --blob-socket /run/packetfs/ns/b.sock --blob-token-file /etc/packetfs/token/token --result-file /dev/termination-log",
-			wantSend:    "send --connect 192.168.1.2:5000 --mode arith --transport afxdp --bytes 2097152 --peer-mac 02:00:00:00:00:02 --ifname net1 --desc-per-gram 1024 --max-len 262144 --align 64 --range 1048576:2097152 --blob-socket /run/packetfs/ns/b.sock --blob-token-file /etc/packetfs/token/token --result-file /dev/termination-log",
+			wantRecv:    "recv --listen 0.0.0.0:5000 --mode arith --transport afxdp --accept-timeout 300 --ready-file /run/pfs/ready --max-work 2097152 --ifname net1 --queues 4 --blob-socket /run/packetfs/ns/b.sock --blob-token-file /etc/packetfs/token/token --result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token",
+			wantSend:    "send --connect 192.168.1.2:5000 --mode arith --transport afxdp --bytes 2097152 --peer-mac 02:00:00:00:00:02 --ifname net1 --desc-per-gram 1024 --max-len 262144 --align 64 --range 1048576:2097152 --blob-socket /run/packetfs/ns/b.sock --blob-token-file /etc/packetfs/token/token --result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token",
 			wantRecvRes: rl("cpu", "4", "memory", "256Mi", "afxdp/pool", "1"),
 			wantSendRes: rl("cpu", "1", "memory", "256Mi", "afxdp/pool", "1"),
 			wantSec:     afxdp,
@@ -476,7 +476,7 @@ func TestTransferPodsNUMA(t *testing.T) {
 		if diff := cmp.Diff(placement.NodeAffinity([]string{"n2"}), pod.Spec.Affinity); diff != "" {
 			t.Errorf("%s: affinity (-want +got):\n%s", pod.Name, diff)
 		}
-		if args := strings.Join(pod.Spec.Containers[0].Args, " "); !strings.HasSuffix(args, "--result-file /dev/termination-log --numa 1") {
+		if args := strings.Join(pod.Spec.Containers[0].Args, " "); !strings.HasSuffix(args, "--result-file /dev/termination-log --token-file /etc/packetfs/transfer-token/token --numa 1") {
 			t.Errorf("%s: args %s do not end with --numa 1", pod.Name, args)
 		}
 	}

@@ -240,6 +240,7 @@ type transferSide struct {
 func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side transferSide) *corev1.Pod {
 	ep, component, attempt := side.ep, side.component, in.Attempt
 	annotations := map[string]string{AnnotationOwner: x.Name}
+	side.args = append(side.args, "--token-file", TransferTokenFile)
 	if p := in.NUMA; p != nil {
 		if p.Node != "" {
 			side.nodes = []string{p.Node}
@@ -284,6 +285,12 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side
 		vols = append(vols, v)
 		c.VolumeMounts = append(c.VolumeMounts, m)
 	}
+	// Both ends prove the transfer's token, so whoever else reaches the
+	// receiver's port first is dropped, not taken for the sender.
+	vols = append(vols, corev1.Volume{Name: volTransferToken, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: TransferTokenSecretName(x.Name), DefaultMode: ptr.To(int32(0o440))}}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volTransferToken, MountPath: TransferTokenDir, ReadOnly: true})
+
 	if ep.Network != "" {
 		annotations[AnnotationNetworks] = networkSelection(ep.Network, ep.IPs)
 	}
@@ -354,4 +361,20 @@ func cliTransport(t pfsv1alpha1.Transport) string {
 		return "afxdp"
 	}
 	return "tcp"
+}
+
+// TransferTokenSecret is the Secret holding the token both pods of a
+// PfsTransfer present to each other (TransferTokenDir). The controller
+// creates it once with fresh random bytes before the first pod.
+func TransferTokenSecret(x *pfsv1alpha1.PfsTransfer, token []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: TransferTokenSecretName(x.Name), Namespace: x.Namespace,
+			Labels:      map[string]string{LabelManagedBy: ManagedBy, LabelTransferUID: string(x.UID)},
+			Annotations: map[string]string{AnnotationOwner: x.Name},
+		},
+		Type:      corev1.SecretTypeOpaque,
+		Immutable: ptr.To(true),
+		Data:      map[string][]byte{TokenKey: append([]byte(nil), token...)},
+	}
 }
