@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "manifest/utf8.h"
+#include "util/utf8.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"

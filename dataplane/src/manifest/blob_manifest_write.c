@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "manifest/utf8.h"
+#include "util/utf8.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/integrity.h"
 #include "wire/wire_le.h"

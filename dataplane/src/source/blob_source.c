@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "source/blob_source_int.h"
-#include "manifest/utf8.h"
+#include "util/utf8.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437

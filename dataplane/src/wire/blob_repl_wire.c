@@ -12,6 +12,7 @@
 
 #include "wire/blob_repl_wire.h"
 #include "pfs/integrity.h"
+#include "util/utf8.h"
 #include "wire/wire_le.h"
 
 /* The body lengths a type may have: [lo, hi]. */
@@ -196,7 +197,7 @@ static bool name_ok(const uint8_t *p, size_t n)
 	size_t comp = 0; /* start of the component being read */
 
 	for (size_t i = 0; i < n;) {
-		uint8_t c = p[i], lo = 0x80, hi = 0xbf;
+		uint8_t c = p[i];
 		size_t k;
 
 		if (c < 0x80) {
@@ -213,29 +214,9 @@ static bool name_ok(const uint8_t *p, size_t n)
 			i++;
 			continue;
 		}
-		if (c >= 0xc2 && c <= 0xdf)
-			k = 2;
-		else if (c >= 0xe0 && c <= 0xef)
-			k = 3;
-		else if (c >= 0xf0 && c <= 0xf4)
-			k = 4;
-		else
+		k = utf8_seq(p + i, n - i);
+		if (!k)
 			return false;
-		if (n - i < k)
-			return false;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-		else if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-		if (p[i + 1] < lo || p[i + 1] > hi)
-			return false;
-		for (size_t j = 2; j < k; j++)
-			if (p[i + j] < 0x80 || p[i + j] > 0xbf)
-				return false;
 		i += k;
 	}
 	/* the last component */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Internal: UTF-8 validation for the manifest's names (decoder, writer and
- * the source scanner, which refuses names JSON cannot carry as they are). */
-#ifndef PFS_BLOB_UTF8_H
-#define PFS_BLOB_UTF8_H
+/* Internal: UTF-8 validation of names (the manifest's decoder and writer,
+ * the source scanner, which refuses names JSON cannot carry as they are,
+ * and the replication wire's LAYOUT names). */
+#ifndef PFS_UTIL_UTF8_H
+#define PFS_UTIL_UTF8_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -58,4 +59,4 @@ static inline int utf8_valid(const char *s, size_t len)
 	return 1;
 }
 
-#endif /* PFS_BLOB_UTF8_H */
+#endif /* PFS_UTIL_UTF8_H */
