@@ -34,13 +34,11 @@ from __future__ import annotations
 import json
 import math
 import struct
-import sys
-import warnings
 from dataclasses import dataclass
 
 from .errors import SafetensorsError
 
-__all__ = ["TensorInfo", "header", "metadata", "load", "load_torch", "bf16_dtype"]
+__all__ = ["TensorInfo", "header", "metadata", "load", "bf16_dtype"]
 
 MAX_HEADER = 100_000_000  # the reference implementation's limit
 
@@ -218,40 +216,4 @@ def load(buf, *, writable: bool = False, raw_bits: bool = False) -> dict:
         if not writable and a.flags.writeable:
             a.flags.writeable = False
         out[t.name] = a
-    return out
-
-
-def _torch_dtypes(torch) -> dict:
-    names = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
-             "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8",
-             "BOOL": "bool", "U16": "uint16", "U32": "uint32", "U64": "uint64",
-             "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "C64": "complex64"}
-    return {k: getattr(torch, v) for k, v in names.items() if hasattr(torch, v)}
-
-
-def load_torch(buf) -> dict:
-    """name -> torch tensor over ``buf`` (torch.frombuffer: no copy). Needs torch.
-
-    torch has no read-only tensors: on a read-only mapping a write faults
-    (SIGSEGV); torch's warning about the non-writable buffer is silenced here."""
-    import torch
-
-    if sys.byteorder != "little":
-        raise SafetensorsError("safetensors: load_torch needs a little-endian host "
-                               "(torch.frombuffer uses native byte order)")
-    mv, infos, _ = _parse(buf)
-    dtypes = _torch_dtypes(torch)
-    out = {}
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*not writable.*")
-        for t in infos:
-            if t.dtype not in dtypes:
-                raise SafetensorsError(f"safetensors: {t.name!r}: this torch has no dtype for "
-                                       f"{t.dtype}")
-            count = math.prod(t.shape)
-            if count:
-                x = torch.frombuffer(mv, dtype=dtypes[t.dtype], count=count, offset=t.start)
-            else:
-                x = torch.empty(0, dtype=dtypes[t.dtype])
-            out[t.name] = x.reshape(t.shape)
     return out

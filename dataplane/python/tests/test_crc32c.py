@@ -35,14 +35,12 @@ def test_continue_and_combine(real_files):
 
 
 def test_numpy_lanes_equal_the_table(real_files):
-    pytest.importorskip("numpy")
     data = dict(real_files)[SILERO_ST]
     for n in (64 << 10, (64 << 10) + 1, 1 << 20, len(data)):
         assert c.crc32c_fast(data[:n]) == c.crc32c(data[:n]), n
 
 
 def test_fingerprint_backends_agree_on_odd_sizes(real_files):
-    pytest.importorskip("numpy")
     data = b"".join(d for _, d in real_files)  # ~5.8 MB of real bytes
     for n in (1, 63, 64, 65, MiB - 1, MiB, MiB + 1, 3 * MiB + 12345):
         assert c.fingerprint(data[:n], "numpy") == c.fingerprint(data[:n], "python"), n
@@ -51,8 +49,6 @@ def test_fingerprint_backends_agree_on_odd_sizes(real_files):
 
 @pytest.mark.parametrize("backend", ["numpy", "python"])
 def test_fingerprint_equals_pfs(env, backend):
-    if backend == "numpy":
-        pytest.importorskip("numpy")
     b = env.blob("4k", 4 * MiB, fill="seed")
     info = run_pfs(env.pfs, "blob", "info", "--name", b.name, "--dir", b.dir)
     with open(b.path, "rb") as f:

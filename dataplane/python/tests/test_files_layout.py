@@ -28,8 +28,8 @@ from conftest import HERE, MiB, SILERO_ST
 from dirholder import DirHolder
 from packetfs import share
 
-np = pytest.importorskip("numpy")
-st_numpy = pytest.importorskip("safetensors.numpy")
+import numpy as np  # noqa: E402  (pinned in requirements-test.txt: missing is a failure)
+import safetensors.numpy as st_numpy  # noqa: E402
 
 from packetfs import tensors as pt  # noqa: E402
 

@@ -28,8 +28,8 @@ import pytest
 import packer
 from conftest import HERE, REPO, MiB, BlobFile, run_as, run_pfs
 
-np = pytest.importorskip("numpy")
-safetensors = pytest.importorskip("safetensors")
+import numpy as np  # noqa: E402  (pinned in requirements-test.txt: missing is a failure)
+import safetensors  # noqa: E402
 
 from packetfs import tensors as pt  # noqa: E402
 

@@ -31,7 +31,6 @@ def big(env, real_files):
 
 @pytest.mark.parametrize("mode", ["full", "lazy"])
 def test_consumer_rss_does_not_grow_by_the_blob_size(big, mode, record_property):
-    pytest.importorskip("numpy")
     r = subprocess.run([sys.executable, str(HERE / "rss_consumer.py"), str(big.holder.sock),
                         str(big.holder.token_file), SILERO_ST, "lstm_cell.weight_ih", mode],
                        capture_output=True, text=True, timeout=300,

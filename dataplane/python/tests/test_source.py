@@ -13,19 +13,16 @@ import os
 
 import pytest
 
-from conftest import MiB, BlobFile, SILERO_ST, pfs_help, run_pfs
+from conftest import MiB, BlobFile, SILERO_ST, run_pfs
 
-np = pytest.importorskip("numpy")
-st_numpy = pytest.importorskip("safetensors.numpy")
+import numpy as np  # noqa: E402  (pinned in requirements-test.txt: missing is a failure)
+import safetensors.numpy as st_numpy  # noqa: E402
 
 from packetfs import tensors as pst  # noqa: E402
 
 
 @pytest.fixture
 def source_blob(env):
-    if "--source" not in pfs_help(env.pfs, "blob", "create"):
-        pytest.skip("pfs has no --source yet")
-
     def create(source) -> BlobFile:
         b = BlobFile(f"pyt-src-{os.getpid()}-{len(env.blobs)}", env.blob_dir("4k"), "4k", 0)
         env.blobs.append(b)
