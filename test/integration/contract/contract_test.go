@@ -173,15 +173,9 @@ func TestSourceBlobPods(t *testing.T) {
 
 // TestFilesLayoutHolderPods runs the origin and relay holders the operator
 // builds under the CSI plugin (--socket-volume=csi: the blob kept as files,
-// `pfs blob create --layout files`) through pfs. A pfs from before the files
-// layout has no --layout: the holders are skipped, saying so, rather than
-// passed.
+// `pfs blob create --layout files`) through pfs.
 func TestFilesLayoutHolderPods(t *testing.T) {
 	bin := pfsBinary(t)
-	out, _ := exec.Command(bin, "--check-args", "blob", "create", "--layout", "files").CombinedOutput()
-	if strings.Contains(string(out), "unknown or incomplete option '--layout'") {
-		t.Skip("this pfs build has no --layout yet")
-	}
 	csi := cfg
 	csi.SocketVolume = podspec.SocketVolumeCSI
 	b := blob(pfsv1alpha1.PageSize2Mi, "")
@@ -197,20 +191,13 @@ func TestFilesLayoutHolderPods(t *testing.T) {
 }
 
 // TestDatagramRelayPods runs the holders of a blob replicated over UDP and
-// AFXDP, on the pod network and on a secondary one, through pfs. A pfs
-// from before datagram replication has no --fetch-transport: the relays
-// are skipped, saying so, rather than passed.
+// AFXDP, on the pod network and on a secondary one, through pfs.
 func TestDatagramRelayPods(t *testing.T) {
 	bin := pfsBinary(t)
-	out, _ := exec.Command(bin, "--check-args", "blob", "create", "--fetch-transport", "udp").CombinedOutput()
-	lacks := strings.Contains(string(out), "unknown or incomplete option '--fetch-transport'")
 	for _, tr := range []pfsv1alpha1.Transport{pfsv1alpha1.TransportUDP, pfsv1alpha1.TransportAFXDP} {
 		for net, network := range map[string]string{"pod network": "", "secondary network": "fabric"} {
 			for _, role := range []pfsv1alpha1.BlobNodeRole{pfsv1alpha1.BlobNodeOrigin, pfsv1alpha1.BlobNodeRelay} {
 				t.Run(fmt.Sprintf("%s/%s/%s", tr, net, role), func(t *testing.T) {
-					if lacks && role == pfsv1alpha1.BlobNodeRelay {
-						t.Skip("this pfs build has no --fetch-transport yet")
-					}
 					b := blob(pfsv1alpha1.PageSize2Mi, "")
 					b.Spec.Size = resource.Quantity{}
 					b.Spec.Source = &pfsv1alpha1.BlobSource{PersistentVolumeClaim: &pfsv1alpha1.PVCBlobSource{ClaimName: "data"}}
@@ -243,7 +230,7 @@ func TestTransferPods(t *testing.T) {
 					name := fmt.Sprintf("%s/%s/%s/blob=%v", mode, tr, in, withBlob)
 					t.Run(name, func(t *testing.T) {
 						if !hasTransport(have, tr) {
-							t.Skipf("this pfs build has no %s transport yet (it has: %s)", tr, have)
+							t.Fatalf("this pfs build has no %s transport (it has: %s): the operator asks for it", tr, have)
 						}
 						x := &pfsv1alpha1.PfsTransfer{
 							ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "uid-x"},
@@ -385,7 +372,7 @@ func TestSamples(t *testing.T) {
 	for _, x := range xfers {
 		t.Run("transfer "+x.Name, func(t *testing.T) {
 			if !hasTransport(have, x.Spec.Transport) {
-				t.Skipf("this pfs build has no %s transport yet (it has: %s)", x.Spec.Transport, have)
+				t.Fatalf("this pfs build has no %s transport (it has: %s): the operator asks for it", x.Spec.Transport, have)
 			}
 			x.Namespace = "ns"
 			in := podspec.TransferInputs{}
