@@ -87,18 +87,17 @@ func testSoak(ctx context.Context, t *testing.T) {
 			t.Fatalf("E2E_SOAK=%q: %v", v, err)
 		}
 	}
-	transports := imageTransports(ctx, t)
+	if transports := imageTransports(ctx, t); !transports["afxdp"] {
+		t.Fatalf("pfs in %s has no afxdp transport (it has: %s): the soak runs AF_XDP transfers", env.dataplaneImage, keys(transports))
+	}
 	before := measureLeaks(t)
 	t.Logf("before: %s", before)
 	start, rounds := time.Now(), 0
 	for time.Since(start) < d {
 		rounds++
-		xs := []*pfsv1alpha1.PfsTransfer{smallTransfer(fmt.Sprintf("soak-tcp-%03d", rounds), "64Mi")}
-		if transports["afxdp"] {
-			x := transferSpec(fmt.Sprintf("soak-xdp-%03d", rounds), pfsv1alpha1.TransportAFXDP, pfsv1alpha1.ModeOffset, true)
-			x.Spec.Passes = ptr.To(int32(2))
-			xs = append(xs, x)
-		}
+		x := transferSpec(fmt.Sprintf("soak-xdp-%03d", rounds), pfsv1alpha1.TransportAFXDP, pfsv1alpha1.ModeOffset, true)
+		x.Spec.Passes = ptr.To(int32(2))
+		xs := []*pfsv1alpha1.PfsTransfer{smallTransfer(fmt.Sprintf("soak-tcp-%03d", rounds), "64Mi"), x}
 		for _, x := range xs {
 			runTransfer(ctx, t, x)
 			if err := env.c.Delete(ctx, x); err != nil {
