@@ -4,9 +4,13 @@
 # prints one summary over all of them: `N passed, N failed`. A program that
 # crashes or never prints its own summary line counts as one failure.
 # `--via RUNNER` runs every later program as `RUNNER PROG` (tests/arm64.sh
-# runs the cross-built aarch64 programs under qemu).
+# runs the cross-built aarch64 programs under qemu). Every skip must match
+# a line of tests/expected-skips (why that check cannot run in that build);
+# any other skip is a failure.
 set -u
 pass=0 fail=0 skip=0 via=
+expected=$(dirname "$0")/expected-skips
+patterns=$(grep -vE '^[[:space:]]*(#|$)' "$expected")
 while [ $# -gt 0 ]; do
 	t=$1; shift
 	if [ "$t" = --via ]; then
@@ -22,12 +26,19 @@ while [ $# -gt 0 ]; do
 	fi
 	p=${sum%% passed*}; f=${sum#*, }; f=${f%% failed}
 	pass=$((pass + p)); fail=$((fail + f))
-	s=$(printf '%s\n' "$out" | grep -cE '^ok [0-9]+ .*# SKIP')
-	skip=$((skip + s))
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		skip=$((skip + 1))
+		what="$t: $(printf '%s' "$line" | sed -E 's/^ok [0-9]+ //')"
+		if ! printf '%s\n' "$what" | grep -qE -f <(printf '%s\n' "$patterns"); then
+			echo "# unexpected skip (not in tests/expected-skips): $what"
+			fail=$((fail + 1))
+		fi
+	done < <(printf '%s\n' "$out" | grep -E '^ok [0-9]+ .*# SKIP')
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "# $t exited $rc"; fail=$((fail + 1))
 	fi
 done
-echo "# $skip skipped (not counted as passed)"
+echo "# $skip skipped (not counted as passed; every skip must be in tests/expected-skips)"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -634,7 +634,7 @@ static int t_teardown(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "create a 1-queue and a 4-queue veth pair between namespaces", t_setup },
+	{ "create a 1-queue and a 4-queue veth pair between namespaces", t_setup, .setup = true },
 	{ "1 queue, native XDP, payload: integrity OK, label/path/afxdp_mode, detached",
 	  t_1q_native_payload },
 	{ "1 queue, native XDP, offset: integrity OK, detached", t_1q_native_offset },
@@ -666,7 +666,7 @@ static const struct tap_test tests[] = {
 	{ "receiver killed mid-transfer: sender exits non-zero within seconds; stale program "
 	  "replaced by the next run",
 	  t_receiver_killed },
-	{ "remove the namespaces and veth pairs", t_teardown },
+	{ "remove the namespaces and veth pairs", t_teardown, .setup = true },
 };
 
 TAP_MAIN(tests)

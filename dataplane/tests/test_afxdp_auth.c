@@ -302,7 +302,7 @@ static int t_sender_side(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "create two netns joined by a veth pair; AF_XDP present", t_setup },
+	{ "create two netns joined by a veth pair; AF_XDP present", t_setup, .setup = true },
 	{ "afxdp: spoofed fragments with another gram length for every sequence: OK, forged "
 	  "counted in the XSK",
 	  t_gram_len },
@@ -314,7 +314,7 @@ static const struct tap_test tests[] = {
 	  t_replay },
 	{ "afxdp sender: no XDP program on its side; a flood to its data port changes nothing",
 	  t_sender_side },
-	{ "remove the namespaces and veth", netns_remove },
+	{ "remove the namespaces and veth", netns_remove, .setup = true },
 };
 
 TAP_MAIN(tests)

@@ -617,7 +617,7 @@ static int t_cleanup(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: private tmpfs mounts (huge=within_size, huge=never), source", t_setup },
+	{ "setup: private tmpfs mounts (huge=within_size, huge=never), source", t_setup, .setup = true },
 	{ "create --layout files = --layout flat (fingerprint, bytes); page kinds",
 	  t_create_same_as_flat },
 	{ "files/: names, exact sizes, modes 0444/0555, nothing extra; tail; progress",
@@ -632,7 +632,7 @@ static const struct tap_test tests[] = {
 	{ "CLI: --layout files needs a source and a name; recv --into-blob refused; rm",
 	  t_cli_refusals },
 	{ "a tmpfs too small: ENOSPC naming the file, nothing left", t_tmpfs_too_small },
-	{ "cleanup", t_cleanup },
+	{ "cleanup", t_cleanup, .setup = true },
 };
 
 TAP_MAIN(tests)

@@ -254,14 +254,14 @@ static int t_cleanup(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: blobs loaded from an installed file and tree", t_setup },
+	{ "setup: blobs loaded from an installed file and tree", t_setup, .setup = true },
 	{ "intact manifests decode; zero, short and seeded blobs have none", t_intact },
 	{ "every bit of the footer flipped: refused", t_footer_flips },
 	{ "manifest bytes flipped: refused by the CRC", t_manifest_flips },
 	{ "truncated blobs: no footer", t_truncated },
 	{ "footers with valid CRCs and bad fields: refused", t_footer_fields },
 	{ "manifest texts with one defect and valid CRCs: refused, each named", t_edited_texts },
-	{ "cleanup", t_cleanup },
+	{ "cleanup", t_cleanup, .setup = true },
 };
 
 TAP_MAIN(tests)

@@ -720,7 +720,7 @@ static int t_malformed(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: netns, veth, a >= 64 MiB source of real files", t_setup },
+	{ "setup: netns, veth, a >= 64 MiB source of real files", t_setup, .setup = true },
 	{ "origin -> relay1 -> relay2 over veth: equal, verified, source read once", t_chain },
 	{ "cut-through: relay2 starts before relay1 ends (paced origin)", t_cut_through },
 	{ "relay1 SIGKILLed mid-stream: relay2 resumes from the origin", t_kill_relay },

@@ -385,7 +385,7 @@ static int t_cleanup(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: real files of installed packages, a private temporary directory", t_setup },
+	{ "setup: real files of installed packages, a private temporary directory", t_setup, .setup = true },
 	{ "single file: sha256 = sha256sum, bytes and CRC32C at the manifest's offset",
 	  t_single_file },
 	{ "directory: every file's bytes and sha256 (sha256sum), order, gaps, verify",
@@ -398,7 +398,7 @@ static const struct tap_test tests[] = {
 	{ "a file growing while read is refused, no footer written", t_file_grows },
 	{ "a file added to a directory while read is refused", t_dir_gains_a_file },
 	{ "O_DIRECT used or why not; --source-no-direct reads the same bytes", t_direct_report },
-	{ "cleanup", t_cleanup },
+	{ "cleanup", t_cleanup, .setup = true },
 };
 
 TAP_MAIN(tests)

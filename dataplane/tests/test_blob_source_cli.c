@@ -414,7 +414,7 @@ static int t_cleanup(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: real files of installed packages, the pfs binary", t_setup },
+	{ "setup: real files of installed packages, the pfs binary", t_setup, .setup = true },
 	{ "a file appended to by another process while read: exit 1", t_file_grows_cli },
 	{ "--size too small names both sizes; --dry-run; without --size the blob fits",
 	  t_size_too_small },
@@ -424,7 +424,7 @@ static const struct tap_test tests[] = {
 	{ "a seeded blob has no manifest, and says so", t_no_manifest },
 	{ "2 MiB hugepages (hugetlbfs), no fallback", t_hugepages_2m },
 	{ "--check-args takes the source options and the manifest verb", t_check_args },
-	{ "cleanup", t_cleanup },
+	{ "cleanup", t_cleanup, .setup = true },
 };
 
 TAP_MAIN(tests)

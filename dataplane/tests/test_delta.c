@@ -754,7 +754,7 @@ static const struct tap_test tests[] = {
 	{ "encoder: shifted records with a changed byte in every chunk go as ZREF, compactly",
 	  t_zref },
 	{ "encoder: empty, tiny, smaller and larger targets and bases, no base", t_sizes },
-	{ "create two netns joined by a veth pair", t_setup },
+	{ "create two netns joined by a veth pair", t_setup, .setup = true },
 	{ "pfs send/recv --mode delta: --out equals the source, OK both sides", t_xfer_ok },
 	{ "a receiver whose base differs refuses (fingerprint, exit 4); no --out left",
 	  t_xfer_other_base },
@@ -764,7 +764,7 @@ static const struct tap_test tests[] = {
 	  t_xfer_corrupt_zstd },
 	{ "a corrupt RAW byte: rebuilt, SHA-256 differs, MISMATCH (exit 3); no --out left",
 	  t_xfer_corrupt_raw },
-	{ "remove the namespaces and veth", t_teardown },
+	{ "remove the namespaces and veth", t_teardown, .setup = true },
 };
 
 int main(void)

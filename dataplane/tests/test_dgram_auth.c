@@ -440,7 +440,7 @@ static const struct tap_test tests[] = {
 	{ "the tag is AES-128-GCM's (empty plaintext) over the header and the bytes",
 	  t_gmac_is_gcm },
 	{ "KEY record: round trip, short body, CRCs", t_key_codec },
-	{ "create two netns joined by a veth pair", t_setup },
+	{ "create two netns joined by a veth pair", t_setup, .setup = true },
 	{ "spoofed fragments with another gram length for every sequence: OK, counted",
 	  t_gram_len },
 	{ "spoofed undecodable whole grams at every sequence: OK, counted", t_undecodable },
@@ -450,7 +450,7 @@ static const struct tap_test tests[] = {
 	  t_mitm },
 	{ "a zero public key: REFUSE (parameters), said so", t_zero_pub },
 	{ "a sender without datagram authentication: REFUSE (version), said so", t_old_sender },
-	{ "remove the namespaces and veth", netns_remove },
+	{ "remove the namespaces and veth", netns_remove, .setup = true },
 };
 
 TAP_MAIN(tests)

@@ -802,7 +802,7 @@ static int t_silent_first_udp(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "create two netns joined by a veth pair", t_setup },
+	{ "create two netns joined by a veth pair", t_setup, .setup = true },
 	{ "payload HELLO claiming 1 TiB: REFUSE (limit), both numbers named, --out not sized",
 	  t_max_size_hello },
 	{ "tcp: pfs send over --max-size: both sides exit 4 naming both numbers", t_max_size_tcp },
@@ -835,7 +835,7 @@ static const struct tap_test tests[] = {
 	  t_trickle_gram_tcp },
 	{ "tcp: a silent first connection does not lock out the real sender", t_silent_first_tcp },
 	{ "udp: a silent first connection does not lock out the real sender", t_silent_first_udp },
-	{ "remove the namespaces and veth", netns_remove },
+	{ "remove the namespaces and veth", netns_remove, .setup = true },
 };
 
 TAP_MAIN(tests)

@@ -426,7 +426,7 @@ static int t_cli(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: netns, veth, v1 and v2 of a data set of real files", t_setup },
+	{ "setup: netns, veth, v1 and v2 of a data set of real files", t_setup, .setup = true },
 	{ "origin -> relay1 -> relay2, all holding v1: delta grams, equal, verified", t_chain },
 	{ "a relay with another base: refused, fetched whole, verified", t_other_base },
 	{ "an upstream without a base: fetched whole", t_no_base_upstream },

@@ -257,7 +257,7 @@ static int t_resume_other_layout(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: netns, veth, a real tree (/usr/include/linux)", t_setup },
+	{ "setup: netns, veth, a real tree (/usr/include/linux)", t_setup, .setup = true },
 	{ "--layout files: origin -> relay1 -> relay2 (cut-through): every files dir equals the "
 	  "source, fingerprints equal",
 	  t_chain },
@@ -265,7 +265,7 @@ static const struct tap_test tests[] = {
 	{ "a relay asking a flat origin for the layout fails with the message", t_flat_origin },
 	{ "a resume on an upstream with another layout fails with the message",
 	  t_resume_other_layout },
-	{ "teardown: namespaces removed", netns_remove },
+	{ "teardown: namespaces removed", netns_remove, .setup = true },
 };
 
 TAP_MAIN(tests)

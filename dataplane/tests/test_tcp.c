@@ -612,7 +612,7 @@ static int t_teardown(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "create two netns joined by a veth pair", t_setup },
+	{ "create two netns joined by a veth pair", t_setup, .setup = true },
 	{ "payload mode over veth: integrity OK, --out equals sender blob", t_payload },
 	{ "offset mode over veth: integrity OK, --out equals sender blob", t_offset },
 	{ "arithmetic mode, sequential schedule: integrity OK", t_arith_seq },
@@ -636,7 +636,7 @@ static const struct tap_test tests[] = {
 	  t_into_blob_udp },
 	{ "--range: one sweep of a blob range checksums exactly those bytes", t_range },
 	{ "pfs probe: 1 before the receiver is ready, 0 after, 2 without --ready-file", t_probe },
-	{ "remove the namespaces and veth", t_teardown },
+	{ "remove the namespaces and veth", t_teardown, .setup = true },
 };
 
 TAP_MAIN(tests)

@@ -629,7 +629,7 @@ static int t_teardown(void)
 static const struct tap_test tests[] = {
 	{ "udp fragment header: round trip and every rejection", t_frag_codec },
 	{ "udp repair records: round trip, ranges, CRCs, limits", t_rec_codec },
-	{ "create two netns joined by a veth pair; pick the impairment backend", t_setup },
+	{ "create two netns joined by a veth pair; pick the impairment backend", t_setup, .setup = true },
 	ROWS(clean, "0% loss") ROWS(loss1, "1% loss") ROWS(loss5, "5% loss")
 		ROWS(reorder, "25% reordering (1 ms)") ROWS(dup, "1% duplication") ROWS(
 			delay, "1% loss + 10 ms delay"){
@@ -645,7 +645,7 @@ static const struct tap_test tests[] = {
 	{ "receiver killed mid-transfer: sender exits non-zero within seconds", t_receiver_killed },
 	{ "sender killed mid-transfer: receiver exits non-zero at once", t_sender_killed },
 	{ "path dies mid-transfer: both ends time out with a clear error", t_path_dies },
-	{ "remove the namespaces and veth", t_teardown },
+	{ "remove the namespaces and veth", t_teardown, .setup = true },
 };
 
 TAP_MAIN(tests)

@@ -1253,7 +1253,7 @@ static int t_env_ifname(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: two namespaces, 1-queue and 4-queue veth pairs", t_setup },
+	{ "setup: two namespaces, 1-queue and 4-queue veth pairs", t_setup, .setup = true },
 	{ "native XDP, 1 queue, IPv4 64 B: every frame intact", t_native_1q_v4 },
 	{ "generic XDP, 1 queue, IPv4 1472 B", t_generic_1q_v4 },
 	{ "native XDP, 1 queue, IPv6 1452 B", t_native_1q_v6 },
