@@ -223,9 +223,11 @@ static int impair_apply(const struct impair *im)
 			return -1;
 		}
 		close(pfd[0]);
-		if (sh("ip netns exec %s iptables -A OUTPUT -o %s -j NFQUEUE --queue-num %d "
-		       "--queue-bypass",
-		       ns_a, veth_a, NFQ_NUM))
+		/* No --queue-bypass: the holder listens already, and should it
+		 * die the datagrams are dropped (the test fails) rather than
+		 * pass undelayed (the test would prove nothing). */
+		if (sh("ip netns exec %s iptables -A OUTPUT -o %s -j NFQUEUE --queue-num %d", ns_a,
+		       veth_a, NFQ_NUM))
 			return -1;
 	}
 	return 0;
