@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // on every node, registers packetfs.io/pfsdata0 and pfsdata1 with each
 // kubelet, and the kubelets of the two nodes that hold the links
 // (hack/kind/data-network.sh wires the first two) advertise one healthy
-// unit of each; a node without them advertises none usable. Nothing patches
+// unit of each; a node without them has them registered (in its capacity)
+// with none allocatable. Nothing patches
 // node status any more: the data-link transfers after this step get their
 // links from the kubelet.
 func testDevicePlugin(ctx context.Context, t *testing.T) {
@@ -44,10 +46,13 @@ func testDevicePlugin(ctx context.Context, t *testing.T) {
 				if ok {
 					v = q.String()
 				}
-				got[n+" "+l] = v
-				// A node without the links has them registered but unhealthy
-				// (allocatable 0) once its plugin ran; absent before that.
-				if v != w && (w != "0" || v != "absent") {
+				// Registered means the kubelet lists the resource in capacity
+				// (a node without the links: its unhealthy device, allocatable
+				// 0). Absent is only the moment before its plugin registers:
+				// the poll waits it out, and absent at the end fails.
+				c, registered := node.Status.Capacity[corev1.ResourceName(l)]
+				got[n+" "+l] = fmt.Sprintf("allocatable %s, capacity %s", v, map[bool]string{true: c.String(), false: "absent"}[registered])
+				if v != w || !registered {
 					return false, nil
 				}
 			}
