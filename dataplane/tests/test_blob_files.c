@@ -617,7 +617,8 @@ static int t_cleanup(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: private tmpfs mounts (huge=within_size, huge=never), source", t_setup, .setup = true },
+	{ "setup: private tmpfs mounts (huge=within_size, huge=never), source", t_setup,
+	  .setup = true },
 	{ "create --layout files = --layout flat (fingerprint, bytes); page kinds",
 	  t_create_same_as_flat },
 	{ "files/: names, exact sizes, modes 0444/0555, nothing extra; tail; progress",

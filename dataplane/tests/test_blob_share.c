@@ -1396,7 +1396,8 @@ static int t_token_helpers(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: 4K named blob created by `pfs blob create` (process exits)", t_setup, .setup = true },
+	{ "setup: 4K named blob created by `pfs blob create` (process exits)", t_setup,
+	  .setup = true },
 	{ "serve in a child; two consumer processes get identical bytes and fingerprint",
 	  t_create_serve_consume },
 	{ "pfs blob ping: 0 when the holder answers (and takes --token-file), 1 when not",

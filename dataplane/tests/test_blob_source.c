@@ -385,7 +385,8 @@ static int t_cleanup(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: real files of installed packages, a private temporary directory", t_setup, .setup = true },
+	{ "setup: real files of installed packages, a private temporary directory", t_setup,
+	  .setup = true },
 	{ "single file: sha256 = sha256sum, bytes and CRC32C at the manifest's offset",
 	  t_single_file },
 	{ "directory: every file's bytes and sha256 (sha256sum), order, gaps, verify",

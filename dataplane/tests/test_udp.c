@@ -213,7 +213,8 @@ static int udp_case(const struct impair *im, const char *mode)
 	 * datagrams: 2.5 expected, too few to tell). */
 	if (im->loss > 0 && (double)json_u64(rj, "received") * im->loss >= 10)
 		CHECK(json_u64(sj, "retransmitted") > 0 && json_u64(sj, "naks") > 0,
-		      "%s but nothing NAKed and re-sent: the loss did not happen: %s", im->name, sj);
+		      "%s but nothing NAKed and re-sent: the loss did not happen: %s", im->name,
+		      sj);
 	if (payload)
 		unlink(out);
 
@@ -633,7 +634,8 @@ static int t_teardown(void)
 static const struct tap_test tests[] = {
 	{ "udp fragment header: round trip and every rejection", t_frag_codec },
 	{ "udp repair records: round trip, ranges, CRCs, limits", t_rec_codec },
-	{ "create two netns joined by a veth pair; pick the impairment backend", t_setup, .setup = true },
+	{ "create two netns joined by a veth pair; pick the impairment backend", t_setup,
+	  .setup = true },
 	ROWS(clean, "0% loss") ROWS(loss1, "1% loss") ROWS(loss5, "5% loss")
 		ROWS(reorder, "25% reordering (1 ms)") ROWS(dup, "1% duplication") ROWS(
 			delay, "1% loss + 10 ms delay"){

@@ -15,11 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "repl/blob_repl_int.h"
+#include "util/random.h"
 #include "wire/wire_le.h"
 
 static double clock_s(clockid_t id)
@@ -268,16 +268,5 @@ int repl_auth_mac(const char *token, size_t token_len, const uint8_t *nonce, uin
 
 int repl_nonce(uint8_t *nonce)
 {
-	size_t got = 0;
-
-	while (got < REPL_NONCE) {
-		ssize_t r = getrandom(nonce + got, REPL_NONCE - got, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		got += (size_t)r;
-	}
-	return 0;
+	return pfs_random_fill(nonce, REPL_NONCE);
 }

@@ -9,35 +9,19 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
 #include "pfs/dgram_auth.h"
 #include "pfs/wire.h"
+#include "util/random.h"
 #include "wire/wire_le.h"
 #include "xfer_ctl.h"
-
-static int nonce_fill(uint8_t *nonce)
-{
-	size_t got = 0;
-
-	while (got < PFS_CTL_NONCE_LEN) {
-		ssize_t n = getrandom(nonce + got, PFS_CTL_NONCE_LEN - got, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		got += (size_t)n;
-	}
-	return 0;
-}
 
 int pfs_xfer_challenge(int fd, uint8_t *nonce)
 {
 	struct pfs_ctl c = { .type = PFS_CTL_CHALLENGE };
 	uint8_t rec[PFS_CTL_LEN];
-	int err = nonce_fill(nonce);
+	int err = pfs_random_fill(nonce, PFS_CTL_NONCE_LEN);
 
 	if (err)
 		return err;
