@@ -328,6 +328,9 @@ func (p readerPod) manifest() string {
 	if p.memory == "" {
 		p.memory = "512Mi"
 	}
+	// cpu 500m, not 1: a whole CPU is an exclusive core under the nodes'
+	// static CPU manager, and two readers beside a node's holders find none
+	// free (the kubelet rejects them with TopologyAffinityError).
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: %[2]s, namespace: %[1]s}
@@ -339,7 +342,7 @@ spec:
     image: packetfs.io/python-consumer:v0.1.0
     imagePullPolicy: Never
     command: ["sh", "-c", %[4]q]
-    resources: {limits: {memory: %[7]s, cpu: "1"}}
+    resources: {limits: {memory: %[7]s, cpu: 500m}}
     securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
     volumeMounts:
     - {name: tmp, mountPath: /tmp}

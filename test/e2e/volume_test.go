@@ -641,7 +641,8 @@ func testVolumeFill(ctx context.Context, t *testing.T, node string) {
 		t.Fatalf("blob %s is not a seeded fill: %+v", blobName, b.Spec)
 	}
 	sum, fp := localFill(t, b.Spec.Size.Value(), *b.Spec.Fill.Seed)
-	if fp != b.Status.Fingerprint {
+	// pfs prints 0x<hex>; status holds the hex digits.
+	if strings.TrimPrefix(fp, "0x") != b.Status.Fingerprint {
 		t.Fatalf("the local fill of seed %d has fingerprint %s, the blob's is %s: the generator differs", *b.Spec.Fill.Seed, fp, b.Status.Fingerprint)
 	}
 	const name = "vol-fill"
