@@ -132,7 +132,7 @@ spec:
     command: [/usr/local/bin/model-check]
     args: [$(sed 's/ /, /' <<<"$args")]
     $env
-    resources: {limits: {memory: 1Gi, cpu: "1"}}
+    resources: {limits: {memory: 1Gi}, requests: {cpu: 500m}}
     securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
     volumeMounts:
     $mounts
