@@ -234,7 +234,7 @@ const (
 	volSourceToken = "source-token"
 	// volTransferToken is the transfer's own token (TransferTokenDir).
 	volTransferToken = "transfer-token"
-	volRun         = "run"
+	volRun           = "run"
 )
 
 // socketUse is what a pod does in the socket directory.
