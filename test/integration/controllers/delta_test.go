@@ -115,7 +115,7 @@ func TestDeltaTransferWithBase(t *testing.T) {
 			t.Errorf("sender args %q lack %q", sargs, want)
 		}
 	}
-	if affinityNodes(send) != "node-b" || volumeNames(send) != "run,blob-sockets,blob-token,source-token" {
+	if affinityNodes(send) != "node-b" || volumeNames(send) != "run,blob-sockets,blob-token,source-token,transfer-token" {
 		t.Errorf("sender affinity %q volumes %q: want node-b and both tokens", affinityNodes(send), volumeNames(send))
 	}
 	if mem := send.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]; mem.Cmp(resource.MustParse("384Mi")) != 0 {
@@ -168,7 +168,7 @@ func TestDeltaTransferFullCopy(t *testing.T) {
 	if !strings.Contains(args, "--no-base") || strings.Contains(args, "--blob-socket") {
 		t.Errorf("receiver args %q: want --no-base and no blob socket", args)
 	}
-	if recv.Spec.Affinity != nil || recv.Spec.NodeName != "node-c" || volumeNames(recv) != "run" {
+	if recv.Spec.Affinity != nil || recv.Spec.NodeName != "node-c" || volumeNames(recv) != "run,transfer-token" {
 		t.Errorf("receiver affinity %v node %q volumes %q: want only node-c, no blob", recv.Spec.Affinity, recv.Spec.NodeName, volumeNames(recv))
 	}
 	const why = "base old not Ready on node node-c: sent as a full compressed copy"

@@ -90,6 +90,19 @@ func TestTransferOrderingAndResult(t *testing.T) {
 
 	recv := waitPod(t, ctx, ns, recvName(x.Name, 0))
 	assertControlledBy(t, recv.OwnerReferences, "PfsTransfer", x.Name)
+	// The transfer's token exists before its first pod, owned by the
+	// transfer, 32 random bytes hex-encoded; both pods pass it.
+	sec := &corev1.Secret{}
+	if err := get(ctx, ns, podspec.TransferTokenSecretName(x.Name), sec); err != nil {
+		t.Fatalf("the transfer's token Secret: %v", err)
+	}
+	assertControlledBy(t, sec.OwnerReferences, "PfsTransfer", x.Name)
+	if tok := sec.Data[podspec.TokenKey]; len(tok) != 64 {
+		t.Errorf("token of %d bytes, want 64 (32 random bytes in hex)", len(tok))
+	}
+	if !strings.Contains(strings.Join(recv.Spec.Containers[0].Args, " "), "--token-file "+podspec.TransferTokenFile) {
+		t.Errorf("receiver args lack --token-file %s: %v", podspec.TransferTokenFile, recv.Spec.Containers[0].Args)
+	}
 	if got := recv.Annotations[podspec.AnnotationNetworks]; got != "datanet" {
 		t.Errorf("receiver networks annotation = %q", got)
 	}
