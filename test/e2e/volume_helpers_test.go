@@ -293,8 +293,16 @@ func blobManifest(t *testing.T, node, ns, blob, holderPod string) (map[string]st
 // that copied the blob, or a second copy anywhere, shows here.
 func nodeUsedMemory(t *testing.T, node string) (int64, string) {
 	t.Helper()
-	paths := []string{"/sys/fs/cgroup/kubepods/memory.current", "/sys/fs/cgroup/kubepods.slice/memory.current",
-		"/sys/fs/cgroup/memory/kubepods/memory.usage_in_bytes", "/sys/fs/cgroup/memory/kubepods.slice/memory.usage_in_bytes"}
+	// The pods' cgroup, under the kubelet's cgroup root: kind runs the
+	// kubelet with --cgroup-root=/kubelet, and a host may have cgroup v2
+	// (memory.current) or v1 (memory/…/memory.usage_in_bytes).
+	var paths []string
+	for _, root := range []string{"", "/kubelet", "/kubelet.slice"} {
+		for _, pods := range []string{"kubepods", "kubepods.slice", "kubelet-kubepods.slice"} {
+			paths = append(paths, "/sys/fs/cgroup"+root+"/"+pods+"/memory.current",
+				"/sys/fs/cgroup/memory"+root+"/"+pods+"/memory.usage_in_bytes")
+		}
+	}
 	for _, p := range paths {
 		out, err := exec.Command("podman", "exec", node, "cat", p).Output()
 		if err != nil {
@@ -328,9 +336,11 @@ func (p readerPod) manifest() string {
 	if p.memory == "" {
 		p.memory = "512Mi"
 	}
-	// cpu 500m, not 1: a whole CPU is an exclusive core under the nodes'
-	// static CPU manager, and two readers beside a node's holders find none
-	// free (the kubelet rejects them with TopologyAffinityError).
+	// No CPU limit and a small request: the readers are pinned to a node
+	// (nodeName: no scheduler), beside that node's holders on 2 CPUs. A
+	// whole CPU is an exclusive core under the nodes' static CPU manager,
+	// which two readers do not find (TopologyAffinityError), and large
+	// requests do not fit (OutOfcpu).
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: %[2]s, namespace: %[1]s}
@@ -342,7 +352,7 @@ spec:
     image: packetfs.io/python-consumer:v0.1.0
     imagePullPolicy: Never
     command: ["sh", "-c", %[4]q]
-    resources: {limits: {memory: %[7]s, cpu: 500m}}
+    resources: {requests: {cpu: 100m, memory: %[7]s}, limits: {memory: %[7]s}}
     securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
     volumeMounts:
     - {name: tmp, mountPath: /tmp}
