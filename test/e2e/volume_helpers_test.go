@@ -296,7 +296,7 @@ func nodeUsedMemory(t *testing.T, node string) (int64, string) {
 	// The pods' cgroup, under the kubelet's cgroup root: kind runs the
 	// kubelet with --cgroup-root=/kubelet, and a host may have cgroup v2
 	// (memory.current) or v1 (memory/…/memory.usage_in_bytes).
-	var paths []string
+	paths := make([]string, 0, 18)
 	for _, root := range []string{"", "/kubelet", "/kubelet.slice"} {
 		for _, pods := range []string{"kubepods", "kubepods.slice", "kubelet-kubepods.slice"} {
 			paths = append(paths, "/sys/fs/cgroup"+root+"/"+pods+"/memory.current",
