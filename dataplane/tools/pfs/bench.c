@@ -3,7 +3,9 @@
  * `pfs bench`: the local rates the transfer targets are judged against, all
  * measured in one process, one run: single-core CRC32C (over the blob, out
  * of cache, and in cache), the portable CRC, FNV-1a, memset of the same
- * pages (warm) and of fresh pages (cold), and the blob's prefault + fill.
+ * pages (warm) and of fresh pages (cold), the blob's prefault + fill, and
+ * one core's copy out of the blob into a 128 KiB buffer in cache (the
+ * copy limit of a same-host TCP transfer, bench_copy.c).
  * The blob is created 1 + reps times: the first creation touches memory the VM host
  * may not have backed yet (first touch of a freshly reserved hugepage pool
  * or of freed memory costs seconds per GiB here), the second reuses pages
@@ -22,12 +24,18 @@
 #include <time.h>
 
 #include "acquire.h"
+#include "bench_copy.h"
 #include "cli.h"
 #include "commands.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 
 #define MAX_REPS 15
+/* The copy limit: one socket write's worth per copy, best of this many
+ * passes over the blob, whatever --reps says (a limit is measured the
+ * same way in every run). */
+#define COPY_CHUNK (128 << 10)
+#define COPY_PASSES 5
 
 struct bench_args {
 	uint64_t reps;
@@ -51,7 +59,9 @@ static const char bench_usage[] =
 	"(the blob is created once on first-touch pages, then --reps times on pages\n"
 	"touched before; the median of those is compared with the warm memset),\n"
 	"the portable CRC32C, FNV-1a 64, and memset of the same size on the blob's\n"
-	"pages (warm) and on fresh 4 KiB pages (cold). Prints one JSON object with\n"
+	"pages (warm) and on fresh 4 KiB pages (cold), and one core's copy of the\n"
+	"blob into a 128 KiB buffer in cache (glibc memcpy and the vector copies\n"
+	"this CPU has, best of 5 passes). Prints one JSON object with\n"
 	"MB/s (decimal) and the blob target: prefault + fill <= 2x the memset of a\n"
 	"fresh mapping of the same page kind (its page faults included, as setup's are).\n"
 	"\n";
@@ -118,6 +128,7 @@ struct bench {
 	enum pfs_page_kind kind_first, kind;
 	double crc_s, crc_cpu, crc_in_s, port_s, fnv_s;
 	double ms_warm, ms_cold, ms_fresh;
+	struct pfs_bench_copy copy;
 };
 
 /* The blob's setup: once on first-touch pages, then reps times on pages
@@ -170,6 +181,10 @@ static void time_rates(const struct bench_args *a, struct pfs_blob *blob, struct
 	t0 = pfs_cli_now();
 	sink += pfs_fnv1a64(PFS_FNV1A64_INIT, data, b->n);
 	b->fnv_s = pfs_cli_now() - t0;
+	if (b->size < COPY_CHUNK ||
+	    pfs_bench_copy__measure(data, b->size, COPY_CHUNK, COPY_PASSES, &b->copy))
+		pfs_err("bench: no copy limit: the blob is under %d bytes or no buffer",
+			COPY_CHUNK); /* copy_1t_mb_s is then 0, copy_1t_impl null */
 	b->ms_warm = time_memset(data, b->size, (int)a->reps, 0x11);
 	b->kind = pfs_blob__page_kind(blob);
 }
@@ -234,6 +249,17 @@ static void report(const struct bench_args *a, const struct bench *b, const stru
 	pfs_json_num(&j, "crc32c_incache_mb_s", b->in_total / 1e6 / b->crc_in_s, 1);
 	pfs_json_num(&j, "crc32c_portable_mb_s", b->n / 4 / 1e6 / b->port_s, 1);
 	pfs_json_num(&j, "fnv1a64_mb_s", b->n / 1e6 / b->fnv_s, 1);
+	pfs_json_str(&j, "copy_1t_impl", b->copy.impl, 16);
+	pfs_json_num(&j, "copy_1t_mb_s", b->copy.best_mb_s, 1);
+	for (unsigned i = 0; i < b->copy.n; i++) {
+		char key[48];
+
+		snprintf(key, sizeof(key), "copy_1t_%s_mb_s", b->copy.kernel[i]);
+		pfs_json_num(&j, key, b->copy.mb_s[i], 1);
+	}
+	pfs_json_num(&j, "copy_1t_incache_mb_s", b->copy.incache_mb_s, 1);
+	pfs_json_u64(&j, "copy_1t_chunk", b->copy.chunk);
+	pfs_json_u64(&j, "copy_1t_passes", b->copy.passes);
 	pfs_json_num(&j, "memset_warm_s", b->ms_warm, 4);
 	pfs_json_num(&j, "memset_warm_mb_s", b->size / 1e6 / b->ms_warm, 1);
 	pfs_json_num(&j, "memset_cold_4k_s", b->ms_cold, 4);
