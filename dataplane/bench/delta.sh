@@ -206,7 +206,7 @@ run_pipe() {	# label base new out enc dec
 # new version's bytes over the end-to-end time, as in the table; CPU is both
 # ends' together, so only MB/CPU-s is given.
 emit() {	# pair new_bytes row
-	local f mb purpose=Baseline integ=OK
+	local f mb purpose=Peer integ=OK
 	IFS=$'\t' read -r -a f <<< "$3"
 	mb=$(awk -v b="$2" 'BEGIN { printf "%.6f", b / 1e6 }')
 	[ "${f[0]}" = "PFS Delta" ] && purpose=Transfer

@@ -252,7 +252,7 @@ emit() {	# link source bytes n label secs [cpu_s_per_gib]
 	case $5 in
 	one\ hop*) purpose=Limit key=$limit limit='' ;;
 	PacketFS*) ;;
-	*) purpose=Baseline ;; esac
+	*) purpose=Peer ;; esac
 	if [ -n "${7:-}" ]; then
 		per=$(awk -v c="$7" 'BEGIN { if (c > 0) print 1073.741824 / c }')
 		note="relay CPU $7 s per GiB per hop; "

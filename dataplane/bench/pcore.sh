@@ -132,7 +132,7 @@ op_rows() {	# op.json op
 			["pCPU \($op)", "pCPU", $d.bytes / 1e6, .value, $d.MB_per_cpu_s, $n, $i,
 			 "round \(.key + 1) of \($r)" + $note]),
 		(($d.baseline.rounds_MBps // [$d.baseline.MBps]) | to_entries[] |
-			["baseline threads \($op)", "Baseline", $d.baseline.bytes / 1e6, .value,
+			["baseline threads \($op)", "Peer", $d.baseline.bytes / 1e6, .value,
 			 $d.baseline.MB_per_cpu_s, $n, $i,
 			 "plain threads, static partition; round \(.key + 1) of \($r)" + $note]) | @tsv' "$1")
 }
@@ -159,7 +159,7 @@ if command -v sysbench >/dev/null; then
 		echo "$t ${mibs:-0} $cmd" >> "$OUT/sysbench.txt"
 		[ -z "$mibs" ] ||
 			bench_row suite=pcore path=local label="sysbench memory read (1 MiB block)" \
-				purpose=Baseline pthreads="$t" \
+				purpose=Peer pthreads="$t" \
 				size_mb="$(numfmt --from=iec "$SB_TOTAL" | awk '{ print $1 / 1e6 }')" \
 				effective_mb_s="$(awk -v m="$mibs" 'BEGIN { printf "%.1f", m * 1.048576 }')" \
 				notes="a cross-check of the memory limits only, never a limit: with a 1 MiB block each thread reads its own block over and over, so it measures the caches; $cmd"

@@ -19,7 +19,7 @@ bench_row() {
 	local a k args=()
 	local -A r=()
 	for a; do r[${a%%=*}]=${a#*=}; done
-	for k in suite path label purpose integrity notes limit key; do
+	for k in suite path label purpose integrity notes limit peer key; do
 		args+=(--arg "$k" "${r[$k]-}")
 	done
 	for k in size_mb elapsed_s effective_mb_s wire_mb_s user_s sys_s mb_per_cpu_s pthreads loss_pct; do
@@ -41,6 +41,7 @@ bench_row() {
 				and $a.user_s + $a.sys_s > 0
 			then $a.size_mb / ($a.user_s + $a.sys_s) | r1 else null end)),
 		 integrity: ($a.integrity | str // "NA"), pthreads: $a.pthreads, notes: $a.notes,
-		 limit: ($a.limit | str), key: ($a.key | str), loss_pct: $a.loss_pct}' >> "$BENCH_ROWS" ||
+		 limit: ($a.limit | str), peer: ($a.peer | str), key: ($a.key | str),
+		 loss_pct: $a.loss_pct}' >> "$BENCH_ROWS" ||
 		{ echo "bench_row: not a row: $*" >&2; return 1; }
 }

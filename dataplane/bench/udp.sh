@@ -147,7 +147,7 @@ run_iperf() {	# udp|tcp
 		($e.sum_received.bytes) as $b | ($e.sum_received.seconds) as $s |
 		($e.cpu_utilization_percent.remote_user / 100 * $s) as $u |
 		($e.cpu_utilization_percent.remote_system / 100 * $s) as $y |
-		[$p, $l, "Baseline", ($b / 1e6 * 100 | round / 100), ($s * 1000 | round / 1000),
+		[$p, $l, "Peer", ($b / 1e6 * 100 | round / 100), ($s * 1000 | round / 1000),
 		 ($b / 1e6 / $s * 10 | round / 10), ($u * 1000 | round / 1000), ($y * 1000 | round / 1000),
 		 (if ($u + $y) > 0 then ($b / 1e6 / ($u + $y) * 10 | round / 10) else 0 end), "NA",
 		 "goodput at the iperf3 receiver; receiver CPU from iperf3 -J" +

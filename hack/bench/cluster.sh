@@ -107,7 +107,7 @@ run_cluster() { # run rep
 		 wire_mb_s: ($s.wireBytes / 1e6 / ($s.elapsedSeconds | tonumber)),
 		 user_s: $u, sys_s: $y, mb_per_cpu_s: ($s.mbPerCPUSecond // null | if . then tonumber else null end),
 		 integrity: (if $s.integrity.result == "OK" then "OK" elif $s.integrity.result then "MISMATCH" else "NA" end),
-		 pthreads: 1, limit: "bare-\($run)", key: null, loss_pct: null,
+		 pthreads: 1, limit: null, peer: "bare-\($run)", key: null, loss_pct: null,
 		 notes: "end to end \($e2e) s (created to Succeeded); failed attempts \($s.failedAttempts // 0); receiver CPU; pinned to host CPUs: sender \($s.sender.cpus // "?"), receiver \($s.receiver.cpus // "?")"}' \
 		"$work/$name.json" >>"$rows"
 }
@@ -126,9 +126,9 @@ run_bare() { # run
 		>"$work/bare.send.json" 2>"$work/bare.send.err" || true
 	wait "$rp" || { log "bare $r failed: $(tail -2 "$work/bare.recv.err" "$work/bare.send.err")"; return 0; }
 	jq -c --arg run "$r" '{suite: "cluster", path: "bare CLI (host veth)", "label": .label,
-		purpose: "Baseline", size_mb: .size_mb, elapsed_s: .elapsed_s, effective_mb_s: .effective_mb_s,
+		purpose: "Peer", size_mb: .size_mb, elapsed_s: .elapsed_s, effective_mb_s: .effective_mb_s,
 		wire_mb_s: (.wire_bytes / 1e6 / .elapsed_s), user_s: .user_s, sys_s: .sys_s,
-		mb_per_cpu_s: .mb_per_cpu_s, integrity: .integrity, pthreads: 1, limit: null,
+		mb_per_cpu_s: .mb_per_cpu_s, integrity: .integrity, pthreads: 1, limit: null, peer: null,
 		key: "bare-\($run)", loss_pct: null, notes: "receiver CPU; pfs \(.transport) on a veth pair, MTU '$MTU'"}' \
 		"$work/bare.recv.json" >>"$rows"
 }

@@ -4,8 +4,9 @@
 
 Reads the rows every benchmark script appended (one JSON object per measured
 repetition, the contract in docs/design/bench-rows.md) and the run's META.json, then
-groups the repetitions, takes each limit's best repetition, computes every
-row's ratio to its limit and writes the page, the CSV and the charts.
+groups the repetitions, takes each limit's best repetition and each peer key's
+strongest peer (the best median), computes every row's ratio to its limit and
+to its best peer, and writes the page, the CSV and the charts.
 
     report.py --rows ROWS.jsonl --meta META.json --out-md docs/bench/benchmarks.md \
         --out-csv docs/bench/benchmarks.csv --img-dir docs/bench/img
@@ -13,8 +14,11 @@ row's ratio to its limit and writes the page, the CSV and the charts.
 META.json: command, date (UTC), mode ("quick" or "full"), git (short rev),
 machine {cpu, nproc, mem_gib}, kernel, load_before and load_after ("a b c"),
 pages: [{suite, page}] with page a path relative to the current directory,
-like --out-md. A line that breaks the contract, or a limit that names no key,
-is an error (exit 1): the report never drops a measurement it cannot place.
+like --out-md. A line that breaks the contract, or a limit or peer that names
+no key of its kind, is an error (exit 1, nothing written): the report never
+drops a measurement it cannot place. A limit beaten (a ratio to a limit above
+1.0) is a measurement bug: the report is written, the rows are named on
+stderr and the exit status is 2 (EXIT_LIMIT_BEATEN).
 """
 
 import argparse
@@ -37,7 +41,9 @@ SEEDS_FILE = Path(__file__).with_name("seeds.json")
 DESIGN_DIR = Path(__file__).resolve().parents[2] / "docs" / "design"
 
 SUITES = ("tcp", "udp", "afxdp", "xsk", "pcore", "fanout", "delta", "limits", "cluster")
-PURPOSES = ("Transfer", "Transfer|pCPU", "pCPU", "Baseline", "Limit")
+PURPOSES = ("Transfer", "Transfer|pCPU", "pCPU", "Peer", "Limit")
+# Exit status when the report was written but a row beat its limit.
+EXIT_LIMIT_BEATEN = 2
 INTEGRITIES = ("OK", "MISMATCH", "NA")
 
 # The contract's keys and their JSON types; every key is required, none other is allowed,
@@ -49,7 +55,7 @@ ROW_KEYS = {
     "effective_mb_s": (NUMBER, False), "wire_mb_s": (NUMBER, True), "user_s": (NUMBER, True),
     "sys_s": (NUMBER, True), "mb_per_cpu_s": (NUMBER, True), "integrity": (STRING, False),
     "pthreads": (INTEGER, False), "notes": (STRING, False), "limit": (STRING, True),
-    "key": (STRING, True), "loss_pct": (NUMBER, True),
+    "peer": (STRING, True), "key": (STRING, True), "loss_pct": (NUMBER, True),
 }
 ENUMS = {"suite": SUITES, "purpose": PURPOSES, "integrity": INTEGRITIES}
 # Per group, the median of these columns (effective_mb_s gets min/median/max as well).
@@ -92,7 +98,8 @@ CSV_COLUMNS = (
     "suite", "path", "label", "purpose", "pthreads", "reps", "size_mb", "elapsed_s",
     "effective_mb_s_min", "effective_mb_s_median", "effective_mb_s_max", "wire_mb_s",
     "user_s", "sys_s", "mb_per_cpu_s", "integrity", "integrity_mismatch_reps", "loss_pct",
-    "key", "limit", "limit_best_mb_s", "ratio_to_limit", "above_limit", "seeds", "seeds_file",
+    "key", "limit", "limit_best_mb_s", "ratio_to_limit", "above_limit", "peer", "best_peer",
+    "best_peer_median_mb_s", "ratio_to_best_peer", "seeds", "seeds_file",
     "notes", "mode", "date",
 )
 
@@ -115,6 +122,8 @@ class Group:
     reps: list = field(default_factory=list)
     ratio: float | None = None
     limit_best: float | None = None
+    best_peer: "Group | None" = None
+    peer_ratio: float | None = None
 
     @property
     def first(self):
@@ -131,6 +140,10 @@ class Group:
     @property
     def limit(self):
         return self.first["limit"]
+
+    @property
+    def peer(self):
+        return self.first["peer"]
 
     def effective(self):
         return [r["effective_mb_s"] for r in self.reps]
@@ -199,8 +212,8 @@ def validate_row(row, line):
         raise ReportError(f"line {line}: key 'pthreads': {row['pthreads']} is below 1")
     if row["purpose"] == "Limit" and row["key"] is None:
         raise ReportError(f"line {line}: key 'key': a Limit row needs a key for other rows' limit")
-    if row["key"] is not None and row["purpose"] not in ("Limit", "Baseline"):
-        raise ReportError(f"line {line}: key 'key': only Limit and Baseline rows name a key")
+    if row["key"] is not None and row["purpose"] not in ("Limit", "Peer"):
+        raise ReportError(f"line {line}: key 'key': only Limit and Peer rows name a key")
 
 
 def load_rows(path):
@@ -284,38 +297,84 @@ def check_same_row(group, row):
     """Repetitions of one row must agree on what the row is, or the medians mix two things."""
     if not group.reps:
         return
-    for key in ("purpose", "key", "limit"):
+    for key in ("purpose", "key", "limit", "peer"):
         if row[key] != group.first[key]:
             raise ReportError(f"line {row['_line']}: key '{key}': {json.dumps(row[key])} differs from "
                               f"{json.dumps(group.first[key])} on line {group.first['_line']} "
                               f"(same suite, path, label, pthreads)")
 
 
-def best_limits(groups):
-    """key -> the groups that carry it. Two ways of measuring one limit (iperf3
-    with and without sendfile; one core's CRC32C in two suites) share a key:
-    a limit is what the machine can do, so the best repetition of any counts."""
-    limits = {}
+def carriers_of(groups, purpose):
+    """key -> the groups of that purpose that carry it. A key is a limit's
+    (Limit rows) or a peer's (Peer rows), never both: a peer is another tool
+    doing the same job, which a row may beat; a limit is what the machine
+    can do, which no row may beat."""
+    keys, other = {}, "Peer" if purpose == "Limit" else "Limit"
     for group in groups:
-        if group.key is not None:
-            limits.setdefault(group.key, []).append(group)
-    return limits
+        if group.key is None:
+            continue
+        if group.purpose == purpose:
+            keys.setdefault(group.key, []).append(group)
+    for group in groups:
+        if group.purpose == other and group.key in keys:
+            raise ReportError(f"line {group.first['_line']}: key 'key': '{group.key}' is carried by "
+                              f"{other} and {purpose} rows; a key is a limit's or a peer's, not both")
+    return keys
+
+
+def best_limits(groups):
+    """limit key -> its Limit groups. Two ways of measuring one limit (glibc
+    and vector copies; one core's CRC32C in two suites) share a key: a limit
+    is what the machine can do, so the best repetition of any counts."""
+    return carriers_of(groups, "Limit")
+
+
+def peer_keys(groups):
+    """peer key -> its Peer groups (iperf3, iperf3 -Z, iperf3 -N on one path)."""
+    return carriers_of(groups, "Peer")
 
 
 def limit_best(carriers):
     return max(max(g.effective()) for g in carriers)
 
 
-def attach_ratios(groups, limits):
-    """Each row's median over its limit's best repetition."""
+def strongest_peer(carriers):
+    """The peer group with the highest median: peers are compared median to
+    median, as a row is, so the verdict is fair to both (the first of equals)."""
+    return max(carriers, key=lambda g: g.median("effective_mb_s"))
+
+
+def wrong_kind(group, field, name, mine, theirs):
+    """The error for a row whose `field` names a key of the other kind, or none."""
+    line = f"line {group.first['_line']}: key '{field}': '{name}'"
+    if name in theirs:
+        kind = "a Peer key (another tool doing the same job)" if field == "limit" else "a Limit key"
+        return ReportError(f"{line} is {kind}, not a {field}'s: put it in "
+                           f"'{'peer' if field == 'limit' else 'limit'}'")
+    if name not in mine:
+        return ReportError(f"{line} names no {'Limit' if field == 'limit' else 'Peer'} key present "
+                           f"in this run")
+    return None
+
+
+def attach_ratios(groups, limits, peers=None):
+    """Each row's median over its limit's best repetition, and over its
+    strongest peer's median."""
+    peers = peer_keys(groups) if peers is None else peers
     for group in groups:
-        if group.limit is None:
-            continue
-        if group.limit not in limits:
-            raise ReportError(f"line {group.first['_line']}: key 'limit': '{group.limit}' names no key "
-                              f"present in this run")
-        group.limit_best = limit_best(limits[group.limit])
-        group.ratio = group.median("effective_mb_s") / group.limit_best if group.limit_best else math.inf
+        if group.limit is not None:
+            err = wrong_kind(group, "limit", group.limit, limits, peers)
+            if err:
+                raise err
+            group.limit_best = limit_best(limits[group.limit])
+            group.ratio = group.median("effective_mb_s") / group.limit_best if group.limit_best else math.inf
+        if group.peer is not None:
+            err = wrong_kind(group, "peer", group.peer, peers, limits)
+            if err:
+                raise err
+            group.best_peer = strongest_peer(peers[group.peer])
+            best = group.best_peer.median("effective_mb_s")
+            group.peer_ratio = group.median("effective_mb_s") / best if best else math.inf
 
 
 # ---------------------------------------------------------------- text
@@ -338,6 +397,19 @@ def ratio_text(group):
     return f"{group.ratio:.2f}x of `{group.limit}`"
 
 
+def standing(ratio):
+    if ratio > 1.0:
+        return "ahead of the peer"
+    return "behind the peer" if ratio < 1.0 else "level with the peer"
+
+
+def peer_text(group):
+    """'1.05x of iperf3 -N (...) — ahead of the peer': beating a peer is a result."""
+    if group.peer_ratio is None:
+        return "-"
+    return f"{group.peer_ratio:.2f}x of {group.best_peer.label} \u2014 {standing(group.peer_ratio)}"
+
+
 def seeds_text(seed):
     if seed is None:
         return "-"
@@ -358,7 +430,8 @@ def effective_text(group):
 
 SUITE_COLUMNS = ("Label", "Purpose", "Path", "Reps", "Size (MB)", "Elapsed (s)",
                  "Effective MB/s min / median / max", "Wire MB/s", "user_s", "sys_s", "MB/CPU-s",
-                 "Integrity", "pThreads", "Ratio to limit", "Seeds (other hardware)", "Notes")
+                 "Integrity", "pThreads", "Ratio to best peer", "Ratio to limit", "Seeds (other hardware)",
+                 "Notes")
 SUITE_NUMERIC = ("Reps", "Size (MB)", "Elapsed (s)", "Effective MB/s min / median / max", "Wire MB/s",
                  "user_s", "sys_s", "MB/CPU-s", "pThreads")
 
@@ -368,7 +441,7 @@ def suite_row(group, seeds):
             fmt(group.median("elapsed_s"), 3), effective_text(group), fmt(group.median("wire_mb_s"), 1),
             fmt(group.median("user_s"), 3), fmt(group.median("sys_s"), 3),
             fmt(group.median("mb_per_cpu_s"), 1), integrity_text(group), group.pthreads,
-            ratio_text(group), seeds_text(seeds.get(group.label)), group.notes() or "-")
+            peer_text(group), ratio_text(group), seeds_text(seeds.get(group.label)), group.notes() or "-")
 
 
 def table(header, rows, numeric=()):
@@ -395,8 +468,11 @@ def header_lines(meta, md_dir):
         f"The report of `{meta['command']}`: every benchmark script ran in this run and wrote one "
         f"row per measured repetition ([bench-rows.md]({rows_contract})); this page groups the "
         "repetitions of each row (min / median / max of the effective rate, medians of the "
-        "rest), takes each limit's best repetition (what this machine can do) and gives every "
-        "row its ratio to that limit. Every number was measured in this run on this machine; "
+        "rest), takes each limit's best repetition (what this machine can do) and each peer "
+        "key's strongest peer (another tool doing the same job: the peer with the best median), "
+        "and gives every row its ratio to both. A ratio to a limit above 1.0 is a measurement "
+        "bug; a ratio to a peer above 1.0 is a result. Every number was measured in this run on "
+        "this machine; "
         "only the Seeds column quotes the seed documents, measured by others on other "
         "hardware, for context. MB are decimal (10^6 bytes); MB/CPU-s divides by the CPU time "
         "of the side doing the work.",
@@ -436,6 +512,25 @@ def beaten_lines(groups):
     return lines + [""]
 
 
+def verdict_lines(groups, peers):
+    """Per Transfer row with a peer: its ratio to the strongest peer of this run, named,
+    with the other peers of that key for context."""
+    rows = [g for g in groups if g.purpose.startswith("Transfer") and g.peer is not None]
+    lines = ["## Verdicts against the strongest peer", "",
+             "Each transfer is judged against the strongest peer measured in this run for its key "
+             "(the best median of the peers that carry it), never a weaker one.", ""]
+    if not rows:
+        return lines + ["no transfer row names a peer in this run", ""]
+    for g in rows:
+        others = ", ".join(f"{p.label} {p.median('effective_mb_s'):.1f}" for p in peers[g.peer]
+                           if p is not g.best_peer)
+        lines.append(f"- {g.name()}: {g.peer_ratio:.2f}x of {g.best_peer.label} "
+                     f"({g.best_peer.path}, median {g.best_peer.median('effective_mb_s'):.1f} MB/s; "
+                     f"this row {g.median('effective_mb_s'):.1f} MB/s) \u2014 {standing(g.peer_ratio)}; "
+                     f"strongest of `{g.peer}`" + (f" (also measured: {others} MB/s)" if others else ""))
+    return lines + [""]
+
+
 def mismatch_lines(groups):
     bad = [g for g in groups if g.mismatches()]
     lines = ["## Integrity mismatches", ""]
@@ -453,6 +548,24 @@ def suite_lines(groups, seeds):
                        SUITE_NUMERIC)
         lines.append("")
     return lines
+
+
+def peer_lines(groups, peers):
+    lines = ["## Peers", "",
+             "Other tools doing the same job. A peer key's value is its strongest peer: the group "
+             "with the best median (medians against medians); a row's ratio is its median over that.", ""]
+    if not peers:
+        return lines + ["no peer was measured in this run", ""]
+    rows = []
+    for key, carriers in peers.items():
+        users = "; ".join(dict.fromkeys(u.name() for u in groups if u.peer == key)) or "-"
+        best = strongest_peer(carriers)
+        for g in carriers:
+            mark = " (the strongest)" if len(carriers) > 1 and g is best else ""
+            rows.append((f"`{key}`", g.name() + mark, f"{g.median('effective_mb_s'):.1f}",
+                         ", ".join(f"{e:.1f}" for e in g.effective()), users))
+    return lines + table(("Key", "Row", "Median MB/s", "All reps (MB/s, in order)", "Compared with it"),
+                         rows, ("Median MB/s",)) + [""]
 
 
 def limit_lines(groups, limits):
@@ -504,9 +617,10 @@ def detail_lines(meta, md_dir):
     return lines + table(("Page", "Command", "What it compares", "Written this run"), rows) + [""]
 
 
-def render_markdown(meta, groups, limits, seeds, charts, md_dir, img_dir):
+def render_markdown(meta, groups, limits, peers, seeds, charts, md_dir, img_dir):
     lines = (header_lines(meta, md_dir) + beaten_lines(groups) + mismatch_lines(groups)
-             + suite_lines(groups, seeds) + limit_lines(groups, limits)
+             + verdict_lines(groups, peers) + suite_lines(groups, seeds) + limit_lines(groups, limits)
+             + peer_lines(groups, peers)
              + chart_lines(charts, md_dir, img_dir) + detail_lines(meta, md_dir))
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -524,7 +638,10 @@ def csv_record(group, seeds, meta):
         "integrity": group.integrity(), "integrity_mismatch_reps": group.mismatches(),
         "loss_pct": group.median("loss_pct"), "key": group.key, "limit": group.limit,
         "limit_best_mb_s": group.limit_best, "ratio_to_limit": group.ratio,
-        "above_limit": "yes" if group.above_limit() else "no",
+        "above_limit": "yes" if group.above_limit() else "no", "peer": group.peer,
+        "best_peer": group.best_peer.label if group.best_peer else None,
+        "best_peer_median_mb_s": group.best_peer.median("effective_mb_s") if group.best_peer else None,
+        "ratio_to_best_peer": group.peer_ratio,
         "seeds": "; ".join(seed["figures"]) if seed else None,
         "seeds_file": seed["seed_file"] if seed else None,
         "notes": group.notes(), "mode": meta["mode"], "date": meta["date"],
@@ -736,17 +853,24 @@ def main(argv=None):
         return 1
     try:
         groups = group_rows(load_rows(args.rows))
-        limits = best_limits(groups)
-        attach_ratios(groups, limits)
+        limits, peers = best_limits(groups), peer_keys(groups)
+        attach_ratios(groups, limits, peers)
     except ReportError as e:
         print(f"report.py: {args.rows}: {e}", file=sys.stderr)
         return 1
     seeds = load_seeds()
     charts = write_charts(args.img_dir, groups)
     md_dir = args.out_md.parent
-    args.out_md.write_text(render_markdown(meta, groups, limits, seeds, charts, md_dir, args.img_dir),
+    args.out_md.write_text(render_markdown(meta, groups, limits, peers, seeds, charts, md_dir, args.img_dir),
                            encoding="utf-8")
     write_csv(args.out_csv, groups, seeds, meta)
+    beaten = [g for g in groups if g.above_limit()]
+    if beaten:
+        print("report.py: limits beaten (a measurement bug: the limit measured too weakly, or the row "
+              "wrong); the report is written and names them:", file=sys.stderr)
+        for g in beaten:
+            print(f"  {g.name()}: {g.ratio:.2f}x of `{g.limit}`", file=sys.stderr)
+        return EXIT_LIMIT_BEATEN
     return 0
 
 

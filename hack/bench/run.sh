@@ -12,6 +12,8 @@
 # BENCH_SUITES: which suites, in order (default: tcp udp afxdp xsk pcore
 # fanout delta). A suite that fails is named in the report and makes this
 # script exit non-zero once the report is written: the others still count.
+# So does a limit beaten (report.py exits 2 after writing: a row above the
+# limit it names is a measurement bug, docs/design/bench-rows.md).
 # Needs root (network namespaces, veth, hugepages), like each script.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -74,11 +76,17 @@ jq -n --arg command "$cmd" --arg date "$(date -u '+%Y-%m-%d %H:%M UTC')" --arg m
 
 venv=$(hack/python-venv.sh hack/bench/requirements.txt)
 mkdir -p docs/bench/img
+report_rc=0
 "$venv/bin/python" hack/bench/report.py --rows "$rows" --meta "$work/meta.json" \
-	--out-md docs/bench/benchmarks.md --out-csv docs/bench/benchmarks.csv --img-dir docs/bench/img
+	--out-md docs/bench/benchmarks.md --out-csv docs/bench/benchmarks.csv \
+	--img-dir docs/bench/img || report_rc=$?
+# 2: written, but a limit was beaten; anything else: the rows broke the contract.
+[ "$report_rc" -eq 0 ] || [ "$report_rc" -eq 2 ] || die "report.py failed ($report_rc); no report written"
 # Keep the raw rows and the run's facts beside the CSV: the report can be
 # redrawn (hack/bench/report.py --rows ... --meta ...) without a rerun.
 cp "$rows" docs/bench/benchmarks.rows.jsonl
 cp "$work/meta.json" docs/bench/benchmarks.meta.json
 echo "bench: wrote docs/bench/benchmarks.md, docs/bench/benchmarks.csv, docs/bench/img/bench-*.png ($mode)" >&2
-[ ${#failed[@]} -eq 0 ] || die "suites that failed: ${failed[*]} (the report names them)"
+[ ${#failed[@]} -eq 0 ] || echo "bench: suites that failed: ${failed[*]} (the report names them)" >&2
+[ "$report_rc" -eq 0 ] || echo "bench: limits beaten: a measurement bug (report.py named the rows above; so does the report)" >&2
+[ ${#failed[@]} -eq 0 ] && [ "$report_rc" -eq 0 ] || exit 1

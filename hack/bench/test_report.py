@@ -23,7 +23,7 @@ def row(label="PFS-With-Payload-TCP", eff=100.0, **over):
     r = {"suite": "tcp", "path": "loopback", "label": label, "purpose": "Transfer",
          "size_mb": 1000.0, "elapsed_s": 1000.0 / eff, "effective_mb_s": eff, "wire_mb_s": None,
          "user_s": 0.5, "sys_s": 1.5, "mb_per_cpu_s": 500.0, "integrity": "OK", "pthreads": 1,
-         "notes": "", "limit": None, "key": None, "loss_pct": None}
+         "notes": "", "limit": None, "peer": None, "key": None, "loss_pct": None}
     r.update(over)
     return r
 
@@ -31,6 +31,10 @@ def row(label="PFS-With-Payload-TCP", eff=100.0, **over):
 def limit_row(key, eff, **over):
     return row(label=f"limit {key}", eff=eff, purpose="Limit", key=key, integrity="NA", user_s=None,
                sys_s=None, mb_per_cpu_s=None, **over)
+
+
+def peer_row(label, key, eff, **over):
+    return row(label=label, eff=eff, purpose="Peer", key=key, integrity="NA", **over)
 
 
 META = {"command": "make bench MODE=quick", "date": "2026-11-27 09:00 UTC", "mode": "quick",
@@ -66,7 +70,7 @@ class Run:
 
 def groups_of(rows):
     groups = report.group_rows([dict(r, _line=i) for i, r in enumerate(rows, 1)])
-    report.attach_ratios(groups, report.best_limits(groups))
+    report.attach_ratios(groups, report.best_limits(groups), report.peer_keys(groups))
     return groups
 
 
@@ -103,7 +107,7 @@ def test_limit_is_best_of_n_and_ratio_is_median_over_it():
 def test_ratio_above_one_is_flagged_in_row_and_listed(tmp_path):
     rows = [limit_row("iperf3-tcp-loopback", 100.0), row(eff=107.0, limit="iperf3-tcp-loopback")]
     run = Run(tmp_path, rows)
-    assert run.code == 0
+    assert run.code == report.EXIT_LIMIT_BEATEN  # written, and make bench fails
     page = run.page()
     beaten = page.split("## Limits beaten")[1].split("##")[0]
     assert "PFS-With-Payload-TCP" in beaten and "1.07x" in beaten
@@ -134,7 +138,10 @@ def test_limit_naming_no_key_is_an_error(tmp_path, capsys):
     (json.dumps(row(user_s=True)), "'user_s'"),
     (json.dumps(dict(row(), limt="k")), "'limt'"),
     (json.dumps(row(purpose="Limit")), "'key'"),
-    (json.dumps(row(label="iperf3 TCP (1 stream)", purpose="Baseline", key="iperf3-tcp-loopback")), None),
+    (json.dumps(row(purpose="Baseline")), "'purpose'"),  # the old word for Peer is gone
+    (json.dumps(row(key="k")), "'key'"),  # a Transfer row carries no key
+    (json.dumps(dict({k: v for k, v in row().items() if k != "peer"})), "'peer'"),
+    (json.dumps(row(label="iperf3 TCP (1 stream)", purpose="Peer", key="peer-tcp-loopback")), None),
 ])
 def test_malformed_line_is_an_error_with_its_number(tmp_path, capsys, line2, key):
     run = Run(tmp_path, None, raw_lines=[json.dumps(row()), line2, json.dumps(row())])
@@ -228,7 +235,7 @@ def test_seeds_figures_appear_for_their_labels(tmp_path):
     assert "582.0 MB/s, 633.3 MB/CPU-s" in lines["Conventional (scp, no-compress)"]
     assert "100.7 MB/s, 202.9 MB/CPU-s" in lines["PFS-With-Payload-TCP"]
     assert "1,062.3 MB/s, 1,075.0 MB/CPU-s" in lines["Native PFS Offset-only Mode - TCP"]
-    assert lines["Into blob: PFS-With-Payload-TCP"].split(" | ")[14] == "-"
+    assert lines["Into blob: PFS-With-Payload-TCP"].split(" | ")[15] == "-"
     assert run.record("Conventional (scp, no-compress)")["seeds_file"] == "001_16f94b0af852e973.txt"
     assert run.record("Into blob: PFS-With-Payload-TCP")["seeds"] == ""
 
@@ -268,12 +275,84 @@ def test_test_requirements_include_every_pin_of_the_report():
 
 
 def test_two_measures_of_one_limit_share_its_key_and_the_best_counts():
-    rows = [limit_row("iperf3-tcp-loopback", 400.0), limit_row("iperf3-tcp-loopback", 380.0),
-            row(label="iperf3 -Z", eff=450.0, purpose="Baseline", key="iperf3-tcp-loopback"),
-            row(eff=360.0, limit="iperf3-tcp-loopback")]
+    rows = [limit_row("copy-1t", 400.0), limit_row("copy-1t", 380.0),
+            limit_row("copy-1t", 450.0, path="veth"), row(eff=360.0, limit="copy-1t")]
     (pfs,) = [g for g in groups_of(rows) if g.label == "PFS-With-Payload-TCP"]
     assert pfs.limit_best == 450.0
     assert pfs.ratio == pytest.approx(0.8)
+
+
+IPERF = "iperf3 (1 TCP stream)"
+IPERF_N = "iperf3 -N (1 TCP stream, TCP_NODELAY as PFS sets it)"
+
+
+def peers_of_veth(pfs_effs):
+    """Plain iperf3 has the best single repetition; -N the best median: -N is the strongest."""
+    rows = [peer_row(IPERF, "peer-tcp-veth", e, path="veth") for e in (100.0, 100.0, 500.0)]
+    rows += [peer_row(IPERF_N, "peer-tcp-veth", e, path="veth") for e in (290.0, 300.0, 310.0)]
+    return rows + [row(eff=e, path="veth", peer="peer-tcp-veth") for e in pfs_effs]
+
+
+def test_the_strongest_peer_is_the_best_median_not_the_best_repetition():
+    groups = groups_of(peers_of_veth((330.0, 330.0, 330.0)))
+    (pfs,) = [g for g in groups if g.label == "PFS-With-Payload-TCP"]
+    assert pfs.best_peer.label == IPERF_N
+    assert pfs.peer_ratio == pytest.approx(1.1)
+    assert not pfs.above_limit()  # beating a peer is a result, not a bug
+
+
+def test_both_ratios_are_columns_in_the_page_and_the_csv(tmp_path):
+    rows = peers_of_veth((240.0,)) + [limit_row("copy-1t", 1200.0, path="local")]
+    rows[-2]["limit"] = "copy-1t"
+    run = Run(tmp_path, rows)
+    assert run.code == 0
+    header, _, *body = run.page().split("## Suite tcp")[1].split("\n\n")[1].splitlines()
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    line = next(l for l in body if l.startswith("| PFS-With-Payload-TCP |"))
+    cells = [c.strip() for c in line.strip("|").split(" | ")]
+    assert cells[cols.index("Ratio to best peer")] == f"0.80x of {IPERF_N} \u2014 behind the peer"
+    assert cells[cols.index("Ratio to limit")] == "0.20x of `copy-1t`"
+    rec = run.record("PFS-With-Payload-TCP")
+    assert (rec["peer"], rec["best_peer"]) == ("peer-tcp-veth", IPERF_N)
+    assert float(rec["best_peer_median_mb_s"]) == 300.0
+    assert float(rec["ratio_to_best_peer"]) == pytest.approx(0.8)
+    assert float(rec["ratio_to_limit"]) == pytest.approx(0.2)
+    assert run.record(IPERF)["ratio_to_best_peer"] == ""  # a peer names no peer here
+
+
+def test_verdicts_name_the_strongest_peer_of_the_run(tmp_path):
+    run = Run(tmp_path, peers_of_veth((315.0, 315.0)))
+    verdicts = run.page().split("## Verdicts against the strongest peer")[1].split("\n## ")[0]
+    assert f"tcp/veth: PFS-With-Payload-TCP: 1.05x of {IPERF_N}" in verdicts
+    assert "ahead of the peer" in verdicts and f"also measured: {IPERF} 100.0" in verdicts
+    peers = run.page().split("\n## Peers\n")[1]
+    assert f"{IPERF_N} (the strongest)" in peers
+
+
+@pytest.mark.parametrize("rows, field, said", [
+    ([peer_row(IPERF, "peer-tcp-veth", 300.0), row(limit="peer-tcp-veth")], "'limit'", "is a Peer key"),
+    ([limit_row("copy-1t", 900.0), row(peer="copy-1t")], "'peer'", "is a Limit key"),
+    ([limit_row("copy-1t", 900.0), row(peer="peer-tcp-veth")], "'peer'", "names no Peer key"),
+    ([limit_row("k", 900.0), peer_row(IPERF, "k", 300.0)], "'key'", "not both"),
+])
+def test_a_limit_or_peer_of_the_wrong_kind_is_an_error(tmp_path, capsys, rows, field, said):
+    run = Run(tmp_path, rows)
+    assert run.code == 1
+    err = capsys.readouterr().err
+    assert "line 2" in err and field in err and said in err
+    assert not run.md.exists()
+
+
+def test_a_beaten_limit_exits_non_zero_after_writing_and_names_the_rows(tmp_path, capsys):
+    rows = [limit_row("copy-1t", 300.0), peer_row(IPERF, "peer-tcp-loopback", 320.0, limit="copy-1t"),
+            row(eff=200.0, limit="copy-1t", peer="peer-tcp-loopback")]
+    run = Run(tmp_path, rows)
+    assert run.code == report.EXIT_LIMIT_BEATEN
+    assert run.md.exists() and run.csv.exists()
+    err = capsys.readouterr().err
+    assert f"tcp/loopback: {IPERF}: 1.07x of `copy-1t`" in err
+    assert "PFS-With-Payload-TCP" not in err  # 0.67x: within its limit
+    assert run.record(IPERF)["above_limit"] == "yes"
 
 
 def test_the_limits_table_marks_which_measure_was_best(tmp_path):
