@@ -513,8 +513,7 @@ def beaten_lines(groups):
 
 
 def verdict_lines(groups, peers):
-    """Per Transfer row with a peer: its ratio to the strongest peer of this run, named,
-    with the other peers of that key for context."""
+    """Per Transfer row with a peer: its ratio to the strongest peer of this run, named."""
     rows = [g for g in groups if g.purpose.startswith("Transfer") and g.peer is not None]
     lines = ["## Verdicts against the strongest peer", "",
              "Each transfer is judged against the strongest peer measured in this run for its key "
@@ -522,12 +521,10 @@ def verdict_lines(groups, peers):
     if not rows:
         return lines + ["no transfer row names a peer in this run", ""]
     for g in rows:
-        others = ", ".join(f"{p.label} {p.median('effective_mb_s'):.1f}" for p in peers[g.peer]
-                           if p is not g.best_peer)
         lines.append(f"- {g.name()}: {g.peer_ratio:.2f}x of {g.best_peer.label} "
                      f"({g.best_peer.path}, median {g.best_peer.median('effective_mb_s'):.1f} MB/s; "
                      f"this row {g.median('effective_mb_s'):.1f} MB/s) \u2014 {standing(g.peer_ratio)}; "
-                     f"strongest of `{g.peer}`" + (f" (also measured: {others} MB/s)" if others else ""))
+                     f"the strongest of {len(peers[g.peer])} under `{g.peer}` (all in Peers below)")
     return lines + [""]
 
 

@@ -324,9 +324,9 @@ def test_verdicts_name_the_strongest_peer_of_the_run(tmp_path):
     run = Run(tmp_path, peers_of_veth((315.0, 315.0)))
     verdicts = run.page().split("## Verdicts against the strongest peer")[1].split("\n## ")[0]
     assert f"tcp/veth: PFS-With-Payload-TCP: 1.05x of {IPERF_N}" in verdicts
-    assert "ahead of the peer" in verdicts and f"also measured: {IPERF} 100.0" in verdicts
+    assert "ahead of the peer" in verdicts and "the strongest of 2 under `peer-tcp-veth`" in verdicts
     peers = run.page().split("\n## Peers\n")[1]
-    assert f"{IPERF_N} (the strongest)" in peers
+    assert f"{IPERF_N} (the strongest) | 300.0 |" in peers and f"{IPERF} | 100.0 |" in peers
 
 
 @pytest.mark.parametrize("rows, field, said", [
