@@ -99,10 +99,12 @@ declare -A paired	# paired[path]: payload / iperf3 wall, per repetition
 echo "bench: pfs bench --size $SIZE --page 2m" >&2
 nice -n "$NICE" "$PFS" -q bench --size "$SIZE" --page 2m > "$work/local.json"
 L() { jq -r ".$1" "$work/local.json"; }
-crc=$(L crc32c_mb_s); crc_cpu=$(L crc32c_mb_per_cpu_s)
+# A limit is its best pass (the median pass measures the other tenants too).
+crc=$(L crc32c_best_mb_s); crc_cpu=$(L crc32c_mb_per_cpu_s)
 bench_row suite=tcp path=local label="CRC32C one core ($(L crc32c_impl)), out of cache" purpose=Limit \
 	size_mb="$(jq '.blob.size / 1e6' "$work/local.json")" effective_mb_s="$crc" mb_per_cpu_s="$crc_cpu" \
-	integrity=NA pthreads=1 notes="pfs bench over the $SIZE blob" key=crc32c-1core
+	integrity=NA pthreads=1 key=crc32c-1core \
+	notes="pfs bench over the $SIZE blob, best of $(L crc32c_passes) passes (median pass $(L crc32c_mb_s) MB/s)"
 # The limit of a same-host TCP path: every payload byte is copied at least
 # once by one core (the sender out of its blob, out of cache, into socket
 # buffers; the receiver out of them), so one core's copy of the blob into a
@@ -384,7 +386,8 @@ targets+=$'\n'"| Blob prefault+fill (2M pages, first touch) <= 2x memset (fresh 
 
 localt="| Local rate (one core) | MB/s |
 |---|---:|
-| CRC32C $(L crc32c_impl), over the $SIZE blob (out of cache) | $(L crc32c_mb_s) |
+| CRC32C $(L crc32c_impl), over the $SIZE blob (out of cache), best of $(L crc32c_passes) passes: the limit crc32c-1core | $(L crc32c_best_mb_s) |
+| same, median pass | $(L crc32c_mb_s) |
 | same, per CPU-second of the hashing thread | $(L crc32c_mb_per_cpu_s) |
 | CRC32C $(L crc32c_impl), 64 KiB in cache | $(L crc32c_incache_mb_s) |
 | CRC32C portable (slicing-by-8) | $(L crc32c_portable_mb_s) |

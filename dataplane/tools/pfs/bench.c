@@ -31,11 +31,13 @@
 #include "pfs/log.h"
 
 #define MAX_REPS 15
-/* The copy limit: one socket write's worth per copy, best of this many
- * passes over the blob, whatever --reps says (a limit is measured the
- * same way in every run). */
+/* The limits (one core's CRC32C, one core's copy) are the best of at least
+ * this many passes over the blob, whatever --reps says: a limit is what the
+ * machine can do, measured the same way in every run, and on a shared
+ * machine a median pass measures the other tenants. */
+#define LIMIT_PASSES 5
+/* The copy limit: one socket write's worth per copy. */
 #define COPY_CHUNK (128 << 10)
-#define COPY_PASSES 5
 
 struct bench_args {
 	uint64_t reps;
@@ -61,7 +63,8 @@ static const char bench_usage[] =
 	"the portable CRC32C, FNV-1a 64, and memset of the same size on the blob's\n"
 	"pages (warm) and on fresh 4 KiB pages (cold), and one core's copy of the\n"
 	"blob into a 128 KiB buffer in cache (glibc memcpy and the vector copies\n"
-	"this CPU has, best of 5 passes). Prints one JSON object with\n"
+	"this CPU has). The limits (CRC32C over the blob, the copy) are also given\n"
+	"as the best of at least 5 passes. Prints one JSON object with\n"
 	"MB/s (decimal) and the blob target: prefault + fill <= 2x the memset of a\n"
 	"fresh mapping of the same page kind (its page faults included, as setup's are).\n"
 	"\n";
@@ -91,7 +94,9 @@ static double cpu_now_s(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static double time_crc(const uint8_t *p, uint64_t len, int reps, double *cpu)
+/* The median pass's seconds; its CPU seconds in *@cpu, the best pass's
+ * seconds in *@best. */
+static double time_crc(const uint8_t *p, uint64_t len, int reps, double *cpu, double *best)
 {
 	double t[MAX_REPS], c[MAX_REPS];
 
@@ -103,6 +108,10 @@ static double time_crc(const uint8_t *p, uint64_t len, int reps, double *cpu)
 		c[i] = cpu_now_s() - c0;
 	}
 	*cpu = median(c, reps);
+	*best = t[0];
+	for (int i = 1; i < reps; i++)
+		if (t[i] < *best)
+			*best = t[i];
 	return median(t, reps);
 }
 
@@ -126,7 +135,8 @@ struct bench {
 	uint64_t size, in_total, small, n;
 	double setup_first, setup; /* prefault + fill: first touch, warm median */
 	enum pfs_page_kind kind_first, kind;
-	double crc_s, crc_cpu, crc_in_s, port_s, fnv_s;
+	double crc_s, crc_cpu, crc_best_s, crc_in_s, port_s, fnv_s;
+	int crc_passes;
 	double ms_warm, ms_cold, ms_fresh;
 	struct pfs_bench_copy copy;
 };
@@ -167,7 +177,8 @@ static void time_rates(const struct bench_args *a, struct pfs_blob *blob, struct
 	uint8_t *data = pfs_blob__data(blob);
 	double t0;
 
-	b->crc_s = time_crc(data, b->size, (int)a->reps, &b->crc_cpu);
+	b->crc_passes = a->reps > LIMIT_PASSES ? (int)a->reps : LIMIT_PASSES;
+	b->crc_s = time_crc(data, b->size, b->crc_passes, &b->crc_cpu, &b->crc_best_s);
 	b->in_total = 2ULL << 30;
 	b->small = 64 << 10;
 	t0 = pfs_cli_now();
@@ -182,7 +193,7 @@ static void time_rates(const struct bench_args *a, struct pfs_blob *blob, struct
 	sink += pfs_fnv1a64(PFS_FNV1A64_INIT, data, b->n);
 	b->fnv_s = pfs_cli_now() - t0;
 	if (b->size < COPY_CHUNK ||
-	    pfs_bench_copy__measure(data, b->size, COPY_CHUNK, COPY_PASSES, &b->copy))
+	    pfs_bench_copy__measure(data, b->size, COPY_CHUNK, LIMIT_PASSES, &b->copy))
 		pfs_err("bench: no copy limit: the blob is under %d bytes or no buffer",
 			COPY_CHUNK); /* copy_1t_mb_s is then 0, copy_1t_impl null */
 	b->ms_warm = time_memset(data, b->size, (int)a->reps, 0x11);
@@ -246,6 +257,8 @@ static void report(const struct bench_args *a, const struct bench *b, const stru
 	pfs_json_str(&j, "crc32c_impl", pfs_crc32c_impl(), 24);
 	pfs_json_num(&j, "crc32c_mb_s", b->size / 1e6 / b->crc_s, 1);
 	pfs_json_num(&j, "crc32c_mb_per_cpu_s", b->size / 1e6 / b->crc_cpu, 1);
+	pfs_json_num(&j, "crc32c_best_mb_s", b->size / 1e6 / b->crc_best_s, 1);
+	pfs_json_u64(&j, "crc32c_passes", (uint64_t)b->crc_passes);
 	pfs_json_num(&j, "crc32c_incache_mb_s", b->in_total / 1e6 / b->crc_in_s, 1);
 	pfs_json_num(&j, "crc32c_portable_mb_s", b->n / 4 / 1e6 / b->port_s, 1);
 	pfs_json_num(&j, "fnv1a64_mb_s", b->n / 1e6 / b->fnv_s, 1);
