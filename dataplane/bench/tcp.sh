@@ -93,7 +93,7 @@ netns_veth_pair "$nsa" "$nsb" "$va" "$vb" "$ipa" "$ipb"
 load_start=$(load)
 rows=()	# tab-separated: path label purpose size_mb elapsed eff user sys mbcpu integrity notes
 declare -A R	# R[path.key]=value for the targets
-declare -A paired	# paired[path]: payload / iperf3 wall, per repetition
+declare -A paired	# paired[path.peer file]: payload / that peer's wall, per repetition
 
 # ---- local rates ----
 echo "bench: pfs bench --size $SIZE --page 2m" >&2
@@ -312,7 +312,7 @@ for path in loopback veth; do
 	done
 	[ -z "$PFS_BEFORE" ] || rows+=("$(median_row < "$work/before.rows")")
 	# The payload row over each peer's run of the same repetition, one by one.
-	for t in iperf iperfz iperfn; do
+	for t in iperf iperfz iperfn iperfc iperfcz; do
 		paired[$path.$t]=$(paste "$work/$t.rows" "$work/payload.rows" |
 			awk -F'\t' '{ sep = NR == 1 ? "" : ", "; printf "%s%.2f", sep, $17 / $6 }')
 	done
@@ -329,12 +329,17 @@ table="| Path | Label | Purpose | Size (MB) | Elapsed (s) | Effective (MB/s) | u
 |---|---|---|---:|---:|---:|---:|---:|---:|---|---|"
 for r in "${rows[@]}"; do r=${r//|/\\|}; table+=$'\n'"| ${r//$'\t'/ | } |"; done
 
-# The strongest peer of a path: of iperf3, -Z and -N (the rows are medians),
-# the best effective MB/s (column 6) or the best receiver MB/CPU-s (column 9);
-# prints "value<TAB>label<TAB>tag" (tag: its per-repetition file).
+# The peers of a path, "file:label prefix": iperf3, -Z and -N, and the cold
+# source -N -F and -Z -N -F (the same job as PFS's, so peers too; the report
+# takes the strongest of all five under peer-tcp-<path>, and so does this page).
+peer_rows=(iperf:"iperf3 (1" iperfz:"iperf3 -Z (1" iperfn:"iperf3 -N (1"
+	iperfc:"Cold source: iperf3 -N -F" iperfcz:"Cold source: iperf3 -Z -N -F")
+# The strongest peer of a path: the best effective MB/s (column 6) or the
+# best receiver MB/CPU-s (column 9) of the peers' median rows; prints
+# "value<TAB>label<TAB>file" (file: its per-repetition rows).
 strongest() {	# path column
 	local t l v best="" out=""
-	for t in iperf:"iperf3 (1" iperfz:"iperf3 -Z (1" iperfn:"iperf3 -N (1"; do
+	for t in "${peer_rows[@]}"; do
 		l=${t#*:} v=$(get "$1" "$l" "$2")
 		if [ -z "$best" ] || awk -v a="$v" -v b="$best" 'BEGIN { exit !(a > b) }'; then
 			best=$v out="$v"$'\t'"$(get "$1" "$l" 2)"$'\t'"${t%%:*}"
@@ -352,8 +357,8 @@ for path in loopback veth; do
 	pay=$(get $path PFS-With-Payload 6); payc=$(get $path PFS-With-Payload 9)
 	off=$(get $path "Native PFS Offset" 6); offc=$(get $path "Native PFS Offset" 9)
 	ar=$(get $path "Native PFS Arith" 6)
-	peers=$(for l in "iperf3 (1" "iperf3 -Z (1" "iperf3 -N (1"; do printf '%s %s MB/s, %s MB/CPU-s; ' "${l% (1}" "$(get $path "$l" 6)" "$(get $path "$l" 9)"; done)
-	targets+=$'\n'"| (Peers measured: iperf3, one TCP stream; the verdicts below use the strongest, wall: $pwl; receiver CPU: $pcl) | $path | ${peers%; } | - | - |"
+	peers=$(for t in "${peer_rows[@]}"; do l=${t#*:}; printf '%s %s MB/s, %s MB/CPU-s; ' "${l% (1}" "$(get $path "$l" 6)" "$(get $path "$l" 9)"; done)
+	targets+=$'\n'"| (Peers measured: iperf3, one TCP stream, medians; the verdicts below use the strongest, wall: $pwl; receiver CPU: $pcl) | $path | ${peers%; } | - | - |"
 	targets+=$'\n'"| PFS-With-Payload-TCP >= 0.9x the strongest peer (wall: $pwl) | $path | $(ratio "$pay" "$pw")x ($pay / $pw MB/s, medians; per repetition ${paired[$path.$pwt]}) | 0.90x | $(verdict "$(ratio "$pay" "$pw")" 0.9) |"
 	targets+=$'\n'"| Offset-only effective >= 0.7x single-core CRC32C | $path | $(ratio "$off" "$crc")x ($off / $crc MB/s) | 0.70x | $(verdict "$(ratio "$off" "$crc")" 0.7) |"
 	# Was ">= 5x 1,075" (the seed's offset-only MB/CPU-s, measured on other
@@ -431,8 +436,9 @@ if [ -n "$OUT_MD" ]; then
 		echo "seconds per GiB in the kernel's page faults and swings that row from 0.2x to 4x"
 		echo "between runs; the warm-pool row above it is the steady state of a node."
 		echo "The payload targets compare with the strongest peer measured in this run, the"
-		echo "best median of iperf3, iperf3 -Z and iperf3 -N (TCP_NODELAY, as PFS sets it),"
-		echo "named in each row, for wall time and for receiver CPU alike. iperf3 is a peer,"
+		echo "best median of iperf3, iperf3 -Z, iperf3 -N (TCP_NODELAY, as PFS sets it) and"
+		echo "the cold-source iperf3 -N -F and -Z -N -F, named in each row, for wall time and"
+		echo "for receiver CPU alike (the report's peer-tcp-<path>). iperf3 is a peer,"
 		echo "not a limit: the limit of these paths is one core's copy (copy-1t above)."
 		echo
 		echo "$report"
