@@ -70,8 +70,9 @@ NO_CHART = "no data for this chart in this run"
 # "{design}" in a description is the path from the report to docs/design/.
 DETAIL_PAGES = (
     ("bench-tcp.md", "make -C dataplane bench-tcp",
-     "iperf3 one stream, scp, and the three PFS TCP labels on loopback and over veth; "
-     "single-core CRC32C, memset and blob setup"),
+     "the iperf3 peers (plain, -Z, -N, cold source), scp, rsync and the PFS TCP labels on "
+     "loopback and over veth, judged against the strongest peer; single-core CRC32C and copy "
+     "(the limits), memset and blob setup"),
     ("bench-pcore.md", "make -C dataplane bench-pcore",
      "every pcore op against the plain-threads baseline, next to this machine's read, "
      "memcpy, CRC32C and FNV rates"),
