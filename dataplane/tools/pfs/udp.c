@@ -17,6 +17,11 @@
  * The end marker is sent a few times, a little apart, so one lost copy does
  * not leave the sink waiting for its idle timeout.
  *
+ * The sink naps (--nap) after a batch that drained the queue instead of
+ * blocking on the socket: over veth the sender's CPU runs the receive path
+ * too, and a sink asleep on the socket costs it a wake-up every datagram or
+ * two. The socket buffer (64 MiB) absorbs the nap.
+ *
  * Threads: one, which owns the socket and its buffers. SIGTERM/SIGINT end
  * the loop (the result is still printed).
  */
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -65,7 +71,7 @@ struct dgram_hdr {
 struct udp_args {
 	const char *cmd, *connect, *listen, *result_file, *ready_file;
 	uint64_t bytes;
-	uint32_t size, batch, segs;
+	uint32_t size, batch, segs, nap_us;
 	double secs, idle, timeout;
 	bool gso, gro, spin;
 };
@@ -430,6 +436,15 @@ static int sink_loop(const struct udp_args *a, struct sink *k, struct udp_stats 
 				st->ended = "end-marker";
 				break;
 			}
+			/* A short batch: the queue is drained. Nap so that the next
+			 * call finds a full batch waiting, instead of sleeping on the
+			 * socket, where every datagram or two would cost the sender
+			 * (whose CPU runs the veth's receive path) a wake-up. */
+			if (a->nap_us && (uint32_t)n < k->batch) {
+				struct timespec ts = { 0, (long)a->nap_us * 1000 };
+
+				nanosleep(&ts, NULL);
+			}
 			continue;
 		}
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
@@ -541,6 +556,10 @@ static const struct pfs_opt udp_opts[] = {
 	{ "gro", PFS_OPT_FLAG, AT(gro), NULL, "UDP GRO: one buffer takes a super-datagram" },
 	{ "spin", PFS_OPT_FLAG, AT(spin), NULL,
 	  "busy-poll the socket (recvmmsg MSG_DONTWAIT) instead of blocking" },
+	{ "nap", PFS_OPT_U64, AT(nap_us), "USEC",
+	  "after a short batch, sleep USEC microseconds before the next call instead of\n"
+	  "blocking on the socket (default 200; 0: block)",
+	  .max = 100000 },
 	{ "idle", PFS_OPT_SECS, AT(idle), "S",
 	  "end S seconds after the last datagram when no end marker came (default 1)" },
 	{ "timeout", PFS_OPT_SECS, AT(timeout), "S",
@@ -568,6 +587,7 @@ static int parse_args(int argc, char **argv, struct udp_args *a)
 	a->batch = 64;
 	a->idle = 1;
 	a->timeout = 30;
+	a->nap_us = 200;
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		pfs_opt_usage(&c, argc < 2 ? stderr : stdout);
 		return argc < 2 ? -EINVAL : PFS_OPT_HELP;
@@ -585,7 +605,7 @@ static int parse_args(int argc, char **argv, struct udp_args *a)
 	blast = !strcmp(a->cmd, "blast");
 	if (blast && (!a->connect || pfs_opt_given(&c, "listen") || pfs_opt_given(&c, "gro") ||
 		      pfs_opt_given(&c, "spin") || pfs_opt_given(&c, "idle") ||
-		      pfs_opt_given(&c, "ready-file")))
+		      pfs_opt_given(&c, "nap") || pfs_opt_given(&c, "ready-file")))
 		return pfs_opt_fail(&c, "blast takes --connect and the blast options only");
 	if (!blast && (!a->listen || pfs_opt_given(&c, "connect") || pfs_opt_given(&c, "gso") ||
 		       pfs_opt_given(&c, "bytes") || pfs_opt_given(&c, "time") ||
