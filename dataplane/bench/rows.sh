@@ -12,14 +12,16 @@
 # the script instead of reaching the report as text; empty or absent is null.
 # effective_mb_s and mb_per_cpu_s are derived here when not given, so every
 # row computes them the same way; elapsed_s is derived from a rate when only
-# the rate is known (a tool that reports MB/s, not its time).
+# the rate is known (a tool that reports MB/s, not its time). `peer` is the
+# key of the Peer row (another tool doing the same job) a row is compared
+# with; null when not given.
 
 bench_row() {
 	[ -n "${BENCH_ROWS:-}" ] || return 0
 	local a k args=()
 	local -A r=()
 	for a; do r[${a%%=*}]=${a#*=}; done
-	for k in suite path label purpose integrity notes limit key; do
+	for k in suite path label purpose integrity notes limit key peer; do
 		args+=(--arg "$k" "${r[$k]-}")
 	done
 	for k in size_mb elapsed_s effective_mb_s wire_mb_s user_s sys_s mb_per_cpu_s pthreads loss_pct; do
@@ -41,6 +43,7 @@ bench_row() {
 				and $a.user_s + $a.sys_s > 0
 			then $a.size_mb / ($a.user_s + $a.sys_s) | r1 else null end)),
 		 integrity: ($a.integrity | str // "NA"), pthreads: $a.pthreads, notes: $a.notes,
-		 limit: ($a.limit | str), key: ($a.key | str), loss_pct: $a.loss_pct}' >> "$BENCH_ROWS" ||
+		 limit: ($a.limit | str), key: ($a.key | str), peer: ($a.peer | str),
+		 loss_pct: $a.loss_pct}' >> "$BENCH_ROWS" ||
 		{ echo "bench_row: not a row: $*" >&2; return 1; }
 }
