@@ -56,7 +56,7 @@ static void run_pair(const char *tag, char *const sargs[], char *const bargs[], 
 	ba[nb] = NULL;
 	unlink(ready);
 	s = spawn(ns_b, st, sa);
-	for (int i = 0; i < 200 && access(ready, F_OK); i++)
+	for (int i = 0; i < 1000 && access(ready, F_OK); i++) /* 10 s on a busy machine */
 		usleep(10000);
 	b = spawn(ns_a, bt, ba);
 	r->brc = wait_rc(b, 60);
