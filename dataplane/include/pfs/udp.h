@@ -13,6 +13,12 @@
 #include "pfs/udp_wire.h"
 #include "pfs/xfer.h"
 
+/* The UDP link's sizes, shared by the transport (src/transport/) and by
+ * `pfs udp blast|sink` (the link alone, the limit the transport is measured
+ * against), so both ask the kernel for the same socket. */
+#define PFS_UDP_SOCKBUF (64 << 20) /* SO_SNDBUF/SO_RCVBUF asked for */
+#define PFS_UDP_GSO_SEGS_MAX 44 /* GSO segments per send (<= 64 KiB of payload) */
+
 /* Run through the engine: pfs_xfer_send/pfs_xfer_recv (pfs/xfer.h) with
  * pfs_transport_find("udp"); src/transport/engine.h lists the options it
  * reads and what it returns. */

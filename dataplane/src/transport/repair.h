@@ -16,10 +16,10 @@
 #define UDP_WINDOW 128 /* grams in flight (sender) = reassembly slots (receiver) */
 #define UDP_GRAM_PAYLOAD_MAX (512u << 10) /* payload bytes per gram over udp */
 #define UDP_MAX_GRAM (2u << 20) /* receiver refuses bigger grams: 128 slots <= 256 MiB */
-#define UDP_MAX_SEGS 44 /* GSO segments per send (<= 64 KiB of payload) */
+#define UDP_MAX_SEGS PFS_UDP_GSO_SEGS_MAX
 #define UDP_TICK_S 0.001 /* receiver: ACK/NAK scan period */
 #define UDP_RENAK_S 0.004 /* receiver: re-ask a gram's holes at most this often */
-#define UDP_SOCKBUF (64 << 20) /* SO_SNDBUF/SO_RCVBUF asked for: >= the window */
+#define UDP_SOCKBUF PFS_UDP_SOCKBUF /* >= the window */
 #define UDP_DEFAULT_TIMEOUT_MS 5000
 
 /* What PARAMS carries. */

@@ -17,5 +17,6 @@ int pfs_cmd_bench(int argc, char **argv); /* bench.c */
 int pfs_cmd_pcore(int argc, char **argv); /* pcore.c */
 int pfs_cmd_probe(int argc, char **argv); /* probe.c */
 int pfs_cmd_xsk(int argc, char **argv); /* xsk.c */
+int pfs_cmd_udp(int argc, char **argv); /* udp.c */
 
 #endif /* PFS_TOOL_COMMANDS_H */

@@ -37,6 +37,7 @@ static const struct command commands[] = {
 	{ "bench", NULL, pfs_cmd_bench, "local rates: CRC32C, FNV-1a, memset, blob setup" },
 	{ "pcore", NULL, pfs_cmd_pcore, "run byte ops over the blob on pcores" },
 	{ "probe", NULL, pfs_cmd_probe, "readiness probe: does a receiver's --ready-file exist" },
+	{ "udp", NULL, pfs_cmd_udp, "UDP link probe: blast | sink datagrams (sendmmsg, GSO/GRO)" },
 #ifndef PFS_NO_AFXDP /* the arm64 cross build has no libbpf */
 	{ "xsk", NULL, pfs_cmd_xsk, "AF_XDP link probe: sink | blast test frames, detach" },
 #endif
