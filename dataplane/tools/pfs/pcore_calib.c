@@ -9,7 +9,11 @@
  * thread repeats its share `passes` times, each pass behind a barrier; a
  * pass's time is from the first thread's start to the last thread's end
  * and the rate is the best pass's (a limit is what the machine can do, not
- * what it did while other tenants ran). Memory: the copy destination is a
+ * what it did while other tenants ran). Each of the three limits (read,
+ * copy, in-place rewrite) is timed with every candidate kernel the CPU runs
+ * (AVX-512 where present, AVX2, glibc memcpy for the copy), asked at run
+ * time, their passes alternating; the best wins and is named in the
+ * result. Memory: the copy destination is a
  * private mapping of the range's size (2 MiB hugetlb if the pool has room,
  * else THP), unmapped before return.
  */
@@ -36,8 +40,7 @@
 
 enum job_kind {
 	JOB_READ,
-	JOB_MEMCPY,
-	JOB_COPY_NT,
+	JOB_COPY,
 	JOB_RMW,
 	JOB_CRC,
 	JOB_FNV_NAIVE,
@@ -61,7 +64,7 @@ struct jthread {
 struct job {
 	enum job_kind kind;
 	unsigned passes, threads;
-	uint64_t (*read)(const uint8_t *p, uint64_t len);
+	const struct pfs_pcore_calib_kernel *k; /* JOB_READ, JOB_COPY, JOB_RMW */
 	atomic_uint ready;
 	atomic_uint arrived; /* pass barrier: threads * (pass + 1) when all are in */
 	atomic_int go;
@@ -79,26 +82,70 @@ static double thread_cpu_s(void)
 }
 
 /*
- * Read kernels, best first. A read limit must be one no op can beat, so the
- * sweep is the widest load the CPU has, aligned, with eight independent
- * accumulators and 256 bytes per iteration (enough loads in flight that
- * neither the OR chain nor the loop overhead is the bound); the op kernels
- * (ops_avx2.c) run four vectors per iteration, so the limit's loop is never
- * the narrower one. "avx2-4acc" is the kernel this file used before (four
- * unaligned loads per iteration); it is kept so the test can show the new
- * one is not slower on the same buffer.
+ * The kernels, widest first in each table. A limit must be one no op can
+ * beat, so each measure times every candidate kernel (every one this CPU
+ * runs that is at least half as wide as its widest: AVX-512 and AVX2 where
+ * both run, since on some cores 64-byte vectors are split in two and the
+ * 32-byte loop is the faster) and keeps the best; the op kernels
+ * (src/ops/ops_avx2.c, and the CRC32C fold of integrity.c) are at most 32
+ * bytes wide, so the calibration is never the narrower loop. The reads are
+ * aligned, with eight independent accumulators (enough loads in flight that
+ * neither the OR chain nor the loop overhead is the bound); copies and
+ * rewrites move four vectors per iteration like the op kernels. Every
+ * kernel takes any start, end and length (a scalar head up to the
+ * alignment, a scalar tail). "avx2-4acc" is the read kernel this file used
+ * before (four unaligned loads per iteration); the test keeps it to show
+ * the limit is not slower on the same buffer.
  */
+static inline uint64_t head_to(const void *p, uint64_t len, uint64_t a)
+{
+	uint64_t h = (uint64_t)(-(uintptr_t)p) & (a - 1);
+
+	return h < len ? h : len;
+}
+
 #if defined(__x86_64__)
 #define AVX2 __attribute__((target("avx2")))
+#define AVX512 __attribute__((target("avx512f")))
+
+AVX512 static uint64_t read_avx512_8acc(const uint8_t *p, uint64_t len)
+{
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+	__m512i a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+	uint64_t i = 0, h = head_to(p, len, 64), s = 0, r[8];
+
+	for (; i < h; i++)
+		s |= p[i];
+	for (; i + 512 <= len; i += 512) {
+		const __m512i *v = (const __m512i *)(p + i);
+
+		a0 = _mm512_or_si512(a0, _mm512_load_si512(v));
+		a1 = _mm512_or_si512(a1, _mm512_load_si512(v + 1));
+		a2 = _mm512_or_si512(a2, _mm512_load_si512(v + 2));
+		a3 = _mm512_or_si512(a3, _mm512_load_si512(v + 3));
+		a4 = _mm512_or_si512(a4, _mm512_load_si512(v + 4));
+		a5 = _mm512_or_si512(a5, _mm512_load_si512(v + 5));
+		a6 = _mm512_or_si512(a6, _mm512_load_si512(v + 6));
+		a7 = _mm512_or_si512(a7, _mm512_load_si512(v + 7));
+	}
+	for (; i + 64 <= len; i += 64)
+		a0 = _mm512_or_si512(a0, _mm512_load_si512((const __m512i *)(p + i)));
+	for (; i < len; i++)
+		s |= p[i];
+	a0 = _mm512_or_si512(_mm512_or_si512(a0, a1), _mm512_or_si512(a2, a3));
+	a4 = _mm512_or_si512(_mm512_or_si512(a4, a5), _mm512_or_si512(a6, a7));
+	_mm512_storeu_si512(r, _mm512_or_si512(a0, a4));
+	for (int k = 0; k < 8; k++)
+		s |= r[k];
+	return s;
+}
 
 AVX2 static uint64_t read_avx2_8acc(const uint8_t *p, uint64_t len)
 {
 	__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
 	__m256i a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-	uint64_t i = 0, h = (uint64_t)(-(uintptr_t)p) & 31, s = 0, r[4];
+	uint64_t i = 0, h = head_to(p, len, 32), s = 0, r[4];
 
-	if (h > len)
-		h = len;
 	for (; i < h; i++)
 		s |= p[i];
 	for (; i + 256 <= len; i += 256) {
@@ -146,10 +193,8 @@ static uint64_t read_sse2_8acc(const uint8_t *p, uint64_t len)
 {
 	__m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
 	__m128i a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-	uint64_t i = 0, h = (uint64_t)(-(uintptr_t)p) & 15, s = 0, r[2];
+	uint64_t i = 0, h = head_to(p, len, 16), s = 0, r[2];
 
-	if (h > len)
-		h = len;
 	for (; i < h; i++)
 		s |= p[i];
 	for (; i + 128 <= len; i += 128) {
@@ -174,17 +219,53 @@ static uint64_t read_sse2_8acc(const uint8_t *p, uint64_t len)
 	return s | r[0] | r[1];
 }
 
-/* Non-temporal copy: 32-byte streaming stores bypass the cache, so the
- * destination is not read for ownership first (glibc switches to them only
- * above a size threshold it guesses; we measure both and keep the best). */
+/* Copies align the destination (a scalar memcpy head) and load the source
+ * unaligned; calibrate's shares are page-aligned on both sides, so its
+ * loads are aligned too. The streaming ("ntstore") copies bypass the
+ * cache, so the destination is not read for ownership first (glibc switches
+ * to them only above a size threshold it guesses; every copy is timed and
+ * the best kept). */
+AVX512 static void copy_avx512(uint8_t *d, const uint8_t *s, uint64_t len)
+{
+	uint64_t i = head_to(d, len, 64);
+
+	memcpy(d, s, i);
+	for (; i + 256 <= len; i += 256) {
+		__m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64);
+		__m512i c = _mm512_loadu_si512(s + i + 128), e = _mm512_loadu_si512(s + i + 192);
+
+		_mm512_store_si512(d + i, a);
+		_mm512_store_si512(d + i + 64, b);
+		_mm512_store_si512(d + i + 128, c);
+		_mm512_store_si512(d + i + 192, e);
+	}
+	memcpy(d + i, s + i, len - i);
+}
+
+AVX512 static void copy_avx512_nt(uint8_t *d, const uint8_t *s, uint64_t len)
+{
+	uint64_t i = head_to(d, len, 64);
+
+	memcpy(d, s, i);
+	for (; i + 256 <= len; i += 256) {
+		__m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64);
+		__m512i c = _mm512_loadu_si512(s + i + 128), e = _mm512_loadu_si512(s + i + 192);
+
+		_mm512_stream_si512((__m512i *)(d + i), a);
+		_mm512_stream_si512((__m512i *)(d + i + 64), b);
+		_mm512_stream_si512((__m512i *)(d + i + 128), c);
+		_mm512_stream_si512((__m512i *)(d + i + 192), e);
+	}
+	_mm_sfence(); /* orders the streaming stores before the tail and return */
+	memcpy(d + i, s + i, len - i);
+}
+
 AVX2 static void copy_avx2_nt(uint8_t *d, const uint8_t *s, uint64_t len)
 {
-	uint64_t i = 0, h = (uint64_t)(-(uintptr_t)d) & 31;
+	uint64_t i = head_to(d, len, 32);
 
-	if (h > len)
-		h = len;
-	memcpy(d, s, h);
-	for (i = h; i + 128 <= len; i += 128) {
+	memcpy(d, s, i);
+	for (; i + 128 <= len; i += 128) {
 		__m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
 		__m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 32));
 		__m256i c = _mm256_loadu_si256((const __m256i *)(s + i + 64));
@@ -200,16 +281,40 @@ AVX2 static void copy_avx2_nt(uint8_t *d, const uint8_t *s, uint64_t len)
 }
 
 /* In-place read-modify-write, the limit of the in-place ops (xor, add):
- * each 32-byte line is loaded, xor-ed with @k and stored back where it was,
- * four vectors per iteration like the op kernels. Run with k = 0 on the
- * private copy destination, never on the blob (a holder may share it). */
+ * each vector is loaded, xor-ed with @k and stored back where it was.
+ * Calibrate runs them with k = 0 on the private copy destination, never on
+ * the blob (a holder may share it). */
+AVX512 static void rmw_avx512(uint8_t *p, uint64_t len, uint8_t k8)
+{
+	const __m512i k = _mm512_set1_epi32((int)(0x01010101u * k8));
+	uint64_t i = 0, h = head_to(p, len, 64);
+
+	for (; i < h; i++)
+		p[i] ^= k8;
+	for (; i + 256 <= len; i += 256) {
+		__m512i *v = (__m512i *)(p + i);
+		__m512i a = _mm512_load_si512(v), b = _mm512_load_si512(v + 1);
+		__m512i c = _mm512_load_si512(v + 2), d = _mm512_load_si512(v + 3);
+
+		_mm512_store_si512(v, _mm512_xor_si512(a, k));
+		_mm512_store_si512(v + 1, _mm512_xor_si512(b, k));
+		_mm512_store_si512(v + 2, _mm512_xor_si512(c, k));
+		_mm512_store_si512(v + 3, _mm512_xor_si512(d, k));
+	}
+	for (; i + 64 <= len; i += 64) {
+		__m512i *v = (__m512i *)(p + i);
+
+		_mm512_store_si512(v, _mm512_xor_si512(_mm512_load_si512(v), k));
+	}
+	for (; i < len; i++)
+		p[i] ^= k8;
+}
+
 AVX2 static void rmw_avx2(uint8_t *p, uint64_t len, uint8_t k8)
 {
 	const __m256i k = _mm256_set1_epi8((char)k8);
-	uint64_t i = 0, h = (uint64_t)(-(uintptr_t)p) & 31;
+	uint64_t i = 0, h = head_to(p, len, 32);
 
-	if (h > len)
-		h = len;
 	for (; i < h; i++)
 		p[i] ^= k8;
 	for (; i + 128 <= len; i += 128) {
@@ -225,26 +330,28 @@ AVX2 static void rmw_avx2(uint8_t *p, uint64_t len, uint8_t k8)
 	for (; i < len; i++)
 		p[i] ^= k8;
 }
-#endif
 
-static void rmw_portable(uint8_t *p, uint64_t len, uint8_t k8)
+static void rmw_sse2(uint8_t *p, uint64_t len, uint8_t k8)
 {
-	for (uint64_t i = 0; i < len; i++)
+	const __m128i k = _mm_set1_epi8((char)k8);
+	uint64_t i = 0, h = head_to(p, len, 16);
+
+	for (; i < h; i++)
+		p[i] ^= k8;
+	for (; i + 64 <= len; i += 64) {
+		__m128i *v = (__m128i *)(p + i);
+		__m128i a = _mm_load_si128(v), b = _mm_load_si128(v + 1);
+		__m128i c = _mm_load_si128(v + 2), d = _mm_load_si128(v + 3);
+
+		_mm_store_si128(v, _mm_xor_si128(a, k));
+		_mm_store_si128(v + 1, _mm_xor_si128(b, k));
+		_mm_store_si128(v + 2, _mm_xor_si128(c, k));
+		_mm_store_si128(v + 3, _mm_xor_si128(d, k));
+	}
+	for (; i < len; i++)
 		p[i] ^= k8;
 }
-
-static volatile uint8_t rmw_key; /* 0, unknown to the compiler: stores stay */
-
-static void rmw_sweep(uint8_t *p, uint64_t len)
-{
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx2")) {
-		rmw_avx2(p, len, rmw_key);
-		return;
-	}
 #endif
-	rmw_portable(p, len, rmw_key);
-}
 
 static uint64_t read_portable(const uint8_t *p, uint64_t len)
 {
@@ -259,30 +366,147 @@ static uint64_t read_portable(const uint8_t *p, uint64_t len)
 	return a | b | c | d;
 }
 
-static const struct pfs_pcore_calib_read read_kernels[] = {
+static void copy_glibc(uint8_t *d, const uint8_t *s, uint64_t len)
+{
+	memcpy(d, s, len);
+}
+
+static void rmw_portable(uint8_t *p, uint64_t len, uint8_t k8)
+{
+	for (uint64_t i = 0; i < len; i++)
+		p[i] ^= k8;
+}
+
+static const struct pfs_pcore_calib_kernel read_kernels[] = {
 #if defined(__x86_64__)
-	{ "avx2-8acc", read_avx2_8acc },
-	{ "avx2-4acc", read_avx2_4acc },
-	{ "sse2-8acc", read_sse2_8acc },
+	{ .name = "avx512-8acc",
+	  .isa = PFS_CALIB_ISA_AVX512,
+	  .width = 64,
+	  .read = read_avx512_8acc },
+	{ .name = "avx2-8acc", .isa = PFS_CALIB_ISA_AVX2, .width = 32, .read = read_avx2_8acc },
+	{ .name = "avx2-4acc",
+	  .isa = PFS_CALIB_ISA_AVX2,
+	  .width = 32,
+	  .test_only = true,
+	  .read = read_avx2_4acc },
+	{ .name = "sse2-8acc", .isa = PFS_CALIB_ISA_SSE2, .width = 16, .read = read_sse2_8acc },
 #endif
-	{ "portable", read_portable },
+	{ .name = "portable", .isa = PFS_CALIB_ISA_ANY, .width = 8, .read = read_portable },
 };
 
-const struct pfs_pcore_calib_read *pfs_pcore_calib__read_kernel(const char *name)
-{
-	for (size_t i = 0; i < sizeof(read_kernels) / sizeof(read_kernels[0]); i++) {
-		const struct pfs_pcore_calib_read *k = &read_kernels[i];
-
-		if (name && strcmp(name, k->name))
-			continue;
+static const struct pfs_pcore_calib_kernel copy_kernels[] = {
 #if defined(__x86_64__)
-		if (!strncmp(k->name, "avx2", 4) && !__builtin_cpu_supports("avx2"))
-			continue;
+	{ .name = "avx512-ntstore",
+	  .isa = PFS_CALIB_ISA_AVX512,
+	  .width = 64,
+	  .copy = copy_avx512_nt },
+	{ .name = "avx512", .isa = PFS_CALIB_ISA_AVX512, .width = 64, .copy = copy_avx512 },
+	{ .name = "avx2-ntstore", .isa = PFS_CALIB_ISA_AVX2, .width = 32, .copy = copy_avx2_nt },
 #endif
-		return k;
+	{ .name = "glibc", .isa = PFS_CALIB_ISA_ANY, .width = 0, .copy = copy_glibc },
+};
+
+static const struct pfs_pcore_calib_kernel rmw_kernels[] = {
+#if defined(__x86_64__)
+	{ .name = "avx512", .isa = PFS_CALIB_ISA_AVX512, .width = 64, .rmw = rmw_avx512 },
+	{ .name = "avx2", .isa = PFS_CALIB_ISA_AVX2, .width = 32, .rmw = rmw_avx2 },
+	{ .name = "sse2", .isa = PFS_CALIB_ISA_SSE2, .width = 16, .rmw = rmw_sse2 },
+#endif
+	{ .name = "portable", .isa = PFS_CALIB_ISA_ANY, .width = 1, .rmw = rmw_portable },
+};
+
+const struct pfs_pcore_calib_kernel *pfs_pcore_calib__kernels(enum pfs_pcore_calib_what what,
+							      size_t *n)
+{
+	switch (what) {
+	case PFS_CALIB_READ:
+		*n = sizeof(read_kernels) / sizeof(read_kernels[0]);
+		return read_kernels;
+	case PFS_CALIB_COPY:
+		*n = sizeof(copy_kernels) / sizeof(copy_kernels[0]);
+		return copy_kernels;
+	case PFS_CALIB_RMW:
+		*n = sizeof(rmw_kernels) / sizeof(rmw_kernels[0]);
+		return rmw_kernels;
+	default:
+		*n = 0;
+		return NULL;
 	}
+}
+
+bool pfs_pcore_calib__runnable(const struct pfs_pcore_calib_kernel *k)
+{
+	switch (k->isa) {
+	case PFS_CALIB_ISA_ANY:
+		return true;
+#if defined(__x86_64__)
+	case PFS_CALIB_ISA_SSE2:
+		return true; /* x86-64's baseline */
+	case PFS_CALIB_ISA_AVX2:
+		__builtin_cpu_init();
+		return __builtin_cpu_supports("avx2");
+	case PFS_CALIB_ISA_AVX512:
+		/* libgcc's answer includes the OS check (XCR0 saves the
+		 * 512-bit state), not only cpuid's bit. */
+		__builtin_cpu_init();
+		return __builtin_cpu_supports("avx512f");
+#endif
+	default:
+		return false;
+	}
+}
+
+const struct pfs_pcore_calib_kernel *pfs_pcore_calib__widest(enum pfs_pcore_calib_what what)
+{
+	size_t n;
+	const struct pfs_pcore_calib_kernel *t = pfs_pcore_calib__kernels(what, &n), *w = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (pfs_pcore_calib__runnable(&t[i]) && (!w || t[i].width > w->width))
+			w = &t[i];
+	return w;
+}
+
+bool pfs_pcore_calib__candidate(enum pfs_pcore_calib_what what,
+				const struct pfs_pcore_calib_kernel *k)
+{
+	const struct pfs_pcore_calib_kernel *w = pfs_pcore_calib__widest(what);
+
+	if (!pfs_pcore_calib__runnable(k) || k->test_only)
+		return false;
+	return k->width == 0 || 2 * k->width >= w->width;
+}
+
+const struct pfs_pcore_calib_kernel *pfs_pcore_calib__read_kernel(const char *name)
+{
+	size_t n;
+	const struct pfs_pcore_calib_kernel *t = pfs_pcore_calib__kernels(PFS_CALIB_READ, &n);
+
+	if (!name)
+		return pfs_pcore_calib__widest(PFS_CALIB_READ);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(name, t[i].name))
+			return pfs_pcore_calib__runnable(&t[i]) ? &t[i] : NULL;
 	return NULL;
 }
+
+const char *pfs_pcore_calib_isa_str(enum pfs_pcore_calib_isa isa)
+{
+	switch (isa) {
+	case PFS_CALIB_ISA_ANY:
+		return "any";
+	case PFS_CALIB_ISA_SSE2:
+		return "sse2";
+	case PFS_CALIB_ISA_AVX2:
+		return "avx2";
+	case PFS_CALIB_ISA_AVX512:
+		return "avx512f";
+	default:
+		return "?";
+	}
+}
+
+static volatile uint8_t rmw_key; /* 0, unknown to the compiler: stores stay */
 
 /* The loop a programmer writes first: one byte, one xor, one multiply. */
 static uint64_t fnv_naive(const uint8_t *p, uint64_t len)
@@ -342,18 +566,13 @@ static void *jthread_main(void *arg)
 		job->start[p * job->threads + t->idx] = pfs_cli_now();
 		switch (job->kind) {
 		case JOB_READ:
-			t->sink += job->read(t->src, t->len);
+			t->sink += job->k->read(t->src, t->len);
 			break;
-		case JOB_MEMCPY:
-			memcpy(t->dst, t->src, t->len);
-			break;
-		case JOB_COPY_NT:
-#if defined(__x86_64__)
-			copy_avx2_nt(t->dst, t->src, t->len);
-#endif
+		case JOB_COPY:
+			job->k->copy(t->dst, t->src, t->len);
 			break;
 		case JOB_RMW:
-			rmw_sweep(t->dst, t->len);
+			job->k->rmw(t->dst, t->len, rmw_key);
 			break;
 		case JOB_CRC:
 			t->sink += pfs_crc32c(0, t->src, t->len);
@@ -375,8 +594,8 @@ static void *jthread_main(void *arg)
 /* Run @kind on @threads threads over [src, src + len); the best pass's
  * MB/s, or -errno. *@per_cpu_s gets MB per CPU-second over all passes
  * (bytes over the threads' CPU time), which preemption by other tenants
- * does not dilute. @read is the read kernel for JOB_READ. */
-static double run_job(enum job_kind kind, uint64_t (*read)(const uint8_t *, uint64_t),
+ * does not dilute. @k is the kernel of JOB_READ, JOB_COPY and JOB_RMW. */
+static double run_job(enum job_kind kind, const struct pfs_pcore_calib_kernel *k,
 		      const uint8_t *src, uint8_t *dst, uint64_t len, const int *cpus,
 		      unsigned threads, unsigned passes, double *per_cpu_s)
 {
@@ -394,7 +613,7 @@ static double run_job(enum job_kind kind, uint64_t (*read)(const uint8_t *, uint
 		goto out_free;
 	}
 	job->kind = kind;
-	job->read = read;
+	job->k = k;
 	job->passes = passes;
 	job->threads = threads;
 	for (unsigned i = 0; i < threads; i++) {
@@ -446,27 +665,63 @@ out_free:
 	return best > 0 ? (double)len / best / 1e6 : -EIO;
 }
 
-/* The better of glibc memcpy and the streaming-store copy on @threads; its
- * name in *@impl. */
-static double best_copy(const uint8_t *src, uint8_t *dst, uint64_t len, const int *cpus,
-			unsigned threads, unsigned passes, double *glibc, double *ntstore,
-			double *per_cpu_s, const char **impl)
+/*
+ * The best of every candidate kernel of @what (pfs_pcore_calib__candidate)
+ * on @threads: the candidates take turns, one pass each, `passes` rounds,
+ * so a burst of load from other tenants falls on all of them alike; each
+ * keeps its best pass and the best of those is the limit. Every candidate
+ * and its rate go into *@tried, the winner's name into *@impl and its MB
+ * per CPU-second (over its passes) into *@per_cpu_s.
+ */
+static double best_kernel(enum pfs_pcore_calib_what what, const uint8_t *src, uint8_t *dst,
+			  uint64_t len, const int *cpus, unsigned threads, unsigned passes,
+			  struct pfs_pcore_calib_tried *tried, const char **impl, double *per_cpu_s)
 {
-	double cg = 0, cn = 0;
+	static const enum job_kind kinds[PFS_CALIB__COUNT] = {
+		[PFS_CALIB_READ] = JOB_READ,
+		[PFS_CALIB_COPY] = JOB_COPY,
+		[PFS_CALIB_RMW] = JOB_RMW,
+	};
+	const struct pfs_pcore_calib_kernel *k[PFS_PCORE_CALIB_KMAX];
+	double cpu_s[PFS_PCORE_CALIB_KMAX] = { 0 };
+	size_t n, m = 0, win = 0;
+	const struct pfs_pcore_calib_kernel *t = pfs_pcore_calib__kernels(what, &n);
 
-	*glibc = run_job(JOB_MEMCPY, NULL, src, dst, len, cpus, threads, passes, &cg);
-	*ntstore = 0;
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx2"))
-		*ntstore = run_job(JOB_COPY_NT, NULL, src, dst, len, cpus, threads, passes, &cn);
-#endif
-	if (*glibc < 0)
-		return *glibc;
-	if (*ntstore < 0)
-		return *ntstore;
-	*impl = *ntstore > *glibc ? "avx2-ntstore" : "glibc";
-	*per_cpu_s = *ntstore > *glibc ? cn : cg;
-	return *ntstore > *glibc ? *ntstore : *glibc;
+	memset(tried, 0, sizeof(*tried));
+	for (size_t i = 0; i < n && m < PFS_PCORE_CALIB_KMAX; i++)
+		if (pfs_pcore_calib__candidate(what, &t[i]))
+			k[m++] = &t[i];
+	for (unsigned p = 0; p < passes; p++) {
+		for (size_t i = 0; i < m; i++) {
+			double pc = 0,
+			       v = run_job(kinds[what], k[i], src, dst, len, cpus, threads, 1, &pc);
+
+			if (v < 0)
+				return v;
+			if (v > tried->mbps[i])
+				tried->mbps[i] = v;
+			if (pc > 0)
+				cpu_s[i] += (double)len / 1e6 / pc;
+		}
+	}
+	tried->n = (unsigned)m;
+	for (size_t i = 0; i < m; i++) {
+		tried->name[i] = k[i]->name;
+		if (tried->mbps[i] > tried->mbps[win])
+			win = i;
+	}
+	*impl = k[win]->name;
+	*per_cpu_s = cpu_s[win] > 0 ? (double)len * passes / 1e6 / cpu_s[win] : 0;
+	return tried->mbps[win];
+}
+
+/* The rate of the kernel named @name in @t, 0 if it was not timed. */
+static double tried_rate(const struct pfs_pcore_calib_tried *t, const char *name)
+{
+	for (unsigned i = 0; i < t->n; i++)
+		if (!strcmp(t->name[i], name))
+			return t->mbps[i];
+	return 0;
 }
 
 int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus, unsigned threads,
@@ -475,7 +730,7 @@ int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus,
 	/* FNV is ~1 GB/s per stream: a slice keeps the naive loop short. */
 	uint64_t fnv_len = len < (256ULL << 20) ? len : 256ULL << 20;
 	uint64_t maplen = (len + (2ULL << 20) - 1) & ~((2ULL << 20) - 1);
-	const struct pfs_pcore_calib_read *rk;
+	struct pfs_pcore_calib_tried *tr = out->tried;
 	uint8_t *dst;
 	double v[7];
 
@@ -494,17 +749,17 @@ int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus,
 		madvise(dst, maplen, MADV_HUGEPAGE);
 		memset(dst, 0, maplen); /* fault in outside the timing */
 	}
-	rk = pfs_pcore_calib__read_kernel(NULL);
-	out->read_impl = rk->name;
-	v[0] = run_job(JOB_READ, rk->fn, base, NULL, len, cpus, 1, passes, &out->cpu[0]);
-	v[1] = run_job(JOB_READ, rk->fn, base, NULL, len, cpus, threads, passes, &out->cpu[1]);
-	v[2] = best_copy(base, dst, len, cpus, 1, passes, &out->memcpy_glibc_1t,
-			 &out->memcpy_ntstore_1t, &out->cpu[2], &out->memcpy_impl_1t);
-	v[3] = best_copy(base, dst, len, cpus, threads, passes, &out->memcpy_glibc_nt,
-			 &out->memcpy_ntstore_nt, &out->cpu[3], &out->memcpy_impl_nt);
+	v[0] = best_kernel(PFS_CALIB_READ, base, NULL, len, cpus, 1, passes,
+			   &tr[PFS_CALIB_TRIED_READ_1T], &out->read_impl_1t, &out->cpu[0]);
+	v[1] = best_kernel(PFS_CALIB_READ, base, NULL, len, cpus, threads, passes,
+			   &tr[PFS_CALIB_TRIED_READ_NT], &out->read_impl_nt, &out->cpu[1]);
+	v[2] = best_kernel(PFS_CALIB_COPY, base, dst, len, cpus, 1, passes,
+			   &tr[PFS_CALIB_TRIED_COPY_1T], &out->memcpy_impl_1t, &out->cpu[2]);
+	v[3] = best_kernel(PFS_CALIB_COPY, base, dst, len, cpus, threads, passes,
+			   &tr[PFS_CALIB_TRIED_COPY_NT], &out->memcpy_impl_nt, &out->cpu[3]);
 	/* dst holds the range's bytes now; rewrite them in place. */
-	out->rmw_nt =
-		run_job(JOB_RMW, NULL, base, dst, len, cpus, threads, passes, &out->rmw_nt_cpu);
+	out->rmw_nt = best_kernel(PFS_CALIB_RMW, base, dst, len, cpus, threads, passes,
+				  &tr[PFS_CALIB_TRIED_RMW_NT], &out->rmw_impl_nt, &out->rmw_nt_cpu);
 	if (out->rmw_nt < 0)
 		v[4] = out->rmw_nt;
 	else
@@ -519,6 +774,10 @@ int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus,
 	out->read_nt = v[1];
 	out->memcpy_1t = v[2];
 	out->memcpy_nt = v[3];
+	out->memcpy_glibc_1t = tried_rate(&tr[PFS_CALIB_TRIED_COPY_1T], "glibc");
+	out->memcpy_glibc_nt = tried_rate(&tr[PFS_CALIB_TRIED_COPY_NT], "glibc");
+	out->memcpy_ntstore_1t = tried_rate(&tr[PFS_CALIB_TRIED_COPY_1T], "avx2-ntstore");
+	out->memcpy_ntstore_nt = tried_rate(&tr[PFS_CALIB_TRIED_COPY_NT], "avx2-ntstore");
 	out->crc32c_1core = v[4];
 	out->fnv_naive_1core = v[5];
 	out->fnv_multi_1core = v[6];
