@@ -30,6 +30,8 @@
 #include <time.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 #include "cli.h"
@@ -353,6 +355,59 @@ static void rmw_sse2(uint8_t *p, uint64_t len, uint8_t k8)
 }
 #endif
 
+#if defined(__aarch64__)
+/* Advanced SIMD is in every aarch64 CPU: 16-byte vectors, the width of
+ * the NEON op kernels (src/ops/ops_neon.c). */
+static uint64_t read_neon_8acc(const uint8_t *p, uint64_t len)
+{
+	uint8x16_t a0 = vdupq_n_u8(0), a1 = a0, a2 = a0, a3 = a0;
+	uint8x16_t a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+	uint64_t i = 0, h = head_to(p, len, 16), s = 0;
+
+	for (; i < h; i++)
+		s |= p[i];
+	for (; i + 128 <= len; i += 128) {
+		a0 = vorrq_u8(a0, vld1q_u8(p + i));
+		a1 = vorrq_u8(a1, vld1q_u8(p + i + 16));
+		a2 = vorrq_u8(a2, vld1q_u8(p + i + 32));
+		a3 = vorrq_u8(a3, vld1q_u8(p + i + 48));
+		a4 = vorrq_u8(a4, vld1q_u8(p + i + 64));
+		a5 = vorrq_u8(a5, vld1q_u8(p + i + 80));
+		a6 = vorrq_u8(a6, vld1q_u8(p + i + 96));
+		a7 = vorrq_u8(a7, vld1q_u8(p + i + 112));
+	}
+	for (; i + 16 <= len; i += 16)
+		a0 = vorrq_u8(a0, vld1q_u8(p + i));
+	for (; i < len; i++)
+		s |= p[i];
+	a0 = vorrq_u8(vorrq_u8(a0, a1), vorrq_u8(a2, a3));
+	a4 = vorrq_u8(vorrq_u8(a4, a5), vorrq_u8(a6, a7));
+	uint64x2_t r = vreinterpretq_u64_u8(vorrq_u8(a0, a4));
+
+	return s | vgetq_lane_u64(r, 0) | vgetq_lane_u64(r, 1);
+}
+
+static void rmw_neon(uint8_t *p, uint64_t len, uint8_t k8)
+{
+	const uint8x16_t k = vdupq_n_u8(k8);
+	uint64_t i = 0, h = head_to(p, len, 16);
+
+	for (; i < h; i++)
+		p[i] ^= k8;
+	for (; i + 64 <= len; i += 64) {
+		uint8x16_t a = vld1q_u8(p + i), b = vld1q_u8(p + i + 16);
+		uint8x16_t c = vld1q_u8(p + i + 32), d = vld1q_u8(p + i + 48);
+
+		vst1q_u8(p + i, veorq_u8(a, k));
+		vst1q_u8(p + i + 16, veorq_u8(b, k));
+		vst1q_u8(p + i + 32, veorq_u8(c, k));
+		vst1q_u8(p + i + 48, veorq_u8(d, k));
+	}
+	for (; i < len; i++)
+		p[i] ^= k8;
+}
+#endif
+
 static uint64_t read_portable(const uint8_t *p, uint64_t len)
 {
 	uint64_t a = 0, b = 0, c = 0, d = 0, i = 0, x[4];
@@ -390,6 +445,8 @@ static const struct pfs_pcore_calib_kernel read_kernels[] = {
 	  .test_only = true,
 	  .read = read_avx2_4acc },
 	{ .name = "sse2-8acc", .isa = PFS_CALIB_ISA_SSE2, .width = 16, .read = read_sse2_8acc },
+#elif defined(__aarch64__)
+	{ .name = "neon-8acc", .isa = PFS_CALIB_ISA_NEON, .width = 16, .read = read_neon_8acc },
 #endif
 	{ .name = "portable", .isa = PFS_CALIB_ISA_ANY, .width = 8, .read = read_portable },
 };
@@ -411,6 +468,8 @@ static const struct pfs_pcore_calib_kernel rmw_kernels[] = {
 	{ .name = "avx512", .isa = PFS_CALIB_ISA_AVX512, .width = 64, .rmw = rmw_avx512 },
 	{ .name = "avx2", .isa = PFS_CALIB_ISA_AVX2, .width = 32, .rmw = rmw_avx2 },
 	{ .name = "sse2", .isa = PFS_CALIB_ISA_SSE2, .width = 16, .rmw = rmw_sse2 },
+#elif defined(__aarch64__)
+	{ .name = "neon", .isa = PFS_CALIB_ISA_NEON, .width = 16, .rmw = rmw_neon },
 #endif
 	{ .name = "portable", .isa = PFS_CALIB_ISA_ANY, .width = 1, .rmw = rmw_portable },
 };
@@ -450,6 +509,9 @@ bool pfs_pcore_calib__runnable(const struct pfs_pcore_calib_kernel *k)
 		 * 512-bit state), not only cpuid's bit. */
 		__builtin_cpu_init();
 		return __builtin_cpu_supports("avx512f");
+#elif defined(__aarch64__)
+	case PFS_CALIB_ISA_NEON:
+		return true;
 #endif
 	default:
 		return false;
@@ -501,6 +563,8 @@ const char *pfs_pcore_calib_isa_str(enum pfs_pcore_calib_isa isa)
 		return "avx2";
 	case PFS_CALIB_ISA_AVX512:
 		return "avx512f";
+	case PFS_CALIB_ISA_NEON:
+		return "neon";
 	default:
 		return "?";
 	}

@@ -22,6 +22,7 @@ enum pfs_pcore_calib_isa {
 	PFS_CALIB_ISA_SSE2,
 	PFS_CALIB_ISA_AVX2,
 	PFS_CALIB_ISA_AVX512, /* AVX-512 F: 64-byte vectors */
+	PFS_CALIB_ISA_NEON, /* aarch64's baseline */
 };
 
 /* A kernel of the calibration; the function of its table's kind is set. */
