@@ -128,7 +128,9 @@ calib_rows() {	# calibrate.json
 			row("mem-read-1t"; "memory read, 1 thread"; .read_MBps_1t; $c.read_1t; 1;
 				"pfs pcore calibrate: wide aligned loads, 8 accumulators, \(best("read_1t"; .read_impl_1t // .read_impl)); \($how)"),
 			row("mem-copy-1t"; "memory copy, 1 thread"; .memcpy_MBps_1t; $c.memcpy_1t; 1;
-				"pfs pcore calibrate: \(best("memcpy_1t"; .memcpy_impl_1t)); \($how)")
+				"pfs pcore calibrate: \(best("memcpy_1t"; .memcpy_impl_1t)); \($how)"),
+			row("mem-rmw-1t"; "memory in-place load+store, 1 thread"; .rmw_MBps_1t; $c.rmw_1t; 1;
+				"pfs pcore calibrate: in-place load+xor+store, \(best("rmw_1t"; .rmw_impl_1t)); \($how)")
 		else empty end' "$1")
 }
 # An op's rows: every round on pcores and on the plain-threads baseline
@@ -228,7 +230,8 @@ def best_of(pattern):
     # The kernel that won each limit: the one of the run that gave the limit.
     for impl, rate in (("memcpy_impl_1t", "memcpy_MBps_1t"), ("memcpy_impl_nt", "memcpy_MBps_nt"),
                        ("read_impl_1t", "read_MBps_1t"), ("read_impl_nt", "read_MBps_nt"),
-                       ("read_impl", "read_MBps_nt"), ("rmw_impl_nt", "rmw_MBps_nt")):
+                       ("read_impl", "read_MBps_nt"), ("rmw_impl_nt", "rmw_MBps_nt"),
+                       ("rmw_impl_1t", "rmw_MBps_1t")):
         if impl in c and rate in c:
             c[impl] = max(runs, key=lambda r: r[rate])[impl]
     json.dump(c, open(os.path.join(out, pattern.replace(".*", "")), "w"))

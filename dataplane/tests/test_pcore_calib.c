@@ -359,7 +359,7 @@ static int test_wider_than_ops(void)
 static int test_measure_names_winner(void)
 {
 	static const char *const what[PFS_CALIB_TRIED__COUNT] = { "read 1t", "read nt", "copy 1t",
-								  "copy nt", "rmw nt" };
+								  "copy nt", "rmw nt",	"rmw 1t" };
 	const uint64_t len = 16 << 20;
 	struct pfs_pcore_calib c;
 	int cpu = sched_getcpu(), err;
@@ -373,14 +373,14 @@ static int test_measure_names_winner(void)
 	munmap(buf, len);
 	CHECK(!err, "measure: %s", strerror(-err));
 	{
-		const char *impl[PFS_CALIB_TRIED__COUNT] = { c.read_impl_1t, c.read_impl_nt,
+		const char *impl[PFS_CALIB_TRIED__COUNT] = { c.read_impl_1t,   c.read_impl_nt,
 							     c.memcpy_impl_1t, c.memcpy_impl_nt,
-							     c.rmw_impl_nt };
-		const double rate[PFS_CALIB_TRIED__COUNT] = { c.read_1t, c.read_nt, c.memcpy_1t,
-							      c.memcpy_nt, c.rmw_nt };
+							     c.rmw_impl_nt,    c.rmw_impl_1t };
+		const double rate[PFS_CALIB_TRIED__COUNT] = { c.read_1t,   c.read_nt, c.memcpy_1t,
+							      c.memcpy_nt, c.rmw_nt,  c.rmw_1t };
 		const enum pfs_pcore_calib_what kind[PFS_CALIB_TRIED__COUNT] = {
-			PFS_CALIB_READ, PFS_CALIB_READ, PFS_CALIB_COPY, PFS_CALIB_COPY,
-			PFS_CALIB_RMW
+			PFS_CALIB_READ, PFS_CALIB_READ, PFS_CALIB_COPY,
+			PFS_CALIB_COPY, PFS_CALIB_RMW,	PFS_CALIB_RMW
 		};
 
 		for (int i = 0; i < PFS_CALIB_TRIED__COUNT; i++) {

@@ -463,7 +463,7 @@ static void calib_json(const struct pfs_pcore_calib *c, const struct pfs_pcore_a
 	static const char *const tried_keys[PFS_CALIB_TRIED__COUNT] = {
 		[PFS_CALIB_TRIED_READ_1T] = "read_1t",	 [PFS_CALIB_TRIED_READ_NT] = "read_nt",
 		[PFS_CALIB_TRIED_COPY_1T] = "memcpy_1t", [PFS_CALIB_TRIED_COPY_NT] = "memcpy_nt",
-		[PFS_CALIB_TRIED_RMW_NT] = "rmw_nt",
+		[PFS_CALIB_TRIED_RMW_NT] = "rmw_nt",	 [PFS_CALIB_TRIED_RMW_1T] = "rmw_1t",
 	};
 	static const char *const cpu_keys[7] = { "read_1t",	   "read_nt",
 						 "memcpy_1t",	   "memcpy_nt",
@@ -495,6 +495,8 @@ static void calib_json(const struct pfs_pcore_calib *c, const struct pfs_pcore_a
 	pfs_json_num(&j, "memcpy_ntstore_MBps_nt", c->memcpy_ntstore_nt, 1);
 	pfs_json_num(&j, "rmw_MBps_nt", c->rmw_nt, 1);
 	pfs_json_str(&j, "rmw_impl_nt", c->rmw_impl_nt, 32);
+	pfs_json_num(&j, "rmw_MBps_1t", c->rmw_1t, 1);
+	pfs_json_str(&j, "rmw_impl_1t", c->rmw_impl_1t, 32);
 	pfs_json_str(&j, "memcpy_dst_page", c->memcpy_dst_page, 16);
 	pfs_json_num(&j, "crc32c_MBps_1core", c->crc32c_1core, 1);
 	pfs_json_num(&j, "fnv_naive_MBps_1core", c->fnv_naive_1core, 1);
@@ -511,6 +513,7 @@ static void calib_json(const struct pfs_pcore_calib *c, const struct pfs_pcore_a
 	for (int i = 0; i < 7; i++)
 		pfs_json_num(&j, cpu_keys[i], c->cpu[i], 1);
 	pfs_json_num(&j, "rmw_nt", c->rmw_nt_cpu, 1);
+	pfs_json_num(&j, "rmw_1t", c->rmw_1t_cpu, 1);
 	pfs_json_close(&j);
 	pfs_result_emit(pfs_json_end(&j), NULL);
 }

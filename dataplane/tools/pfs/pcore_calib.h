@@ -79,6 +79,7 @@ enum {
 	PFS_CALIB_TRIED_COPY_1T,
 	PFS_CALIB_TRIED_COPY_NT,
 	PFS_CALIB_TRIED_RMW_NT,
+	PFS_CALIB_TRIED_RMW_1T,
 	PFS_CALIB_TRIED__COUNT,
 };
 
@@ -98,6 +99,8 @@ struct pfs_pcore_calib {
 	 * range: the limit of the in-place ops; MB/s and MB per CPU-second. */
 	double rmw_nt, rmw_nt_cpu;
 	const char *rmw_impl_nt;
+	double rmw_1t, rmw_1t_cpu; /* the same on one thread */
+	const char *rmw_impl_1t;
 	double crc32c_1core; /* pfs_crc32c, one thread */
 	double fnv_naive_1core; /* byte-at-a-time FNV-1a 64, one stream */
 	double fnv_multi_1core; /* the fnv kernel over 64 KiB descriptors */
