@@ -60,18 +60,21 @@ struct jthread {
 	uint8_t *dst;
 	uint64_t len;
 	uint64_t sink; /* keeps the compiler from dropping reads */
-	double cpu_s;
+	double cpu_s[PFS_PCORE_CALIB_KMAX]; /* per kernel of the job */
 };
 
 struct job {
 	enum job_kind kind;
 	unsigned passes, threads;
-	const struct pfs_pcore_calib_kernel *k; /* JOB_READ, JOB_COPY, JOB_RMW */
+	/* JOB_READ, JOB_COPY, JOB_RMW: the kernels, taking turns within each
+	 * pass; one (NULL) for the other kinds. */
+	const struct pfs_pcore_calib_kernel *k[PFS_PCORE_CALIB_KMAX];
+	unsigned nk;
 	atomic_uint ready;
-	atomic_uint arrived; /* pass barrier: threads * (pass + 1) when all are in */
+	atomic_uint arrived; /* sweep barrier: threads * (sweep + 1) when all are in */
 	atomic_int go;
 	atomic_int err;
-	double *start, *end; /* [pass * threads + thread], CLOCK_MONOTONIC */
+	double *start, *end; /* [(pass * nk + kernel) * threads + thread], CLOCK_MONOTONIC */
 	struct jthread t[PFS_PCORE_MAX];
 };
 
@@ -610,29 +613,32 @@ static void *jthread_main(void *arg)
 	struct jthread *t = arg;
 	struct job *job = t->job;
 	int err = pfs_pcore_pin(t->cpu);
+	unsigned sweeps = job->passes * job->nk;
 
 	if (err)
 		atomic_store(&job->err, err);
 	atomic_fetch_add(&job->ready, 1);
 	while (!atomic_load(&job->go))
 		sched_yield();
-	for (unsigned p = 0; p < job->passes && !atomic_load(&job->err); p++) {
+	for (unsigned w = 0; w < sweeps && !atomic_load(&job->err); w++) {
+		const struct pfs_pcore_calib_kernel *k = job->k[w % job->nk];
+
 		atomic_fetch_add(&job->arrived, 1);
-		while (atomic_load(&job->arrived) < job->threads * (p + 1) &&
+		while (atomic_load(&job->arrived) < job->threads * (w + 1) &&
 		       !atomic_load(&job->err))
 			;
 		double c0 = thread_cpu_s();
 
-		job->start[p * job->threads + t->idx] = pfs_cli_now();
+		job->start[w * job->threads + t->idx] = pfs_cli_now();
 		switch (job->kind) {
 		case JOB_READ:
-			t->sink += job->k->read(t->src, t->len);
+			t->sink += k->read(t->src, t->len);
 			break;
 		case JOB_COPY:
-			job->k->copy(t->dst, t->src, t->len);
+			k->copy(t->dst, t->src, t->len);
 			break;
 		case JOB_RMW:
-			job->k->rmw(t->dst, t->len, rmw_key);
+			k->rmw(t->dst, t->len, rmw_key);
 			break;
 		case JOB_CRC:
 			t->sink += pfs_crc32c(0, t->src, t->len);
@@ -644,36 +650,40 @@ static void *jthread_main(void *arg)
 			t->sink += fnv_multi(t->src, t->len);
 			break;
 		}
-		job->end[p * job->threads + t->idx] = pfs_cli_now();
+		job->end[w * job->threads + t->idx] = pfs_cli_now();
 		/* CPU time of the work only, not of the barrier's spin. */
-		t->cpu_s += thread_cpu_s() - c0;
+		t->cpu_s[w % job->nk] += thread_cpu_s() - c0;
 	}
 	return NULL;
 }
 
-/* Run @kind on @threads threads over [src, src + len); the best pass's
- * MB/s, or -errno. *@per_cpu_s gets MB per CPU-second over all passes
+/* Run @kind on @threads threads over [src, src + len), the @nk kernels
+ * @k (JOB_READ, JOB_COPY, JOB_RMW; else nk = 1, k[0] NULL) taking turns
+ * in each of @passes passes on the same threads (threads made for each
+ * sweep start cold: up to 10% slower here). rate[i] gets kernel i's best
+ * sweep in MB/s, per_cpu_s[i] its MB per CPU-second over all its sweeps
  * (bytes over the threads' CPU time), which preemption by other tenants
- * does not dilute. @k is the kernel of JOB_READ, JOB_COPY and JOB_RMW. */
-static double run_job(enum job_kind kind, const struct pfs_pcore_calib_kernel *k,
-		      const uint8_t *src, uint8_t *dst, uint64_t len, const int *cpus,
-		      unsigned threads, unsigned passes, double *per_cpu_s)
+ * does not dilute. Returns 0 or -errno. */
+static int run_job(enum job_kind kind, const struct pfs_pcore_calib_kernel *const *k, unsigned nk,
+		   const uint8_t *src, uint8_t *dst, uint64_t len, const int *cpus,
+		   unsigned threads, unsigned passes, double *rate, double *per_cpu_s)
 {
-	double cpu = 0, best = 0;
 	struct job *job = calloc(1, sizeof(*job));
-	unsigned started = 0;
+	unsigned started = 0, sweeps = passes * nk;
 	int err = 0;
 
 	if (!job)
 		return -ENOMEM;
-	job->start = calloc((size_t)passes * threads, sizeof(double));
-	job->end = calloc((size_t)passes * threads, sizeof(double));
+	job->start = calloc((size_t)sweeps * threads, sizeof(double));
+	job->end = calloc((size_t)sweeps * threads, sizeof(double));
 	if (!job->start || !job->end) {
 		err = -ENOMEM;
 		goto out_free;
 	}
 	job->kind = kind;
-	job->k = k;
+	job->nk = nk;
+	for (unsigned i = 0; i < nk; i++)
+		job->k[i] = k[i];
 	job->passes = passes;
 	job->threads = threads;
 	for (unsigned i = 0; i < threads; i++) {
@@ -700,36 +710,55 @@ static double run_job(enum job_kind kind, const struct pfs_pcore_calib_kernel *k
 	atomic_store(&job->go, err ? -1 : 1);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(job->t[i].th, NULL);
-	for (unsigned i = 0; i < started; i++)
-		cpu += job->t[i].cpu_s;
-	*per_cpu_s = cpu > 0 ? (double)len * passes / cpu / 1e6 : 0;
 	err = atomic_load(&job->err);
-	for (unsigned p = 0; !err && p < passes; p++) {
-		double t0 = job->start[p * threads], t1 = job->end[p * threads];
+	for (unsigned i = 0; !err && i < nk; i++) {
+		double cpu = 0, best = 0;
 
-		for (unsigned i = 1; i < threads; i++) {
-			if (job->start[p * threads + i] < t0)
-				t0 = job->start[p * threads + i];
-			if (job->end[p * threads + i] > t1)
-				t1 = job->end[p * threads + i];
+		for (unsigned t = 0; t < threads; t++)
+			cpu += job->t[t].cpu_s[i];
+		per_cpu_s[i] = cpu > 0 ? (double)len * passes / cpu / 1e6 : 0;
+		for (unsigned p = 0; p < passes; p++) {
+			const double *s0 = job->start + (size_t)(p * nk + i) * threads;
+			const double *e0 = job->end + (size_t)(p * nk + i) * threads;
+			double t0 = s0[0], t1 = e0[0];
+
+			for (unsigned t = 1; t < threads; t++) {
+				if (s0[t] < t0)
+					t0 = s0[t];
+				if (e0[t] > t1)
+					t1 = e0[t];
+			}
+			if (t1 > t0 && (!best || t1 - t0 < best))
+				best = t1 - t0;
 		}
-		if (t1 > t0 && (!best || t1 - t0 < best))
-			best = t1 - t0;
+		if (best <= 0)
+			err = -EIO;
+		else
+			rate[i] = (double)len / best / 1e6;
 	}
 out_free:
 	free(job->start);
 	free(job->end);
 	free(job);
-	if (err)
-		return err;
-	return best > 0 ? (double)len / best / 1e6 : -EIO;
+	return err;
+}
+
+/* One rate of a job without kernels (CRC, FNV): MB/s or -errno. */
+static double run_one(enum job_kind kind, const uint8_t *src, uint64_t len, const int *cpus,
+		      unsigned threads, unsigned passes, double *per_cpu_s)
+{
+	const struct pfs_pcore_calib_kernel *none = NULL;
+	double rate = 0;
+	int err = run_job(kind, &none, 1, src, NULL, len, cpus, threads, passes, &rate, per_cpu_s);
+
+	return err ? err : rate;
 }
 
 /*
  * The best of every candidate kernel of @what (pfs_pcore_calib__candidate)
- * on @threads: the candidates take turns, one pass each, `passes` rounds,
- * so a burst of load from other tenants falls on all of them alike; each
- * keeps its best pass and the best of those is the limit. Every candidate
+ * on @threads: the candidates take turns on the same threads, one sweep
+ * each per pass, so a burst of load from other tenants falls on all of
+ * them alike; each keeps its best pass and the best of those is the limit. Every candidate
  * and its rate go into *@tried, the winner's name into *@impl and its MB
  * per CPU-second (over its passes) into *@per_cpu_s.
  */
@@ -743,27 +772,19 @@ static double best_kernel(enum pfs_pcore_calib_what what, const uint8_t *src, ui
 		[PFS_CALIB_RMW] = JOB_RMW,
 	};
 	const struct pfs_pcore_calib_kernel *k[PFS_PCORE_CALIB_KMAX];
-	double cpu_s[PFS_PCORE_CALIB_KMAX] = { 0 };
+	double cpu[PFS_PCORE_CALIB_KMAX] = { 0 };
 	size_t n, m = 0, win = 0;
 	const struct pfs_pcore_calib_kernel *t = pfs_pcore_calib__kernels(what, &n);
+	int err;
 
 	memset(tried, 0, sizeof(*tried));
 	for (size_t i = 0; i < n && m < PFS_PCORE_CALIB_KMAX; i++)
 		if (pfs_pcore_calib__candidate(what, &t[i]))
 			k[m++] = &t[i];
-	for (unsigned p = 0; p < passes; p++) {
-		for (size_t i = 0; i < m; i++) {
-			double pc = 0,
-			       v = run_job(kinds[what], k[i], src, dst, len, cpus, threads, 1, &pc);
-
-			if (v < 0)
-				return v;
-			if (v > tried->mbps[i])
-				tried->mbps[i] = v;
-			if (pc > 0)
-				cpu_s[i] += (double)len / 1e6 / pc;
-		}
-	}
+	err = run_job(kinds[what], k, (unsigned)m, src, dst, len, cpus, threads, passes,
+		      tried->mbps, cpu);
+	if (err)
+		return err;
 	tried->n = (unsigned)m;
 	for (size_t i = 0; i < m; i++) {
 		tried->name[i] = k[i]->name;
@@ -771,7 +792,7 @@ static double best_kernel(enum pfs_pcore_calib_what what, const uint8_t *src, ui
 			win = i;
 	}
 	*impl = k[win]->name;
-	*per_cpu_s = cpu_s[win] > 0 ? (double)len * passes / 1e6 / cpu_s[win] : 0;
+	*per_cpu_s = cpu[win];
 	return tried->mbps[win];
 }
 
@@ -836,9 +857,9 @@ int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus,
 	if (out->rmw_nt < 0 || out->rmw_1t < 0)
 		v[4] = out->rmw_nt < 0 ? out->rmw_nt : out->rmw_1t;
 	else
-		v[4] = run_job(JOB_CRC, NULL, base, NULL, len, cpus, 1, passes, &out->cpu[4]);
-	v[5] = run_job(JOB_FNV_NAIVE, NULL, base, NULL, fnv_len, cpus, 1, 1, &out->cpu[5]);
-	v[6] = run_job(JOB_FNV_MULTI, NULL, base, NULL, fnv_len, cpus, 1, 1, &out->cpu[6]);
+		v[4] = run_one(JOB_CRC, base, len, cpus, 1, passes, &out->cpu[4]);
+	v[5] = run_one(JOB_FNV_NAIVE, base, fnv_len, cpus, 1, 1, &out->cpu[5]);
+	v[6] = run_one(JOB_FNV_MULTI, base, fnv_len, cpus, 1, 1, &out->cpu[6]);
 	munmap(dst, maplen);
 	for (int i = 0; i < 7; i++)
 		if (v[i] < 0)
