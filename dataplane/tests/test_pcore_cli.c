@@ -349,6 +349,14 @@ static int test_calibrate(void)
 		      jnum(c.obuf, "memcpy_MBps_1t") > 0 && jnum(c.obuf, "crc32c_MBps_1core") > 0 &&
 		      jnum(c.obuf, "fnv_naive_MBps_1core") > 0,
 	      "rates: %s", c.obuf);
+	CHECK(jnum(c.obuf, "rmw_MBps_nt") > 0 && jnum(c.obuf, "rmw_MBps_1t") > 0,
+	      "in-place rates: %s", c.obuf);
+	/* Each limit names the kernel that won it, and lists every candidate. */
+	CHECK(jhas(c.obuf, "\"read_impl_nt\":\"") && jhas(c.obuf, "\"memcpy_impl_nt\":\"") &&
+		      jhas(c.obuf, "\"rmw_impl_nt\":\"") && jhas(c.obuf, "\"rmw_impl_1t\":\"") &&
+		      jhas(c.obuf, "\"kernels_MBps\":{\"read_1t\":{") &&
+		      jhas(c.obuf, "\"memcpy_nt\":{") && jhas(c.obuf, "\"glibc\":"),
+	      "kernels named: %s", c.obuf);
 	return TAP_PASS;
 }
 
@@ -535,7 +543,7 @@ static const struct tap_test tests[] = {
 	{ "bad options exit 2 with an error and no result", test_bad_input },
 	{ "--numa-node checks the node; single node is a no-op", test_numa },
 	{ "SIGTERM stops the workers and reports partial results", test_sigterm },
-	{ "calibrate measures every reference rate", test_calibrate },
+	{ "calibrate measures every reference rate and names each limit's kernel", test_calibrate },
 	{ "calibrate's read kernel: same OR as the others, not slower than the old one or counteq",
 	  test_calib_read_kernel },
 	{ "named blob and a holder's fd: same bytes, writes visible to the holder",
