@@ -455,6 +455,69 @@ out_signals:
 	return rc;
 }
 
+/* calibrate's result, one JSON line: the rates, the kernel that won each
+ * limit and every candidate kernel's rate ("kernels_MBps"). */
+static void calib_json(const struct pfs_pcore_calib *c, const struct pfs_pcore_args *a,
+		       enum pfs_page_kind page)
+{
+	static const char *const tried_keys[PFS_CALIB_TRIED__COUNT] = {
+		[PFS_CALIB_TRIED_READ_1T] = "read_1t",	 [PFS_CALIB_TRIED_READ_NT] = "read_nt",
+		[PFS_CALIB_TRIED_COPY_1T] = "memcpy_1t", [PFS_CALIB_TRIED_COPY_NT] = "memcpy_nt",
+		[PFS_CALIB_TRIED_RMW_NT] = "rmw_nt",	 [PFS_CALIB_TRIED_RMW_1T] = "rmw_1t",
+	};
+	static const char *const cpu_keys[7] = { "read_1t",	   "read_nt",
+						 "memcpy_1t",	   "memcpy_nt",
+						 "crc32c_1core",   "fnv_naive_1core",
+						 "fnv_multi_1core" };
+	struct pfs_json j;
+
+	pfs_json_begin(&j);
+	pfs_json_str(&j, "label", "pcore calibration", 64);
+	pfs_json_u64(&j, "bytes", a->o.range_len);
+	pfs_json_u64(&j, "passes", a->o.passes);
+	pfs_json_u64(&j, "threads", c->threads);
+	pfs_json_str(&j, "page", pfs_page_kind_str(page), 16);
+	pfs_json_str(&j, "crc32c_impl", pfs_crc32c_impl(), 64);
+	pfs_json_str(&j, "isa", pfs_ops__best()->name, 32);
+	pfs_json_str(&j, "rate", "best pass", 32);
+	pfs_json_str(&j, "read_impl", c->read_impl_nt, 32);
+	pfs_json_str(&j, "read_impl_1t", c->read_impl_1t, 32);
+	pfs_json_str(&j, "read_impl_nt", c->read_impl_nt, 32);
+	pfs_json_num(&j, "read_MBps_1t", c->read_1t, 1);
+	pfs_json_num(&j, "read_MBps_nt", c->read_nt, 1);
+	pfs_json_num(&j, "memcpy_MBps_1t", c->memcpy_1t, 1);
+	pfs_json_num(&j, "memcpy_MBps_nt", c->memcpy_nt, 1);
+	pfs_json_str(&j, "memcpy_impl_1t", c->memcpy_impl_1t, 32);
+	pfs_json_str(&j, "memcpy_impl_nt", c->memcpy_impl_nt, 32);
+	pfs_json_num(&j, "memcpy_glibc_MBps_1t", c->memcpy_glibc_1t, 1);
+	pfs_json_num(&j, "memcpy_glibc_MBps_nt", c->memcpy_glibc_nt, 1);
+	pfs_json_num(&j, "memcpy_ntstore_MBps_1t", c->memcpy_ntstore_1t, 1);
+	pfs_json_num(&j, "memcpy_ntstore_MBps_nt", c->memcpy_ntstore_nt, 1);
+	pfs_json_num(&j, "rmw_MBps_nt", c->rmw_nt, 1);
+	pfs_json_str(&j, "rmw_impl_nt", c->rmw_impl_nt, 32);
+	pfs_json_num(&j, "rmw_MBps_1t", c->rmw_1t, 1);
+	pfs_json_str(&j, "rmw_impl_1t", c->rmw_impl_1t, 32);
+	pfs_json_str(&j, "memcpy_dst_page", c->memcpy_dst_page, 16);
+	pfs_json_num(&j, "crc32c_MBps_1core", c->crc32c_1core, 1);
+	pfs_json_num(&j, "fnv_naive_MBps_1core", c->fnv_naive_1core, 1);
+	pfs_json_num(&j, "fnv_multi_MBps_1core", c->fnv_multi_1core, 1);
+	pfs_json_obj(&j, "kernels_MBps");
+	for (int i = 0; i < PFS_CALIB_TRIED__COUNT; i++) {
+		pfs_json_obj(&j, tried_keys[i]);
+		for (unsigned k = 0; k < c->tried[i].n; k++)
+			pfs_json_num(&j, c->tried[i].name[k], c->tried[i].mbps[k], 1);
+		pfs_json_close(&j);
+	}
+	pfs_json_close(&j);
+	pfs_json_obj(&j, "MB_per_cpu_s");
+	for (int i = 0; i < 7; i++)
+		pfs_json_num(&j, cpu_keys[i], c->cpu[i], 1);
+	pfs_json_num(&j, "rmw_nt", c->rmw_nt_cpu, 1);
+	pfs_json_num(&j, "rmw_1t", c->rmw_1t_cpu, 1);
+	pfs_json_close(&j);
+	pfs_result_emit(pfs_json_end(&j), NULL);
+}
+
 static int cmd_calibrate(int argc, char **argv)
 {
 	static int cpus[PFS_PCORE_MAX];
@@ -493,26 +556,7 @@ static int cmd_calibrate(int argc, char **argv)
 		pfs_blob__close(blob);
 		return PFS_EXIT_ERROR;
 	}
-	printf("{\"label\":\"pcore calibration\",\"bytes\":%llu,\"passes\":%llu,"
-	       "\"threads\":%u,\"page\":\"%s\",\"crc32c_impl\":\"%s\",\"isa\":\"%s\","
-	       "\"rate\":\"best pass\",\"read_impl\":\"%s\","
-	       "\"read_MBps_1t\":%.1f,\"read_MBps_nt\":%.1f,\"memcpy_MBps_1t\":%.1f,"
-	       "\"memcpy_MBps_nt\":%.1f,\"memcpy_impl_1t\":\"%s\",\"memcpy_impl_nt\":\"%s\","
-	       "\"memcpy_glibc_MBps_1t\":%.1f,\"memcpy_glibc_MBps_nt\":%.1f,"
-	       "\"memcpy_ntstore_MBps_1t\":%.1f,\"memcpy_ntstore_MBps_nt\":%.1f,"
-	       "\"rmw_MBps_nt\":%.1f,"
-	       "\"memcpy_dst_page\":\"%s\",\"crc32c_MBps_1core\":%.1f,"
-	       "\"fnv_naive_MBps_1core\":%.1f,\"fnv_multi_MBps_1core\":%.1f,"
-	       "\"MB_per_cpu_s\":{\"read_1t\":%.1f,\"read_nt\":%.1f,\"memcpy_1t\":%.1f,"
-	       "\"memcpy_nt\":%.1f,\"crc32c_1core\":%.1f,\"fnv_naive_1core\":%.1f,"
-	       "\"fnv_multi_1core\":%.1f,\"rmw_nt\":%.1f}}\n",
-	       (unsigned long long)a.o.range_len, (unsigned long long)a.o.passes, c.threads,
-	       pfs_page_kind_str(pfs_blob__page_kind(blob)), pfs_crc32c_impl(),
-	       pfs_ops__best()->name, c.read_impl, c.read_1t, c.read_nt, c.memcpy_1t, c.memcpy_nt,
-	       c.memcpy_impl_1t, c.memcpy_impl_nt, c.memcpy_glibc_1t, c.memcpy_glibc_nt,
-	       c.memcpy_ntstore_1t, c.memcpy_ntstore_nt, c.rmw_nt, c.memcpy_dst_page,
-	       c.crc32c_1core, c.fnv_naive_1core, c.fnv_multi_1core, c.cpu[0], c.cpu[1], c.cpu[2],
-	       c.cpu[3], c.cpu[4], c.cpu[5], c.cpu[6], c.rmw_nt_cpu);
+	calib_json(&c, &a, pfs_blob__page_kind(blob));
 	pfs_blob__close(blob);
 	return PFS_EXIT_OK;
 }

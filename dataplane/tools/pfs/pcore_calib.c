@@ -9,7 +9,11 @@
  * thread repeats its share `passes` times, each pass behind a barrier; a
  * pass's time is from the first thread's start to the last thread's end
  * and the rate is the best pass's (a limit is what the machine can do, not
- * what it did while other tenants ran). Memory: the copy destination is a
+ * what it did while other tenants ran). Each of the three limits (read,
+ * copy, in-place rewrite) is timed with every candidate kernel the CPU runs
+ * (AVX-512 where present, AVX2, glibc memcpy for the copy), asked at run
+ * time, their passes alternating; the best wins and is named in the
+ * result. Memory: the copy destination is a
  * private mapping of the range's size (2 MiB hugetlb if the pool has room,
  * else THP), unmapped before return.
  */
@@ -26,6 +30,8 @@
 #include <time.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 #include "cli.h"
@@ -36,8 +42,7 @@
 
 enum job_kind {
 	JOB_READ,
-	JOB_MEMCPY,
-	JOB_COPY_NT,
+	JOB_COPY,
 	JOB_RMW,
 	JOB_CRC,
 	JOB_FNV_NAIVE,
@@ -55,18 +60,21 @@ struct jthread {
 	uint8_t *dst;
 	uint64_t len;
 	uint64_t sink; /* keeps the compiler from dropping reads */
-	double cpu_s;
+	double cpu_s[PFS_PCORE_CALIB_KMAX]; /* per kernel of the job */
 };
 
 struct job {
 	enum job_kind kind;
 	unsigned passes, threads;
-	uint64_t (*read)(const uint8_t *p, uint64_t len);
+	/* JOB_READ, JOB_COPY, JOB_RMW: the kernels, taking turns within each
+	 * pass; one (NULL) for the other kinds. */
+	const struct pfs_pcore_calib_kernel *k[PFS_PCORE_CALIB_KMAX];
+	unsigned nk;
 	atomic_uint ready;
-	atomic_uint arrived; /* pass barrier: threads * (pass + 1) when all are in */
+	atomic_uint arrived; /* sweep barrier: threads * (sweep + 1) when all are in */
 	atomic_int go;
 	atomic_int err;
-	double *start, *end; /* [pass * threads + thread], CLOCK_MONOTONIC */
+	double *start, *end; /* [(pass * nk + kernel) * threads + thread], CLOCK_MONOTONIC */
 	struct jthread t[PFS_PCORE_MAX];
 };
 
@@ -79,26 +87,70 @@ static double thread_cpu_s(void)
 }
 
 /*
- * Read kernels, best first. A read limit must be one no op can beat, so the
- * sweep is the widest load the CPU has, aligned, with eight independent
- * accumulators and 256 bytes per iteration (enough loads in flight that
- * neither the OR chain nor the loop overhead is the bound); the op kernels
- * (ops_avx2.c) run four vectors per iteration, so the limit's loop is never
- * the narrower one. "avx2-4acc" is the kernel this file used before (four
- * unaligned loads per iteration); it is kept so the test can show the new
- * one is not slower on the same buffer.
+ * The kernels, widest first in each table. A limit must be one no op can
+ * beat, so each measure times every candidate kernel (every one this CPU
+ * runs that is at least half as wide as its widest: AVX-512 and AVX2 where
+ * both run, since on some cores 64-byte vectors are split in two and the
+ * 32-byte loop is the faster) and keeps the best; the op kernels
+ * (src/ops/ops_avx2.c, and the CRC32C fold of integrity.c) are at most 32
+ * bytes wide, so the calibration is never the narrower loop. The reads are
+ * aligned, with eight independent accumulators (enough loads in flight that
+ * neither the OR chain nor the loop overhead is the bound); copies and
+ * rewrites move four vectors per iteration like the op kernels. Every
+ * kernel takes any start, end and length (a scalar head up to the
+ * alignment, a scalar tail). "avx2-4acc" is the read kernel this file used
+ * before (four unaligned loads per iteration); it stays a candidate, since
+ * on a loaded machine it sometimes wins by a few percent.
  */
+static inline uint64_t head_to(const void *p, uint64_t len, uint64_t a)
+{
+	uint64_t h = (uint64_t)(-(uintptr_t)p) & (a - 1);
+
+	return h < len ? h : len;
+}
+
 #if defined(__x86_64__)
 #define AVX2 __attribute__((target("avx2")))
+#define AVX512 __attribute__((target("avx512f")))
+
+AVX512 static uint64_t read_avx512_8acc(const uint8_t *p, uint64_t len)
+{
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+	__m512i a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+	uint64_t i = 0, h = head_to(p, len, 64), s = 0, r[8];
+
+	for (; i < h; i++)
+		s |= p[i];
+	for (; i + 512 <= len; i += 512) {
+		const __m512i *v = (const __m512i *)(p + i);
+
+		a0 = _mm512_or_si512(a0, _mm512_load_si512(v));
+		a1 = _mm512_or_si512(a1, _mm512_load_si512(v + 1));
+		a2 = _mm512_or_si512(a2, _mm512_load_si512(v + 2));
+		a3 = _mm512_or_si512(a3, _mm512_load_si512(v + 3));
+		a4 = _mm512_or_si512(a4, _mm512_load_si512(v + 4));
+		a5 = _mm512_or_si512(a5, _mm512_load_si512(v + 5));
+		a6 = _mm512_or_si512(a6, _mm512_load_si512(v + 6));
+		a7 = _mm512_or_si512(a7, _mm512_load_si512(v + 7));
+	}
+	for (; i + 64 <= len; i += 64)
+		a0 = _mm512_or_si512(a0, _mm512_load_si512((const __m512i *)(p + i)));
+	for (; i < len; i++)
+		s |= p[i];
+	a0 = _mm512_or_si512(_mm512_or_si512(a0, a1), _mm512_or_si512(a2, a3));
+	a4 = _mm512_or_si512(_mm512_or_si512(a4, a5), _mm512_or_si512(a6, a7));
+	_mm512_storeu_si512(r, _mm512_or_si512(a0, a4));
+	for (int k = 0; k < 8; k++)
+		s |= r[k];
+	return s;
+}
 
 AVX2 static uint64_t read_avx2_8acc(const uint8_t *p, uint64_t len)
 {
 	__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
 	__m256i a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-	uint64_t i = 0, h = (uint64_t)(-(uintptr_t)p) & 31, s = 0, r[4];
+	uint64_t i = 0, h = head_to(p, len, 32), s = 0, r[4];
 
-	if (h > len)
-		h = len;
 	for (; i < h; i++)
 		s |= p[i];
 	for (; i + 256 <= len; i += 256) {
@@ -146,10 +198,8 @@ static uint64_t read_sse2_8acc(const uint8_t *p, uint64_t len)
 {
 	__m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
 	__m128i a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-	uint64_t i = 0, h = (uint64_t)(-(uintptr_t)p) & 15, s = 0, r[2];
+	uint64_t i = 0, h = head_to(p, len, 16), s = 0, r[2];
 
-	if (h > len)
-		h = len;
 	for (; i < h; i++)
 		s |= p[i];
 	for (; i + 128 <= len; i += 128) {
@@ -174,17 +224,53 @@ static uint64_t read_sse2_8acc(const uint8_t *p, uint64_t len)
 	return s | r[0] | r[1];
 }
 
-/* Non-temporal copy: 32-byte streaming stores bypass the cache, so the
- * destination is not read for ownership first (glibc switches to them only
- * above a size threshold it guesses; we measure both and keep the best). */
+/* Copies align the destination (a scalar memcpy head) and load the source
+ * unaligned; calibrate's shares are page-aligned on both sides, so its
+ * loads are aligned too. The streaming ("ntstore") copies bypass the
+ * cache, so the destination is not read for ownership first (glibc switches
+ * to them only above a size threshold it guesses; every copy is timed and
+ * the best kept). */
+AVX512 static void copy_avx512(uint8_t *d, const uint8_t *s, uint64_t len)
+{
+	uint64_t i = head_to(d, len, 64);
+
+	memcpy(d, s, i);
+	for (; i + 256 <= len; i += 256) {
+		__m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64);
+		__m512i c = _mm512_loadu_si512(s + i + 128), e = _mm512_loadu_si512(s + i + 192);
+
+		_mm512_store_si512(d + i, a);
+		_mm512_store_si512(d + i + 64, b);
+		_mm512_store_si512(d + i + 128, c);
+		_mm512_store_si512(d + i + 192, e);
+	}
+	memcpy(d + i, s + i, len - i);
+}
+
+AVX512 static void copy_avx512_nt(uint8_t *d, const uint8_t *s, uint64_t len)
+{
+	uint64_t i = head_to(d, len, 64);
+
+	memcpy(d, s, i);
+	for (; i + 256 <= len; i += 256) {
+		__m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64);
+		__m512i c = _mm512_loadu_si512(s + i + 128), e = _mm512_loadu_si512(s + i + 192);
+
+		_mm512_stream_si512((__m512i *)(d + i), a);
+		_mm512_stream_si512((__m512i *)(d + i + 64), b);
+		_mm512_stream_si512((__m512i *)(d + i + 128), c);
+		_mm512_stream_si512((__m512i *)(d + i + 192), e);
+	}
+	_mm_sfence(); /* orders the streaming stores before the tail and return */
+	memcpy(d + i, s + i, len - i);
+}
+
 AVX2 static void copy_avx2_nt(uint8_t *d, const uint8_t *s, uint64_t len)
 {
-	uint64_t i = 0, h = (uint64_t)(-(uintptr_t)d) & 31;
+	uint64_t i = head_to(d, len, 32);
 
-	if (h > len)
-		h = len;
-	memcpy(d, s, h);
-	for (i = h; i + 128 <= len; i += 128) {
+	memcpy(d, s, i);
+	for (; i + 128 <= len; i += 128) {
 		__m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
 		__m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 32));
 		__m256i c = _mm256_loadu_si256((const __m256i *)(s + i + 64));
@@ -200,16 +286,40 @@ AVX2 static void copy_avx2_nt(uint8_t *d, const uint8_t *s, uint64_t len)
 }
 
 /* In-place read-modify-write, the limit of the in-place ops (xor, add):
- * each 32-byte line is loaded, xor-ed with @k and stored back where it was,
- * four vectors per iteration like the op kernels. Run with k = 0 on the
- * private copy destination, never on the blob (a holder may share it). */
+ * each vector is loaded, xor-ed with @k and stored back where it was.
+ * Calibrate runs them with k = 0 on the private copy destination, never on
+ * the blob (a holder may share it). */
+AVX512 static void rmw_avx512(uint8_t *p, uint64_t len, uint8_t k8)
+{
+	const __m512i k = _mm512_set1_epi32((int)(0x01010101u * k8));
+	uint64_t i = 0, h = head_to(p, len, 64);
+
+	for (; i < h; i++)
+		p[i] ^= k8;
+	for (; i + 256 <= len; i += 256) {
+		__m512i *v = (__m512i *)(p + i);
+		__m512i a = _mm512_load_si512(v), b = _mm512_load_si512(v + 1);
+		__m512i c = _mm512_load_si512(v + 2), d = _mm512_load_si512(v + 3);
+
+		_mm512_store_si512(v, _mm512_xor_si512(a, k));
+		_mm512_store_si512(v + 1, _mm512_xor_si512(b, k));
+		_mm512_store_si512(v + 2, _mm512_xor_si512(c, k));
+		_mm512_store_si512(v + 3, _mm512_xor_si512(d, k));
+	}
+	for (; i + 64 <= len; i += 64) {
+		__m512i *v = (__m512i *)(p + i);
+
+		_mm512_store_si512(v, _mm512_xor_si512(_mm512_load_si512(v), k));
+	}
+	for (; i < len; i++)
+		p[i] ^= k8;
+}
+
 AVX2 static void rmw_avx2(uint8_t *p, uint64_t len, uint8_t k8)
 {
 	const __m256i k = _mm256_set1_epi8((char)k8);
-	uint64_t i = 0, h = (uint64_t)(-(uintptr_t)p) & 31;
+	uint64_t i = 0, h = head_to(p, len, 32);
 
-	if (h > len)
-		h = len;
 	for (; i < h; i++)
 		p[i] ^= k8;
 	for (; i + 128 <= len; i += 128) {
@@ -225,26 +335,81 @@ AVX2 static void rmw_avx2(uint8_t *p, uint64_t len, uint8_t k8)
 	for (; i < len; i++)
 		p[i] ^= k8;
 }
-#endif
 
-static void rmw_portable(uint8_t *p, uint64_t len, uint8_t k8)
+static void rmw_sse2(uint8_t *p, uint64_t len, uint8_t k8)
 {
-	for (uint64_t i = 0; i < len; i++)
+	const __m128i k = _mm_set1_epi8((char)k8);
+	uint64_t i = 0, h = head_to(p, len, 16);
+
+	for (; i < h; i++)
+		p[i] ^= k8;
+	for (; i + 64 <= len; i += 64) {
+		__m128i *v = (__m128i *)(p + i);
+		__m128i a = _mm_load_si128(v), b = _mm_load_si128(v + 1);
+		__m128i c = _mm_load_si128(v + 2), d = _mm_load_si128(v + 3);
+
+		_mm_store_si128(v, _mm_xor_si128(a, k));
+		_mm_store_si128(v + 1, _mm_xor_si128(b, k));
+		_mm_store_si128(v + 2, _mm_xor_si128(c, k));
+		_mm_store_si128(v + 3, _mm_xor_si128(d, k));
+	}
+	for (; i < len; i++)
 		p[i] ^= k8;
 }
-
-static volatile uint8_t rmw_key; /* 0, unknown to the compiler: stores stay */
-
-static void rmw_sweep(uint8_t *p, uint64_t len)
-{
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx2")) {
-		rmw_avx2(p, len, rmw_key);
-		return;
-	}
 #endif
-	rmw_portable(p, len, rmw_key);
+
+#if defined(__aarch64__)
+/* Advanced SIMD is in every aarch64 CPU: 16-byte vectors, the width of
+ * the NEON op kernels (src/ops/ops_neon.c). */
+static uint64_t read_neon_8acc(const uint8_t *p, uint64_t len)
+{
+	uint8x16_t a0 = vdupq_n_u8(0), a1 = a0, a2 = a0, a3 = a0;
+	uint8x16_t a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+	uint64_t i = 0, h = head_to(p, len, 16), s = 0;
+
+	for (; i < h; i++)
+		s |= p[i];
+	for (; i + 128 <= len; i += 128) {
+		a0 = vorrq_u8(a0, vld1q_u8(p + i));
+		a1 = vorrq_u8(a1, vld1q_u8(p + i + 16));
+		a2 = vorrq_u8(a2, vld1q_u8(p + i + 32));
+		a3 = vorrq_u8(a3, vld1q_u8(p + i + 48));
+		a4 = vorrq_u8(a4, vld1q_u8(p + i + 64));
+		a5 = vorrq_u8(a5, vld1q_u8(p + i + 80));
+		a6 = vorrq_u8(a6, vld1q_u8(p + i + 96));
+		a7 = vorrq_u8(a7, vld1q_u8(p + i + 112));
+	}
+	for (; i + 16 <= len; i += 16)
+		a0 = vorrq_u8(a0, vld1q_u8(p + i));
+	for (; i < len; i++)
+		s |= p[i];
+	a0 = vorrq_u8(vorrq_u8(a0, a1), vorrq_u8(a2, a3));
+	a4 = vorrq_u8(vorrq_u8(a4, a5), vorrq_u8(a6, a7));
+	uint64x2_t r = vreinterpretq_u64_u8(vorrq_u8(a0, a4));
+
+	return s | vgetq_lane_u64(r, 0) | vgetq_lane_u64(r, 1);
 }
+
+static void rmw_neon(uint8_t *p, uint64_t len, uint8_t k8)
+{
+	const uint8x16_t k = vdupq_n_u8(k8);
+	uint64_t i = 0, h = head_to(p, len, 16);
+
+	for (; i < h; i++)
+		p[i] ^= k8;
+	for (; i + 64 <= len; i += 64) {
+		uint8x16_t a = vld1q_u8(p + i), b = vld1q_u8(p + i + 16);
+		uint8x16_t c = vld1q_u8(p + i + 32), d = vld1q_u8(p + i + 48);
+
+		vst1q_u8(p + i, veorq_u8(a, k));
+		vst1q_u8(p + i + 16, veorq_u8(b, k));
+		vst1q_u8(p + i + 32, veorq_u8(c, k));
+		vst1q_u8(p + i + 48, veorq_u8(d, k));
+	}
+	for (; i < len; i++)
+		p[i] ^= k8;
+}
+#endif
 
 static uint64_t read_portable(const uint8_t *p, uint64_t len)
 {
@@ -259,30 +424,152 @@ static uint64_t read_portable(const uint8_t *p, uint64_t len)
 	return a | b | c | d;
 }
 
-static const struct pfs_pcore_calib_read read_kernels[] = {
+static void copy_glibc(uint8_t *d, const uint8_t *s, uint64_t len)
+{
+	memcpy(d, s, len);
+}
+
+static void rmw_portable(uint8_t *p, uint64_t len, uint8_t k8)
+{
+	for (uint64_t i = 0; i < len; i++)
+		p[i] ^= k8;
+}
+
+static const struct pfs_pcore_calib_kernel read_kernels[] = {
 #if defined(__x86_64__)
-	{ "avx2-8acc", read_avx2_8acc },
-	{ "avx2-4acc", read_avx2_4acc },
-	{ "sse2-8acc", read_sse2_8acc },
+	{ .name = "avx512-8acc",
+	  .isa = PFS_CALIB_ISA_AVX512,
+	  .width = 64,
+	  .read = read_avx512_8acc },
+	{ .name = "avx2-8acc", .isa = PFS_CALIB_ISA_AVX2, .width = 32, .read = read_avx2_8acc },
+	{ .name = "avx2-4acc", .isa = PFS_CALIB_ISA_AVX2, .width = 32, .read = read_avx2_4acc },
+	{ .name = "sse2-8acc", .isa = PFS_CALIB_ISA_SSE2, .width = 16, .read = read_sse2_8acc },
+#elif defined(__aarch64__)
+	{ .name = "neon-8acc", .isa = PFS_CALIB_ISA_NEON, .width = 16, .read = read_neon_8acc },
 #endif
-	{ "portable", read_portable },
+	{ .name = "portable", .isa = PFS_CALIB_ISA_ANY, .width = 8, .read = read_portable },
 };
 
-const struct pfs_pcore_calib_read *pfs_pcore_calib__read_kernel(const char *name)
-{
-	for (size_t i = 0; i < sizeof(read_kernels) / sizeof(read_kernels[0]); i++) {
-		const struct pfs_pcore_calib_read *k = &read_kernels[i];
-
-		if (name && strcmp(name, k->name))
-			continue;
+static const struct pfs_pcore_calib_kernel copy_kernels[] = {
 #if defined(__x86_64__)
-		if (!strncmp(k->name, "avx2", 4) && !__builtin_cpu_supports("avx2"))
-			continue;
+	{ .name = "avx512-ntstore",
+	  .isa = PFS_CALIB_ISA_AVX512,
+	  .width = 64,
+	  .copy = copy_avx512_nt },
+	{ .name = "avx512", .isa = PFS_CALIB_ISA_AVX512, .width = 64, .copy = copy_avx512 },
+	{ .name = "avx2-ntstore", .isa = PFS_CALIB_ISA_AVX2, .width = 32, .copy = copy_avx2_nt },
 #endif
-		return k;
+	{ .name = "glibc", .isa = PFS_CALIB_ISA_ANY, .width = 0, .copy = copy_glibc },
+};
+
+static const struct pfs_pcore_calib_kernel rmw_kernels[] = {
+#if defined(__x86_64__)
+	{ .name = "avx512", .isa = PFS_CALIB_ISA_AVX512, .width = 64, .rmw = rmw_avx512 },
+	{ .name = "avx2", .isa = PFS_CALIB_ISA_AVX2, .width = 32, .rmw = rmw_avx2 },
+	{ .name = "sse2", .isa = PFS_CALIB_ISA_SSE2, .width = 16, .rmw = rmw_sse2 },
+#elif defined(__aarch64__)
+	{ .name = "neon", .isa = PFS_CALIB_ISA_NEON, .width = 16, .rmw = rmw_neon },
+#endif
+	{ .name = "portable", .isa = PFS_CALIB_ISA_ANY, .width = 1, .rmw = rmw_portable },
+};
+
+const struct pfs_pcore_calib_kernel *pfs_pcore_calib__kernels(enum pfs_pcore_calib_what what,
+							      size_t *n)
+{
+	switch (what) {
+	case PFS_CALIB_READ:
+		*n = sizeof(read_kernels) / sizeof(read_kernels[0]);
+		return read_kernels;
+	case PFS_CALIB_COPY:
+		*n = sizeof(copy_kernels) / sizeof(copy_kernels[0]);
+		return copy_kernels;
+	case PFS_CALIB_RMW:
+		*n = sizeof(rmw_kernels) / sizeof(rmw_kernels[0]);
+		return rmw_kernels;
+	default:
+		*n = 0;
+		return NULL;
 	}
+}
+
+bool pfs_pcore_calib__runnable(const struct pfs_pcore_calib_kernel *k)
+{
+	switch (k->isa) {
+	case PFS_CALIB_ISA_ANY:
+		return true;
+#if defined(__x86_64__)
+	case PFS_CALIB_ISA_SSE2:
+		return true; /* x86-64's baseline */
+	case PFS_CALIB_ISA_AVX2:
+		__builtin_cpu_init();
+		return __builtin_cpu_supports("avx2");
+	case PFS_CALIB_ISA_AVX512:
+		/* libgcc's answer includes the OS check (XCR0 saves the
+		 * 512-bit state), not only cpuid's bit. */
+		__builtin_cpu_init();
+		return __builtin_cpu_supports("avx512f");
+#elif defined(__aarch64__)
+	case PFS_CALIB_ISA_NEON:
+		return true;
+#endif
+	default:
+		return false;
+	}
+}
+
+const struct pfs_pcore_calib_kernel *pfs_pcore_calib__widest(enum pfs_pcore_calib_what what)
+{
+	size_t n;
+	const struct pfs_pcore_calib_kernel *t = pfs_pcore_calib__kernels(what, &n), *w = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (pfs_pcore_calib__runnable(&t[i]) && (!w || t[i].width > w->width))
+			w = &t[i];
+	return w;
+}
+
+bool pfs_pcore_calib__candidate(enum pfs_pcore_calib_what what,
+				const struct pfs_pcore_calib_kernel *k)
+{
+	const struct pfs_pcore_calib_kernel *w = pfs_pcore_calib__widest(what);
+
+	if (!pfs_pcore_calib__runnable(k) || k->test_only)
+		return false;
+	return k->width == 0 || 2 * k->width >= w->width;
+}
+
+const struct pfs_pcore_calib_kernel *pfs_pcore_calib__read_kernel(const char *name)
+{
+	size_t n;
+	const struct pfs_pcore_calib_kernel *t = pfs_pcore_calib__kernels(PFS_CALIB_READ, &n);
+
+	if (!name)
+		return pfs_pcore_calib__widest(PFS_CALIB_READ);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(name, t[i].name))
+			return pfs_pcore_calib__runnable(&t[i]) ? &t[i] : NULL;
 	return NULL;
 }
+
+const char *pfs_pcore_calib_isa_str(enum pfs_pcore_calib_isa isa)
+{
+	switch (isa) {
+	case PFS_CALIB_ISA_ANY:
+		return "any";
+	case PFS_CALIB_ISA_SSE2:
+		return "sse2";
+	case PFS_CALIB_ISA_AVX2:
+		return "avx2";
+	case PFS_CALIB_ISA_AVX512:
+		return "avx512f";
+	case PFS_CALIB_ISA_NEON:
+		return "neon";
+	default:
+		return "?";
+	}
+}
+
+static volatile uint8_t rmw_key; /* 0, unknown to the compiler: stores stay */
 
 /* The loop a programmer writes first: one byte, one xor, one multiply. */
 static uint64_t fnv_naive(const uint8_t *p, uint64_t len)
@@ -326,34 +613,32 @@ static void *jthread_main(void *arg)
 	struct jthread *t = arg;
 	struct job *job = t->job;
 	int err = pfs_pcore_pin(t->cpu);
+	unsigned sweeps = job->passes * job->nk;
 
 	if (err)
 		atomic_store(&job->err, err);
 	atomic_fetch_add(&job->ready, 1);
 	while (!atomic_load(&job->go))
 		sched_yield();
-	for (unsigned p = 0; p < job->passes && !atomic_load(&job->err); p++) {
+	for (unsigned w = 0; w < sweeps && !atomic_load(&job->err); w++) {
+		const struct pfs_pcore_calib_kernel *k = job->k[w % job->nk];
+
 		atomic_fetch_add(&job->arrived, 1);
-		while (atomic_load(&job->arrived) < job->threads * (p + 1) &&
+		while (atomic_load(&job->arrived) < job->threads * (w + 1) &&
 		       !atomic_load(&job->err))
 			;
 		double c0 = thread_cpu_s();
 
-		job->start[p * job->threads + t->idx] = pfs_cli_now();
+		job->start[w * job->threads + t->idx] = pfs_cli_now();
 		switch (job->kind) {
 		case JOB_READ:
-			t->sink += job->read(t->src, t->len);
+			t->sink += k->read(t->src, t->len);
 			break;
-		case JOB_MEMCPY:
-			memcpy(t->dst, t->src, t->len);
-			break;
-		case JOB_COPY_NT:
-#if defined(__x86_64__)
-			copy_avx2_nt(t->dst, t->src, t->len);
-#endif
+		case JOB_COPY:
+			k->copy(t->dst, t->src, t->len);
 			break;
 		case JOB_RMW:
-			rmw_sweep(t->dst, t->len);
+			k->rmw(t->dst, t->len, rmw_key);
 			break;
 		case JOB_CRC:
 			t->sink += pfs_crc32c(0, t->src, t->len);
@@ -365,36 +650,40 @@ static void *jthread_main(void *arg)
 			t->sink += fnv_multi(t->src, t->len);
 			break;
 		}
-		job->end[p * job->threads + t->idx] = pfs_cli_now();
+		job->end[w * job->threads + t->idx] = pfs_cli_now();
 		/* CPU time of the work only, not of the barrier's spin. */
-		t->cpu_s += thread_cpu_s() - c0;
+		t->cpu_s[w % job->nk] += thread_cpu_s() - c0;
 	}
 	return NULL;
 }
 
-/* Run @kind on @threads threads over [src, src + len); the best pass's
- * MB/s, or -errno. *@per_cpu_s gets MB per CPU-second over all passes
+/* Run @kind on @threads threads over [src, src + len), the @nk kernels
+ * @k (JOB_READ, JOB_COPY, JOB_RMW; else nk = 1, k[0] NULL) taking turns
+ * in each of @passes passes on the same threads (threads made for each
+ * sweep start cold: up to 10% slower here). rate[i] gets kernel i's best
+ * sweep in MB/s, per_cpu_s[i] its MB per CPU-second over all its sweeps
  * (bytes over the threads' CPU time), which preemption by other tenants
- * does not dilute. @read is the read kernel for JOB_READ. */
-static double run_job(enum job_kind kind, uint64_t (*read)(const uint8_t *, uint64_t),
-		      const uint8_t *src, uint8_t *dst, uint64_t len, const int *cpus,
-		      unsigned threads, unsigned passes, double *per_cpu_s)
+ * does not dilute. Returns 0 or -errno. */
+static int run_job(enum job_kind kind, const struct pfs_pcore_calib_kernel *const *k, unsigned nk,
+		   const uint8_t *src, uint8_t *dst, uint64_t len, const int *cpus,
+		   unsigned threads, unsigned passes, double *rate, double *per_cpu_s)
 {
-	double cpu = 0, best = 0;
 	struct job *job = calloc(1, sizeof(*job));
-	unsigned started = 0;
+	unsigned started = 0, sweeps = passes * nk;
 	int err = 0;
 
 	if (!job)
 		return -ENOMEM;
-	job->start = calloc((size_t)passes * threads, sizeof(double));
-	job->end = calloc((size_t)passes * threads, sizeof(double));
+	job->start = calloc((size_t)sweeps * threads, sizeof(double));
+	job->end = calloc((size_t)sweeps * threads, sizeof(double));
 	if (!job->start || !job->end) {
 		err = -ENOMEM;
 		goto out_free;
 	}
 	job->kind = kind;
-	job->read = read;
+	job->nk = nk;
+	for (unsigned i = 0; i < nk; i++)
+		job->k[i] = k[i];
 	job->passes = passes;
 	job->threads = threads;
 	for (unsigned i = 0; i < threads; i++) {
@@ -421,52 +710,99 @@ static double run_job(enum job_kind kind, uint64_t (*read)(const uint8_t *, uint
 	atomic_store(&job->go, err ? -1 : 1);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(job->t[i].th, NULL);
-	for (unsigned i = 0; i < started; i++)
-		cpu += job->t[i].cpu_s;
-	*per_cpu_s = cpu > 0 ? (double)len * passes / cpu / 1e6 : 0;
 	err = atomic_load(&job->err);
-	for (unsigned p = 0; !err && p < passes; p++) {
-		double t0 = job->start[p * threads], t1 = job->end[p * threads];
+	for (unsigned i = 0; !err && i < nk; i++) {
+		double cpu = 0, best = 0;
 
-		for (unsigned i = 1; i < threads; i++) {
-			if (job->start[p * threads + i] < t0)
-				t0 = job->start[p * threads + i];
-			if (job->end[p * threads + i] > t1)
-				t1 = job->end[p * threads + i];
+		for (unsigned t = 0; t < threads; t++)
+			cpu += job->t[t].cpu_s[i];
+		per_cpu_s[i] = cpu > 0 ? (double)len * passes / cpu / 1e6 : 0;
+		for (unsigned p = 0; p < passes; p++) {
+			const double *s0 = job->start + (size_t)(p * nk + i) * threads;
+			const double *e0 = job->end + (size_t)(p * nk + i) * threads;
+			double t0 = s0[0], t1 = e0[0];
+
+			for (unsigned t = 1; t < threads; t++) {
+				if (s0[t] < t0)
+					t0 = s0[t];
+				if (e0[t] > t1)
+					t1 = e0[t];
+			}
+			if (t1 > t0 && (!best || t1 - t0 < best))
+				best = t1 - t0;
 		}
-		if (t1 > t0 && (!best || t1 - t0 < best))
-			best = t1 - t0;
+		if (best <= 0)
+			err = -EIO;
+		else
+			rate[i] = (double)len / best / 1e6;
 	}
 out_free:
 	free(job->start);
 	free(job->end);
 	free(job);
-	if (err)
-		return err;
-	return best > 0 ? (double)len / best / 1e6 : -EIO;
+	return err;
 }
 
-/* The better of glibc memcpy and the streaming-store copy on @threads; its
- * name in *@impl. */
-static double best_copy(const uint8_t *src, uint8_t *dst, uint64_t len, const int *cpus,
-			unsigned threads, unsigned passes, double *glibc, double *ntstore,
-			double *per_cpu_s, const char **impl)
+/* One rate of a job without kernels (CRC, FNV): MB/s or -errno. */
+static double run_one(enum job_kind kind, const uint8_t *src, uint64_t len, const int *cpus,
+		      unsigned threads, unsigned passes, double *per_cpu_s)
 {
-	double cg = 0, cn = 0;
+	const struct pfs_pcore_calib_kernel *none = NULL;
+	double rate = 0;
+	int err = run_job(kind, &none, 1, src, NULL, len, cpus, threads, passes, &rate, per_cpu_s);
 
-	*glibc = run_job(JOB_MEMCPY, NULL, src, dst, len, cpus, threads, passes, &cg);
-	*ntstore = 0;
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx2"))
-		*ntstore = run_job(JOB_COPY_NT, NULL, src, dst, len, cpus, threads, passes, &cn);
-#endif
-	if (*glibc < 0)
-		return *glibc;
-	if (*ntstore < 0)
-		return *ntstore;
-	*impl = *ntstore > *glibc ? "avx2-ntstore" : "glibc";
-	*per_cpu_s = *ntstore > *glibc ? cn : cg;
-	return *ntstore > *glibc ? *ntstore : *glibc;
+	return err ? err : rate;
+}
+
+/*
+ * The best of every candidate kernel of @what (pfs_pcore_calib__candidate)
+ * on @threads: the candidates take turns on the same threads, one sweep
+ * each per pass, so a burst of load from other tenants falls on all of
+ * them alike; each keeps its best pass and the best of those is the limit. Every candidate
+ * and its rate go into *@tried, the winner's name into *@impl and its MB
+ * per CPU-second (over its passes) into *@per_cpu_s.
+ */
+static double best_kernel(enum pfs_pcore_calib_what what, const uint8_t *src, uint8_t *dst,
+			  uint64_t len, const int *cpus, unsigned threads, unsigned passes,
+			  struct pfs_pcore_calib_tried *tried, const char **impl, double *per_cpu_s)
+{
+	static const enum job_kind kinds[PFS_CALIB__COUNT] = {
+		[PFS_CALIB_READ] = JOB_READ,
+		[PFS_CALIB_COPY] = JOB_COPY,
+		[PFS_CALIB_RMW] = JOB_RMW,
+	};
+	const struct pfs_pcore_calib_kernel *k[PFS_PCORE_CALIB_KMAX];
+	double cpu[PFS_PCORE_CALIB_KMAX] = { 0 };
+	size_t n, m = 0, win = 0;
+	const struct pfs_pcore_calib_kernel *t = pfs_pcore_calib__kernels(what, &n);
+	int err;
+
+	memset(tried, 0, sizeof(*tried));
+	for (size_t i = 0; i < n && m < PFS_PCORE_CALIB_KMAX; i++)
+		if (pfs_pcore_calib__candidate(what, &t[i]))
+			k[m++] = &t[i];
+	err = run_job(kinds[what], k, (unsigned)m, src, dst, len, cpus, threads, passes,
+		      tried->mbps, cpu);
+	if (err)
+		return err;
+	tried->n = (unsigned)m;
+	for (size_t i = 0; i < m; i++) {
+		tried->name[i] = k[i]->name;
+		if (tried->mbps[i] > tried->mbps[win])
+			win = i;
+	}
+	*impl = k[win]->name;
+	*per_cpu_s = cpu[win];
+	return tried->mbps[win];
+}
+
+/* The rate of the kernel named @name in @t, 0 if it was not timed. */
+static double tried_rate(const struct pfs_pcore_calib_tried *t, const char *name)
+{
+	for (unsigned i = 0; i < t->n; i++)
+		if (!strcmp(t->name[i], name))
+			return t->mbps[i];
+	return 0;
 }
 
 int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus, unsigned threads,
@@ -475,7 +811,7 @@ int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus,
 	/* FNV is ~1 GB/s per stream: a slice keeps the naive loop short. */
 	uint64_t fnv_len = len < (256ULL << 20) ? len : 256ULL << 20;
 	uint64_t maplen = (len + (2ULL << 20) - 1) & ~((2ULL << 20) - 1);
-	const struct pfs_pcore_calib_read *rk;
+	struct pfs_pcore_calib_tried *tr = out->tried;
 	uint8_t *dst;
 	double v[7];
 
@@ -494,23 +830,36 @@ int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus,
 		madvise(dst, maplen, MADV_HUGEPAGE);
 		memset(dst, 0, maplen); /* fault in outside the timing */
 	}
-	rk = pfs_pcore_calib__read_kernel(NULL);
-	out->read_impl = rk->name;
-	v[0] = run_job(JOB_READ, rk->fn, base, NULL, len, cpus, 1, passes, &out->cpu[0]);
-	v[1] = run_job(JOB_READ, rk->fn, base, NULL, len, cpus, threads, passes, &out->cpu[1]);
-	v[2] = best_copy(base, dst, len, cpus, 1, passes, &out->memcpy_glibc_1t,
-			 &out->memcpy_ntstore_1t, &out->cpu[2], &out->memcpy_impl_1t);
-	v[3] = best_copy(base, dst, len, cpus, threads, passes, &out->memcpy_glibc_nt,
-			 &out->memcpy_ntstore_nt, &out->cpu[3], &out->memcpy_impl_nt);
+	v[0] = best_kernel(PFS_CALIB_READ, base, NULL, len, cpus, 1, passes,
+			   &tr[PFS_CALIB_TRIED_READ_1T], &out->read_impl_1t, &out->cpu[0]);
+	v[1] = best_kernel(PFS_CALIB_READ, base, NULL, len, cpus, threads, passes,
+			   &tr[PFS_CALIB_TRIED_READ_NT], &out->read_impl_nt, &out->cpu[1]);
+	v[2] = best_kernel(PFS_CALIB_COPY, base, dst, len, cpus, 1, passes,
+			   &tr[PFS_CALIB_TRIED_COPY_1T], &out->memcpy_impl_1t, &out->cpu[2]);
+	v[3] = best_kernel(PFS_CALIB_COPY, base, dst, len, cpus, threads, passes,
+			   &tr[PFS_CALIB_TRIED_COPY_NT], &out->memcpy_impl_nt, &out->cpu[3]);
 	/* dst holds the range's bytes now; rewrite them in place. */
-	out->rmw_nt =
-		run_job(JOB_RMW, NULL, base, dst, len, cpus, threads, passes, &out->rmw_nt_cpu);
-	if (out->rmw_nt < 0)
-		v[4] = out->rmw_nt;
+	out->rmw_nt = best_kernel(PFS_CALIB_RMW, base, dst, len, cpus, threads, passes,
+				  &tr[PFS_CALIB_TRIED_RMW_NT], &out->rmw_impl_nt, &out->rmw_nt_cpu);
+	/* One thread too (the 1-pcore point of a sweep is judged by it): a
+	 * job on one thread is the same job, so with threads == 1 it is the
+	 * rate above. */
+	if (out->rmw_nt >= 0 && threads > 1)
+		out->rmw_1t = best_kernel(PFS_CALIB_RMW, base, dst, len, cpus, 1, passes,
+					  &tr[PFS_CALIB_TRIED_RMW_1T], &out->rmw_impl_1t,
+					  &out->rmw_1t_cpu);
+	else if (out->rmw_nt >= 0) {
+		out->rmw_1t = out->rmw_nt;
+		out->rmw_1t_cpu = out->rmw_nt_cpu;
+		out->rmw_impl_1t = out->rmw_impl_nt;
+		tr[PFS_CALIB_TRIED_RMW_1T] = tr[PFS_CALIB_TRIED_RMW_NT];
+	}
+	if (out->rmw_nt < 0 || out->rmw_1t < 0)
+		v[4] = out->rmw_nt < 0 ? out->rmw_nt : out->rmw_1t;
 	else
-		v[4] = run_job(JOB_CRC, NULL, base, NULL, len, cpus, 1, passes, &out->cpu[4]);
-	v[5] = run_job(JOB_FNV_NAIVE, NULL, base, NULL, fnv_len, cpus, 1, 1, &out->cpu[5]);
-	v[6] = run_job(JOB_FNV_MULTI, NULL, base, NULL, fnv_len, cpus, 1, 1, &out->cpu[6]);
+		v[4] = run_one(JOB_CRC, base, len, cpus, 1, passes, &out->cpu[4]);
+	v[5] = run_one(JOB_FNV_NAIVE, base, fnv_len, cpus, 1, 1, &out->cpu[5]);
+	v[6] = run_one(JOB_FNV_MULTI, base, fnv_len, cpus, 1, 1, &out->cpu[6]);
 	munmap(dst, maplen);
 	for (int i = 0; i < 7; i++)
 		if (v[i] < 0)
@@ -519,6 +868,10 @@ int pfs_pcore_calib__measure(const uint8_t *base, uint64_t len, const int *cpus,
 	out->read_nt = v[1];
 	out->memcpy_1t = v[2];
 	out->memcpy_nt = v[3];
+	out->memcpy_glibc_1t = tried_rate(&tr[PFS_CALIB_TRIED_COPY_1T], "glibc");
+	out->memcpy_glibc_nt = tried_rate(&tr[PFS_CALIB_TRIED_COPY_NT], "glibc");
+	out->memcpy_ntstore_1t = tried_rate(&tr[PFS_CALIB_TRIED_COPY_1T], "avx2-ntstore");
+	out->memcpy_ntstore_nt = tried_rate(&tr[PFS_CALIB_TRIED_COPY_NT], "avx2-ntstore");
 	out->crc32c_1core = v[4];
 	out->fnv_naive_1core = v[5];
 	out->fnv_multi_1core = v[6];
