@@ -148,7 +148,56 @@ func testDeltaFanout(ctx context.Context, t *testing.T) {
 	} else {
 		t.Logf("without the base: %s", d.Message)
 	}
+	t.Run("a Delta PfsTransfer to a node without the base: a full compressed copy that says why", func(t *testing.T) {
+		testDeltaWithoutBase(ctx, t, origin, want)
+	})
 	if out, err := kubectl("-n", testNS, "delete", "pfsblob", deltaFan, deltaBaseOne, deltaPartial, "--wait=true", "--timeout=120s"); err != nil {
 		t.Errorf("deleting the delta fan-out blobs: %v\n%s", err, out)
+	}
+}
+
+// testDeltaWithoutBase sends the new version from the origin, which holds
+// the old one as deltaBaseOne, to the control-plane node, which does not:
+// the receiver runs without a base and rebuilds every byte from a
+// compressed full copy; status.delta says FullCopy and names the node.
+func testDeltaWithoutBase(ctx context.Context, t *testing.T, origin, want string) {
+	receiver := env.cpNode
+	if receiver == origin {
+		t.Fatalf("the origin %s is the control-plane node: the test needs a receiver without the base", origin)
+	}
+	x := &pfsv1alpha1.PfsTransfer{
+		ObjectMeta: metav1.ObjectMeta{Name: "delta-no-base", Namespace: testNS},
+		Spec: pfsv1alpha1.PfsTransferSpec{
+			Mode:                  pfsv1alpha1.ModeDelta,
+			BlobRef:               &pfsv1alpha1.BlobReference{Name: deltaBaseOne},
+			Delta:                 &pfsv1alpha1.DeltaSpec{SourceRef: pfsv1alpha1.BlobReference{Name: deltaNew}},
+			Sender:                pfsv1alpha1.Endpoint{NodeSelector: map[string]string{"kubernetes.io/hostname": origin}},
+			Receiver:              pfsv1alpha1.Endpoint{NodeSelector: map[string]string{"kubernetes.io/hostname": receiver}},
+			BackoffLimit:          ptr.To(int32(0)),
+			ActiveDeadlineSeconds: ptr.To(int64(600)),
+		},
+	}
+	if err := env.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	waitTransfer(ctx, t, x, 6*time.Minute)
+	s := x.Status
+	if s.Phase != pfsv1alpha1.PhaseSucceeded {
+		t.Fatalf("phase %s, want Succeeded: %s\n%s", s.Phase, conditions(s.Conditions), transferLogs(x))
+	}
+	if s.Integrity == nil || s.Integrity.Result != pfsv1alpha1.IntegrityOK || s.Integrity.Algorithm != pfsv1alpha1.IntegritySHA256 ||
+		s.Integrity.ReceiverChecksum != want {
+		t.Errorf("integrity %+v, want OK by SHA256 with the receiver's checksum %s (the file's)", s.Integrity, want)
+	}
+	d := s.Delta
+	if d == nil || d.Encoding != pfsv1alpha1.DeltaEncodingFullCopy || !strings.Contains(d.Message, receiver) {
+		t.Fatalf("status.delta %+v: want FullCopy, the message naming %s", d, receiver)
+	}
+	if d.EffectiveBytes <= 0 || d.WireBytes <= 0 {
+		t.Errorf("effectiveBytes %d wireBytes %d: want both measured", d.EffectiveBytes, d.WireBytes)
+	}
+	t.Logf("without the base on %s: %s; %d bytes rebuilt from %d on the wire", receiver, d.Message, d.EffectiveBytes, d.WireBytes)
+	if err := env.c.Delete(ctx, x); err != nil {
+		t.Error(err)
 	}
 }
