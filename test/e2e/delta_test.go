@@ -171,8 +171,10 @@ func testDeltaWithoutBase(ctx context.Context, t *testing.T, origin, want string
 			Mode:                  pfsv1alpha1.ModeDelta,
 			BlobRef:               &pfsv1alpha1.BlobReference{Name: deltaBaseOne},
 			Delta:                 &pfsv1alpha1.DeltaSpec{SourceRef: pfsv1alpha1.BlobReference{Name: deltaNew}},
-			Sender:                pfsv1alpha1.Endpoint{NodeSelector: map[string]string{"kubernetes.io/hostname": origin}},
-			Receiver:              pfsv1alpha1.Endpoint{NodeSelector: map[string]string{"kubernetes.io/hostname": receiver}},
+			// A receiver without the base must be pinned by nodeName (PlanDelta):
+			// otherwise it runs where the base is Ready.
+			Sender:                pfsv1alpha1.Endpoint{NodeName: origin},
+			Receiver:              pfsv1alpha1.Endpoint{NodeName: receiver},
 			BackoffLimit:          ptr.To(int32(0)),
 			ActiveDeadlineSeconds: ptr.To(int64(600)),
 		},

@@ -266,8 +266,21 @@ func testDeadlineExceeded(ctx context.Context, t *testing.T) {
 	x := longTransfer("fault-deadline", 2)
 	x.Spec.ActiveDeadlineSeconds = ptr.To(int64(deadline))
 	startStreaming(ctx, t, x)
-	checkFailedWithoutPods(ctx, t, x, pfsv1alpha1.ReasonDeadlineExceeded, "activeDeadlineSeconds")
+	waitTransfer(ctx, t, x, 5*time.Minute)
 	c := meta.FindStatusCondition(x.Status.Conditions, pfsv1alpha1.ConditionFailed)
+	if x.Status.Phase != pfsv1alpha1.PhaseFailed || c == nil || c.Reason != pfsv1alpha1.ReasonDeadlineExceeded || !strings.Contains(c.Message, "activeDeadlineSeconds") {
+		t.Fatalf("phase %s, Failed %+v; want Failed, DeadlineExceeded, naming activeDeadlineSeconds", x.Status.Phase, c)
+	}
+	// The pods were streaming: the operator deletes them once the verdict is
+	// written, so they go within a grace period, not at once.
+	var left []string
+	if err := poll(ctx, time.Minute, func() (bool, error) {
+		left = transferPods(ctx, t, x)
+		return len(left) == 0, nil
+	}); err != nil {
+		t.Errorf("pods still there a minute after the deadline: %v", left)
+	}
+	t.Logf("%s after %s: %s", c.Reason, c.LastTransitionTime.Sub(x.CreationTimestamp.Time), c.Message)
 	if took := c.LastTransitionTime.Sub(x.CreationTimestamp.Time); took < deadline*time.Second || took > (deadline+30)*time.Second {
 		t.Errorf("Failed %s after creation, want between the deadline (%ds) and 30 s after it", took, deadline)
 	}
