@@ -157,13 +157,15 @@ func testDeltaFanout(ctx context.Context, t *testing.T) {
 }
 
 // testDeltaWithoutBase sends the new version from the origin, which holds
-// the old one as deltaBaseOne, to the control-plane node, which does not:
+// the old one as deltaBaseOne, to the worker, which does not:
 // the receiver runs without a base and rebuilds every byte from a
 // compressed full copy; status.delta says FullCopy and names the node.
 func testDeltaWithoutBase(ctx context.Context, t *testing.T, origin, want string) {
-	receiver := env.cpNode
+	// The worker, not the control-plane node: that one's CPU goes to the
+	// control plane and this step's holders, and a receiver takes a whole CPU.
+	receiver := env.worker
 	if receiver == origin {
-		t.Fatalf("the origin %s is the control-plane node: the test needs a receiver without the base", origin)
+		t.Fatalf("the origin %s is %s: the test needs a receiver without the base", origin, env.worker)
 	}
 	x := &pfsv1alpha1.PfsTransfer{
 		ObjectMeta: metav1.ObjectMeta{Name: "delta-no-base", Namespace: testNS},
