@@ -146,6 +146,16 @@ test-e2e: images helm ## Run the end-to-end tests on a throwaway E2E_NODES-node 
 	NODES=$(E2E_NODES) HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) \
 	  $(GO) test -tags e2e ./test/e2e/... -count=1 -v -timeout 80m $(GOTESTFLAGS)
 
+# SOAK: how long make soak repeats its rounds (a Go duration); SOAK_TIMEOUT
+# bounds the whole run (cluster, install and blob included).
+SOAK ?= 30m
+SOAK_TIMEOUT ?= 90m
+.PHONY: soak
+soak: images helm ## The e2e soak alone for SOAK (default 30m) on the throwaway cluster: helm install, the e2e blob, rounds of transfers and consumers, then nothing may have grown (docs/guides/e2e.md); needs root.
+	@hack/kind/prebuild.sh start
+	$(MAKE) test-e2e E2E_SOAK=$(SOAK) \
+	  GOTESTFLAGS='-timeout $(SOAK_TIMEOUT) -run "TestE2E/(helm_install|PfsBlob_Ready_with_one|soak|helm_uninstall)"'
+
 ##@ Helm chart
 
 .PHONY: helm-crds

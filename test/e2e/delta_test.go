@@ -23,6 +23,10 @@ import (
 // then a Delta PfsTransfer sends the new one from the control-plane node to
 // the worker against the old one the worker holds. The receiver rebuilds the
 // new blob and checks its sha256; status says how much crossed the wire.
+// deltaTargetSHA256 is the checksum of the target the Delta transfer
+// against the base rebuilt; the transfer without the base must equal it.
+var deltaTargetSHA256 string
+
 func testDeltaTransfer(ctx context.Context, t *testing.T) {
 	// Each node of the throwaway cluster has one CPU to give exclusively, and
 	// every holder takes 50m of it: the blobs of the fan-out tests before this
@@ -73,6 +77,9 @@ func testDeltaTransfer(ctx context.Context, t *testing.T) {
 	}
 	if s.Integrity == nil || s.Integrity.Result != pfsv1alpha1.IntegrityOK || s.Integrity.Algorithm != pfsv1alpha1.IntegritySHA256 {
 		t.Errorf("integrity %+v, want OK by SHA256", s.Integrity)
+	}
+	if s.Integrity != nil {
+		deltaTargetSHA256 = s.Integrity.ReceiverChecksum
 	}
 	d := s.Delta
 	if d == nil {
@@ -148,7 +155,65 @@ func testDeltaFanout(ctx context.Context, t *testing.T) {
 	} else {
 		t.Logf("without the base: %s", d.Message)
 	}
+	t.Run("a Delta PfsTransfer to a node without the base: a full compressed copy that says why", func(t *testing.T) {
+		testDeltaWithoutBase(ctx, t, origin)
+	})
 	if out, err := kubectl("-n", testNS, "delete", "pfsblob", deltaFan, deltaBaseOne, deltaPartial, "--wait=true", "--timeout=120s"); err != nil {
 		t.Errorf("deleting the delta fan-out blobs: %v\n%s", err, out)
+	}
+}
+
+// testDeltaWithoutBase sends the new version from the origin, which holds
+// the old one as deltaBaseOne, to the worker, which does not:
+// the receiver runs without a base and rebuilds every byte from a
+// compressed full copy; status.delta says FullCopy and names the node.
+func testDeltaWithoutBase(ctx context.Context, t *testing.T, origin string) {
+	// The worker, not the control-plane node: that one's CPU goes to the
+	// control plane and this step's holders, and a receiver takes a whole CPU.
+	receiver := env.worker
+	if receiver == origin {
+		t.Fatalf("the origin %s is %s: the test needs a receiver without the base", origin, env.worker)
+	}
+	x := &pfsv1alpha1.PfsTransfer{
+		ObjectMeta: metav1.ObjectMeta{Name: "delta-no-base", Namespace: testNS},
+		Spec: pfsv1alpha1.PfsTransferSpec{
+			Mode:    pfsv1alpha1.ModeDelta,
+			BlobRef: &pfsv1alpha1.BlobReference{Name: deltaBaseOne},
+			Delta:   &pfsv1alpha1.DeltaSpec{SourceRef: pfsv1alpha1.BlobReference{Name: deltaNew}},
+			// A receiver without the base must be pinned by nodeName (PlanDelta):
+			// otherwise it runs where the base is Ready.
+			Sender:                pfsv1alpha1.Endpoint{NodeName: origin},
+			Receiver:              pfsv1alpha1.Endpoint{NodeName: receiver},
+			BackoffLimit:          ptr.To(int32(0)),
+			ActiveDeadlineSeconds: ptr.To(int64(600)),
+		},
+	}
+	if err := env.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	waitTransfer(ctx, t, x, 6*time.Minute)
+	s := x.Status
+	if s.Phase != pfsv1alpha1.PhaseSucceeded {
+		t.Fatalf("phase %s, want Succeeded: %s\n%s", s.Phase, conditions(s.Conditions), transferLogs(x))
+	}
+	d := s.Delta
+	if d == nil || d.Encoding != pfsv1alpha1.DeltaEncodingFullCopy || !strings.Contains(d.Message, receiver) {
+		t.Fatalf("status.delta %+v: want FullCopy, the message naming %s", d, receiver)
+	}
+	// The same target as the Delta transfer against the base rebuilt: the
+	// full copy and the delta path must give the same bytes.
+	if deltaTargetSHA256 == "" {
+		t.Fatal("the Delta transfer step recorded no target checksum: it must run first")
+	}
+	if s.Integrity == nil || s.Integrity.Result != pfsv1alpha1.IntegrityOK || s.Integrity.Algorithm != pfsv1alpha1.IntegritySHA256 ||
+		s.Integrity.ReceiverChecksum != deltaTargetSHA256 {
+		t.Errorf("integrity %+v, want OK by SHA256 with the receiver's checksum %s (what the Delta transfer against the base rebuilt)", s.Integrity, deltaTargetSHA256)
+	}
+	if d.EffectiveBytes <= 0 || d.WireBytes <= 0 {
+		t.Errorf("effectiveBytes %d wireBytes %d: want both measured", d.EffectiveBytes, d.WireBytes)
+	}
+	t.Logf("without the base on %s: %s; %d bytes rebuilt from %d on the wire", receiver, d.Message, d.EffectiveBytes, d.WireBytes)
+	if err := env.c.Delete(ctx, x); err != nil {
+		t.Error(err)
 	}
 }

@@ -74,7 +74,7 @@ func TestE2E(t *testing.T) {
 	t.Run("PfsTransfer TCP Payload over a macvlan NAD with whereabouts IPAM", func(t *testing.T) {
 		testWhereabouts(ctx, t)
 	})
-	t.Run("PcoreJob reports CPUpwn", func(t *testing.T) { testPcore(ctx, t) })
+	t.Run("PcoreJob: every op on the blob, its result equal to the baseline's and to this build's pfs over the same seeded bytes", func(t *testing.T) { testPcoreOps(ctx, t) })
 	t.Run("receiver deleted mid-transfer: retried, then Succeeded", func(t *testing.T) { testReceiverDeleted(ctx, t) })
 	t.Run("faults", func(t *testing.T) { testFaults(ctx, t) })
 	t.Run("blob, consumer and transfer in a Pod Security baseline namespace; restricted tried", func(t *testing.T) { testPodSecurity(ctx, t) })
@@ -287,39 +287,9 @@ func testTransfer(ctx context.Context, t *testing.T, tr pfsv1alpha1.Transport, m
 		st.Integrity.Result, st.Integrity.Algorithm, st.Sender.Node, st.Receiver.Node)
 }
 
-func testPcore(ctx context.Context, t *testing.T) {
-	j := &pfsv1alpha1.PcoreJob{
-		ObjectMeta: metav1.ObjectMeta{Name: "crc32c-1p", Namespace: testNS},
-		Spec: pfsv1alpha1.PcoreJobSpec{BlobRef: pfsv1alpha1.BlobReference{Name: blobName}, Op: pfsv1alpha1.PcoreOp("crc32c"),
-			Pcores: 1, Duration: &metav1.Duration{Duration: 3 * time.Second}, Baseline: pfsv1alpha1.BaselinePolicy("Threads")},
-	}
-	if err := env.c.Create(ctx, j); err != nil {
-		t.Fatal(err)
-	}
-	err := poll(ctx, 5*time.Minute, func() (bool, error) {
-		if err := env.c.Get(ctx, client.ObjectKeyFromObject(j), j); err != nil {
-			return false, err
-		}
-		return j.Status.Phase == pfsv1alpha1.PhaseSucceeded || j.Status.Phase == pfsv1alpha1.PhaseFailed, nil
-	})
-	if err != nil || j.Status.Phase != pfsv1alpha1.PhaseSucceeded {
-		t.Fatalf("pcore job: %v, phase %s: %s\n%s", err, j.Status.Phase, conditions(j.Status.Conditions), describe("pcorejob", j.Name))
-	}
-	pwn, err := strconv.ParseFloat(j.Status.CPUpwn, 64)
-	if err != nil || pwn <= 0 {
-		t.Errorf("cpupwn %q, want a positive ratio", j.Status.CPUpwn)
-	}
-	row := getRow(t, "pcorejob", j.Name, "-o", "wide")
-	if row["PHASE"] != "Succeeded" || row["CPUPWN"] != j.Status.CPUpwn {
-		t.Errorf("kubectl get pcorejob -o wide: %v", row)
-	}
-	t.Logf("pcore crc32c: %s MB/s, baseline %s MB/s, CPUpwn %s", j.Status.ThroughputMBps, j.Status.BaselineMBps, j.Status.CPUpwn)
-}
-
 // testReceiverDeleted deletes the first attempt's receiver pod while the
 // sender streams to it: the attempt fails (PodFailed), the operator retries
-// after the backoff, and the transfer ends Succeeded, or Failed with
-// BackoffLimitExceeded naming the last reason once the one retry is spent.
+// after the backoff, and the retry Succeeds with integrity OK.
 func testReceiverDeleted(ctx context.Context, t *testing.T) {
 	x := transferSpec("retry", pfsv1alpha1.TransportTCP, pfsv1alpha1.ModePayload, true)
 	x.Spec.Passes = nil
@@ -353,27 +323,16 @@ func testReceiverDeleted(ctx context.Context, t *testing.T) {
 	events, _ := kubectl("-n", testNS, "get", "events", "--field-selector", "involvedObject.kind=PfsTransfer,involvedObject.name="+x.Name,
 		"--sort-by=.lastTimestamp", "-o", "custom-columns=REASON:.reason,MESSAGE:.message")
 	t.Logf("events of pfstransfer/%s:\n%s", x.Name, events)
-	if st.FailedAttempts < 1 {
-		t.Errorf("failedAttempts %d, want the deleted receiver to count as a failed attempt", st.FailedAttempts)
-	}
 	if err := env.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: podspec.TransferPodName(x.Name, 1, podspec.ComponentReceiver)}, &corev1.Pod{}); err != nil {
 		t.Errorf("no receiver pod of attempt 1 (the retry): %v", err)
 	}
-	switch st.Phase {
-	case pfsv1alpha1.PhaseSucceeded:
-		if st.Integrity == nil || st.Integrity.Result != pfsv1alpha1.IntegrityOK {
-			t.Errorf("retry succeeded with integrity %+v, want OK", st.Integrity)
-		}
-		t.Logf("retried after %d failed attempt(s), then Succeeded at %s MB/s", st.FailedAttempts, st.EffectiveMBps)
-	case pfsv1alpha1.PhaseFailed:
-		c := meta.FindStatusCondition(st.Conditions, pfsv1alpha1.ConditionFailed)
-		if c == nil || c.Reason != pfsv1alpha1.ReasonBackoffLimitExceeded || c.Message == "" {
-			t.Errorf("Failed without a clear reason: %s", conditions(st.Conditions))
-		}
-		t.Logf("retried, then Failed: %s: %s", c.Reason, c.Message)
-	default:
-		t.Errorf("phase %s: %s", st.Phase, conditions(st.Conditions))
+	// backoffLimit 1 leaves one retry, and nothing breaks it: it must
+	// succeed, as it did in every run measured.
+	requireSucceeded(t, x)
+	if st.FailedAttempts != 1 {
+		t.Errorf("failedAttempts %d, want the deleted receiver's attempt counted once", st.FailedAttempts)
 	}
+	t.Logf("retried after %d failed attempt(s), then Succeeded at %s MB/s", st.FailedAttempts, st.EffectiveMBps)
 }
 
 // retryBytes makes one attempt of the retry transfer last long enough (tens

@@ -14,9 +14,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 )
 
 // The blob-source tests read real files that hack/testdata.sh put in the
@@ -37,6 +40,7 @@ const (
 	deltaFan     = "silero-v6-fan"
 	deltaBaseOne = "silero-v5-one"
 	deltaPartial = "silero-v6-partial"
+	treeBlob     = "silero-v6-tree"
 	// fanoutRate paces every hop of the file blob so the test can delete
 	// the middle node's holder while bytes still flow through it.
 	fanoutRate = "40Mi"
@@ -122,6 +126,9 @@ func testFanout(ctx context.Context, t *testing.T) {
 	t.Run("model weights reach every node through AF_XDP sockets on the pod network", func(t *testing.T) {
 		testXDPBlob(ctx, t)
 	})
+	t.Run("a file fanned out in a Tree: every node of the first level fetches from the origin", func(t *testing.T) {
+		testTreeBlob(ctx, t)
+	})
 	t.Run("a model directory, a node joining later, a consumer pod reading a tensor through the Python client", func(t *testing.T) {
 		testDirBlob(ctx, t)
 	})
@@ -131,7 +138,7 @@ func testFanout(ctx context.Context, t *testing.T) {
 	t.Run("a new model version fanned out as delta grams to the nodes that hold the old one, whole to the others", func(t *testing.T) {
 		testDeltaFanout(ctx, t)
 	})
-	_, _ = kubectl("-n", testNS, "delete", "pfsblob", fileBlob, dirBlob, xdpBlob, deltaBase, deltaNew, deltaFan, deltaBaseOne, deltaPartial, "--ignore-not-found", "--wait=true", "--timeout=120s")
+	_, _ = kubectl("-n", testNS, "delete", "pfsblob", fileBlob, dirBlob, xdpBlob, deltaBase, deltaNew, deltaFan, deltaBaseOne, deltaPartial, treeBlob, "--ignore-not-found", "--wait=true", "--timeout=120s")
 }
 
 // applyModelsVolume makes the PVC the blobs load from: a local
@@ -262,12 +269,21 @@ func testFileBlob(ctx context.Context, t *testing.T) {
 	// the operator must fill the node again.
 	middle := waitMiddleRelay(ctx, t)
 	time.Sleep(2 * time.Second)
+	// The fault must land mid-fetch: the holder's fetch still running.
+	if out, _ := kubectl("-n", testNS, "get", "pod", middle, "-o", "jsonpath={.status.initContainerStatuses[0].state.running.startedAt}"); out == "" {
+		t.Fatalf("holder %s finished its fetch before it could be deleted: lower fanoutRate", middle)
+	}
 	if out, err := kubectl("-n", testNS, "delete", "pod", middle, "--grace-period=0", "--force", "--wait=false"); err != nil {
 		t.Fatalf("deleting the middle holder %s: %v\n%s", middle, err, out)
 	}
 	t.Logf("deleted holder pod %s mid-fan-out", middle)
 	st := waitBlob(ctx, t, fileBlob, 6*time.Minute, blobReady)
 	checkEveryNode(t, st, want)
+	for _, n := range st.Nodes {
+		if n.Node == env.nodes[0] && (n.Pod == middle || n.Attempts < 2) {
+			t.Errorf("middle node %s: holder %s after %d attempt(s); want a new holder after the deleted %s", n.Node, n.Pod, n.Attempts, middle)
+		}
+	}
 	row := getRow(t, "pfsblob", fileBlob)
 	if row["READY"] != st.Ready || !strings.HasPrefix(st.SHA256, row["DIGEST"]) || row["DIGEST"] == "" || row["SOURCE"] == "" {
 		t.Errorf("kubectl get pfsblob row %v does not show the status (%s, %s)", row, st.Ready, st.SHA256)
@@ -300,7 +316,58 @@ func testXDPBlob(ctx context.Context, t *testing.T) {
 	checkEveryNode(t, st, want)
 	checkTransport(t, st, "AFXDP", "afxdp ")
 	checkCreatedAtOnce(t, st)
+	checkUpstreams(t, st, pfsv1alpha1.TopologyChain)
 	t.Logf("AF_XDP blob Ready %s in %s s (%s MB/s); nodes %+v", st.Ready, st.DistributionSeconds, st.DistributionMBps, st.Nodes)
+}
+
+// testTreeBlob: with topology Tree, node i of the order (origin first)
+// fetches from node (i-1)/2, so on 3 nodes both relays fetch from the
+// origin, where a Chain would put one behind the other.
+func testTreeBlob(ctx context.Context, t *testing.T) {
+	want := sha256File(t, filepath.Join(env.dataDir, "silero6", "silero_vad.onnx"))
+	applyBlob(t, treeBlob, "silero6/silero_vad.onnx", "  replication: {transport: TCP, topology: Tree}\n")
+	st := waitBlob(ctx, t, treeBlob, 4*time.Minute, blobReady)
+	checkEveryNode(t, st, want)
+	checkUpstreams(t, st, pfsv1alpha1.TopologyTree)
+	if out, err := kubectl("-n", testNS, "delete", "pfsblob", treeBlob, "--wait=true", "--timeout=120s"); err != nil {
+		t.Errorf("deleting %s: %v\n%s", treeBlob, err, out)
+	}
+}
+
+// checkUpstreams asserts each relay received from the node its topology
+// names. The order is the origin, then the other nodes by name; in a Chain
+// node i fetches from node i-1, in a Tree from node (i-1)/2.
+func checkUpstreams(t *testing.T, st *blobStatus, topo pfsv1alpha1.ReplicationTopology) {
+	t.Helper()
+	order := []string{}
+	for _, n := range st.Nodes {
+		if n.Role == "Origin" {
+			order = append(order, n.Node)
+		}
+	}
+	if len(order) != 1 {
+		t.Fatalf("%d origins: %+v", len(order), st.Nodes)
+	}
+	relays := []string{}
+	from := map[string]string{}
+	for _, n := range st.Nodes {
+		if n.Role != "Origin" {
+			relays = append(relays, n.Node)
+			from[n.Node] = n.From
+		}
+	}
+	sort.Strings(relays)
+	order = append(order, relays...)
+	for i := 1; i < len(order); i++ {
+		up := order[i-1]
+		if topo == pfsv1alpha1.TopologyTree {
+			up = order[(i-1)/2]
+		}
+		if from[order[i]] != up {
+			t.Errorf("%s: node %s (position %d of %v) received from %q, want %s", topo, order[i], i, order, from[order[i]], up)
+		}
+	}
+	t.Logf("%s order %v; upstreams %v", topo, order, from)
 }
 
 // waitMiddleRelay waits until the middle node of the chain has a holder pod

@@ -44,6 +44,7 @@ func testFaults(ctx context.Context, t *testing.T) {
 	t.Run("operator killed mid-transfer: Succeeded, one attempt, no duplicate pod", func(t *testing.T) { testOperatorKilled(ctx, t) })
 	t.Run("sender SIGKILLed mid-transfer: retried, then Succeeded", func(t *testing.T) { testSenderKilled(ctx, t) })
 	t.Run("receiver's kubelet restarted mid-transfer: Succeeded, one attempt", func(t *testing.T) { testKubeletRestartMidTransfer(ctx, t) })
+	t.Run("a transfer still streaming at its activeDeadlineSeconds: Failed, DeadlineExceeded, no pods", func(t *testing.T) { testDeadlineExceeded(ctx, t) })
 	t.Run("a node's hugepages taken: its holder waits and says why, then Ready", func(t *testing.T) { testHugepagesTaken(ctx, t) })
 	t.Run("a NetworkAttachmentDefinition that does not exist: Failed, NetworkNotFound", func(t *testing.T) {
 		checkFailedWithoutPods(ctx, t, nad, pfsv1alpha1.ReasonNetworkNotFound, releaseNS+"/does-not-exist does not exist")
@@ -223,14 +224,68 @@ func testKubeletRestartMidTransfer(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	node := recv.Spec.NodeName
+	pidBefore := kubeletPID(t, node)
 	if out, err := run("podman", "exec", node, "systemctl", "restart", "kubelet"); err != nil {
 		t.Fatalf("restarting the kubelet on %s: %v\n%s", node, err, out)
 	}
-	t.Logf("restarted the kubelet of %s under receiver %s", node, recv.Name)
+	// The fault landed: another kubelet process runs, and it came back while
+	// the receiver was still streaming (its pod not ended yet).
+	if pidAfter := kubeletPID(t, node); pidAfter == pidBefore {
+		t.Fatalf("the kubelet of %s still has pid %s: it did not restart", node, pidBefore)
+	}
+	if err := env.c.Get(ctx, client.ObjectKeyFromObject(recv), recv); err != nil {
+		t.Fatal(err)
+	}
+	if recv.Status.Phase != corev1.PodRunning {
+		t.Fatalf("receiver %s is %s after the kubelet restart: the fault did not land mid-stream (raise retryBytes)", recv.Name, recv.Status.Phase)
+	}
+	t.Logf("restarted the kubelet of %s (pid %s, then another) under receiver %s, still Running", node, pidBefore, recv.Name)
 	waitTransfer(ctx, t, x, 10*time.Minute)
 	requireSucceeded(t, x)
 	if x.Status.FailedAttempts != 0 {
 		t.Errorf("failedAttempts %d: a kubelet restart cost an attempt", x.Status.FailedAttempts)
+	}
+}
+
+// kubeletPID is the main pid of the kubelet unit on a kind node.
+func kubeletPID(t *testing.T, node string) string {
+	t.Helper()
+	out, err := run("podman", "exec", node, "systemctl", "show", "-p", "MainPID", "--value", "kubelet")
+	pid := strings.TrimSpace(out)
+	if err != nil || pid == "" || pid == "0" {
+		t.Fatalf("kubelet of %s: pid %q: %v", node, pid, err)
+	}
+	return pid
+}
+
+// testDeadlineExceeded: a transfer still streaming when its
+// activeDeadlineSeconds pass ends Failed, DeadlineExceeded, its pods gone,
+// soon after the deadline and not before it.
+func testDeadlineExceeded(ctx context.Context, t *testing.T) {
+	const deadline = 20
+	x := longTransfer("fault-deadline", 2)
+	x.Spec.ActiveDeadlineSeconds = ptr.To(int64(deadline))
+	startStreaming(ctx, t, x)
+	waitTransfer(ctx, t, x, 5*time.Minute)
+	c := meta.FindStatusCondition(x.Status.Conditions, pfsv1alpha1.ConditionFailed)
+	if x.Status.Phase != pfsv1alpha1.PhaseFailed || c == nil || c.Reason != pfsv1alpha1.ReasonDeadlineExceeded || !strings.Contains(c.Message, "activeDeadlineSeconds") {
+		t.Fatalf("phase %s, Failed %+v; want Failed, DeadlineExceeded, naming activeDeadlineSeconds", x.Status.Phase, c)
+	}
+	// The pods were streaming: the operator deletes them once the verdict is
+	// written, so they go within a grace period, not at once.
+	var left []string
+	if err := poll(ctx, time.Minute, func() (bool, error) {
+		left = transferPods(ctx, t, x)
+		return len(left) == 0, nil
+	}); err != nil {
+		t.Errorf("pods still there a minute after the deadline: %v", left)
+	}
+	t.Logf("%s after %s: %s", c.Reason, c.LastTransitionTime.Sub(x.CreationTimestamp.Time), c.Message)
+	if took := c.LastTransitionTime.Sub(x.CreationTimestamp.Time); took < deadline*time.Second || took > (deadline+30)*time.Second {
+		t.Errorf("Failed %s after creation, want between the deadline (%ds) and 30 s after it", took, deadline)
+	}
+	if x.Status.FailedAttempts > 1 {
+		t.Errorf("failedAttempts %d: a deadline is not retried", x.Status.FailedAttempts)
 	}
 }
 

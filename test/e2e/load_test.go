@@ -198,8 +198,10 @@ func testLoad(ctx context.Context, t *testing.T) {
 	if phases[pfsv1alpha1.PhaseSucceeded] != n {
 		t.Errorf("phases %v, want all %d Succeeded", phases, n)
 	}
-	if errCount > float64(n)/10 {
-		t.Errorf("%.0f reconcile errors for %d transfers: an error loop", errCount, n)
+	// Conflicts and missing objects are handled inside Reconcile, so a
+	// returned error is a bug: none is allowed (0 in every run measured).
+	if errCount != 0 {
+		t.Errorf("%.0f reconcile errors for %d transfers, want none: see the operator's log", errCount, n)
 	}
 	byResult := func(m metricSample) string {
 		parts := make([]string, 0, len(results))
