@@ -4,13 +4,24 @@
  * `pfs blob serve --replicate-listen`) as the operator's pods run it: the
  * binary in $PFS over a real veth pair between two network namespaces
  * (origin and relay2 in one, relay1 in the other, so every hop crosses the
- * veth), a source of real files of installed Debian packages (>= 64 MiB,
- * hard links into a private directory). The chain's results, fingerprints
- * and manifests; cut-through (relay2 starts before relay1 ends); relay1
- * killed mid-stream (relay2 resumes from the origin); a bad token, a size
- * mismatch, an origin whose load fails; and malformed input on both sides
- * (this program as a hostile client and as a fake upstream). Needs root
- * (netns); SKIP otherwise. Named blobs in /dev/shm, removed at the end.
+ * veth), a source of real files (>= 64 MiB, copied into a private
+ * directory): two data sets of hack/testdata.sh (tests/testdata.h), the
+ * all-MiniLM-L6-v2 model directory (an 87 MiB safetensors file, tokenizer,
+ * configs) and silero-vad 6's model files (eight of 1-3 MiB), 105 MB in
+ * 22 files; the small pairs serve the kernel's UAPI headers
+ * (/usr/include/linux, which this build compiles against). The chain's
+ * results, fingerprints and manifests; cut-through (relay2 starts before
+ * relay1 ends); relay1 killed mid-stream (relay2 resumes from the origin);
+ * a bad token, a size mismatch, an origin whose load fails; and malformed
+ * input on both sides (this program as a hostile client and as a fake
+ * upstream). Needs root (netns); SKIP otherwise. Without its data
+ * (PFS_TESTDATA_MINILM, PFS_TESTDATA_SILERO6 unset or not a directory)
+ * the setup FAILS. Named blobs in /dev/shm, removed at the end.
+ *
+ * By hand, from dataplane/ as root (make test sets the same variables):
+ *   export PFS_TESTDATA_MINILM="$(../hack/testdata.sh path minilm)"
+ *   export PFS_TESTDATA_SILERO6="$(../hack/testdata.sh path silero6)"
+ *   PFS=build/pfs build/tests/test_blob_repl
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +36,7 @@
 #include "json_util.h"
 #include "netns.h"
 #include "repl_util.h"
+#include "testdata.h"
 #include "pfs/gram.h"
 #include "pfs/integrity.h"
 #include "wire/wire_le.h"
@@ -37,39 +49,24 @@ static char names[16][64];
 static int nnames;
 static long long size;
 
-static const char *const big_files[] = {
-	"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1",
-	"/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1",
-	"/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
-	"/usr/lib/x86_64-linux-gnu/libcrypto.a",
-};
-
 static void cleanup(void)
 {
 	for (int i = 0; i < nnames; i++)
 		sh("rm -f /dev/shm/%s", names[i]);
 }
 
-/* A source directory of hard links (copies across file systems) to real
- * files, at least SRC_MIN bytes in all; its blob size from --dry-run. */
-static int make_source(void)
+/* A source directory of copies of the data sets minilm and silero6 (not
+ * links: see test_repl_delta.c), at least SRC_MIN bytes in all; its blob
+ * size from --dry-run. */
+static int make_source(const char *minilm, const char *silero6)
 {
-	unsigned long long total = 0;
 	char *out, args[256];
-	struct stat st;
 
 	snprintf(src_dir, sizeof(src_dir), "%s/src", tmpdir);
 	CHECK(!mkdir(src_dir, 0755), "mkdir: %s", strerror(errno));
-	for (size_t i = 0; i < sizeof(big_files) / sizeof(big_files[0]); i++) {
-		if (stat(big_files[i], &st))
-			continue;
-		sh("cp %s %s/", big_files[i], src_dir); /* not ln: see test_repl_delta.c */
-		total += (unsigned long long)st.st_size;
-	}
-	sh("cp -a /usr/include/linux %s/linux", src_dir);
-	if (total < SRC_MIN)
-		return tap_skip("real files of installed packages sum to %llu bytes, < 64 MiB",
-				total);
+	CHECK(!sh("cp -r %s %s/minilm && cp -r %s %s/silero_vad", minilm, src_dir, silero6,
+		  src_dir),
+	      "copy the data sets into %s", src_dir);
 	snprintf(args, sizeof(args), "%s blob create --source %s --dry-run 2>/dev/null", pfs_bin,
 		 src_dir);
 	out = slurp_cmd(args);
@@ -77,7 +74,7 @@ static int make_source(void)
 	free(out);
 	CHECK(size > (long long)SRC_MIN, "dry run: blob_size %lld", size);
 	snprintf(blob_size, sizeof(blob_size), "%lld", size);
-	tap_diag("source %s: %llu bytes of real files, blob %lld bytes", src_dir, total, size);
+	tap_diag("source %s (minilm, silero6): blob %lld bytes", src_dir, size);
 	return TAP_PASS;
 }
 
@@ -100,11 +97,20 @@ static char *bname(const char *what)
 
 static int t_setup(void)
 {
+	const char *minilm, *silero6;
 	int r = netns_setup("rp", 43);
 	FILE *f;
 
 	if (r != TAP_PASS)
 		return r;
+	minilm = testdata_dir("PFS_TESTDATA_MINILM", "minilm");
+	silero6 = testdata_dir("PFS_TESTDATA_SILERO6", "silero6");
+	if (!minilm || !silero6) {
+		/* The checks after this one skip, each a failure in tests/run.sh. */
+		net_ok = false;
+		snprintf(net_skip, sizeof(net_skip), "setup failed: %.170s", testdata_why);
+		return TAP_FAIL;
+	}
 	atexit(cleanup);
 	snprintf(tok, sizeof(tok), "%s/token", tmpdir);
 	snprintf(bad_tok, sizeof(bad_tok), "%s/bad-token", tmpdir);
@@ -117,9 +123,9 @@ static int t_setup(void)
 	CHECK(f && fprintf(f, "%s\n", "not-the-token") > 0, "bad token");
 	fclose(f);
 	chmod(tok, 0644);
-	r = make_source();
+	r = make_source(minilm, silero6);
 	if (r != TAP_PASS)
-		net_ok = false, snprintf(net_skip, sizeof(net_skip), "%.190s", tap_skip_reason);
+		net_ok = false, snprintf(net_skip, sizeof(net_skip), "setup failed: no source");
 	return r;
 }
 
