@@ -11,8 +11,9 @@
  * 22 files; the small pairs serve the kernel's UAPI headers
  * (/usr/include/linux, which this build compiles against). The chain's
  * results, fingerprints and manifests; cut-through (relay2 starts before
- * relay1 ends); relay1 killed mid-stream (relay2 resumes from the origin);
- * a bad token, a size mismatch, an origin whose load fails; and malformed
+ * relay1 ends); relay1 killed mid-stream, once relay2 holds bytes
+ * (relay2 resumes from the origin); a bad token, a size mismatch, an
+ * origin whose load fails; and malformed
  * input on both sides (this program as a hostile client and as a fake
  * upstream). Needs root (netns); SKIP otherwise. Without its data
  * (PFS_TESTDATA_MINILM, PFS_TESTDATA_SILERO6 unset or not a directory)
@@ -150,19 +151,23 @@ static bool wait_log(const char *tag, const char *what)
 /* How the chain's relays fetch (--fetch-transport); NULL: the default, tcp. */
 static const char *xport;
 
-/* origin (ns a) -> relay1 (ns b) -> relay2 (ns a): all ok and equal. */
-static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r2)
+/* origin (ns a) -> relay1 (ns b) -> relay2 (ns a): all ok and equal.
+ * @kill_relay1: SIGKILL relay1 once relay2 holds the origin's first MiB
+ * (mid-stream: the paced origin is still sending). */
+static int chain(const char *rate, bool kill_relay1, char *o, char *r1, char *r2)
 {
 	/* relay2 falls back to the origin only where the test wants it: a
 	 * relay2 that finds relay1 not yet listening would take the origin. */
-	char a0[48], a1[48];
+	char a0[48], a1[48], held[2][96];
+	double waited = 0;
 	pid_t po, p1, p2;
 	int rc[3];
 
 	addr(a0, ip_a, 7470);
 	addr(a1, ip_b, 7471);
-	/* The previous run's log must not answer wait_log below. */
-	sh("rm -f %s/relay1.err", tmpdir);
+	/* The previous run's log must not answer wait_log below, nor its
+	 * relay2 blob wait_holds. */
+	sh("rm -f %s/relay1.err /dev/shm/%s", tmpdir, bname("relay2"));
 	po = pfs_in(ns_a, "origin", "blob", "create", "--source", src_dir, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname("origin"), "--replace", "--token-file", tok,
 		    "--replicate-listen", a0, "--replicate-linger", "2s", "--replicate-rate",
@@ -176,12 +181,20 @@ static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r
 		tap_diag("relay1 did not listen within 5 s");
 	p2 = pfs_in(ns_a, "relay2", "blob", "create", "--size", blob_size, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname("relay2"), "--replace", "--token-file", tok,
-		    "--fetch-from", kill_after_ms ? strcat(strcat(a1, ","), a0) : a1,
+		    "--fetch-from", kill_relay1 ? strcat(strcat(a1, ","), a0) : a1,
 		    "--fetch-timeout", "60s", xport ? "--fetch-transport" : NULL, xport,
 		    xport ? "--fetch-data-port" : NULL, "7472", NULL);
-	if (kill_after_ms) {
-		usleep((useconds_t)kill_after_ms * 1000);
+	if (kill_relay1) {
+		snprintf(held[0], sizeof(held[0]), "/dev/shm/%s", bname("relay2"));
+		snprintf(held[1], sizeof(held[1]), "/dev/shm/%s", bname("origin"));
+		waited = wait_holds(held[0], held[1], 1 << 20, 60);
 		kill(p1, SIGKILL);
+		if (waited >= 0)
+			tap_diag("relay2 held the origin's first MiB %.2f s after it started: "
+				 "relay1 killed",
+				 waited);
+		else
+			tap_diag("relay2 held nothing of the origin's first MiB in 60 s");
 	}
 	rc[2] = wait_rc(p2, 120);
 	rc[1] = wait_rc(p1, 120);
@@ -190,7 +203,7 @@ static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r
 	snprintf(r1, 4096, "%s", slurp("relay1", "json"));
 	snprintf(r2, 4096, "%s", slurp("relay2", "json"));
 	tap_diag("rc origin %d relay1 %d relay2 %d", rc[0], rc[1], rc[2]);
-	if (rc[0] || rc[2] || (!kill_after_ms && rc[1])) {
+	if (rc[0] || rc[2] || (!kill_relay1 && rc[1]) || waited < 0) {
 		tap_diag("origin: %.1500s", slurp("origin", "err"));
 		tap_diag("relay1: %.1500s", slurp("relay1", "err"));
 		tap_diag("relay2: %.1500s", slurp("relay2", "err"));
@@ -207,7 +220,7 @@ static int t_chain(void)
 	char f0[24], f1[24], f2[24], s0[70], s1[70], s2[70], from[64];
 
 	NEED_NET();
-	CHECK(!chain(NULL, 0, o, r1, r2), "chain failed");
+	CHECK(!chain(NULL, false, o, r1, r2), "chain failed");
 	jstr(jsect(o, "\"blob\""), "fingerprint", f0, sizeof(f0));
 	jstr(jsect(r1, "\"blob\""), "fingerprint", f1, sizeof(f1));
 	jstr(jsect(r2, "\"blob\""), "fingerprint", f2, sizeof(f2));
@@ -242,7 +255,7 @@ static int t_cut_through(void)
 	double r1_t1, r2_t0;
 
 	NEED_NET();
-	CHECK(!chain("40Mi", 0, o, r1, r2), "chain failed");
+	CHECK(!chain("40Mi", false, o, r1, r2), "chain failed");
 	r1_t1 = jreal(jsect(r1, "\"fetch\""), "t1_unix");
 	r2_t0 = jreal(jsect(r2, "\"fetch\""), "t0_unix");
 	tap_diag("relay1 %.3f..%.3f, relay2 %.3f..%.3f", jreal(jsect(r1, "\"fetch\""), "t0_unix"),
@@ -259,7 +272,7 @@ static int t_kill_relay(void)
 	const char *ra;
 
 	NEED_NET();
-	CHECK(!chain("30Mi", 1500, o, r1, r2), "chain failed");
+	CHECK(!chain("30Mi", true, o, r1, r2), "chain failed");
 	tap_diag("relay2: %.300s", strstr(r2, "\"fetch\""));
 	tap_diag("relay2 log: %.800s", slurp("relay2", "err"));
 	CHECK(strstr(r2, "\"ok\":true") && strstr(r2, "\"verified\":true"), "relay2 not ok");

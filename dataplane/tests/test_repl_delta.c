@@ -13,11 +13,12 @@
  * is the wrong base. Checked: the chain's copies equal the origin's and
  * verify, far fewer bytes on the wire than the blob; a relay whose base
  * differs, and an upstream without a base, fetch whole (refusal counted,
- * still verified); a relay killed mid-stream, the next resuming delta
- * grams from the origin; a fake upstream's bad delta grams rejected and
- * counted; AUTH's DELTA flag on the wire. Needs root (netns); SKIP
- * otherwise. Without its data (PFS_TESTDATA_MINILM, PFS_TESTDATA_SILERO5,
- * PFS_TESTDATA_SILERO6 unset or not a directory) the setup FAILS.
+ * still verified); a relay killed mid-stream (once the next one holds
+ * bytes), the next resuming delta grams from the origin; a fake
+ * upstream's bad delta grams rejected and counted; AUTH's DELTA flag on
+ * the wire. Needs root (netns); SKIP otherwise. Without its data
+ * (PFS_TESTDATA_MINILM, PFS_TESTDATA_SILERO5, PFS_TESTDATA_SILERO6 unset
+ * or not a directory) the setup FAILS.
  *
  * By hand, from dataplane/ as root (make test sets the same variables):
  *   for s in minilm silero5 silero6; do
@@ -282,14 +283,15 @@ static int t_no_base_upstream(void)
 	return TAP_PASS;
 }
 
-/* relay1 killed mid-stream (a paced origin): relay2 resumes its delta
- * grams from the origin at its watermark. */
+/* relay1 killed mid-stream (a paced origin), once relay2 holds the
+ * origin's first MiB: relay2 resumes its delta grams from the origin at
+ * its watermark. */
 static int t_resume(void)
 {
 	static const char *const tags[] = { "relay2", "origin" };
-	char a0[48], a1[48], from[100];
+	char a0[48], a1[48], from[100], held[2][96];
 	pid_t p[2], k;
-	double resumed;
+	double resumed, waited;
 
 	NEED_NET();
 	/* ~12x less on the wire (8.9 MB): 1 MB/s makes the delta last seconds. */
@@ -298,11 +300,21 @@ static int t_resume(void)
 	if (!wait_log("relay1", "repl serve: listening"))
 		tap_diag("relay1 did not listen within 5 s");
 	snprintf(from, sizeof(from), "%s,%s", a1, a0);
+	/* t_chain's relay2 blob must not answer wait_holds. */
+	snprintf(held[0], sizeof(held[0]), "/dev/shm/%s", bname(5, "relay2"));
+	snprintf(held[1], sizeof(held[1]), "/dev/shm/%s", bname(3, "origin"));
+	sh("rm -f %s", held[0]);
 	p[0] = relay(ns_a, 5, "relay2", from, NULL, base_path[0]);
-	usleep(1500000);
+	/* Not a fixed sleep: under ASan relay2 once held nothing 1.5 s after
+	 * it started (the origin, then relay1, index the 98 MB base when
+	 * their first delta client comes). */
+	waited = wait_holds(held[0], held[1], 1 << 20, 60);
 	kill(k, SIGKILL);
 	wait_rc(k, 10);
+	tap_diag("relay2 held the origin's first MiB %.2f s after it started", waited);
 	CHECK(ended_ok(tags, p, 2, 3), "failed");
+	CHECK(waited >= 0, "relay2 held nothing of the origin's first MiB in 60 s: %.600s",
+	      slurp("relay2", "err"));
 	snprintf(o, sizeof(o), "%s", slurp("origin", "json"));
 	snprintf(r2, sizeof(r2), "%s", slurp("relay2", "json"));
 	CHECK(same_as_origin(r2), "copy: %.600s", r2);
