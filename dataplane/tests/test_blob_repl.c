@@ -12,7 +12,8 @@
  * (/usr/include/linux, which this build compiles against). The chain's
  * results, fingerprints and manifests; cut-through (relay2 starts before
  * relay1 ends); relay1 killed mid-stream, once relay2 holds bytes
- * (relay2 resumes from the origin); a bad token, a size mismatch, an
+ * (relay2 resumes from the origin); a nearest upstream that never answers
+ * (the next one after a bounded wait); a bad token, a size mismatch, an
  * origin whose load fails; and malformed
  * input on both sides (this program as a hostile client and as a fake
  * upstream). Needs root (netns); SKIP otherwise. Without its data
@@ -651,6 +652,43 @@ static int t_name_upstream(void)
 	return TAP_PASS;
 }
 
+/* The nearest upstream never answers (it died before its first connect:
+ * refused, like one that does not listen yet): the relay waits for it
+ * half its --fetch-timeout at most, then fetches from the next one. Once
+ * the wait could take the whole fetch, and the relay failed with a live
+ * upstream listed ("no upstream completed the blob in 60 s"). */
+static int t_first_never_answers(void)
+{
+	pid_t srv, rel;
+	double t0, took;
+	char from[48];
+	int rc;
+
+	NEED_NET();
+	srv = uapi_holder("holder", "127.0.0.1:7497");
+	CHECK(srv > 0, "create");
+	CHECK(wait_log("holder", "repl serve: listening"), "holder: %.300s",
+	      slurp("holder", "err"));
+	t0 = mono_s();
+	rel = pfs_in(ns_a, "nrelay", "blob", "create", "--size", "8M", "--page", "4k", "--dir",
+		     "/dev/shm", "--name", bname("nrelay"), "--replace", "--token-file", tok,
+		     "--fetch-from", "127.0.0.1:7498,127.0.0.1:7497", "--fetch-timeout", "6s",
+		     NULL);
+	rc = wait_rc(rel, 30);
+	took = mono_s() - t0;
+	kill(srv, SIGTERM);
+	wait_rc(srv, 20);
+	snprintf(r1, sizeof(r1), "%s", slurp("nrelay", "json"));
+	tap_diag("relay rc %d after %.1f s: %.300s", rc, took, strstr(r1, "\"fetch\""));
+	CHECK(rc == 0 && strstr(r1, "\"verified\":true"), "relay: %.600s", slurp("nrelay", "err"));
+	CHECK(!strcmp(jstr(jsect(r1, "\"fetch\""), "from", from, sizeof(from)), "127.0.0.1:7497"),
+	      "from %s", from);
+	/* It did wait for the nearest one: a chain must not collapse onto
+	 * the origin while its nodes are still starting. */
+	CHECK(took >= 3.0, "fell back after %.1f s, before half the fetch timeout", took);
+	return TAP_PASS;
+}
+
 /* AUTH's xport word: round trip, what the decoder refuses, and the MAC
  * covers it (a TCP AUTH cannot be turned into "datagrams to this port"). */
 static int t_auth_xport(void)
@@ -755,6 +793,8 @@ static const struct tap_test tests[] = {
 	{ "AUTH's transport word: round trip, refused when malformed, signed", t_auth_xport },
 	{ "a DNS name in --fetch-from: waited for until it resolves, then fetched",
 	  t_name_upstream },
+	{ "the nearest upstream never answers: waited for half --fetch-timeout, then the next",
+	  t_first_never_answers },
 	{ "300 bad AUTHs in a burst: refusal lines rate-limited, the rest counted", t_log_rate },
 };
 
