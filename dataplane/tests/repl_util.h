@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the replication tests: this program as a peer of the
  * replication stream (a TCP connection to a holder on the loopback, its
- * control frames in and out). */
+ * control frames in and out), and what it can see of a relay's fetch. */
 #ifndef PFS_TESTS_REPL_UTIL_H
 #define PFS_TESTS_REPL_UTIL_H
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "wire/blob_repl_wire.h"
@@ -115,6 +119,53 @@ __attribute__((unused)) static int fake_accept(int lfd, uint64_t blob, struct re
 	frame_out(fd, &h);
 	*type = frame_in(fd, au);
 	return fd;
+}
+
+/* The first @n bytes of file @path into @b: true when all were read. */
+__attribute__((unused)) static bool read_head(const char *path, uint8_t *b, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && pread(fd, b, n, 0) == (ssize_t)n;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* Seconds on the monotonic clock. */
+__attribute__((unused)) static double mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Wait (@timeout_s at most) until the blob file @relay holds the first @n
+ * bytes of the blob file @origin, and they are not all zero: evidence that
+ * the relay has received bytes (a fetch writes them in place from offset
+ * 0 up; a fresh blob is zeros; the caller removed any older blob of that
+ * name before starting the relay). A fault injected after it lands
+ * mid-stream however slow or fast the machine (a fixed sleep once landed
+ * before the first byte under ASan). Returns the seconds waited, or -1. */
+__attribute__((unused)) static double wait_holds(const char *relay, const char *origin, size_t n,
+						 int timeout_s)
+{
+	uint8_t *r = malloc(n), *o = malloc(n);
+	double t0 = mono_s(), waited = -1;
+
+	while (r && o && mono_s() < t0 + timeout_s) {
+		/* Not all zero (all zero: o[0] is 0 and equals each next byte). */
+		if (read_head(origin, o, n) && (o[0] || memcmp(o, o + 1, n - 1)) &&
+		    read_head(relay, r, n) && !memcmp(r, o, n)) {
+			waited = mono_s() - t0;
+			break;
+		}
+		usleep(20000);
+	}
+	free(r);
+	free(o);
+	return waited;
 }
 
 #endif /* PFS_TESTS_REPL_UTIL_H */

@@ -4,13 +4,26 @@
  * `pfs blob serve --replicate-listen`) as the operator's pods run it: the
  * binary in $PFS over a real veth pair between two network namespaces
  * (origin and relay2 in one, relay1 in the other, so every hop crosses the
- * veth), a source of real files of installed Debian packages (>= 64 MiB,
- * hard links into a private directory). The chain's results, fingerprints
- * and manifests; cut-through (relay2 starts before relay1 ends); relay1
- * killed mid-stream (relay2 resumes from the origin); a bad token, a size
- * mismatch, an origin whose load fails; and malformed input on both sides
- * (this program as a hostile client and as a fake upstream). Needs root
- * (netns); SKIP otherwise. Named blobs in /dev/shm, removed at the end.
+ * veth), a source of real files (>= 64 MiB, copied into a private
+ * directory): two data sets of hack/testdata.sh (tests/testdata.h), the
+ * all-MiniLM-L6-v2 model directory (an 87 MiB safetensors file, tokenizer,
+ * configs) and silero-vad 6's model files (eight of 1-3 MiB), 105 MB in
+ * 22 files; the small pairs serve the kernel's UAPI headers
+ * (/usr/include/linux, which this build compiles against). The chain's
+ * results, fingerprints and manifests; cut-through (relay2 starts before
+ * relay1 ends); relay1 killed mid-stream, once relay2 holds bytes
+ * (relay2 resumes from the origin); a nearest upstream that never answers
+ * (the next one after a bounded wait); a bad token, a size mismatch, an
+ * origin whose load fails; and malformed
+ * input on both sides (this program as a hostile client and as a fake
+ * upstream). Needs root (netns); SKIP otherwise. Without its data
+ * (PFS_TESTDATA_MINILM, PFS_TESTDATA_SILERO6 unset or not a directory)
+ * the setup FAILS. Named blobs in /dev/shm, removed at the end.
+ *
+ * By hand, from dataplane/ as root (make test sets the same variables):
+ *   export PFS_TESTDATA_MINILM="$(../hack/testdata.sh path minilm)"
+ *   export PFS_TESTDATA_SILERO6="$(../hack/testdata.sh path silero6)"
+ *   PFS=build/pfs build/tests/test_blob_repl
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +38,7 @@
 #include "json_util.h"
 #include "netns.h"
 #include "repl_util.h"
+#include "testdata.h"
 #include "pfs/gram.h"
 #include "pfs/integrity.h"
 #include "wire/wire_le.h"
@@ -37,39 +51,24 @@ static char names[16][64];
 static int nnames;
 static long long size;
 
-static const char *const big_files[] = {
-	"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1",
-	"/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1",
-	"/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
-	"/usr/lib/x86_64-linux-gnu/libcrypto.a",
-};
-
 static void cleanup(void)
 {
 	for (int i = 0; i < nnames; i++)
 		sh("rm -f /dev/shm/%s", names[i]);
 }
 
-/* A source directory of hard links (copies across file systems) to real
- * files, at least SRC_MIN bytes in all; its blob size from --dry-run. */
-static int make_source(void)
+/* A source directory of copies of the data sets minilm and silero6 (not
+ * links: see test_repl_delta.c), at least SRC_MIN bytes in all; its blob
+ * size from --dry-run. */
+static int make_source(const char *minilm, const char *silero6)
 {
-	unsigned long long total = 0;
 	char *out, args[256];
-	struct stat st;
 
 	snprintf(src_dir, sizeof(src_dir), "%s/src", tmpdir);
 	CHECK(!mkdir(src_dir, 0755), "mkdir: %s", strerror(errno));
-	for (size_t i = 0; i < sizeof(big_files) / sizeof(big_files[0]); i++) {
-		if (stat(big_files[i], &st))
-			continue;
-		sh("cp %s %s/", big_files[i], src_dir); /* not ln: see test_repl_delta.c */
-		total += (unsigned long long)st.st_size;
-	}
-	sh("cp -a /usr/include/linux %s/linux", src_dir);
-	if (total < SRC_MIN)
-		return tap_skip("real files of installed packages sum to %llu bytes, < 64 MiB",
-				total);
+	CHECK(!sh("cp -r %s %s/minilm && cp -r %s %s/silero_vad", minilm, src_dir, silero6,
+		  src_dir),
+	      "copy the data sets into %s", src_dir);
 	snprintf(args, sizeof(args), "%s blob create --source %s --dry-run 2>/dev/null", pfs_bin,
 		 src_dir);
 	out = slurp_cmd(args);
@@ -77,7 +76,7 @@ static int make_source(void)
 	free(out);
 	CHECK(size > (long long)SRC_MIN, "dry run: blob_size %lld", size);
 	snprintf(blob_size, sizeof(blob_size), "%lld", size);
-	tap_diag("source %s: %llu bytes of real files, blob %lld bytes", src_dir, total, size);
+	tap_diag("source %s (minilm, silero6): blob %lld bytes", src_dir, size);
 	return TAP_PASS;
 }
 
@@ -100,11 +99,20 @@ static char *bname(const char *what)
 
 static int t_setup(void)
 {
+	const char *minilm, *silero6;
 	int r = netns_setup("rp", 43);
 	FILE *f;
 
 	if (r != TAP_PASS)
 		return r;
+	minilm = testdata_dir("PFS_TESTDATA_MINILM", "minilm");
+	silero6 = testdata_dir("PFS_TESTDATA_SILERO6", "silero6");
+	if (!minilm || !silero6) {
+		/* The checks after this one skip, each a failure in tests/run.sh. */
+		net_ok = false;
+		snprintf(net_skip, sizeof(net_skip), "setup failed: %.170s", testdata_why);
+		return TAP_FAIL;
+	}
 	atexit(cleanup);
 	snprintf(tok, sizeof(tok), "%s/token", tmpdir);
 	snprintf(bad_tok, sizeof(bad_tok), "%s/bad-token", tmpdir);
@@ -117,9 +125,9 @@ static int t_setup(void)
 	CHECK(f && fprintf(f, "%s\n", "not-the-token") > 0, "bad token");
 	fclose(f);
 	chmod(tok, 0644);
-	r = make_source();
+	r = make_source(minilm, silero6);
 	if (r != TAP_PASS)
-		net_ok = false, snprintf(net_skip, sizeof(net_skip), "%.190s", tap_skip_reason);
+		net_ok = false, snprintf(net_skip, sizeof(net_skip), "setup failed: no source");
 	return r;
 }
 
@@ -144,19 +152,23 @@ static bool wait_log(const char *tag, const char *what)
 /* How the chain's relays fetch (--fetch-transport); NULL: the default, tcp. */
 static const char *xport;
 
-/* origin (ns a) -> relay1 (ns b) -> relay2 (ns a): all ok and equal. */
-static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r2)
+/* origin (ns a) -> relay1 (ns b) -> relay2 (ns a): all ok and equal.
+ * @kill_relay1: SIGKILL relay1 once relay2 holds the origin's first MiB
+ * (mid-stream: the paced origin is still sending). */
+static int chain(const char *rate, bool kill_relay1, char *o, char *r1, char *r2)
 {
 	/* relay2 falls back to the origin only where the test wants it: a
 	 * relay2 that finds relay1 not yet listening would take the origin. */
-	char a0[48], a1[48];
+	char a0[48], a1[48], held[2][96];
+	double waited = 0;
 	pid_t po, p1, p2;
 	int rc[3];
 
 	addr(a0, ip_a, 7470);
 	addr(a1, ip_b, 7471);
-	/* The previous run's log must not answer wait_log below. */
-	sh("rm -f %s/relay1.err", tmpdir);
+	/* The previous run's log must not answer wait_log below, nor its
+	 * relay2 blob wait_holds. */
+	sh("rm -f %s/relay1.err /dev/shm/%s", tmpdir, bname("relay2"));
 	po = pfs_in(ns_a, "origin", "blob", "create", "--source", src_dir, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname("origin"), "--replace", "--token-file", tok,
 		    "--replicate-listen", a0, "--replicate-linger", "2s", "--replicate-rate",
@@ -170,12 +182,20 @@ static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r
 		tap_diag("relay1 did not listen within 5 s");
 	p2 = pfs_in(ns_a, "relay2", "blob", "create", "--size", blob_size, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname("relay2"), "--replace", "--token-file", tok,
-		    "--fetch-from", kill_after_ms ? strcat(strcat(a1, ","), a0) : a1,
+		    "--fetch-from", kill_relay1 ? strcat(strcat(a1, ","), a0) : a1,
 		    "--fetch-timeout", "60s", xport ? "--fetch-transport" : NULL, xport,
 		    xport ? "--fetch-data-port" : NULL, "7472", NULL);
-	if (kill_after_ms) {
-		usleep((useconds_t)kill_after_ms * 1000);
+	if (kill_relay1) {
+		snprintf(held[0], sizeof(held[0]), "/dev/shm/%s", bname("relay2"));
+		snprintf(held[1], sizeof(held[1]), "/dev/shm/%s", bname("origin"));
+		waited = wait_holds(held[0], held[1], 1 << 20, 60);
 		kill(p1, SIGKILL);
+		if (waited >= 0)
+			tap_diag("relay2 held the origin's first MiB %.2f s after it started: "
+				 "relay1 killed",
+				 waited);
+		else
+			tap_diag("relay2 held nothing of the origin's first MiB in 60 s");
 	}
 	rc[2] = wait_rc(p2, 120);
 	rc[1] = wait_rc(p1, 120);
@@ -184,7 +204,7 @@ static int chain(const char *rate, int kill_after_ms, char *o, char *r1, char *r
 	snprintf(r1, 4096, "%s", slurp("relay1", "json"));
 	snprintf(r2, 4096, "%s", slurp("relay2", "json"));
 	tap_diag("rc origin %d relay1 %d relay2 %d", rc[0], rc[1], rc[2]);
-	if (rc[0] || rc[2] || (!kill_after_ms && rc[1])) {
+	if (rc[0] || rc[2] || (!kill_relay1 && rc[1]) || waited < 0) {
 		tap_diag("origin: %.1500s", slurp("origin", "err"));
 		tap_diag("relay1: %.1500s", slurp("relay1", "err"));
 		tap_diag("relay2: %.1500s", slurp("relay2", "err"));
@@ -201,7 +221,7 @@ static int t_chain(void)
 	char f0[24], f1[24], f2[24], s0[70], s1[70], s2[70], from[64];
 
 	NEED_NET();
-	CHECK(!chain(NULL, 0, o, r1, r2), "chain failed");
+	CHECK(!chain(NULL, false, o, r1, r2), "chain failed");
 	jstr(jsect(o, "\"blob\""), "fingerprint", f0, sizeof(f0));
 	jstr(jsect(r1, "\"blob\""), "fingerprint", f1, sizeof(f1));
 	jstr(jsect(r2, "\"blob\""), "fingerprint", f2, sizeof(f2));
@@ -236,7 +256,7 @@ static int t_cut_through(void)
 	double r1_t1, r2_t0;
 
 	NEED_NET();
-	CHECK(!chain("40Mi", 0, o, r1, r2), "chain failed");
+	CHECK(!chain("40Mi", false, o, r1, r2), "chain failed");
 	r1_t1 = jreal(jsect(r1, "\"fetch\""), "t1_unix");
 	r2_t0 = jreal(jsect(r2, "\"fetch\""), "t0_unix");
 	tap_diag("relay1 %.3f..%.3f, relay2 %.3f..%.3f", jreal(jsect(r1, "\"fetch\""), "t0_unix"),
@@ -253,7 +273,7 @@ static int t_kill_relay(void)
 	const char *ra;
 
 	NEED_NET();
-	CHECK(!chain("30Mi", 1500, o, r1, r2), "chain failed");
+	CHECK(!chain("30Mi", true, o, r1, r2), "chain failed");
 	tap_diag("relay2: %.300s", strstr(r2, "\"fetch\""));
 	tap_diag("relay2 log: %.800s", slurp("relay2", "err"));
 	CHECK(strstr(r2, "\"ok\":true") && strstr(r2, "\"verified\":true"), "relay2 not ok");
@@ -632,6 +652,43 @@ static int t_name_upstream(void)
 	return TAP_PASS;
 }
 
+/* The nearest upstream never answers (it died before its first connect:
+ * refused, like one that does not listen yet): the relay waits for it
+ * half its --fetch-timeout at most, then fetches from the next one. Once
+ * the wait could take the whole fetch, and the relay failed with a live
+ * upstream listed ("no upstream completed the blob in 60 s"). */
+static int t_first_never_answers(void)
+{
+	pid_t srv, rel;
+	double t0, took;
+	char from[48];
+	int rc;
+
+	NEED_NET();
+	srv = uapi_holder("holder", "127.0.0.1:7497");
+	CHECK(srv > 0, "create");
+	CHECK(wait_log("holder", "repl serve: listening"), "holder: %.300s",
+	      slurp("holder", "err"));
+	t0 = mono_s();
+	rel = pfs_in(ns_a, "nrelay", "blob", "create", "--size", "8M", "--page", "4k", "--dir",
+		     "/dev/shm", "--name", bname("nrelay"), "--replace", "--token-file", tok,
+		     "--fetch-from", "127.0.0.1:7498,127.0.0.1:7497", "--fetch-timeout", "6s",
+		     NULL);
+	rc = wait_rc(rel, 30);
+	took = mono_s() - t0;
+	kill(srv, SIGTERM);
+	wait_rc(srv, 20);
+	snprintf(r1, sizeof(r1), "%s", slurp("nrelay", "json"));
+	tap_diag("relay rc %d after %.1f s: %.300s", rc, took, strstr(r1, "\"fetch\""));
+	CHECK(rc == 0 && strstr(r1, "\"verified\":true"), "relay: %.600s", slurp("nrelay", "err"));
+	CHECK(!strcmp(jstr(jsect(r1, "\"fetch\""), "from", from, sizeof(from)), "127.0.0.1:7497"),
+	      "from %s", from);
+	/* It did wait for the nearest one: a chain must not collapse onto
+	 * the origin while its nodes are still starting. */
+	CHECK(took >= 3.0, "fell back after %.1f s, before half the fetch timeout", took);
+	return TAP_PASS;
+}
+
 /* AUTH's xport word: round trip, what the decoder refuses, and the MAC
  * covers it (a TCP AUTH cannot be turned into "datagrams to this port"). */
 static int t_auth_xport(void)
@@ -736,6 +793,8 @@ static const struct tap_test tests[] = {
 	{ "AUTH's transport word: round trip, refused when malformed, signed", t_auth_xport },
 	{ "a DNS name in --fetch-from: waited for until it resolves, then fetched",
 	  t_name_upstream },
+	{ "the nearest upstream never answers: waited for half --fetch-timeout, then the next",
+	  t_first_never_answers },
 	{ "300 bad AUTHs in a burst: refusal lines rate-limited, the rest counted", t_log_rate },
 };
 

@@ -4,15 +4,26 @@
  * version of a blob fanned out to nodes that hold the old one, as delta
  * grams each relay applies to its own base. The binary in $PFS over a
  * real veth pair (origin and relay2 in one namespace, relay1 in the
- * other), real files of installed Debian packages: version 1 is gcc's cc1
- * and the kernel's UAPI headers, version 2 adds the glibc multiarch
- * headers and libcrypto.a (a data set that grew by two shards). Checked:
- * the chain's copies equal the origin's and verify, far fewer bytes on
- * the wire than the blob; a relay whose base differs, and an upstream
- * without a base, fetch whole (refusal counted, still verified); a relay
- * killed mid-stream, the next resuming delta grams from the origin; a
- * fake upstream's bad delta grams rejected and counted; AUTH's DELTA flag
- * on the wire. Needs root (netns); SKIP otherwise.
+ * other), real files from data sets of hack/testdata.sh (tests/testdata.h):
+ * both versions hold the all-MiniLM-L6-v2 model directory (87 MiB) beside
+ * silero-vad's model files, version 1 those of silero-vad 5.1.2 (5.9 MB),
+ * version 2 those of 6.2.3 (13.8 MB: two of the three files retrained,
+ * one the same, five new), as a model repository whose next release
+ * changes and adds a few files; another blob (silero-vad 5's files alone)
+ * is the wrong base. Checked: the chain's copies equal the origin's and
+ * verify, far fewer bytes on the wire than the blob; a relay whose base
+ * differs, and an upstream without a base, fetch whole (refusal counted,
+ * still verified); a relay killed mid-stream (once the next one holds
+ * bytes), the next resuming delta grams from the origin; a fake
+ * upstream's bad delta grams rejected and counted; AUTH's DELTA flag on
+ * the wire. Needs root (netns); SKIP otherwise. Without its data
+ * (PFS_TESTDATA_MINILM, PFS_TESTDATA_SILERO5, PFS_TESTDATA_SILERO6 unset
+ * or not a directory) the setup FAILS.
+ *
+ * By hand, from dataplane/ as root (make test sets the same variables):
+ *   for s in minilm silero5 silero6; do
+ *     export PFS_TESTDATA_${s^^}="$(../hack/testdata.sh path $s)"; done
+ *   PFS=build/pfs build/tests/test_repl_delta
  */
 #include <errno.h>
 #include <poll.h>
@@ -24,6 +35,7 @@
 #include "netns.h"
 #include "pfs/delta.h"
 #include "repl_util.h"
+#include "testdata.h"
 #include "wire/wire_le.h"
 
 static char tok[128], v1[128], v2[128], other[128], bsize[32], base_path[2][160];
@@ -43,18 +55,18 @@ static char *bname(int i, const char *what)
 	return names[i];
 }
 
-/* A source directory @dir of copies of @files. Copies, not hard links: a
- * link to a system file shares its inode, whose ctime moves whenever any
- * other process (another run of this suite) links or unlinks it, and the
- * source reader rightly calls that a changed source. */
-static int copy_files(const char *dir, const char *const *files)
+/* A source directory @dir of copies of the directories @minilm (NULL:
+ * none) and @silero. Copies, not hard links: a link to a cached file
+ * shares its inode, whose ctime moves whenever any other process (another
+ * run of this suite) links or unlinks it, and the source reader rightly
+ * calls that a changed source. */
+static int copy_sets(const char *dir, const char *minilm, const char *silero)
 {
 	if (mkdir(dir, 0755))
 		return -1;
-	for (int i = 0; files[i]; i++)
-		if (sh("cp -a %s %s/", files[i], dir))
-			return -1;
-	return 0;
+	if (minilm && sh("cp -r %s %s/minilm", minilm, dir))
+		return -1;
+	return sh("cp -r %s %s/silero_vad", silero, dir) ? -1 : 0;
 }
 
 /* Blob slot @i from source @dir, in /dev/shm: 0 or -1. */
@@ -67,22 +79,23 @@ static int make_blob(int i, const char *what, const char *dir)
 
 static int t_setup(void)
 {
-	static const char *const f1[] = { "/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
-					  "/usr/include/linux", NULL };
-	static const char *const f2[] = { "/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
-					  "/usr/include/linux", "/usr/include/x86_64-linux-gnu",
-					  "/usr/lib/x86_64-linux-gnu/libcrypto.a", NULL };
-	static const char *const fo[] = { "/usr/include/linux", NULL };
+	const char *minilm, *silero5, *silero6;
 	char cmd[256], *out;
 	FILE *f;
 	int r = netns_setup("rd", 44);
 
 	if (r != TAP_PASS)
 		return r;
+	minilm = testdata_dir("PFS_TESTDATA_MINILM", "minilm");
+	silero5 = testdata_dir("PFS_TESTDATA_SILERO5", "silero5");
+	silero6 = testdata_dir("PFS_TESTDATA_SILERO6", "silero6");
+	if (!minilm || !silero5 || !silero6) {
+		/* The checks after this one skip, each a failure in tests/run.sh. */
+		net_ok = false;
+		snprintf(net_skip, sizeof(net_skip), "setup failed: %.170s", testdata_why);
+		return TAP_FAIL;
+	}
 	atexit(cleanup);
-	for (int i = 0; f2[i]; i++)
-		if (access(f2[i], R_OK))
-			return tap_skip("%s is not installed", f2[i]);
 	snprintf(tok, sizeof(tok), "%s/token", tmpdir);
 	f = fopen(tok, "w");
 	CHECK(f && fprintf(f, "6b1f0c3e9a2d4c5b8e7f60718293a4b5c6d7e8f90a1b2c3d\n") > 0, "token");
@@ -90,7 +103,8 @@ static int t_setup(void)
 	snprintf(v1, sizeof(v1), "%s/v1", tmpdir);
 	snprintf(v2, sizeof(v2), "%s/v2", tmpdir);
 	snprintf(other, sizeof(other), "%s/other", tmpdir);
-	CHECK(!copy_files(v1, f1) && !copy_files(v2, f2) && !copy_files(other, fo),
+	CHECK(!copy_sets(v1, minilm, silero5) && !copy_sets(v2, minilm, silero6) &&
+		      !copy_sets(other, NULL, silero5),
 	      "source directories");
 	/* The old version on each "node", and a different one. */
 	CHECK(!make_blob(0, "base-a", v1) && !make_blob(1, "base-b", v1) &&
@@ -209,7 +223,9 @@ static int t_chain(void)
 		      jreal(fetch_delta(r2), "bytes") == (double)size &&
 		      jreal(fetch_delta(r1), "whole_bytes") == 0,
 	      "rebuilt from delta grams: %.500s", fetch_delta(r1));
-	/* Two shards of ~12 MB came new: the rest must travel as offsets. */
+	/* silero-vad 6's changed and new files (12.5 MB) are new to the
+	 * base: the rest (minilm, the unchanged half model) must travel as
+	 * offsets. Measured: 8.9 MB on the wire of a 107 MB blob. */
 	CHECK(w1 > 0 && w1 < (double)size / 3 && w2 < (double)size / 3, "wire %.0f %.0f of %lld",
 	      w1, w2, size);
 	CHECK(jreal(jsect(jsect(o, "\"repl\""), "\"delta\""), "clients") == 1 &&
@@ -267,27 +283,38 @@ static int t_no_base_upstream(void)
 	return TAP_PASS;
 }
 
-/* relay1 killed mid-stream (a paced origin): relay2 resumes its delta
- * grams from the origin at its watermark. */
+/* relay1 killed mid-stream (a paced origin), once relay2 holds the
+ * origin's first MiB: relay2 resumes its delta grams from the origin at
+ * its watermark. */
 static int t_resume(void)
 {
 	static const char *const tags[] = { "relay2", "origin" };
-	char a0[48], a1[48], from[100];
+	char a0[48], a1[48], from[100], held[2][96];
 	pid_t p[2], k;
-	double resumed;
+	double resumed, waited;
 
 	NEED_NET();
-	/* ~40x less on the wire: 1 MB/s makes the delta last seconds. */
+	/* ~12x less on the wire (8.9 MB): 1 MB/s makes the delta last seconds. */
 	p[1] = origin(7484, base_path[0], "1M");
 	k = relay(ns_b, 4, "relay1", addr(a0, ip_a, 7484), addr(a1, ip_b, 7485), base_path[1]);
 	if (!wait_log("relay1", "repl serve: listening"))
 		tap_diag("relay1 did not listen within 5 s");
 	snprintf(from, sizeof(from), "%s,%s", a1, a0);
+	/* t_chain's relay2 blob must not answer wait_holds. */
+	snprintf(held[0], sizeof(held[0]), "/dev/shm/%s", bname(5, "relay2"));
+	snprintf(held[1], sizeof(held[1]), "/dev/shm/%s", bname(3, "origin"));
+	sh("rm -f %s", held[0]);
 	p[0] = relay(ns_a, 5, "relay2", from, NULL, base_path[0]);
-	usleep(1500000);
+	/* Not a fixed sleep: under ASan relay2 once held nothing 1.5 s after
+	 * it started (the origin, then relay1, index the 98 MB base when
+	 * their first delta client comes). */
+	waited = wait_holds(held[0], held[1], 1 << 20, 60);
 	kill(k, SIGKILL);
 	wait_rc(k, 10);
+	tap_diag("relay2 held the origin's first MiB %.2f s after it started", waited);
 	CHECK(ended_ok(tags, p, 2, 3), "failed");
+	CHECK(waited >= 0, "relay2 held nothing of the origin's first MiB in 60 s: %.600s",
+	      slurp("relay2", "err"));
 	snprintf(o, sizeof(o), "%s", slurp("origin", "json"));
 	snprintf(r2, sizeof(r2), "%s", slurp("relay2", "json"));
 	CHECK(same_as_origin(r2), "copy: %.600s", r2);

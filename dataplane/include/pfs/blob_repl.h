@@ -189,7 +189,9 @@ struct pfs_repl_fetch_opts {
 	 * blob. A refused connect to it is retried for this long before the
 	 * next upstream is tried, so a chain does not collapse into every
 	 * node pulling from the origin; once it has answered, a failure moves
-	 * on at once (route around). 0: 60000; < 0: no wait. */
+	 * on at once (route around). 0: 60000; < 0: no wait. At most half of
+	 * timeout_ms: one that died before it ever answered is refused the
+	 * same way, and the next upstreams keep the other half. */
 	int prefer_wait_ms;
 	const volatile sig_atomic_t *stop; /* set: give up (-EINTR), may be NULL */
 	/* How the data comes: "tcp" (NULL: the default; grams on the

@@ -623,6 +623,11 @@ static int check_opts(const struct pfs_repl_fetch_opts *o, struct pfs_repl_fetch
 	c->io_timeout_ms = c->io_timeout_ms > 0 ? c->io_timeout_ms : 10000;
 	c->connect_timeout_ms = c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 2000;
 	c->prefer_wait_ms = c->prefer_wait_ms ? c->prefer_wait_ms : 60000;
+	/* A nearest upstream that died before it ever answered is refused
+	 * like one that does not listen yet: waiting for it the whole fetch
+	 * would never try the next upstream. Half is theirs. */
+	if (c->prefer_wait_ms > c->timeout_ms / 2)
+		c->prefer_wait_ms = c->timeout_ms / 2;
 	if (c->base && !c->base_size) {
 		snprintf(r->error, sizeof(r->error), "bad fetch options: a base of 0 bytes");
 		return -EINVAL;
