@@ -126,9 +126,9 @@ calib_rows() {	# calibrate.json
 		# what they reached, the loads alone can reach, so they carry the read
 		# limit too (the report takes the best carrier).
 		row("mem-read-\($n)t"; "memory read within the in-place sweep, \(thr($n))"; .rmw_MBps_nt; $c.rmw_nt; $n;
-			"pfs pcore calibrate: the in-place sweep's rate, a read of every byte too; \($how)"),
+			"pfs pcore calibrate: the rate of the in-place sweep, which reads every byte too; \($how)"),
 		row("mem-read-\($n)t"; "memory read within the copy sweep, \(thr($n))"; .memcpy_MBps_nt; $c.memcpy_nt; $n;
-			"pfs pcore calibrate: the copy sweep's rate, a read of every byte too; \($how)"),
+			"pfs pcore calibrate: the rate of the copy sweep, which reads every byte too; \($how)"),
 		row("crc32c-1core"; "CRC32C, 1 core"; .crc32c_MBps_1core; $c.crc32c_1core; 1;
 			"pfs pcore calibrate: \(.crc32c_impl) over the range, out of cache; \($how)"),
 		if $n > 1 then
@@ -139,9 +139,9 @@ calib_rows() {	# calibrate.json
 			row("mem-rmw-1t"; "memory in-place load+store, 1 thread"; .rmw_MBps_1t; $c.rmw_1t; 1;
 				"pfs pcore calibrate: in-place load+xor+store, \(best("rmw_1t"; .rmw_impl_1t)); \($how)"),
 			row("mem-read-1t"; "memory read within the in-place sweep, 1 thread"; .rmw_MBps_1t; $c.rmw_1t; 1;
-				"pfs pcore calibrate: the in-place sweep's rate, a read of every byte too; \($how)"),
+				"pfs pcore calibrate: the rate of the in-place sweep, which reads every byte too; \($how)"),
 			row("mem-read-1t"; "memory read within the copy sweep, 1 thread"; .memcpy_MBps_1t; $c.memcpy_1t; 1;
-				"pfs pcore calibrate: the copy sweep's rate, a read of every byte too; \($how)")
+				"pfs pcore calibrate: the rate of the copy sweep, which reads every byte too; \($how)")
 		else empty end' "$1")
 }
 # An op's rows: every round on pcores and on the plain-threads baseline
