@@ -55,26 +55,10 @@ func testDeltaTransfer(ctx context.Context, t *testing.T) {
 	if want := sha256File(t, filepath.Join(env.dataDir, "silero6", "silero_vad.onnx")); st.SHA256 != want {
 		t.Fatalf("blob %s sha256 %s, want %s", deltaNew, st.SHA256, want)
 	}
-	x := &pfsv1alpha1.PfsTransfer{
-		ObjectMeta: metav1.ObjectMeta{Name: "delta-silero", Namespace: testNS},
-		Spec: pfsv1alpha1.PfsTransferSpec{
-			Mode:                  pfsv1alpha1.ModeDelta,
-			BlobRef:               &pfsv1alpha1.BlobReference{Name: deltaBase},
-			Delta:                 &pfsv1alpha1.DeltaSpec{SourceRef: pfsv1alpha1.BlobReference{Name: deltaNew}},
-			Sender:                pfsv1alpha1.Endpoint{NodeSelector: map[string]string{"kubernetes.io/hostname": env.cpNode}},
-			Receiver:              pfsv1alpha1.Endpoint{NodeSelector: map[string]string{"kubernetes.io/hostname": env.worker}},
-			BackoffLimit:          ptr.To(int32(0)),
-			ActiveDeadlineSeconds: ptr.To(int64(600)),
-		},
-	}
-	if err := env.c.Create(ctx, x); err != nil {
-		t.Fatal(err)
-	}
-	waitTransfer(ctx, t, x, 6*time.Minute)
+	x := runDeltaTransfer(ctx, t, "delta-silero", deltaBase,
+		pfsv1alpha1.Endpoint{NodeSelector: map[string]string{"kubernetes.io/hostname": env.cpNode}},
+		pfsv1alpha1.Endpoint{NodeSelector: map[string]string{"kubernetes.io/hostname": env.worker}})
 	s := x.Status
-	if s.Phase != pfsv1alpha1.PhaseSucceeded {
-		t.Fatalf("phase %s, want Succeeded: %s\n%s", s.Phase, conditions(s.Conditions), transferLogs(x))
-	}
 	if s.Integrity == nil || s.Integrity.Result != pfsv1alpha1.IntegrityOK || s.Integrity.Algorithm != pfsv1alpha1.IntegritySHA256 {
 		t.Errorf("integrity %+v, want OK by SHA256", s.Integrity)
 	}
@@ -174,28 +158,11 @@ func testDeltaWithoutBase(ctx context.Context, t *testing.T, origin string) {
 	if receiver == origin {
 		t.Fatalf("the origin %s is %s: the test needs a receiver without the base", origin, env.worker)
 	}
-	x := &pfsv1alpha1.PfsTransfer{
-		ObjectMeta: metav1.ObjectMeta{Name: "delta-no-base", Namespace: testNS},
-		Spec: pfsv1alpha1.PfsTransferSpec{
-			Mode:    pfsv1alpha1.ModeDelta,
-			BlobRef: &pfsv1alpha1.BlobReference{Name: deltaBaseOne},
-			Delta:   &pfsv1alpha1.DeltaSpec{SourceRef: pfsv1alpha1.BlobReference{Name: deltaNew}},
-			// A receiver without the base must be pinned by nodeName (PlanDelta):
-			// otherwise it runs where the base is Ready.
-			Sender:                pfsv1alpha1.Endpoint{NodeName: origin},
-			Receiver:              pfsv1alpha1.Endpoint{NodeName: receiver},
-			BackoffLimit:          ptr.To(int32(0)),
-			ActiveDeadlineSeconds: ptr.To(int64(600)),
-		},
-	}
-	if err := env.c.Create(ctx, x); err != nil {
-		t.Fatal(err)
-	}
-	waitTransfer(ctx, t, x, 6*time.Minute)
+	// A receiver without the base must be pinned by nodeName (PlanDelta):
+	// otherwise it runs where the base is Ready.
+	x := runDeltaTransfer(ctx, t, "delta-no-base", deltaBaseOne,
+		pfsv1alpha1.Endpoint{NodeName: origin}, pfsv1alpha1.Endpoint{NodeName: receiver})
 	s := x.Status
-	if s.Phase != pfsv1alpha1.PhaseSucceeded {
-		t.Fatalf("phase %s, want Succeeded: %s\n%s", s.Phase, conditions(s.Conditions), transferLogs(x))
-	}
 	d := s.Delta
 	if d == nil || d.Encoding != pfsv1alpha1.DeltaEncodingFullCopy || !strings.Contains(d.Message, receiver) {
 		t.Fatalf("status.delta %+v: want FullCopy, the message naming %s", d, receiver)
@@ -216,4 +183,30 @@ func testDeltaWithoutBase(ctx context.Context, t *testing.T, origin string) {
 	if err := env.c.Delete(ctx, x); err != nil {
 		t.Error(err)
 	}
+}
+
+// runDeltaTransfer sends deltaNew against base from sender to receiver as a
+// mode Delta PfsTransfer, waits for it and requires it Succeeded.
+func runDeltaTransfer(ctx context.Context, t *testing.T, name, base string, sender, receiver pfsv1alpha1.Endpoint) *pfsv1alpha1.PfsTransfer {
+	t.Helper()
+	x := &pfsv1alpha1.PfsTransfer{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS},
+		Spec: pfsv1alpha1.PfsTransferSpec{
+			Mode:                  pfsv1alpha1.ModeDelta,
+			BlobRef:               &pfsv1alpha1.BlobReference{Name: base},
+			Delta:                 &pfsv1alpha1.DeltaSpec{SourceRef: pfsv1alpha1.BlobReference{Name: deltaNew}},
+			Sender:                sender,
+			Receiver:              receiver,
+			BackoffLimit:          ptr.To(int32(0)),
+			ActiveDeadlineSeconds: ptr.To(int64(600)),
+		},
+	}
+	if err := env.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	waitTransfer(ctx, t, x, 6*time.Minute)
+	if st := x.Status; st.Phase != pfsv1alpha1.PhaseSucceeded {
+		t.Fatalf("phase %s, want Succeeded: %s\n%s", st.Phase, conditions(st.Conditions), transferLogs(x))
+	}
+	return x
 }

@@ -19,6 +19,15 @@
 #define PFS_UDP_SOCKBUF (64 << 20) /* SO_SNDBUF/SO_RCVBUF asked for */
 #define PFS_UDP_GSO_SEGS_MAX 44 /* GSO segments per send (<= 64 KiB of payload) */
 
+/* Socket options older libc headers lack (linux/udp.h has them since 4.18
+ * and 5.0; the build must run on the kernels that do). */
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
 /* Run through the engine: pfs_xfer_send/pfs_xfer_recv (pfs/xfer.h) with
  * pfs_transport_find("udp"); src/transport/engine.h lists the options it
  * reads and what it returns. */

@@ -33,13 +33,6 @@
 #include "pfs/log.h"
 #include "repair.h"
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-
 #define TX_BATCH 64 /* = repair_send.c's batch */
 #define RX_BATCH 32
 #define RX_BUFSZ 65536

@@ -45,13 +45,6 @@
 #include "pfs/udp.h"
 #include "pfs/xfer.h"
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-
 #define DG_MAGIC 0x55534650u /* "PFSU" little endian */
 #define DG_DATA 0u
 #define DG_END 1u
