@@ -140,9 +140,9 @@ func (d *sourceDecision) decide(pol SourcePolicy) {
 	if size == 0 {
 		size = scan.Needed
 	}
-	if maxSize := int64(64) << 30; size > maxSize {
+	if size > pfsv1alpha1.MaxBlobSize {
 		d.notReady(pfsv1alpha1.ReasonSourceTooLarge, fmt.Sprintf(
-			"the source needs %d bytes (%s), more than the largest blob (64Gi): split the data over several blobs", size, qty(size)))
+			"the source needs %d bytes (%s), more than the largest blob (%s): split the data over several blobs", size, qty(size), qty(pfsv1alpha1.MaxBlobSize)))
 		return
 	}
 	d.st.Size = resource.NewQuantity(size, resource.BinarySI)

@@ -118,6 +118,25 @@ func TestDecideSource(t *testing.T) {
 		"source too large": {blob: srcBlob("2Mi"), obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg)},
 			wantReady: pfsv1alpha1.ReasonSourceTooLarge, wantMsg: "the source needs 4194304 bytes (4Mi, its 1 files and manifest) but spec.size is 2097152 (2Mi)",
 			wantEvents: []string{pfsv1alpha1.ReasonSourceTooLarge}},
+		// 700 GB of model files: past the old 64Gi cap, held where the
+		// nodes have the memory, refused where they do not.
+		"a 700G source on nodes that hold it": {blob: b, obs: sourceObservation{ClaimFound: true,
+			Scan:  scanPod(0, `{"ok":true,"cmd":"blob-create","dry_run":true,"source":{"kind":"dir","path":"m","files":3,"bytes":700000000000,"needed":700002467840}}`),
+			Nodes: []corev1.Node{*testNode("w0", "hugepages-2Mi", "1Ti"), *testNode("w1", "hugepages-2Mi", "1Ti"), *testNode("w2", "hugepages-2Mi", "600Gi")}},
+			wantReady: pfsv1alpha1.ReasonHugePagesUnavailable, wantCreate: []string{podspec.SourceHolderPodName("w", "w0", 1), podspec.SourceHolderPodName("w", "w1", 1)},
+			wantNodes:   map[string]string{"w0": "Pending/", "w1": "Pending/", "w2": "Failed/HugePagesUnavailable"},
+			wantMsg:     "node w2 has 600Gi of hugepages-2Mi free",
+			wantEvents:  []string{pfsv1alpha1.ReasonHugePagesUnavailable, pfsv1alpha1.ReasonNodeFailed},
+			wantService: true,
+			check: func(t *testing.T, st pfsv1alpha1.PfsBlobStatus) {
+				if st.Size == nil || st.Size.Value() != 700002467840 {
+					t.Errorf("status.size = %v, want the source's 700002467840 bytes", st.Size)
+				}
+			}},
+		"a source past the largest blob": {blob: b, obs: sourceObservation{ClaimFound: true,
+			Scan: scanPod(0, `{"ok":true,"cmd":"blob-create","dry_run":true,"source":{"kind":"dir","path":"m","files":3,"bytes":71000000000000,"needed":71000000004096}}`)},
+			wantReady: pfsv1alpha1.ReasonSourceTooLarge, wantMsg: "the source needs 71000000004096 bytes (69335937504Ki), more than the largest blob (64Ti): split the data over several blobs",
+			wantEvents: []string{pfsv1alpha1.ReasonSourceTooLarge}},
 		"every holder at once, by DNS name": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes},
 			wantReady: pfsv1alpha1.ReasonHugePagesUnavailable, wantCreate: []string{podspec.SourceHolderPodName("w", "w0", 1),
 				podspec.SourceHolderPodName("w", "w1", 1), podspec.SourceHolderPodName("w", "w2", 1)},

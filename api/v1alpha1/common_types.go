@@ -23,7 +23,7 @@ type BlobReference struct {
 }
 
 // Range is a byte range [offset, offset+length) of a blob.
-// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self.offset)) || !isQuantity(string(self.length)) || quantity(string(self.offset)).add(quantity(string(self.length))).compareTo(quantity('64Gi')) <= 0",message="range ends past 64Gi (the largest blob): lower range.offset or range.length so that offset + length <= 64Gi"
+// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self.offset)) || !isQuantity(string(self.length)) || quantity(string(self.offset)).add(quantity(string(self.length))).compareTo(quantity('64Ti')) <= 0",message="range ends past 64Ti (the largest blob): lower range.offset or range.length so that offset + length <= 64Ti"
 type Range struct {
 	// offset is the first byte of the range, counted from the start of the blob,
 	// as a quantity of bytes (e.g. 0, 512Mi). Defaults to 0.

@@ -184,6 +184,11 @@ type BlobReplication struct {
 	ResourceName string `json:"resourceName,omitempty"`
 }
 
+// MaxBlobSize is the largest blob, 64Ti: the data plane's own bound on a
+// mapping (2^46 bytes). The CEL rules on spec.size and on a range's end
+// spell the same number as the quantity '64Ti'.
+const MaxBlobSize int64 = 64 << 40
+
 // EffectiveSize is the blob's size in bytes: status.size once the operator
 // knows it (a blob with a source may leave spec.size out), else spec.size.
 func (b *PfsBlob) EffectiveSize() int64 {
@@ -231,16 +236,17 @@ func (r *BlobReplication) TopologyOrDefault() ReplicationTopology {
 // +kubebuilder:validation:XValidation:rule="!has(self.base) || !has(self.replication) || !has(self.replication.transport) || self.replication.transport == 'TCP'",message="base needs replication.transport TCP: delta grams travel on the TCP stream; remove spec.base or set replication.transport to TCP"
 // +kubebuilder:validation:XValidation:rule="has(self.base) == has(oldSelf.base)",message="base is immutable: create a new PfsBlob with the new base"
 type PfsBlobSpec struct {
-	// size is the blob size in bytes, a quantity from 1Mi to 64Gi (e.g. 1Gi).
-	// The data plane rounds the mapping up to whole pages; the content and its
+	// size is the blob size in bytes, a quantity from 1Mi to 64Ti (e.g. 1Gi).
+	// 64Ti is the data plane's bound; what a node can hold is checked when
+	// the blob is placed (reason HugePagesUnavailable). The data plane rounds the mapping up to whole pages; the content and its
 	// fingerprint cover exactly size bytes. Required unless source is set;
 	// with a source it defaults to what the source needs (its files and
 	// manifest), and a size smaller than that is reported as SourceTooLarge.
 	// Immutable.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger())",message="size must be a whole number of bytes: use a binary quantity such as 512Mi or 1Gi"
-	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('1Mi')) >= 0)",message="size must be at least 1Mi: set spec.size to a quantity between 1Mi and 64Gi"
-	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('64Gi')) <= 0)",message="size must be at most 64Gi: set spec.size to a quantity between 1Mi and 64Gi, or split the data over several blobs"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('1Mi')) >= 0)",message="size must be at least 1Mi: set spec.size to a quantity between 1Mi and 64Ti"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('64Ti')) <= 0)",message="size must be at most 64Ti: set spec.size to a quantity between 1Mi and 64Ti, or split the data over several blobs"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) == 0",message="size is immutable: create a new PfsBlob with the new size and point transfers and jobs at it"
 	Size resource.Quantity `json:"size,omitempty,omitzero"`
 

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 )
 
 // Keys the kubelet writes into a volume's context when the CSIDriver has
@@ -55,8 +57,8 @@ var (
 )
 
 // maxHolderSize is the largest blob a holder volume is made for: the
-// PfsBlob API's bound on spec.size (64Gi).
-const maxHolderSize = 64 << 30
+// PfsBlob API's bound on spec.size.
+const maxHolderSize = pfsv1alpha1.MaxBlobSize
 
 // volumeKind tells the three volumes apart, by their attributes.
 type volumeKind int
@@ -203,7 +205,7 @@ func parseHolder(p *publication, vc map[string]string, ephemeral bool) error {
 	}
 	size, err := strconv.ParseInt(vc[attrSize], 10, 64)
 	if err != nil || size < 1 || size > maxHolderSize {
-		return invalid("%s %q: want the blob's size in bytes, a whole number from 1 to %d (64Gi)", attrSize, vc[attrSize], int64(maxHolderSize))
+		return invalid("%s %q: want the blob's size in bytes, a whole number from 1 to %d (64Ti)", attrSize, vc[attrSize], maxHolderSize)
 	}
 	p.size = size
 	switch l := vc[attrLayout]; l {

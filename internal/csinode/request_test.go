@@ -103,7 +103,7 @@ func TestParsePublish(t *testing.T) {
 		"holder bad page":   {edit: holderAttrs(map[string]string{attrPage: "2M"}), err: `packetfs.io/page "2M": want 2Mi, 1Gi, THP or 4Ki`},
 		"holder no size":    {edit: holderAttrs(map[string]string{attrSize: ""}), err: `packetfs.io/size "": want the blob's size in bytes`},
 		"holder size units": {edit: holderAttrs(map[string]string{attrSize: "300Mi"}), err: `packetfs.io/size "300Mi"`},
-		"holder too big":    {edit: holderAttrs(map[string]string{attrSize: "68719476737"}), err: "from 1 to 68719476736 (64Gi)"},
+		"holder too big":    {edit: holderAttrs(map[string]string{attrSize: "70368744177665"}), err: "from 1 to 70368744177664 (64Ti)"},
 		"holder with blob":  {edit: holderAttrs(map[string]string{attrBlob: "x"}), err: "takes no blob: that is a consumer's attribute"},
 		"holder as a PV": {edit: holderAttrs(map[string]string{keyEphemeral: "false"}),
 			err: "a holder volume is an ephemeral inline volume of the holder pod, not a PersistentVolume"},

@@ -74,7 +74,7 @@ func TestKubectlExplain(t *testing.T) {
 		"pfstransfer.spec.mode": {"mode is what a gram carries", "Payload", "Offset", "Arithmetic",
 			"receiver", "executes over its own copy"},
 		"pfstransfer.spec.transport": {"TCP", "UDP", "AFXDP", "sender.network"},
-		"pfsblob.spec.size":          {"1Mi to 64Gi", "Immutable"},
+		"pfsblob.spec.size":          {"1Mi to 64Ti", "Immutable"},
 		// What an AFXDP relay is given and how it runs, before a user asks for it.
 		"pfsblob.spec.replication.transport": {"TCP", "UDP", "AFXDP", "NET_ADMIN, NET_RAW, BPF and IPC_LOCK", "never privileged", "copy mode"},
 		"pfsblob.spec.nodeSelector":          {"may change after creation"},

@@ -32,8 +32,8 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.size", "size must be at least 1Mi"}},
 		"blob size below 1Mi": {blob, `size: 1023Ki`,
 			[]string{"spec.size", "size must be at least 1Mi"}},
-		"blob size above 64Gi": {blob, `size: 65Gi`,
-			[]string{"spec.size", "size must be at most 64Gi"}},
+		"blob size above 64Ti": {blob, `size: 65Ti`,
+			[]string{"spec.size", "size must be at most 64Ti"}},
 		"blob size fractional bytes": {blob, `size: "2097152.5"`,
 			[]string{"spec.size", "size must be a whole number of bytes"}},
 		"blob size not a quantity": {blob, `size: lots`,
@@ -138,6 +138,8 @@ func TestCreateValidation(t *testing.T) {
 
 		"blob size 1Mi accepted":        {blob, `size: 1Mi`, nil},
 		"blob size 64Gi accepted":       {blob, "size: 64Gi\npageSize: 1Gi", nil},
+		"blob size 1Ti accepted":        {blob, "size: 1Ti\npageSize: 1Gi", nil},
+		"blob size 64Ti accepted":       {blob, "size: 64Ti\npageSize: 1Gi", nil},
 		"blob size as integer accepted": {blob, `size: 1048576`, nil},
 
 		// PfsTransfer: cross-field rules.
@@ -173,8 +175,8 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.range.length", "range.length must be a whole number of bytes, at least 1"}},
 		"transfer negative range offset": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: -4Ki, length: 1Mi}",
 			[]string{"spec.range.offset", "range.offset must be a whole number of bytes, 0 or more"}},
-		"transfer range past 64Gi": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 63Gi, length: 2Gi}",
-			[]string{"spec.range", "range ends past 64Gi"}},
+		"transfer range past 64Ti": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 63Ti, length: 2Ti}",
+			[]string{"spec.range", "range ends past 64Ti"}},
 		"transfer passes 0": {xfer, "blobRef: {name: b}\nmode: Offset\npasses: 0",
 			[]string{"spec.passes", "greater than or equal to 1"}},
 		"transfer totalBytes too small": {xfer, "blobRef: {name: b}\nmode: Offset\ntotalBytes: 4Ki",
@@ -199,9 +201,11 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.backoffLimit", "less than or equal to 10"}},
 		"transfer blobRef not a name": {xfer, "blobRef: {name: Big Blob}\nmode: Offset",
 			[]string{"spec.blobRef.name", "should match"}},
-		"transfer Payload without blob accepted": {xfer, "mode: Payload\nrange: {length: 64Mi}", nil},
-		"transfer range ending at 64Gi accepted": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 63Gi, length: 1Gi}", nil},
-		"transfer AFXDP with networks accepted":  {xfer, "blobRef: {name: b}\nmode: Arithmetic\ntransport: AFXDP\nsender: {network: ns1/xdp, resourceName: afxdp/pool}\nreceiver: {network: xdp, resourceName: intel.com/sriov_netdevice}", nil},
+		"transfer Payload without blob accepted":         {xfer, "mode: Payload\nrange: {length: 64Mi}", nil},
+		"transfer range ending at 64Gi accepted":         {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 63Gi, length: 1Gi}", nil},
+		"transfer range past 4Gi in a 1Ti blob accepted": {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 700Gi, length: 5Gi}", nil},
+		"transfer range ending at 64Ti accepted":         {xfer, "blobRef: {name: b}\nmode: Offset\nrange: {offset: 63Ti, length: 1Ti}", nil},
+		"transfer AFXDP with networks accepted":          {xfer, "blobRef: {name: b}\nmode: Arithmetic\ntransport: AFXDP\nsender: {network: ns1/xdp, resourceName: afxdp/pool}\nreceiver: {network: xdp, resourceName: intel.com/sriov_netdevice}", nil},
 
 		// PfsTransfer endpoints with addresses for one shared NAD (static IPAM with the ips capability).
 		"transfer endpoint ips accepted": {xfer,
