@@ -21,7 +21,8 @@ LAYERS=(
 	"2 integrity"                         # CRC32C, FNV-1a
 	"3 ops blob"                          # byte-op kernels, CRC index; blob memory
 	"4 wire"                              # codecs of every byte that crosses a process
-	"5 manifest pcore link report delta"  # over memory and codecs; delta: encoder, index, appliers
+	"5 manifest pcore link report delta remote" # over memory and codecs; delta: encoder, index,
+	                                      # appliers; remote: HTTP, TLS, SigV4 to object stores
 	"6 source transport share"            # files into a blob; moving grams (the engine, its delta mode too);
 	                                      # sharing (a files-layout blob is opened by its manifest)
 	"7 repl"                              # replication over transports and delta

@@ -223,8 +223,8 @@ static int t_udp(void)
 	NEED_NET();
 	sh("rm -f %s", shm(1));
 	ps = pfs_in(ns_a, "serve", "blob", "serve", "--name", names[0], "--dir", "/dev/shm",
-		    "--socket", sock, "--token-file", tok, "--replicate-listen", addr(a0, ip_a, 7472),
-		    NULL);
+		    "--socket", sock, "--token-file", tok, "--replicate-listen",
+		    addr(a0, ip_a, 7472), NULL);
 	pr = relay(0, 2, "udp", a0, "udp", NULL);
 	CHECK(!rc_of("udp", pr), "relay over UDP failed; server: %.1000s", slurp("serve", "err"));
 	kill(ps, SIGTERM);
