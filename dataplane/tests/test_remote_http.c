@@ -11,7 +11,8 @@
  * 16 KiB, a peer that is not HTTP, one that never answers, a refused
  * connect, and a certificate from the wrong CA. Also the SigV4 signer
  * (src/remote/sigv4.c) against signatures computed by botocore 1.43.11's
- * S3SigV4Auth from the same inputs.
+ * S3SigV4Auth from the same inputs (a session token, a query, an extra
+ * signed x-amz-* header).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -424,7 +425,7 @@ static int t_sigv4(void)
 				       .session_token = v[i].token,
 				       .region = "eu-west-3",
 				       .service = "s3" };
-		int nh = sigv4_sign(&k, "GET", v[i].host, v[i].target, 1796369535, hdrs);
+		int nh = sigv4_sign(&k, "GET", v[i].host, v[i].target, NULL, 0, 1796369535, hdrs);
 
 		CHECK(nh == (v[i].token ? 4 : 3), "%zu: %d headers", i, nh);
 		CHECK(!strcmp(hdrs[0], "x-amz-date: 20261204T073215Z") &&
@@ -432,6 +433,22 @@ static int t_sigv4(void)
 						   "s3/aws4_request") &&
 			      strstr(hdrs[nh - 1], v[i].sig),
 		      "%zu: %s", i, hdrs[nh - 1]);
+	}
+	/* A HEAD asking for the stored checksum: that x-amz-* header is signed. */
+	{
+		struct sigv4_key k = { .access_key = "PFSTESTACCESSKEY",
+				       .secret_key = "pfs/test+secret=key0123456789abcdefABCDEF",
+				       .region = "eu-west-3",
+				       .service = "s3" };
+		const char *extra[] = { "x-amz-checksum-mode:ENABLED" };
+		int nh = sigv4_sign(&k, "HEAD", "127.0.0.1:8333",
+				    "/models/minilm/model.safetensors", extra, 1, 1796369535, hdrs);
+
+		CHECK(nh == 3 && strstr(hdrs[2],
+					"SignedHeaders=host;x-amz-checksum-mode;"
+					"x-amz-content-sha256;x-amz-date, Signature=8305e2519936f"
+					"9389655f657fdf45e39955319993bb2dc7b9df49af5446aa109"),
+		      "HEAD: %s", hdrs[nh > 0 ? nh - 1 : 0]);
 	}
 	CHECK(sigv4_uri_encode("models/a b+c~_.-", 1, enc, sizeof(enc)) > 0 &&
 		      !strcmp(enc, "models/a%20b%2Bc~_.-"),

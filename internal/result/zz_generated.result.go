@@ -179,7 +179,8 @@ type blobCreateJSON struct {
 	Error *string `json:"error"`
 }
 
-// sourceJSON is what an origin read from --source (tools/pfs/source.c, pfs_cli_source_json).
+// sourceJSON is what an origin read from --source, --source-s3 or --source-url (tools/pfs/source.c,
+// pfs_cli_source_json).
 type sourceJSON struct {
 	// Kind is "kind": A file or a directory.
 	Kind *string `json:"kind"`

@@ -64,6 +64,56 @@ struct pfs_source_opts {
 	void *progress_ctx;
 };
 
+/* A source in an object store or on a web server, read with ranged GETs
+ * (src/remote/). pfs_source__scan_remote lists it (S3 ListObjectsV2 and
+ * HEAD, or HEAD of each URL): names, sizes, ETags and the checksums the
+ * store publishes; pfs_source__load then reads it like files: units of
+ * opts.chunk bytes, one HTTP connection per reader thread, each unit one
+ * ranged GET pinned to the listed ETag (If-Match), straight into the
+ * blob. A transient failure (a reset, a timeout, a 5xx or 429, a body cut
+ * short) is retried with backoff from the first byte the unit still
+ * misses, never from the start of the object; what is not transient (401,
+ * 403, 404, a 412 or an ETag that moved: the object changed, a server
+ * that ignores Range where it promised it) fails the load naming it.
+ * After the read, each file's sha256 is compared with the store's
+ * x-amz-checksum-sha256 where it published one. */
+enum pfs_remote_kind {
+	PFS_REMOTE_S3 = 1,
+	PFS_REMOTE_HTTP,
+};
+
+struct pfs_remote {
+	enum pfs_remote_kind kind;
+	/* S3 (path-style requests: ENDPOINT/BUCKET/KEY): */
+	const char *endpoint; /* "https://host[:port]" */
+	const char *bucket;
+	const char *key; /* one object, or, ending in '/', a prefix: every
+			  * object beneath it, named relative to it (a dir) */
+	const char *region; /* NULL: us-east-1 */
+	const char *access_key, *secret_key, *session_token; /* NULL: anonymous */
+	/* HTTP: one URL (a file named after its last path segment), or a base
+	 * URL and file names relative to it (a directory). */
+	const char *url;
+	const char *const *files;
+	size_t nfiles;
+	const char *const *headers; /* "Name: value" sent with every request */
+	size_t nheaders;
+	const char *ca_file; /* PEM bundle for https; NULL: the system's */
+	int timeout_ms; /* per request; 0: PFS_REMOTE_TIMEOUT_MS */
+	int retries; /* transient failures per unit; 0: PFS_REMOTE_RETRIES */
+};
+
+#define PFS_REMOTE_TIMEOUT_MS 30000
+#define PFS_REMOTE_RETRIES 10
+
+/* pfs_source__scan_remote - list @r and lay it out (as pfs_source__scan
+ * does for files). NULL and errno with why: EACCES (401/403, a TLS
+ * certificate not trusted), ENOENT (404, an empty prefix), EILSEQ (a key
+ * that cannot be a file name), EPROTO (not a store's answer), EHOSTUNREACH,
+ * ECONNREFUSED, ETIMEDOUT, EINVAL (options). */
+struct pfs_source *pfs_source__scan_remote(const struct pfs_remote *r,
+					   const struct pfs_source_opts *opts, char *why, size_t n);
+
 /* What a load did, for the result. */
 struct pfs_source_stats {
 	enum pfs_manifest_kind kind;
@@ -78,6 +128,10 @@ struct pfs_source_stats {
 	int threads;
 	uint64_t chunk;
 	bool o_direct; /* every byte was read with O_DIRECT */
+	/* Remote sources: GETs sent, transient failures retried, bytes a retry
+	 * did not fetch again (its range started past the unit's start), and
+	 * files whose sha256 was compared with the store's checksum. */
+	uint64_t requests, retries, resumed_bytes, checksums;
 	char o_direct_why[160]; /* why not, when o_direct is false */
 };
 

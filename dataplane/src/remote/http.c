@@ -622,7 +622,11 @@ int http_exchange(struct http_conn *c, const char *method, const char *target,
 			 strerror(-err));
 		return err;
 	}
-	return read_head(c, r, !strcmp(method, "HEAD"), why, n);
+	err = read_head(c, r, !strcmp(method, "HEAD"), why, n);
+	/* Nothing more will come on a connection the server closes. */
+	if (!err && r->done && !r->keep_alive)
+		http_close(c);
+	return err;
 }
 
 /* The next chunk's size (after the previous chunk's CRLF); 0 ends the body

@@ -106,11 +106,52 @@ static int hmac(const void *key, size_t kl, const char *msg, unsigned char out[3
 		       -EIO;
 }
 
+/* The canonical headers ("name:value\n" each, sorted) and the signed
+ * header list ("a;b;c") of host, x-amz-content-sha256, x-amz-date, the
+ * session token and @extra. */
+static int canonical_headers(const struct sigv4_key *k, const char *host, const char *amz_date,
+			     const char *const *extra, size_t nextra, char *ch, size_t chn,
+			     char *sh, size_t shn)
+{
+	char lines[SIGV4_EXTRA_MAX + 4][SIGV4_HDR_LEN];
+	const char *sorted[SIGV4_EXTRA_MAX + 4];
+	size_t nl = 0, co = 0, so = 0;
+
+	if (nextra > SIGV4_EXTRA_MAX)
+		return -E2BIG;
+	snprintf(lines[nl++], SIGV4_HDR_LEN, "host:%s", host);
+	snprintf(lines[nl++], SIGV4_HDR_LEN, "x-amz-content-sha256:%s", empty_sha256);
+	snprintf(lines[nl++], SIGV4_HDR_LEN, "x-amz-date:%s", amz_date);
+	if (k->session_token && snprintf(lines[nl++], SIGV4_HDR_LEN, "x-amz-security-token:%s",
+					 k->session_token) >= SIGV4_HDR_LEN)
+		return -E2BIG;
+	for (size_t i = 0; i < nextra; i++)
+		if (!strchr(extra[i], ':') ||
+		    snprintf(lines[nl++], SIGV4_HDR_LEN, "%s", extra[i]) >= SIGV4_HDR_LEN)
+			return -EINVAL;
+	for (size_t i = 0; i < nl; i++)
+		sorted[i] = lines[i];
+	qsort(sorted, nl, sizeof(sorted[0]), cmp_param);
+	for (size_t i = 0; i < nl; i++) {
+		size_t name = strcspn(sorted[i], ":");
+		int w = snprintf(ch + co, chn - co, "%s\n", sorted[i]);
+		int v = snprintf(sh + so, shn - so, "%s%.*s", i ? ";" : "", (int)name, sorted[i]);
+
+		if (w < 0 || (size_t)w >= chn - co || v < 0 || (size_t)v >= shn - so)
+			return -E2BIG;
+		co += (size_t)w;
+		so += (size_t)v;
+	}
+	return 0;
+}
+
 int sigv4_sign(const struct sigv4_key *k, const char *method, const char *host, const char *target,
-	       time_t now, char hdrs[SIGV4_HDRS][SIGV4_HDR_LEN])
+	       const char *const *extra, size_t nextra, time_t now,
+	       char hdrs[SIGV4_HDRS][SIGV4_HDR_LEN])
 {
 	char amz_date[17], day[9], scope[160], path[SIGV4_HDR_LEN], query[SIGV4_HDR_LEN];
-	char creq[3 * SIGV4_HDR_LEN], sts[512], hash_hex[65], sig_hex[65], secret[256];
+	char creq[4 * SIGV4_HDR_LEN], ch[2 * SIGV4_HDR_LEN], signed_hdrs[512], sts[512];
+	char hash_hex[65], sig_hex[65], secret[256];
 	unsigned char h[32], kd[32];
 	const char *qm = strchr(target, '?');
 	size_t pl = qm ? (size_t)(qm - target) : strlen(target);
@@ -128,13 +169,12 @@ int sigv4_sign(const struct sigv4_key *k, const char *method, const char *host, 
 	strftime(amz_date, sizeof(amz_date), "%Y%m%dT%H%M%SZ", &tm);
 	strftime(day, sizeof(day), "%Y%m%d", &tm);
 	snprintf(scope, sizeof(scope), "%s/%s/%s/aws4_request", day, k->region, k->service);
-	w = snprintf(creq, sizeof(creq),
-		     "%s\n%s\n%s\nhost:%s\nx-amz-content-sha256:%s\nx-amz-date:%s\n%s%s%s\n"
-		     "host;x-amz-content-sha256;x-amz-date%s\n%s",
-		     method, path, query, host, empty_sha256, amz_date,
-		     k->session_token ? "x-amz-security-token:" : "",
-		     k->session_token ? k->session_token : "", k->session_token ? "\n" : "",
-		     k->session_token ? ";x-amz-security-token" : "", empty_sha256);
+	w = canonical_headers(k, host, amz_date, extra, nextra, ch, sizeof(ch), signed_hdrs,
+			      sizeof(signed_hdrs));
+	if (w)
+		return w;
+	w = snprintf(creq, sizeof(creq), "%s\n%s\n%s\n%s\n%s\n%s", method, path, query, ch,
+		     signed_hdrs, empty_sha256);
 	if (w < 0 || (size_t)w >= sizeof(creq))
 		return -E2BIG;
 	if (EVP_Digest(creq, (size_t)w, h, NULL, EVP_sha256(), NULL) != 1)
@@ -153,16 +193,11 @@ int sigv4_sign(const struct sigv4_key *k, const char *method, const char *host, 
 	hex(h, 32, sig_hex);
 	snprintf(hdrs[nh++], SIGV4_HDR_LEN, "x-amz-date: %s", amz_date);
 	snprintf(hdrs[nh++], SIGV4_HDR_LEN, "x-amz-content-sha256: %s", empty_sha256);
-	if (k->session_token) {
-		w = snprintf(hdrs[nh++], SIGV4_HDR_LEN, "x-amz-security-token: %s",
-			     k->session_token);
-		if (w < 0 || w >= SIGV4_HDR_LEN)
-			return -E2BIG;
-	}
+	if (k->session_token)
+		snprintf(hdrs[nh++], SIGV4_HDR_LEN, "x-amz-security-token: %s", k->session_token);
 	w = snprintf(hdrs[nh++], SIGV4_HDR_LEN,
-		     "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=host;"
-		     "x-amz-content-sha256;x-amz-date%s, Signature=%s",
-		     k->access_key, scope, k->session_token ? ";x-amz-security-token" : "",
-		     sig_hex);
+		     "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, "
+		     "Signature=%s",
+		     k->access_key, scope, signed_hdrs, sig_hex);
 	return w < 0 || w >= SIGV4_HDR_LEN ? -E2BIG : nh;
 }

@@ -135,7 +135,7 @@ static int grow(void *arr, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
-static int list_add(struct src_list *l, const char *name, const char *rel, const struct stat *st)
+int src_list_add(struct src_list *l, const char *name, const char *rel, const struct stat *st)
 {
 	struct src_file *f;
 
@@ -161,6 +161,7 @@ static void list_free(struct src_list *l)
 	for (size_t i = 0; i < l->n; i++) {
 		free(l->f[i].name);
 		free(l->f[i].rel);
+		free(l->f[i].url);
 	}
 	free(l->f);
 	memset(l, 0, sizeof(*l));
@@ -251,7 +252,7 @@ static int entry(const struct pfs_source *s, struct src_list *l, struct subdirs 
 			    "'%s' is %s: only regular files and directories are read", shown,
 			    type_str(st.st_mode));
 	}
-	return list_add(l, name, rel, &st) ? fail(why, n, ENOMEM, "no memory") : 0;
+	return src_list_add(l, name, rel, &st) ? fail(why, n, ENOMEM, "no memory") : 0;
 }
 
 /* List directory @sub (relative to the source) and everything below it. */
@@ -311,7 +312,7 @@ static int list_source(const struct pfs_source *s, struct src_list *l, char *why
 		close(fd);
 		if (!err && !S_ISREG(st.st_mode))
 			err = fail(why, n, EPERM, "'%s' is no longer a regular file", s->path);
-		if (!err && list_add(l, base ? base + 1 : s->prefix, s->prefix, &st))
+		if (!err && src_list_add(l, base ? base + 1 : s->prefix, s->prefix, &st))
 			err = fail(why, n, ENOMEM, "no memory");
 	}
 	/* An empty directory leaves l->f NULL, which qsort may not be given. */
@@ -394,12 +395,14 @@ static int resolve_source(struct pfs_source *s, char *why, size_t n)
 	return err;
 }
 
-/* Offsets, the manifest's place and length, the bytes needed. */
-static int layout(struct pfs_source *s, char *why, size_t n)
+int src_layout(struct pfs_source *s, char *why, size_t n)
 {
 	struct pfs_manifest m = { .version = PFS_MANIFEST_VERSION, .kind = s->kind };
 	uint64_t at = 0;
 	ssize_t len;
+
+	if (s->l.n)
+		qsort(s->l.f, s->l.n, sizeof(*s->l.f), by_name);
 
 	m.files = calloc(s->l.n ? s->l.n : 1, sizeof(*m.files));
 	if (!m.files)
@@ -428,12 +431,9 @@ static int layout(struct pfs_source *s, char *why, size_t n)
 	return 0;
 }
 
-struct pfs_source *pfs_source__scan(const char *path, const struct pfs_source_opts *opts, char *why,
-				    size_t n)
+struct pfs_source *src_new(const struct pfs_source_opts *opts, char *why, size_t n)
 {
 	struct pfs_source *s = calloc(1, sizeof(*s));
-	double t0 = src_now();
-	int err;
 
 	if (!s) {
 		errno = -fail(why, n, ENOMEM, "no memory");
@@ -444,21 +444,39 @@ struct pfs_source *pfs_source__scan(const char *path, const struct pfs_source_op
 		memcpy(&s->o, opts, opts->sz < sizeof(s->o) ? opts->sz : sizeof(s->o));
 	s->o.threads = s->o.threads ? s->o.threads : PFS_SOURCE_THREADS;
 	s->o.chunk = s->o.chunk ? s->o.chunk : PFS_SOURCE_CHUNK;
-	if (!opts || !opts->sz || !path || !*path || s->o.threads < 1 ||
-	    s->o.threads > PFS_SOURCE_THREADS_MAX || s->o.chunk % PFS_MANIFEST_ALIGN ||
-	    s->o.chunk < PFS_SOURCE_CHUNK_MIN || s->o.chunk > PFS_SOURCE_CHUNK_MAX) {
-		err = fail(why, n, EINVAL,
-			   "bad source options (path, threads 1..%d, chunk a "
-			   "multiple of 4 KiB in 64 KiB..256 MiB)",
-			   PFS_SOURCE_THREADS_MAX);
-		goto out_free;
+	if (!opts || !opts->sz || s->o.threads < 1 || s->o.threads > PFS_SOURCE_THREADS_MAX ||
+	    s->o.chunk % PFS_MANIFEST_ALIGN || s->o.chunk < PFS_SOURCE_CHUNK_MIN ||
+	    s->o.chunk > PFS_SOURCE_CHUNK_MAX) {
+		errno = -fail(why, n, EINVAL,
+			      "bad source options (threads 1..%d, chunk a multiple of 4 KiB in "
+			      "64 KiB..256 MiB)",
+			      PFS_SOURCE_THREADS_MAX);
+		free(s);
+		return NULL;
 	}
+	return s;
+}
+
+struct pfs_source *pfs_source__scan(const char *path, const struct pfs_source_opts *opts, char *why,
+				    size_t n)
+{
+	double t0 = src_now();
+	struct pfs_source *s;
+	int err;
+
+	if (!path || !*path) {
+		errno = -fail(why, n, EINVAL, "no source path");
+		return NULL;
+	}
+	s = src_new(opts, why, n);
+	if (!s)
+		return NULL;
 	s->path = strdup(path);
 	err = s->path ? resolve_source(s, why, n) : fail(why, n, ENOMEM, "no memory");
 	if (!err)
 		err = list_source(s, &s->l, why, n);
 	if (!err)
-		err = layout(s, why, n);
+		err = src_layout(s, why, n);
 	if (err)
 		goto out_free;
 	s->scan_s = src_now() - t0;
@@ -552,6 +570,7 @@ void pfs_source__free(struct pfs_source *s)
 		if (s->l.f[i].fd >= 0)
 			close(s->l.f[i].fd);
 	list_free(&s->l);
+	src_remote_free(s->rem);
 	if (s->root_fd >= 0)
 		close(s->root_fd);
 	free(s->prefix);

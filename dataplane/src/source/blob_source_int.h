@@ -25,6 +25,14 @@ struct src_file {
 	int fd;
 	bool direct;
 	atomic_uint pending;
+	/* A remote source's file (blob_source_remote.c): where its bytes are
+	 * (S3: the request target "/bucket/key", encoded; HTTP: the URL), the
+	 * ETag every GET is pinned to, the store's base64 sha256 ("": none),
+	 * and whether the server takes no ranges (then one unit, one GET). */
+	char *url;
+	char etag[136];
+	char sum256[64];
+	bool whole;
 };
 
 struct src_list {
@@ -43,7 +51,40 @@ struct pfs_source {
 	uint64_t bytes, mani_off, mani_len, needed;
 	double scan_s;
 	bool loaded;
+	struct src_remote *rem; /* a remote source; NULL: files */
 };
+
+/* A scanned source with its options checked and defaulted (threads,
+ * chunk), nothing listed; NULL and errno with why. */
+struct pfs_source *src_new(const struct pfs_source_opts *opts, char *why, size_t n);
+
+/* src_list_add - one file named @name (@rel beneath the root: files
+ * only) of @st's size and kind. 0 or -ENOMEM. */
+int src_list_add(struct src_list *l, const char *name, const char *rel, const struct stat *st);
+
+/* src_layout - sort the list by name, then offsets, the manifest's place
+ * and length, the bytes needed. 0 or -errno with why. */
+int src_layout(struct pfs_source *s, char *why, size_t n);
+
+/* Remote sources (blob_source_remote.c lists and checks, blob_source_get.c
+ * reads). A reader thread's connection: */
+struct src_rconn;
+struct src_rconn *src_rconn_new(void);
+void src_rconn_free(struct src_rconn *c);
+
+/* src_remote_read - [@off, @off + @len) of @f into @dst over @c: ranged
+ * GETs pinned to the ETag, transient failures retried with backoff from
+ * the first missing byte. 0 or -errno with why. */
+int src_remote_read(struct pfs_source *s, struct src_file *f, uint64_t off, uint64_t len,
+		    uint8_t *dst, struct src_rconn *c, char *why, size_t n);
+
+/* src_remote_check - after the read: every file's sha256 against the
+ * store's checksum, where it published one. 0 or -EBADMSG with why. */
+int src_remote_check(struct pfs_source *s, char *why, size_t n);
+
+/* The remote counters into @st. */
+void src_remote_stats(const struct pfs_source *s, struct pfs_source_stats *st);
+void src_remote_free(struct src_remote *r);
 
 /* src_open - openat2(root_fd, @rel, @flags, s->resolve); the fd, or
  * -errno with the reason in @why, naming @rel (and a symlink's target). */

@@ -111,8 +111,11 @@ int pfs_source__load(struct pfs_source *s, void *blob, uint64_t size, struct pfs
 	}
 	crypto_init();
 	err = src_read(s, blob, st, why, n);
+	/* Files are listed again; a remote source's GETs were pinned to their
+	 * ETags, and its store's checksums are compared instead. */
 	if (!err)
-		err = src_recheck(s, why, n);
+		err = s->rem ? src_remote_check(s, why, n) : src_recheck(s, why, n);
+	src_remote_stats(s, st);
 	if (!err)
 		err = write_manifest(s, blob, size, st, why, n);
 	/* Only now is the tail (manifest, zeros, footer) final. */

@@ -25,6 +25,16 @@ struct pfs_source *pfs_source__scan(const char *path, const struct pfs_source_op
 	return NULL;
 }
 
+struct pfs_source *pfs_source__scan_remote(const struct pfs_remote *r,
+					   const struct pfs_source_opts *opts, char *why, size_t n)
+{
+	(void)r;
+	(void)opts;
+	snprintf(why, n, "%s", no_source);
+	errno = ENOTSUP;
+	return NULL;
+}
+
 int pfs_source__layout(const struct pfs_source *src, uint64_t size, struct pfs_blob_layout **out)
 {
 	(void)src;

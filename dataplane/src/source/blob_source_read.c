@@ -232,7 +232,7 @@ static struct unit *take(struct pipe *p, size_t *i)
 	if (!p->err && p->next < p->nu) {
 		*i = p->next++;
 		u = &p->u[*i];
-		if (!u->off) {
+		if (!u->off && !p->s->rem) {
 			int err = open_file(p, &p->s->l.f[u->file], p->why, sizeof(p->why));
 
 			if (err) {
@@ -249,24 +249,32 @@ static struct unit *take(struct pipe *p, size_t *i)
 static void *reader(void *arg)
 {
 	struct pipe *p = arg;
+	struct src_rconn *rc = NULL;
 	char why[512], why2[512];
 	struct unit *u;
 	size_t i;
 
+	/* A remote source: this reader's own kept-alive connection. */
+	if (p->s->rem && !(rc = src_rconn_new())) {
+		set_err(p, -ENOMEM, "no memory for a connection");
+		return NULL;
+	}
 	while ((u = take(p, &i))) {
 		struct src_file *f = &p->s->l.f[u->file];
-		int err = read_unit(p, f, u, why, sizeof(why));
+		int err = rc ? src_remote_read(p->s, f, u->off, u->len,
+					       p->blob + f->offset + u->off, rc, why, sizeof(why)) :
+			       read_unit(p, f, u, why, sizeof(why));
 
 		if (!err)
 			p->crc[i] = pfs_crc32c(0, p->blob + f->offset + u->off, u->len);
-		if (atomic_fetch_sub(&f->pending, 1) == 1) {
+		if (atomic_fetch_sub(&f->pending, 1) == 1 && !rc) {
 			int e = close_file(f, err ? why2 : why, sizeof(why));
 
 			err = err ? err : e;
 		}
 		if (err) {
 			set_err(p, err, why);
-			return NULL;
+			break;
 		}
 		pthread_mutex_lock(&p->lock);
 		p->done[i] = 1;
@@ -274,6 +282,7 @@ static void *reader(void *arg)
 		pthread_cond_broadcast(&p->cond);
 		pthread_mutex_unlock(&p->lock);
 	}
+	src_rconn_free(rc);
 	return NULL;
 }
 
@@ -287,7 +296,7 @@ static int make_units(struct pipe *p)
 	for (size_t i = 0; i < s->l.n; i++) {
 		uint64_t len = (uint64_t)s->l.f[i].st.st_size;
 
-		nu += len ? (size_t)((len + c - 1) / c) : 1;
+		nu += len && !s->l.f[i].whole ? (size_t)((len + c - 1) / c) : 1;
 	}
 	p->u = calloc(nu ? nu : 1, sizeof(*p->u));
 	p->crc = calloc(nu ? nu : 1, sizeof(*p->crc));
@@ -299,7 +308,8 @@ static int make_units(struct pipe *p)
 		unsigned int k = 0;
 
 		do {
-			uint64_t l = len - off < c ? len - off : c;
+			/* A server without ranges: the whole file in one GET. */
+			uint64_t l = len - off < c || s->l.f[i].whole ? len - off : c;
 
 			p->u[p->nu++] = (struct unit){ .file = i, .off = off, .len = l };
 			off += l;
@@ -381,8 +391,10 @@ int src_read(struct pfs_source *s, uint8_t *blob, struct pfs_source_stats *st, c
 		pthread_join(tid[i], NULL);
 	st->threads = nt;
 	st->read_s = p.t_read_end - t0;
-	st->o_direct = !s->o.no_direct && !p.buffered;
-	if (s->o.no_direct)
+	st->o_direct = !s->rem && !s->o.no_direct && !p.buffered;
+	if (s->rem)
+		snprintf(st->o_direct_why, sizeof(st->o_direct_why), "a remote source");
+	else if (s->o.no_direct)
 		snprintf(st->o_direct_why, sizeof(st->o_direct_why), "--source-no-direct");
 	else if (p.buffered)
 		snprintf(st->o_direct_why, sizeof(st->o_direct_why),

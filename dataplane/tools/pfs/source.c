@@ -36,6 +36,34 @@ const struct pfs_opt pfs_cli_source_opts[] = {
 	  .max = PFS_SOURCE_CHUNK_MAX },
 	{ "source-no-direct", PFS_OPT_FLAG, AT(no_direct), NULL,
 	  "read through the page cache, never O_DIRECT" },
+	{ "source-s3", PFS_OPT_STR, AT(s3), "BUCKET/KEY",
+	  "load one object, or with a trailing '/' every object beneath that prefix (a "
+	  "directory), from an S3-compatible store",
+	  .flags = PFS_OPT_NONZERO },
+	{ "source-s3-endpoint", PFS_OPT_STR, AT(s3_endpoint), "URL",
+	  "the store, https://host[:port] (path-style requests)", .flags = PFS_OPT_NONZERO },
+	{ "source-s3-region", PFS_OPT_STR, AT(s3_region), "REGION",
+	  "SigV4 region (default us-east-1)", .flags = PFS_OPT_NONZERO },
+	{ "source-credentials", PFS_OPT_STR, AT(credentials), "DIR",
+	  "files AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY [, AWS_SESSION_TOKEN] (a Secret's "
+	  "keys); without: anonymous",
+	  .flags = PFS_OPT_NONZERO },
+	{ "source-url", PFS_OPT_STR, AT(url), "URL",
+	  "load one file over HTTP(S), or with --source-files the files under this base URL",
+	  .flags = PFS_OPT_NONZERO },
+	{ "source-files", PFS_OPT_STR, AT(files), "A,B,...",
+	  "names under --source-url (a directory)", .flags = PFS_OPT_NONZERO },
+	{ "source-header-file", PFS_OPT_STR, AT(header_file), "PATH",
+	  "'Name: value' lines sent with every request (e.g. Authorization: Bearer ...)",
+	  .flags = PFS_OPT_NONZERO },
+	{ "source-ca-file", PFS_OPT_STR, AT(ca_file), "PATH",
+	  "PEM CA bundle to trust for https (default: the system's)", .flags = PFS_OPT_NONZERO },
+	{ "source-retries", PFS_OPT_U64, AT(retries), "N",
+	  "retries of a range after a transient failure, each resuming where it stopped "
+	  "(default 10)",
+	  .min = 1, .max = 1000 },
+	{ "source-timeout", PFS_OPT_MSEC, AT(timeout_ms), "SECONDS",
+	  "deadline of each connect, send and receive (default 30)" },
 	{ "dry-run", PFS_OPT_FLAG, AT(dry_run), NULL,
 	  "list the source and print the blob size it needs (\"blob_size\"); map and read "
 	  "nothing" },
@@ -43,11 +71,24 @@ const struct pfs_opt pfs_cli_source_opts[] = {
 };
 #undef AT
 
-int pfs_cli_source_check(const struct pfs_cmdline *c, const struct pfs_cli_source *s)
+int pfs_cli_source_check(const struct pfs_cmdline *c, struct pfs_cli_source *s)
 {
 	static const char *const need[] = { "source-root", "source-threads", "source-chunk",
 					    "source-no-direct", "dry-run" };
 	static const char *const excl[] = { "fill", "seed", "blob-name", "blob-dir" };
+
+	if (pfs_cli_source_remote_check(c, s))
+		return -EINVAL;
+	/* A store is a source too: the path names it (without a URL's query,
+	 * which may hold a signature). */
+	if (pfs_cli_source_remote(s)) {
+		if (s->s3)
+			snprintf(s->desc, sizeof(s->desc), "s3://%s", s->s3);
+		else
+			snprintf(s->desc, sizeof(s->desc), "%.*s", (int)strcspn(s->url, "?#"),
+				 s->url);
+		s->path = s->desc;
+	}
 
 	if (!s->path) {
 		for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
@@ -101,7 +142,8 @@ int pfs_cli_source_scan(struct pfs_cli_source *s, struct pfs_cli_blob *b, bool s
 	char need[32], have[32];
 	uint64_t needed, size;
 
-	s->src = pfs_source__scan(s->path, &o, why, n);
+	s->src = pfs_cli_source_remote(s) ? pfs_cli_source_remote_scan(s, &o, why, n) :
+					    pfs_source__scan(s->path, &o, why, n);
 	if (!s->src) {
 		int e = errno;
 
@@ -215,6 +257,16 @@ void pfs_cli_source_json(struct pfs_json *j, const struct pfs_cli_source *s)
 	pfs_json_str(j, "o_direct_why", st->o_direct ? NULL : st->o_direct_why, 160);
 	pfs_json_num(j, "t0_unix", s->t0_unix, 3);
 	pfs_json_num(j, "t1_unix", s->t1_unix, 3);
+	if (pfs_cli_source_remote(s)) {
+		pfs_json_obj(j, "remote");
+		pfs_json_u64(j, "requests", st->requests);
+		pfs_json_u64(j, "retries", st->retries);
+		pfs_json_u64(j, "resumed_bytes", st->resumed_bytes);
+		pfs_json_u64(j, "checksums", st->checksums);
+		pfs_json_close(j);
+	} else {
+		pfs_json_str(j, "remote", NULL, 0);
+	}
 	pfs_json_close(j);
 }
 

@@ -22,6 +22,13 @@ struct pfs_cli_source {
 	uint64_t chunk; /* --source-chunk, 0: the library's default */
 	bool no_direct; /* --source-no-direct */
 	bool dry_run; /* --dry-run: plan only */
+	/* A remote source (source_remote.c): --source-s3 BUCKET/KEY[/] or
+	 * --source-url URL [--source-files a,b,...], and how to reach it. */
+	const char *s3, *s3_endpoint, *s3_region, *credentials;
+	const char *url, *files, *header_file, *ca_file;
+	uint64_t retries;
+	int timeout_ms;
+	char desc[1100]; /* the path of a remote source: s3://... or the URL */
 	struct pfs_source *src; /* after pfs_cli_source_scan */
 	void (*progress)(void *ctx, uint64_t mark); /* the loader's hook */
 	void *progress_ctx;
@@ -41,7 +48,7 @@ extern const struct pfs_opt pfs_cli_source_opts[];
 /* What the source options exclude, checked after parsing (the blob comes
  * from the source: no --blob-name, --fill or --seed; the --source-*
  * options need --source). 0 or -EINVAL after printing why. */
-int pfs_cli_source_check(const struct pfs_cmdline *c, const struct pfs_cli_source *s);
+int pfs_cli_source_check(const struct pfs_cmdline *c, struct pfs_cli_source *s);
 
 /* Scan the source and size the blob options for it: --size when given
  * must hold it (else -ENOSPC, both sizes in @why), else the size it needs;
@@ -68,5 +75,14 @@ int pfs_cli_source_plan(const struct pfs_cli_source *s, const struct pfs_cli_blo
 void pfs_cli_source_json(struct pfs_json *j, const struct pfs_cli_source *s);
 
 void pfs_cli_source_free(struct pfs_cli_source *s);
+
+/* source_remote.c: whether a remote source is asked for, what its options
+ * exclude (0 or -EINVAL after printing why), and its scan: the secrets
+ * read from --source-credentials and --source-header-file, then
+ * pfs_source__scan_remote. NULL and errno with @why. */
+bool pfs_cli_source_remote(const struct pfs_cli_source *s);
+int pfs_cli_source_remote_check(const struct pfs_cmdline *c, const struct pfs_cli_source *s);
+struct pfs_source *pfs_cli_source_remote_scan(struct pfs_cli_source *s,
+					      const struct pfs_source_opts *o, char *why, size_t n);
 
 #endif /* PFS_TOOL_SOURCE_H */

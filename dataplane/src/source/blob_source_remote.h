@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internal: what the remote lister (blob_source_remote.c) and the remote
+ * reader (blob_source_get.c) share: the source's options, its TLS context
+ * and SigV4 key, the counters, and one request on a connection. */
+#ifndef PFS_BLOB_SOURCE_REMOTE_H
+#define PFS_BLOB_SOURCE_REMOTE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pfs/blob_source.h"
+#include "remote/http.h"
+#include "remote/sigv4.h"
+
+struct src_remote {
+	struct pfs_remote o; /* every string and array copied, owned */
+	struct http_url ep; /* S3: the endpoint */
+	struct http_tls *tls; /* NULL until an https URL needs it */
+	struct sigv4_key key;
+	bool anonymous; /* S3 without credentials: unsigned requests */
+	atomic_uint_fast64_t requests, retries, resumed, checksums;
+};
+
+struct src_rconn {
+	struct http_conn c;
+};
+
+/* One request for @target on @u's host (reconnecting @c when it is not
+ * connected there), with the source's headers (S3: signed, @extra signed
+ * too; HTTP: the user's), and @range ("bytes=A-B") and @if_match when not
+ * NULL. The response head in @r; 0 or -errno with why. */
+int src_rq(struct src_remote *rm, struct http_conn *c, const struct http_url *u,
+	   const char *method, const char *target, const char *range, const char *if_match,
+	   const char *const *extra, size_t nextra, struct http_resp *r, char *why, size_t n);
+
+/* A status that is not a success as -errno, why naming @what, the status
+ * and, for S3, its error Code and Message (the body is read and the
+ * connection kept usable or closed): EACCES (401, 403), ENOENT (404),
+ * ESTALE (412: the object changed; 416: shorter than listed), EAGAIN (429,
+ * 5xx: transient), EIO (anything else). */
+int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, char *why,
+		   size_t n);
+
+/* Errors worth another try: the connection or the server's state, not the
+ * request. */
+bool src_transient(int err);
+
+#endif /* PFS_BLOB_SOURCE_REMOTE_H */

@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * A blob loaded from a web server (`pfs blob create --source-url`): the
+ * binary in $PFS against a range server this program runs on the loopback
+ * in a child process (real sockets, one thread per connection), serving
+ * real model files (hack/testdata.sh: all-MiniLM-L6-v2, silero-vad 6)
+ * with ETags, If-Match and Range as object stores and CDNs do, and
+ * faults on demand. Checked:
+ *   - the loaded blob equals `pfs blob create --source` of the same
+ *     directory (sha256, manifest) and every file's sha256 equals the
+ *     one sha256sum prints; the reads were ranged (more GETs than files);
+ *   - bodies cut short (the first answer of every range closes halfway):
+ *     each range is retried and resumed from where it stopped, never
+ *     from its start (resumed bytes = what the cut answers delivered);
+ *   - 503 on first tries, and the server killed mid-read and started
+ *     again: retried, loaded, equal;
+ *   - refusals, each with its message and no blob left behind: a 404, a
+ *     403, an object whose ETag changes mid-read (412), a server that
+ *     answers a range with another range, one that ignores ranges it
+ *     promised, a malformed header file, a server that is not HTTP.
+ * Without the data sets the setup FAILS.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "json_util.h"
+#include "sh.h"
+#include "tap.h"
+#include "testdata.h"
+
+enum fault {
+	F_NONE,
+	F_CUT, /* every answer from an 8 MiB boundary stops halfway and closes */
+	F_503, /* the first try of each range gets a 503 */
+	F_CHANGE, /* after 3 GETs the objects "change": ETags move */
+	F_OTHER_RANGE, /* a range is answered with the one after it */
+	F_NO_RANGES, /* 200 with the whole object, while saying Accept-Ranges */
+	F_403, /* every GET: 403 with an S3 error body (HEADs pass) */
+	F_SLOW, /* 2 MB/s per connection: the test kills and restarts it */
+};
+
+/* Shared with the server child (MAP_SHARED): the fault and counters. */
+struct ctl {
+	enum fault fault;
+	atomic_int gets, cut, failed_once[4096];
+};
+
+static struct ctl *ctl;
+static char dir[64] = "/tmp/pfs-srchttp-XXXXXX", data[128], files[8192], pfs[PATH_MAX];
+static int port;
+static pid_t server;
+
+/* ---- the range server ---- */
+
+static int lfd = -1;
+
+static void reply(int fd, const char *head)
+{
+	(void)!send(fd, head, strlen(head), MSG_NOSIGNAL);
+}
+
+/* Key of a range for the "first try" faults. */
+static int slot(const char *name, long long a)
+{
+	unsigned h = 5381;
+
+	for (const char *p = name; *p; p++)
+		h = h * 33 + (unsigned char)*p;
+	return (int)((h + (unsigned)(a >> 16)) % 4096);
+}
+
+static void serve_one(int fd, const char *req)
+{
+	char path[512], name[300], head[1024], etag[64];
+	long long a = 0, b = -1, size;
+	int get = !strncmp(req, "GET ", 4), f;
+	const char *rg = strcasestr(req, "\r\nRange: bytes="), *im = strcasestr(req, "\r\nIf-Match: ");
+	struct stat st;
+
+	if (sscanf(req + (get ? 4 : 5), "/m/%299[^ ]", name) != 1 || strstr(name, "..")) {
+		reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", data, name);
+	f = open(path, O_RDONLY);
+	if (f < 0 || fstat(f, &st)) {
+		reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+		if (f >= 0)
+			close(f);
+		return;
+	}
+	size = st.st_size;
+	if (get && ctl->fault == F_403) {
+		static const char body[] =
+			"<Error><Code>AccessDenied</Code><Message>no</Message></Error>";
+
+		snprintf(head, sizeof(head),
+			 "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\n"
+			 "Content-Length: %zu\r\n\r\n%s",
+			 strlen(body), body);
+		reply(fd, head);
+		close(f);
+		return;
+	}
+	snprintf(etag, sizeof(etag), "\"%llx-%lld%s\"", (long long)st.st_ino, size,
+		 get && ctl->fault == F_CHANGE && atomic_fetch_add(&ctl->gets, 1) >= 3 ? "-v2" :
+											 "");
+	if (rg)
+		sscanf(rg + 15, "%lld-%lld", &a, &b);
+	if (b < 0 || b >= size)
+		b = size - 1;
+	if (get && im && strncmp(im + 12, etag, strlen(etag))) {
+		reply(fd, "HTTP/1.1 412 Precondition Failed\r\nContent-Length: 0\r\n\r\n");
+		close(f);
+		return;
+	}
+	if (get && ctl->fault == F_503 && !atomic_exchange(&ctl->failed_once[slot(name, a)], 1)) {
+		reply(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
+		close(f);
+		return;
+	}
+	if (rg && ctl->fault == F_OTHER_RANGE && b + 1 < size)
+		a++, b++;
+	if (rg && ctl->fault != F_NO_RANGES)
+		snprintf(head, sizeof(head),
+			 "HTTP/1.1 206 Partial Content\r\nContent-Length: %lld\r\nContent-Range: "
+			 "bytes %lld-%lld/%lld\r\nETag: %s\r\nAccept-Ranges: bytes\r\n\r\n",
+			 size ? b - a + 1 : 0, a, b, size, etag);
+	else
+		snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\nETag: %s\r\nAccept-Ranges: "
+			 "bytes\r\n\r\n",
+			 size, etag), a = 0, b = size - 1;
+	reply(fd, head);
+	if (get && size) {
+		long long len = b - a + 1, sent = 0;
+		/* A unit's first try starts on its 8 MiB boundary; its retry,
+		 * resuming, does not. */
+		bool cut = ctl->fault == F_CUT && len > 1 && !(a % (8 << 20));
+
+		if (cut)
+			len /= 2;
+		while (sent < len) {
+			off_t o = a + sent;
+			long long step = ctl->fault == F_SLOW ? 65536 : len - sent;
+			ssize_t w = sendfile(fd, f, &o, (size_t)(step < len - sent ? step : len - sent));
+
+			if (w <= 0)
+				break;
+			sent += w;
+			if (ctl->fault == F_SLOW)
+				usleep(32000);
+		}
+		if (cut) {
+			atomic_fetch_add(&ctl->cut, (int)sent);
+			shutdown(fd, SHUT_RDWR);
+		}
+	}
+	close(f);
+}
+
+static void *conn(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char req[8192];
+	size_t l = 0;
+
+	for (;;) {
+		ssize_t r = recv(fd, req + l, sizeof(req) - 1 - l, 0);
+
+		if (r <= 0)
+			break;
+		l += (size_t)r;
+		req[l] = '\0';
+		if (strstr(req, "\r\n\r\n")) {
+			serve_one(fd, req);
+			l = 0;
+		}
+	}
+	close(fd);
+	return NULL;
+}
+
+static void start_server(void)
+{
+	server = fork();
+	if (server == 0) {
+		/* sendfile() to a client that hung up must not kill the server. */
+		signal(SIGPIPE, SIG_IGN);
+		for (;;) {
+			int fd = accept(lfd, NULL, NULL);
+			pthread_t t;
+
+			if (fd >= 0 && !pthread_create(&t, NULL, conn, (void *)(intptr_t)fd))
+				pthread_detach(t);
+		}
+	}
+}
+
+static void stop_server(void)
+{
+	if (server > 0) {
+		kill(server, SIGKILL);
+		waitpid(server, NULL, 0);
+	}
+	server = 0;
+}
+
+/* ---- the checks ---- */
+
+static char out[16384], err[16384];
+
+/* tmpdir's out and err files into out[] and err[]. */
+static void results(void)
+{
+	char p[128];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/out", dir);
+	f = fopen(p, "r");
+	out[f ? fread(out, 1, sizeof(out) - 1, f) : 0] = '\0';
+	if (f)
+		fclose(f);
+	snprintf(p, sizeof(p), "%s/err", dir);
+	f = fopen(p, "r");
+	err[f ? fread(err, 1, sizeof(err) - 1, f) : 0] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/* The command line of a load of blob @name with options @extra. */
+static const char *cmdline(const char *name, const char *extra)
+{
+	static char cmd[16384];
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s blob create --source-url http://127.0.0.1:%d/m --source-files %s --page 4k "
+		 "--dir /dev/shm --name %s --replace --source-chunk 256K --source-timeout 5 %s "
+		 ">%s/out 2>%s/err",
+		 pfs, port, files, name, extra ? extra : "", dir, dir);
+	return cmd;
+}
+
+/* pfs blob create from the server (@fault), extra options @extra; exit code. */
+static int load(enum fault fault, const char *name, const char *extra)
+{
+	int rc;
+
+	memset((void *)ctl, 0, sizeof(*ctl));
+	ctl->fault = fault;
+	rc = sh("%s", cmdline(name, extra));
+	results();
+	return rc;
+}
+
+static char want_sha[70];
+
+static int t_setup(void)
+{
+	const char *silero = testdata_dir("PFS_TESTDATA_SILERO6", "silero6");
+	const char *minilm = testdata_dir("PFS_TESTDATA_MINILM", "minilm");
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+	int one = 1, o = 0;
+	char cmd[512], *p;
+	struct dirent *e;
+	DIR *d;
+	FILE *f;
+
+	CHECK(silero && minilm, "%s", testdata_why);
+	/* Absolute: some checks run it from another directory. */
+	CHECK(realpath(getenv("PFS") ? getenv("PFS") : "build/pfs", pfs) && !access(pfs, X_OK),
+	      "no pfs binary at %s", pfs);
+	CHECK(mkdtemp(dir), "mkdtemp");
+	snprintf(data, sizeof(data), "%s/data", dir);
+	CHECK(!sh("mkdir %s && cp %s/* %s/ && cp %s/model.safetensors %s/config.json %s/", data,
+		  silero, data, minilm, minilm, data),
+	      "copy the data sets");
+	d = opendir(data);
+	CHECK(d, "opendir");
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			o += snprintf(files + o, sizeof(files) - (size_t)o, "%s%s", o ? "," : "",
+				      e->d_name);
+	closedir(d);
+	/* The reference: the same directory loaded as files. */
+	CHECK(!sh("%s blob create --source %s --page 4k --dir /dev/shm --name pfs-srchttp-ref-%d "
+		  "--replace >%s/ref.json 2>/dev/null",
+		  pfs, data, getpid(), dir),
+	      "reference load");
+	snprintf(cmd, sizeof(cmd), "%s/ref.json", dir);
+	f = fopen(cmd, "r");
+	CHECK(f && fread(out, 1, sizeof(out) - 1, f) > 0, "ref.json");
+	fclose(f);
+	jstr(jsect(out, "\"source\""), "sha256", want_sha, sizeof(want_sha));
+	CHECK(want_sha[0], "reference sha256");
+	sh("rm -f /dev/shm/pfs-srchttp-ref-%d", getpid());
+	ctl = mmap(NULL, sizeof(*ctl), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(ctl != MAP_FAILED, "mmap");
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(!bind(lfd, (struct sockaddr *)&a, sizeof(a)) && !listen(lfd, 64) &&
+		      !getsockname(lfd, (struct sockaddr *)&a, &al),
+	      "listen");
+	port = ntohs(a.sin_port);
+	start_server();
+	p = strchr(files, ',');
+	tap_diag("serving %s and more on port %d", p ? "the data sets' files" : files, port);
+	return TAP_PASS;
+}
+
+static char bname[64];
+
+static const char *blob(const char *what)
+{
+	snprintf(bname, sizeof(bname), "pfs-srchttp-%s-%d", what, getpid());
+	return bname;
+}
+
+/* The blob loaded and equal to the reference; its manifest verifies. */
+static bool loaded_equal(int rc, const char *what)
+{
+	char sha[70];
+
+	jstr(jsect(out, "\"source\""), "sha256", sha, sizeof(sha));
+	if (rc || strcmp(sha, want_sha) ||
+	    sh("%s blob manifest --name %s --dir /dev/shm --verify >/dev/null 2>&1", pfs,
+	       blob(what))) {
+		tap_diag("rc %d sha %s want %s: %.1500s", rc, sha, want_sha, err);
+		return false;
+	}
+	return true;
+}
+
+static int t_ranged(void)
+{
+	int rc = load(F_NONE, blob("plain"), NULL);
+	const char *r = jsect(out, "\"remote\"");
+
+	CHECK(loaded_equal(rc, "plain"), "not loaded as the files are");
+	/* 256 KiB units of an 87 MiB file: hundreds of ranged GETs. */
+	CHECK(jreal(r, "requests") > 300 && jreal(r, "retries") == 0, "%.300s", r);
+	CHECK(!sh("cd %s && sha256sum model.safetensors | grep -q $(%s blob manifest --name %s "
+		  "--dir /dev/shm | grep -o '\"model.safetensors\"[^}]*' | grep -o '[0-9a-f]\\{64\\}')",
+		  data, pfs, blob("plain")),
+	      "the manifest's sha256 of model.safetensors is not sha256sum's");
+	tap_diag("%.0f requests, %.0f MB/s", jreal(r, "requests"),
+		 jreal(jsect(out, "\"source\""), "read_mbps"));
+	sh("rm -f /dev/shm/%s", blob("plain"));
+	return TAP_PASS;
+}
+
+static int t_cut(void)
+{
+	/* 8 MiB units: each retry waits its backoff, so few of them. */
+	int rc = load(F_CUT, blob("cut"), "--source-chunk 8M");
+	const char *r = jsect(out, "\"remote\"");
+
+	CHECK(loaded_equal(rc, "cut"), "not loaded");
+	/* Exactly one retry per unit of a file over one byte (11 files here,
+	 * model.safetensors in 11 units), each resuming where its cut stopped. */
+	CHECK(jreal(r, "retries") >= 20 && jreal(r, "retries") <= 30 &&
+		      jreal(r, "resumed_bytes") == (double)ctl->cut &&
+		      ctl->cut > 0,
+	      "retries and resumed bytes %.300s, the server cut after %d bytes in all", r,
+	      ctl->cut);
+	tap_diag("%.0f ranges cut halfway, %.0f bytes not fetched again", jreal(r, "retries"),
+		 jreal(r, "resumed_bytes"));
+	sh("rm -f /dev/shm/%s", blob("cut"));
+	return TAP_PASS;
+}
+
+static int t_503(void)
+{
+	int rc = load(F_503, blob("503"), "--source-chunk 8M");
+	const char *r = jsect(out, "\"remote\"");
+
+	CHECK(loaded_equal(rc, "503"), "not loaded");
+	CHECK(jreal(r, "retries") >= 10 && jreal(r, "resumed_bytes") == 0, "%.300s", r);
+	sh("rm -f /dev/shm/%s", blob("503"));
+	return TAP_PASS;
+}
+
+static int t_restart(void)
+{
+	const char *r;
+	pid_t p;
+	int st, rc;
+
+	const char *cmd = cmdline(blob("restart"), "--source-chunk 8M"); /* its name: our pid */
+
+	memset((void *)ctl, 0, sizeof(*ctl));
+	ctl->fault = F_SLOW;
+	p = fork();
+	if (!p)
+		_exit(sh("%s", cmd));
+	sleep(2);
+	stop_server();
+	sleep(1);
+	ctl->fault = F_NONE;
+	start_server();
+	tap_diag("server killed 2 s into the load, started again 1 s later");
+	waitpid(p, &st, 0);
+	rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	results();
+	r = jsect(out, "\"remote\"");
+	CHECK(loaded_equal(rc, "restart"), "not loaded");
+	CHECK(jreal(r, "retries") >= 1 && jreal(r, "resumed_bytes") > 0, "%.300s", r);
+	tap_diag("%.0f retries, %.0f bytes not fetched again", jreal(r, "retries"),
+		 jreal(r, "resumed_bytes"));
+	sh("rm -f /dev/shm/%s", blob("restart"));
+	return TAP_PASS;
+}
+
+/* A refused load: exit code not 0, @msg in the error, no blob left. */
+static int refused(enum fault fault, const char *extra, const char *msg)
+{
+	int rc = load(fault, blob("bad"), extra);
+
+	CHECK(rc != 0 && strstr(err, msg), "rc %d, wanted '%s' in: %.1500s", rc, msg, err);
+	CHECK(!strstr(err, "retrying"), "a refusal was retried: %.1500s", err);
+	CHECK(sh("test -e /dev/shm/%s", blob("bad")) != 0, "a failed load left its blob");
+	tap_diag("%.300s", strstr(err, "error: ") ? strstr(err, "error: ") : err);
+	return TAP_PASS;
+}
+
+static int t_changed(void)
+{
+	return refused(F_CHANGE, "--source-threads 1", "the object changed while it was read");
+}
+
+static int t_other_range(void)
+{
+	return refused(F_OTHER_RANGE, NULL, "the server answered 206 with range");
+}
+
+static int t_no_ranges(void)
+{
+	return refused(F_NO_RANGES, NULL, "the server answered 200 with no range");
+}
+
+static int t_403(void)
+{
+	return refused(F_403, NULL, "HTTP 403 Forbidden: AccessDenied (no)");
+}
+
+static int t_404(void)
+{
+	char saved[sizeof(files)];
+	int r;
+
+	memcpy(saved, files, sizeof(files));
+	strcat(files, ",not-there.bin");
+	r = refused(F_NONE, NULL, "HEAD http://127.0.0.1");
+	memcpy(files, saved, sizeof(files));
+	CHECK(r == TAP_PASS && strstr(err, "not-there.bin: HTTP 404 Not Found"), "%.600s", err);
+	return TAP_PASS;
+}
+
+static int t_bad_header_file(void)
+{
+	char extra[256];
+
+	sh("printf 'Authorization Bearer sEcReT\\n' >%s/hdr", dir);
+	snprintf(extra, sizeof(extra), "--source-header-file %s/hdr", dir);
+	CHECK(refused(F_NONE, extra, "line 1 is not 'Name: value'") == TAP_PASS, "refused");
+	CHECK(!strstr(err, "sEcReT"), "the secret reached the log: %.600s", err);
+	return TAP_PASS;
+}
+
+static int t_cleanup(void)
+{
+	stop_server();
+	sh("rm -rf %s; rm -f /dev/shm/pfs-srchttp-*-%d", dir, getpid());
+	return TAP_PASS;
+}
+
+static const struct tap_test tests[] = {
+	{ "setup: real model files, their reference blob, a range server", t_setup, .setup = true },
+	{ "ranged GETs: the blob the files make, sha256sum's digests", t_ranged },
+	{ "every range cut halfway once: resumed where it stopped, equal", t_cut },
+	{ "503 on every first try: retried, equal", t_503 },
+	{ "the server killed mid-read and started again: loaded, resumed, equal", t_restart },
+	{ "an object changing mid-read (412): refused, says so, no blob", t_changed },
+	{ "another range than asked: refused", t_other_range },
+	{ "ranges promised, ignored: refused", t_no_ranges },
+	{ "403 with an S3 error body: refused with its code and message", t_403 },
+	{ "a 404: refused naming the file", t_404 },
+	{ "a malformed header file: refused, the secret not logged", t_bad_header_file },
+	{ "cleanup", t_cleanup, .setup = true },
+};
+
+TAP_MAIN(tests)
