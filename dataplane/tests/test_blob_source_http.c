@@ -91,7 +91,8 @@ static void serve_one(int fd, const char *req)
 	char path[512], name[300], head[1024], etag[64];
 	long long a = 0, b = -1, size;
 	int get = !strncmp(req, "GET ", 4), f;
-	const char *rg = strcasestr(req, "\r\nRange: bytes="), *im = strcasestr(req, "\r\nIf-Match: ");
+	const char *rg = strcasestr(req, "\r\nRange: bytes="),
+		   *im = strcasestr(req, "\r\nIf-Match: ");
 	struct stat st;
 
 	if (sscanf(req + (get ? 4 : 5), "/m/%299[^ ]", name) != 1 || strstr(name, "..")) {
@@ -147,7 +148,8 @@ static void serve_one(int fd, const char *req)
 		snprintf(head, sizeof(head),
 			 "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\nETag: %s\r\nAccept-Ranges: "
 			 "bytes\r\n\r\n",
-			 size, etag), a = 0, b = size - 1;
+			 size, etag),
+			a = 0, b = size - 1;
 	reply(fd, head);
 	if (get && size) {
 		long long len = b - a + 1, sent = 0;
@@ -160,7 +162,8 @@ static void serve_one(int fd, const char *req)
 		while (sent < len) {
 			off_t o = a + sent;
 			long long step = ctl->fault == F_SLOW ? 65536 : len - sent;
-			ssize_t w = sendfile(fd, f, &o, (size_t)(step < len - sent ? step : len - sent));
+			ssize_t w = sendfile(fd, f, &o,
+					     (size_t)(step < len - sent ? step : len - sent));
 
 			if (w <= 0)
 				break;
@@ -378,8 +381,7 @@ static int t_cut(void)
 	/* Exactly one retry per unit of a file over one byte (11 files here,
 	 * model.safetensors in 11 units), each resuming where its cut stopped. */
 	CHECK(jreal(r, "retries") >= 20 && jreal(r, "retries") <= 30 &&
-		      jreal(r, "resumed_bytes") == (double)ctl->cut &&
-		      ctl->cut > 0,
+		      jreal(r, "resumed_bytes") == (double)ctl->cut && ctl->cut > 0,
 	      "retries and resumed bytes %.300s, the server cut after %d bytes in all", r,
 	      ctl->cut);
 	tap_diag("%.0f ranges cut halfway, %.0f bytes not fetched again", jreal(r, "retries"),

@@ -68,9 +68,9 @@ static bool same_server(const struct http_conn *c, const struct http_url *u)
 	       !strcmp(c->port, u->port);
 }
 
-int src_rq(struct src_remote *rm, struct http_conn *c, const struct http_url *u,
-	   const char *method, const char *target, const char *range, const char *if_match,
-	   const char *const *extra, size_t nextra, struct http_resp *r, char *why, size_t n)
+int src_rq(struct src_remote *rm, struct http_conn *c, const struct http_url *u, const char *method,
+	   const char *target, const char *range, const char *if_match, const char *const *extra,
+	   size_t nextra, struct http_resp *r, char *why, size_t n)
 {
 	char sig[SIGV4_HDRS][SIGV4_HDR_LEN], rh[64], mh[160], host[HTTP_HOST_MAX + 16];
 	const char *h[HTTP_HDR_MAX];
@@ -100,7 +100,8 @@ again:
 				    target, extra, nextra, time(NULL), sig);
 
 		if (ns < 0) {
-			snprintf(why, n, "signing the request for %.200s: %s", target, strerror(-ns));
+			snprintf(why, n, "signing the request for %.200s: %s", target,
+				 strerror(-ns));
 			return ns;
 		}
 		for (int i = 0; i < ns; i++)
@@ -139,8 +140,7 @@ static void xml_text(const char *xml, const char *tag, char *out, size_t n)
 		snprintf(out, n, "%.*s", (int)(b - a - strlen(open)), a + strlen(open));
 }
 
-int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, char *why,
-		   size_t n)
+int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, char *why, size_t n)
 {
 	char code[64] = "", msg[200] = "", *body = NULL;
 	size_t len;
@@ -176,6 +176,10 @@ int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, c
 	if (r->status == 412)
 		snprintf(why + strlen(why), n - strlen(why),
 			 ": the object changed while it was read");
+	else if (r->status == 401 || r->status == 403)
+		snprintf(why + strlen(why), n - strlen(why),
+			 ": check the credentials and their access to it (and the clock: a "
+			 "signature is valid 15 minutes)");
 	return err;
 }
 
@@ -192,8 +196,8 @@ static int file_url(const struct src_remote *rm, const struct src_file *f, struc
 }
 
 /* One GET of [@off, @off + @len) of @f; *@got says how much landed. */
-static int get_once(struct src_remote *rm, struct src_rconn *rc, struct src_file *f,
-		    uint64_t off, uint64_t len, uint8_t *dst, uint64_t *got, char *why, size_t n)
+static int get_once(struct src_remote *rm, struct src_rconn *rc, struct src_file *f, uint64_t off,
+		    uint64_t len, uint8_t *dst, uint64_t *got, char *why, size_t n)
 {
 	uint64_t size = (uint64_t)f->st.st_size, last = off + len - 1;
 	char range[64], what[320];
@@ -207,8 +211,8 @@ static int get_once(struct src_remote *rm, struct src_rconn *rc, struct src_file
 		return err;
 	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, off, last);
 	snprintf(what, sizeof(what), "'%.200s' bytes %" PRIu64 "-%" PRIu64, f->name, off, last);
-	err = src_rq(rm, &rc->c, &u, "GET", u.target, f->whole ? NULL : range, f->etag, NULL, 0,
-		     &r, why, n);
+	err = src_rq(rm, &rc->c, &u, "GET", u.target, f->whole ? NULL : range, f->etag, NULL, 0, &r,
+		     why, n);
 	if (rm->o.kind != PFS_REMOTE_S3)
 		http_url_free(&u);
 	if (err)
@@ -217,17 +221,21 @@ static int get_once(struct src_remote *rm, struct src_rconn *rc, struct src_file
 		return src_status_err(&rc->c, &r, what, why, n);
 	if (f->etag[0] && r.etag[0] && strcmp(f->etag, r.etag)) {
 		http_close(&rc->c);
-		snprintf(why, n, "%s: ETag %.60s, the listing saw %.60s: the object changed while "
-			 "it was read", what, r.etag, f->etag);
+		snprintf(why, n,
+			 "%s: ETag %.60s, the listing saw %.60s: the object changed while "
+			 "it was read",
+			 what, r.etag, f->etag);
 		return -ESTALE;
 	}
 	if (r.status == 206 ? !r.has_range || r.first != off || r.last != last ||
 				      (r.total != size && r.total != UINT64_MAX) :
 			      off || len != size || (r.has_len && r.len != size)) {
 		http_close(&rc->c);
-		snprintf(why, n, "%s: the server answered %d with %s %" PRIu64 "-%" PRIu64 "/%" PRIu64
-			 " of a %" PRIu64 "-byte object", what, r.status,
-			 r.has_range ? "range" : "no range", r.first, r.last, r.total, size);
+		snprintf(why, n,
+			 "%s: the server answered %d with %s %" PRIu64 "-%" PRIu64 "/%" PRIu64
+			 " of a %" PRIu64 "-byte object",
+			 what, r.status, r.has_range ? "range" : "no range", r.first, r.last,
+			 r.total, size);
 		/* Either way not worth a retry: the server does not do ranges
 		 * as it said, or it serves other bytes than the listing saw. */
 		return r.status == 200 ? -ENOTSUP : -ESTALE;
@@ -237,8 +245,9 @@ static int get_once(struct src_remote *rm, struct src_rconn *rc, struct src_file
 
 		if (k <= 0) {
 			http_close(&rc->c);
-			snprintf(why, n, "%s: the body ended at %" PRIu64 " of %" PRIu64 " bytes: %s",
-				 what, *got, len, k ? strerror((int)-k) : "closed early");
+			snprintf(why, n,
+				 "%s: the body ended at %" PRIu64 " of %" PRIu64 " bytes: %s", what,
+				 *got, len, k ? strerror((int)-k) : "closed early");
 			return k ? (int)k : -ECONNRESET;
 		}
 		*got += (uint64_t)k;

@@ -110,8 +110,8 @@ static struct src_remote *remote_new(const struct pfs_remote *r, char *why, size
 	*o = (struct pfs_remote){ .kind = r->kind,
 				  .nfiles = r->nfiles,
 				  .nheaders = r->nheaders,
-				  .timeout_ms = r->timeout_ms > 0 ? r->timeout_ms :
-								     PFS_REMOTE_TIMEOUT_MS,
+				  .timeout_ms =
+					  r->timeout_ms > 0 ? r->timeout_ms : PFS_REMOTE_TIMEOUT_MS,
 				  .retries = r->retries > 0 ? r->retries : PFS_REMOTE_RETRIES };
 	o->endpoint = dup(r->endpoint, &oom);
 	o->bucket = dup(r->bucket, &oom);
@@ -127,8 +127,7 @@ static struct src_remote *remote_new(const struct pfs_remote *r, char *why, size
 	if (oom)
 		goto out_oom;
 	if (r->kind == PFS_REMOTE_S3) {
-		if (!r->endpoint || !r->bucket || !*r->bucket ||
-		    !r->access_key != !r->secret_key) {
+		if (!r->endpoint || !r->bucket || !*r->bucket || !r->access_key != !r->secret_key) {
 			fail(why, n, EINVAL, "%s",
 			     "an S3 source needs an endpoint, a bucket, and an access key and "
 			     "a secret key together (or neither: anonymous)");
@@ -216,8 +215,11 @@ static void xml_unescape(const char *a, size_t len, char *out, size_t n)
 	static const struct {
 		const char *e;
 		char c;
-	} ent[] = { { "&amp;", '&' },	{ "&lt;", '<' },   { "&gt;", '>' },
-		    { "&quot;", '"' }, { "&apos;", '\'' } };
+	} ent[] = { { "&amp;", '&' },
+		    { "&lt;", '<' },
+		    { "&gt;", '>' },
+		    { "&quot;", '"' },
+		    { "&apos;", '\'' } };
 	size_t o = 0;
 
 	for (size_t i = 0; i < len && o + 5 < n;) {
@@ -234,7 +236,7 @@ static void xml_unescape(const char *a, size_t len, char *out, size_t n)
 		} else if (a[i] == '&' && a[i + 1] == '#') {
 			char *e;
 			unsigned long cp = a[i + 2] == 'x' ? strtoul(a + i + 3, &e, 16) :
-							    strtoul(a + i + 2, &e, 10);
+							     strtoul(a + i + 2, &e, 10);
 
 			if (*e != ';' || !cp || cp > 0x10ffff)
 				cp = 0xfffd; /* not a name anyone can have: refused later */
@@ -302,8 +304,8 @@ static char *s3_target(const struct src_remote *rm, const char *key)
 
 /* HEAD of @f: its size (checked against @size unless UINT64_MAX), ETag
  * and stored sha256. */
-static int s3_head(struct src_remote *rm, struct http_conn *c, struct src_file *f,
-		   const char *key, char *why, size_t n)
+static int s3_head(struct src_remote *rm, struct http_conn *c, struct src_file *f, const char *key,
+		   char *why, size_t n)
 {
 	static const char *const mode[] = { "x-amz-checksum-mode:ENABLED" };
 	char what[300];
@@ -329,8 +331,8 @@ static int s3_head(struct src_remote *rm, struct http_conn *c, struct src_file *
 
 /* One page of ListObjectsV2 beneath @prefix; *@token becomes the next
  * page's continuation token ("" on the last page). */
-static int s3_list_page(struct pfs_source *s, struct http_conn *c, const char *prefix,
-			char *token, size_t tn, char *why, size_t n)
+static int s3_list_page(struct pfs_source *s, struct http_conn *c, const char *prefix, char *token,
+			size_t tn, char *why, size_t n)
 {
 	struct src_remote *rm = s->rem;
 	size_t cap = 3 * (strlen(rm->o.bucket) + strlen(prefix) + strlen(token)) + 128, len;
@@ -379,8 +381,8 @@ static int s3_list_page(struct pfs_source *s, struct http_conn *c, const char *p
 		xml_field(p, end, "ETag", etag, sizeof(etag));
 		sz = strtoull(size, &e, 10);
 		if (*e || strncmp(key, prefix, strlen(prefix))) {
-			err = fail(why, n, EPROTO, "a key outside the prefix, or a bad size: '%.200s'",
-				   key);
+			err = fail(why, n, EPROTO,
+				   "a key outside the prefix, or a bad size: '%.200s'", key);
 			break;
 		}
 		if (key[strlen(key) - 1] == '/' && !sz)
@@ -496,7 +498,8 @@ static int http_head(struct src_remote *rm, struct http_conn *c, const char *url
 			http_drain(c, r, 64 << 10);
 			if (!next) {
 				err = fail(why, n, EPROTO,
-					   "%s: too many redirects, or one to a relative place", what);
+					   "%s: too many redirects, or one to a relative place",
+					   what);
 				break;
 			}
 			free(cur);
@@ -604,7 +607,7 @@ struct pfs_source *pfs_source__scan_remote(const struct pfs_remote *r,
 	else
 		snprintf(desc, sizeof(desc), "%s", r->url);
 	s->path = strdup(desc);
-	err = !s->path                 ? fail(why, n, ENOMEM, "%s", "no memory") :
+	err = !s->path		       ? fail(why, n, ENOMEM, "%s", "no memory") :
 	      r->kind == PFS_REMOTE_S3 ? s3_scan(s, why, n) :
 					 http_scan(s, why, n);
 	if (!err)
@@ -629,10 +632,11 @@ int src_remote_check(struct pfs_source *s, char *why, size_t n)
 			continue;
 		if (EVP_DecodeBlock(want, (const unsigned char *)f->sum256, 44) != 33 ||
 		    memcmp(want, f->sha256, 32)) {
-			snprintf(why, n,
-				 "'%.200s': its sha256 is not the x-amz-checksum-sha256 %s the store "
-				 "published: the bytes read are not the bytes stored",
-				 f->name, f->sum256);
+			snprintf(
+				why, n,
+				"'%.200s': its sha256 is not the x-amz-checksum-sha256 %s the store "
+				"published: the bytes read are not the bytes stored",
+				f->name, f->sum256);
 			return -EBADMSG;
 		}
 		atomic_fetch_add(&s->rem->checksums, 1);

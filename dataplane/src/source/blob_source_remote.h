@@ -30,17 +30,16 @@ struct src_rconn {
  * connected there), with the source's headers (S3: signed, @extra signed
  * too; HTTP: the user's), and @range ("bytes=A-B") and @if_match when not
  * NULL. The response head in @r; 0 or -errno with why. */
-int src_rq(struct src_remote *rm, struct http_conn *c, const struct http_url *u,
-	   const char *method, const char *target, const char *range, const char *if_match,
-	   const char *const *extra, size_t nextra, struct http_resp *r, char *why, size_t n);
+int src_rq(struct src_remote *rm, struct http_conn *c, const struct http_url *u, const char *method,
+	   const char *target, const char *range, const char *if_match, const char *const *extra,
+	   size_t nextra, struct http_resp *r, char *why, size_t n);
 
 /* A status that is not a success as -errno, why naming @what, the status
  * and, for S3, its error Code and Message (the body is read and the
  * connection kept usable or closed): EACCES (401, 403), ENOENT (404),
  * ESTALE (412: the object changed; 416: shorter than listed), EAGAIN (429,
  * 5xx: transient), EIO (anything else). */
-int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, char *why,
-		   size_t n);
+int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, char *why, size_t n);
 
 /* Errors worth another try: the connection or the server's state, not the
  * request. */

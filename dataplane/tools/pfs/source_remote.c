@@ -49,9 +49,11 @@ int pfs_cli_source_remote_check(const struct pfs_cmdline *c, const struct pfs_cl
 			return pfs_opt_fail(c, "--%s needs --source-s3 or --source-url",
 					    remote_only[i]);
 	if (s->files && !s->url)
-		return pfs_opt_fail(c, "--source-files needs --source-url (the base they are under)");
+		return pfs_opt_fail(c,
+				    "--source-files needs --source-url (the base they are under)");
 	if (s->s3 && !s->s3_endpoint)
-		return pfs_opt_fail(c, "--source-s3 needs --source-s3-endpoint (https://host[:port])");
+		return pfs_opt_fail(c,
+				    "--source-s3 needs --source-s3-endpoint (https://host[:port])");
 	if (s->s3 && (!strchr(s->s3, '/') || s->s3[0] == '/'))
 		return pfs_opt_fail(c, "--source-s3 is BUCKET/KEY (one object) or BUCKET/PREFIX/ "
 				       "(every object beneath it), e.g. models/llama/");
@@ -109,7 +111,8 @@ static int read_headers(const char *path, struct pfs_remote *r, char **text, cha
 			continue;
 		if (!colon || colon == line || strcspn(line, " \t") < (size_t)(colon - line)) {
 			/* The line may be a secret: name only its number. */
-			snprintf(why, n, "%s: line %zu is not 'Name: value'", path, r->nheaders + 1);
+			snprintf(why, n, "%s: line %zu is not 'Name: value'", path,
+				 r->nheaders + 1);
 			return -EINVAL;
 		}
 		if (r->nheaders == sizeof(lines) / sizeof(lines[0])) {
