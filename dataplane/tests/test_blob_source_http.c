@@ -15,9 +15,18 @@
  *   - 503 on first tries, and the server killed mid-read and started
  *     again: retried, loaded, equal;
  *   - refusals, each with its message and no blob left behind: a 404, a
- *     403, an object whose ETag changes mid-read (412), a server that
- *     answers a range with another range, one that ignores ranges it
- *     promised, a malformed header file, a server that is not HTTP.
+ *     403 with an S3 error body, an object whose ETag changes mid-read
+ *     (412), a server that answers a range with another range, one that
+ *     ignores ranges it promised, a malformed header file;
+ *   - `--source-s3` against the same server speaking the S3 side of it
+ *     (ListObjectsV2 in pages of four keys with continuation tokens, an
+ *     XML-escaped and percent-encoded key, a directory marker, HEAD with
+ *     x-amz-checksum-sha256): the same blob as the files, every stored
+ *     checksum compared, every request signed with the key from the
+ *     credentials directory; one object as a file; a stored checksum the
+ *     bytes do not have refused. (The signatures themselves are checked
+ *     against botocore's in test_remote_http, and by a real S3 server in
+ *     the e2e.)
  * Without the data sets the setup FAILS.
  */
 #include <arpa/inet.h>
@@ -27,6 +36,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -54,12 +64,16 @@ enum fault {
 	F_NO_RANGES, /* 200 with the whole object, while saying Accept-Ranges */
 	F_403, /* every GET: 403 with an S3 error body (HEADs pass) */
 	F_SLOW, /* 2 MB/s per connection: the test kills and restarts it */
+	F_BAD_SUM, /* S3: x-amz-checksum-sha256 of config.json is another file's */
 };
 
 /* Shared with the server child (MAP_SHARED): the fault and counters. */
 struct ctl {
 	enum fault fault;
 	atomic_int gets, cut, failed_once[4096];
+	/* S3: listing pages served; requests, and those signed with SigV4 by
+	 * the test's access key. */
+	atomic_int pages, requests, signed_ok;
 };
 
 static struct ctl *ctl;
@@ -67,7 +81,9 @@ static char dir[64] = "/tmp/pfs-srchttp-XXXXXX", data[128], files[8192], pfs[PAT
 static int port;
 static pid_t server;
 
-/* ---- the range server ---- */
+/* ---- the range server; with "?list-type=2" on /m, an S3 bucket ---- */
+
+#define ACCESS_KEY "PFSTESTKEYID"
 
 static int lfd = -1;
 
@@ -86,19 +102,143 @@ static int slot(const char *name, long long a)
 	return (int)((h + (unsigned)(a >> 16)) % 4096);
 }
 
+/* %XX decoded in place. */
+static void pct_decode(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		unsigned v;
+
+		if (*s == '%' && sscanf(s + 1, "%2x", &v) == 1) {
+			*o++ = (char)v;
+			s += 2;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+static void xml_escaped(char *out, size_t n, const char *s)
+{
+	size_t o = 0;
+
+	for (; *s && o + 7 < n; s++) {
+		if (*s == '&')
+			o += (size_t)snprintf(out + o, n - o, "&amp;");
+		else if (*s == '<')
+			o += (size_t)snprintf(out + o, n - o, "&lt;");
+		else if (*s == '"')
+			o += (size_t)snprintf(out + o, n - o, "&quot;");
+		else
+			out[o++] = *s;
+	}
+	out[o] = '\0';
+}
+
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ListObjectsV2 of the data directory, four keys a page, the token the
+ * index of the next key. */
+static void list_objects(int fd, const char *target)
+{
+	const char *tok = strstr(target, "continuation-token=");
+	int from = tok ? atoi(tok + 19) : 0, k = 0;
+	char *names[64], body[16384], key[600], etag[64], head[256], et[96];
+	size_t o = 0;
+	struct dirent *e;
+	DIR *d = opendir(data);
+
+	while (d && (e = readdir(d)) && k < 64)
+		if (e->d_name[0] != '.')
+			names[k++] = strdup(e->d_name);
+	if (d)
+		closedir(d);
+	qsort(names, (size_t)k, sizeof(names[0]), by_str);
+	o += (size_t)snprintf(body, sizeof(body),
+			      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult "
+			      "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>m</Name>"
+			      "<Prefix></Prefix><MaxKeys>4</MaxKeys><IsTruncated>%s</IsTruncated>",
+			      from + 4 < k ? "true" : "false");
+	if (from + 4 < k)
+		o += (size_t)snprintf(body + o, sizeof(body) - o,
+				      "<NextContinuationToken>%d</NextContinuationToken>",
+				      from + 4);
+	for (int i = from; i < from + 4 && i < k; i++) {
+		char path[512];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", data, names[i]);
+		stat(path, &st);
+		xml_escaped(key, sizeof(key), names[i]);
+		snprintf(etag, sizeof(etag), "\"%llx-%lld\"", (long long)st.st_ino,
+			 (long long)st.st_size);
+		xml_escaped(et, sizeof(et), etag);
+		o += (size_t)snprintf(body + o, sizeof(body) - o,
+				      "<Contents><Key>%s</Key><ETag>%s</ETag><Size>%lld</Size>"
+				      "<StorageClass>STANDARD</StorageClass></Contents>",
+				      key, et, (long long)st.st_size);
+	}
+	/* A "directory" marker, as consoles create: skipped by the reader. */
+	if (!from)
+		o += (size_t)snprintf(body + o, sizeof(body) - o,
+				      "<Contents><Key>sub/</Key><ETag>&quot;d41d8&quot;</ETag>"
+				      "<Size>0</Size></Contents>");
+	o += (size_t)snprintf(body + o, sizeof(body) - o, "</ListBucketResult>");
+	for (int i = 0; i < k; i++)
+		free(names[i]);
+	atomic_fetch_add(&ctl->pages, 1);
+	snprintf(head, sizeof(head),
+		 "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: %zu\r\n\r\n",
+		 o);
+	reply(fd, head);
+	reply(fd, body);
+}
+
+/* The x-amz-checksum-sha256 of @path (base64) into @out (45 bytes). */
+static void checksum(const char *path, char *out)
+{
+	unsigned char md[32];
+	char *buf = malloc(128 << 20);
+	size_t len = 0;
+	FILE *f = fopen(path, "r");
+
+	if (f && buf)
+		len = fread(buf, 1, 128 << 20, f);
+	if (f)
+		fclose(f);
+	EVP_Digest(buf ? buf : "", len, md, NULL, EVP_sha256(), NULL);
+	free(buf);
+	EVP_EncodeBlock((unsigned char *)out, md, 32);
+}
+
 static void serve_one(int fd, const char *req)
 {
-	char path[512], name[300], head[1024], etag[64];
+	char path[512], name[300], head[1024], etag[64], target[1024], sum[128] = "";
 	long long a = 0, b = -1, size;
 	int get = !strncmp(req, "GET ", 4), f;
 	const char *rg = strcasestr(req, "\r\nRange: bytes="),
 		   *im = strcasestr(req, "\r\nIf-Match: ");
 	struct stat st;
 
+	atomic_fetch_add(&ctl->requests, 1);
+	if (strstr(req, "\r\nAuthorization: AWS4-HMAC-SHA256 Credential=" ACCESS_KEY "/") &&
+	    strstr(req, "\r\nx-amz-date: ") && strstr(req, "\r\nx-amz-content-sha256: "))
+		atomic_fetch_add(&ctl->signed_ok, 1);
+	if (get && sscanf(req + 4, "%1023s", target) == 1 && !strncmp(target, "/m?", 3) &&
+	    strstr(target, "list-type=2")) {
+		list_objects(fd, target);
+		return;
+	}
 	if (sscanf(req + (get ? 4 : 5), "/m/%299[^ ]", name) != 1 || strstr(name, "..")) {
 		reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
 		return;
 	}
+	pct_decode(name);
 	snprintf(path, sizeof(path), "%s/%s", data, name);
 	f = open(path, O_RDONLY);
 	if (f < 0 || fstat(f, &st)) {
@@ -123,6 +263,20 @@ static void serve_one(int fd, const char *req)
 	snprintf(etag, sizeof(etag), "\"%llx-%lld%s\"", (long long)st.st_ino, size,
 		 get && ctl->fault == F_CHANGE && atomic_fetch_add(&ctl->gets, 1) >= 3 ? "-v2" :
 											 "");
+	/* "Name:value" or "Name: value": both are HTTP. */
+	if (!get && strcasestr(req, "\r\nx-amz-checksum-mode:") &&
+	    strstr(strcasestr(req, "\r\nx-amz-checksum-mode:"), "ENABLED\r\n")) {
+		char other[512];
+		int o = snprintf(sum, sizeof(sum), "x-amz-checksum-sha256: ");
+
+		/* The bad one: the digest of another file of the same set. */
+		snprintf(other, sizeof(other), "%s/%s", data,
+			 ctl->fault == F_BAD_SUM && !strcmp(name, "config.json") ?
+				 "silero_vad.onnx" :
+				 name);
+		checksum(other, sum + o);
+		strcat(sum, "\r\n");
+	}
 	if (rg)
 		sscanf(rg + 15, "%lld-%lld", &a, &b);
 	if (b < 0 || b >= size)
@@ -146,10 +300,13 @@ static void serve_one(int fd, const char *req)
 			 size ? b - a + 1 : 0, a, b, size, etag);
 	else
 		snprintf(head, sizeof(head),
-			 "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\nETag: %s\r\nAccept-Ranges: "
+			 "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\nETag: %s\r\n%sAccept-Ranges: "
 			 "bytes\r\n\r\n",
-			 size, etag),
-			a = 0, b = size - 1;
+			 size, etag, sum);
+	if (!rg || ctl->fault == F_NO_RANGES) {
+		a = 0;
+		b = size - 1;
+	}
 	reply(fd, head);
 	if (get && size) {
 		long long len = b - a + 1, sent = 0;
@@ -488,6 +645,96 @@ static int t_bad_header_file(void)
 	return TAP_PASS;
 }
 
+static char ref_s3[70];
+
+/* The bucket: the data sets' files and one more whose name needs XML
+ * escaping and percent-encoding (a copy of config.json); its reference
+ * blob; the credentials. */
+static int s3_setup(void)
+{
+	char p[256];
+	FILE *f;
+
+	if (ref_s3[0])
+		return 0;
+	if (sh("cp '%s/config.json' '%s/a b&c.json' && %s blob create --source %s --page 4k "
+	       "--dir /dev/shm --name pfs-srchttp-ref2-%d --replace >%s/ref2.json 2>/dev/null",
+	       data, data, pfs, data, getpid(), dir))
+		return -1;
+	sh("rm -f /dev/shm/pfs-srchttp-ref2-%d", getpid());
+	snprintf(p, sizeof(p), "%s/ref2.json", dir);
+	f = fopen(p, "r");
+	out[f ? fread(out, 1, sizeof(out) - 1, f) : 0] = '\0';
+	if (f)
+		fclose(f);
+	jstr(jsect(out, "\"source\""), "sha256", ref_s3, sizeof(ref_s3));
+	if (!ref_s3[0])
+		return -1;
+	return sh("mkdir -p %s/creds && printf '%s' >%s/creds/AWS_ACCESS_KEY_ID && "
+		  "printf 'sEcReT-s3-key\\n' >%s/creds/AWS_SECRET_ACCESS_KEY",
+		  dir, ACCESS_KEY, dir, dir) ?
+		       -1 :
+		       0;
+}
+
+/* pfs blob create --source-s3 @what against the server. */
+static int load_s3(enum fault fault, const char *what, const char *name)
+{
+	int rc;
+
+	memset((void *)ctl, 0, sizeof(*ctl));
+	ctl->fault = fault;
+	rc = sh("%s blob create --source-s3 %s --source-s3-endpoint http://127.0.0.1:%d "
+		"--source-credentials %s/creds --page 4k --dir /dev/shm --name %s --replace "
+		">%s/out 2>%s/err",
+		pfs, what, port, dir, name, dir, dir);
+	results();
+	return rc;
+}
+
+static int t_s3(void)
+{
+	const char *r;
+	char sha[70];
+	int rc, nfiles;
+
+	CHECK(!s3_setup(), "the bucket's reference");
+	rc = load_s3(F_NONE, "m/", blob("s3"));
+	r = jsect(out, "\"remote\"");
+	jstr(jsect(out, "\"source\""), "sha256", sha, sizeof(sha));
+	nfiles = (int)jreal(jsect(out, "\"source\""), "files");
+	CHECK(!rc && !strcmp(sha, ref_s3), "rc %d sha %s want %s: %.1500s", rc, sha, ref_s3, err);
+	/* 12 objects and a directory marker, four keys a page. */
+	CHECK(nfiles == 12 && ctl->pages == 3, "%d files, %d pages", nfiles, ctl->pages);
+	CHECK(jreal(r, "checksums") == nfiles, "every stored sha256 compared: %.300s", r);
+	CHECK(ctl->signed_ok == ctl->requests && ctl->requests == (int)jreal(r, "requests"),
+	      "%d of %d requests signed with the key (pfs sent %.0f)", ctl->signed_ok,
+	      ctl->requests, jreal(r, "requests"));
+	CHECK(!sh("%s blob manifest --name %s --dir /dev/shm | grep -q '\"a b&c.json\"'", pfs,
+		  blob("s3")),
+	      "the escaped key is not in the manifest");
+	CHECK(!strstr(err, "sEcReT"), "the secret reached the log");
+	sh("rm -f /dev/shm/%s", blob("s3"));
+	rc = load_s3(F_NONE, "m/config.json", blob("s3one"));
+	CHECK(!rc && strstr(out, "\"kind\":\"file\"") &&
+		      jreal(jsect(out, "\"remote\""), "checksums") == 1,
+	      "one object: %.600s", out);
+	sh("rm -f /dev/shm/%s", blob("s3one"));
+	return TAP_PASS;
+}
+
+static int t_s3_bad_sum(void)
+{
+	int rc;
+
+	CHECK(!s3_setup(), "the bucket's reference");
+	rc = load_s3(F_BAD_SUM, "m/", blob("bad"));
+	CHECK(rc && strstr(err, "'config.json': its sha256 is not the x-amz-checksum-sha256"),
+	      "rc %d: %.1500s", rc, err);
+	CHECK(sh("test -e /dev/shm/%s", blob("bad")) != 0, "a failed load left its blob");
+	return TAP_PASS;
+}
+
 static int t_cleanup(void)
 {
 	stop_server();
@@ -507,6 +754,10 @@ static const struct tap_test tests[] = {
 	{ "403 with an S3 error body: refused with its code and message", t_403 },
 	{ "a 404: refused naming the file", t_404 },
 	{ "a malformed header file: refused, the secret not logged", t_bad_header_file },
+	{ "S3: ListObjectsV2 pages, escaped keys, a marker skipped, HEAD checksums compared, "
+	  "every request signed; one object",
+	  t_s3 },
+	{ "S3: a stored checksum the bytes do not have: refused", t_s3_bad_sum },
 	{ "cleanup", t_cleanup, .setup = true },
 };
 
