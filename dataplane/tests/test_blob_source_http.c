@@ -65,6 +65,7 @@ enum fault {
 	F_403, /* every GET: 403 with an S3 error body (HEADs pass) */
 	F_SLOW, /* 2 MB/s per connection: the test kills and restarts it */
 	F_BAD_SUM, /* S3: x-amz-checksum-sha256 of config.json is another file's */
+	F_REDIRECT, /* /m/NAME answers 302 to http://localhost:PORT/r/NAME */
 };
 
 /* Shared with the server child (MAP_SHARED): the fault and counters. */
@@ -74,6 +75,9 @@ struct ctl {
 	/* S3: listing pages served; requests, and those signed with SigV4 by
 	 * the test's access key. */
 	atomic_int pages, requests, signed_ok;
+	/* The user's header seen on /m/ (the source's server) and on /r/
+	 * (where a redirect led: another host name). */
+	atomic_int token_here, token_there;
 };
 
 static struct ctl *ctl;
@@ -234,8 +238,21 @@ static void serve_one(int fd, const char *req)
 		list_objects(fd, target);
 		return;
 	}
-	if (sscanf(req + (get ? 4 : 5), "/m/%299[^ ]", name) != 1 || strstr(name, "..")) {
+	if (ctl->fault == F_REDIRECT && sscanf(req + (get ? 4 : 5), "/r/%299[^ ]", name) == 1) {
+		if (strstr(req, "\r\nX-Pfs-Token: "))
+			atomic_fetch_add(&ctl->token_there, 1);
+	} else if (sscanf(req + (get ? 4 : 5), "/m/%299[^ ]", name) != 1 || strstr(name, "..")) {
 		reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+		return;
+	}
+	if (strstr(req, "\r\nX-Pfs-Token: ") && !strncmp(req + (get ? 4 : 5), "/m/", 3))
+		atomic_fetch_add(&ctl->token_here, 1);
+	if (ctl->fault == F_REDIRECT && !strncmp(req + (get ? 4 : 5), "/m/", 3)) {
+		snprintf(head, sizeof(head),
+			 "HTTP/1.1 302 Found\r\nLocation: http://localhost:%d/r/%s\r\n"
+			 "Content-Length: 0\r\n\r\n",
+			 port, name);
+		reply(fd, head);
 		return;
 	}
 	pct_decode(name);
@@ -735,6 +752,24 @@ static int t_s3_bad_sum(void)
 	return TAP_PASS;
 }
 
+/* A mirror that redirects every file to another host (a CDN): followed,
+ * and the user's header (a token) is sent to the mirror only. */
+static int t_redirect(void)
+{
+	char extra[256];
+	int rc;
+
+	sh("printf 'X-Pfs-Token: t0ken\n' >%s/hdr2", dir);
+	snprintf(extra, sizeof(extra), "--source-header-file %s/hdr2", dir);
+	rc = load(F_REDIRECT, blob("redirect"), extra);
+	CHECK(loaded_equal(rc, "redirect"), "not loaded");
+	CHECK(ctl->token_here > 0 && ctl->token_there == 0,
+	      "the token went to the mirror %d times and to the other host %d times",
+	      ctl->token_here, ctl->token_there);
+	sh("rm -f /dev/shm/%s", blob("redirect"));
+	return TAP_PASS;
+}
+
 static int t_cleanup(void)
 {
 	stop_server();
@@ -754,6 +789,7 @@ static const struct tap_test tests[] = {
 	{ "403 with an S3 error body: refused with its code and message", t_403 },
 	{ "a 404: refused naming the file", t_404 },
 	{ "a malformed header file: refused, the secret not logged", t_bad_header_file },
+	{ "redirects to another host: followed, the user's header kept from it", t_redirect },
 	{ "S3: ListObjectsV2 pages, escaped keys, a marker skipped, HEAD checksums compared, "
 	  "every request signed; one object",
 	  t_s3 },

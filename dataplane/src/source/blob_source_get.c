@@ -107,7 +107,12 @@ again:
 		for (int i = 0; i < ns; i++)
 			h[nh++] = sig[i];
 	}
-	for (size_t i = 0; i < rm->o.nheaders && nh < HTTP_HDR_MAX; i++)
+	/* The user's headers (a bearer token) go only to the source URL's own
+	 * server, never to where a redirect led (a CDN), as curl does. */
+	for (size_t i = 0; rm->o.kind == PFS_REMOTE_HTTP && i < rm->o.nheaders &&
+			   nh < HTTP_HDR_MAX && u->tls == rm->ep.tls &&
+			   !strcmp(u->host, rm->ep.host) && !strcmp(u->port, rm->ep.port);
+	     i++)
 		h[nh++] = rm->o.headers[i];
 	atomic_fetch_add(&rm->requests, 1);
 	err = http_exchange(c, method, target, h, nh, r, why, n);

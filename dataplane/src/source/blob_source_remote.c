@@ -143,7 +143,10 @@ static struct src_remote *remote_new(const struct pfs_remote *r, char *why, size
 					      .service = "s3" };
 		https = rm->ep.tls;
 	} else if (r->kind == PFS_REMOTE_HTTP && r->url && *r->url) {
-		https = !strncasecmp(r->url, "https:", 6);
+		/* Its server: the only one the user's headers are sent to. */
+		if (http_url_parse(r->url, &rm->ep, why, n))
+			goto out_free;
+		https = rm->ep.tls;
 	} else {
 		fail(why, n, EINVAL, "%s", "a remote source needs kind S3 or HTTP with a URL");
 		goto out_free;

@@ -15,7 +15,7 @@
 
 struct src_remote {
 	struct pfs_remote o; /* every string and array copied, owned */
-	struct http_url ep; /* S3: the endpoint */
+	struct http_url ep; /* S3: the endpoint; HTTP: the source URL's server */
 	struct http_tls *tls; /* NULL until an https URL needs it */
 	struct sigv4_key key;
 	bool anonymous; /* S3 without credentials: unsigned requests */
