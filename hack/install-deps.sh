@@ -26,6 +26,9 @@ pkgs=(
   rsync xdelta3 zstd
   # make bench: sysbench memory, the cross-check of the memory limits.
   sysbench
+  # hack/s3-server.sh and hack/s3/smoke.sh: the throwaway CA, the keys, and
+  # requests signed with SigV4 (curl --aws-sigv4).
+  openssl curl
 )
 missing=()
 for p in "${pkgs[@]}"; do

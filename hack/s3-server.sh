@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# A real S3-compatible server for the tests and benchmarks: SeaweedFS
+# (Apache-2.0), built here from the Go module proxy, since no container
+# registry or release download is reachable, and cached outside the repo in
+# $PFS_CACHE/tools/seaweedfs-<version>/weed.
+#
+# Usage:
+#   hack/s3-server.sh bin                     build the weed binary once, print its path
+#   hack/s3-server.sh start DIR [--port P] [--tls]
+#   hack/s3-server.sh stop DIR
+#
+# start runs one `weed server` process (master, volume, filer and the S3
+# gateway; lighter than `weed mini`, which adds WebDAV, an admin UI and
+# more) with its data, configuration and log in DIR, waits until a signed
+# request answers, and prints one line of shell assignments (also written
+# to DIR/env, 0600):
+#   S3_ENDPOINT=http://127.0.0.1:P S3_ACCESS_KEY=... S3_SECRET_KEY=...
+#   S3_REGION=us-east-1 [S3_CA_FILE=DIR/tls/ca.crt]
+# e.g. eval "export $(hack/s3-server.sh start DIR)". With --tls the
+# endpoint is https and S3_CA_FILE names the throwaway CA that signed the
+# server's certificate. S3 authentication is on: one static identity whose
+# keys are drawn at the first start into DIR/credentials (0600), the ports
+# into DIR/ports, the CA and certificate into DIR/tls; a later start on the
+# same DIR reuses all of them, so a test can stop the server mid-read,
+# start it again and find the same objects at the same endpoint with the
+# same keys. start also recovers from an unclean stop (a stale pid file,
+# kill -9). Everything listens on 127.0.0.1. --port picks the S3 port
+# (default: one drawn free at the first start, like the ports of the
+# master, volume and filer, and their gRPC ports).
+set -euo pipefail
+source "$(dirname "$0")/kind/lib.sh"
+
+# The snapshot the module proxy serves, and its go.sum hash (checked, so a
+# changed proxy answer cannot slip in).
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
+SEAWEEDFS_SUM=h1:LOYZFToHq9F7pSR6lkPGfkM8RmHlVFrzndKdhmNZjrU=
+SEAWEEDFS_MOD=github.com/seaweedfs/seaweedfs
+WEED_DIR="$TOOLS_DIR/seaweedfs-$SEAWEEDFS_VERSION"
+
+# weed_bin: the cached binary, built first when missing. `go install
+# pkg@version` refuses a module whose go.mod has replace directives, so the
+# module's source is copied out of the module cache and built in place.
+weed_bin() {
+  local bin="$WEED_DIR/weed"
+  if [ ! -x "$bin" ]; then
+    mkdir -p "$WEED_DIR"
+    exec 9>"$WEED_DIR.lock"
+    flock 9 # two runs at once build it once
+    [ -x "$bin" ] || build_weed "$bin"
+    exec 9>&-
+  fi
+  echo "$bin"
+}
+
+build_weed() {
+  local bin=$1 json src sum tmp start
+  start=$(date +%s)
+  # The temporary tree sits next to the cache entry, so the final mv is a
+  # rename on one file system: a reader sees no binary or a whole one.
+  tmp=$(mktemp -d "$WEED_DIR/build.XXXXXX")
+  # shellcheck disable=SC2064  # expand tmp now: it is local
+  trap "rm -rf '$tmp'" EXIT
+  log "s3-server: building SeaweedFS $SEAWEEDFS_VERSION from the Go module proxy (cold: module downloads and a compile of several minutes on 2 cores)"
+  json=$(cd "$tmp" && go mod download -json "$SEAWEEDFS_MOD@$SEAWEEDFS_VERSION") ||
+    die "s3-server: go mod download $SEAWEEDFS_MOD@$SEAWEEDFS_VERSION failed (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
+  src=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")
+  sum=$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p' <<<"$json")
+  [ "$sum" = "$SEAWEEDFS_SUM" ] || die "s3-server: $SEAWEEDFS_MOD@$SEAWEEDFS_VERSION has hash '$sum', pinned $SEAWEEDFS_SUM"
+  # The module cache is read-only; the build writes nothing into the tree,
+  # but a writable copy keeps the go tool from ever tripping on that.
+  cp -r "$src" "$tmp/src"
+  chmod -R u+w "$tmp/src"
+  if ! (cd "$tmp/src" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/weed" ./weed) >"$tmp/build.log" 2>&1; then
+    mv "$tmp/build.log" "$WEED_DIR/build.log"
+    tail -n 30 "$WEED_DIR/build.log" >&2
+    die "s3-server: building weed failed; the whole log is $WEED_DIR/build.log"
+  fi
+  mv "$tmp/weed" "$bin"
+  rm -rf "$tmp"
+  trap - EXIT
+  log "s3-server: built $bin in $(($(date +%s) - start)) s"
+}
+
+# running DIR: print the pid of the server of DIR and succeed, when there
+# is one. The command line must name DIR, so a pid reused by another
+# process after an unclean stop does not count, nor does a zombie (its
+# command line is empty) when nobody reaps the exited server.
+running() {
+  local pid
+  pid=$(cat "$1/weed.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && [[ $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") == *" -dir=$1/data "* ]] || return 1
+  echo "$pid"
+}
+
+# taken PORT: something listens on 127.0.0.1:PORT.
+taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# free_ports N: N TCP ports free on 127.0.0.1 right now, from the kernel.
+free_ports() {
+  python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in socks))' "$1"
+}
+
+# make_tls DIR: a throwaway CA and a server certificate for 127.0.0.1 and
+# localhost that it signed (EC P-256, ten years: the pair lives as long as
+# DIR). The server certificate is made by `x509 -req` with its extensions
+# spelled out, since `req -x509` would mark it CA:TRUE, which strict
+# verifiers refuse in a server certificate.
+make_tls() {
+  local t=$1/tls
+  [ -s "$t/server.crt" ] && return 0
+  mkdir -p "$t"
+  (umask 077
+   cd "$t"
+   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+     -subj "/CN=packetfs throwaway S3 CA" -keyout ca.key -out ca.crt
+   openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+     -subj "/CN=localhost" -keyout server.key -out server.csr
+   printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
+     "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" >server.ext
+   openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+     -extfile server.ext -out server.crt.tmp
+   chmod 644 ca.crt # clients under other uids read it
+   rm server.csr server.ext ca.srl
+   mv server.crt.tmp server.crt) >/dev/null 2>"$t/openssl.log" ||
+    { cat "$t/openssl.log" >&2; die "s3-server: openssl failed to make the throwaway CA in $t"; }
+  rm -f "$t/openssl.log"
+}
+
+start() {
+  local dir=${1:?usage: $0 start DIR [--port P] [--tls]} port='' tls=0 weed pid i
+  shift
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --port) port=${2:?--port needs a value}; shift 2 ;;
+      --tls) tls=1; shift ;;
+      *) die "s3-server: unknown option '$1' (start DIR [--port P] [--tls])" ;;
+    esac
+  done
+  weed=$(weed_bin)
+  mkdir -p "$dir/data"
+  dir=$(cd "$dir" && pwd)
+  exec 8>"$dir/.lock"
+  flock 8 # start and stop of one DIR take turns
+  # A server killed a moment ago may still be exiting: give it 2 s.
+  for ((i = 0; i < 20; i++)); do running "$dir" >/dev/null || break; sleep 0.1; done
+  if pid=$(running "$dir"); then
+    die "s3-server: already running in $dir (pid $pid); stop it first"
+  fi
+  rm -f "$dir/weed.pid" # a leftover of an unclean stop
+
+  # Drawn once, then kept: a restart serves the same endpoint with the same keys.
+  if [ ! -s "$dir/credentials" ]; then
+    (umask 077
+     printf 'S3_ACCESS_KEY=%s\nS3_SECRET_KEY=%s\n' \
+       "$(openssl rand -hex 10 | tr a-f A-F)" "$(openssl rand -hex 20)" >"$dir/credentials.tmp")
+    mv "$dir/credentials.tmp" "$dir/credentials"
+  fi
+  local S3_ACCESS_KEY S3_SECRET_KEY
+  # shellcheck source=/dev/null  # written above
+  source "$dir/credentials"
+  local s3 s3g m mg v vg f fg p
+  [ -s "$dir/ports" ] || free_ports 8 >"$dir/ports"
+  read -r s3 s3g m mg v vg f fg <"$dir/ports"
+  [ -z "$port" ] || s3=$port
+  # weed would notice a taken port only after its other parts started, and
+  # take long to exit: ask first, giving a server killed a moment ago (kill
+  # -9 returns before the kernel closes its sockets) 5 s to let go.
+  for p in "$s3" "$s3g" "$m" "$mg" "$v" "$vg" "$f" "$fg"; do
+    for ((i = 0; i < 50; i++)); do taken "$p" || continue 2; sleep 0.1; done
+    die "s3-server: port $p on 127.0.0.1 is taken (the ports of $dir are in $dir/ports)"
+  done
+  # One identity with every action; no anonymous one, so unsigned requests
+  # and wrong keys are refused.
+  (umask 077
+   printf '{"identities": [{"name": "pfs", "credentials": [{"accessKey": "%s", "secretKey": "%s"}],
+  "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}\n' "$S3_ACCESS_KEY" "$S3_SECRET_KEY" >"$dir/s3.json")
+
+  local scheme=http curl_tls=() args
+  # Everything on loopback. A single master (peers=none) resumes its raft
+  # state as the leader at once; as one of a cluster it would wait 10-20 s
+  # for an election after each restart. Telemetry off (no internet, and
+  # none of its business). Volumes of 1 GiB, created as objects arrive: a
+  # bucket is a collection that grows 7 of them at its first write, and
+  # the default cap (free disk / 1 GiB) would stop new buckets after a few;
+  # the volume server still turns read-only when the disk is nearly full.
+  # No stop grace period: tests stop and start the server often. The
+  # Iceberg and Lance catalogs are not needed.
+  args=(-logtostderr server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1
+    -master.port="$m" -master.port.grpc="$mg" -master.peers=none -master.telemetry=false -master.volumeSizeLimitMB=1024
+    -volume.port="$v" -volume.port.grpc="$vg" -volume.max=1000 -volume.preStopSeconds=0
+    -filer -filer.port="$f" -filer.port.grpc="$fg"
+    -s3 -s3.port="$s3" -s3.port.grpc="$s3g" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$dir/s3.json")
+  if [ "$tls" = 1 ]; then
+    make_tls "$dir"
+    scheme=https curl_tls=(--cacert "$dir/tls/ca.crt")
+    args+=(-s3.cert.file="$dir/tls/server.crt" -s3.key.file="$dir/tls/server.key")
+  fi
+  log "s3-server: starting SeaweedFS in $dir (S3 on $scheme://127.0.0.1:$s3, log $dir/weed.log)"
+  # A session of its own: the server outlives this script and the shell
+  # that ran it, until `stop`. Without the lock's fd, or `stop` would wait
+  # for the server it stops. The filer's store and the master's state go
+  # to -dir; the working directory is DIR so nothing lands elsewhere. A soft
+  # memory limit for Go's collector: without one an idle server holds on to
+  # the ~600 MiB that an 87 MiB upload and a few GETs grew it to; with it,
+  # ~250 MiB.
+  (cd "$dir" && GOMEMLIMIT=${GOMEMLIMIT:-256MiB} exec setsid "$weed" "${args[@]}" >>"$dir/weed.log" 2>&1 </dev/null 8>&-) &
+  pid=$!
+  echo "$pid" >"$dir/weed.pid"
+
+  # Ready when a signed ListBuckets answers 200 (the gateway is up, its
+  # filer behind it) and the master lists the volume server: until then it
+  # does not know where the chunks of the objects are, and a GET right
+  # after a restart fails with 500.
+  local endpoint=$scheme://127.0.0.1:$s3 code=000 topo
+  for ((i = 0; i < 240; i++)); do
+    running "$dir" >/dev/null || { tail -n 20 "$dir/weed.log" >&2; die "s3-server: weed exited during start (log $dir/weed.log)"; }
+    code=$(curl -s -o /dev/null -w '%{http_code}' "${curl_tls[@]}" --aws-sigv4 aws:amz:us-east-1:s3 \
+      --user "$S3_ACCESS_KEY:$S3_SECRET_KEY" "$endpoint/" || true)
+    topo=$(curl -s "http://127.0.0.1:$m/dir/status" || true)
+    [ "$code" = 200 ] && [[ $topo == *"\"Url\":\"127.0.0.1:$v\""* ]] && break
+    sleep 0.25
+  done
+  ((i < 240)) || { tail -n 20 "$dir/weed.log" >&2; die "s3-server: S3 on $endpoint not ready in 60 s (last HTTP code $code, the master knows no volume server yet?)"; }
+  local env="S3_ENDPOINT=$endpoint S3_ACCESS_KEY=$S3_ACCESS_KEY S3_SECRET_KEY=$S3_SECRET_KEY S3_REGION=us-east-1"
+  [ "$tls" = 0 ] || env+=" S3_CA_FILE=$dir/tls/ca.crt"
+  (umask 077; echo "$env" >"$dir/env")
+  echo "$env"
+}
+
+# stop DIR: SIGTERM, and SIGKILL after 15 s if weed has not exited by then.
+stop() {
+  local dir=${1:?usage: $0 stop DIR} pid i p
+  [ -d "$dir" ] || die "s3-server: no directory $dir"
+  dir=$(cd "$dir" && pwd)
+  exec 8>"$dir/.lock"
+  flock 8
+  if pid=$(running "$dir"); then
+    kill -TERM "$pid" 2>/dev/null || true # it may just have exited
+    for ((i = 0; i < 150; i++)); do running "$dir" >/dev/null || break; sleep 0.1; done
+    if running "$dir" >/dev/null; then
+      log "s3-server: weed (pid $pid) did not exit 15 s after SIGTERM; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+      while running "$dir" >/dev/null; do sleep 0.1; done
+    fi
+  fi
+  rm -f "$dir/weed.pid"
+  # weed's unix sockets are /tmp/seaweedfs-*-PORT.sock, and a killed weed
+  # leaves them there; one whose port nothing listens on is stale.
+  local ports=()
+  [ ! -s "$dir/ports" ] || read -ra ports <"$dir/ports"
+  for p in "${ports[@]}"; do
+    taken "$p" || rm -f /tmp/seaweedfs-*-"$p".sock
+  done
+}
+
+case ${1:-} in
+  bin) weed_bin ;;
+  start) shift; start "$@" ;;
+  stop) stop "${2:-}" ;;
+  *) die "usage: $0 bin | start DIR [--port P] [--tls] | stop DIR" ;;
+esac
