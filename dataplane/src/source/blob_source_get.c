@@ -109,9 +109,9 @@ again:
 	}
 	/* The user's headers (a bearer token) go only to the source URL's own
 	 * server, never to where a redirect led (a CDN), as curl does. */
-	for (size_t i = 0; rm->o.kind == PFS_REMOTE_HTTP && i < rm->o.nheaders &&
-			   nh < HTTP_HDR_MAX && u->tls == rm->ep.tls &&
-			   !strcmp(u->host, rm->ep.host) && !strcmp(u->port, rm->ep.port);
+	for (size_t i = 0;
+	     rm->o.kind == PFS_REMOTE_HTTP && i < rm->o.nheaders && nh < HTTP_HDR_MAX &&
+	     u->tls == rm->ep.tls && !strcmp(u->host, rm->ep.host) && !strcmp(u->port, rm->ep.port);
 	     i++)
 		h[nh++] = rm->o.headers[i];
 	atomic_fetch_add(&rm->requests, 1);
