@@ -131,14 +131,21 @@ void http_url_free(struct http_url *u)
 	u->target = NULL;
 }
 
+/* "host[:port]" as the Host header carries it, and as SigV4 signs it: one
+ * spelling for both, or the server computes another signature. */
+static const char *authority(const char *host, const char *port, bool tls, char *buf, size_t n)
+{
+	bool v6 = strchr(host, ':') != NULL;
+	bool dflt = !strcmp(port, tls ? "443" : "80");
+
+	snprintf(buf, n, "%s%s%s%s%s", v6 ? "[" : "", host, v6 ? "]" : "", dflt ? "" : ":",
+		 dflt ? "" : port);
+	return buf;
+}
+
 const char *http_url_authority(const struct http_url *u, char *buf, size_t n)
 {
-	bool v6 = strchr(u->host, ':') != NULL;
-	bool dflt = !strcmp(u->port, u->tls ? "443" : "80");
-
-	snprintf(buf, n, "%s%s%s%s%s", v6 ? "[" : "", u->host, v6 ? "]" : "", dflt ? "" : ":",
-		 dflt ? "" : u->port);
-	return buf;
+	return authority(u->host, u->port, u->tls, buf, n);
 }
 
 /* ---- TLS ---- */
@@ -598,14 +605,12 @@ int http_exchange(struct http_conn *c, const char *method, const char *target,
 		  const char *const *hdrs, size_t nh, struct http_resp *r, char *why, size_t n)
 {
 	char req[HEAD_MAX];
-	bool v6 = strchr(c->host, ':') != NULL;
-	bool dflt = !strcmp(c->port, c->tls ? "443" : "80");
+	char host[HTTP_HOST_MAX + 16];
 	int len, err;
 
 	memset(r, 0, sizeof(*r));
-	len = snprintf(req, sizeof(req),
-		       "%s %s HTTP/1.1\r\nHost: %s%s%s%s%s\r\nUser-Agent: pfs\r\n", method, target,
-		       v6 ? "[" : "", c->host, v6 ? "]" : "", dflt ? "" : ":", dflt ? "" : c->port);
+	len = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: pfs\r\n",
+		       method, target, authority(c->host, c->port, c->tls, host, sizeof(host)));
 	for (size_t i = 0; i < nh && len > 0 && (size_t)len < sizeof(req); i++)
 		len += snprintf(req + len, sizeof(req) - (size_t)len, "%s\r\n", hdrs[i]);
 	if (len > 0 && (size_t)len < sizeof(req))

@@ -130,21 +130,6 @@ again:
 	return err;
 }
 
-/* The text of <@tag>...</@tag> in @xml, or "". */
-static void xml_text(const char *xml, const char *tag, char *out, size_t n)
-{
-	char open[48], close[48];
-	const char *a, *b;
-
-	snprintf(open, sizeof(open), "<%s>", tag);
-	snprintf(close, sizeof(close), "</%s>", tag);
-	out[0] = '\0';
-	a = xml ? strstr(xml, open) : NULL;
-	b = a ? strstr(a, close) : NULL;
-	if (a && b)
-		snprintf(out, n, "%.*s", (int)(b - a - strlen(open)), a + strlen(open));
-}
-
 int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, char *why, size_t n)
 {
 	char code[64] = "", msg[200] = "", *body = NULL;
@@ -152,8 +137,8 @@ int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, c
 	int err;
 
 	if (!r->done && !http_slurp(c, r, 64 << 10, &body, &len)) {
-		xml_text(body, "Code", code, sizeof(code));
-		xml_text(body, "Message", msg, sizeof(msg));
+		src_xml_field(body, body + len, "Code", code, sizeof(code));
+		src_xml_field(body, body + len, "Message", msg, sizeof(msg));
 	}
 	free(body);
 	if (!r->done || !r->keep_alive)

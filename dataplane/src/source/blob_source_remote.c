@@ -266,8 +266,7 @@ static void xml_unescape(const char *a, size_t len, char *out, size_t n)
 	out[o] = '\0';
 }
 
-/* The decoded text of <@tag> inside [@a, @end), or NULL. */
-static const char *xml_field(const char *a, const char *end, const char *tag, char *out, size_t n)
+const char *src_xml_field(const char *a, const char *end, const char *tag, char *out, size_t n)
 {
 	char open[40], close[40];
 	const char *p, *q;
@@ -376,12 +375,12 @@ static int s3_list_page(struct pfs_source *s, struct http_conn *c, const char *p
 		uint64_t sz;
 		char *u, *e;
 
-		if (!end || !xml_field(p, end, "Key", key, sizeof(key)) ||
-		    !xml_field(p, end, "Size", size, sizeof(size))) {
+		if (!end || !src_xml_field(p, end, "Key", key, sizeof(key)) ||
+		    !src_xml_field(p, end, "Size", size, sizeof(size))) {
 			err = fail(why, n, EPROTO, "%s: a <Contents> without Key or Size", what);
 			break;
 		}
-		xml_field(p, end, "ETag", etag, sizeof(etag));
+		src_xml_field(p, end, "ETag", etag, sizeof(etag));
 		sz = strtoull(size, &e, 10);
 		if (*e || strncmp(key, prefix, strlen(prefix))) {
 			err = fail(why, n, EPROTO,
@@ -398,7 +397,7 @@ static int s3_list_page(struct pfs_source *s, struct http_conn *c, const char *p
 			snprintf(s->l.f[s->l.n - 1].etag, sizeof(etag), "%s", etag);
 	}
 	if (!err && strstr(body, "<IsTruncated>true</IsTruncated>") &&
-	    !xml_field(body, body + len, "NextContinuationToken", token, tn))
+	    !src_xml_field(body, body + len, "NextContinuationToken", token, tn))
 		err = fail(why, n, EPROTO, "%s: truncated without a NextContinuationToken", what);
 	else if (!err && !strstr(body, "<IsTruncated>true</IsTruncated>"))
 		token[0] = '\0';

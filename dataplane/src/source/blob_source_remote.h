@@ -41,6 +41,10 @@ int src_rq(struct src_remote *rm, struct http_conn *c, const struct http_url *u,
  * 5xx: transient), EIO (anything else). */
 int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, char *why, size_t n);
 
+/* src_xml_field - the text of <@tag> inside [@a, @end), its entities and
+ * numeric references decoded, into @out; @out, or NULL when absent. */
+const char *src_xml_field(const char *a, const char *end, const char *tag, char *out, size_t n);
+
 /* Errors worth another try: the connection or the server's state, not the
  * request. */
 bool src_transient(int err);
