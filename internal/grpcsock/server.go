@@ -33,9 +33,9 @@ func Start(path string, register func(*grpc.Server), log logr.Logger) (*Server, 
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("remove the old socket %s: %w", path, err)
 	}
-	lis, err := net.Listen("unix", path)
+	lis, err := listen(path)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
+		return nil, err
 	}
 	s := &Server{Path: path, grpc: grpc.NewServer(), log: log}
 	register(s.grpc)
@@ -47,8 +47,32 @@ func Start(path string, register func(*grpc.Server), log logr.Logger) (*Server, 
 	return s, nil
 }
 
-// Stop ends the server and removes the socket (closing the listener
-// usually unlinks it already).
+// listen binds a socket beside path, listens, and only then renames it to
+// path. Binding creates the file before listen(2) makes it accept, so a
+// client that sees the path appear (the kubelet watches the registration
+// directory with inotify) could otherwise dial into that window and be
+// refused; a rename makes the path appear already listening.
+func listen(path string) (net.Listener, error) {
+	tmp := path + ".new" // short: a socket path has at most 107 bytes
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("remove the old socket %s: %w", tmp, err)
+	}
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", tmp, err)
+	}
+	// The listener would unlink tmp on close, which no longer exists once
+	// renamed; Stop removes path itself.
+	lis.SetUnlinkOnClose(false)
+	if err := os.Rename(tmp, path); err != nil {
+		_ = lis.Close()
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("move the socket into place at %s: %w", path, err)
+	}
+	return lis, nil
+}
+
+// Stop ends the server and removes the socket.
 func (s *Server) Stop() {
 	s.grpc.Stop()
 	if err := os.Remove(s.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
