@@ -53,6 +53,7 @@ type PfsBlobReconciler struct {
 // +kubebuilder:rbac:groups=pfs.packetfs.io,resources=pfsblobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // Services: create only, the holders' headless Service (see applySource).
 // +kubebuilder:rbac:groups="",resources=services,verbs=create

@@ -23,6 +23,10 @@ import (
 type sourceObservation struct {
 	// ClaimFound says the PersistentVolumeClaim of the source exists.
 	ClaimFound bool
+	// RemoteMissing names what a store source refers to and is not there
+	// (its Secret, a key of it, its CA bundle's ConfigMap); empty when all
+	// is there.
+	RemoteMissing string
 	// Scan is the scan pod; nil before it exists.
 	Scan *corev1.Pod
 	// Holders are the blob's holder pods (any node, any attempt).
@@ -77,6 +81,18 @@ func describeSource(src *pfsv1alpha1.BlobSource) string {
 		return s
 	case src.HostPath != nil:
 		return "hostPath:" + path.Clean(src.HostPath.Path)
+	case src.S3 != nil:
+		return "s3://" + podspec.S3Object(src.S3)
+	case src.HTTP != nil:
+		// Without a query: it may hold a presigned signature.
+		u := src.HTTP.URL
+		if i := strings.IndexAny(u, "?#"); i >= 0 {
+			u = u[:i]
+		}
+		if n := len(src.HTTP.Files); n > 0 {
+			u = fmt.Sprintf("%s (%d files)", u, n)
+		}
+		return u
 	}
 	return ""
 }
@@ -123,6 +139,11 @@ func (d *sourceDecision) decide(pol SourcePolicy) {
 	if pvc := b.Spec.Source.PersistentVolumeClaim; pvc != nil && !d.obs.ClaimFound {
 		d.notReady(pfsv1alpha1.ReasonSourceNotFound, fmt.Sprintf(
 			"PersistentVolumeClaim %s not found in namespace %s: create it or fix spec.source.persistentVolumeClaim.claimName", pvc.ClaimName, b.Namespace))
+		d.plan.RequeueAfter = claimRecheck
+		return
+	}
+	if d.obs.RemoteMissing != "" {
+		d.notReady(pfsv1alpha1.ReasonSourceNotFound, d.obs.RemoteMissing)
 		d.plan.RequeueAfter = claimRecheck
 		return
 	}

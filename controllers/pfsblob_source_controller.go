@@ -117,6 +117,13 @@ func (r *PfsBlobReconciler) gatherSource(ctx context.Context, blob *pfsv1alpha1.
 		}
 		obs.ClaimFound = err == nil
 	}
+	if podspec.IsRemoteSource(blob.Spec.Source) {
+		missing, err := remoteMissing(ctx, r.APIReader, blob.Namespace, blob.Spec.Source)
+		if err != nil {
+			return obs, err
+		}
+		obs.RemoteMissing = missing
+	}
 	scan, err := getPod(ctx, &r.Deps, blob.Namespace, podspec.ScanPodName(blob.Name))
 	if err != nil {
 		return obs, err

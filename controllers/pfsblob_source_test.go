@@ -107,6 +107,16 @@ func TestDecideSource(t *testing.T) {
 		wantService bool
 		check       func(t *testing.T, st pfsv1alpha1.PfsBlobStatus)
 	}{
+		"a store's Secret missing": {blob: s3Blob(), obs: sourceObservation{RemoteMissing: "Secret s3-creds not found in namespace ns: create it"},
+			wantReady: pfsv1alpha1.ReasonSourceNotFound, wantMsg: "Secret s3-creds not found in namespace ns: create it",
+			wantEvents: []string{pfsv1alpha1.ReasonSourceNotFound}},
+		"a store's scan created, no claim needed": {blob: s3Blob(), obs: sourceObservation{},
+			wantReady: pfsv1alpha1.ReasonScanningSource, wantCreate: []string{"w-holder-scan"}, wantEvents: []string{pfsv1alpha1.ReasonScanningSource},
+			check: func(t *testing.T, st pfsv1alpha1.PfsBlobStatus) {
+				if st.Source != "s3://models/llama/" {
+					t.Errorf("status.source %q, want s3://models/llama/", st.Source)
+				}
+			}},
 		"claim missing": {blob: b, obs: sourceObservation{},
 			wantReady: pfsv1alpha1.ReasonSourceNotFound, wantMsg: "PersistentVolumeClaim data not found in namespace ns: create it or fix spec.source.persistentVolumeClaim.claimName",
 			wantEvents: []string{pfsv1alpha1.ReasonSourceNotFound}},

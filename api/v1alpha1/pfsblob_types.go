@@ -64,9 +64,10 @@ type BlobFill struct {
 }
 
 // BlobSource is where a blob's bytes come from: exactly one of a
-// PersistentVolumeClaim or a host path. The origin node reads it once; the
-// other nodes fetch the bytes node to node (spec.replication).
-// +kubebuilder:validation:XValidation:rule="(has(self.persistentVolumeClaim) ? 1 : 0) + (has(self.hostPath) ? 1 : 0) == 1",message="source needs exactly one of persistentVolumeClaim and hostPath: set one and remove the other"
+// PersistentVolumeClaim, a host path, an S3-compatible object store or a
+// web server. The origin node reads it once; the other nodes fetch the
+// bytes node to node (spec.replication), while the origin still reads.
+// +kubebuilder:validation:XValidation:rule="(has(self.persistentVolumeClaim) ? 1 : 0) + (has(self.hostPath) ? 1 : 0) + (has(self.s3) ? 1 : 0) + (has(self.http) ? 1 : 0) == 1",message="source needs exactly one of persistentVolumeClaim, hostPath, s3 and http: set one and remove the others"
 type BlobSource struct {
 	// persistentVolumeClaim reads the blob from a PersistentVolumeClaim in the
 	// blob's namespace, mounted read-only by the scan pod and the origin holder.
@@ -81,6 +82,17 @@ type BlobSource struct {
 	// with reason SourceNotAllowed.
 	// +optional
 	HostPath *HostPathBlobSource `json:"hostPath,omitempty"`
+
+	// s3 reads the blob from an S3-compatible object store: one object, or
+	// every object beneath a prefix as a directory. Only the containers that
+	// read the store get its credentials.
+	// +optional
+	S3 *S3BlobSource `json:"s3,omitempty"`
+
+	// http reads the blob from a web server (a mirror of a model hub, an
+	// artifact server): one URL, or files under a base URL.
+	// +optional
+	HTTP *HTTPBlobSource `json:"http,omitempty"`
 }
 
 // PVCBlobSource names a PersistentVolumeClaim and a path inside it.

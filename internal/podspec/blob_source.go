@@ -69,6 +69,8 @@ func SourceArgs(b *pfsv1alpha1.PfsBlob) []string {
 		}
 	case src.HostPath != nil:
 		rel = hostPathBase(src.HostPath.Path)
+	case IsRemoteSource(src):
+		return remoteArgs(src)
 	}
 	return []string{"--source", rel, "--source-root", SourceDir}
 }
@@ -82,20 +84,24 @@ func hostPathBase(p string) string {
 	return base
 }
 
-// sourceVolume mounts the source read-only: the claim at SourceDir, or the
-// host path at SourceDir/<base>. The hostPath type is unset: a source may
-// be a file or a directory, and the scan reports a missing one.
-func sourceVolume(b *pfsv1alpha1.PfsBlob) (corev1.Volume, corev1.VolumeMount) {
+// sourceVolumes mount the source read-only: the claim at SourceDir, or the
+// host path at SourceDir/<base>; a store's Secret and CA bundle
+// (remoteVolumes). The hostPath type is unset: a source may be a file or
+// a directory, and the scan reports a missing one.
+func sourceVolumes(b *pfsv1alpha1.PfsBlob) ([]corev1.Volume, []corev1.VolumeMount) {
 	const name = "source"
 	src := b.Spec.Source
-	if src.HostPath != nil {
-		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-				Path: path.Clean(src.HostPath.Path), Type: ptr.To(corev1.HostPathUnset)}}},
-			corev1.VolumeMount{Name: name, MountPath: path.Join(SourceDir, hostPathBase(src.HostPath.Path)), ReadOnly: true}
+	switch {
+	case IsRemoteSource(src):
+		return remoteVolumes(src)
+	case src.HostPath != nil:
+		return []corev1.Volume{{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: path.Clean(src.HostPath.Path), Type: ptr.To(corev1.HostPathUnset)}}}},
+			[]corev1.VolumeMount{{Name: name, MountPath: path.Join(SourceDir, hostPathBase(src.HostPath.Path)), ReadOnly: true}}
 	}
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-			ClaimName: src.PersistentVolumeClaim.ClaimName, ReadOnly: true}}},
-		corev1.VolumeMount{Name: name, MountPath: SourceDir, ReadOnly: true}
+	return []corev1.Volume{{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+			ClaimName: src.PersistentVolumeClaim.ClaimName, ReadOnly: true}}}},
+		[]corev1.VolumeMount{{Name: name, MountPath: SourceDir, ReadOnly: true}}
 }
 
 // BlobScanPod builds the pod that lists a blob's source and prints the blob
@@ -107,9 +113,9 @@ func sourceVolume(b *pfsv1alpha1.PfsBlob) (corev1.Volume, corev1.VolumeMount) {
 func BlobScanPod(cfg Config, b *pfsv1alpha1.PfsBlob) *corev1.Pod {
 	args := append([]string{cmdBlob, "create"}, SourceArgs(b)...)
 	args = append(args, "--dry-run", "--result-file", TerminationLog)
-	vol, mount := sourceVolume(b)
+	vols, mounts := sourceVolumes(b)
 	c := dataPlaneContainer(cfg, ContainerBlobScan, args, scanResources, privRootNoCaps)
-	c.VolumeMounts = []corev1.VolumeMount{mount}
+	c.VolumeMounts = mounts
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: ScanPodName(b.Name), Namespace: b.Namespace,
 			Labels: BlobScanLabels(b), Annotations: map[string]string{AnnotationBlob: b.Name}},
@@ -117,7 +123,7 @@ func BlobScanPod(cfg Config, b *pfsv1alpha1.PfsBlob) *corev1.Pod {
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			NodeSelector:                  copyMap(b.Spec.NodeSelector),
 			Containers:                    []corev1.Container{c},
-			Volumes:                       []corev1.Volume{vol},
+			Volumes:                       vols,
 			SecurityContext:               podSecurity(),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
@@ -161,9 +167,9 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 	createMounts := []corev1.VolumeMount{mounts[0], mounts[2]}
 	if h.Role == pfsv1alpha1.BlobNodeOrigin {
 		args = append(args, SourceArgs(b)...)
-		vol, mount := sourceVolume(b)
-		volumes = append(volumes, vol)
-		createMounts = append(createMounts, mount)
+		srcVols, srcMounts := sourceVolumes(b)
+		volumes = append(volumes, srcVols...)
+		createMounts = append(createMounts, srcMounts...)
 	} else {
 		args = append(args, "--fetch-from", fetchFrom(h.Upstreams))
 		args = append(args, fetchTransportArgs(b)...)

@@ -144,6 +144,25 @@ func TestSourceBlobPods(t *testing.T) {
 			checkPod(t, bin, &podspec.BlobSourceHolderPod(cfg, b, h).Spec)
 		})
 	}
+	// Sources in a store: S3 (a prefix, credentials, a CA bundle) and HTTP
+	// (files under a base URL, a headers Secret).
+	stores := map[string]*pfsv1alpha1.BlobSource{
+		"s3": {S3: &pfsv1alpha1.S3BlobSource{Endpoint: "https://s3.example:9000", Bucket: "models", Prefix: "llama/", Region: "eu-west-3",
+			CredentialsSecretRef: &pfsv1alpha1.SecretReference{Name: "s3-creds"},
+			CABundle:             &pfsv1alpha1.CABundleReference{ConfigMapName: "store-ca"}}},
+		"s3 key": {S3: &pfsv1alpha1.S3BlobSource{Endpoint: "http://seaweedfs:8333", Bucket: "models", Key: "m.safetensors"}},
+		"http": {HTTP: &pfsv1alpha1.HTTPBlobSource{URL: "https://hub.example/llama", Files: []pfsv1alpha1.SourceFileName{"config.json", "a/b.json"},
+			HeadersSecretRef: &pfsv1alpha1.SecretReference{Name: "hub-token"}}},
+	}
+	for name, src := range stores {
+		sb := b.DeepCopy()
+		sb.Spec.Source = src
+		t.Run(name+" scan", func(t *testing.T) { checkPod(t, bin, &podspec.BlobScanPod(cfg, sb).Spec) })
+		t.Run(name+" origin", func(t *testing.T) {
+			h := podspec.SourceHolder{Node: "w1", Role: pfsv1alpha1.BlobNodeOrigin, Size: 67108864, Page: pfsv1alpha1.PageSize2Mi, Attempt: 1}
+			checkPod(t, bin, &podspec.BlobSourceHolderPod(cfg, sb, h).Spec)
+		})
+	}
 	// On the pod network a relay names its upstreams by DNS; the longest
 	// names (a 63-character blob in a 63-character namespace), eight of
 	// them, must still make a --fetch-from pfs takes.
