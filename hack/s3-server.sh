@@ -8,7 +8,7 @@
 #
 # Usage:
 #   hack/s3-server.sh bin                     build the weed binary once, print its path
-#   hack/s3-server.sh start DIR [--port P] [--tls]
+#   hack/s3-server.sh start DIR [--port P] [--tls] [--bind ADDR]
 #   hack/s3-server.sh stop DIR
 #
 # start runs one `weed server` process (master, volume, filer and the S3
@@ -26,7 +26,9 @@
 # same DIR reuses all of them, so a test can stop the server mid-read,
 # start it again and find the same objects at the same endpoint with the
 # same keys. start also recovers from an unclean stop (a stale pid file,
-# kill -9). Everything listens on 127.0.0.1. --port picks the S3 port
+# kill -9). Everything listens on 127.0.0.1, or with --bind on ADDR (kept in
+# DIR/bind for restarts): the kind cluster's pods reach the host on the
+# podman bridge's address, so the e2e binds there. --port picks the S3 port
 # (default: one drawn free at the first start, like the ports of the
 # master, volume and filer, and their gRPC ports).
 set -euo pipefail
@@ -94,15 +96,15 @@ running() {
   echo "$pid"
 }
 
-# taken PORT: something listens on 127.0.0.1:PORT.
-taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# taken ADDR PORT: something listens on ADDR:PORT.
+taken() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
-# free_ports N: N TCP ports free on 127.0.0.1 right now, from the kernel.
+# free_ports ADDR N: N TCP ports free on ADDR right now, from the kernel.
 free_ports() {
   python3 -c 'import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))' "$1"
+socks = [socket.socket() for _ in range(int(sys.argv[2]))]
+for s in socks: s.bind((sys.argv[1], 0))
+print(*(s.getsockname()[1] for s in socks))' "$1" "$2"
 }
 
 # make_tls DIR: a throwaway CA and a server certificate for 127.0.0.1 and
@@ -111,7 +113,7 @@ print(*(s.getsockname()[1] for s in socks))' "$1"
 # spelled out, since `req -x509` would mark it CA:TRUE, which strict
 # verifiers refuse in a server certificate.
 make_tls() {
-  local t=$1/tls
+  local t=$1/tls addr=$2
   [ -s "$t/server.crt" ] && return 0
   mkdir -p "$t"
   (umask 077
@@ -121,7 +123,7 @@ make_tls() {
    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
      -subj "/CN=localhost" -keyout server.key -out server.csr
    printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
-     "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" >server.ext
+     "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,IP:$addr,DNS:localhost" >server.ext
    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
      -extfile server.ext -out server.crt.tmp
    chmod 644 ca.crt # clients under other uids read it
@@ -132,13 +134,14 @@ make_tls() {
 }
 
 start() {
-  local dir=${1:?usage: $0 start DIR [--port P] [--tls]} port='' tls=0 weed pid i
+  local dir=${1:?usage: $0 start DIR [--port P] [--tls] [--bind ADDR]} port='' tls=0 weed pid i addr=
   shift
   while [ $# -gt 0 ]; do
     case $1 in
       --port) port=${2:?--port needs a value}; shift 2 ;;
       --tls) tls=1; shift ;;
-      *) die "s3-server: unknown option '$1' (start DIR [--port P] [--tls])" ;;
+      --bind) addr=${2:?--bind needs an address}; shift 2 ;;
+      *) die "s3-server: unknown option '$1' (start DIR [--port P] [--tls] [--bind ADDR])" ;;
     esac
   done
   weed=$(weed_bin)
@@ -164,15 +167,18 @@ start() {
   # shellcheck source=/dev/null  # written above
   source "$dir/credentials"
   local s3 s3g m mg v vg f fg p
-  [ -s "$dir/ports" ] || free_ports 8 >"$dir/ports"
+  # The address, like the ports, is the first start's.
+  [ -s "$dir/bind" ] || echo "${addr:-127.0.0.1}" >"$dir/bind"
+  read -r addr <"$dir/bind"
+  [ -s "$dir/ports" ] || free_ports "$addr" 8 >"$dir/ports"
   read -r s3 s3g m mg v vg f fg <"$dir/ports"
   [ -z "$port" ] || s3=$port
   # weed would notice a taken port only after its other parts started, and
   # take long to exit: ask first, giving a server killed a moment ago (kill
   # -9 returns before the kernel closes its sockets) 5 s to let go.
   for p in "$s3" "$s3g" "$m" "$mg" "$v" "$vg" "$f" "$fg"; do
-    for ((i = 0; i < 50; i++)); do taken "$p" || continue 2; sleep 0.1; done
-    die "s3-server: port $p on 127.0.0.1 is taken (the ports of $dir are in $dir/ports)"
+    for ((i = 0; i < 50; i++)); do taken "$addr" "$p" || continue 2; sleep 0.1; done
+    die "s3-server: port $p on $addr is taken (the ports of $dir are in $dir/ports)"
   done
   # One identity with every action; no anonymous one, so unsigned requests
   # and wrong keys are refused.
@@ -190,17 +196,17 @@ start() {
   # the volume server still turns read-only when the disk is nearly full.
   # No stop grace period: tests stop and start the server often. The
   # Iceberg and Lance catalogs are not needed.
-  args=(-logtostderr server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1
+  args=(-logtostderr server -dir="$dir/data" -ip="$addr" -ip.bind="$addr"
     -master.port="$m" -master.port.grpc="$mg" -master.peers=none -master.telemetry=false -master.volumeSizeLimitMB=1024
     -volume.port="$v" -volume.port.grpc="$vg" -volume.max=1000 -volume.preStopSeconds=0
     -filer -filer.port="$f" -filer.port.grpc="$fg"
     -s3 -s3.port="$s3" -s3.port.grpc="$s3g" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$dir/s3.json")
   if [ "$tls" = 1 ]; then
-    make_tls "$dir"
+    make_tls "$dir" "$addr"
     scheme=https curl_tls=(--cacert "$dir/tls/ca.crt")
     args+=(-s3.cert.file="$dir/tls/server.crt" -s3.key.file="$dir/tls/server.key")
   fi
-  log "s3-server: starting SeaweedFS in $dir (S3 on $scheme://127.0.0.1:$s3, log $dir/weed.log)"
+  log "s3-server: starting SeaweedFS in $dir (S3 on $scheme://$addr:$s3, log $dir/weed.log)"
   # A session of its own: the server outlives this script and the shell
   # that ran it, until `stop`. Without the lock's fd, or `stop` would wait
   # for the server it stops. The filer's store and the master's state go
@@ -216,13 +222,13 @@ start() {
   # filer behind it) and the master lists the volume server: until then it
   # does not know where the chunks of the objects are, and a GET right
   # after a restart fails with 500.
-  local endpoint=$scheme://127.0.0.1:$s3 code=000 topo
+  local endpoint=$scheme://$addr:$s3 code=000 topo
   for ((i = 0; i < 240; i++)); do
     running "$dir" >/dev/null || { tail -n 20 "$dir/weed.log" >&2; die "s3-server: weed exited during start (log $dir/weed.log)"; }
     code=$(curl -s -o /dev/null -w '%{http_code}' "${curl_tls[@]}" --aws-sigv4 aws:amz:us-east-1:s3 \
       --user "$S3_ACCESS_KEY:$S3_SECRET_KEY" "$endpoint/" || true)
-    topo=$(curl -s "http://127.0.0.1:$m/dir/status" || true)
-    [ "$code" = 200 ] && [[ $topo == *"\"Url\":\"127.0.0.1:$v\""* ]] && break
+    topo=$(curl -s "http://$addr:$m/dir/status" || true)
+    [ "$code" = 200 ] && [[ $topo == *"\"Url\":\"$addr:$v\""* ]] && break
     sleep 0.25
   done
   ((i < 240)) || { tail -n 20 "$dir/weed.log" >&2; die "s3-server: S3 on $endpoint not ready in 60 s (last HTTP code $code, the master knows no volume server yet?)"; }
