@@ -186,6 +186,10 @@ test-chart: helm ## Render the chart with several value sets and check the objec
 dataplane: ## Build the C data plane (pfs CLI, libpfs, tests).
 	$(MAKE) -C dataplane
 
+.PHONY: dataplane-image-files
+dataplane-image-files:
+	$(MAKE) -C dataplane image-files
+
 .PHONY: pfs
 pfs: ## Build only the static pfs CLI (the operator's contract test runs it).
 	$(MAKE) -C dataplane build/pfs
@@ -241,7 +245,7 @@ CONTAINER_TOOL ?= $(shell if docker info >/dev/null 2>&1; then echo docker; \
   elif command -v buildah >/dev/null; then echo buildah; elif command -v podman >/dev/null; then echo podman; fi)
 
 .PHONY: docker-build
-docker-build: deps build dataplane ## Build the operator ($(IMG)) and data-plane ($(DATAPLANE_IMG)) images from the binaries just built; offline.
+docker-build: deps build dataplane dataplane-image-files ## Build the operator ($(IMG)) and data-plane ($(DATAPLANE_IMG)) images from the binaries just built; offline.
 	@[ -n "$(CONTAINER_TOOL)" ] || { echo "no container engine: start docker, or apt-get install -y buildah"; exit 1; }
 	@# A rebuild moves the tag to a new image; the one it leaves untagged
 	@# (60+ MB each time for the operator) is removed, and nothing else is.

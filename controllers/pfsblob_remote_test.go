@@ -41,10 +41,10 @@ func TestRemoteMissing(t *testing.T) {
 		objs []client.Object
 		want string // substring; "" for nothing missing
 	}{
-		"all there":          {objs: []client.Object{secret(both...), ca}},
-		"no Secret":          {objs: []client.Object{ca}, want: "Secret s3-creds not found in namespace ns: create it with the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or fix spec.source.s3.credentialsSecretRef"},
-		"a key missing":      {objs: []client.Object{secret("AWS_ACCESS_KEY_ID"), ca}, want: "Secret s3-creds has no key AWS_SECRET_ACCESS_KEY"},
-		"no CA ConfigMap":    {objs: []client.Object{secret(both...)}, want: "ConfigMap ca not found in namespace ns"},
+		"all there":       {objs: []client.Object{secret(both...), ca}},
+		"no Secret":       {objs: []client.Object{ca}, want: "Secret s3-creds not found in namespace ns: create it with the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or fix spec.source.s3.credentialsSecretRef"},
+		"a key missing":   {objs: []client.Object{secret("AWS_ACCESS_KEY_ID"), ca}, want: "Secret s3-creds has no key AWS_SECRET_ACCESS_KEY"},
+		"no CA ConfigMap": {objs: []client.Object{secret(both...)}, want: "ConfigMap ca not found in namespace ns"},
 		"CA key missing": {objs: []client.Object{secret(both...), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: "ns"}}},
 			want: "ConfigMap ca has no key ca.crt"},
 	}

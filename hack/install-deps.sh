@@ -29,6 +29,8 @@ pkgs=(
   # hack/s3-server.sh and hack/s3/smoke.sh: the throwaway CA, the keys, and
   # requests signed with SigV4 (curl --aws-sigv4).
   openssl curl
+  # The data-plane image's CA bundle for https sources (dataplane/Dockerfile).
+  ca-certificates
 )
 missing=()
 for p in "${pkgs[@]}"; do

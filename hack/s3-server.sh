@@ -147,6 +147,8 @@ start() {
   weed=$(weed_bin)
   mkdir -p "$dir/data"
   dir=$(cd "$dir" && pwd)
+  # weed reads its directory flags as comma-separated lists.
+  [[ $dir != *,* ]] || die "s3-server: weed cannot use a directory whose path has a ',': $dir"
   exec 8>"$dir/.lock"
   flock 8 # start and stop of one DIR take turns
   # A server killed a moment ago may still be exiting: give it 2 s.
@@ -214,9 +216,12 @@ start() {
   # memory limit for Go's collector: without one an idle server holds on to
   # the ~600 MiB that an 87 MiB upload and a few GETs grew it to; with it,
   # ~250 MiB.
-  (cd "$dir" && GOMEMLIMIT=${GOMEMLIMIT:-256MiB} exec setsid "$weed" "${args[@]}" >>"$dir/weed.log" 2>&1 </dev/null 8>&-) &
-  pid=$!
-  echo "$pid" >"$dir/weed.pid"
+  # setsid forks when it leads its process group (a caller with job
+  # control, like an interactive shell), so $! may not be weed: the process
+  # that becomes weed writes its own pid.
+  (cd "$dir" && GOMEMLIMIT=${GOMEMLIMIT:-256MiB} exec setsid bash -c 'echo $$ >"$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' \
+    "$dir/weed.pid" "$weed" "${args[@]}" >>"$dir/weed.log" 2>&1 </dev/null 8>&-) &
+  for ((i = 0; i < 50; i++)); do [ -s "$dir/weed.pid" ] && break; sleep 0.1; done
 
   # Ready when a signed ListBuckets answers 200 (the gateway is up, its
   # filer behind it) and the master lists the volume server: until then it

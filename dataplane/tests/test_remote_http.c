@@ -403,6 +403,34 @@ static int t_tls_wrong_ca(void)
 	return TAP_PASS;
 }
 
+/* Without a CA file the client trusts the default bundle: in the image,
+ * the one SSL_CERT_FILE names (dataplane/Dockerfile), since the path built
+ * into the static libssl is the build host's. */
+static int t_tls_default_bundle(void)
+{
+	const char *bundles[] = { ca, other_ca };
+	char why[256];
+	int got[2];
+
+	for (int i = 0; i < 2; i++) {
+		struct script s = { .nreply = 1,
+				    .tls = true,
+				    .reply = { "HTTP/1.1 200 OK\r\n\r\n" } };
+		struct http_conn c;
+		struct http_resp r;
+
+		setenv("SSL_CERT_FILE", bundles[i], 1);
+		start(&s);
+		got[i] = exchange(&c, &r, true, NULL, 2000, why, sizeof(why));
+		http_close(&c);
+		pthread_join(tid, NULL);
+	}
+	unsetenv("SSL_CERT_FILE");
+	CHECK(got[0] == 200, "SSL_CERT_FILE=the server's CA: %d", got[0]);
+	CHECK(got[1] == -EACCES, "SSL_CERT_FILE=another CA: %d %s", got[1], why);
+	return TAP_PASS;
+}
+
 /* botocore 1.43.11, S3SigV4Auth(Credentials(KEY, SECRET[, TOKEN]), 's3',
  * 'eu-west-3').add_auth() of a GET on each URL at 2026-12-04T07:32:15Z. */
 static int t_sigv4(void)
@@ -483,6 +511,7 @@ static const struct tap_test tests[] = {
 	{ "a refused connect: ECONNREFUSED", t_refused },
 	{ "TLS with the CA bundle: host checked, body read", t_tls },
 	{ "TLS with another CA: refused, saying so", t_tls_wrong_ca },
+	{ "TLS without a CA file: the bundle SSL_CERT_FILE names", t_tls_default_bundle },
 	{ "SigV4: botocore's signatures for the same requests", t_sigv4 },
 	{ "cleanup", t_cleanup, .setup = true },
 };

@@ -48,7 +48,7 @@ run() {
   step packages ensure_pkgs "${HOST_PKGS[@]}" gcc libc6-dev
   step node-rootfs "$HACK_KIND/node-rootfs.sh" &
   step consumer-rootfs "$REPO_ROOT/hack/images/python-consumer.sh" --base &
-  step venvs bash -c 'for r in dataplane/python/requirements-test.txt hack/bench/requirements-test.txt; do
+  step venvs bash -c 'for r in dataplane/python/requirements-test.txt hack/bench/requirements-test.txt hack/s3/requirements.txt; do
     hack/python-venv.sh "$r"; done' &
   step testdata bash -c 'for n in minilm sudachi silero5 silero6 mpnet; do "$0" path "$n"; done' "$REPO_ROOT/hack/testdata.sh" &
   local c
@@ -56,6 +56,8 @@ run() {
     step "$c" nice -n 19 "$REPO_ROOT/hack/k8s-binaries.sh" "$c"
   done
   step go-tools nice -n 19 "$HACK_KIND/go-tools.sh"
+  # The e2e's S3 server (SeaweedFS, minutes to build cold).
+  step seaweedfs nice -n 19 "$REPO_ROOT/hack/s3-server.sh" bin
   wait
   step control-plane-images nice -n 19 "$REPO_ROOT/hack/images/build.sh" "$PFS_CACHE/k8s/$K8S_VERSION/bin"
   step node-image nice -n 19 "$HACK_KIND/node-image.sh"

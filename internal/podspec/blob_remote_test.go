@@ -25,7 +25,7 @@ func s3Source(key, prefix string, creds, ca bool) pfsv1alpha1.BlobSource {
 
 // mountsOf is "volume=path" of every mount of c.
 func mountsOf(c corev1.Container) []string {
-	var m []string
+	m := make([]string, 0, len(c.VolumeMounts))
 	for _, v := range c.VolumeMounts {
 		m = append(m, v.Name+"="+v.MountPath)
 	}

@@ -49,6 +49,9 @@ func TestE2E(t *testing.T) {
 	}
 	t.Run("eight more PfsBlobs Ready at once", func(t *testing.T) { testManyBlobs(ctx, t) })
 	t.Run("PfsBlob from a PVC fanned out to every node", func(t *testing.T) { testFanout(ctx, t) })
+	t.Run("PfsBlobs from an S3 store and a web server: TLS, Secret credentials, the store killed mid-read, bad sources", func(t *testing.T) {
+		testStoreSources(ctx, t)
+	})
 	t.Run("model volumes: a blob's files mounted read-only, read by the real PyPI libraries, one copy per node", func(t *testing.T) {
 		testModelVolumes(ctx, t)
 	})

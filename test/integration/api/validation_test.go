@@ -97,13 +97,13 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.source.hostPath.path", "must not contain a '..' part"}},
 		"blob fill and source": {blob, "fill: {type: Zero}\nsource: {persistentVolumeClaim: {claimName: data}}",
 			[]string{"set either spec.fill or spec.source, not both"}},
-		"blob UDP replication accepted":                      {blob, "source: {persistentVolumeClaim: {claimName: data}}\nreplication: {transport: UDP}", nil},
+		"blob UDP replication accepted": {blob, "source: {persistentVolumeClaim: {claimName: data}}\nreplication: {transport: UDP}", nil},
 		"blob s3 prefix accepted": {blob, "source: {s3: {endpoint: 'https://s3.example:9000', bucket: models, prefix: llama/, region: eu-west-3, " +
 			"credentialsSecretRef: {name: s3-creds}, caBundle: {configMapName: store-ca}}}", nil},
 		"blob s3 key accepted": {blob, "source: {s3: {endpoint: 'http://seaweedfs.storage:8333', bucket: models, key: llama/model.safetensors}}", nil},
 		"blob http files accepted": {blob, "source: {http: {url: 'https://hub.example/llama/resolve/main', files: [config.json, tokenizer.json, model.safetensors], " +
 			"headersSecretRef: {name: hub-token}}}", nil},
-		"blob http one URL with a query accepted": {blob, "source: {http: {url: 'https://cdn.example/m.onnx?X-Amz-Signature=abc'}}", nil},
+		"blob http one URL with a query accepted":            {blob, "source: {http: {url: 'https://cdn.example/m.onnx?X-Amz-Signature=abc'}}", nil},
 		"blob AFXDP replication on the pod network accepted": {blob, "source: {persistentVolumeClaim: {claimName: data}}\nreplication: {transport: AFXDP}", nil},
 		"blob AFXDP replication on a network accepted": {blob,
 			"source: {hostPath: {path: /srv/x}}\nreplication: {transport: AFXDP, topology: Tree, network: nets/fabric, resourceName: intel.com/sriov_netdevice}", nil},
