@@ -175,10 +175,12 @@ data:
 // a prefix ("prefix: P/") of the store's bucket.
 func (s *s3Store) applyS3Blob(t *testing.T, name, keyOrPrefix, secret string) {
 	t.Helper()
-	applyStoreBlob(t, name, s3Source(s, keyOrPrefix, secret))
+	applySourceBlob(t, name, s3Source(s, keyOrPrefix, secret))
 }
 
-func applyStoreBlob(t *testing.T, name, source string) {
+// applySourceBlob creates a PfsBlob of 2 MiB pages with source (its
+// members, indented under spec.source) and anything after it.
+func applySourceBlob(t *testing.T, name, source string) {
 	t.Helper()
 	manifest := fmt.Sprintf(`apiVersion: pfs.packetfs.io/v1alpha1
 kind: PfsBlob

@@ -71,7 +71,7 @@ func testHTTPFile(ctx context.Context, t *testing.T, s *s3Store) {
 	// The filer serves the bucket's objects over plain HTTP, with ranges and
 	// ETags, as a web server or a mirror of a model hub does.
 	url := fmt.Sprintf("http://%s:%s/buckets/%s/minilm/model.safetensors", s.addr, s.filerPort, storeBucket)
-	applyStoreBlob(t, httpFileBlob, fmt.Sprintf("    http: {url: %q}\n", url))
+	applySourceBlob(t, httpFileBlob, fmt.Sprintf("    http: {url: %q}\n", url))
 	st := waitBlob(ctx, t, httpFileBlob, 5*time.Minute, blobReady)
 	checkEveryNode(t, st, want)
 	if st.Source != url {
@@ -183,7 +183,7 @@ func testStoreBadInput(ctx context.Context, t *testing.T, s *s3Store) {
 			"SourceInvalid", []string{"404"}},
 	}
 	for _, c := range cases {
-		applyStoreBlob(t, c.name, c.source)
+		applySourceBlob(t, c.name, c.source)
 	}
 	for _, c := range cases {
 		msg := waitReason(ctx, t, c.name, c.reason)

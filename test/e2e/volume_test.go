@@ -143,17 +143,7 @@ spec:
 
 func applyVolumeBlob(t *testing.T, name, path, extra string) {
 	t.Helper()
-	manifest := fmt.Sprintf(`apiVersion: pfs.packetfs.io/v1alpha1
-kind: PfsBlob
-metadata: {name: %s, namespace: %s}
-spec:
-  pageSize: 2Mi
-  source:
-    persistentVolumeClaim: {claimName: %s, path: %q}
-%s`, name, testNS, volPVC, path, extra)
-	if out, err := kubectlIn(manifest, "apply", "-f", "-"); err != nil {
-		t.Fatalf("kubectl apply pfsblob %s: %v\n%s", name, err, out)
-	}
+	applySourceBlob(t, name, fmt.Sprintf("    persistentVolumeClaim: {claimName: %s, path: %q}\n%s", volPVC, path, extra))
 }
 
 // The model-check run of the reader pods: the real libraries on the
