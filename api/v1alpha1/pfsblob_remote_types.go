@@ -2,6 +2,8 @@
 
 package v1alpha1
 
+import "k8s.io/apimachinery/pkg/api/resource"
+
 // S3BlobSource is one object, or every object beneath a prefix, in an
 // S3-compatible store, read with ranged GETs pinned to each object's ETag
 // (docs/design/remote-sources.md).
@@ -60,6 +62,10 @@ type S3BlobSource struct {
 	// certificate a public CA did not sign.
 	// +optional
 	CABundle *CABundleReference `json:"caBundle,omitempty"`
+
+	// reads tunes the origin's ranged GETs; absent means 4 at once of 8Mi.
+	// +optional
+	Reads *RangedReads `json:"reads,omitempty"`
 }
 
 // HTTPBlobSource is one file, or files under a base URL, on a web server.
@@ -92,6 +98,31 @@ type HTTPBlobSource struct {
 	// caBundle is the CA bundle to trust for https.
 	// +optional
 	CABundle *CABundleReference `json:"caBundle,omitempty"`
+
+	// reads tunes the origin's ranged GETs (when the server takes ranges;
+	// otherwise each file is one GET); absent means 4 at once of 8Mi.
+	// +optional
+	Reads *RangedReads `json:"reads,omitempty"`
+}
+
+// RangedReads is how the origin reads a source in a store: concurrency
+// ranged GETs in flight, each on its own kept-alive connection and each
+// of rangeSize bytes, written straight into the blob. More in flight hides
+// a store's per-request latency; larger ranges cost fewer requests but
+// more to fetch again when one fails for good.
+type RangedReads struct {
+	// concurrency is how many ranged GETs are in flight at once, 1 to 16;
+	// absent means 4.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Concurrency *int32 `json:"concurrency,omitempty"`
+
+	// rangeSize is the bytes each GET asks for, a multiple of 4Ki from 64Ki
+	// to 256Mi; absent means 8Mi.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isInteger() && quantity(string(self)).compareTo(quantity('64Ki')) >= 0 && quantity(string(self)).compareTo(quantity('256Mi')) <= 0 && quantity(string(self)).asInteger() % 4096 == 0)",message="reads.rangeSize must be a multiple of 4Ki from 64Ki to 256Mi (e.g. 16Mi)"
+	RangeSize *resource.Quantity `json:"rangeSize,omitempty"`
 }
 
 // SourceFileName is a file's name relative to a base URL, and its name in

@@ -4,6 +4,7 @@ package podspec
 
 import (
 	"path"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,9 +49,11 @@ func S3Object(s *pfsv1alpha1.S3BlobSource) string {
 func remoteArgs(src *pfsv1alpha1.BlobSource) []string {
 	var args []string
 	var ca *pfsv1alpha1.CABundleReference
+	var reads *pfsv1alpha1.RangedReads
 	switch {
 	case src.S3 != nil:
 		s := src.S3
+		reads = s.Reads
 		args = []string{"--source-s3", S3Object(s), "--source-s3-endpoint", strings.TrimSuffix(s.Endpoint, "/")}
 		if s.Region != "" {
 			args = append(args, "--source-s3-region", s.Region)
@@ -61,6 +64,7 @@ func remoteArgs(src *pfsv1alpha1.BlobSource) []string {
 		ca = s.CABundle
 	case src.HTTP != nil:
 		h := src.HTTP
+		reads = h.Reads
 		args = []string{"--source-url", h.URL}
 		if len(h.Files) > 0 {
 			names := make([]string, len(h.Files))
@@ -78,6 +82,12 @@ func remoteArgs(src *pfsv1alpha1.BlobSource) []string {
 	}
 	if ca != nil {
 		args = append(args, "--source-ca-file", RemoteCAFile)
+	}
+	if reads != nil && reads.Concurrency != nil {
+		args = append(args, "--source-threads", strconv.Itoa(int(*reads.Concurrency)))
+	}
+	if reads != nil && reads.RangeSize != nil {
+		args = append(args, "--source-chunk", strconv.FormatInt(reads.RangeSize.Value(), 10))
 	}
 	return args
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 )
@@ -35,6 +37,11 @@ func mountsOf(c corev1.Container) []string {
 func TestRemoteSourcePods(t *testing.T) {
 	httpSrc := pfsv1alpha1.BlobSource{HTTP: &pfsv1alpha1.HTTPBlobSource{URL: "https://hub.example/llama",
 		Files: []pfsv1alpha1.SourceFileName{"config.json", "model.safetensors"}, HeadersSecretRef: &pfsv1alpha1.SecretReference{Name: "hub-token"}}}
+	httpReads := httpSrc.DeepCopy()
+	httpReads.HTTP.Files, httpReads.HTTP.HeadersSecretRef = nil, nil
+	httpReads.HTTP.Reads = &pfsv1alpha1.RangedReads{Concurrency: ptr.To(int32(12)), RangeSize: ptr.To(resource.MustParse("16Mi"))}
+	s3Reads := s3Source("m.safetensors", "", false, false)
+	s3Reads.S3.Reads = &pfsv1alpha1.RangedReads{RangeSize: ptr.To(resource.MustParse("64Ki"))}
 	tests := map[string]struct {
 		src        pfsv1alpha1.BlobSource
 		wantArgs   string
@@ -52,6 +59,10 @@ func TestRemoteSourcePods(t *testing.T) {
 			wantArgs:   "--source-url https://hub.example/llama --source-files config.json,model.safetensors --source-header-file /etc/packetfs/source-headers/headers",
 			wantMounts: []string{"source-secret=/etc/packetfs/source-headers"},
 			wantVols:   map[string]string{"source-secret": "secret hub-token headers"}},
+		"http reads: concurrency and range size": {src: *httpReads,
+			wantArgs: "--source-url https://hub.example/llama --source-threads 12 --source-chunk 16777216"},
+		"s3 reads: range size alone": {src: s3Reads,
+			wantArgs: "--source-s3-region eu-west-3 --source-chunk 65536"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -150,7 +150,8 @@ func TestSourceBlobPods(t *testing.T) {
 		"s3": {S3: &pfsv1alpha1.S3BlobSource{Endpoint: "https://s3.example:9000", Bucket: "models", Prefix: "llama/", Region: "eu-west-3",
 			CredentialsSecretRef: &pfsv1alpha1.SecretReference{Name: "s3-creds"},
 			CABundle:             &pfsv1alpha1.CABundleReference{ConfigMapName: "store-ca"}}},
-		"s3 key": {S3: &pfsv1alpha1.S3BlobSource{Endpoint: "http://seaweedfs:8333", Bucket: "models", Key: "m.safetensors"}},
+		"s3 key": {S3: &pfsv1alpha1.S3BlobSource{Endpoint: "http://seaweedfs:8333", Bucket: "models", Key: "m.safetensors",
+			Reads: &pfsv1alpha1.RangedReads{Concurrency: ptr.To(int32(16)), RangeSize: ptr.To(resource.MustParse("256Mi"))}}},
 		"http": {HTTP: &pfsv1alpha1.HTTPBlobSource{URL: "https://hub.example/llama", Files: []pfsv1alpha1.SourceFileName{"config.json", "a/b.json"},
 			HeadersSecretRef: &pfsv1alpha1.SecretReference{Name: "hub-token"}}},
 	}
