@@ -68,6 +68,11 @@ static bool same_server(const struct http_conn *c, const struct http_url *u)
 	       !strcmp(c->port, u->port);
 }
 
+static bool same_origin(const struct http_url *u, const struct http_url *ep)
+{
+	return u->tls == ep->tls && !strcmp(u->host, ep->host) && !strcmp(u->port, ep->port);
+}
+
 int src_rq(struct src_remote *rm, struct http_conn *c, const struct http_url *u, const char *method,
 	   const char *target, const char *range, const char *if_match, const char *const *extra,
 	   size_t nextra, struct http_resp *r, char *why, size_t n)
@@ -107,13 +112,16 @@ again:
 		for (int i = 0; i < ns; i++)
 			h[nh++] = sig[i];
 	}
-	/* The user's headers (a bearer token) go only to the source URL's own
-	 * server, never to where a redirect led (a CDN), as curl does. */
-	for (size_t i = 0;
-	     rm->o.kind == PFS_REMOTE_HTTP && i < rm->o.nheaders && nh < HTTP_HDR_MAX &&
-	     u->tls == rm->ep.tls && !strcmp(u->host, rm->ep.host) && !strcmp(u->port, rm->ep.port);
+	/* The user's headers (a bearer token) and a registry's Authorization
+	 * go only to the source's own server, never to where a redirect led
+	 * (a CDN, a bucket), as curl does. */
+	for (size_t i = 0; rm->o.kind == PFS_REMOTE_HTTP && i < rm->o.nheaders &&
+			   nh < HTTP_HDR_MAX && same_origin(u, &rm->ep);
 	     i++)
 		h[nh++] = rm->o.headers[i];
+	if (rm->o.kind == PFS_REMOTE_OCI && rm->auth[0] && nh < HTTP_HDR_MAX &&
+	    same_origin(u, &rm->ep))
+		h[nh++] = rm->auth;
 	atomic_fetch_add(&rm->requests, 1);
 	err = http_exchange(c, method, target, h, nh, r, why, n);
 	/* Nothing of a signature outlives the request. */
