@@ -265,9 +265,11 @@ static int layer(struct pfs_source *s, struct http_conn *c, const struct oci_des
 			    d->title, d->media_type);
 	snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", origin(rm, o, sizeof(o)), rm->ref.repo,
 		 d->digest);
-	err = src_probe(rm, c, url, true, &final, &r, why, n);
+	/* An empty layer has no byte to probe or read. */
+	memset(&r, 0, sizeof(r));
+	err = d->size ? src_probe(rm, c, url, true, &final, &r, why, n) : 0;
 	if (!err)
-		err = src_add_file(s, d->title, d->title, d->size, final, why, n);
+		err = src_add_file(s, d->title, d->title, d->size, final ? final : url, why, n);
 	free(final);
 	if (err)
 		return err;
