@@ -50,8 +50,8 @@
 #define TOKEN "pfs-test-token-0123456789"
 #define MT_LAYER "application/vnd.oci.image.layer.v1.tar"
 #define MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
-#define EMPTY_CFG                                                                                 \
-	"{\"mediaType\":\"application/vnd.oci.empty.v1+json\",\"digest\":\"sha256:"               \
+#define EMPTY_CFG                                                                   \
+	"{\"mediaType\":\"application/vnd.oci.empty.v1+json\",\"digest\":\"sha256:" \
 	"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a\",\"size\":2}"
 
 enum auth { A_NONE, A_TOKEN, A_TOKEN_SECRET, A_BASIC };
@@ -152,9 +152,10 @@ static bool authorized(int fd, const char *req)
 	case A_BASIC:
 		if (has(req, "\r\nAuthorization: Basic " USER_PASS_B64 "\r\n"))
 			return true;
-		snprintf(h, sizeof(h),
-			 "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"pfs-test\"\r\n"
-			 "Content-Length: 0\r\n\r\n");
+		snprintf(
+			h, sizeof(h),
+			"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"pfs-test\"\r\n"
+			"Content-Length: 0\r\n\r\n");
 		break;
 	default:
 		if (has(req, "\r\nAuthorization: Bearer " TOKEN "\r\n")) {
@@ -261,9 +262,10 @@ static void blob_bytes(int fd, const char *req, const char *digest, bool storage
 			 "bytes %lld-%lld/%lld\r\n%sAccept-Ranges: bytes\r\n\r\n",
 			 b - a + 1, a, b, size, etag);
 	else
-		snprintf(h, sizeof(h),
-			 "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\n%sAccept-Ranges: bytes\r\n\r\n",
-			 size, etag);
+		snprintf(
+			h, sizeof(h),
+			"HTTP/1.1 200 OK\r\nContent-Length: %lld\r\n%sAccept-Ranges: bytes\r\n\r\n",
+			size, etag);
 	if (!rg || !size) {
 		a = 0;
 		b = size - 1;
@@ -368,8 +370,7 @@ static void start_server(void)
 
 /* A layer descriptor of @path titled @title, its blob registered; @digest
  * overrides the real one (a layer that lies). */
-static int layer_json(char *out, size_t n, const char *path, const char *title,
-		      const char *digest)
+static int layer_json(char *out, size_t n, const char *path, const char *title, const char *digest)
 {
 	struct blob *b = &blobs[nblobs++];
 	struct stat st;
@@ -474,12 +475,13 @@ static void odd_tags(void)
 	add_tag("mal-twice", b);
 	snprintf(b, sizeof(b),
 		 "{\"schemaVersion\":2,\"mediaType\":\"" MT_MANIFEST "\",\"config\":" EMPTY_CFG
-		 ",\"layers\":[{\"mediaType\":\"" MT_LAYER "\",\"digest\":\"%s\",\"size\":\"12\"}]}",
+		 ",\"layers\":[{\"mediaType\":\"" MT_LAYER
+		 "\",\"digest\":\"%s\",\"size\":\"12\"}]}",
 		 cfg);
 	add_tag("mal-size", b);
-	add_tag("mal-sha512",
-		"{\"schemaVersion\":2,\"mediaType\":\"" MT_MANIFEST "\",\"config\":" EMPTY_CFG
-		",\"layers\":[{\"mediaType\":\"" MT_LAYER "\",\"digest\":\"sha512:00\",\"size\":1}]}");
+	add_tag("mal-sha512", "{\"schemaVersion\":2,\"mediaType\":\"" MT_MANIFEST
+			      "\",\"config\":" EMPTY_CFG ",\"layers\":[{\"mediaType\":\"" MT_LAYER
+			      "\",\"digest\":\"sha512:00\",\"size\":1}]}");
 	snprintf(b, sizeof(b), "%s,}", manifest_of(""));
 	add_tag("mal-comma", b);
 	snprintf(b, sizeof(b),
@@ -663,8 +665,7 @@ static int refused(enum auth auth, enum fault fault, const char *ref, const char
 {
 	int rc = load(auth, fault, ref, blob("bad"), NULL);
 
-	CHECK(rc != 0 && strstr(err, msg), "%s: rc %d, wanted '%s' in: %.1500s", ref, rc, msg,
-	      err);
+	CHECK(rc != 0 && strstr(err, msg), "%s: rc %d, wanted '%s' in: %.1500s", ref, rc, msg, err);
 	CHECK(!strstr(err, "retrying"), "a refusal was retried: %.1500s", err);
 	CHECK(sh("test -e /dev/shm/%s", blob("bad")) != 0, "a failed load left its blob");
 	tap_diag("%.300s", strstr(err, "error: ") ? strstr(err, "error: ") : err);
@@ -693,8 +694,7 @@ static int t_index(void)
 
 static int t_bad_layer(void)
 {
-	return refused(A_NONE, F_NONE, ":badlayer",
-		       "not the layer's digest sha256:00000000");
+	return refused(A_NONE, F_NONE, ":badlayer", "not the layer's digest sha256:00000000");
 }
 
 static int t_redirect(void)
@@ -743,7 +743,8 @@ static int t_malformed(void)
 
 static int t_bad_name(void)
 {
-	return refused(A_NONE, F_NONE, ":badname", "'../escape.bin' has an empty, '.' or '..' part");
+	return refused(A_NONE, F_NONE, ":badname",
+		       "'../escape.bin' has an empty, '.' or '..' part");
 }
 
 static int t_untitled(void)
@@ -763,8 +764,7 @@ static int t_cleanup(void)
 }
 
 static const struct tap_test tests[] = {
-	{ "setup: real model files as titled layers, a scripted registry", t_setup,
-	  .setup = true },
+	{ "setup: real model files as titled layers, a scripted registry", t_setup, .setup = true },
 	{ "anonymous: the blob the files make, every layer digest compared", t_anonymous },
 	{ "token: 401, a token from the realm, the manifest and blobs with it", t_token },
 	{ "token with a pull secret: Basic to the realm only; without: refused", t_token_secret },

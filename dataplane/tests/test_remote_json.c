@@ -28,9 +28,19 @@ static int parse(const char *s, struct json_doc *d, char *why, size_t n)
 static int t_accepts(void)
 {
 	static const char *const ok[] = {
-		"{}", "[]", " 0 ", "-0", "1.5e-3", "-12E+2", "true", "null", "\"\"",
-		"\"\\u00e9\\ud83d\\ude00\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "\"\xc3\xa9\xf0\x9f\x98\x80\"",
-		"{\"a\":[1,{\"b\":null}],\"c\":\"d\"}", "\r\n\t[ [ ] , { } ]\n",
+		"{}",
+		"[]",
+		" 0 ",
+		"-0",
+		"1.5e-3",
+		"-12E+2",
+		"true",
+		"null",
+		"\"\"",
+		"\"\\u00e9\\ud83d\\ude00\\\"\\\\\\/\\b\\f\\n\\r\\t\"",
+		"\"\xc3\xa9\xf0\x9f\x98\x80\"",
+		"{\"a\":[1,{\"b\":null}],\"c\":\"d\"}",
+		"\r\n\t[ [ ] , { } ]\n",
 	};
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -95,8 +105,8 @@ static int t_refuses(void)
 		      "4 values with room for 3");
 		deep[JSON_DEPTH_MAX] = '\0';
 		memset(deep + JSON_DEPTH_MAX / 2, ']', JSON_DEPTH_MAX / 2);
-		CHECK(!parse(deep, &d, why, sizeof(why)), "depth %d refused: %s", JSON_DEPTH_MAX / 2,
-		      why);
+		CHECK(!parse(deep, &d, why, sizeof(why)), "depth %d refused: %s",
+		      JSON_DEPTH_MAX / 2, why);
 		json_free(&d);
 	}
 	return TAP_PASS;
@@ -148,8 +158,15 @@ static int t_refs(void)
 		{ "docker.io/library/ubuntu:22.04", "docker.io", "library/ubuntu", "22.04", "" },
 	};
 	static const char *const bad[] = {
-		"ubuntu:22.04", "library/ubuntu", "reg.io/Models", "reg.io/m@sha256:abc",
-		"reg.io/m:", "reg.io//m", "reg.io/m:-x", "/m", "reg.io/m@md5:" E3 + 7,
+		"ubuntu:22.04",
+		"library/ubuntu",
+		"reg.io/Models",
+		"reg.io/m@sha256:abc",
+		"reg.io/m:",
+		"reg.io//m",
+		"reg.io/m:-x",
+		"/m",
+		"reg.io/m@md5:" E3 + 7,
 	};
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -196,8 +213,7 @@ static int t_token(void)
 	CHECK(!oci_token_parse("{\"token\":\"abc.def\",\"expires_in\":300}", 36, t, sizeof(t)) &&
 		      !strcmp(t, "abc.def"),
 	      "token: %s", t);
-	CHECK(!oci_token_parse("{\"access_token\":\"xyz\"}", 22, t, sizeof(t)) &&
-		      !strcmp(t, "xyz"),
+	CHECK(!oci_token_parse("{\"access_token\":\"xyz\"}", 22, t, sizeof(t)) && !strcmp(t, "xyz"),
 	      "access_token");
 	CHECK(oci_token_parse("{\"nothing\":1}", 13, t, sizeof(t)) == -EBADMSG, "no token");
 	CHECK(oci_token_parse("{\"token\":\"a\\nb\"}", 16, t, sizeof(t)) == -EBADMSG,
@@ -281,8 +297,7 @@ static const struct tap_test tests[] = {
 	{ "references: host, repository, tag or digest; the malformed refused", t_refs },
 	{ "WWW-Authenticate: Bearer parameters, Basic, refusals", t_challenge },
 	{ "token answers: token, access_token, refusals", t_token },
-	{ "docker config: by host, Docker Hub spellings, both forms, secrets never shown",
-	  t_auth },
+	{ "docker config: by host, Docker Hub spellings, both forms, secrets never shown", t_auth },
 	{ "manifests without mediaType; the index picker lists platforms", t_manifest },
 };
 

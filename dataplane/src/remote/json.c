@@ -52,8 +52,8 @@ static int tok(struct jt *j, enum json_type type)
 		d->t = t;
 		d->cap = cap;
 	}
-	d->t[d->n] = (struct json_tok){ .type = (uint8_t)type,
-					.start = (uint32_t)(j->p - d->text) };
+	d->t[d->n] =
+		(struct json_tok){ .type = (uint8_t)type, .start = (uint32_t)(j->p - d->text) };
 	return (int)d->n++;
 }
 
@@ -233,7 +233,9 @@ static int value(struct jt *j, int depth)
 int json_parse(struct json_doc *d, const char *text, size_t len, size_t max_tokens, char *why,
 	       size_t n)
 {
-	struct jt j = { .d = d, .p = text, .end = text + len, .max = max_tokens, .why = why, .n = n };
+	struct jt j = {
+		.d = d, .p = text, .end = text + len, .max = max_tokens, .why = why, .n = n
+	};
 	int err;
 
 	*d = (struct json_doc){ .text = text, .len = len };

@@ -18,7 +18,7 @@
 #define OCI_MT_DOCKER "application/vnd.docker.distribution.manifest.v2+json"
 #define OCI_MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
 /* What a manifest GET accepts, in one Accept header. */
-#define OCI_ACCEPT                                                                      \
+#define OCI_ACCEPT \
 	"Accept: " OCI_MT_MANIFEST ", " OCI_MT_INDEX ", " OCI_MT_DOCKER ", " OCI_MT_DOCKER_LIST
 #define OCI_TITLE "org.opencontainers.image.title"
 #define OCI_MANIFEST_MAX (4u << 20) /* bytes of a manifest, as containerd allows */

@@ -212,8 +212,9 @@ int oci_auth_lookup(const char *text, size_t len, const char *host, char *out, s
 	}
 	auths = d.t[0].type == JSON_OBJ ? json_get(&d, 0, "auths") : -ENOENT;
 	if (auths < 0 || d.t[auths].type != JSON_OBJ) {
-		snprintf(why, wn, "docker config: no \"auths\" object (want the content of a "
-				  "kubernetes.io/dockerconfigjson Secret's .dockerconfigjson)");
+		snprintf(why, wn,
+			 "docker config: no \"auths\" object (want the content of a "
+			 "kubernetes.io/dockerconfigjson Secret's .dockerconfigjson)");
 		err = -EBADMSG;
 		goto out;
 	}

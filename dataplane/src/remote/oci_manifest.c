@@ -66,7 +66,8 @@ int oci_ref_parse(const char *s, struct oci_ref *r, char *why, size_t n)
 		return -EINVAL;
 	}
 	memcpy(r->host, s, hl);
-	if (!memchr(r->host, '.', hl) && !memchr(r->host, ':', hl) && strcmp(r->host, "localhost")) {
+	if (!memchr(r->host, '.', hl) && !memchr(r->host, ':', hl) &&
+	    strcmp(r->host, "localhost")) {
 		snprintf(why, n,
 			 "'%.200s': the first part is not a registry host (no '.' or ':'): "
 			 "name the registry, e.g. docker.io/%.150s",
@@ -206,8 +207,7 @@ static int descriptor(struct mp *p, int obj, struct oci_desc *o)
 }
 
 /* The descriptors of array @key into m->d. */
-static int descriptors(struct mp *p, int root, const char *key, struct oci_manifest *m,
-		       bool layers)
+static int descriptors(struct mp *p, int root, const char *key, struct oci_manifest *m, bool layers)
 {
 	int a = json_get(&p->d, root, key), err = 0;
 
@@ -271,9 +271,9 @@ int oci_manifest_parse(const char *text, size_t len, const char *content_type,
 	if (err == -ENOENT) {
 		/* OCI allows no mediaType: the response's, else the shape. */
 		snprintf(m->media_type, sizeof(m->media_type), "%s",
-			 known(ct)				? ct :
+			 known(ct)			     ? ct :
 			 json_get(&p.d, 0, "manifests") >= 0 ? OCI_MT_INDEX :
-								OCI_MT_MANIFEST);
+							       OCI_MT_MANIFEST);
 	} else if (known(ct) && strcmp(ct, m->media_type)) {
 		err = bad(&p, "its mediaType is not its Content-Type %s", ct);
 		goto out;
@@ -328,8 +328,7 @@ int oci_index_pick(const struct oci_manifest *m, char *why, size_t n)
 	o = (size_t)snprintf(why, n, "the index has no linux/amd64 manifest%s",
 			     m->n ? " among its platforms:" : " (it is empty)");
 	for (size_t i = 0; i < m->n && o < n; i++)
-		o += (size_t)snprintf(why + o, n - o, " %s", m->d[i].platform[0] ?
-								    m->d[i].platform :
-								    "(none)");
+		o += (size_t)snprintf(why + o, n - o, " %s",
+				      m->d[i].platform[0] ? m->d[i].platform : "(none)");
 	return -ENOENT;
 }

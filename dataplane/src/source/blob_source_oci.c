@@ -147,8 +147,7 @@ static int authorize(struct src_remote *rm, struct http_conn *c, struct http_res
 
 /* The manifest @ref (a tag or a digest) into *@body; its digest into @got. */
 static int manifest_get(struct src_remote *rm, struct http_conn *c, const char *ref, char **body,
-			size_t *len, char *content_type, size_t ctn, char *got, char *why,
-			size_t n)
+			size_t *len, char *content_type, size_t ctn, char *got, char *why, size_t n)
 {
 	static const char *const accept[] = { OCI_ACCEPT };
 	char target[700], what[800], o[300], *repo = rm->ref.repo;
@@ -183,13 +182,15 @@ static int manifest_get(struct src_remote *rm, struct http_conn *c, const char *
 	strcpy(got, "sha256:");
 	for (int k = 0; k < 32; k++)
 		snprintf(got + 7 + 2 * k, 3, "%02x", md[k]);
-	if (oci_digest_valid(ref) ? strcmp(ref, got) :
-				    r.docker_content_digest[0] && strcmp(r.docker_content_digest, got)) {
+	if (oci_digest_valid(ref) ?
+		    strcmp(ref, got) :
+		    r.docker_content_digest[0] && strcmp(r.docker_content_digest, got)) {
 		snprintf(why, n,
 			 "%s: its sha256 is %s, not the digest %.80s %s: refused (the registry "
 			 "sent other bytes than the ones named)",
 			 what, got, oci_digest_valid(ref) ? ref : r.docker_content_digest,
-			 oci_digest_valid(ref) ? "it was asked by" : "its Docker-Content-Digest says");
+			 oci_digest_valid(ref) ? "it was asked by" :
+						 "its Docker-Content-Digest says");
 		free(*body);
 		*body = NULL;
 		return -EBADMSG;
@@ -223,8 +224,9 @@ static int resolve(struct src_remote *rm, struct http_conn *c, struct oci_manife
 	oci_manifest_free(m);
 	err = manifest_get(rm, c, entry.digest, &body, &len, ct, sizeof(ct), got, why, n);
 	if (!err && len != entry.size)
-		err = fail(why, n, EBADMSG, "the manifest %s is not the size its index entry says%s",
-			   entry.digest, "");
+		err = fail(why, n, EBADMSG,
+			   "the manifest %s is not the size its index entry says%s", entry.digest,
+			   "");
 	if (!err)
 		err = oci_manifest_parse(body, len, ct, m, why, n);
 	free(body);
@@ -298,8 +300,8 @@ int oci_scan(struct pfs_source *s, char *why, size_t n)
 	if (!err)
 		err = resolve(s->rem, &c->c, &m, why, n);
 	if (!err && !m.n)
-		err = fail(why, n, ENOENT, "the manifest %s has no layer%s", s->rem->manifest_digest,
-			   "");
+		err = fail(why, n, ENOENT, "the manifest %s has no layer%s",
+			   s->rem->manifest_digest, "");
 	for (size_t i = 0; !err && i < m.n; i++)
 		err = layer(s, &c->c, &m.d[i], i, why, n);
 	oci_manifest_free(&m);

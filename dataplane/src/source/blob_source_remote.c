@@ -667,10 +667,11 @@ int src_remote_check(struct pfs_source *s, char *why, size_t n)
 			for (int k = 0; k < 32; k++)
 				snprintf(hex + 2 * k, 3, "%02x", f->sha256[k]);
 			if (strcmp(hex, f->digest + 7)) {
-				snprintf(why, n,
-					 "'%.200s': its sha256 is %s, not the layer's digest %s: the "
-					 "registry served other bytes than the manifest names",
-					 f->name, hex, f->digest);
+				snprintf(
+					why, n,
+					"'%.200s': its sha256 is %s, not the layer's digest %s: the "
+					"registry served other bytes than the manifest names",
+					f->name, hex, f->digest);
 				return -EBADMSG;
 			}
 			atomic_fetch_add(&s->rem->checksums, 1);

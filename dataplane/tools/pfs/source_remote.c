@@ -54,7 +54,8 @@ int pfs_cli_source_remote_check(const struct pfs_cmdline *c, const struct pfs_cl
 			return pfs_opt_fail(c, "--%s needs --source-s3", s3_only[i]);
 	for (size_t i = 0; i < sizeof(remote_only) / sizeof(remote_only[0]); i++)
 		if (!pfs_cli_source_remote(s) && pfs_opt_given(c, remote_only[i]))
-			return pfs_opt_fail(c, "--%s needs --source-s3, --source-url or --source-oci",
+			return pfs_opt_fail(c,
+					    "--%s needs --source-s3, --source-url or --source-oci",
 					    remote_only[i]);
 	if (s->files && !s->url)
 		return pfs_opt_fail(c,
