@@ -33,28 +33,19 @@ REGISTRY_PKG=github.com/distribution/distribution/v3/cmd/registry
 ORAS_VERSION=v1.3.6
 ORAS_PKG=oras.land/oras/cmd/oras
 
-# go_tool NAME PKG VERSION: the cached binary of PKG@VERSION, built with
-# `go install` (its go.sum entries checked by the checksum database) into
-# $TOOLS_DIR/NAME-VERSION/ once; two runs at once build it once.
+# go_tool NAME PKG VERSION: the cached binary of PKG@VERSION, built once
+# (go_install, the checksum database checking its go.sum) into
+# $TOOLS_DIR/NAME-VERSION/; two runs at once build it once.
 go_tool() {
-  local name=$1 pkg=$2 ver=$3 dir="$TOOLS_DIR/$1-$3" start tmp
+  local name=$1 pkg=$2 ver=$3 dir="$TOOLS_DIR/$1-$3" start
   if [ ! -x "$dir/$name" ]; then
     mkdir -p "$dir"
     exec 9>"$dir.lock"
     flock 9
-    if [ ! -x "$dir/$name" ]; then
-      start=$(date +%s)
-      log "oci-registry: building $pkg@$ver from the Go module proxy (cold: about a minute on 2 cores)"
-      tmp=$(mktemp -d "$dir/build.XXXXXX")
-      if ! GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "$pkg@$ver" >"$dir/build.log" 2>&1; then
-        rm -rf "$tmp"
-        tail -n 30 "$dir/build.log" >&2
-        die "oci-registry: go install $pkg@$ver failed; the whole log is $dir/build.log"
-      fi
-      mv "$tmp/$name" "$dir/$name" # a rename: a reader sees no binary or a whole one
-      rm -rf "$tmp"
-      log "oci-registry: built $dir/$name in $(($(date +%s) - start)) s"
-    fi
+    start=$(date +%s)
+    go_install "$pkg" "$ver" "$dir" 2>"$dir/build.log" ||
+      { tail -n 30 "$dir/build.log" >&2; die "oci-registry: go install $pkg@$ver failed; the log is $dir/build.log"; }
+    [ -x "$dir/$name" ] && log "oci-registry: $dir/$name ready in $(($(date +%s) - start)) s"
     exec 9>&-
   fi
   echo "$dir/$name"
@@ -70,33 +61,6 @@ running() {
   pid=$(cat "$1/registry.pid" 2>/dev/null) || return 1
   [ -n "$pid" ] && [[ $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") == *" $1/config.yml "* ]] || return 1
   echo "$pid"
-}
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# make_tls DIR: a throwaway CA and a server certificate it signed for
-# 127.0.0.1 and localhost (not a CA itself: strict verifiers refuse that).
-make_tls() {
-  local t=$1/tls
-  [ -s "$t/server.crt" ] && return 0
-  mkdir -p "$t"
-  (umask 077
-   cd "$t"
-   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
-     -subj "/CN=packetfs throwaway registry CA" -keyout ca.key -out ca.crt
-   openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-     -subj "/CN=localhost" -keyout server.key -out server.csr
-   printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
-     "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" >server.ext
-   openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
-     -extfile server.ext -out server.crt.tmp
-   chmod 644 ca.crt
-   rm server.csr server.ext ca.srl
-   mv server.crt.tmp server.crt) >/dev/null 2>"$t/openssl.log" ||
-    { cat "$t/openssl.log" >&2; die "oci-registry: openssl failed to make the throwaway CA in $t"; }
-  rm -f "$t/openssl.log"
 }
 
 # make_auth DIR: one htpasswd user (bcrypt, as distribution requires) and
@@ -133,9 +97,9 @@ start() {
     cat "$dir/env"
     return 0
   fi
-  [ -n "$port" ] || port=$(cat "$dir/port" 2>/dev/null || free_port)
+  [ -n "$port" ] || port=$(cat "$dir/port" 2>/dev/null || free_ports 1)
   echo "$port" >"$dir/port"
-  make_tls "$dir"
+  throwaway_tls "$dir" "packetfs throwaway registry CA"
   {
     echo "version: 0.1"
     echo "log: {level: warn, accesslog: {disabled: true}}"

@@ -97,40 +97,6 @@ running() {
 # taken PORT: something listens on 127.0.0.1:PORT.
 taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# free_ports N: N TCP ports free on 127.0.0.1 right now, from the kernel.
-free_ports() {
-  python3 -c 'import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))' "$1"
-}
-
-# make_tls DIR: a throwaway CA and a server certificate for 127.0.0.1 and
-# localhost that it signed (EC P-256, ten years: the pair lives as long as
-# DIR). The server certificate is made by `x509 -req` with its extensions
-# spelled out, since `req -x509` would mark it CA:TRUE, which strict
-# verifiers refuse in a server certificate.
-make_tls() {
-  local t=$1/tls
-  [ -s "$t/server.crt" ] && return 0
-  mkdir -p "$t"
-  (umask 077
-   cd "$t"
-   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
-     -subj "/CN=packetfs throwaway S3 CA" -keyout ca.key -out ca.crt
-   openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-     -subj "/CN=localhost" -keyout server.key -out server.csr
-   printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
-     "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" >server.ext
-   openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
-     -extfile server.ext -out server.crt.tmp
-   chmod 644 ca.crt # clients under other uids read it
-   rm server.csr server.ext ca.srl
-   mv server.crt.tmp server.crt) >/dev/null 2>"$t/openssl.log" ||
-    { cat "$t/openssl.log" >&2; die "s3-server: openssl failed to make the throwaway CA in $t"; }
-  rm -f "$t/openssl.log"
-}
-
 start() {
   local dir=${1:?usage: $0 start DIR [--port P] [--tls]} port='' tls=0 weed pid i
   shift
@@ -196,7 +162,7 @@ start() {
     -filer -filer.port="$f" -filer.port.grpc="$fg"
     -s3 -s3.port="$s3" -s3.port.grpc="$s3g" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$dir/s3.json")
   if [ "$tls" = 1 ]; then
-    make_tls "$dir"
+    throwaway_tls "$dir" "packetfs throwaway S3 CA"
     scheme=https curl_tls=(--cacert "$dir/tls/ca.crt")
     args+=(-s3.cert.file="$dir/tls/server.crt" -s3.key.file="$dir/tls/server.key")
   fi

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "json_util.h"
+#include "script_server.h"
 #include "sh.h"
 #include "tap.h"
 #include "testdata.h"
@@ -89,8 +90,7 @@ static int ntags, nblobs;
 static struct ctl *ctl;
 static char dir[64] = "/tmp/pfs-srcoci-XXXXXX", data[128], pfs[PATH_MAX];
 static char main_digest[72], want_sha[70];
-static int port, lfd = -1, nfiles;
-static pid_t server;
+static int port, nfiles;
 
 static void digest_of(const void *b, size_t len, char *out)
 {
@@ -131,11 +131,6 @@ static void add_tag(const char *tag, const char *body)
 
 /* ---- the registry ---- */
 
-static void reply(int fd, const char *s)
-{
-	(void)!send(fd, s, strlen(s), MSG_NOSIGNAL);
-}
-
 static bool has(const char *req, const char *hdr)
 {
 	return strcasestr(req, hdr) != NULL;
@@ -170,7 +165,7 @@ static bool authorized(int fd, const char *req)
 			 port);
 	}
 	atomic_fetch_add(&ctl->unauthorized, 1);
-	reply(fd, h);
+	srv_reply(fd, h);
 	return false;
 }
 
@@ -183,20 +178,20 @@ static void token(int fd, const char *req)
 	if (has(req, "\r\nAuthorization: Basic " USER_PASS_B64 "\r\n"))
 		atomic_fetch_add(&ctl->token_basic, 1);
 	else if (ctl->auth == A_TOKEN_SECRET) {
-		reply(fd, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n");
+		srv_reply(fd, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n");
 		return;
 	}
 	/* The scope and service, percent-encoded as the realm asked. */
 	if (!strstr(req, "scope=repository%3Amodels%2Fm%3Apull") ||
 	    !strstr(req, "service=pfs%20test")) {
-		reply(fd, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+		srv_reply(fd, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
 		return;
 	}
 	snprintf(h, sizeof(h),
 		 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
 		 strlen(body));
-	reply(fd, h);
-	reply(fd, body);
+	srv_reply(fd, h);
+	srv_reply(fd, body);
 }
 
 static void manifest(int fd, const char *ref)
@@ -219,14 +214,14 @@ static void manifest(int fd, const char *ref)
 			 "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nDocker-Content-Digest: %s\r\n"
 			 "Content-Length: %zu\r\n\r\n",
 			 ct, t->digest, strlen(t->body) + lie);
-		reply(fd, h);
-		reply(fd, t->body);
+		srv_reply(fd, h);
+		srv_reply(fd, t->body);
 		if (lie)
-			reply(fd, " ");
+			srv_reply(fd, " ");
 		return;
 	}
-	reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: "
-		  "2\r\n\r\n{}");
+	srv_reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: "
+		      "2\r\n\r\n{}");
 }
 
 /* A blob's bytes with ranges; an ETag (the digest) unless @storage. */
@@ -244,7 +239,7 @@ static void blob_bytes(int fd, const char *req, const char *digest, bool storage
 			bl = &blobs[i];
 	f = bl ? open(bl->path, O_RDONLY) : -1;
 	if (f < 0 || fstat(f, &st)) {
-		reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+		srv_reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
 		if (f >= 0)
 			close(f);
 		return;
@@ -270,7 +265,7 @@ static void blob_bytes(int fd, const char *req, const char *digest, bool storage
 		a = 0;
 		b = size - 1;
 	}
-	reply(fd, h);
+	srv_reply(fd, h);
 	len = b - a + 1;
 	/* A unit's first GET starts on its 256 KiB boundary; a resumed one
 	 * does not. The probe of the first byte is not cut. */
@@ -298,7 +293,7 @@ static void serve_one(int fd, const char *req)
 	char target[1024], h[1200];
 
 	if (sscanf(req, "GET %1023s", target) != 1) {
-		reply(fd, "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");
+		srv_reply(fd, "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");
 		return;
 	}
 	if (!strncmp(target, "/token?", 7)) {
@@ -321,48 +316,11 @@ static void serve_one(int fd, const char *req)
 			 "HTTP/1.1 307 Temporary Redirect\r\nLocation: "
 			 "http://localhost:%d/storage/%s\r\nContent-Length: 0\r\n\r\n",
 			 port, target + 19);
-		reply(fd, h);
+		srv_reply(fd, h);
 	} else if (!strncmp(target, "/v2/models/m/blobs/", 19)) {
 		blob_bytes(fd, req, target + 19, false);
 	} else {
-		reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
-	}
-}
-
-static void *conn(void *arg)
-{
-	int fd = (int)(intptr_t)arg;
-	char req[8192];
-	size_t l = 0;
-
-	for (;;) {
-		ssize_t r = recv(fd, req + l, sizeof(req) - 1 - l, 0);
-
-		if (r <= 0)
-			break;
-		l += (size_t)r;
-		req[l] = '\0';
-		if (strstr(req, "\r\n\r\n")) {
-			serve_one(fd, req);
-			l = 0;
-		}
-	}
-	close(fd);
-	return NULL;
-}
-
-static void start_server(void)
-{
-	server = fork();
-	if (server == 0) {
-		signal(SIGPIPE, SIG_IGN);
-		for (;;) {
-			int fd = accept(lfd, NULL, NULL);
-			pthread_t t;
-
-			if (fd >= 0 && !pthread_create(&t, NULL, conn, (void *)(intptr_t)fd))
-				pthread_detach(t);
-		}
+		srv_reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
 	}
 }
 
@@ -544,10 +502,6 @@ static int t_setup(void)
 {
 	const char *silero = testdata_dir("PFS_TESTDATA_SILERO6", "silero6");
 	const char *minilm = testdata_dir("PFS_TESTDATA_MINILM", "minilm");
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t al = sizeof(a);
-	int one = 1;
-
 	CHECK(silero && minilm, "%s", testdata_why);
 	CHECK(realpath(getenv("PFS") ? getenv("PFS") : "build/pfs", pfs) && !access(pfs, X_OK),
 	      "no pfs binary at %s", pfs);
@@ -568,14 +522,9 @@ static int t_setup(void)
 	odd_tags();
 	ctl = mmap(NULL, sizeof(*ctl), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(ctl != MAP_FAILED, "mmap");
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	CHECK(!bind(lfd, (struct sockaddr *)&a, sizeof(a)) && !listen(lfd, 64) &&
-		      !getsockname(lfd, (struct sockaddr *)&a, &al),
-	      "listen");
-	port = ntohs(a.sin_port);
-	start_server();
+	port = srv_listen();
+	CHECK(port > 0, "listen");
+	srv_start(serve_one);
 	CHECK(!sh("printf '{\"auths\":{\"127.0.0.1:%d\":{\"auth\":\"%s\"},\"other.example\":"
 		  "{\"username\":\"x\",\"password\":\"y\"}}}' >%s/pull-secret.json",
 		  port, USER_PASS_B64, dir),
@@ -628,35 +577,37 @@ static int t_token(void)
 	return TAP_PASS;
 }
 
-static int t_token_secret(void)
+/* Without the pull secret: refused with @msg; with it: loaded, equal. */
+static int secret_needed(enum auth auth, const char *what, const char *msg)
 {
 	char extra[200];
-	int rc;
+	int rc = load(auth, F_NONE, ":v1", blob("bad"), NULL);
 
+	CHECK(rc && strstr(err, msg), "rc %d, wanted '%s' in: %.600s", rc, msg, err);
 	snprintf(extra, sizeof(extra), "--source-oci-auth %s/pull-secret.json", dir);
-	rc = load(A_TOKEN_SECRET, F_NONE, ":v1", blob("tsecret"), extra);
-	CHECK(loaded_equal(rc, "tsecret"), "not loaded");
+	rc = load(auth, F_NONE, ":v1", blob(what), extra);
+	CHECK(loaded_equal(rc, what), "not loaded with the secret");
+	return TAP_PASS;
+}
+
+static int t_token_secret(void)
+{
+	/* Without the secret the realm refuses: a clear 401. */
+	CHECK(secret_needed(A_TOKEN_SECRET, "tsecret", "a token from 127.0.0.1: HTTP 401") ==
+		      TAP_PASS,
+	      "loaded");
 	CHECK(ctl->tokens == 1 && ctl->token_basic == 1, "tokens %d, with the secret's Basic %d",
 	      ctl->tokens, ctl->token_basic);
-	/* Without the secret the realm refuses: a clear 401. */
-	rc = load(A_TOKEN_SECRET, F_NONE, ":v1", blob("bad"), NULL);
-	CHECK(rc && strstr(err, "a token from 127.0.0.1: HTTP 401"), "rc %d: %.600s", rc, err);
 	return TAP_PASS;
 }
 
 static int t_basic(void)
 {
-	char extra[200];
-	int rc;
-
-	snprintf(extra, sizeof(extra), "--source-oci-auth %s/pull-secret.json", dir);
-	rc = load(A_BASIC, F_NONE, ":v1", blob("basic"), extra);
-	CHECK(loaded_equal(rc, "basic"), "not loaded");
+	CHECK(secret_needed(A_BASIC, "basic",
+			    "asks for credentials (Basic): give --source-oci-auth") == TAP_PASS,
+	      "loaded");
 	CHECK(ctl->unauthorized == 1 && ctl->tokens == 0, "401s %d tokens %d", ctl->unauthorized,
 	      ctl->tokens);
-	rc = load(A_BASIC, F_NONE, ":v1", blob("bad"), NULL);
-	CHECK(rc && strstr(err, "asks for credentials (Basic): give --source-oci-auth"),
-	      "rc %d: %.600s", rc, err);
 	return TAP_PASS;
 }
 
@@ -755,10 +706,7 @@ static int t_untitled(void)
 
 static int t_cleanup(void)
 {
-	if (server > 0) {
-		kill(server, SIGKILL);
-		waitpid(server, NULL, 0);
-	}
+	srv_stop();
 	sh("rm -rf %s; rm -f /dev/shm/pfs-srcoci-*-%d", dir, getpid());
 	return TAP_PASS;
 }

@@ -104,6 +104,42 @@ go_install() {
   CGO_ENABLED=0 GOBIN="$dest" GOFLAGS=-trimpath go install -ldflags "-s -w" "$pkg@$ver" >&2
 }
 
+# free_ports N: N TCP ports free on 127.0.0.1 right now, from the kernel
+# (the test servers: hack/s3-server.sh, hack/oci-registry.sh).
+free_ports() {
+  python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in socks))' "$1"
+}
+
+# throwaway_tls DIR CA-NAME: a throwaway CA and a server certificate for
+# 127.0.0.1 and localhost that it signed, in DIR/tls (EC P-256, ten years:
+# the pair lives as long as DIR; kept when there). The server certificate
+# is made by `x509 -req` with its extensions spelled out, since `req -x509`
+# would mark it CA:TRUE, which strict verifiers refuse in a server
+# certificate.
+throwaway_tls() {
+  local t=$1/tls
+  [ -s "$t/server.crt" ] && return 0
+  mkdir -p "$t"
+  (umask 077
+   cd "$t"
+   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+     -subj "/CN=$2" -keyout ca.key -out ca.crt
+   openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+     -subj "/CN=localhost" -keyout server.key -out server.csr
+   printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
+     "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" >server.ext
+   openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+     -extfile server.ext -out server.crt.tmp
+   chmod 644 ca.crt # clients under other uids read it
+   rm server.csr server.ext ca.srl
+   mv server.crt.tmp server.crt) >/dev/null 2>"$t/openssl.log" ||
+    { cat "$t/openssl.log" >&2; die "openssl failed to make the throwaway CA in $t"; }
+  rm -f "$t/openssl.log"
+}
+
 # need_root stops early with a clear message: the cluster changes host state
 # (hugepages, veths in container namespaces, /lib/modules).
 need_root() { [ "$(id -u)" -eq 0 ] || die "run as root (the cluster reserves hugepages and wires veths)"; }
