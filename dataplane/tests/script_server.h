@@ -61,8 +61,8 @@ __attribute__((unused)) static int srv_listen(void)
 	srv_lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	setsockopt(srv_lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (srv_lfd < 0 || bind(srv_lfd, (struct sockaddr *)&a, sizeof(a)) ||
-	    listen(srv_lfd, 64) || getsockname(srv_lfd, (struct sockaddr *)&a, &al))
+	if (srv_lfd < 0 || bind(srv_lfd, (struct sockaddr *)&a, sizeof(a)) || listen(srv_lfd, 64) ||
+	    getsockname(srv_lfd, (struct sockaddr *)&a, &al))
 		return -1;
 	return ntohs(a.sin_port);
 }

@@ -15,6 +15,7 @@
  *   - a layer whose bytes are not its digest: refused after the read;
  *   - blobs redirected to another host (storage): no Authorization header
  *     reaches it, the registry gets its token;
+ *   - a token that expires mid-read: fetched again once, the load goes on;
  *   - every range cut halfway once: resumed where it stopped;
  *   - malformed manifests, a title that breaks the name rules, an image
  *     layer without a title: refused, each with its message, no blob left.
@@ -49,6 +50,7 @@
 
 #define USER_PASS_B64 "cGZzOnNFY1JlVC1vY2k=" /* base64("pfs:sEcReT-oci") */
 #define TOKEN "pfs-test-token-0123456789"
+#define TOKEN2 "pfs-test-token-refreshed"
 #define MT_LAYER "application/vnd.oci.image.layer.v1.tar"
 #define MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define EMPTY_CFG                                                                   \
@@ -62,6 +64,7 @@ enum fault {
 	F_REDIRECT, /* blobs: 307 to http://localhost:PORT/storage/DIGEST */
 	F_CUT, /* every blob answer from a 256 KiB boundary stops halfway */
 	F_LIE, /* a manifest asked by digest gets a space more */
+	F_EXPIRE, /* the first token expires after 24 requests (mid-read); the second does not */
 };
 
 /* Shared with the server child (MAP_SHARED). */
@@ -153,7 +156,9 @@ static bool authorized(int fd, const char *req)
 			"Content-Length: 0\r\n\r\n");
 		break;
 	default:
-		if (has(req, "\r\nAuthorization: Bearer " TOKEN "\r\n")) {
+		if (has(req, "\r\nAuthorization: Bearer " TOKEN2 "\r\n") ||
+		    (has(req, "\r\nAuthorization: Bearer " TOKEN "\r\n") &&
+		     (ctl->fault != F_EXPIRE || ctl->registry_bearer < 24))) {
 			atomic_fetch_add(&ctl->registry_bearer, 1);
 			return true;
 		}
@@ -171,10 +176,11 @@ static bool authorized(int fd, const char *req)
 
 static void token(int fd, const char *req)
 {
-	static const char body[] = "{\"token\":\"" TOKEN "\",\"expires_in\":300}";
+	static const char first[] = "{\"token\":\"" TOKEN "\",\"expires_in\":300}";
+	static const char second[] = "{\"access_token\":\"" TOKEN2 "\",\"expires_in\":300}";
+	const char *body = atomic_fetch_add(&ctl->tokens, 1) ? second : first;
 	char h[256];
 
-	atomic_fetch_add(&ctl->tokens, 1);
 	if (has(req, "\r\nAuthorization: Basic " USER_PASS_B64 "\r\n"))
 		atomic_fetch_add(&ctl->token_basic, 1);
 	else if (ctl->auth == A_TOKEN_SECRET) {
@@ -545,7 +551,7 @@ static bool loaded_equal(int rc, const char *what)
 	jstr(r, "oci_manifest", md, sizeof(md));
 	if (rc || strcmp(sha, want_sha) || jreal(r, "checksums") != nfiles ||
 	    strcmp(md, main_digest) || strstr(out, "sEcReT") || strstr(err, "sEcReT") ||
-	    strstr(err, USER_PASS_B64) || strstr(err, TOKEN) ||
+	    strstr(err, USER_PASS_B64) || strstr(err, TOKEN) || strstr(err, TOKEN2) ||
 	    sh("%s blob manifest --name %s --dir /dev/shm --verify >/dev/null 2>&1", pfs,
 	       blob(what))) {
 		tap_diag("rc %d sha %s want %s manifest %s: %.600s %.1500s", rc, sha, want_sha, md,
@@ -659,6 +665,17 @@ static int t_redirect(void)
 	return TAP_PASS;
 }
 
+static int t_expire(void)
+{
+	int rc = load(A_TOKEN, F_EXPIRE, ":v1", blob("expire"), NULL);
+
+	CHECK(loaded_equal(rc, "expire"), "not loaded");
+	CHECK(ctl->tokens == 2 && ctl->unauthorized >= 2 && strstr(err, "token expired"),
+	      "tokens %d, 401s %d: %.600s", ctl->tokens, ctl->unauthorized, err);
+	tap_diag("%d readers met the expired token; one new token for all", ctl->unauthorized - 1);
+	return TAP_PASS;
+}
+
 static int t_cut(void)
 {
 	int rc = load(A_TOKEN, F_CUT, ":v1", blob("cut"), NULL);
@@ -721,6 +738,7 @@ static const struct tap_test tests[] = {
 	{ "an index: its linux/amd64 manifest; none: refused listing the platforms", t_index },
 	{ "a layer whose bytes are not its digest: refused after the read", t_bad_layer },
 	{ "blobs redirected to another host: no Authorization header reaches it", t_redirect },
+	{ "a token expiring mid-read: one new token for every reader, loaded", t_expire },
 	{ "every range cut halfway once: resumed where it stopped, equal", t_cut },
 	{ "malformed manifests: refused, each saying why", t_malformed },
 	{ "a title with '..': refused naming it", t_bad_name },

@@ -78,8 +78,10 @@ int src_rq(struct src_remote *rm, struct http_conn *c, const struct http_url *u,
 	   size_t nextra, struct http_resp *r, char *why, size_t n)
 {
 	char sig[SIGV4_HDRS][SIGV4_HDR_LEN], rh[64], mh[160], host[HTTP_HOST_MAX + 16];
+	char auth[sizeof(rm->auth)];
 	const char *h[HTTP_HDR_MAX];
-	bool reused = same_server(c, u);
+	bool reused = same_server(c, u), refreshed = false, bearer = false;
+	unsigned gen = 0;
 	size_t nh = 0;
 	int err;
 
@@ -119,19 +121,39 @@ again:
 			   nh < HTTP_HDR_MAX && same_origin(u, &rm->ep);
 	     i++)
 		h[nh++] = rm->o.headers[i];
-	if (rm->o.kind == PFS_REMOTE_OCI && rm->auth[0] && nh < HTTP_HDR_MAX &&
-	    same_origin(u, &rm->ep))
-		h[nh++] = rm->auth;
+	if (rm->o.kind == PFS_REMOTE_OCI && nh < HTTP_HDR_MAX && same_origin(u, &rm->ep)) {
+		/* A copy: another reader may be refreshing the token. */
+		pthread_mutex_lock(&rm->auth_lock);
+		memcpy(auth, rm->auth, sizeof(auth));
+		gen = atomic_load(&rm->auth_gen);
+		bearer = rm->ch.bearer && auth[0];
+		pthread_mutex_unlock(&rm->auth_lock);
+		if (auth[0])
+			h[nh++] = auth;
+	}
 	atomic_fetch_add(&rm->requests, 1);
 	err = http_exchange(c, method, target, h, nh, r, why, n);
-	/* Nothing of a signature outlives the request. */
+	/* Nothing of a signature or a token outlives the request. */
 	explicit_bzero(sig, sizeof(sig));
+	explicit_bzero(auth, sizeof(auth));
 	if (err)
 		http_close(c);
 	/* A kept-alive connection the server closed while it idled: once
 	 * more on a new one, at once (nothing of the request was served). */
 	if (reused && (err == -ECONNRESET || err == -EPIPE)) {
 		reused = false;
+		nh = 0;
+		goto again;
+	}
+	/* A registry's token that expired (a long read outlives Docker Hub's
+	 * 300 s): a new one, once per request; the refresh is shared by the
+	 * readers that failed with the same token (oci_reauth). */
+	if (!err && r->status == 401 && bearer && !refreshed) {
+		http_drain(c, r, 64 << 10);
+		err = oci_reauth(rm, gen, why, n);
+		if (err)
+			return err;
+		refreshed = true;
 		nh = 0;
 		goto again;
 	}

@@ -25,8 +25,9 @@
  *
  * Layers without a title (an image's tar or tar+gzip layers) and oras'
  * packed directories are refused, naming the layer and its media type.
- * One thread: the lister's; the token it leaves in rm->auth is read-only
- * once the readers start.
+ * The listing runs on one thread; the readers share the token it leaves in
+ * rm->auth, and the first of them to meet a 401 (a token expired during a
+ * long read) fetches a new one for all (oci_reauth, under rm->auth_lock).
  */
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -38,6 +39,7 @@
 
 #include "source/blob_source_int.h"
 #include "source/blob_source_remote.h"
+#include "pfs/log.h"
 
 #define TOKEN_BODY_MAX (64u << 10)
 
@@ -59,8 +61,10 @@ static const char *origin(const struct src_remote *rm, char *buf, size_t n)
 
 /* ---- authentication ---- */
 
-/* A token from the realm of @ch into rm->auth. */
-static int fetch_token(struct src_remote *rm, const struct oci_challenge *ch, char *why, size_t n)
+/* A token from the realm of @ch as an Authorization line into @auth
+ * (sizeof(rm->auth) bytes). */
+static int fetch_token(struct src_remote *rm, const struct oci_challenge *ch, char *auth, char *why,
+		       size_t n)
 {
 	char scope[600], url[4096], basic[sizeof(rm->basic) + 32], *body = NULL;
 	const char *hdr[1] = { basic };
@@ -88,8 +92,13 @@ static int fetch_token(struct src_remote *rm, const struct oci_challenge *ch, ch
 			    ch->realm, "");
 	}
 	snprintf(basic, sizeof(basic), "Authorization: Basic %s", rm->basic);
-	err = src_rq(rm, &c, &u, "GET", u.target, NULL, NULL, hdr, rm->basic[0] ? 1 : 0, &r, why,
-		     n);
+	/* Not src_rq: the registry's own Authorization (an expired token)
+	 * must not go with it, nor may its 401 ask for a refresh. */
+	err = http_connect(&c, &u, rm->tls, rm->o.timeout_ms, why, n);
+	if (!err) {
+		atomic_fetch_add(&rm->requests, 1);
+		err = http_exchange(&c, "GET", u.target, hdr, rm->basic[0] ? 1 : 0, &r, why, n);
+	}
 	OPENSSL_cleanse(basic, sizeof(basic));
 	if (!err && r.status != 200) {
 		char what[300];
@@ -102,8 +111,8 @@ static int fetch_token(struct src_remote *rm, const struct oci_challenge *ch, ch
 			fail(why, n, -err, "reading the token from %.200s failed%s", u.host, "");
 	}
 	if (!err) {
-		o = (size_t)snprintf(rm->auth, sizeof(rm->auth), "Authorization: Bearer ");
-		err = oci_token_parse(body, len, rm->auth + o, sizeof(rm->auth) - o);
+		o = (size_t)snprintf(auth, sizeof(rm->auth), "Authorization: Bearer ");
+		err = oci_token_parse(body, len, auth + o, sizeof(rm->auth) - o);
 		if (err)
 			fail(why, n, EACCES,
 			     "the token server %.200s sent no token (no \"token\" or "
@@ -116,7 +125,7 @@ static int fetch_token(struct src_remote *rm, const struct oci_challenge *ch, ch
 	http_close(&c);
 	http_url_free(&u);
 	if (err)
-		rm->auth[0] = '\0';
+		auth[0] = '\0';
 	return err;
 }
 
@@ -132,8 +141,10 @@ static int authorize(struct src_remote *rm, struct http_conn *c, struct http_res
 		return fail(why, n, EACCES,
 			    "%s: HTTP 401 with no Bearer or Basic challenge in WWW-Authenticate%s",
 			    origin(rm, o, sizeof(o)), "");
-	if (ch.bearer)
-		return fetch_token(rm, &ch, why, n);
+	if (ch.bearer) {
+		rm->ch = ch; /* for oci_reauth; no reader runs yet */
+		return fetch_token(rm, &ch, rm->auth, why, n);
+	}
 	if (!rm->basic[0])
 		return fail(why, n, EACCES,
 			    "%s asks for credentials (Basic): give --source-oci-auth with a "
@@ -141,6 +152,31 @@ static int authorize(struct src_remote *rm, struct http_conn *c, struct http_res
 			    origin(rm, o, sizeof(o)), "");
 	snprintf(rm->auth, sizeof(rm->auth), "Authorization: Basic %s", rm->basic);
 	return 0;
+}
+
+int oci_reauth(struct src_remote *rm, unsigned seen, char *why, size_t n)
+{
+	char *fresh;
+	int err = 0;
+
+	fresh = calloc(1, sizeof(rm->auth));
+	if (!fresh)
+		return fail(why, n, ENOMEM, "no memory%s%s", "", "");
+	/* The lock is held across the fetch: the other readers that failed
+	 * with the same token wait for this one instead of fetching theirs. */
+	pthread_mutex_lock(&rm->auth_lock);
+	if (atomic_load(&rm->auth_gen) == seen) {
+		err = fetch_token(rm, &rm->ch, fresh, why, n);
+		if (!err) {
+			memcpy(rm->auth, fresh, sizeof(rm->auth));
+			atomic_fetch_add(&rm->auth_gen, 1);
+			pfs_warn("source: the registry's token expired; fetched a new one");
+		}
+	}
+	pthread_mutex_unlock(&rm->auth_lock);
+	OPENSSL_cleanse(fresh, sizeof(rm->auth));
+	free(fresh);
+	return err;
 }
 
 /* ---- manifests ---- */

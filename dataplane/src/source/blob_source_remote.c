@@ -93,6 +93,7 @@ void src_remote_free(struct src_remote *rm)
 		OPENSSL_cleanse((char *)o->oci_auth, strlen(o->oci_auth));
 	free((char *)o->oci_auth);
 	OPENSSL_cleanse(rm->auth, sizeof(rm->auth));
+	pthread_mutex_destroy(&rm->auth_lock);
 	OPENSSL_cleanse(rm->basic, sizeof(rm->basic));
 	free((char *)o->ca_file);
 	free_list(o->files, o->nfiles);
@@ -133,6 +134,7 @@ static struct src_remote *remote_new(const struct pfs_remote *r, char *why, size
 
 	if (oom)
 		goto out_oom;
+	pthread_mutex_init(&rm->auth_lock, NULL);
 	o = &rm->o;
 	*o = (struct pfs_remote){ .kind = r->kind,
 				  .nfiles = r->nfiles,

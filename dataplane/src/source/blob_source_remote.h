@@ -5,6 +5,7 @@
 #ifndef PFS_BLOB_SOURCE_REMOTE_H
 #define PFS_BLOB_SOURCE_REMOTE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,8 +26,15 @@ struct src_remote {
 	 * registry asked for (Bearer token or Basic; "": none yet), sent to
 	 * the registry's host only (rm->ep), never where it redirects; the
 	 * pull secret's base64(user:pass) for Basic and the token realm; the
-	 * digest of the manifest read. Secrets wiped when freed. */
+	 * digest of the manifest read. Secrets wiped when freed. A token that
+	 * expires mid-read is fetched again (oci_reauth) by the first reader
+	 * that meets the 401: auth is written and read under auth_lock, and
+	 * auth_gen counts the tokens, so readers that failed with the same
+	 * one refresh it once. */
 	struct oci_ref ref;
+	pthread_mutex_t auth_lock;
+	atomic_uint auth_gen;
+	struct oci_challenge ch; /* the registry's Bearer challenge, if any */
 	char auth[8192];
 	char basic[2048];
 	char manifest_digest[OCI_DIGEST_LEN + 1];
@@ -75,6 +83,12 @@ int src_names_unique(const struct pfs_source *s, char *why, size_t n);
 
 /* oci_scan - list an OCI source (blob_source_oci.c): 0 or -errno. */
 int oci_scan(struct pfs_source *s, char *why, size_t n);
+
+/* oci_reauth - after a 401 of a Bearer registry to a request that carried
+ * its token (src_rq): a new token from the realm, unless another reader
+ * already fetched one since token @seen (rm->auth_gen when the failed
+ * request was sent). 0, or -errno with why (the realm's refusal). */
+int oci_reauth(struct src_remote *rm, unsigned seen, char *why, size_t n);
 
 /* Errors worth another try: the connection or the server's state, not the
  * request. */
