@@ -106,7 +106,7 @@ tap "the password is in no result and no message" no_password_shown
 tap "stop both registries" stopped
 
 {
-  echo "load by tag: $(jq -r '.source | "\(.files) files, \(.bytes) bytes, read \(.read_mbps) MB/s, \(.remote.requests) requests"' "$work/tag.json" 2>/dev/null), $(echo "$t1 - $t0" | bc) s wall"
+  echo "load by tag: $(jq -r '.source | "\(.files) files, \(.bytes) bytes, read \(.read_mbps) MB/s, \(.remote.requests) requests"' "$work/tag.json" 2>/dev/null), $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s wall"
   echo "manifest: $(jq -c '{mediaType, artifactType, config: .config.mediaType, layer: .layers[0].mediaType}' "$work/manifest.json" 2>/dev/null)"
 } | note
 echo "$((n - failed)) passed, $failed failed"
