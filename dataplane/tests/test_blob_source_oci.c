@@ -17,7 +17,8 @@
  *     reaches it, the registry gets its token;
  *   - a token that expires mid-read: fetched again once, the load goes on;
  *   - every range cut halfway once: resumed where it stopped;
- *   - malformed manifests, a title that breaks the name rules, an image
+ *   - an unknown tag (the registry's JSON error shown), malformed
+ *     manifests, a title that breaks the name rules, an image
  *     layer without a title: refused, each with its message, no blob left.
  * The registry's side is scripted here; hack/oci/smoke.sh runs the same
  * loads against a real registry (distribution) filled by oras.
@@ -226,8 +227,17 @@ static void manifest(int fd, const char *ref)
 			srv_reply(fd, " ");
 		return;
 	}
-	srv_reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: "
-		      "2\r\n\r\n{}");
+	{
+		static const char body[] =
+			"{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\",\"message\":"
+			"\"manifest unknown\",\"detail\":{\"Tag\":\"x\"}}]}";
+
+		snprintf(h, sizeof(h),
+			 "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+			 "Content-Length: %zu\r\n\r\n%s",
+			 strlen(body), body);
+		srv_reply(fd, h);
+	}
 }
 
 /* A blob's bytes with ranges; an ETag (the digest) unless @storage. */
@@ -709,6 +719,12 @@ static int t_malformed(void)
 	return TAP_PASS;
 }
 
+static int t_unknown(void)
+{
+	return refused(A_TOKEN, F_NONE, ":nope",
+		       "/models/m:nope: HTTP 404 Not Found: MANIFEST_UNKNOWN (manifest unknown)");
+}
+
 static int t_bad_name(void)
 {
 	return refused(A_NONE, F_NONE, ":badname",
@@ -741,6 +757,7 @@ static const struct tap_test tests[] = {
 	{ "a token expiring mid-read: one new token for every reader, loaded", t_expire },
 	{ "every range cut halfway once: resumed where it stopped, equal", t_cut },
 	{ "malformed manifests: refused, each saying why", t_malformed },
+	{ "an unknown tag: refused with the registry's error code and message", t_unknown },
 	{ "a title with '..': refused naming it", t_bad_name },
 	{ "an image layer without a title: refused naming its media type", t_untitled },
 	{ "cleanup", t_cleanup, .setup = true },

@@ -26,6 +26,7 @@
 
 #include "source/blob_source_int.h"
 #include "source/blob_source_remote.h"
+#include "remote/json.h"
 #include "pfs/log.h"
 #include "util/random.h"
 
@@ -160,6 +161,25 @@ again:
 	return err;
 }
 
+/* A registry's error body, {"errors":[{"code":...,"message":...}]}: the
+ * first error's code and message. */
+static void registry_error(const char *body, size_t len, char *code, size_t cn, char *msg,
+			   size_t mn)
+{
+	struct json_doc d;
+	char why[160];
+	int e;
+
+	if (json_parse(&d, body, len, 4096, why, sizeof(why)))
+		return;
+	e = json_first(&d, json_get(&d, 0, "errors"));
+	if (json_str(&d, json_get(&d, e, "code"), code, cn) < 0)
+		code[0] = '\0';
+	if (json_str(&d, json_get(&d, e, "message"), msg, mn) < 0)
+		msg[0] = '\0';
+	json_free(&d);
+}
+
 int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, char *why, size_t n)
 {
 	char code[64] = "", msg[200] = "", *body = NULL;
@@ -167,8 +187,12 @@ int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, c
 	int err;
 
 	if (!r->done && !http_slurp(c, r, 64 << 10, &body, &len)) {
-		src_xml_field(body, body + len, "Code", code, sizeof(code));
-		src_xml_field(body, body + len, "Message", msg, sizeof(msg));
+		if (body[0] == '{') {
+			registry_error(body, len, code, sizeof(code), msg, sizeof(msg));
+		} else {
+			src_xml_field(body, body + len, "Code", code, sizeof(code));
+			src_xml_field(body, body + len, "Message", msg, sizeof(msg));
+		}
 	}
 	free(body);
 	if (!r->done || !r->keep_alive)

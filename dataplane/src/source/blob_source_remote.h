@@ -54,7 +54,7 @@ int src_rq(struct src_remote *rm, struct http_conn *c, const struct http_url *u,
 
 /* A status that is not a success as -errno, why naming @what, the status
  * and, for S3, its error Code and Message (the body is read and the
- * connection kept usable or closed): EACCES (401, 403), ENOENT (404),
+ * connection kept usable or closed; a registry's JSON errors likewise): EACCES (401, 403), ENOENT (404),
  * ESTALE (412: the object changed; 416: shorter than listed), EAGAIN (429,
  * 5xx: transient), EIO (anything else). */
 int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, char *why, size_t n);
