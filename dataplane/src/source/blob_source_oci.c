@@ -66,20 +66,26 @@ static const char *origin(const struct src_remote *rm, char *buf, size_t n)
 static int fetch_token(struct src_remote *rm, const struct oci_challenge *ch, char *auth, char *why,
 		       size_t n)
 {
-	char scope[600], url[4096], basic[sizeof(rm->basic) + 32], *body = NULL;
+	/* The realm, service and scope are at most 1023 bytes each (struct
+	 * oci_challenge), the latter two percent-encoded at most threefold. */
+	char scope[600], url[8192], basic[sizeof(rm->basic) + 32], *body = NULL;
 	const char *hdr[1] = { basic };
 	struct http_conn c = { .fd = -1 };
 	struct http_resp r;
 	struct http_url u;
 	size_t len, o;
-	int err;
+	int err, k;
 
 	snprintf(scope, sizeof(scope), "repository:%s:pull", rm->ref.repo);
 	o = (size_t)snprintf(url, sizeof(url), "%s%sservice=", ch->realm,
 			     strchr(ch->realm, '?') ? "&" : "?");
-	o += (size_t)sigv4_uri_encode(ch->service, 0, url + o, sizeof(url) - o);
-	o += (size_t)snprintf(url + o, sizeof(url) - o, "&scope=");
-	if (sigv4_uri_encode(ch->scope[0] ? ch->scope : scope, 0, url + o, sizeof(url) - o) < 0)
+	k = sigv4_uri_encode(ch->service, 0, url + o, sizeof(url) - o);
+	if (k >= 0) {
+		o += (size_t)k;
+		o += (size_t)snprintf(url + o, sizeof(url) - o, "&scope=");
+		k = sigv4_uri_encode(ch->scope[0] ? ch->scope : scope, 0, url + o, sizeof(url) - o);
+	}
+	if (k < 0)
 		return fail(why, n, E2BIG, "%s%s", "the token request is too long", "");
 	err = http_url_parse(url, &u, why, n);
 	if (err)
