@@ -99,40 +99,6 @@ running() {
 # taken ADDR PORT: something listens on ADDR:PORT.
 taken() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
-# free_ports ADDR N: N TCP ports free on ADDR right now, from the kernel.
-free_ports() {
-  python3 -c 'import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[2]))]
-for s in socks: s.bind((sys.argv[1], 0))
-print(*(s.getsockname()[1] for s in socks))' "$1" "$2"
-}
-
-# make_tls DIR: a throwaway CA and a server certificate for 127.0.0.1 and
-# localhost that it signed (EC P-256, ten years: the pair lives as long as
-# DIR). The server certificate is made by `x509 -req` with its extensions
-# spelled out, since `req -x509` would mark it CA:TRUE, which strict
-# verifiers refuse in a server certificate.
-make_tls() {
-  local t=$1/tls addr=$2
-  [ -s "$t/server.crt" ] && return 0
-  mkdir -p "$t"
-  (umask 077
-   cd "$t"
-   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
-     -subj "/CN=packetfs throwaway S3 CA" -keyout ca.key -out ca.crt
-   openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-     -subj "/CN=localhost" -keyout server.key -out server.csr
-   printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
-     "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,IP:$addr,DNS:localhost" >server.ext
-   openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
-     -extfile server.ext -out server.crt.tmp
-   chmod 644 ca.crt # clients under other uids read it
-   rm server.csr server.ext ca.srl
-   mv server.crt.tmp server.crt) >/dev/null 2>"$t/openssl.log" ||
-    { cat "$t/openssl.log" >&2; die "s3-server: openssl failed to make the throwaway CA in $t"; }
-  rm -f "$t/openssl.log"
-}
-
 start() {
   local dir=${1:?usage: $0 start DIR [--port P] [--tls] [--bind ADDR]} port='' tls=0 weed pid i addr=
   shift
@@ -204,7 +170,7 @@ start() {
     -filer -filer.port="$f" -filer.port.grpc="$fg"
     -s3 -s3.port="$s3" -s3.port.grpc="$s3g" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$dir/s3.json")
   if [ "$tls" = 1 ]; then
-    make_tls "$dir" "$addr"
+    throwaway_tls "$dir" "packetfs throwaway S3 CA" "$addr"
     scheme=https curl_tls=(--cacert "$dir/tls/ca.crt")
     args+=(-s3.cert.file="$dir/tls/server.crt" -s3.key.file="$dir/tls/server.key")
   fi
@@ -216,12 +182,7 @@ start() {
   # memory limit for Go's collector: without one an idle server holds on to
   # the ~600 MiB that an 87 MiB upload and a few GETs grew it to; with it,
   # ~250 MiB.
-  # setsid forks when it leads its process group (a caller with job
-  # control, like an interactive shell), so $! may not be weed: the process
-  # that becomes weed writes its own pid.
-  (cd "$dir" && GOMEMLIMIT=${GOMEMLIMIT:-256MiB} exec setsid bash -c 'echo $$ >"$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' \
-    "$dir/weed.pid" "$weed" "${args[@]}" >>"$dir/weed.log" 2>&1 </dev/null 8>&-) &
-  for ((i = 0; i < 50; i++)); do [ -s "$dir/weed.pid" ] && break; sleep 0.1; done
+  (cd "$dir" && export GOMEMLIMIT=${GOMEMLIMIT:-256MiB} && exec 8>&- && spawn_session "$dir/weed.pid" "$dir/weed.log" "$weed" "${args[@]}")
 
   # Ready when a signed ListBuckets answers 200 (the gateway is up, its
   # filer behind it) and the master lists the volume server: until then it

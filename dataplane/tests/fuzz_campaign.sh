@@ -12,7 +12,7 @@ seed=${FUZZ_SEED:-1}
 out=${FUZZ_OUT:-$build/fuzz-campaign}
 build=$(cd "$build" && pwd)
 mkdir -p "$out" && out=$(cd "$out" && pwd)
-harnesses=(${FUZZ_HARNESSES:-gram frame manifest repl share delta})
+harnesses=(${FUZZ_HARNESSES:-gram frame manifest repl share delta json})
 mkdir -p "$out"
 echo "| harness | executions | seconds | execs/s | coverage (edges) | features | corpus | result |"
 echo "|---|---:|---:|---:|---:|---:|---:|---|"

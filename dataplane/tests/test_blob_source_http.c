@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "json_util.h"
+#include "script_server.h"
 #include "sh.h"
 #include "tap.h"
 #include "testdata.h"
@@ -83,18 +84,10 @@ struct ctl {
 static struct ctl *ctl;
 static char dir[64] = "/tmp/pfs-srchttp-XXXXXX", data[128], files[8192], pfs[PATH_MAX];
 static int port;
-static pid_t server;
 
 /* ---- the range server; with "?list-type=2" on /m, an S3 bucket ---- */
 
 #define ACCESS_KEY "PFSTESTKEYID"
-
-static int lfd = -1;
-
-static void reply(int fd, const char *head)
-{
-	(void)!send(fd, head, strlen(head), MSG_NOSIGNAL);
-}
 
 /* Key of a range for the "first try" faults. */
 static int slot(const char *name, long long a)
@@ -199,8 +192,8 @@ static void list_objects(int fd, const char *target)
 	snprintf(head, sizeof(head),
 		 "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: %zu\r\n\r\n",
 		 o);
-	reply(fd, head);
-	reply(fd, body);
+	srv_reply(fd, head);
+	srv_reply(fd, body);
 }
 
 /* The x-amz-checksum-sha256 of @path (base64) into @out (45 bytes). */
@@ -242,7 +235,7 @@ static void serve_one(int fd, const char *req)
 		if (strstr(req, "\r\nX-Pfs-Token: "))
 			atomic_fetch_add(&ctl->token_there, 1);
 	} else if (sscanf(req + (get ? 4 : 5), "/m/%299[^ ]", name) != 1 || strstr(name, "..")) {
-		reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+		srv_reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
 		return;
 	}
 	if (strstr(req, "\r\nX-Pfs-Token: ") && !strncmp(req + (get ? 4 : 5), "/m/", 3))
@@ -252,14 +245,14 @@ static void serve_one(int fd, const char *req)
 			 "HTTP/1.1 302 Found\r\nLocation: http://localhost:%d/r/%s\r\n"
 			 "Content-Length: 0\r\n\r\n",
 			 port, name);
-		reply(fd, head);
+		srv_reply(fd, head);
 		return;
 	}
 	pct_decode(name);
 	snprintf(path, sizeof(path), "%s/%s", data, name);
 	f = open(path, O_RDONLY);
 	if (f < 0 || fstat(f, &st)) {
-		reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+		srv_reply(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
 		if (f >= 0)
 			close(f);
 		return;
@@ -273,7 +266,7 @@ static void serve_one(int fd, const char *req)
 			 "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\n"
 			 "Content-Length: %zu\r\n\r\n%s",
 			 strlen(body), body);
-		reply(fd, head);
+		srv_reply(fd, head);
 		close(f);
 		return;
 	}
@@ -299,12 +292,12 @@ static void serve_one(int fd, const char *req)
 	if (b < 0 || b >= size)
 		b = size - 1;
 	if (get && im && strncmp(im + 12, etag, strlen(etag))) {
-		reply(fd, "HTTP/1.1 412 Precondition Failed\r\nContent-Length: 0\r\n\r\n");
+		srv_reply(fd, "HTTP/1.1 412 Precondition Failed\r\nContent-Length: 0\r\n\r\n");
 		close(f);
 		return;
 	}
 	if (get && ctl->fault == F_503 && !atomic_exchange(&ctl->failed_once[slot(name, a)], 1)) {
-		reply(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
+		srv_reply(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
 		close(f);
 		return;
 	}
@@ -324,7 +317,7 @@ static void serve_one(int fd, const char *req)
 		a = 0;
 		b = size - 1;
 	}
-	reply(fd, head);
+	srv_reply(fd, head);
 	if (get && size) {
 		long long len = b - a + 1, sent = 0;
 		/* A unit's first try starts on its 8 MiB boundary; its retry,
@@ -351,53 +344,6 @@ static void serve_one(int fd, const char *req)
 		}
 	}
 	close(f);
-}
-
-static void *conn(void *arg)
-{
-	int fd = (int)(intptr_t)arg;
-	char req[8192];
-	size_t l = 0;
-
-	for (;;) {
-		ssize_t r = recv(fd, req + l, sizeof(req) - 1 - l, 0);
-
-		if (r <= 0)
-			break;
-		l += (size_t)r;
-		req[l] = '\0';
-		if (strstr(req, "\r\n\r\n")) {
-			serve_one(fd, req);
-			l = 0;
-		}
-	}
-	close(fd);
-	return NULL;
-}
-
-static void start_server(void)
-{
-	server = fork();
-	if (server == 0) {
-		/* sendfile() to a client that hung up must not kill the server. */
-		signal(SIGPIPE, SIG_IGN);
-		for (;;) {
-			int fd = accept(lfd, NULL, NULL);
-			pthread_t t;
-
-			if (fd >= 0 && !pthread_create(&t, NULL, conn, (void *)(intptr_t)fd))
-				pthread_detach(t);
-		}
-	}
-}
-
-static void stop_server(void)
-{
-	if (server > 0) {
-		kill(server, SIGKILL);
-		waitpid(server, NULL, 0);
-	}
-	server = 0;
 }
 
 /* ---- the checks ---- */
@@ -453,9 +399,7 @@ static int t_setup(void)
 {
 	const char *silero = testdata_dir("PFS_TESTDATA_SILERO6", "silero6");
 	const char *minilm = testdata_dir("PFS_TESTDATA_MINILM", "minilm");
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t al = sizeof(a);
-	int one = 1, o = 0;
+	int o = 0;
 	char cmd[512], *p;
 	struct dirent *e;
 	DIR *d;
@@ -491,14 +435,9 @@ static int t_setup(void)
 	sh("rm -f /dev/shm/pfs-srchttp-ref-%d", getpid());
 	ctl = mmap(NULL, sizeof(*ctl), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(ctl != MAP_FAILED, "mmap");
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	CHECK(!bind(lfd, (struct sockaddr *)&a, sizeof(a)) && !listen(lfd, 64) &&
-		      !getsockname(lfd, (struct sockaddr *)&a, &al),
-	      "listen");
-	port = ntohs(a.sin_port);
-	start_server();
+	port = srv_listen();
+	CHECK(port > 0, "listen");
+	srv_start(serve_one);
 	p = strchr(files, ',');
 	tap_diag("serving %s and more on port %d", p ? "the data sets' files" : files, port);
 	return TAP_PASS;
@@ -589,10 +528,10 @@ static int t_restart(void)
 	if (!p)
 		_exit(sh("%s", cmd));
 	sleep(2);
-	stop_server();
+	srv_stop();
 	sleep(1);
 	ctl->fault = F_NONE;
-	start_server();
+	srv_start(serve_one);
 	tap_diag("server killed 2 s into the load, started again 1 s later");
 	waitpid(p, &st, 0);
 	rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -772,7 +711,7 @@ static int t_redirect(void)
 
 static int t_cleanup(void)
 {
-	stop_server();
+	srv_stop();
 	sh("rm -rf %s; rm -f /dev/shm/pfs-srchttp-*-%d", dir, getpid());
 	return TAP_PASS;
 }

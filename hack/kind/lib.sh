@@ -104,6 +104,58 @@ go_install() {
   CGO_ENABLED=0 GOBIN="$dest" GOFLAGS=-trimpath go install -ldflags "-s -w" "$pkg@$ver" >&2
 }
 
+# free_ports ADDR N: N TCP ports free on ADDR right now, from the kernel
+# (the test servers: hack/s3-server.sh, hack/oci-registry.sh).
+free_ports() {
+  python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[2]))]
+for s in socks: s.bind((sys.argv[1], 0))
+print(*(s.getsockname()[1] for s in socks))' "$1" "$2"
+}
+
+# spawn_session PIDFILE LOG CMD...: run CMD in a session of its own (it
+# outlives the script that started it, until stopped), its output appended
+# to LOG, and wait until PIDFILE holds its pid. setsid forks when its caller
+# leads a process group (a shell with job control), so $! may not be CMD:
+# the process that becomes CMD writes its own pid. Callers close their lock
+# fds first, or a stop would wait for the server it stops.
+spawn_session() {
+  local pidfile=$1 log=$2 i
+  shift 2
+  rm -f "$pidfile"
+  setsid bash -c 'echo $$ >"$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' "$pidfile" "$@" >>"$log" 2>&1 </dev/null &
+  for ((i = 0; i < 50; i++)); do [ -s "$pidfile" ] && return 0; sleep 0.1; done
+  die "$1 did not start (no pid in $pidfile after 5 s; log $log)"
+}
+
+# throwaway_tls DIR CA-NAME [ADDR]: a throwaway CA and a server certificate
+# for 127.0.0.1, localhost (and ADDR) that it signed, in DIR/tls (EC P-256, ten years:
+# the pair lives as long as DIR; kept when there). The server certificate
+# is made by `x509 -req` with its extensions spelled out, since `req -x509`
+# would mark it CA:TRUE, which strict verifiers refuse in a server
+# certificate.
+throwaway_tls() {
+  local t=$1/tls san=IP:127.0.0.1,DNS:localhost
+  [ -z "${3:-}" ] || san+=",IP:$3"
+  [ -s "$t/server.crt" ] && return 0
+  mkdir -p "$t"
+  (umask 077
+   cd "$t"
+   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+     -subj "/CN=$2" -keyout ca.key -out ca.crt
+   openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+     -subj "/CN=localhost" -keyout server.key -out server.csr
+   printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
+     "extendedKeyUsage=serverAuth" "subjectAltName=$san" >server.ext
+   openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+     -extfile server.ext -out server.crt.tmp
+   chmod 644 ca.crt # clients under other uids read it
+   rm server.csr server.ext ca.srl
+   mv server.crt.tmp server.crt) >/dev/null 2>"$t/openssl.log" ||
+    { cat "$t/openssl.log" >&2; die "openssl failed to make the throwaway CA in $t"; }
+  rm -f "$t/openssl.log"
+}
+
 # need_root stops early with a clear message: the cluster changes host state
 # (hugepages, veths in container namespaces, /lib/modules).
 need_root() { [ "$(id -u)" -eq 0 ] || die "run as root (the cluster reserves hugepages and wires veths)"; }

@@ -76,10 +76,21 @@ struct pfs_source_opts {
  * 403, 404, a 412 or an ETag that moved: the object changed, a server
  * that ignores Range where it promised it) fails the load naming it.
  * After the read, each file's sha256 is compared with the store's
- * x-amz-checksum-sha256 where it published one. */
+ * x-amz-checksum-sha256 where it published one.
+ *
+ * OCI: a manifest (or an index, then its linux/amd64 manifest) from a
+ * registry (distribution spec v1.1), its sha256 checked against the
+ * reference's digest (or the index entry's), with token or Basic
+ * authentication as the registry asks; every layer with an
+ * org.opencontainers.image.title annotation is a file of that name, its
+ * bytes read from /v2/REPO/blobs/DIGEST (or where the registry redirects
+ * that: storage, which gets no credentials) and its sha256 compared with
+ * the layer's digest after the read. Layers without a title (an image's
+ * tar layers) are refused, naming their media type. */
 enum pfs_remote_kind {
 	PFS_REMOTE_S3 = 1,
 	PFS_REMOTE_HTTP,
+	PFS_REMOTE_OCI,
 };
 
 struct pfs_remote {
@@ -98,6 +109,12 @@ struct pfs_remote {
 	size_t nfiles;
 	const char *const *headers; /* "Name: value" sent with every request */
 	size_t nheaders;
+	/* OCI: REGISTRY/REPO[:TAG|@sha256:DIGEST]; the content of a pull
+	 * secret's .dockerconfigjson (NULL: anonymous); plain http to the
+	 * registry (a test registry) instead of https. */
+	const char *oci_ref;
+	const char *oci_auth;
+	bool oci_plain_http;
 	const char *ca_file; /* PEM bundle for https; NULL: the system's */
 	int timeout_ms; /* per request; 0: PFS_REMOTE_TIMEOUT_MS */
 	int retries; /* transient failures per unit; 0: PFS_REMOTE_RETRIES */
@@ -132,6 +149,9 @@ struct pfs_source_stats {
 	 * did not fetch again (its range started past the unit's start), and
 	 * files whose sha256 was compared with the store's checksum. */
 	uint64_t requests, retries, resumed_bytes, checksums;
+	/* OCI: the digest of the manifest read (after an index, the chosen
+	 * manifest's), "" for other sources. */
+	char oci_manifest_digest[72];
 	char o_direct_why[160]; /* why not, when o_direct is false */
 };
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json_esc.h"
 #include "util/utf8.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/integrity.h"
@@ -51,86 +52,10 @@ static int lit(struct jp *j, char c)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Four hex digits of a \u escape. */
-static int u_escape(struct jp *j, uint32_t *cp)
-{
-	*cp = 0;
-	if (j->end - j->p < 4)
-		return -1;
-	for (int i = 0; i < 4; i++) {
-		int v = hexval(*j->p++);
-
-		if (v < 0)
-			return -1;
-		*cp = *cp << 4 | (uint32_t)v;
-	}
-	return 0;
-}
-
-static size_t put_utf8(char *o, uint32_t cp)
-{
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (char)(0xc0 | cp >> 6);
-		o[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (char)(0xe0 | cp >> 12);
-		o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		o[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	o[0] = (char)(0xf0 | cp >> 18);
-	o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-	o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-	o[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
 /* One escape after the backslash into @o; its length, or 0 if malformed. */
 static size_t escape(struct jp *j, char *o)
 {
-	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-	const char *k;
-	uint32_t cp, lo;
-
-	if (j->p >= j->end)
-		return 0;
-	k = strchr(from, *j->p);
-	if (*j->p != 'u') {
-		if (!*j->p || !k)
-			return 0;
-		j->p++;
-		*o = to[k - from];
-		return 1;
-	}
-	j->p++;
-	if (u_escape(j, &cp) || !cp || (cp >= 0xdc00 && cp <= 0xdfff))
-		return 0;
-	if (cp >= 0xd800 && cp <= 0xdbff) {
-		if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
-			return 0;
-		j->p += 2;
-		if (u_escape(j, &lo) || lo < 0xdc00 || lo > 0xdfff)
-			return 0;
-		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-	}
-	return put_utf8(o, cp);
+	return json_esc_decode(&j->p, j->end, o);
 }
 
 /* A JSON string into @o (room for @cap bytes and a NUL): escapes decoded,
@@ -225,7 +150,7 @@ static int sha(struct jp *j, uint8_t out[32])
 		if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f')))
 			return bad(j, "manifest byte %zu: sha256 is not lowercase hex", at);
 	for (int i = 0; i < 32; i++)
-		out[i] = (uint8_t)(hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]));
+		out[i] = (uint8_t)(json_hexval(hex[2 * i]) << 4 | json_hexval(hex[2 * i + 1]));
 	return 0;
 }
 

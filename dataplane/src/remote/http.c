@@ -532,6 +532,11 @@ static int header(struct http_resp *r, char *line)
 		copy_value(r->checksum_sha256, sizeof(r->checksum_sha256), v);
 	} else if (!strcasecmp(line, "location")) {
 		copy_value(r->location, sizeof(r->location), v);
+	} else if (!strcasecmp(line, "www-authenticate")) {
+		if (!r->www_authenticate[0])
+			copy_value(r->www_authenticate, sizeof(r->www_authenticate), v);
+	} else if (!strcasecmp(line, "docker-content-digest")) {
+		copy_value(r->docker_content_digest, sizeof(r->docker_content_digest), v);
 	} else if (!strcasecmp(line, "accept-ranges")) {
 		copy_value(r->accept_ranges, sizeof(r->accept_ranges), v);
 	}

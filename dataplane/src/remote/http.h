@@ -77,6 +77,8 @@ struct http_resp {
 	char checksum_sha256[64]; /* x-amz-checksum-sha256 (base64) */
 	char location[1024];
 	char accept_ranges[24];
+	char www_authenticate[1024]; /* the first challenge of a 401 */
+	char docker_content_digest[80]; /* a registry's digest of what it sent */
 	/* Reading the body. */
 	uint64_t left; /* of Content-Length, or of the current chunk */
 	bool done; /* the body ended */

@@ -26,6 +26,7 @@
 
 #include "source/blob_source_int.h"
 #include "source/blob_source_remote.h"
+#include "remote/json.h"
 #include "pfs/log.h"
 #include "util/random.h"
 
@@ -68,13 +69,20 @@ static bool same_server(const struct http_conn *c, const struct http_url *u)
 	       !strcmp(c->port, u->port);
 }
 
+static bool same_origin(const struct http_url *u, const struct http_url *ep)
+{
+	return u->tls == ep->tls && !strcmp(u->host, ep->host) && !strcmp(u->port, ep->port);
+}
+
 int src_rq(struct src_remote *rm, struct http_conn *c, const struct http_url *u, const char *method,
 	   const char *target, const char *range, const char *if_match, const char *const *extra,
 	   size_t nextra, struct http_resp *r, char *why, size_t n)
 {
 	char sig[SIGV4_HDRS][SIGV4_HDR_LEN], rh[64], mh[160], host[HTTP_HOST_MAX + 16];
+	char auth[sizeof(rm->auth)];
 	const char *h[HTTP_HDR_MAX];
-	bool reused = same_server(c, u);
+	bool reused = same_server(c, u), refreshed = false, bearer = false;
+	unsigned gen = 0;
 	size_t nh = 0;
 	int err;
 
@@ -107,17 +115,28 @@ again:
 		for (int i = 0; i < ns; i++)
 			h[nh++] = sig[i];
 	}
-	/* The user's headers (a bearer token) go only to the source URL's own
-	 * server, never to where a redirect led (a CDN), as curl does. */
-	for (size_t i = 0;
-	     rm->o.kind == PFS_REMOTE_HTTP && i < rm->o.nheaders && nh < HTTP_HDR_MAX &&
-	     u->tls == rm->ep.tls && !strcmp(u->host, rm->ep.host) && !strcmp(u->port, rm->ep.port);
+	/* The user's headers (a bearer token) and a registry's Authorization
+	 * go only to the source's own server, never to where a redirect led
+	 * (a CDN, a bucket), as curl does. */
+	for (size_t i = 0; rm->o.kind == PFS_REMOTE_HTTP && i < rm->o.nheaders &&
+			   nh < HTTP_HDR_MAX && same_origin(u, &rm->ep);
 	     i++)
 		h[nh++] = rm->o.headers[i];
+	if (rm->o.kind == PFS_REMOTE_OCI && nh < HTTP_HDR_MAX && same_origin(u, &rm->ep)) {
+		/* A copy: another reader may be refreshing the token. */
+		pthread_mutex_lock(&rm->auth_lock);
+		memcpy(auth, rm->auth, sizeof(auth));
+		gen = atomic_load(&rm->auth_gen);
+		bearer = rm->ch.bearer && auth[0];
+		pthread_mutex_unlock(&rm->auth_lock);
+		if (auth[0])
+			h[nh++] = auth;
+	}
 	atomic_fetch_add(&rm->requests, 1);
 	err = http_exchange(c, method, target, h, nh, r, why, n);
-	/* Nothing of a signature outlives the request. */
+	/* Nothing of a signature or a token outlives the request. */
 	explicit_bzero(sig, sizeof(sig));
+	explicit_bzero(auth, sizeof(auth));
 	if (err)
 		http_close(c);
 	/* A kept-alive connection the server closed while it idled: once
@@ -127,7 +146,38 @@ again:
 		nh = 0;
 		goto again;
 	}
+	/* A registry's token that expired (a long read outlives Docker Hub's
+	 * 300 s): a new one, once per request; the refresh is shared by the
+	 * readers that failed with the same token (oci_reauth). */
+	if (!err && r->status == 401 && bearer && !refreshed) {
+		http_drain(c, r, 64 << 10);
+		err = oci_reauth(rm, gen, why, n);
+		if (err)
+			return err;
+		refreshed = true;
+		nh = 0;
+		goto again;
+	}
 	return err;
+}
+
+/* A registry's error body, {"errors":[{"code":...,"message":...}]}: the
+ * first error's code and message. */
+static void registry_error(const char *body, size_t len, char *code, size_t cn, char *msg,
+			   size_t mn)
+{
+	struct json_doc d;
+	char why[160];
+	int e;
+
+	if (json_parse(&d, body, len, 4096, why, sizeof(why)))
+		return;
+	e = json_first(&d, json_get(&d, 0, "errors"));
+	if (json_str(&d, json_get(&d, e, "code"), code, cn) < 0)
+		code[0] = '\0';
+	if (json_str(&d, json_get(&d, e, "message"), msg, mn) < 0)
+		msg[0] = '\0';
+	json_free(&d);
 }
 
 int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, char *why, size_t n)
@@ -137,8 +187,12 @@ int src_status_err(struct http_conn *c, struct http_resp *r, const char *what, c
 	int err;
 
 	if (!r->done && !http_slurp(c, r, 64 << 10, &body, &len)) {
-		src_xml_field(body, body + len, "Code", code, sizeof(code));
-		src_xml_field(body, body + len, "Message", msg, sizeof(msg));
+		if (body[0] == '{') {
+			registry_error(body, len, code, sizeof(code), msg, sizeof(msg));
+		} else {
+			src_xml_field(body, body + len, "Code", code, sizeof(code));
+			src_xml_field(body, body + len, "Message", msg, sizeof(msg));
+		}
 	}
 	free(body);
 	if (!r->done || !r->keep_alive)

@@ -32,6 +32,7 @@ struct src_file {
 	char *url;
 	char etag[136];
 	char sum256[64];
+	char digest[72]; /* OCI: the layer's "sha256:..." its bytes must have */
 	bool whole;
 };
 

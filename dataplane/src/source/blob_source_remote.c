@@ -88,6 +88,13 @@ void src_remote_free(struct src_remote *rm)
 	free((char *)o->secret_key);
 	free((char *)o->session_token);
 	free((char *)o->url);
+	free((char *)o->oci_ref);
+	if (o->oci_auth)
+		OPENSSL_cleanse((char *)o->oci_auth, strlen(o->oci_auth));
+	free((char *)o->oci_auth);
+	OPENSSL_cleanse(rm->auth, sizeof(rm->auth));
+	pthread_mutex_destroy(&rm->auth_lock);
+	OPENSSL_cleanse(rm->basic, sizeof(rm->basic));
 	free((char *)o->ca_file);
 	free_list(o->files, o->nfiles);
 	for (size_t i = 0; o->headers && i < o->nheaders; i++)
@@ -98,6 +105,27 @@ void src_remote_free(struct src_remote *rm)
 	free(rm);
 }
 
+/* The registry of an OCI reference as rm->ep ("docker.io" is served by
+ * registry-1.docker.io), and its credentials from the pull secret. */
+static int oci_endpoint(struct src_remote *rm, char *why, size_t n)
+{
+	const char *host;
+	char url[300];
+	int err = oci_ref_parse(rm->o.oci_ref, &rm->ref, why, n);
+
+	if (err)
+		return err;
+	host = strcmp(rm->ref.host, "docker.io") ? rm->ref.host : "registry-1.docker.io";
+	snprintf(url, sizeof(url), "%s://%s/", rm->o.oci_plain_http ? "http" : "https", host);
+	err = http_url_parse(url, &rm->ep, why, n);
+	if (err || !rm->o.oci_auth)
+		return err;
+	err = oci_auth_lookup(rm->o.oci_auth, strlen(rm->o.oci_auth), rm->ref.host, rm->basic,
+			      sizeof(rm->basic), why, n);
+	/* A secret without this registry: anonymous, as a kubelet would. */
+	return err == -ENOENT ? 0 : err;
+}
+
 static struct src_remote *remote_new(const struct pfs_remote *r, char *why, size_t n)
 {
 	struct src_remote *rm = calloc(1, sizeof(*rm));
@@ -106,6 +134,7 @@ static struct src_remote *remote_new(const struct pfs_remote *r, char *why, size
 
 	if (oom)
 		goto out_oom;
+	pthread_mutex_init(&rm->auth_lock, NULL);
 	o = &rm->o;
 	*o = (struct pfs_remote){ .kind = r->kind,
 				  .nfiles = r->nfiles,
@@ -121,6 +150,9 @@ static struct src_remote *remote_new(const struct pfs_remote *r, char *why, size
 	o->secret_key = dup(r->secret_key, &oom);
 	o->session_token = dup(r->session_token, &oom);
 	o->url = dup(r->url, &oom);
+	o->oci_ref = dup(r->oci_ref, &oom);
+	o->oci_auth = dup(r->oci_auth, &oom);
+	o->oci_plain_http = r->oci_plain_http;
 	o->ca_file = dup(r->ca_file, &oom);
 	o->files = dup_list(r->files, r->nfiles, &oom);
 	o->headers = dup_list(r->headers, r->nheaders, &oom);
@@ -147,8 +179,13 @@ static struct src_remote *remote_new(const struct pfs_remote *r, char *why, size
 		if (http_url_parse(r->url, &rm->ep, why, n))
 			goto out_free;
 		https = rm->ep.tls;
+	} else if (r->kind == PFS_REMOTE_OCI && r->oci_ref) {
+		if (oci_endpoint(rm, why, n))
+			goto out_free;
+		https = rm->ep.tls;
 	} else {
-		fail(why, n, EINVAL, "%s", "a remote source needs kind S3 or HTTP with a URL");
+		fail(why, n, EINVAL, "%s",
+		     "a remote source needs kind S3, HTTP with a URL or OCI with a reference");
 		goto out_free;
 	}
 	/* One TLS context for every reader thread; made up front (a redirect
@@ -194,8 +231,8 @@ static int check_name(const char *name, const char *key, char *why, size_t n)
 	return 0;
 }
 
-static int add_file(struct pfs_source *s, const char *name, const char *key, uint64_t size,
-		    const char *url, char *why, size_t n)
+int src_add_file(struct pfs_source *s, const char *name, const char *key, uint64_t size,
+		 const char *url, char *why, size_t n)
 {
 	struct stat st = { .st_mode = S_IFREG | 0444, .st_size = (off_t)size };
 	struct src_file *f;
@@ -243,21 +280,7 @@ static void xml_unescape(const char *a, size_t len, char *out, size_t n)
 
 			if (*e != ';' || !cp || cp > 0x10ffff)
 				cp = 0xfffd; /* not a name anyone can have: refused later */
-			if (cp < 0x80) {
-				out[o++] = (char)cp;
-			} else if (cp < 0x800) {
-				out[o++] = (char)(0xc0 | cp >> 6);
-				out[o++] = (char)(0x80 | (cp & 0x3f));
-			} else if (cp < 0x10000) {
-				out[o++] = (char)(0xe0 | cp >> 12);
-				out[o++] = (char)(0x80 | (cp >> 6 & 0x3f));
-				out[o++] = (char)(0x80 | (cp & 0x3f));
-			} else {
-				out[o++] = (char)(0xf0 | cp >> 18);
-				out[o++] = (char)(0x80 | (cp >> 12 & 0x3f));
-				out[o++] = (char)(0x80 | (cp >> 6 & 0x3f));
-				out[o++] = (char)(0x80 | (cp & 0x3f));
-			}
+			o += utf8_put(out + o, (uint32_t)cp);
 			i = *e == ';' ? (size_t)(e + 1 - a) : i + 2;
 		} else {
 			out[o++] = a[i++];
@@ -390,7 +413,7 @@ static int s3_list_page(struct pfs_source *s, struct http_conn *c, const char *p
 		if (key[strlen(key) - 1] == '/' && !sz)
 			continue; /* a "directory" marker */
 		u = s3_target(rm, key);
-		err = u ? add_file(s, key + strlen(prefix), key, sz, u, why, n) :
+		err = u ? src_add_file(s, key + strlen(prefix), key, sz, u, why, n) :
 			  fail(why, n, ENOMEM, "%s", "no memory");
 		free(u);
 		if (!err)
@@ -418,7 +441,7 @@ static int s3_scan(struct pfs_source *s, char *why, size_t n)
 		char *u = s3_target(rm, key);
 
 		s->kind = PFS_MANIFEST_FILE;
-		err = u ? add_file(s, base ? base + 1 : key, key, 0, u, why, n) :
+		err = u ? src_add_file(s, base ? base + 1 : key, key, 0, u, why, n) :
 			  fail(why, n, ENOMEM, "%s", "no memory");
 		free(u);
 		if (!err)
@@ -466,10 +489,8 @@ static char *resolve(const char *base, const char *loc)
 	return u;
 }
 
-/* HEAD of @url (redirects followed, the final URL into *@final): size,
- * ETag, ranges. */
-static int http_head(struct src_remote *rm, struct http_conn *c, const char *url, char **final,
-		     struct http_resp *r, char *why, size_t n)
+int src_probe(struct src_remote *rm, struct http_conn *c, const char *url, bool get, char **final,
+	      struct http_resp *r, char *why, size_t n)
 {
 	char *cur = strdup(url);
 	int err = cur ? 0 : fail(why, n, ENOMEM, "%s", "no memory");
@@ -477,14 +498,18 @@ static int http_head(struct src_remote *rm, struct http_conn *c, const char *url
 	for (int hop = 0; !err; hop++) {
 		struct http_url u;
 		char what[1100];
-		bool head = true;
+		bool head = !get;
 
-		snprintf(what, sizeof(what), "HEAD %.1000s", cur);
+		snprintf(what, sizeof(what), "%s %.1000s", get ? "GET" : "HEAD", cur);
 		err = http_url_parse(cur, &u, why, n);
 		if (err)
 			break;
-		err = src_rq(rm, c, &u, "HEAD", u.target, NULL, NULL, NULL, 0, r, why, n);
-		if (!err && (r->status == 405 || r->status == 501)) {
+		if (get)
+			err = src_rq(rm, c, &u, "GET", u.target, "bytes=0-0", NULL, NULL, 0, r, why,
+				     n);
+		else
+			err = src_rq(rm, c, &u, "HEAD", u.target, NULL, NULL, NULL, 0, r, why, n);
+		if (!err && head && (r->status == 405 || r->status == 501)) {
 			/* No HEAD here: the first byte tells the size. */
 			http_drain(c, r, 0);
 			head = false;
@@ -561,10 +586,10 @@ static int http_scan(struct pfs_source *s, char *why, size_t n)
 				b--;
 			name = strndup(b, (size_t)(q - b));
 		}
-		err = name ? http_head(rm, &c->c, url, &final, &r, why, n) :
+		err = name ? src_probe(rm, &c->c, url, false, &final, &r, why, n) :
 			     fail(why, n, ENOMEM, "%s", "no memory");
 		if (!err)
-			err = add_file(s, name, url, r.len, final, why, n);
+			err = src_add_file(s, name, url, r.len, final, why, n);
 		if (!err) {
 			struct src_file *f = &s->l.f[s->l.n - 1];
 
@@ -576,11 +601,16 @@ static int http_scan(struct pfs_source *s, char *why, size_t n)
 		free(url);
 		free(final);
 	}
-	for (size_t i = 1; !err && i < s->l.n; i++)
-		if (!strcmp(s->l.f[i].name, s->l.f[i - 1].name))
-			err = fail(why, n, EINVAL, "'%.200s' is listed twice", s->l.f[i].name);
 	src_rconn_free(c);
 	return err;
+}
+
+int src_names_unique(const struct pfs_source *s, char *why, size_t n)
+{
+	for (size_t i = 1; i < s->l.n; i++)
+		if (!strcmp(s->l.f[i].name, s->l.f[i - 1].name))
+			return fail(why, n, EINVAL, "'%.200s' is listed twice", s->l.f[i].name);
+	return 0;
 }
 
 /* ---- the source ---- */
@@ -607,13 +637,16 @@ struct pfs_source *pfs_source__scan_remote(const struct pfs_remote *r,
 	if (r->kind == PFS_REMOTE_S3)
 		snprintf(desc, sizeof(desc), "s3://%s/%s", r->bucket, r->key ? r->key : "");
 	else
-		snprintf(desc, sizeof(desc), "%s", r->url);
+		snprintf(desc, sizeof(desc), "%s", r->kind == PFS_REMOTE_OCI ? r->oci_ref : r->url);
 	s->path = strdup(desc);
-	err = !s->path		       ? fail(why, n, ENOMEM, "%s", "no memory") :
-	      r->kind == PFS_REMOTE_S3 ? s3_scan(s, why, n) :
-					 http_scan(s, why, n);
+	err = !s->path			? fail(why, n, ENOMEM, "%s", "no memory") :
+	      r->kind == PFS_REMOTE_S3	? s3_scan(s, why, n) :
+	      r->kind == PFS_REMOTE_OCI ? oci_scan(s, why, n) :
+					  http_scan(s, why, n);
 	if (!err)
 		err = src_layout(s, why, n);
+	if (!err)
+		err = src_names_unique(s, why, n);
 	if (!err) {
 		s->scan_s = src_now() - t0;
 		return s;
@@ -630,6 +663,22 @@ int src_remote_check(struct pfs_source *s, char *why, size_t n)
 		const struct src_file *f = &s->l.f[i];
 		unsigned char want[48];
 
+		if (f->digest[0]) {
+			char hex[65];
+
+			for (int k = 0; k < 32; k++)
+				snprintf(hex + 2 * k, 3, "%02x", f->sha256[k]);
+			if (strcmp(hex, f->digest + 7)) {
+				snprintf(
+					why, n,
+					"'%.200s': its sha256 is %s, not the layer's digest %s: the "
+					"registry served other bytes than the manifest names",
+					f->name, hex, f->digest);
+				return -EBADMSG;
+			}
+			atomic_fetch_add(&s->rem->checksums, 1);
+			continue;
+		}
 		if (!f->sum256[0])
 			continue;
 		if (EVP_DecodeBlock(want, (const unsigned char *)f->sum256, 44) != 33 ||
@@ -654,4 +703,6 @@ void src_remote_stats(const struct pfs_source *s, struct pfs_source_stats *st)
 	st->retries = atomic_load(&s->rem->retries);
 	st->resumed_bytes = atomic_load(&s->rem->resumed);
 	st->checksums = atomic_load(&s->rem->checksums);
+	snprintf(st->oci_manifest_digest, sizeof(st->oci_manifest_digest), "%s",
+		 s->rem->manifest_digest);
 }

@@ -56,6 +56,16 @@ const struct pfs_opt pfs_cli_source_opts[] = {
 	{ "source-header-file", PFS_OPT_STR, AT(header_file), "PATH",
 	  "'Name: value' lines sent with every request (e.g. Authorization: Bearer ...)",
 	  .flags = PFS_OPT_NONZERO },
+	{ "source-oci", PFS_OPT_STR, AT(oci), "REF",
+	  "load the titled layers of an OCI artifact, REGISTRY/REPO[:TAG|@sha256:DIGEST] (an "
+	  "index: its linux/amd64 manifest), as files named by their titles",
+	  .flags = PFS_OPT_NONZERO },
+	{ "source-oci-auth", PFS_OPT_STR, AT(oci_auth), "FILE",
+	  "a docker config, the .dockerconfigjson of a pull secret: credentials for the registry "
+	  "(default: anonymous)",
+	  .flags = PFS_OPT_NONZERO },
+	{ "source-oci-plain-http", PFS_OPT_FLAG, AT(oci_plain_http), NULL,
+	  "speak plain http to the registry (a test registry), not https" },
 	{ "source-ca-file", PFS_OPT_STR, AT(ca_file), "PATH",
 	  "PEM CA bundle to trust for https (default: the system's)", .flags = PFS_OPT_NONZERO },
 	{ "source-retries", PFS_OPT_U64, AT(retries), "N",
@@ -84,6 +94,8 @@ int pfs_cli_source_check(const struct pfs_cmdline *c, struct pfs_cli_source *s)
 	if (pfs_cli_source_remote(s)) {
 		if (s->s3)
 			snprintf(s->desc, sizeof(s->desc), "s3://%s", s->s3);
+		else if (s->oci)
+			snprintf(s->desc, sizeof(s->desc), "%s", s->oci);
 		else
 			snprintf(s->desc, sizeof(s->desc), "%.*s", (int)strcspn(s->url, "?#"),
 				 s->url);
@@ -259,6 +271,8 @@ void pfs_cli_source_json(struct pfs_json *j, const struct pfs_cli_source *s)
 	pfs_json_num(j, "t1_unix", s->t1_unix, 3);
 	if (pfs_cli_source_remote(s)) {
 		pfs_json_obj(j, "remote");
+		pfs_json_str(j, "kind", s->s3 ? "s3" : s->oci ? "oci" : "http", 8);
+		pfs_json_str(j, "oci_manifest", s->oci ? st->oci_manifest_digest : NULL, 72);
 		pfs_json_u64(j, "requests", st->requests);
 		pfs_json_u64(j, "retries", st->retries);
 		pfs_json_u64(j, "resumed_bytes", st->resumed_bytes);

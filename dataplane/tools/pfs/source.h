@@ -26,9 +26,13 @@ struct pfs_cli_source {
 	 * --source-url URL [--source-files a,b,...], and how to reach it. */
 	const char *s3, *s3_endpoint, *s3_region, *credentials;
 	const char *url, *files, *header_file, *ca_file;
+	/* --source-oci REGISTRY/REPO[:TAG|@DIGEST], --source-oci-auth FILE
+	 * (a pull secret's .dockerconfigjson), --source-oci-plain-http. */
+	const char *oci, *oci_auth;
+	bool oci_plain_http;
 	uint64_t retries;
 	int timeout_ms;
-	char desc[1100]; /* the path of a remote source: s3://... or the URL */
+	char desc[1100]; /* the path of a remote source: s3://..., the URL, the reference */
 	struct pfs_source *src; /* after pfs_cli_source_scan */
 	void (*progress)(void *ctx, uint64_t mark); /* the loader's hook */
 	void *progress_ctx;

@@ -7,7 +7,8 @@
  * container: --source-credentials DIR holds AWS_ACCESS_KEY_ID,
  * AWS_SECRET_ACCESS_KEY and optionally AWS_SESSION_TOKEN (a Secret's keys
  * mounted as a volume); --source-header-file holds "Name: value" lines
- * sent with every request (a bearer token). Never from the command line
+ * sent with every request (a bearer token); --source-oci-auth holds a pull
+ * secret's .dockerconfigjson (the library picks the registry's entry). Never from the command line
  * or the environment: both show in /proc and in pod specs. The secrets
  * are wiped and freed once the scan has copied them.
  */
@@ -22,31 +23,39 @@
 #include "source.h"
 #include "pfs/log.h"
 
-#define SECRET_MAX 8192
+#define SECRET_MAX 65536 /* a docker config of several registries fits */
 
 bool pfs_cli_source_remote(const struct pfs_cli_source *s)
 {
-	return s->s3 || s->url;
+	return s->s3 || s->url || s->oci;
 }
 
 int pfs_cli_source_remote_check(const struct pfs_cmdline *c, const struct pfs_cli_source *s)
 {
 	static const char *const s3_only[] = { "source-s3-endpoint", "source-s3-region",
 					       "source-credentials" };
+	static const char *const oci_only[] = { "source-oci-auth", "source-oci-plain-http" };
 	static const char *const remote_only[] = { "source-ca-file", "source-retries",
 						   "source-timeout", "source-header-file" };
 
-	if (s->s3 && s->url)
-		return pfs_opt_fail(c, "--source-s3 and --source-url: give one");
+	if (!!s->s3 + !!s->url + !!s->oci > 1)
+		return pfs_opt_fail(c, "--source-s3, --source-url and --source-oci: give one");
 	if (pfs_cli_source_remote(s) && pfs_opt_given(c, "source"))
-		return pfs_opt_fail(c, "--source reads files; --source-s3 and --source-url read "
-				       "a store: give one");
+		return pfs_opt_fail(c, "--source reads files; --source-s3, --source-url and "
+				       "--source-oci read a store: give one");
+	for (size_t i = 0; i < sizeof(oci_only) / sizeof(oci_only[0]); i++)
+		if (!s->oci && pfs_opt_given(c, oci_only[i]))
+			return pfs_opt_fail(c, "--%s needs --source-oci", oci_only[i]);
+	if (s->oci && s->header_file)
+		return pfs_opt_fail(c, "--source-header-file is not sent to a registry: its "
+				       "credentials come from --source-oci-auth");
 	for (size_t i = 0; i < sizeof(s3_only) / sizeof(s3_only[0]); i++)
 		if (!s->s3 && pfs_opt_given(c, s3_only[i]))
 			return pfs_opt_fail(c, "--%s needs --source-s3", s3_only[i]);
 	for (size_t i = 0; i < sizeof(remote_only) / sizeof(remote_only[0]); i++)
 		if (!pfs_cli_source_remote(s) && pfs_opt_given(c, remote_only[i]))
-			return pfs_opt_fail(c, "--%s needs --source-s3 or --source-url",
+			return pfs_opt_fail(c,
+					    "--%s needs --source-s3, --source-url or --source-oci",
 					    remote_only[i]);
 	if (s->files && !s->url)
 		return pfs_opt_fail(c,
@@ -75,7 +84,7 @@ static char *read_secret(const char *path, bool required, char *why, size_t n)
 	if (len < 0 || len > SECRET_MAX) {
 		if (required || fd >= 0 || errno != ENOENT)
 			snprintf(why, n, "%s: %s", path,
-				 len > SECRET_MAX ? "over 8 KiB" : strerror(errno));
+				 len > SECRET_MAX ? "over 64 KiB" : strerror(errno));
 		else
 			why[0] = '\0';
 		free(b);
@@ -149,6 +158,7 @@ struct pfs_source *pfs_cli_source_remote_scan(struct pfs_cli_source *s,
 				.retries = (int)s->retries,
 				.timeout_ms = s->timeout_ms };
 	char *key_id = NULL, *secret = NULL, *token = NULL, *hdrs = NULL, *files = NULL;
+	char *oci_auth = NULL;
 	char *bucket = NULL, p[4200];
 	struct pfs_source *src = NULL;
 	int err = 0;
@@ -181,6 +191,15 @@ struct pfs_source *pfs_cli_source_remote_scan(struct pfs_cli_source *s,
 			r.secret_key = secret;
 			r.session_token = token;
 		}
+	} else if (s->oci) {
+		r.kind = PFS_REMOTE_OCI;
+		r.oci_ref = s->oci;
+		r.oci_plain_http = s->oci_plain_http;
+		if (s->oci_auth) {
+			oci_auth = read_secret(s->oci_auth, true, why, n);
+			err = oci_auth ? 0 : -EACCES;
+			r.oci_auth = oci_auth;
+		}
 	} else {
 		r.kind = PFS_REMOTE_HTTP;
 		r.url = s->url;
@@ -202,6 +221,7 @@ struct pfs_source *pfs_cli_source_remote_scan(struct pfs_cli_source *s,
 	wipe(secret);
 	wipe(token);
 	wipe(hdrs);
+	wipe(oci_auth);
 	free(files);
 	free(bucket);
 	errno = err;
