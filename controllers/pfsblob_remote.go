@@ -39,6 +39,11 @@ func refsOf(src *pfsv1alpha1.BlobSource) remoteRefs {
 			r.secret, r.field, r.keys = ref.Name, "spec.source.http.headersSecretRef", []string{podspec.RemoteHeadersKey}
 		}
 		ca, r.caField = src.HTTP.CABundle, "spec.source.http.caBundle"
+	case src.OCI != nil:
+		if ref := src.OCI.PullSecretRef; ref != nil {
+			r.secret, r.field, r.keys = ref.Name, "spec.source.oci.pullSecretRef", []string{podspec.RemotePullSecretKey}
+		}
+		ca, r.caField = src.OCI.CABundle, "spec.source.oci.caBundle"
 	}
 	if ca != nil {
 		r.caMap, r.caKey = ca.ConfigMapName, ca.Key

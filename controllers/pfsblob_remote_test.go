@@ -37,10 +37,16 @@ func TestRemoteMissing(t *testing.T) {
 	}
 	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: "ns"}, Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----"}}
 	both := []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+	ociSrc := &pfsv1alpha1.BlobSource{OCI: &pfsv1alpha1.OCIBlobSource{Reference: "registry.example/models/llama:v1",
+		PullSecretRef: &pfsv1alpha1.SecretReference{Name: "s3-creds"}}}
 	tests := map[string]struct {
 		objs []client.Object
-		want string // substring; "" for nothing missing
+		src  *pfsv1alpha1.BlobSource // default: s3Blob's
+		want string                  // substring; "" for nothing missing
 	}{
+		"oci pull Secret there": {objs: []client.Object{secret(corev1.DockerConfigJsonKey)}, src: ociSrc},
+		"oci pull Secret not a dockerconfigjson": {objs: []client.Object{secret(both...)}, src: ociSrc,
+			want: "Secret s3-creds has no key .dockerconfigjson: add it (spec.source.oci.pullSecretRef)"},
 		"all there":       {objs: []client.Object{secret(both...), ca}},
 		"no Secret":       {objs: []client.Object{ca}, want: "Secret s3-creds not found in namespace ns: create it with the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or fix spec.source.s3.credentialsSecretRef"},
 		"a key missing":   {objs: []client.Object{secret("AWS_ACCESS_KEY_ID"), ca}, want: "Secret s3-creds has no key AWS_SECRET_ACCESS_KEY"},
@@ -51,7 +57,11 @@ func TestRemoteMissing(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
-			got, err := remoteMissing(context.Background(), c, "ns", s3Blob().Spec.Source)
+			src := tc.src
+			if src == nil {
+				src = s3Blob().Spec.Source
+			}
+			got, err := remoteMissing(context.Background(), c, "ns", src)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -93,6 +93,8 @@ func describeSource(src *pfsv1alpha1.BlobSource) string {
 			u = fmt.Sprintf("%s (%d files)", u, n)
 		}
 		return u
+	case src.OCI != nil:
+		return "oci://" + src.OCI.Reference
 	}
 	return ""
 }

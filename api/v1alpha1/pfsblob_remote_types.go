@@ -125,6 +125,54 @@ type RangedReads struct {
 	RangeSize *resource.Quantity `json:"rangeSize,omitempty"`
 }
 
+// OCIBlobSource is an artifact or an image in an OCI registry (the
+// distribution API v2), pulled by the origin's init container alone.
+type OCIBlobSource struct {
+	// reference is REGISTRY/REPOSITORY:TAG or REGISTRY/REPOSITORY@sha256:DIGEST,
+	// with the registry spelled out (e.g. registry.example:5000/models/llama:v1).
+	// A digest pins the content; a tag is resolved once, by the scan, and
+	// the origin pulls the manifest the scan saw.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9.-]+(:[0-9]+)?/[a-z0-9]+([._/-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127}|@sha256:[a-f0-9]{64})$')",message="source.oci.reference is REGISTRY/REPOSITORY:TAG or REGISTRY/REPOSITORY@sha256:DIGEST (e.g. registry.example:5000/models/llama:v1); a lowercase repository"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([^/]*[.:][^/]*|localhost)/')",message="source.oci.reference must start with the registry (a host with a '.' or a port, or localhost), e.g. registry.example/models/llama:v1: there is no default registry"
+	Reference string `json:"reference"`
+
+	// pullSecretRef names a Secret of type kubernetes.io/dockerconfigjson
+	// in the blob's namespace (the key .dockerconfigjson, as an image pull
+	// secret), mounted read-only into the containers that read the
+	// registry and no other. Absent means anonymous pulls (with a token
+	// when the registry asks for one).
+	// +optional
+	PullSecretRef *SecretReference `json:"pullSecretRef,omitempty"`
+
+	// protocol is HTTPS (the default) or HTTP, for a registry on a network
+	// you trust that serves no TLS.
+	// +optional
+	// +kubebuilder:default=HTTPS
+	Protocol RegistryProtocol `json:"protocol,omitempty"`
+
+	// caBundle is the CA bundle to trust for the registry (and the storage
+	// it redirects blob reads to).
+	// +optional
+	CABundle *CABundleReference `json:"caBundle,omitempty"`
+
+	// reads tunes the origin's ranged GETs of the layers; absent means 4 at
+	// once of 8Mi.
+	// +optional
+	Reads *RangedReads `json:"reads,omitempty"`
+}
+
+// RegistryProtocol is how a registry is spoken to.
+// +kubebuilder:validation:Enum=HTTPS;HTTP
+type RegistryProtocol string
+
+const (
+	RegistryHTTPS RegistryProtocol = "HTTPS"
+	RegistryHTTP  RegistryProtocol = "HTTP"
+)
+
 // SourceFileName is a file's name relative to a base URL, and its name in
 // the blob's manifest (e.g. tokenizer.json, 1_Pooling/config.json).
 // +kubebuilder:validation:MinLength=1

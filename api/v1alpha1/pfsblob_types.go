@@ -67,7 +67,7 @@ type BlobFill struct {
 // PersistentVolumeClaim, a host path, an S3-compatible object store or a
 // web server. The origin node reads it once; the other nodes fetch the
 // bytes node to node (spec.replication), while the origin still reads.
-// +kubebuilder:validation:XValidation:rule="(has(self.persistentVolumeClaim) ? 1 : 0) + (has(self.hostPath) ? 1 : 0) + (has(self.s3) ? 1 : 0) + (has(self.http) ? 1 : 0) == 1",message="source needs exactly one of persistentVolumeClaim, hostPath, s3 and http: set one and remove the others"
+// +kubebuilder:validation:XValidation:rule="(has(self.persistentVolumeClaim) ? 1 : 0) + (has(self.hostPath) ? 1 : 0) + (has(self.s3) ? 1 : 0) + (has(self.http) ? 1 : 0) + (has(self.oci) ? 1 : 0) == 1",message="source needs exactly one of persistentVolumeClaim, hostPath, s3, http and oci: set one and remove the others"
 type BlobSource struct {
 	// persistentVolumeClaim reads the blob from a PersistentVolumeClaim in the
 	// blob's namespace, mounted read-only by the scan pod and the origin holder.
@@ -93,6 +93,13 @@ type BlobSource struct {
 	// artifact server): one URL, or files under a base URL.
 	// +optional
 	HTTP *HTTPBlobSource `json:"http,omitempty"`
+
+	// oci reads the blob from an OCI registry: an artifact whose layers are
+	// files (ORAS, ModelPack: each named by its title annotation) or an
+	// image whose tar layers are unpacked, as a directory. Every layer's
+	// digest is verified.
+	// +optional
+	OCI *OCIBlobSource `json:"oci,omitempty"`
 }
 
 // PVCBlobSource names a PersistentVolumeClaim and a path inside it.

@@ -26,6 +26,11 @@ const (
 	RemoteHeadersDir  = "/etc/packetfs/source-headers"
 	RemoteHeadersKey  = "headers"
 	RemoteHeadersFile = RemoteHeadersDir + "/" + RemoteHeadersKey
+	// RemotePullSecretFile is an OCI source's pull Secret key
+	// .dockerconfigjson.
+	RemotePullSecretDir  = "/etc/packetfs/source-pull"
+	RemotePullSecretKey  = corev1.DockerConfigJsonKey
+	RemotePullSecretFile = RemotePullSecretDir + "/" + RemotePullSecretKey
 	// RemoteCAFile is the CA bundle of spec.source.*.caBundle.
 	RemoteCADir  = "/etc/packetfs/source-ca"
 	RemoteCAFile = RemoteCADir + "/ca.crt"
@@ -77,6 +82,17 @@ func remoteArgs(src *pfsv1alpha1.BlobSource) []string {
 			args = append(args, "--source-header-file", RemoteHeadersFile)
 		}
 		ca = h.CABundle
+	case src.OCI != nil:
+		o := src.OCI
+		reads = o.Reads
+		args = []string{"--source-oci", o.Reference}
+		if o.PullSecretRef != nil {
+			args = append(args, "--source-oci-auth", RemotePullSecretFile)
+		}
+		if o.Protocol == pfsv1alpha1.RegistryHTTP {
+			args = append(args, "--source-oci-plain-http")
+		}
+		ca = o.CABundle
 	default:
 		return nil
 	}
@@ -116,6 +132,11 @@ func remoteVolumes(src *pfsv1alpha1.BlobSource) ([]corev1.Volume, []corev1.Volum
 			secret(r.Name, RemoteHeadersDir, []corev1.KeyToPath{{Key: RemoteHeadersKey, Path: RemoteHeadersKey}})
 		}
 		ca = src.HTTP.CABundle
+	case src.OCI != nil:
+		if r := src.OCI.PullSecretRef; r != nil {
+			secret(r.Name, RemotePullSecretDir, []corev1.KeyToPath{{Key: RemotePullSecretKey, Path: RemotePullSecretKey}})
+		}
+		ca = src.OCI.CABundle
 	}
 	if ca != nil {
 		key := ca.Key
@@ -130,8 +151,9 @@ func remoteVolumes(src *pfsv1alpha1.BlobSource) ([]corev1.Volume, []corev1.Volum
 	return vols, mounts
 }
 
-// IsRemoteSource says the blob's source is read over the network (S3 or
-// HTTP): no claim, no host path, any node can be the origin.
+// IsRemoteSource says the blob's source is read over the network (S3,
+// HTTP or an OCI registry): no claim, no host path, any node can be the
+// origin.
 func IsRemoteSource(src *pfsv1alpha1.BlobSource) bool {
-	return src != nil && (src.S3 != nil || src.HTTP != nil)
+	return src != nil && (src.S3 != nil || src.HTTP != nil || src.OCI != nil)
 }

@@ -61,6 +61,19 @@ func TestRemoteSourcePods(t *testing.T) {
 			wantVols:   map[string]string{"source-secret": "secret hub-token headers"}},
 		"http reads: concurrency and range size": {src: *httpReads,
 			wantArgs: "--source-url https://hub.example/llama --source-threads 12 --source-chunk 16777216"},
+		"oci over HTTP with a pull Secret": {src: pfsv1alpha1.BlobSource{OCI: &pfsv1alpha1.OCIBlobSource{
+			Reference: "10.89.0.1:5000/models/minilm@sha256:" + strings.Repeat("ab", 32), Protocol: pfsv1alpha1.RegistryHTTP,
+			PullSecretRef: &pfsv1alpha1.SecretReference{Name: "pull"}, Reads: &pfsv1alpha1.RangedReads{Concurrency: ptr.To(int32(8))}}},
+			wantArgs: "--source-oci 10.89.0.1:5000/models/minilm@sha256:" + strings.Repeat("ab", 32) +
+				" --source-oci-auth /etc/packetfs/source-pull/.dockerconfigjson --source-oci-plain-http --source-threads 8",
+			wantMounts: []string{"source-secret=/etc/packetfs/source-pull"},
+			wantVols:   map[string]string{"source-secret": "secret pull .dockerconfigjson"}},
+		"oci anonymous over HTTPS with a CA bundle": {src: pfsv1alpha1.BlobSource{OCI: &pfsv1alpha1.OCIBlobSource{
+			Reference: "registry.example/models/llama:v1", Protocol: pfsv1alpha1.RegistryHTTPS,
+			CABundle: &pfsv1alpha1.CABundleReference{ConfigMapName: "reg-ca"}}},
+			wantArgs:   "--source-oci registry.example/models/llama:v1 --source-ca-file /etc/packetfs/source-ca/ca.crt",
+			wantMounts: []string{"source-ca=/etc/packetfs/source-ca"},
+			wantVols:   map[string]string{"source-ca": "configmap reg-ca ca.crt"}},
 		"s3 reads: range size alone": {src: s3Reads,
 			wantArgs: "--source-s3-region eu-west-3 --source-chunk 65536"},
 	}

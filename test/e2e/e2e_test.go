@@ -52,6 +52,9 @@ func TestE2E(t *testing.T) {
 	t.Run("PfsBlobs from an S3 store and a web server: TLS, Secret credentials, the store killed mid-read, bad sources", func(t *testing.T) {
 		testStoreSources(ctx, t)
 	})
+	t.Run("PfsBlob from an OCI registry: a model pushed by oras, a pull Secret, bad references", func(t *testing.T) {
+		testOCISource(ctx, t)
+	})
 	t.Run("model volumes: a blob's files mounted read-only, read by the real PyPI libraries, one copy per node", func(t *testing.T) {
 		testModelVolumes(ctx, t)
 	})

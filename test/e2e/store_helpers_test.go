@@ -229,6 +229,8 @@ func throttle(t *testing.T, iface, port, rate string) {
 // originRemote is the origin's source.remote result, read from its init
 // container's termination message (what the operator parses).
 type originRemote struct {
+	Kind              string
+	OCIManifest       string `json:"oci_manifest"`
 	Requests, Retries int64
 	ResumedBytes      int64 `json:"resumed_bytes"`
 	Checksums         int64

@@ -67,7 +67,7 @@ func testS3Dir(ctx context.Context, t *testing.T, s *s3Store, checksums int) {
 	if size, _ := strconv.ParseInt(st.Size, 10, 64); r.Requests < size>>20 {
 		t.Errorf("origin sent %d requests for %s bytes: want one GET per MiB (reads.rangeSize 1Mi)", r.Requests, st.Size)
 	}
-	noSecretShown(t, s, s3DirBlob)
+	noneShows(t, s.secret, s3DirBlob)
 	t.Logf("S3 directory Ready %s in %s s, sha256 %s, origin %+v", st.Ready, st.DistributionSeconds, st.SHA256, r)
 }
 
@@ -136,9 +136,9 @@ func testStoreKilled(ctx context.Context, t *testing.T, s *s3Store) {
 	t.Logf("resumed after the store was killed: Ready %s, origin %+v", st.Ready, r)
 }
 
-// noSecretShown asserts the secret key appears nowhere a user without the
-// Secret can read: the blob, its events, its pods' specs and logs.
-func noSecretShown(t *testing.T, s *s3Store, blob string) {
+// noneShows asserts the secret appears nowhere a user without its Secret
+// can read: the blob, the events, the pods' specs and logs.
+func noneShows(t *testing.T, secret, blob string) {
 	t.Helper()
 	places := map[string]string{}
 	places["pfsblob"], _ = kubectl("-n", testNS, "get", "pfsblob", blob, "-o", "yaml")
@@ -149,8 +149,8 @@ func noSecretShown(t *testing.T, s *s3Store, blob string) {
 		places["logs of "+p], _ = kubectl("-n", testNS, "logs", p, "--all-containers")
 	}
 	for where, text := range places {
-		if strings.Contains(text, s.secret) {
-			t.Errorf("the S3 secret key shows in %s", where)
+		if strings.Contains(text, secret) {
+			t.Errorf("the secret shows in %s", where)
 		}
 	}
 }
@@ -171,10 +171,7 @@ func waitReason(ctx context.Context, t *testing.T, blob, reason string) string {
 func testStoreBadInput(ctx context.Context, t *testing.T, s *s3Store) {
 	const wrongSecret = "0123456789abcdef0123456789abcdef01234567"
 	s.applySecrets(t, "store-creds-wrong", wrongSecret)
-	cases := []struct {
-		name, source, reason string
-		want                 []string
-	}{
+	cases := []refusal{
 		{"bad-secret-missing", s3Source(s, "key: sudachi/system.dic", "no-such-secret"),
 			"SourceNotFound", []string{"no-such-secret"}},
 		{"bad-keys-wrong", s3Source(s, "key: sudachi/system.dic", "store-creds-wrong"),
@@ -188,26 +185,7 @@ func testStoreBadInput(ctx context.Context, t *testing.T, s *s3Store) {
 		{"bad-url-missing", fmt.Sprintf("    http: {url: \"http://%s:%s/buckets/%s/nothing.bin\"}\n", s.addr, s.filerPort, storeBucket),
 			"SourceInvalid", []string{"404"}},
 	}
-	for _, c := range cases {
-		applySourceBlob(t, c.name, c.source)
-	}
-	for _, c := range cases {
-		msg := waitReason(ctx, t, c.name, c.reason)
-		for _, w := range c.want {
-			if !strings.Contains(msg, w) {
-				t.Errorf("%s: %s message %q does not say %q", c.name, c.reason, msg, w)
-			}
-		}
-		if strings.Contains(msg, wrongSecret) || strings.Contains(msg, s.secret) {
-			t.Errorf("%s: the message shows a secret key: %q", c.name, msg)
-		}
-		// Nothing half-filled: no node holds such a blob.
-		if st, err := getBlobStatus(c.name); err != nil || st.ReadyNodes != 0 {
-			t.Errorf("%s: %d nodes ready (%v), want none", c.name, st.ReadyNodes, err)
-		}
-		t.Logf("%s: %s: %s", c.name, c.reason, msg)
-		_, _ = kubectl("-n", testNS, "delete", "pfsblob", c.name, "--wait=false")
-	}
+	checkRefusals(ctx, t, cases, wrongSecret, s.secret)
 	// The API refuses a spec it cannot run, saying how to fix it.
 	out, err := kubectlIn(fmt.Sprintf(`apiVersion: pfs.packetfs.io/v1alpha1
 kind: PfsBlob
@@ -229,4 +207,40 @@ func s3Source(s *s3Store, keyOrPrefix, secret string) string {
       credentialsSecretRef: {name: %s}
       caBundle: {configMapName: store-ca}
 `, s.endpoint, storeBucket, keyOrPrefix, secret)
+}
+
+// refusal is a blob whose source cannot be read: the Ready condition's
+// reason it must end with and what its message must say.
+type refusal struct {
+	name, source, reason string
+	want                 []string
+}
+
+// checkRefusals creates every case's blob at once and checks each ends
+// not Ready for its reason, saying what it must, on no node, and showing
+// none of secrets; then deletes them.
+func checkRefusals(ctx context.Context, t *testing.T, cases []refusal, secrets ...string) {
+	t.Helper()
+	for _, c := range cases {
+		applySourceBlob(t, c.name, c.source)
+	}
+	for _, c := range cases {
+		msg := waitReason(ctx, t, c.name, c.reason)
+		for _, w := range c.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: %s message %q does not say %q", c.name, c.reason, msg, w)
+			}
+		}
+		for _, sec := range secrets {
+			if strings.Contains(msg, sec) {
+				t.Errorf("%s: the message shows a secret: %q", c.name, msg)
+			}
+		}
+		// Nothing half-filled: no node holds such a blob.
+		if st, err := getBlobStatus(c.name); err != nil || st.ReadyNodes != 0 {
+			t.Errorf("%s: %d nodes ready (%v), want none", c.name, st.ReadyNodes, err)
+		}
+		t.Logf("%s: %s: %s", c.name, c.reason, msg)
+		_, _ = kubectl("-n", testNS, "delete", "pfsblob", c.name, "--wait=false")
+	}
 }
