@@ -58,6 +58,8 @@ run() {
   step go-tools nice -n 19 "$HACK_KIND/go-tools.sh"
   # The e2e's S3 server (SeaweedFS, minutes to build cold).
   step seaweedfs nice -n 19 "$REPO_ROOT/hack/s3-server.sh" bin
+  # The e2e's OCI registry and the oras CLI that pushes to it.
+  step oci-registry nice -n 19 "$REPO_ROOT/hack/oci-registry.sh" bin
   wait
   step control-plane-images nice -n 19 "$REPO_ROOT/hack/images/build.sh" "$PFS_CACHE/k8s/$K8S_VERSION/bin"
   step node-image nice -n 19 "$HACK_KIND/node-image.sh"
