@@ -17,9 +17,16 @@
  *     reaches it, the registry gets its token;
  *   - a token that expires mid-read: fetched again once, the load goes on;
  *   - every range cut halfway once: resumed where it stopped;
+ *   - an image (tar+gzip and tar layers made by `tar` from the same
+ *     files, with an override, a whiteout, a symlink, GNU and pax long
+ *     names): with --source-oci-path models/ the blob equals the files';
+ *     one Docker tar.gzip layer, redirected to storage, likewise; a
+ *     layer stream cut halfway: resumed;
+ *   - image layers refused: bytes that are not the digest, a truncated
+ *     gzip, a malformed tar header, a '..' member;
  *   - an unknown tag (the registry's JSON error shown), malformed
- *     manifests, a title that breaks the name rules, an image
- *     layer without a title: refused, each with its message, no blob left.
+ *     manifests, a title that breaks the name rules, an untitled layer
+ *     of another type (zstd): refused, each with its message, no blob left.
  * The registry's side is scripted here; hack/oci/smoke.sh runs the same
  * loads against a real registry (distribution) filled by oras.
  * Without the data sets the setup FAILS.
@@ -32,6 +39,7 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,7 +424,7 @@ static int content(void)
 	return 0;
 }
 
-/* Indexes, malformed manifests, a bad title, an untitled image layer. */
+/* Indexes, malformed manifests, a bad title, an untitled zstd layer. */
 static void odd_tags(void)
 {
 	char b[70000], cfg[300];
@@ -466,10 +474,138 @@ static void odd_tags(void)
 	add_tag("badname", b);
 	snprintf(b, sizeof(b),
 		 "{\"schemaVersion\":2,\"mediaType\":\"" MT_MANIFEST "\",\"config\":" EMPTY_CFG
-		 ",\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\","
+		 ",\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+zstd\","
 		 "\"digest\":\"%s\",\"size\":12}]}",
 		 cfg);
-	add_tag("tarlayer", b);
+	add_tag("zstdlayer", b);
+}
+
+/* ---- images: tar and tar+gzip layers ---- */
+
+#define MT_GZIP "application/vnd.oci.image.layer.v1.tar+gzip"
+#define MT_DOCKER_GZIP "application/vnd.docker.image.rootfs.diff.tar.gzip"
+
+/* An untitled layer descriptor of @path (@mt), its blob registered. */
+static int image_layer(char *out, size_t n, const char *path, const char *mt, const char *digest)
+{
+	struct blob *b = &blobs[nblobs++];
+	struct stat st;
+
+	if (stat(path, &st) || file_digest(path, b->digest))
+		return -1;
+	if (digest)
+		snprintf(b->digest, sizeof(b->digest), "%s", digest);
+	snprintf(b->path, sizeof(b->path), "%s", path);
+	return snprintf(out, n, "{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%lld}", mt,
+			b->digest, (long long)st.st_size);
+}
+
+/* A tag of the layers given as (path, media type) pairs, NULL-ended. */
+static int image_tag(const char *tag, ...)
+{
+	char layers[4096] = "";
+	const char *p;
+	size_t o = 0;
+	va_list ap;
+
+	va_start(ap, tag);
+	while ((p = va_arg(ap, const char *))) {
+		const char *mt = va_arg(ap, const char *);
+
+		o += (size_t)snprintf(layers + o, sizeof(layers) - o, "%s", o ? "," : "");
+		if (image_layer(layers + o, sizeof(layers) - o, p, mt, NULL) < 0) {
+			va_end(ap);
+			return -1;
+		}
+		o += strlen(layers + o);
+	}
+	va_end(ap);
+	add_tag(tag, manifest_of(layers));
+	return 0;
+}
+
+/* A one-member ustar archive of @name holding @len bytes of @data, its
+ * header's byte @flip inverted unless negative. */
+static int ustar(const char *path, const char *name, const char *data, size_t len, int flip)
+{
+	unsigned char h[512] = { 0 }, zero[1024] = { 0 };
+	unsigned sum = 0;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	snprintf((char *)h, 100, "%s", name);
+	memcpy(h + 100, "0000644", 8);
+	memcpy(h + 108, "0000000", 8);
+	memcpy(h + 116, "0000000", 8);
+	snprintf((char *)h + 124, 12, "%011zo", len);
+	memcpy(h + 136, "00000000000", 12);
+	memset(h + 148, ' ', 8);
+	h[156] = '0';
+	memcpy(h + 257,
+	       "ustar\0"
+	       "00",
+	       8);
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	if (flip >= 0)
+		h[flip] ^= 0xff;
+	fwrite(h, 1, 512, f);
+	fwrite(data, 1, len, f);
+	fwrite(zero, 1, (512 - len % 512) % 512 + 1024, f);
+	return fclose(f);
+}
+
+/*
+ * The data directory as an image, the way a ModelCar is built:
+ *   tag image: layer 1 (tar+gzip, GNU format) holds ./models/ = the data
+ *     directory with a wrong minilm/config.json, a stale file, a symlink,
+ *     and etc/ with a GNU long name; layer 2 (plain tar, pax format) the
+ *     right config.json, the stale file's whiteout and a pax long name.
+ *     Read with --source-oci-path models/, it is the data directory.
+ *   tag image-whole: one Docker tar.gzip layer of the data directory.
+ *   refusals: a layer whose bytes are not its digest, a truncated gzip, a
+ *     malformed tar header, a '..' member.
+ */
+static int image_tags(void)
+{
+	char p[4][400], o[1024];
+	const char *lng = "a-file-whose-name-is-far-longer-than-the-hundred-bytes-a-ustar-name-"
+			  "field-holds-so-it-needs-an-extension.txt";
+	const char *dots = "models/../escape.bin";
+
+	if (sh("cd %s && mkdir -p img/a/models img/a/etc img/b/models/minilm img/b/etc && "
+	       "cp -r data/. img/a/models/ && echo wrong >img/a/models/minilm/config.json && "
+	       "echo stale >img/a/models/stale.bin && ln -s silero_vad.onnx img/a/models/link && "
+	       "echo x >img/a/etc/%s && cp data/minilm/config.json img/b/models/minilm/ && "
+	       ": >img/b/models/.wh.stale.bin && echo y >img/b/etc/%s && "
+	       "tar -C img/a --format=gnu -czf img/l1.tar.gz . && "
+	       "tar -C img/b --format=pax -cf img/l2.tar models etc && "
+	       "tar -C data -cf - . | gzip -9 >img/whole.tar.gz && "
+	       "head -c $(($(stat -c %%s img/l1.tar.gz) / 2)) img/l1.tar.gz >img/cut.tar.gz",
+	       dir, lng, lng))
+		return -1;
+	snprintf(p[0], sizeof(p[0]), "%s/img/l1.tar.gz", dir);
+	snprintf(p[1], sizeof(p[1]), "%s/img/l2.tar", dir);
+	snprintf(p[2], sizeof(p[2]), "%s/img/whole.tar.gz", dir);
+	snprintf(p[3], sizeof(p[3]), "%s/img/cut.tar.gz", dir);
+	if (image_tag("image", p[0], MT_GZIP, p[1], MT_LAYER, NULL) ||
+	    image_tag("image-whole", p[2], MT_DOCKER_GZIP, NULL) ||
+	    image_tag("img-cut", p[3], MT_GZIP, NULL))
+		return -1;
+	if (image_layer(o, sizeof(o), p[1], MT_LAYER,
+			"sha256:00000000000000000000000000000000000000000000000000000000000000"
+			"02") < 0)
+		return -1;
+	add_tag("img-digest", manifest_of(o));
+	snprintf(p[0], sizeof(p[0]), "%s/img/bad.tar", dir);
+	snprintf(p[1], sizeof(p[1]), "%s/img/dots.tar", dir);
+	if (ustar(p[0], "models/x.bin", "12345", 5, 130) || ustar(p[1], dots, "12345", 5, -1) ||
+	    image_tag("img-header", p[0], MT_LAYER, NULL) ||
+	    image_tag("img-dots", p[1], MT_LAYER, NULL))
+		return -1;
+	return 0;
 }
 
 /* ---- the checks ---- */
@@ -536,6 +672,7 @@ static int t_setup(void)
 	CHECK(want_sha[0], "reference sha256");
 	CHECK(!content(), "the layers");
 	odd_tags();
+	CHECK(!image_tags(), "the image layers (tar)");
 	ctl = mmap(NULL, sizeof(*ctl), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(ctl != MAP_FAILED, "mmap");
 	port = srv_listen();
@@ -552,16 +689,17 @@ static int t_setup(void)
 
 /* Loaded, equal to the files' blob, every layer digest compared, the
  * manifest's digest in the result, the manifest verifies, no secret shown. */
-static bool loaded_equal(int rc, const char *what)
+static bool loaded_equal_n(int rc, const char *what, int checks)
 {
 	const char *r = jsect(out, "\"remote\"");
 	char sha[70], md[80] = "";
 
 	jstr(jsect(out, "\"source\""), "sha256", sha, sizeof(sha));
 	jstr(r, "oci_manifest", md, sizeof(md));
-	if (rc || strcmp(sha, want_sha) || jreal(r, "checksums") != nfiles ||
-	    strcmp(md, main_digest) || strstr(out, "sEcReT") || strstr(err, "sEcReT") ||
-	    strstr(err, USER_PASS_B64) || strstr(err, TOKEN) || strstr(err, TOKEN2) ||
+	if (rc || strcmp(sha, want_sha) || jreal(r, "checksums") != checks ||
+	    (checks == nfiles && strcmp(md, main_digest)) || strstr(out, "sEcReT") ||
+	    strstr(err, "sEcReT") || strstr(err, USER_PASS_B64) || strstr(err, TOKEN) ||
+	    strstr(err, TOKEN2) ||
 	    sh("%s blob manifest --name %s --dir /dev/shm --verify >/dev/null 2>&1", pfs,
 	       blob(what))) {
 		tap_diag("rc %d sha %s want %s manifest %s: %.600s %.1500s", rc, sha, want_sha, md,
@@ -570,6 +708,11 @@ static bool loaded_equal(int rc, const char *what)
 	}
 	sh("rm -f /dev/shm/%s", blob(what));
 	return true;
+}
+
+static bool loaded_equal(int rc, const char *what)
+{
+	return loaded_equal_n(rc, what, nfiles);
 }
 
 static int t_anonymous(void)
@@ -731,10 +874,58 @@ static int t_bad_name(void)
 		       "'../escape.bin' has an empty, '.' or '..' part");
 }
 
+/* An image: its layers unpacked, whiteouts and overrides applied, the
+ * directory beneath --source-oci-path; each layer's digest compared. */
+static int t_image(void)
+{
+	int rc = load(A_TOKEN, F_NONE, ":image", blob("image"), "--source-oci-path /models");
+
+	CHECK(loaded_equal_n(rc, "image", 2), "the image is not the data directory");
+	CHECK(strstr(err, "1 links, devices or FIFOs"), "the symlink not counted: %.600s", err);
+	rc = load(A_NONE, F_REDIRECT, ":image-whole", blob("whole"), NULL);
+	CHECK(loaded_equal_n(rc, "whole", 1), "one tar.gzip layer is not the data directory");
+	CHECK(ctl->storage_gets == 2 && ctl->storage_auth == 0,
+	      "the layer streamed %d times, with an Authorization %d", ctl->storage_gets,
+	      ctl->storage_auth);
+	return TAP_PASS;
+}
+
+/* Every range of a layer cut halfway: the stream resumes, equal. */
+static int t_image_cut(void)
+{
+	int rc = load(A_NONE, F_CUT, ":image-whole", blob("icut"), NULL);
+	const char *r = jsect(out, "\"remote\"");
+
+	CHECK(loaded_equal_n(rc, "icut", 1), "not loaded");
+	CHECK(jreal(r, "retries") >= 2, "%.300s", r);
+	return TAP_PASS;
+}
+
+static int t_image_refused(void)
+{
+	static const struct {
+		const char *tag, *msg;
+	} cases[] = {
+		{ ":img-digest", "not its digest: the registry served other bytes" },
+		{ ":img-cut", "truncated gzip: its" },
+		{ ":img-header", "tar byte 0: a malformed tar header" },
+		{ ":img-dots", "'models/../escape.bin' has an empty, '.' or '..' part" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (refused(A_NONE, F_NONE, cases[i].tag, cases[i].msg) != TAP_PASS)
+			return TAP_FAIL;
+	return TAP_PASS;
+}
+
 static int t_untitled(void)
 {
-	return refused(A_NONE, F_NONE, ":tarlayer",
-		       "(application/vnd.oci.image.layer.v1.tar+gzip, sha256:");
+	return refused(
+		A_NONE, F_NONE, ":zstdlayer",
+		"(application/vnd.oci.image.layer.v1.tar+zstd, sha256:e3b0c44298fc1c149afbf4c"
+		"8996fb92427ae41e4649b934ca495991b7852b855) has no "
+		"org.opencontainers.image.title annotation and is not an image layer "
+		"read here");
 }
 
 static int t_cleanup(void)
@@ -759,7 +950,12 @@ static const struct tap_test tests[] = {
 	{ "malformed manifests: refused, each saying why", t_malformed },
 	{ "an unknown tag: refused with the registry's error code and message", t_unknown },
 	{ "a title with '..': refused naming it", t_bad_name },
-	{ "an image layer without a title: refused naming its media type", t_untitled },
+	{ "image layers (tar, tar+gzip): unpacked, whiteouts, overrides, --source-oci-path",
+	  t_image },
+	{ "an image layer cut mid-stream: resumed from the byte it stopped at", t_image_cut },
+	{ "image layers: bad digest, truncated gzip, bad tar header, '..': refused",
+	  t_image_refused },
+	{ "an untitled layer of another type (tar+zstd): refused naming it", t_untitled },
 	{ "cleanup", t_cleanup, .setup = true },
 };
 

@@ -115,6 +115,9 @@ struct pfs_remote {
 	const char *oci_ref;
 	const char *oci_auth;
 	bool oci_plain_http;
+	/* OCI image layers (tar, tar+gzip): only the members beneath this
+	 * directory ("models/"), named relative to it; NULL: every member. */
+	const char *oci_path;
 	const char *ca_file; /* PEM bundle for https; NULL: the system's */
 	int timeout_ms; /* per request; 0: PFS_REMOTE_TIMEOUT_MS */
 	int retries; /* transient failures per unit; 0: PFS_REMOTE_RETRIES */

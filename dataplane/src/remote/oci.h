@@ -95,4 +95,56 @@ int oci_token_parse(const char *text, size_t len, char *out, size_t n);
 int oci_auth_lookup(const char *text, size_t len, const char *host, char *out, size_t n, char *why,
 		    size_t wn);
 
+/* ---- image layers (oci_layer.c) ----
+ * A layer of an image (tar, tar+gzip) streamed through once: its
+ * compressed bytes hashed against its digest, inflated when gzip, its tar
+ * headers read (ustar name and prefix, pax "path" and "size", GNU 'L'
+ * long names; base-256 sizes). Regular members are handed to the caller,
+ * which says where their bytes go; directories are implied; links,
+ * devices and FIFOs are counted and skipped; any other type is refused. */
+#define OCI_MT_LAYER_TAR "application/vnd.oci.image.layer.v1.tar"
+#define OCI_MT_LAYER_GZIP "application/vnd.oci.image.layer.v1.tar+gzip"
+#define OCI_MT_DOCKER_LAYER "application/vnd.docker.image.rootfs.diff.tar.gzip"
+#define OCI_LAYER_EXT_MAX (64u << 10) /* a pax header's or GNU long name's bytes */
+#define OCI_LAYER_HEADERS_MAX 1000000u /* tar headers in one layer */
+#define OCI_NAME_MAX 4095
+
+enum oci_layer_kind { OCI_LAYER_NONE, OCI_LAYER_TAR, OCI_LAYER_GZIP };
+
+/* oci_layer_kind - what a layer of @media_type is: OCI_LAYER_TAR,
+ * OCI_LAYER_GZIP, or OCI_LAYER_NONE (not an image layer read here: zstd,
+ * an artifact's blob). */
+enum oci_layer_kind oci_layer_kind(const char *media_type);
+
+/* Called for each regular member: @name with any leading "./" and "/"
+ * removed (not otherwise checked), @size bytes. Set *@dst to where its
+ * bytes go (@size bytes of room), or leave it NULL to skip them. 0, or
+ * -errno with why to stop the stream. */
+typedef int (*oci_member_fn)(void *ctx, const char *name, uint64_t size, uint8_t **dst, char *why,
+			     size_t n);
+
+struct oci_untar;
+
+/* oci_untar_new - a parser of one layer of @kind whose compressed bytes
+ * must have @digest ("sha256:..."); NULL and errno (ENOMEM, EINVAL). */
+struct oci_untar *oci_untar_new(enum oci_layer_kind kind, const char *digest, oci_member_fn fn,
+				void *ctx);
+
+/* oci_untar_feed - the next @len bytes of the layer as served. 0, or
+ * -errno with why naming the digest and the offset: EBADMSG (malformed
+ * gzip or tar header, a pax record or name over its bound, too many
+ * headers), ENOTSUP (a member type not read: sparse, ...), or the
+ * callback's error. After an error the parser takes nothing more. */
+int oci_untar_feed(struct oci_untar *u, const uint8_t *p, size_t len, char *why, size_t n);
+
+/* oci_untar_end - the layer's bytes ended: the gzip stream complete, the
+ * tar not inside a header or member, and their sha256 the digest. 0 or
+ * -EBADMSG with why. */
+int oci_untar_end(struct oci_untar *u, char *why, size_t n);
+
+/* The bytes fed so far and the members skipped (links, devices, FIFOs). */
+uint64_t oci_untar_fed(const struct oci_untar *u);
+uint64_t oci_untar_skipped(const struct oci_untar *u);
+void oci_untar_free(struct oci_untar *u);
+
 #endif /* PFS_REMOTE_OCI_H */

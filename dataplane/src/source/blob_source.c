@@ -167,7 +167,7 @@ static void list_free(struct src_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
-static int by_name(const void *a, const void *b)
+int src_by_name(const void *a, const void *b)
 {
 	return strcmp(((const struct src_file *)a)->name, ((const struct src_file *)b)->name);
 }
@@ -317,7 +317,7 @@ static int list_source(const struct pfs_source *s, struct src_list *l, char *why
 	}
 	/* An empty directory leaves l->f NULL, which qsort may not be given. */
 	if (!err && l->n > 1)
-		qsort(l->f, l->n, sizeof(*l->f), by_name);
+		qsort(l->f, l->n, sizeof(*l->f), src_by_name);
 	return err;
 }
 
@@ -402,7 +402,7 @@ int src_layout(struct pfs_source *s, char *why, size_t n)
 	ssize_t len;
 
 	if (s->l.n)
-		qsort(s->l.f, s->l.n, sizeof(*s->l.f), by_name);
+		qsort(s->l.f, s->l.n, sizeof(*s->l.f), src_by_name);
 
 	m.files = calloc(s->l.n ? s->l.n : 1, sizeof(*m.files));
 	if (!m.files)

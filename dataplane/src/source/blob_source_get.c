@@ -301,7 +301,7 @@ static int get_once(struct src_remote *rm, struct src_rconn *rc, struct src_file
 	return 0;
 }
 
-static void backoff(int attempt)
+void src_backoff(int attempt)
 {
 	uint64_t ms = 100ULL << (attempt < 6 ? attempt : 6), j = 0;
 	struct timespec ts;
@@ -345,7 +345,7 @@ int src_remote_read(struct pfs_source *s, struct src_file *f, uint64_t off, uint
 		else
 			atomic_fetch_add(&rm->resumed, got);
 		pfs_warn("source: %s; retrying from byte %" PRIu64 " of the range", why, done);
-		backoff(attempt);
+		src_backoff(attempt);
 	}
 	return 0;
 }

@@ -34,6 +34,9 @@ struct src_file {
 	char sum256[64];
 	char digest[72]; /* OCI: the layer's "sha256:..." its bytes must have */
 	bool whole;
+	/* OCI: a member of an image layer, written into the blob by
+	 * src_unpack before the readers start: they only hash it. */
+	bool unpacked;
 };
 
 struct src_list {
@@ -67,6 +70,9 @@ int src_list_add(struct src_list *l, const char *name, const char *rel, const st
  * and length, the bytes needed. 0 or -errno with why. */
 int src_layout(struct pfs_source *s, char *why, size_t n);
 
+/* src_by_name - qsort/bsearch order of struct src_file: by name. */
+int src_by_name(const void *a, const void *b);
+
 /* Remote sources (blob_source_remote.c lists and checks, blob_source_get.c
  * reads). A reader thread's connection: */
 struct src_rconn;
@@ -82,6 +88,12 @@ int src_remote_read(struct pfs_source *s, struct src_file *f, uint64_t off, uint
 /* src_remote_check - after the read: every file's sha256 against the
  * store's checksum, where it published one. 0 or -EBADMSG with why. */
 int src_remote_check(struct pfs_source *s, char *why, size_t n);
+
+/* src_unpack - the members of an OCI image's layers into @blob at their
+ * files' offsets (blob_source_oci_layer.c); 0 at once for any other
+ * source. 0 or -errno with why (ESTALE: a layer changed since the
+ * listing; EBADMSG: its bytes are not its digest, or malformed). */
+int src_unpack(struct pfs_source *s, uint8_t *blob, char *why, size_t n);
 
 /* The remote counters into @st. */
 void src_remote_stats(const struct pfs_source *s, struct pfs_source_stats *st);

@@ -23,8 +23,12 @@
  *    read (src_remote_check): digests are immutable, so that pins the
  *    bytes where storage sends no ETag to pin them by.
  *
- * Layers without a title (an image's tar or tar+gzip layers) and oras'
- * packed directories are refused, naming the layer and its media type.
+ * Layers without a title whose media type is an image layer (tar,
+ * tar+gzip) are unpacked (blob_source_oci_layer.c): their regular members
+ * become files too, in the same name space (a name both titled and in an
+ * image layer is refused as listed twice). Other untitled layers (zstd,
+ * an artifact's blob) and oras' packed directories are refused, naming
+ * the layer and its media type.
  * The listing runs on one thread; the readers share the token it leaves in
  * rm->auth, and the first of them to meet a 401 (a token expired during a
  * long read) fetches a new one for all (oci_reauth, under rm->auth_lock).
@@ -294,11 +298,13 @@ static int layer(struct pfs_source *s, struct http_conn *c, const struct oci_des
 	struct src_file *f;
 	int err;
 
+	if (!d->title && oci_layer_kind(d->media_type) != OCI_LAYER_NONE)
+		return oci_image_list(s, c, d, why, n);
 	if (!d->title) {
 		snprintf(why, n,
 			 "layer %zu (%.120s, %s) has no org.opencontainers.image.title "
-			 "annotation: image layers (tar, tar+gzip) are not unpacked; push the "
-			 "model's files as titled layers (oras push)",
+			 "annotation and is not an image layer read here (tar, tar+gzip): push "
+			 "the model's files as titled layers (oras push)",
 			 i, d->media_type, d->digest);
 		return -ENOTSUP;
 	}
@@ -346,6 +352,8 @@ int oci_scan(struct pfs_source *s, char *why, size_t n)
 			   s->rem->manifest_digest, "");
 	for (size_t i = 0; !err && i < m.n; i++)
 		err = layer(s, &c->c, &m.d[i], i, why, n);
+	if (!err)
+		err = oci_image_files(s, why, n);
 	oci_manifest_free(&m);
 	src_rconn_free(c);
 	return err;

@@ -261,9 +261,11 @@ static void *reader(void *arg)
 	}
 	while ((u = take(p, &i))) {
 		struct src_file *f = &p->s->l.f[u->file];
-		int err = rc ? src_remote_read(p->s, f, u->off, u->len,
-					       p->blob + f->offset + u->off, rc, why, sizeof(why)) :
-			       read_unit(p, f, u, why, sizeof(why));
+		/* An image layer's member is in place already (src_unpack). */
+		int err = f->unpacked ? 0 :
+			  rc	      ? src_remote_read(p->s, f, u->off, u->len,
+							p->blob + f->offset + u->off, rc, why, sizeof(why)) :
+					read_unit(p, f, u, why, sizeof(why));
 
 		if (!err)
 			p->crc[i] = pfs_crc32c(0, p->blob + f->offset + u->off, u->len);
@@ -379,6 +381,9 @@ int src_read(struct pfs_source *s, uint8_t *blob, struct pfs_source_stats *st, c
 		goto out_free;
 	}
 	p.t_read_end = t0;
+	err = src_unpack(s, blob, why, n);
+	if (err)
+		goto out_free;
 	for (; nt < s->o.threads && (size_t)nt < p.nu; nt++) {
 		err = -pthread_create(&tid[nt], NULL, reader, &p);
 		if (err) {

@@ -92,6 +92,8 @@ void src_remote_free(struct src_remote *rm)
 	if (o->oci_auth)
 		OPENSSL_cleanse((char *)o->oci_auth, strlen(o->oci_auth));
 	free((char *)o->oci_auth);
+	free((char *)o->oci_path);
+	oci_image_free(rm->img);
 	OPENSSL_cleanse(rm->auth, sizeof(rm->auth));
 	pthread_mutex_destroy(&rm->auth_lock);
 	OPENSSL_cleanse(rm->basic, sizeof(rm->basic));
@@ -126,6 +128,23 @@ static int oci_endpoint(struct src_remote *rm, char *why, size_t n)
 	return err == -ENOENT ? 0 : err;
 }
 
+/* --source-oci-path as a directory: no leading "/" or "./", one trailing
+ * '/' ("" stays NULL: the whole image). */
+static const char *oci_path(const char *p, bool *oom)
+{
+	char *d;
+
+	while (p && (p[0] == '/' || (p[0] == '.' && p[1] == '/')))
+		p += p[0] == '/' ? 1 : 2;
+	if (!p || !*p)
+		return NULL;
+	if (asprintf(&d, "%s%s", p, p[strlen(p) - 1] == '/' ? "" : "/") < 0) {
+		*oom = true;
+		return NULL;
+	}
+	return d;
+}
+
 static struct src_remote *remote_new(const struct pfs_remote *r, char *why, size_t n)
 {
 	struct src_remote *rm = calloc(1, sizeof(*rm));
@@ -153,6 +172,7 @@ static struct src_remote *remote_new(const struct pfs_remote *r, char *why, size
 	o->oci_ref = dup(r->oci_ref, &oom);
 	o->oci_auth = dup(r->oci_auth, &oom);
 	o->oci_plain_http = r->oci_plain_http;
+	o->oci_path = oci_path(r->oci_path, &oom);
 	o->ca_file = dup(r->ca_file, &oom);
 	o->files = dup_list(r->files, r->nfiles, &oom);
 	o->headers = dup_list(r->headers, r->nheaders, &oom);
@@ -203,7 +223,7 @@ out_free:
 
 /* ---- names ---- */
 
-static int check_name(const char *name, const char *key, char *why, size_t n)
+int src_check_name(const char *name, const char *key, char *why, size_t n)
 {
 	size_t len = strlen(name);
 	const char *p = name;
@@ -236,7 +256,7 @@ int src_add_file(struct pfs_source *s, const char *name, const char *key, uint64
 {
 	struct stat st = { .st_mode = S_IFREG | 0444, .st_size = (off_t)size };
 	struct src_file *f;
-	int err = check_name(name, key, why, n);
+	int err = src_check_name(name, key, why, n);
 
 	if (err)
 		return err;
@@ -489,9 +509,15 @@ static char *resolve(const char *base, const char *loc)
 	return u;
 }
 
-int src_probe(struct src_remote *rm, struct http_conn *c, const char *url, bool get, char **final,
-	      struct http_resp *r, char *why, size_t n)
+enum probe { P_HEAD, P_FIRST_BYTE, P_BODY };
+
+/* HEAD, GET of the first byte, or GET (of @range) whose body is left to
+ * read, following redirects; *@final the URL that answered (@final may be
+ * NULL). */
+static int follow(struct src_remote *rm, struct http_conn *c, const char *url, enum probe mode,
+		  const char *range, char **final, struct http_resp *r, char *why, size_t n)
 {
+	bool get = mode != P_HEAD;
 	char *cur = strdup(url);
 	int err = cur ? 0 : fail(why, n, ENOMEM, "%s", "no memory");
 
@@ -505,8 +531,7 @@ int src_probe(struct src_remote *rm, struct http_conn *c, const char *url, bool 
 		if (err)
 			break;
 		if (get)
-			err = src_rq(rm, c, &u, "GET", u.target, "bytes=0-0", NULL, NULL, 0, r, why,
-				     n);
+			err = src_rq(rm, c, &u, "GET", u.target, range, NULL, NULL, 0, r, why, n);
 		else
 			err = src_rq(rm, c, &u, "HEAD", u.target, NULL, NULL, NULL, 0, r, why, n);
 		if (!err && head && (r->status == 405 || r->status == 501)) {
@@ -537,6 +562,8 @@ int src_probe(struct src_remote *rm, struct http_conn *c, const char *url, bool 
 			err = src_status_err(c, r, what, why, n);
 			break;
 		}
+		if (mode == P_BODY)
+			break; /* the caller reads the body */
 		if (!head && r->status == 206 && r->has_range && r->total != UINT64_MAX) {
 			r->len = r->total;
 			r->has_len = true;
@@ -550,11 +577,23 @@ int src_probe(struct src_remote *rm, struct http_conn *c, const char *url, bool 
 			err = fail(why, n, EPROTO, "%s: the server sends no Content-Length", what);
 		break;
 	}
-	if (err)
+	if (err || !final)
 		free(cur);
 	else
 		*final = cur;
 	return err;
+}
+
+int src_probe(struct src_remote *rm, struct http_conn *c, const char *url, bool get, char **final,
+	      struct http_resp *r, char *why, size_t n)
+{
+	return follow(rm, c, url, get ? P_FIRST_BYTE : P_HEAD, "bytes=0-0", final, r, why, n);
+}
+
+int src_get(struct src_remote *rm, struct http_conn *c, const char *url, const char *range,
+	    struct http_resp *r, char *why, size_t n)
+{
+	return follow(rm, c, url, P_BODY, range, NULL, r, why, n);
 }
 
 static int http_scan(struct pfs_source *s, char *why, size_t n)

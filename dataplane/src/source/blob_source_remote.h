@@ -38,6 +38,9 @@ struct src_remote {
 	char auth[8192];
 	char basic[2048];
 	char manifest_digest[OCI_DIGEST_LEN + 1];
+	/* OCI: the image layers unpacked (blob_source_oci_layer.c); NULL:
+	 * none. Written by the lister, read by src_unpack's threads. */
+	struct oci_image *img;
 };
 
 struct src_rconn {
@@ -77,12 +80,39 @@ int src_add_file(struct pfs_source *s, const char *name, const char *key, uint64
 int src_probe(struct src_remote *rm, struct http_conn *c, const char *url, bool get, char **final,
 	      struct http_resp *r, char *why, size_t n);
 
+/* src_get - a GET of @url (@range "bytes=N-" when not NULL) following up
+ * to five redirects, the response's body left to read from @c (the head
+ * in @r: 200 or 206). 0 or -errno with why. */
+int src_get(struct src_remote *rm, struct http_conn *c, const char *url, const char *range,
+	    struct http_resp *r, char *why, size_t n);
+
+/* src_check_name - @name may be a file name of the manifest (valid
+ * UTF-8, relative, no empty, '.' or '..' part, no control character):
+ * 0, or -EILSEQ with why naming @key. */
+int src_check_name(const char *name, const char *key, char *why, size_t n);
+
+/* src_backoff - sleep before retry @attempt: 100 ms doubling to 5 s, with
+ * jitter. */
+void src_backoff(int attempt);
+
 /* src_names_unique - no name twice in the (sorted) listing: 0, or -EINVAL
  * naming it. */
 int src_names_unique(const struct pfs_source *s, char *why, size_t n);
 
 /* oci_scan - list an OCI source (blob_source_oci.c): 0 or -errno. */
 int oci_scan(struct pfs_source *s, char *why, size_t n);
+
+/* An OCI image's layers (blob_source_oci_layer.c). oci_image_list - the
+ * members of image layer @d (tar, tar+gzip), streamed once, into rm->img;
+ * oci_image_files - after the last layer, the members left (whiteouts
+ * applied, later layers winning) as files of the listing. 0 or -errno
+ * with why. */
+#define OCI_IMAGE_MEMBERS_MAX 200000u /* regular members in all layers */
+struct oci_image;
+int oci_image_list(struct pfs_source *s, struct http_conn *c, const struct oci_desc *d, char *why,
+		   size_t n);
+int oci_image_files(struct pfs_source *s, char *why, size_t n);
+void oci_image_free(struct oci_image *img);
 
 /* oci_reauth - after a 401 of a Bearer registry to a request that carried
  * its token (src_rq): a new token from the realm, unless another reader

@@ -57,8 +57,9 @@ const struct pfs_opt pfs_cli_source_opts[] = {
 	  "'Name: value' lines sent with every request (e.g. Authorization: Bearer ...)",
 	  .flags = PFS_OPT_NONZERO },
 	{ "source-oci", PFS_OPT_STR, AT(oci), "REF",
-	  "load the titled layers of an OCI artifact, REGISTRY/REPO[:TAG|@sha256:DIGEST] (an "
-	  "index: its linux/amd64 manifest), as files named by their titles",
+	  "load an OCI artifact or image, REGISTRY/REPO[:TAG|@sha256:DIGEST] (an index: its "
+	  "linux/amd64 manifest): titled layers as files named by their titles, tar and "
+	  "tar+gzip layers unpacked",
 	  .flags = PFS_OPT_NONZERO },
 	{ "source-oci-auth", PFS_OPT_STR, AT(oci_auth), "FILE",
 	  "a docker config, the .dockerconfigjson of a pull secret: credentials for the registry "
@@ -66,6 +67,10 @@ const struct pfs_opt pfs_cli_source_opts[] = {
 	  .flags = PFS_OPT_NONZERO },
 	{ "source-oci-plain-http", PFS_OPT_FLAG, AT(oci_plain_http), NULL,
 	  "speak plain http to the registry (a test registry), not https" },
+	{ "source-oci-path", PFS_OPT_STR, AT(oci_path), "DIR",
+	  "of an image's tar layers, only the files beneath DIR (KServe ModelCar: models/), "
+	  "named relative to it (default: every file)",
+	  .flags = PFS_OPT_NONZERO },
 	{ "source-ca-file", PFS_OPT_STR, AT(ca_file), "PATH",
 	  "PEM CA bundle to trust for https (default: the system's)", .flags = PFS_OPT_NONZERO },
 	{ "source-retries", PFS_OPT_U64, AT(retries), "N",

@@ -27,8 +27,9 @@ struct pfs_cli_source {
 	const char *s3, *s3_endpoint, *s3_region, *credentials;
 	const char *url, *files, *header_file, *ca_file;
 	/* --source-oci REGISTRY/REPO[:TAG|@DIGEST], --source-oci-auth FILE
-	 * (a pull secret's .dockerconfigjson), --source-oci-plain-http. */
-	const char *oci, *oci_auth;
+	 * (a pull secret's .dockerconfigjson), --source-oci-plain-http,
+	 * --source-oci-path DIR (of image layers, the files beneath DIR). */
+	const char *oci, *oci_auth, *oci_path;
 	bool oci_plain_http;
 	uint64_t retries;
 	int timeout_ms;

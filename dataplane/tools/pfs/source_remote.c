@@ -34,7 +34,8 @@ int pfs_cli_source_remote_check(const struct pfs_cmdline *c, const struct pfs_cl
 {
 	static const char *const s3_only[] = { "source-s3-endpoint", "source-s3-region",
 					       "source-credentials" };
-	static const char *const oci_only[] = { "source-oci-auth", "source-oci-plain-http" };
+	static const char *const oci_only[] = { "source-oci-auth", "source-oci-plain-http",
+						"source-oci-path" };
 	static const char *const remote_only[] = { "source-ca-file", "source-retries",
 						   "source-timeout", "source-header-file" };
 
@@ -195,6 +196,7 @@ struct pfs_source *pfs_cli_source_remote_scan(struct pfs_cli_source *s,
 		r.kind = PFS_REMOTE_OCI;
 		r.oci_ref = s->oci;
 		r.oci_plain_http = s->oci_plain_http;
+		r.oci_path = s->oci_path;
 		if (s->oci_auth) {
 			oci_auth = read_secret(s->oci_auth, true, why, n);
 			err = oci_auth ? 0 : -EACCES;
