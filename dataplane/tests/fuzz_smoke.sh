@@ -3,12 +3,13 @@
 # TAP wrapper: a short, fixed-count, fixed-seed libFuzzer run of every wire
 # parser (gram decoder, Ethernet/IP/UDP frame parser) and of the blob
 # manifest decoder, the replication control frames (LAYOUT runs too) and the
-# registry JSON (OCI manifests, tokens, docker configs) under ASan/UBSan
+# registry JSON (OCI manifests, tokens, docker configs) and OCI image layers
+# (tar, tar+gzip) under ASan/UBSan
 # (part of `make test`; `make fuzz` runs longer).
 set -u
 build=${BUILD:-build}
 runs=${FUZZ_RUNS:-20000}
-harnesses=(gram frame manifest repl share delta json)
+harnesses=(gram frame manifest repl share delta json layer)
 echo "1..${#harnesses[@]}"
 pass=0 fail=0 skip=0 i=0
 for h in "${harnesses[@]}"; do

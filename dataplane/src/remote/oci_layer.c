@@ -123,7 +123,7 @@ uint64_t oci_untar_skipped(const struct oci_untar *u)
 
 /* -EBADMSG (or @err) with "layer DIGEST: tar byte POS: ..." */
 __attribute__((format(printf, 5, 6))) static int bad(struct oci_untar *u, int err, char *why,
-						      size_t n, const char *fmt, ...)
+						     size_t n, const char *fmt, ...)
 {
 	int o = snprintf(why, n, "layer %s: tar byte %llu: ", u->digest,
 			 (unsigned long long)u->pos);
@@ -219,7 +219,8 @@ static int pax(struct oci_untar *u, char *why, size_t n)
 		while (o + i < u->ext_len && r[i] >= '0' && r[i] <= '9' && i < 8)
 			len = len * 10 + (size_t)(r[i++] - '0');
 		if (!i || r[i] != ' ' || len <= i + 1 || len > u->ext_len - o || r[len - 1] != '\n')
-			return bad(u, -EBADMSG, why, n, "a malformed pax record at its byte %zu", o);
+			return bad(u, -EBADMSG, why, n, "a malformed pax record at its byte %zu",
+				   o);
 		end = r + len - 1;
 		eq = memchr(r + i + 1, '=', (size_t)(end - (r + i + 1)));
 		if (!eq)

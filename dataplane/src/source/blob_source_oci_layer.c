@@ -119,7 +119,7 @@ static int stream(struct src_remote *rm, struct http_conn *c, const struct img_l
 		snprintf(range, sizeof(range), "bytes=%" PRIu64 "-", at);
 		err = src_get(rm, c, l->url, at ? range : NULL, &r, why, n);
 		if (!err && (at ? r.status != 206 || !r.has_range || r.first != at ||
-					  (r.total != l->size && r.total != UINT64_MAX) :
+					     (r.total != l->size && r.total != UINT64_MAX) :
 				  r.status != 200 || (r.has_len && r.len != l->size))) {
 			http_close(c);
 			snprintf(why, n,
@@ -269,8 +269,8 @@ static void apply_whiteouts(struct oci_image *img, size_t layer)
 	img->nwh = 0;
 }
 
-int oci_image_list(struct pfs_source *s, struct http_conn *c, const struct oci_desc *d,
-		   char *why, size_t n)
+int oci_image_list(struct pfs_source *s, struct http_conn *c, const struct oci_desc *d, char *why,
+		   size_t n)
 {
 	struct src_remote *rm = s->rem;
 	struct oci_image *img = rm->img;
@@ -289,7 +289,8 @@ int oci_image_list(struct pfs_source *s, struct http_conn *c, const struct oci_d
 		return nomem(why, n);
 	img->l = l;
 	l = &img->l[img->nl];
-	*l = (struct img_layer){ .size = d->size, .kind = oci_layer_kind(d->media_type),
+	*l = (struct img_layer){ .size = d->size,
+				 .kind = oci_layer_kind(d->media_type),
 				 .first = img->nm };
 	snprintf(l->digest, sizeof(l->digest), "%s", d->digest);
 	snprintf(l->url, sizeof(l->url), "%s://%s/v2/%s/blobs/%s", rm->ep.tls ? "https" : "http",
