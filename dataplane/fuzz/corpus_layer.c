@@ -21,7 +21,10 @@ static size_t put(unsigned char *a, size_t o, const char *name, char type, const
 	snprintf((char *)h + 124, 12, "%011zo", len);
 	memset(h + 148, ' ', 8);
 	h[156] = (unsigned char)type;
-	memcpy(h + 257, "ustar\0" "00", 8);
+	memcpy(h + 257,
+	       "ustar\0"
+	       "00",
+	       8);
 	if (prefix)
 		snprintf((char *)h + 345, 155, "%s", prefix);
 	for (int i = 0; i < 512; i++)

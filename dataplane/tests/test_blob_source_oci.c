@@ -357,9 +357,11 @@ static void serve_one(int fd, const char *req)
 
 /* ---- the content ---- */
 
-/* A layer descriptor of @path titled @title, its blob registered; @digest
- * overrides the real one (a layer that lies). */
-static int layer_json(char *out, size_t n, const char *path, const char *title, const char *digest)
+/* A layer descriptor of @path (@mt) titled @title (NULL: an image layer,
+ * untitled), its blob registered; @digest overrides the real one (a layer
+ * that lies). */
+static int layer_json(char *out, size_t n, const char *path, const char *mt, const char *title,
+		      const char *digest)
 {
 	struct blob *b = &blobs[nblobs++];
 	struct stat st;
@@ -369,10 +371,13 @@ static int layer_json(char *out, size_t n, const char *path, const char *title, 
 	if (digest)
 		snprintf(b->digest, sizeof(b->digest), "%s", digest);
 	snprintf(b->path, sizeof(b->path), "%s", path);
+	if (!title)
+		return snprintf(out, n, "{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%lld}",
+				mt, b->digest, (long long)st.st_size);
 	return snprintf(out, n,
-			"{\"mediaType\":\"" MT_LAYER "\",\"digest\":\"%s\",\"size\":%lld,"
+			"{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%lld,"
 			"\"annotations\":{\"org.opencontainers.image.title\":\"%s\"}}",
-			b->digest, (long long)st.st_size, title);
+			mt, b->digest, (long long)st.st_size, title);
 }
 
 static char *manifest_of(const char *layers)
@@ -411,10 +416,11 @@ static int content(void)
 			snprintf(name, sizeof(name), "%s%s", sub[s], e->d_name);
 			o += (size_t)snprintf(layers + o, sizeof(layers) - o, "%s", o ? "," : "");
 			ob += (size_t)snprintf(bad + ob, sizeof(bad) - ob, "%s", ob ? "," : "");
-			if (layer_json(layers + o, sizeof(layers) - o, path, name, NULL) < 0)
+			if (layer_json(layers + o, sizeof(layers) - o, path, MT_LAYER, name, NULL) <
+			    0)
 				return -1;
 			o += strlen(layers + o);
-			if (layer_json(bad + ob, sizeof(bad) - ob, path, name,
+			if (layer_json(bad + ob, sizeof(bad) - ob, path, MT_LAYER, name,
 				       strcmp(name, "silero_vad.onnx") ?
 					       NULL :
 					       "sha256:0000000000000000000000000000000000000000000"
@@ -492,21 +498,6 @@ static void odd_tags(void)
 #define MT_GZIP "application/vnd.oci.image.layer.v1.tar+gzip"
 #define MT_DOCKER_GZIP "application/vnd.docker.image.rootfs.diff.tar.gzip"
 
-/* An untitled layer descriptor of @path (@mt), its blob registered. */
-static int image_layer(char *out, size_t n, const char *path, const char *mt, const char *digest)
-{
-	struct blob *b = &blobs[nblobs++];
-	struct stat st;
-
-	if (stat(path, &st) || file_digest(path, b->digest))
-		return -1;
-	if (digest)
-		snprintf(b->digest, sizeof(b->digest), "%s", digest);
-	snprintf(b->path, sizeof(b->path), "%s", path);
-	return snprintf(out, n, "{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%lld}", mt,
-			b->digest, (long long)st.st_size);
-}
-
 /* A tag of the layers given as (path, media type) pairs, NULL-ended. */
 static int image_tag(const char *tag, ...)
 {
@@ -520,7 +511,7 @@ static int image_tag(const char *tag, ...)
 		const char *mt = va_arg(ap, const char *);
 
 		o += (size_t)snprintf(layers + o, sizeof(layers) - o, "%s", o ? "," : "");
-		if (image_layer(layers + o, sizeof(layers) - o, p, mt, NULL) < 0) {
+		if (layer_json(layers + o, sizeof(layers) - o, p, mt, NULL, NULL) < 0) {
 			va_end(ap);
 			return -1;
 		}
@@ -601,9 +592,9 @@ static int image_tags(void)
 	    image_tag("image-whole", p[2], MT_DOCKER_GZIP, NULL) ||
 	    image_tag("img-cut", p[3], MT_GZIP, NULL))
 		return -1;
-	if (image_layer(o, sizeof(o), p[1], MT_LAYER,
-			"sha256:00000000000000000000000000000000000000000000000000000000000000"
-			"02") < 0)
+	if (layer_json(o, sizeof(o), p[1], MT_LAYER, NULL,
+		       "sha256:00000000000000000000000000000000000000000000000000000000000000"
+		       "02") < 0)
 		return -1;
 	add_tag("img-digest", manifest_of(o));
 	/* The plain layer again, one byte of config.json's data changed. */
@@ -861,11 +852,22 @@ static int t_cut(void)
 	return TAP_PASS;
 }
 
+/* Each tag of @c refused with its message. */
+struct refusal {
+	const char *tag, *msg;
+};
+
+static int refused_all(const struct refusal *c, size_t k)
+{
+	for (size_t i = 0; i < k; i++)
+		if (refused(A_NONE, F_NONE, c[i].tag, c[i].msg) != TAP_PASS)
+			return TAP_FAIL;
+	return TAP_PASS;
+}
+
 static int t_malformed(void)
 {
-	static const struct {
-		const char *tag, *msg;
-	} cases[] = {
+	static const struct refusal cases[] = {
 		{ ":mal-notjson", "malformed manifest: JSON byte 19: a key must be a string" },
 		{ ":mal-schema1", "schemaVersion is not 2" },
 		{ ":mal-twice", "\"layers\" is missing, twice, or not an array" },
@@ -874,10 +876,7 @@ static int t_malformed(void)
 		{ ":mal-comma", "bytes after the value" },
 	};
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (refused(A_NONE, F_NONE, cases[i].tag, cases[i].msg) != TAP_PASS)
-			return TAP_FAIL;
-	return TAP_PASS;
+	return refused_all(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static int t_unknown(void)
@@ -921,19 +920,14 @@ static int t_image_cut(void)
 
 static int t_image_refused(void)
 {
-	static const struct {
-		const char *tag, *msg;
-	} cases[] = {
+	static const struct refusal cases[] = {
 		{ ":img-digest", "not its digest: the registry served other bytes" },
 		{ ":img-cut", "truncated gzip: its" },
 		{ ":img-header", "tar byte 0: a malformed tar header" },
 		{ ":img-dots", "'models/../escape.bin' has an empty, '.' or '..' part" },
 	};
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (refused(A_NONE, F_NONE, cases[i].tag, cases[i].msg) != TAP_PASS)
-			return TAP_FAIL;
-	return TAP_PASS;
+	return refused_all(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 /* A layer whose bytes change between the listing and the read. */
