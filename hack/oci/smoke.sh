@@ -8,7 +8,12 @@
 # subdirectory included) and pfs loads it by tag and by digest. Checked: the
 # blob's manifest lists every file with sha256sum's digest and the layer
 # digests oras pushed, `pfs blob manifest --verify` passes, and the blob
-# equals the one `--source` makes of the same directory. Then the registry
+# equals the one `--source` makes of the same directory. The same model as
+# an image (a ModelCar's shape): a tar+gzip layer of ./models/ (with a stale
+# file and a wrong config.json) and a tar layer (the right config.json, the
+# stale file's whiteout), pushed blob by blob with a hand-written manifest
+# (`oras push` titles every file it pushes, whatever its media type), loaded with --source-oci-path models/:
+# again the blob `--source` makes. Then the registry
 # again with Basic authentication (htpasswd): without a pull secret the load
 # is refused, with one it loads and the password shows nowhere. Leaves
 # nothing behind. Usage: hack/oci/smoke.sh [PFS]  (default
@@ -82,6 +87,33 @@ by_digest() {
   d=$("$oras" resolve --ca-file "$OCI_CA_FILE" --registry-config "$work/oras.json" "$OCI_REGISTRY/models/minilm:v1") &&
     load digest "models/minilm@$d" && [ "$(jq -r .source.remote.oci_manifest "$work/digest.json")" = "$d" ]
 }
+image_push() { # the model as an image of two untitled layers, models:image
+  local img=$work/img cfg l1 l2
+  mkdir -p "$img/a/models" "$img/b/models" && cp -r "$data/." "$img/a/models/" &&
+    echo stale >"$img/a/models/stale.bin" && echo wrong >"$img/a/models/config.json" &&
+    cp "$data/config.json" "$img/b/models/" && : >"$img/b/models/.wh.stale.bin" &&
+    tar -C "$img/a" -czf "$img/l1.tar.gz" . && tar -C "$img/b" -cf "$img/l2.tar" models &&
+    printf '{}' >"$img/config.json" || return 1
+  blob_push() { # FILE MEDIA-TYPE: its descriptor (no annotations)
+    "$oras" blob push --ca-file "$OCI_CA_FILE" --registry-config "$work/oras.json" --descriptor \
+      --media-type "$2" "$OCI_REGISTRY/models/minilm-image" "$1"
+  }
+  cfg=$(blob_push "$img/config.json" application/vnd.oci.empty.v1+json) &&
+    l1=$(blob_push "$img/l1.tar.gz" application/vnd.oci.image.layer.v1.tar+gzip) &&
+    l2=$(blob_push "$img/l2.tar" application/vnd.oci.image.layer.v1.tar) &&
+    jq -n --argjson c "$cfg" --argjson a "$l1" --argjson b "$l2" \
+      '{schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json", config: $c, layers: [$a, $b]}' \
+      >"$img/manifest.json" &&
+    jq -e '[.layers[] | has("annotations")] | any | not' "$img/manifest.json" >/dev/null &&
+    "$oras" manifest push --ca-file "$OCI_CA_FILE" --registry-config "$work/oras.json" \
+      "$OCI_REGISTRY/models/minilm-image:v1" "$img/manifest.json"
+}
+image_same_as_files() { # the image's models/ is the model directory: as --source makes it
+  "$PFS" blob manifest --name "$blob-image" --dir /dev/shm --verify >/dev/null &&
+    [ "$(jq -r .source.sha256 "$work/image.json")" = "$(jq -r .source.sha256 "$work/ref.json")" ] &&
+    [ "$(jq -r .source.remote.checksums "$work/image.json")" = 2 ] &&
+    [ "$(jq -r .source.files "$work/image.json")" = "$(files | wc -l)" ]
+}
 refused_without_secret() {
   ! load nosecret models/minilm:v1 && grep -q "asks for credentials (Basic): give --source-oci-auth" "$work/nosecret.err" &&
     [ ! -e "/dev/shm/$blob-nosecret" ]
@@ -97,6 +129,9 @@ tap "pfs loads it by tag" load tag models/minilm:v1
 t1=$(date +%s.%N)
 tap "its manifest: sha256sum's digests, the layer digests; --verify; as --source makes it" same_as_files tag
 tap "pfs loads it by digest; the result names that digest" by_digest
+tap "the model as an image: a tar+gzip and a tar layer, untitled (oras blob push, manifest push)" image_push
+tap "pfs loads the image with --source-oci-path models/" load image models/minilm-image:v1 --source-oci-path models/
+tap "the image's models/: --verify; as --source makes it; both layer digests compared" image_same_as_files
 tap "start a registry with Basic authentication (htpasswd)" start "$work/auth" --auth
 tap "oras pushes with the credentials" push models/minilm:v1
 tap "without a pull secret: refused, says so, no blob" refused_without_secret
