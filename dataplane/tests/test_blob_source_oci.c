@@ -18,7 +18,7 @@
  *   - a token that expires mid-read: fetched again once, the load goes on;
  *   - every range cut halfway once: resumed where it stopped;
  *   - an image (tar+gzip and tar layers made by `tar` from the same
- *     files, with an override, a whiteout, a symlink, GNU and pax long
+ *     files, with an override, a directory over a file, a whiteout, a symlink, GNU and pax long
  *     names): with --source-oci-path models/ the blob equals the files';
  *     one Docker tar.gzip layer, redirected to storage, likewise; a
  *     layer stream cut halfway: resumed;
@@ -558,9 +558,10 @@ static int ustar(const char *path, const char *name, const char *data, size_t le
 /*
  * The data directory as an image, the way a ModelCar is built:
  *   tag image: layer 1 (tar+gzip, GNU format) holds ./models/ = the data
- *     directory with a wrong minilm/config.json, a stale file, a symlink,
- *     and etc/ with a GNU long name; layer 2 (plain tar, pax format) the
- *     right config.json, the stale file's whiteout and a pax long name.
+ *     directory with a wrong __init__.py, a file in minilm/'s place, a
+ *     stale file, a symlink, and etc/ with a GNU long name; layer 2 (plain
+ *     tar, pax format) the right __init__.py, the minilm/ directory (which
+ *     replaces the file), the stale file's whiteout and a pax long name.
  *     Read with --source-oci-path models/, it is the data directory.
  *   tag image-whole: one Docker tar.gzip layer of the data directory.
  *   refusals: a layer whose bytes are not its digest, a truncated gzip, a
@@ -573,11 +574,12 @@ static int image_tags(void)
 			  "field-holds-so-it-needs-an-extension.txt";
 	const char *dots = "models/../escape.bin";
 
-	if (sh("cd %s && mkdir -p img/a/models img/a/etc img/b/models/minilm img/b/etc && "
-	       "cp -r data/. img/a/models/ && echo wrong >img/a/models/minilm/config.json && "
+	if (sh("cd %s && mkdir -p img/a/models img/a/etc img/b/models img/b/etc && "
+	       "cp -r data/. img/a/models/ && rm -r img/a/models/minilm && "
+	       "echo file >img/a/models/minilm && echo wrong >img/a/models/__init__.py && "
 	       "echo stale >img/a/models/stale.bin && ln -s silero_vad.onnx img/a/models/link && "
-	       "echo x >img/a/etc/%s && cp data/minilm/config.json img/b/models/minilm/ && "
-	       ": >img/b/models/.wh.stale.bin && echo y >img/b/etc/%s && "
+	       "echo x >img/a/etc/%s && cp -r data/minilm img/b/models/ && "
+	       ": >img/b/models/__init__.py && : >img/b/models/.wh.stale.bin && echo y >img/b/etc/%s && "
 	       "tar -C img/a --format=gnu -czf img/l1.tar.gz . && "
 	       "tar -C img/b --format=pax -cf img/l2.tar models etc && "
 	       "tar -C data -cf - . | gzip -9 >img/whole.tar.gz && "

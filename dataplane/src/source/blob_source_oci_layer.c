@@ -13,8 +13,9 @@
  *    blob), its members recorded in order: name, size, layer. After each
  *    layer its whiteouts (".wh.NAME", ".wh..wh..opq") delete what earlier
  *    layers put there (image spec, "Whiteouts"); at the end a name given
- *    twice keeps its last member (a later layer overrides an earlier one).
- *    The members left become files (oci_image_files).
+ *    twice keeps its last member (a later layer overrides an earlier one),
+ *    and of a file and a directory of one name the later replaces the
+ *    earlier. The members left become files (oci_image_files).
  * 2. The read (src_unpack, before the pipeline's readers start): every
  *    layer with a member left is streamed again by one of up to
  *    opts.threads threads (layers in parallel, each sequential), and each
@@ -312,10 +313,39 @@ static int by_name(const void *a, const void *b)
 	return c ? c : x < y ? -1 : x > y;
 }
 
+static int by_name_only(const void *a, const void *b)
+{
+	return strcmp((*(struct img_member *const *)a)->name,
+		      (*(struct img_member *const *)b)->name);
+}
+
+/* A file and a directory of one name (@v: the live members, one per
+ * name, sorted): the later replaces the earlier, as an overlay does: a
+ * file deletes what lay beneath the directory, a member beneath the
+ * directory deletes the file. */
+static void file_or_dir(struct img_member **v, size_t k)
+{
+	char dir[OCI_NAME_MAX + 1];
+
+	for (size_t i = 0; i < k; i++) {
+		const char *name = v[i]->name;
+
+		for (const char *sl = strchr(name, '/'); sl && v[i]->live;
+		     sl = strchr(sl + 1, '/')) {
+			struct img_member key = { .name = dir }, *kp = &key, **hit;
+
+			snprintf(dir, sizeof(dir), "%.*s", (int)(sl - name), name);
+			hit = bsearch(&kp, v, k, sizeof(*v), by_name_only);
+			if (hit && (*hit)->live)
+				(*hit > v[i] ? v[i] : *hit)->live = false;
+		}
+	}
+}
+
 int oci_image_files(struct pfs_source *s, char *why, size_t n)
 {
 	struct oci_image *img = s->rem->img;
-	size_t plen = strlen(path_of(s->rem)), k = 0;
+	size_t plen = strlen(path_of(s->rem)), k = 0, live = 0;
 	struct img_member **v;
 	int err = 0;
 
@@ -333,6 +363,11 @@ int oci_image_files(struct pfs_source *s, char *why, size_t n)
 	for (size_t i = 0; i + 1 < k; i++)
 		if (!strcmp(v[i]->name, v[i + 1]->name))
 			v[i]->live = false;
+	for (size_t i = 0; i < k; i++)
+		if (v[i]->live)
+			v[live++] = v[i];
+	k = live;
+	file_or_dir(v, k);
 	for (size_t i = 0; !err && i < k; i++) {
 		if (!v[i]->live)
 			continue;
