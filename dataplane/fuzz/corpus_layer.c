@@ -9,31 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
-static size_t put(unsigned char *a, size_t o, const char *name, char type, const char *data,
-		  size_t len, const char *prefix)
-{
-	unsigned char *h = a + o;
-	unsigned sum = 0;
-
-	memset(h, 0, 512);
-	snprintf((char *)h, 100, "%s", name);
-	memcpy(h + 100, "0000644", 8);
-	snprintf((char *)h + 124, 12, "%011zo", len);
-	memset(h + 148, ' ', 8);
-	h[156] = (unsigned char)type;
-	memcpy(h + 257,
-	       "ustar\0"
-	       "00",
-	       8);
-	if (prefix)
-		snprintf((char *)h + 345, 155, "%s", prefix);
-	for (int i = 0; i < 512; i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06o", sum);
-	memcpy(h + 512, data, len);
-	memset(h + 512 + len, 0, (512 - len % 512) % 512);
-	return o + 512 + (len + 511) / 512 * 512;
-}
+#include "../tests/tar_util.h"
 
 static int write_seed(const char *dir, int i, unsigned char first, const unsigned char *b,
 		      size_t len)
@@ -62,16 +38,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s DIR\n", argv[0]);
 		return 2;
 	}
-	o = put(a, o, "model.safetensors", '0', "weights", 7, "models");
-	o = put(a, o, "PaxHeaders/x", 'x', pax, strlen(pax), NULL);
-	o = put(a, o, "short", '0', "abc", 3, NULL);
-	o = put(a, o, "././@LongLink", 'L', "models/a-long-name.json", 24, NULL);
-	o = put(a, o, "short2", '0', "{}", 2, NULL);
-	o = put(a, o, "./models/", '5', "", 0, NULL);
-	o = put(a, o, "models/link", '2', "", 0, NULL);
-	o = put(a, o, "models/.wh.old.bin", '0', "", 0, NULL);
-	memset(a + o, 0, 1024);
-	o += 1024;
+	o = tar_put(a, o, "model.safetensors", '0', "weights", 7, "models");
+	o = tar_put(a, o, "PaxHeaders/x", 'x', pax, strlen(pax), NULL);
+	o = tar_put(a, o, "short", '0', "abc", 3, NULL);
+	o = tar_put(a, o, "././@LongLink", 'L', "models/a-long-name.json", 24, NULL);
+	o = tar_put(a, o, "short2", '0', "{}", 2, NULL);
+	o = tar_put(a, o, "./models/", '5', "", 0, NULL);
+	o = tar_put(a, o, "models/link", '2', "", 0, NULL);
+	o = tar_put(a, o, "models/.wh.old.bin", '0', "", 0, NULL);
+	o = tar_end(a, o);
 	if (deflateInit2(&s, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return 1;
 	s.next_in = a;

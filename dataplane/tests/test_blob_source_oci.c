@@ -54,6 +54,7 @@
 #include "json_util.h"
 #include "script_server.h"
 #include "sh.h"
+#include "tar_util.h"
 #include "tap.h"
 #include "testdata.h"
 
@@ -526,32 +527,15 @@ static int image_tag(const char *tag, ...)
  * header's byte @flip inverted unless negative. */
 static int ustar(const char *path, const char *name, const char *data, size_t len, int flip)
 {
-	unsigned char h[512] = { 0 }, zero[1536] = { 0 };
-	unsigned sum = 0;
+	static unsigned char a[4096];
+	size_t o = tar_end(a, tar_put(a, 0, name, '0', data, len, NULL));
 	FILE *f = fopen(path, "w");
 
 	if (!f)
 		return -1;
-	snprintf((char *)h, 100, "%s", name);
-	memcpy(h + 100, "0000644", 8);
-	memcpy(h + 108, "0000000", 8);
-	memcpy(h + 116, "0000000", 8);
-	snprintf((char *)h + 124, 12, "%011zo", len);
-	memcpy(h + 136, "00000000000", 12);
-	memset(h + 148, ' ', 8);
-	h[156] = '0';
-	memcpy(h + 257,
-	       "ustar\0"
-	       "00",
-	       8);
-	for (int i = 0; i < 512; i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06o", sum);
 	if (flip >= 0)
-		h[flip] ^= 0xff;
-	fwrite(h, 1, 512, f);
-	fwrite(data, 1, len, f);
-	fwrite(zero, 1, (512 - len % 512) % 512 + 1024, f);
+		a[flip] ^= 0xff;
+	fwrite(a, 1, o, f);
 	return fclose(f);
 }
 
@@ -901,6 +885,9 @@ static int t_image(void)
 
 	CHECK(loaded_equal_n(rc, "image", 2), "the image is not the data directory");
 	CHECK(strstr(err, "1 links, devices or FIFOs"), "the symlink not counted: %.600s", err);
+	rc = load(A_NONE, F_NONE, ":v1", blob("bad"), "--source-oci-path models");
+	CHECK(rc && strstr(err, "--source-oci-path models/: the manifest has no image layer"),
+	      "a path in an artifact of titled layers: rc %d, %.600s", rc, err);
 	rc = load(A_NONE, F_REDIRECT, ":image-whole", blob("whole"), NULL);
 	CHECK(loaded_equal_n(rc, "whole", 1), "one tar.gzip layer is not the data directory");
 	CHECK(ctl->storage_gets == 2 && ctl->storage_auth == 0,

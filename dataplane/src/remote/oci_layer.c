@@ -41,7 +41,8 @@ struct oci_untar {
 	bool z_open, z_done; /* a gzip member begun / the last one ended */
 	uint8_t *out; /* INFLATE_BUF: what gzip inflated */
 	uint64_t fed; /* compressed bytes in */
-	uint64_t pos; /* tar bytes consumed (the offset in messages) */
+	uint64_t pos; /* tar bytes consumed */
+	uint64_t at; /* the offset in messages: the header at fault, or the end */
 	enum state st;
 	uint8_t hdr[BLOCK];
 	size_t hfill;
@@ -125,8 +126,7 @@ uint64_t oci_untar_skipped(const struct oci_untar *u)
 __attribute__((format(printf, 5, 6))) static int bad(struct oci_untar *u, int err, char *why,
 						     size_t n, const char *fmt, ...)
 {
-	int o = snprintf(why, n, "layer %s: tar byte %llu: ", u->digest,
-			 (unsigned long long)u->pos);
+	int o = snprintf(why, n, "layer %s: tar byte %llu: ", u->digest, (unsigned long long)u->at);
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -367,6 +367,8 @@ static int tar_feed(struct oci_untar *u, const uint8_t *p, size_t len, char *why
 
 		switch (u->st) {
 		case S_HEADER:
+			if (!u->hfill)
+				u->at = u->pos;
 			k = BLOCK - u->hfill < len ? BLOCK - u->hfill : len;
 			memcpy(u->hdr + u->hfill, p, k);
 			u->hfill += k;
@@ -479,6 +481,7 @@ int oci_untar_end(struct oci_untar *u, char *why, size_t n)
 	/* The end-of-archive blocks may be missing (as GNU tar and Go's
 	 * archive/tar allow); an archive cut inside a header or a member
 	 * may not. */
+	u->at = u->pos;
 	if (u->st == S_DATA || u->st == S_EXT || u->st == S_PAD || u->hfill)
 		return bad(u, -EBADMSG, why, n, "truncated tar: the layer ends inside %s",
 			   u->hfill ? "a header" : "a member");

@@ -188,6 +188,8 @@ static int add_whiteout(struct oci_image *img, const char *name, char *why, size
 	char *w;
 
 	base = base ? base + 1 : name;
+	if (!strcmp(base, WHITEOUT))
+		return 0; /* names nothing */
 	if (img->nwh == img->capwh) {
 		size_t cap = img->capwh ? 2 * img->capwh : 16;
 		char **p = realloc(img->wh, cap * sizeof(*p));
@@ -349,6 +351,12 @@ int oci_image_files(struct pfs_source *s, char *why, size_t n)
 	struct img_member **v;
 	int err = 0;
 
+	if (!img && plen) {
+		snprintf(why, n,
+			 "--source-oci-path %s: the manifest has no image layer (tar, tar+gzip)",
+			 path_of(s->rem));
+		return -EINVAL;
+	}
 	if (!img)
 		return 0;
 	v = calloc(img->nm ? img->nm : 1, sizeof(*v));
