@@ -158,10 +158,10 @@ fi
 
 # ---- pfs on the nodes ----
 # timed <node> <result-file> <pfs args...>: pfs in the node's namespace
-# under /usr/bin/time (wall, user, sys seconds to <result-file>.cpu).
+# under /usr/bin/time (user and sys seconds to <result-file>.cpu).
 timed() {
 	local i=$1 out=$2; shift 2
-	in_ns "$i" /usr/bin/time -f "%e %U %S" -o "$out.cpu" "$PFS" -q "$@" --result-file "$out" >/dev/null
+	in_ns "$i" /usr/bin/time -f "%U %S" -o "$out.cpu" "$PFS" -q "$@" --result-file "$out" >/dev/null
 }
 create() {	# create <node> <extra...>
 	local i=$1; shift
@@ -289,13 +289,16 @@ same_as_src() {	# the client's copy is the source, byte for byte
 	else cmp -s "${SRC[$s]}" "$W/dst/$(basename "${SRC[$s]}")"; fi ||
 		die "$1: its copy of $s differs from the source"
 }
+now() { date +%s.%N; }	# /usr/bin/time's wall clock has only 10 ms
 client() {	# client <name> <command...>
-	local name=$1; shift
+	local name=$1 t0 t1; shift
 	clear_dst
-	in_ns 0 /usr/bin/time -f "%e %U %S" -o "$W/client.cpu" "$@" >"$W/client.log" 2>&1 ||
+	t0=$(now)
+	in_ns 0 /usr/bin/time -f "%U %S" -o "$W/client.cpu" "$@" >"$W/client.log" 2>&1 ||
 		die "$name failed: $(tail -5 "$W/client.log")"
+	t1=$(now)
 	same_as_src "$name"
-	cat "$W/client.cpu"
+	echo "$(calc "$t1 - $t0") $(cat "$W/client.cpu")"
 }
 s3url() { if [ -d "${SRC[$s]}" ]; then echo "s3://bench/$s/*"; else echo "s3://bench/${KEY[$s]}"; fi; }
 read_s5cmd() { client s5cmd "$S5CMD" --endpoint-url "$S3_ENDPOINT" cp "$(s3url)" "$W/dst/"; }
@@ -312,9 +315,12 @@ read_aws() {
 	fi
 }
 read_pfs() {	# "load-seconds read-seconds wall user sys"
+	local t0 t1
+	t0=$(now)
 	load 0
+	t1=$(now)
 	check 0 0
-	echo "$(load_s 0) $(sect source "$W/r0" | field read_seconds) $(cat "$W/r0.cpu")"
+	echo "$(load_s 0) $(sect source "$W/r0" | field read_seconds) $(calc "$t1 - $t0") $(cat "$W/r0.cpu")"
 }
 
 TOOLS=(pfs s5cmd s5cmd_4 aws)
