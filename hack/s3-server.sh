@@ -57,7 +57,7 @@ weed_bin() {
 }
 
 build_weed() {
-  local bin=$1 json src sum tmp start
+  local bin=$1 src tmp start
   start=$(date +%s)
   # The temporary tree sits next to the cache entry, so the final mv is a
   # rename on one file system: a reader sees no binary or a whole one.
@@ -65,11 +65,7 @@ build_weed() {
   # shellcheck disable=SC2064  # expand tmp now: it is local
   trap "rm -rf '$tmp'" EXIT
   log "s3-server: building SeaweedFS $SEAWEEDFS_VERSION from the Go module proxy (cold: module downloads and a compile of several minutes on 2 cores)"
-  json=$(cd "$tmp" && go mod download -json "$SEAWEEDFS_MOD@$SEAWEEDFS_VERSION") ||
-    die "s3-server: go mod download $SEAWEEDFS_MOD@$SEAWEEDFS_VERSION failed (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
-  src=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")
-  sum=$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p' <<<"$json")
-  [ "$sum" = "$SEAWEEDFS_SUM" ] || die "s3-server: $SEAWEEDFS_MOD@$SEAWEEDFS_VERSION has hash '$sum', pinned $SEAWEEDFS_SUM"
+  src=$(cd "$tmp" && go_mod_dir "$SEAWEEDFS_MOD" "$SEAWEEDFS_VERSION" "$SEAWEEDFS_SUM")
   # The module cache is read-only; the build writes nothing into the tree,
   # but a writable copy keeps the go tool from ever tripping on that.
   cp -r "$src" "$tmp/src"

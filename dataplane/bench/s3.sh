@@ -46,6 +46,8 @@ cd "$(dirname "$0")/.."
 . bench/rows.sh
 # shellcheck source-path=SCRIPTDIR source=netns.sh
 . bench/netns.sh
+# shellcheck source-path=SCRIPTDIR source=nodes.sh
+. bench/nodes.sh
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, hugetlbfs, hugepages)"
 for t in bc jq /usr/bin/time nsenter go; do
@@ -61,6 +63,7 @@ ROUNDS=${ROUNDS:-3}
 SOURCES=${SOURCES:-minilm sudachi mpnet}
 OUT_MD=${OUT_MD-$PWD/../docs/bench/bench-s3.md}
 PORT=7471
+NODE_NS=pfss3-
 NET=10.124.0
 STORE_IP=$NET.100
 W=$(mktemp -d /tmp/pfs-s3.XXXXXX)
@@ -80,13 +83,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" | head -1; }
-# sect NAME FILE: the members of the result's NAME object (source, fetch).
-sect() { sed -n "s/.*\"$1\":{\([^}]*\)}.*/\1/p" "$2"; }
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 calc() { echo "scale=6; $*" | bc -l; }
 max() { if [ "$(echo "$1 > $2" | bc -l)" = 1 ]; then echo "$1"; else echo "$2"; fi; }
-in_ns() { local i=$1; shift; nsenter --net="/run/netns/pfss3-$i" "$@"; }
 ip_of() { echo "$NET.$(($1 + 1))"; }
 
 # ---- the network: a switch, the store and the nodes ----
@@ -145,57 +143,20 @@ for s in $SOURCES; do
 done
 
 # 2 MiB pages: every node holds the largest source once.
-need=0
-for s in $SOURCES; do
-	b=$(du -sb --apparent-size "${SRC[$s]}" | cut -f1)
-	[ $((maxn * (b / 2097152 + 8))) -gt "$need" ] && need=$((maxn * (b / 2097152 + 8)))
-done
-free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
-if [ "$free" -lt "$need" ]; then
-	added=$((need - free))
-	echo $(($(cat /proc/sys/vm/nr_hugepages) + added)) >/proc/sys/vm/nr_hugepages
-fi
+reserve_hugepages "${SRC[@]}"
 
 # ---- pfs on the nodes ----
-# timed <node> <result-file> <pfs args...>: pfs in the node's namespace
-# under /usr/bin/time (user and sys seconds to <result-file>.cpu).
-timed() {
-	local i=$1 out=$2; shift 2
-	in_ns "$i" /usr/bin/time -f "%U %S" -o "$out.cpu" "$PFS" -q "$@" --result-file "$out" >/dev/null
-}
-create() {	# create <node> <extra...>
-	local i=$1; shift
-	echo blob create --dir "$W/n$i" --name b --page 2m --no-fallback --replace --size "$size" \
-		--token-file "$W/token" "$@"
-}
 s3src() {	# the origin's options for the current source
 	echo --source-s3 "bench/${KEY[$s]}" --source-s3-endpoint "$S3_ENDPOINT" \
 		--source-s3-region "$S3_REGION" --source-credentials "$W/creds"
 }
 load() {	# load <node> [listen]: the node reads the current source from S3
 	# shellcheck disable=SC2046
-	timed "$1" "$W/r$1" $(create "$1" $(s3src)) ${2:+--replicate-listen "$(ip_of "$1"):$PORT" --replicate-linger 1s}
+	timed "$1" "$W/r$1" $(create "$1" "$size" $(s3src)) ${2:+--replicate-listen "$(ip_of "$1"):$PORT" --replicate-linger 1s}
 }
 relay() {	# relay <node> <from-list> [listen]
 	# shellcheck disable=SC2046
-	timed "$1" "$W/r$1" $(create "$1" --fetch-from "$2") ${3:+--replicate-listen "$(ip_of "$1"):$PORT" --replicate-linger 1s}
-}
-serve_bg() {	# serve_bg <node>: its loaded blob, served to peers
-	# A plain command, so $! is pfs itself (nsenter execs it).
-	nsenter --net="/run/netns/pfss3-$1" "$PFS" -q blob serve --dir "$W/n$1" --name b --socket "$W/n$1.sock" \
-		--token-file "$W/token" --read-only --replicate-listen "$(ip_of "$1"):$PORT" >/dev/null 2>&1 &
-	pids+=($!)
-	sleep 0.3
-}
-stop_bg() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	pids=()
-}
-from() {	# the upstreams of node i in a chain: i-1 ... 0
-	local i=$1 l="" j
-	for ((j = i - 1; j >= 0; j--)); do l+="${l:+,}$(ip_of "$j"):$PORT"; done
-	echo "$l"
+	timed "$1" "$W/r$1" $(create "$1" "$size" --fetch-from "$2") ${3:+--replicate-listen "$(ip_of "$1"):$PORT" --replicate-linger 1s}
 }
 check() {	# check <first> <last>: nodes first..last hold the blob, verified, one digest
 	local i want
@@ -210,9 +171,6 @@ check() {	# check <first> <last>: nodes first..last hold the blob, verified, one
 }
 load_s() { sect source "$W/r$1" | field seconds; }
 fetch_t0() { sect fetch "$W/r$1" | field t0_unix; }
-done_at() {	# a relay is done once it verified what it received
-	calc "$(sect fetch "$W/r$1" | field t1_unix) + $(sect fetch "$W/r$1" | field verify_seconds)"
-}
 # window <first> <last>: first fetch start to last verify end of those relays.
 window() {
 	local i t0="" t1=0 a
@@ -235,15 +193,22 @@ chain() {	# chain <n>: relays 1..n-1 at once, node i from node i-1
 }
 
 # ---- the ways to N nodes; each prints seconds ----
-run_ours() {
-	local n=$1 i last=0 op
+run_ours() {	# -> "seconds origin-load-seconds tail-seconds last-verify-seconds"
+	local n=$1 i last=0 lv=0 op
 	load 0 listen &
 	op=$!
 	chain "$n"
 	wait "$op"
 	check 0 $((n - 1))
-	for i in $(seq 1 $((n - 1))); do last=$(max "$(done_at "$i")" "$last"); done
-	calc "$last - $(sect source "$W/r0" | field t0_unix)"
+	for i in $(seq 1 $((n - 1))); do
+		[ "$(echo "$(done_at "$i") > $last" | bc)" = 1 ] || continue
+		last=$(done_at "$i") lv=$(sect fetch "$W/r$i" | field verify_seconds)
+	done
+	# Where the time beyond the source read goes: the origin's own load
+	# (slower than alone when relays share the cores), and the tail after
+	# it, most of it the last relay's sha256 pass over what it received.
+	echo "$(calc "$last - $(sect source "$W/r0" | field t0_unix)") $(load_s 0)" \
+		"$(calc "$last - $(sect source "$W/r0" | field t1_unix)") $lv"
 }
 run_then_fan() {	# (a)
 	local n=$1 t
@@ -377,18 +342,19 @@ for s in $SOURCES; do
 		lim=$(max "$sr" "$hop")
 		bench_row suite=s3 path="S3 to nodes, $s, the limit" label="max(source read alone, one hop)" \
 			purpose=Limit size_mb="$(mb "$bytes")" elapsed_s="$lim" integrity=OK pthreads=1 \
-			notes="source read alone $sr s (the origin's load), one hop $hop s (first byte to verified), same round" \
+			notes="$(printf 'source read alone %.4f s (the origin load), one hop %.4f s (first byte to verified), same round' "$sr" "$hop")" \
 			key="s3-limit-$s"
 		for n in $NODES; do
 			ways=(ours then_fan each)
 			[ $((r % 2)) = 1 ] || ways=(each then_fan ours)
 			for w in "${ways[@]}"; do
-				t=$("run_$w" "$n")
+				read -r t ol tail lv <<<"$("run_$w" "$n")"
 				SEC[$w-$n]+=" $t"
+				[ "$w" != ours ] || SEC[ol-$n]+=" $ol" SEC[tail-$n]+=" $tail" SEC[lv-$n]+=" $lv"
 				case $w in
 				ours) bench_row suite=s3 path="S3 to N nodes, $s, N=$n" label="PacketFS: origin reads S3, relays cut through" \
 					purpose=Transfer size_mb="$(mb "$bytes")" elapsed_s="$t" integrity=OK pthreads=1 \
-					notes="origin load start to the last relay's verify end (data-plane clocks)" \
+					notes="$(printf "origin load start to the last relay's verify end (data-plane clocks); the origin's load %.3f s, then %.3f s to the end, the last relay's verify %.3f s" "$ol" "$tail" "$lv")" \
 					peer="peer-s3-$s-$n" limit="s3-limit-$s" ;;
 				then_fan) bench_row suite=s3 path="S3 to N nodes, $s, N=$n" label="(a) download, then fan out (the same relay chain)" \
 					purpose=Peer size_mb="$(mb "$bytes")" elapsed_s="$t" integrity=OK pthreads=1 \
@@ -401,9 +367,11 @@ for s in $SOURCES; do
 		done
 	done
 	for n in $NODES; do
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$bytes" "$n" "$(median <<<"${SEC[ours-$n]}")" \
-			"$(median <<<"${SEC[then_fan-$n]}")" "$(median <<<"${SEC[each-$n]}")" \
-			"$(median <<<"${SEC[read]}")" "$(median <<<"${SEC[hop]}")" >>"$W/nodes.tsv"
+		printf '%s\t%s\t%s' "$s" "$bytes" "$n" >>"$W/nodes.tsv"
+		for k in "ours-$n" "then_fan-$n" "each-$n" read hop "ol-$n" "tail-$n" "lv-$n"; do
+			printf '\t%s' "$(median <<<"${SEC[$k]}")" >>"$W/nodes.tsv"
+		done
+		echo >>"$W/nodes.tsv"
 	done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -423,12 +391,12 @@ tables() {
 	echo
 	echo "### Time to N nodes from S3 (seconds, median of $ROUNDS)"
 	echo
-	echo "| source | bytes | N | ours | (a) download, then fan out | (b) every node from S3 | source read alone | one hop | ours / max(read, hop) | target <= 1.15x | (a) / ours | (b) / ours |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"
+	echo "| source | bytes | N | ours | (a) download, then fan out | (b) every node from S3 | source read alone | one hop | ours / max(read, hop) | target <= 1.15x | (a) / ours | (b) / ours | in ours: origin load / after it / last verify |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
 	awk -F'\t' '{
 		lim = ($7 > $8) ? $7 : $8; q = $4 / lim
-		printf "| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fx | %s | %.2fx | %.2fx |\n",
-			$1, $2, $3, $4, $5, $6, $7, $8, q, (q <= 1.15) ? "met" : "missed", $5 / $4, $6 / $4
+		printf "| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fx | %s | %.2fx | %.2fx | %.3f / %.3f / %.3f |\n",
+			$1, $2, $3, $4, $5, $6, $7, $8, q, (q <= 1.15) ? "met" : "missed", $5 / $4, $6 / $4, $9, $10, $11
 	}' "$W/nodes.tsv"
 }
 verdicts() {
@@ -441,8 +409,8 @@ verdicts() {
 	}' "$W/read.tsv"
 	awk -F'\t' '{
 		lim = ($7 > $8) ? $7 : $8; q = $4 / lim
-		printf "- %s, %s nodes: ours took %.2fx max(source read, one hop) (target <= 1.15x: %s); (a) took %.2fx and (b) %.2fx of ours.\n",
-			$1, $3, q, (q <= 1.15) ? "met" : "missed", $5 / $4, $6 / $4
+		printf "- %s, %s nodes: ours took %.2fx max(source read, one hop) (target <= 1.15x: %s); (a) took %.2fx and (b) %.2fx of ours. In ours the origin load took %.2fx the load alone, and the verify pass of the last relay after its last byte was %.0f%% of the time.\n",
+			$1, $3, q, (q <= 1.15) ? "met" : "missed", $5 / $4, $6 / $4, $9 / $7, 100 * $11 / $4
 	}' "$W/nodes.tsv"
 }
 tables
@@ -490,7 +458,10 @@ cmd="make -C dataplane bench-s3"
 	echo "\`pfs blob create --source-s3\` in parallel (the strongest per-node reader measured above),"
 	echo "first load start to last load end. *Source read alone* is the origin's load without relays,"
 	echo "*one hop* a relay fetching a loaded blob from one peer (first byte to verified), both measured"
-	echo "in every round; the target is ours <= 1.15x the larger of the two."
+	echo "in every round; the target is ours <= 1.15x the larger of the two. The last column splits ours:"
+	echo "the origin's own load during it, the time after that load until the last relay had verified,"
+	echo "and of that the last relay's sha256 pass over the blob it received (a relay verifies once the"
+	echo "last byte is in, not while it receives)."
 	echo
 	tables
 	echo

@@ -41,6 +41,19 @@ export CONTAINERS_CONF="$HACK_KIND/containers.conf"
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+# go_mod_dir MODULE VERSION SUM: MODULE@VERSION downloaded through the Go
+# module proxy, its go.sum hash checked against SUM (so a changed proxy
+# answer cannot slip in); prints its directory in the (read-only) module
+# cache. Run it outside any module (a temporary directory).
+go_mod_dir() {
+  local json sum
+  json=$(go mod download -json "$1@$2") ||
+    die "go mod download $1@$2 failed (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
+  sum=$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p' <<<"$json")
+  [ "$sum" = "$3" ] || die "$1@$2 has hash '$sum', pinned $3"
+  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json"
+}
+
 # ensure_pkgs installs Debian packages only when missing, so `make test`
 # never pulls the cluster's packages unless a cluster is asked for.
 ensure_pkgs() {

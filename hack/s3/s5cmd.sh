@@ -19,7 +19,7 @@ dir="$TOOLS_DIR/s5cmd-$S5CMD_VERSION"
 bin=$dir/s5cmd
 
 build() {
-  local tmp json sum src start
+  local tmp src start
   start=$(date +%s)
   # Next to the cache entry: the final mv is a rename, a reader sees no
   # binary or a whole one.
@@ -27,11 +27,7 @@ build() {
   # shellcheck disable=SC2064  # expand tmp now
   trap "rm -rf '$tmp'" EXIT
   log "s5cmd: building $S5CMD_MOD@$S5CMD_VERSION from the Go module proxy"
-  json=$(cd "$tmp" && go mod download -json "$S5CMD_MOD@$S5CMD_VERSION") ||
-    die "s5cmd: go mod download $S5CMD_MOD@$S5CMD_VERSION failed (GOPROXY=$(go env GOPROXY))"
-  sum=$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p' <<<"$json")
-  [ "$sum" = "$S5CMD_SUM" ] || die "s5cmd: $S5CMD_MOD@$S5CMD_VERSION has hash '$sum', pinned $S5CMD_SUM"
-  src=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")
+  src=$(cd "$tmp" && go_mod_dir "$S5CMD_MOD" "$S5CMD_VERSION" "$S5CMD_SUM")
   # `go install mod@version` asks the proxy for the version list (to look
   # for a deprecation), which it refuses here: build a writable copy of the
   # module's tree instead, checked against its own go.sum (-mod=mod: the
