@@ -97,7 +97,7 @@ src_path() { case $1 in minilm | sudachi) echo "$data/$1" ;; *) echo "$1" ;; esa
 # 2 MiB pages: every node holds the largest source once.
 srcs=()
 for s in $SOURCES; do srcs+=("$(src_path "$s")"); done
-reserve_hugepages "${srcs[@]}"
+reserve_hugepages "$maxn" "${srcs[@]}"
 
 cpu() { awk '{print $1 + $2}' "$1.cpu"; }
 

@@ -47,14 +47,15 @@ from() { # the comma list of upstreams for node i in a chain: i-1 ... 0
 # done_at <node>: when the relay had verified what it received.
 done_at() { echo "$(sect fetch "$W/r$1" | field t1_unix) + $(sect fetch "$W/r$1" | field verify_seconds)" | bc -l; }
 
-# reserve_hugepages <path>...: enough free 2 MiB pages for every node
-# ($maxn of them) to hold the largest path once. What it adds to the pool is
-# counted in $added, which the caller's cleanup gives back.
+# reserve_hugepages <nodes> <path>...: enough free 2 MiB pages for every
+# node to hold the largest path once. What it adds to the pool is counted
+# in $added, which the caller's cleanup gives back.
 reserve_hugepages() {
-	local need=0 b p free
+	local n=$1 need=0 b p free
+	shift
 	for p; do
 		b=$(du -sb --apparent-size "$p" | cut -f1)
-		[ $((maxn * (b / 2097152 + 8))) -gt "$need" ] && need=$((maxn * (b / 2097152 + 8)))
+		[ $((n * (b / 2097152 + 8))) -gt "$need" ] && need=$((n * (b / 2097152 + 8)))
 	done
 	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 	if [ "$free" -lt "$need" ]; then

@@ -14,7 +14,9 @@
 #                blob create --source-s3`, --source-threads 4, 8 MiB ranged
 #                GETs, into a 2 MiB-page blob, sha256 of every file); s5cmd
 #                cp with its defaults and with the origin's 4 parts of 8 MiB
-#                per file; `aws s3 cp` (the AWS CLI, its defaults); each
+#                per file; `aws s3 cp` (the AWS CLI, its defaults); the
+#                origin again with s5cmd's default parts (5 readers of 50
+#                MiB: its settings told from its engine); each
 #                client into tmpfs, its output compared with the source.
 #                The origin is timed by its own timestamps (load: read,
 #                sha256, manifest; a blob every node can verify); the
@@ -143,7 +145,7 @@ for s in $SOURCES; do
 done
 
 # 2 MiB pages: every node holds the largest source once.
-reserve_hugepages "${SRC[@]}"
+reserve_hugepages "$maxn" "${SRC[@]}"
 
 # ---- pfs on the nodes ----
 ORIGIN=()	# the origin's reader settings: its defaults unless set
