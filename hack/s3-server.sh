@@ -41,48 +41,10 @@ SEAWEEDFS_SUM=h1:LOYZFToHq9F7pSR6lkPGfkM8RmHlVFrzndKdhmNZjrU=
 SEAWEEDFS_MOD=github.com/seaweedfs/seaweedfs
 WEED_DIR="$TOOLS_DIR/seaweedfs-$SEAWEEDFS_VERSION"
 
-# weed_bin: the cached binary, built first when missing. `go install
-# pkg@version` refuses a module whose go.mod has replace directives, so the
-# module's source is copied out of the module cache and built in place.
+# weed_bin: the cached binary, built first when missing (cold: module
+# downloads and a compile of several minutes on 2 cores).
 weed_bin() {
-  local bin="$WEED_DIR/weed"
-  if [ ! -x "$bin" ]; then
-    mkdir -p "$WEED_DIR"
-    exec 9>"$WEED_DIR.lock"
-    flock 9 # two runs at once build it once
-    [ -x "$bin" ] || build_weed "$bin"
-    exec 9>&-
-  fi
-  echo "$bin"
-}
-
-build_weed() {
-  local bin=$1 json src sum tmp start
-  start=$(date +%s)
-  # The temporary tree sits next to the cache entry, so the final mv is a
-  # rename on one file system: a reader sees no binary or a whole one.
-  tmp=$(mktemp -d "$WEED_DIR/build.XXXXXX")
-  # shellcheck disable=SC2064  # expand tmp now: it is local
-  trap "rm -rf '$tmp'" EXIT
-  log "s3-server: building SeaweedFS $SEAWEEDFS_VERSION from the Go module proxy (cold: module downloads and a compile of several minutes on 2 cores)"
-  json=$(cd "$tmp" && go mod download -json "$SEAWEEDFS_MOD@$SEAWEEDFS_VERSION") ||
-    die "s3-server: go mod download $SEAWEEDFS_MOD@$SEAWEEDFS_VERSION failed (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
-  src=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")
-  sum=$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p' <<<"$json")
-  [ "$sum" = "$SEAWEEDFS_SUM" ] || die "s3-server: $SEAWEEDFS_MOD@$SEAWEEDFS_VERSION has hash '$sum', pinned $SEAWEEDFS_SUM"
-  # The module cache is read-only; the build writes nothing into the tree,
-  # but a writable copy keeps the go tool from ever tripping on that.
-  cp -r "$src" "$tmp/src"
-  chmod -R u+w "$tmp/src"
-  if ! (cd "$tmp/src" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/weed" ./weed) >"$tmp/build.log" 2>&1; then
-    mv "$tmp/build.log" "$WEED_DIR/build.log"
-    tail -n 30 "$WEED_DIR/build.log" >&2
-    die "s3-server: building weed failed; the whole log is $WEED_DIR/build.log"
-  fi
-  mv "$tmp/weed" "$bin"
-  rm -rf "$tmp"
-  trap - EXIT
-  log "s3-server: built $bin in $(($(date +%s) - start)) s"
+  go_mod_build "$WEED_DIR/weed" "$SEAWEEDFS_MOD" "$SEAWEEDFS_VERSION" "$SEAWEEDFS_SUM" ./weed -ldflags "-s -w"
 }
 
 # running DIR: print the pid of the server of DIR and succeed, when there

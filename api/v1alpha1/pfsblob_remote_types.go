@@ -137,7 +137,7 @@ type OCIBlobSource struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9.-]+(:[0-9]+)?/[a-z0-9]+([._/-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127}|@sha256:[a-f0-9]{64})$')",message="source.oci.reference is REGISTRY/REPOSITORY:TAG or REGISTRY/REPOSITORY@sha256:DIGEST (e.g. registry.example:5000/models/llama:v1); a lowercase repository"
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([^/]*[.:][^/]*|localhost)/')",message="source.oci.reference must start with the registry (a host with a '.' or a port, or localhost), e.g. registry.example/models/llama:v1: there is no default registry"
-	Reference string `json:"reference"`
+	Reference string `json:"reference"` //nolint:kubeapilinter // noreferences: named as Kubernetes' own image volume (ImageVolumeSource.reference), which users know
 
 	// pullSecretRef names a Secret of type kubernetes.io/dockerconfigjson
 	// in the blob's namespace (the key .dockerconfigjson, as an image pull
@@ -169,8 +169,10 @@ type OCIBlobSource struct {
 type RegistryProtocol string
 
 const (
+	// RegistryHTTPS speaks TLS, verified against the CA bundle.
 	RegistryHTTPS RegistryProtocol = "HTTPS"
-	RegistryHTTP  RegistryProtocol = "HTTP"
+	// RegistryHTTP speaks plain HTTP.
+	RegistryHTTP RegistryProtocol = "HTTP"
 )
 
 // SourceFileName is a file's name relative to a base URL, and its name in

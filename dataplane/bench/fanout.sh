@@ -37,6 +37,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=rows.sh
 . bench/rows.sh
+# shellcheck source-path=SCRIPTDIR source=nodes.sh
+. bench/nodes.sh
 for t in bc /usr/bin/time nsenter; do
 	command -v "$t" >/dev/null || { echo "fanout.sh needs $t (Debian: bc, time, util-linux)" >&2; exit 1; }
 done
@@ -52,6 +54,7 @@ LINKS=${LINKS:-none 2gbit}
 TRANSPORTS=${TRANSPORTS:-tcp udp afxdp}
 FETCH=() # --fetch-transport for the relays of the transport table
 PORT=7470
+NODE_NS=pfsfan
 W=$(mktemp -d /tmp/pfs-fanout.XXXXXX)
 maxn=$(tr ' ' '\n' <<<"$NODES" | sort -n | tail -1)
 added=0 pids=()
@@ -69,12 +72,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" | head -1; }
-# sect NAME FILE: the members of the result's NAME object (source, fetch, repl).
-sect() { sed -n "s/.*\"$1\":{\([^}]*\)}.*/\1/p" "$2"; }
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-now() { date +%s.%N; }
-in_ns() { local i=$1; shift; nsenter --net="/run/netns/pfsfan$i" "$@"; }
 ip_of() { echo "10.123.0.$(($1 + 1))"; }
 
 # The switch and the nodes.
@@ -98,47 +95,11 @@ data=$(../hack/testdata.sh stage 2>/dev/null || true)
 src_path() { case $1 in minilm | sudachi) echo "$data/$1" ;; *) echo "$1" ;; esac; }
 
 # 2 MiB pages: every node holds the largest source once.
-need=0
-for s in $SOURCES; do
-	b=$(du -sb --apparent-size "$(src_path "$s")" | cut -f1)
-	[ $((maxn * (b / 2097152 + 8))) -gt "$need" ] && need=$((maxn * (b / 2097152 + 8)))
-done
-free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
-if [ "$free" -lt "$need" ]; then
-	added=$((need - free))
-	echo $(($(cat /proc/sys/vm/nr_hugepages) + added)) >/proc/sys/vm/nr_hugepages
-fi
+srcs=()
+for s in $SOURCES; do srcs+=("$(src_path "$s")"); done
+reserve_hugepages "$maxn" "${srcs[@]}"
 
-# timed <node> <result-file> <pfs args...>: run pfs in the node's namespace
-# under /usr/bin/time (user+sys seconds to <result-file>.cpu).
-timed() {
-	local i=$1 out=$2; shift 2
-	in_ns "$i" /usr/bin/time -f "%U %S" -o "$out.cpu" "$PFS" -q "$@" --result-file "$out" >/dev/null
-}
-create() { # create <node> <size> <extra...>
-	local i=$1 size=$2; shift 2
-	echo blob create --dir "$W/n$i" --name b --page 2m --no-fallback --replace --size "$size" \
-		--token-file "$W/token" "$@"
-}
-serve_bg() { # serve_bg <node>: the loaded blob of <node>, served to peers
-	# A plain command, not a function, so $! is pfs itself (nsenter execs it).
-	nsenter --net="/run/netns/pfsfan$1" "$PFS" -q blob serve --dir "$W/n$1" --name b --socket "$W/n$1.sock" \
-		--token-file "$W/token" --read-only --replicate-listen "$(ip_of "$1"):$PORT" \
-		>/dev/null 2>&1 &
-	pids+=($!)
-	sleep 0.3
-}
-stop_bg() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	pids=()
-}
 cpu() { awk '{print $1 + $2}' "$1.cpu"; }
-from() { # the comma list of upstreams for node i in a chain: i-1 ... 0
-	local i=$1 l="" j
-	for ((j = i - 1; j >= 0; j--)); do l+="${l:+,}$(ip_of "$j"):$PORT"; done
-	echo "$l"
-}
 
 # load_origin <src> <size> <listen?>: node 0 reads the source.
 load_origin() {
@@ -193,7 +154,6 @@ run_pipelined() { # -> seconds; also leaves the origin's bytes served in $W/serv
 # The alternatives are timed by the data plane too (no process start-up or
 # hand-over sleeps counted): the origin's load, then the relays' windows.
 load_s() { sect source "$W/r0" | field seconds; }
-done_at() { echo "$(sect fetch "$W/r$1" | field t1_unix) + $(sect fetch "$W/r$1" | field verify_seconds)" | bc -l; }
 run_store_fwd() {
 	local n=$1 s=$2 size=$3 i t
 	load_origin "$s" "$size"

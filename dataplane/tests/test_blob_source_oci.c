@@ -756,7 +756,8 @@ static int t_token_secret(void)
 static int t_basic(void)
 {
 	CHECK(secret_needed(A_BASIC, "basic",
-			    "asks for credentials (Basic): give --source-oci-auth") == TAP_PASS,
+			    "HTTP 401, it asks for credentials (Basic): give a pull secret") ==
+		      TAP_PASS,
 	      "loaded");
 	CHECK(ctl->unauthorized == 1 && ctl->tokens == 0, "401s %d tokens %d", ctl->unauthorized,
 	      ctl->tokens);

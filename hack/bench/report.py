@@ -40,7 +40,7 @@ SEEDS_FILE = Path(__file__).with_name("seeds.json")
 # The hand-written pages the report links (the row contract, the designs), wherever it is written.
 DESIGN_DIR = Path(__file__).resolve().parents[2] / "docs" / "design"
 
-SUITES = ("tcp", "udp", "afxdp", "xsk", "pcore", "fanout", "delta", "limits", "cluster")
+SUITES = ("tcp", "udp", "afxdp", "xsk", "pcore", "fanout", "s3", "delta", "limits", "cluster")
 PURPOSES = ("Transfer", "Transfer|pCPU", "pCPU", "Peer", "Limit")
 # Exit status when the report was written but a row beat its limit.
 EXIT_LIMIT_BEATEN = 2
@@ -90,6 +90,10 @@ DETAIL_PAGES = (
     ("bench-fanout.md", "make -C dataplane bench-fanout",
      "a blob of real files to N netns nodes: PacketFS's pipelined relay against "
      "store-and-forward, all-from-origin and one hop"),
+    ("bench-s3.md", "make -C dataplane bench-s3",
+     "a blob loaded from a real S3 server: the origin's read against s5cmd and the AWS CLI, and "
+     "the time to N nodes against download-then-fan-out and every node reading the store "
+     "([remote-sources.md]({design}/remote-sources.md))"),
     ("bench-delta.md", "make -C dataplane bench-delta",
      "delta mode against rsync, zstd --patch-from, xdelta3, zstd and a full copy on real "
      "checkpoint, model and source pairs ([delta.md]({design}/delta.md))"),

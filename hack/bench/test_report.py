@@ -366,3 +366,20 @@ def test_a_failed_suite_is_named_at_the_top(tmp_path):
     assert "## Suites that failed" in page
     assert page.index("## Suites that failed") < page.index("## Limits beaten")
     assert "udp" in page.split("## Suites that failed")[1].split("##")[0]
+
+
+def test_the_s3_suite_is_a_suite_with_its_peers_limit_and_page(tmp_path):
+    """bench/s3.sh's rows: the origin's read against the clients, the fan-out against its limit."""
+    rows = [row(suite="s3", path="S3 read, minilm", label="origin", eff=300.0, peer="peer-s3-read-minilm"),
+            peer_row("s5cmd", "peer-s3-read-minilm", 250.0, suite="s3", path="S3 read, minilm"),
+            peer_row("aws", "peer-s3-read-minilm", 60.0, suite="s3", path="S3 read, minilm"),
+            limit_row("s3-limit-minilm", 400.0, suite="s3", path="S3 to nodes, minilm, the limit"),
+            row(suite="s3", path="S3 to N nodes, minilm, N=3", label="ours", eff=350.0, limit="s3-limit-minilm")]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "bench-s3.md").write_text("the s3 page")
+    run = Run(tmp_path, rows)
+    assert run.code == 0
+    assert "## Suite s3" in run.page()
+    assert "| [bench-s3.md](bench-s3.md) | `make -C dataplane bench-s3` |" in run.page()
+    assert float(run.record("origin")["ratio_to_best_peer"]) == pytest.approx(1.2)
+    assert float(run.record("ours")["ratio_to_limit"]) == pytest.approx(0.875)

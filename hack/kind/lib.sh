@@ -41,6 +41,60 @@ export CONTAINERS_CONF="$HACK_KIND/containers.conf"
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+# go_mod_dir MODULE VERSION SUM: MODULE@VERSION downloaded through the Go
+# module proxy, its go.sum hash checked against SUM (so a changed proxy
+# answer cannot slip in); prints its directory in the (read-only) module
+# cache. Run it outside any module (a temporary directory).
+go_mod_dir() {
+  local json sum
+  json=$(go mod download -json "$1@$2") ||
+    die "go mod download $1@$2 failed (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
+  sum=$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p' <<<"$json")
+  [ "$sum" = "$3" ] || die "$1@$2 has hash '$sum', pinned $3"
+  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json"
+}
+
+# go_mod_build BIN MODULE VERSION SUM PKG [GO-BUILD-FLAGS...]: BIN, a tool
+# cached outside the repo, built once from the tree of MODULE@VERSION
+# (go_mod_dir checks it) with `go build PKG`, and its path printed. Not `go
+# install MODULE/PKG@VERSION`: that refuses a module whose go.mod has
+# replace directives, and asks the proxy for the module's version list,
+# which it does not serve for every module. Two runs at once build it once
+# (a lock beside BIN); BIN appears by a rename on one file system, whole or
+# not at all. A failed build leaves its log in BIN.build.log.
+go_mod_build() {
+  local bin=$1 mod=$2 ver=$3 sum=$4 pkg=$5 dir tmp src start
+  shift 5
+  if [ ! -x "$bin" ]; then
+    dir=$(dirname "$bin")
+    mkdir -p "$dir"
+    exec 9>"$bin.lock"
+    flock 9
+    if [ ! -x "$bin" ]; then
+      start=$(date +%s)
+      tmp=$(mktemp -d "$dir/build.XXXXXX")
+      # shellcheck disable=SC2064  # expand tmp now: it is local
+      trap "rm -rf '$tmp'" EXIT
+      log "building $mod@$ver from the Go module proxy"
+      src=$(cd "$tmp" && go_mod_dir "$mod" "$ver" "$sum")
+      # The module cache is read-only: build a writable copy.
+      cp -r "$src" "$tmp/src"
+      chmod -R u+w "$tmp/src"
+      if ! (cd "$tmp/src" && CGO_ENABLED=0 go build -trimpath "$@" -o "$tmp/bin" "$pkg") >"$tmp/build.log" 2>&1; then
+        mv "$tmp/build.log" "$bin.build.log"
+        tail -n 30 "$bin.build.log" >&2
+        die "building $mod@$ver failed; the whole log is $bin.build.log"
+      fi
+      mv "$tmp/bin" "$bin"
+      rm -rf "$tmp"
+      trap - EXIT
+      log "built $bin in $(($(date +%s) - start)) s"
+    fi
+    exec 9>&-
+  fi
+  echo "$bin"
+}
+
 # ensure_pkgs installs Debian packages only when missing, so `make test`
 # never pulls the cluster's packages unless a cluster is asked for.
 ensure_pkgs() {

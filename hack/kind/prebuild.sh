@@ -14,7 +14,8 @@
 # (module downloads, then compiling) one at a time at nice 19, so they take
 # only the CPU the tests leave idle. kube-apiserver and kubectl come first: envtest
 # needs them soonest, and each k8s binary is built by its own call, so a
-# foreground build waits at most for the one in progress.
+# foreground build waits at most for the one in progress. The e2e's test
+# servers (S3, OCI registry) come last and are not waited for.
 #
 # Usage:
 #   hack/kind/prebuild.sh start   start it in the background (root only; a
@@ -56,14 +57,16 @@ run() {
     step "$c" nice -n 19 "$REPO_ROOT/hack/k8s-binaries.sh" "$c"
   done
   step go-tools nice -n 19 "$HACK_KIND/go-tools.sh"
-  # The e2e's S3 server (SeaweedFS, minutes to build cold).
-  step seaweedfs nice -n 19 "$REPO_ROOT/hack/s3-server.sh" bin
-  # The e2e's OCI registry and the oras CLI that pushes to it.
-  step oci-registry nice -n 19 "$REPO_ROOT/hack/oci-registry.sh" bin
   wait
   step control-plane-images nice -n 19 "$REPO_ROOT/hack/images/build.sh" "$PFS_CACHE/k8s/$K8S_VERSION/bin"
   step node-image nice -n 19 "$HACK_KIND/node-image.sh"
   log "prebuild: all parts in $((SECONDS - t0))s"
+  # The e2e's test servers, once the cluster's parts are done, and not
+  # waited for by `wait`: the S3 server (SeaweedFS, minutes cold), the OCI
+  # registry and oras. The e2e reaches them after its first steps, and a
+  # build still running then is waited for under its own lock.
+  (step seaweedfs nice -n 19 "$REPO_ROOT/hack/s3-server.sh" bin
+   step oci-registry nice -n 19 "$REPO_ROOT/hack/oci-registry.sh" bin) &
   rm -f "$PIDFILE"
 }
 

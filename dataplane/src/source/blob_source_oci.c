@@ -157,8 +157,8 @@ static int authorize(struct src_remote *rm, struct http_conn *c, struct http_res
 	}
 	if (!rm->basic[0])
 		return fail(why, n, EACCES,
-			    "%s asks for credentials (Basic): give --source-oci-auth with a "
-			    "pull secret for it%s",
+			    "%s: HTTP 401, it asks for credentials (Basic): give a pull secret "
+			    "for it (--source-oci-auth, the PfsBlob's pullSecretRef)%s",
 			    origin(rm, o, sizeof(o)), "");
 	snprintf(rm->auth, sizeof(rm->auth), "Authorization: Basic %s", rm->basic);
 	return 0;
