@@ -26,7 +26,8 @@ __attribute__((unused)) static size_t tar_put(unsigned char *a, size_t o, const 
 	memcpy(h + 136, "00000000000", 12);
 	memset(h + 148, ' ', 8);
 	h[156] = (unsigned char)type;
-	memcpy(h + 257, "ustar\0" "00", 8);
+	memcpy(h + 257, "ustar", 6); /* with its NUL */
+	memcpy(h + 263, "00", 2);
 	if (prefix)
 		snprintf((char *)h + 345, 155, "%s", prefix);
 	for (int i = 0; i < 512; i++)

@@ -115,7 +115,7 @@ image_same_as_files() { # the image's models/ is the model directory: as --sourc
     [ "$(jq -r .source.files "$work/image.json")" = "$(files | wc -l)" ]
 }
 refused_without_secret() {
-  ! load nosecret models/minilm:v1 && grep -q "asks for credentials (Basic): give --source-oci-auth" "$work/nosecret.err" &&
+  ! load nosecret models/minilm:v1 && grep -q "it asks for credentials (Basic): give a pull secret" "$work/nosecret.err" &&
     [ ! -e "/dev/shm/$blob-nosecret" ]
 }
 no_password_shown() { ! grep -rqF "$OCI_PASSWORD" "$work"/*.json "$work"/*.err; }
