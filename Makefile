@@ -95,7 +95,11 @@ lint-go: vet golangci-lint ## Lint the Go code: go vet, golangci-lint (.golangci
 	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
-test: deps cluster-prebuild lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan test-python test-bench-report test-e2e ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind (whose cluster's parts build in the background meanwhile).
+test: deps cluster-prebuild lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan test-python test-bench-report test-e2e test-registry ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind (whose cluster's parts build in the background meanwhile), pfs against a real OCI registry.
+
+.PHONY: test-registry
+test-registry: pfs ## pfs blob create --source-oci against a real OCI registry (distribution, oras; built by the background prebuild): artifacts, an image's tar layers, Basic auth (hack/oci/smoke.sh).
+	hack/oci/smoke.sh $(CURDIR)/dataplane/build/pfs
 
 .PHONY: test-go
 test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integration tests (real kube-apiserver and etcd), and the pod/CLI contract test.

@@ -147,6 +147,17 @@ type OCIBlobSource struct {
 	// +optional
 	PullSecretRef *SecretReference `json:"pullSecretRef,omitempty"`
 
+	// path keeps, of an image's tar layers, only the files beneath this
+	// directory of the image, named relative to it (e.g. /models for a
+	// KServe ModelCar image: /models/config.json becomes config.json).
+	// Absent means every file of the image. Layers that are files (titled
+	// layers) are not affected.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//') && !self.contains(',')",message="source.oci.path is a directory of the image (e.g. /models): no '.' or '..' part, no empty part, no ','"
+	Path string `json:"path,omitempty"`
+
 	// protocol is HTTPS (the default) or HTTP, for a registry on a network
 	// you trust that serves no TLS.
 	// +optional

@@ -92,6 +92,9 @@ func remoteArgs(src *pfsv1alpha1.BlobSource) []string {
 		if o.Protocol == pfsv1alpha1.RegistryHTTP {
 			args = append(args, "--source-oci-plain-http")
 		}
+		if o.Path != "" {
+			args = append(args, "--source-oci-path", o.Path)
+		}
 		ca = o.CABundle
 	default:
 		return nil

@@ -69,9 +69,9 @@ func TestRemoteSourcePods(t *testing.T) {
 			wantMounts: []string{"source-secret=/etc/packetfs/source-pull"},
 			wantVols:   map[string]string{"source-secret": "secret pull .dockerconfigjson"}},
 		"oci anonymous over HTTPS with a CA bundle": {src: pfsv1alpha1.BlobSource{OCI: &pfsv1alpha1.OCIBlobSource{
-			Reference: "registry.example/models/llama:v1", Protocol: pfsv1alpha1.RegistryHTTPS,
+			Reference: "registry.example/models/llama:v1", Protocol: pfsv1alpha1.RegistryHTTPS, Path: "/models",
 			CABundle: &pfsv1alpha1.CABundleReference{ConfigMapName: "reg-ca"}}},
-			wantArgs:   "--source-oci registry.example/models/llama:v1 --source-ca-file /etc/packetfs/source-ca/ca.crt",
+			wantArgs:   "--source-oci registry.example/models/llama:v1 --source-oci-path /models --source-ca-file /etc/packetfs/source-ca/ca.crt",
 			wantMounts: []string{"source-ca=/etc/packetfs/source-ca"},
 			wantVols:   map[string]string{"source-ca": "configmap reg-ca ca.crt"}},
 		"s3 reads: range size alone": {src: s3Reads,

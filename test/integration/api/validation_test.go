@@ -99,6 +99,8 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.source.oci.reference", "a lowercase repository"}},
 		"blob oci short digest": {blob, "source: {oci: {reference: 'registry.example/models/llama@sha256:abc'}}",
 			[]string{"spec.source.oci.reference", "REGISTRY/REPOSITORY@sha256:DIGEST"}},
+		"blob oci path with ..": {blob, "source: {oci: {reference: 'registry.example/m:v1', path: /models/../etc}}",
+			[]string{"spec.source.oci.path", "no '.' or '..' part"}},
 		"blob oci protocol": {blob, "source: {oci: {reference: 'registry.example/m:v1', protocol: FTP}}",
 			[]string{"spec.source.oci.protocol", "supported values"}},
 		"blob oci and s3": {blob, "source: {oci: {reference: 'registry.example/m:v1'}, s3: {endpoint: 'https://s3.example', bucket: models, key: a}}",
@@ -125,7 +127,7 @@ func TestCreateValidation(t *testing.T) {
 			"headersSecretRef: {name: hub-token}}}", nil},
 		"blob s3 reads accepted":   {blob, "source: {s3: {endpoint: 'https://s3.example', bucket: models, prefix: llama/, reads: {concurrency: 16, rangeSize: 256Mi}}}", nil},
 		"blob http reads accepted": {blob, "source: {http: {url: 'https://hub.example/m.onnx', reads: {concurrency: 1, rangeSize: 64Ki}}}", nil},
-		"blob oci tag accepted": {blob, "source: {oci: {reference: 'registry.example:5000/models/llama-3.1_8b:v1.0', pullSecretRef: {name: pull}, " +
+		"blob oci tag accepted": {blob, "source: {oci: {reference: 'registry.example:5000/models/llama-3.1_8b:v1.0', pullSecretRef: {name: pull}, path: /models, " +
 			"caBundle: {configMapName: reg-ca}, reads: {concurrency: 8}}}", nil},
 		"blob oci digest over HTTP accepted": {blob, "source: {oci: {reference: '10.89.0.1:5000/minilm@sha256:" +
 			"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', protocol: HTTP}}", nil},

@@ -152,7 +152,7 @@ func TestSourceBlobPods(t *testing.T) {
 			CABundle:             &pfsv1alpha1.CABundleReference{ConfigMapName: "store-ca"}}},
 		"s3 key": {S3: &pfsv1alpha1.S3BlobSource{Endpoint: "http://seaweedfs:8333", Bucket: "models", Key: "m.safetensors",
 			Reads: &pfsv1alpha1.RangedReads{Concurrency: ptr.To(int32(16)), RangeSize: ptr.To(resource.MustParse("256Mi"))}}},
-		"oci": {OCI: &pfsv1alpha1.OCIBlobSource{Reference: "10.89.0.1:5000/models/minilm:v1", Protocol: pfsv1alpha1.RegistryHTTP,
+		"oci": {OCI: &pfsv1alpha1.OCIBlobSource{Reference: "10.89.0.1:5000/models/minilm:v1", Protocol: pfsv1alpha1.RegistryHTTP, Path: "/models",
 			PullSecretRef: &pfsv1alpha1.SecretReference{Name: "pull"}, CABundle: &pfsv1alpha1.CABundleReference{ConfigMapName: "reg-ca"},
 			Reads: &pfsv1alpha1.RangedReads{Concurrency: ptr.To(int32(8)), RangeSize: ptr.To(resource.MustParse("16Mi"))}}},
 		"http": {HTTP: &pfsv1alpha1.HTTPBlobSource{URL: "https://hub.example/llama", Files: []pfsv1alpha1.SourceFileName{"config.json", "a/b.json"},
