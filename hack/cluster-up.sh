@@ -48,14 +48,28 @@ for _ in $(seq 2 "$NODES"); do
 done
 want=$(sed -e "s|@NAME@|$CLUSTER_NAME|" -e "s|@IMAGE@|$image|" -e "s|@DATA@|$STATE_DIR/data|" \
   "$HACK_KIND/cluster.yaml.tmpl" | W="$workers" awk '$0 == "@WORKERS@" { printf "%s", ENVIRON["W"]; next } { print }')
-if "$kind" get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME" &&
-   [ "$(podman ps -q --filter "label=io.x-k8s.kind.cluster=$CLUSTER_NAME" | wc -l)" -eq "$NODES" ] &&
-   [ "$want" = "$(cat "$STATE_DIR/kind.yaml" 2>/dev/null)" ]; then
+# A cluster is reused only when it has this shape and its API server answers:
+# one left behind by a run that was killed, or being torn down by another
+# run, is recreated rather than failing the tests that would use it.
+reusable() {
+  "$kind" get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME" &&
+    [ "$(podman ps -q --filter "label=io.x-k8s.kind.cluster=$CLUSTER_NAME" | wc -l)" -eq "$NODES" ] &&
+    [ "$want" = "$(cat "$STATE_DIR/kind.yaml" 2>/dev/null)" ] || return 1
+  local err
+  if ! err=$("$kind" export kubeconfig --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_PATH" 2>&1 4>&-); then
+    log "cluster $CLUSTER_NAME: kind export kubeconfig failed: $err"
+    return 1
+  fi
+  if ! err=$("$kubectl" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=20s get --raw /readyz 2>&1); then
+    log "cluster $CLUSTER_NAME: its API server does not answer: $err"
+    return 1
+  fi
+}
+if reusable; then
   log "cluster $CLUSTER_NAME is already running"
-  "$kind" export kubeconfig --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_PATH" >/dev/null 2>&1 4>&-
 else
-  # A half-created cluster (a failed earlier run) or one of another shape
-  # (NODES, node image) is removed first.
+  # A half-created cluster (a failed earlier run), one whose API server does
+  # not answer, or one of another shape (NODES, node image) is removed first.
   "$kind" delete cluster --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_PATH" >/dev/null 2>&1 4>&- || true
   printf '%s\n' "$want" > "$STATE_DIR/kind.yaml"
   log "creating cluster $CLUSTER_NAME from $image"
