@@ -2,12 +2,44 @@
 # shellcheck shell=bash
 #
 # Sourced by the benchmarks whose "nodes" are network namespaces on one
-# bridge, each with a hugetlbfs blob directory (fanout.sh, s3.sh): pfs run
+# bridge, each with a blob directory of its own (fanout.sh, s3.sh): pfs run
 # on a node, timed, and its result JSON read back. The caller sets NODE_NS
 # (node i is the namespace $NODE_NS$i), W (its work directory: node i's
 # blobs in $W/n$i, its result in $W/r$i, the token in $W/token), PFS, PORT
 # and pids=() (the servers started in the background), and defines
 # ip_of <node>.
+
+# BENCH_LAYOUT: how each node keeps its blob.
+#   files (default): as the holder pods do under the CSI plugin, the chart's
+#     default: a tmpfs mounted huge=within_size, the blob as a directory of
+#     its files (--layout files); a relay hashes each file while it arrives.
+#   flat: as with the chart's csi.enabled=false (hostPath): one blob on a
+#     hugetlbfs of 2 MiB pages; a relay learns the files from the manifest
+#     at the end and hashes them after the last byte.
+BENCH_LAYOUT=${BENCH_LAYOUT:-files}
+case $BENCH_LAYOUT in
+files | flat) ;;
+*) echo "BENCH_LAYOUT=$BENCH_LAYOUT: want files or flat" >&2; exit 2 ;;
+esac
+
+# layout_words: how the nodes kept their blobs, for the pages.
+layout_words() {
+	if [ "$BENCH_LAYOUT" = flat ]; then
+		echo "flat: each node's blob one file on hugetlbfs, 2 MiB pages (as with the chart's csi.enabled=false); a relay hashes every file after its last byte"
+	else
+		echo "files: each node's blob a directory of its files on a tmpfs mounted huge=within_size (--layout files, as holder pods keep it under the CSI plugin, the chart's default); a relay hashes each file while it arrives"
+	fi
+}
+
+# mount_node <dir>: a node's blob directory, for BENCH_LAYOUT.
+mount_node() {
+	mkdir -p "$1"
+	if [ "$BENCH_LAYOUT" = flat ]; then
+		mount -t hugetlbfs -o pagesize=2M none "$1"
+	else
+		mount -t tmpfs -o huge=within_size,mode=0700 none "$1"
+	fi
+}
 
 field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" | head -1; }
 # sect NAME FILE: the members of the result's NAME object (source, fetch, repl).
@@ -23,7 +55,9 @@ timed() {
 }
 create() { # create <node> <size> <extra...>: the options of a blob on the node
 	local i=$1 size=$2; shift 2
-	echo blob create --dir "$W/n$i" --name b --page 2m --no-fallback --replace --size "$size" \
+	local how="--page 2m --no-fallback"
+	[ "$BENCH_LAYOUT" = files ] && how="--layout files"
+	echo blob create --dir "$W/n$i" --name b $how --replace --size "$size" \
 		--token-file "$W/token" "$@"
 }
 serve_bg() { # serve_bg <node>: the loaded blob of <node>, served to peers
@@ -47,12 +81,13 @@ from() { # the comma list of upstreams for node i in a chain: i-1 ... 0
 # done_at <node>: when the relay had verified what it received.
 done_at() { echo "$(sect fetch "$W/r$1" | field t1_unix) + $(sect fetch "$W/r$1" | field verify_seconds)" | bc -l; }
 
-# reserve_hugepages <nodes> <path>...: enough free 2 MiB pages for every
-# node to hold the largest path once. What it adds to the pool is counted
+# reserve_hugepages <nodes> <path>...: with BENCH_LAYOUT=flat, enough free
+# 2 MiB pages for every node to hold the largest path once. What it adds to the pool is counted
 # in $added, which the caller's cleanup gives back.
 reserve_hugepages() {
 	local n=$1 need=0 b p free
 	shift
+	[ "$BENCH_LAYOUT" = flat ] || return 0
 	for p; do
 		b=$(du -sb --apparent-size "$p" | cut -f1)
 		[ $((n * (b / 2097152 + 8))) -gt "$need" ] && need=$((n * (b / 2097152 + 8)))

@@ -7,12 +7,13 @@
 # (hack/testdata.sh) uploaded with boto3 (hack/s3/s3put.py). Not a test.
 #
 # The store is a network namespace of its own on a bridge, and so is every
-# "node" (a hugetlbfs blob directory each, veth, MTU 1500), as in fanout.sh:
+# "node" (a blob directory each, BENCH_LAYOUT in bench/nodes.sh: a tmpfs and
+# --layout files by default; veth, MTU 1500), as in fanout.sh:
 # every byte read from S3 crosses a veth.
 #   source read  node 0 reads each source from S3, ROUNDS times, the order
 #                of the tools reversed every other round: the origin (`pfs
 #                blob create --source-s3`, --source-threads 4, 8 MiB ranged
-#                GETs, into a 2 MiB-page blob, sha256 of every file); s5cmd
+#                GETs, into the node's blob, sha256 of every file); s5cmd
 #                cp with its defaults and with the origin's 4 parts of 8 MiB
 #                per file; `aws s3 cp` (the AWS CLI, its defaults); the
 #                origin again with s5cmd's default parts (5 readers of 50
@@ -41,7 +42,7 @@
 # BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm.
 # OUT_MD: the page (default ../docs/bench/bench-s3.md; empty: none).
 # BENCH_ROWS: every round as JSON lines (docs/design/bench-rows.md).
-# Needs root (network namespaces, hugetlbfs mounts, hugepages).
+# Needs root (network namespaces, mounts; hugepages with BENCH_LAYOUT=flat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=rows.sh
@@ -51,7 +52,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source-path=SCRIPTDIR source=nodes.sh
 . bench/nodes.sh
 die() { echo "bench: $*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, hugetlbfs, hugepages)"
+[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, mounts)"
 for t in bc jq /usr/bin/time nsenter go; do
 	command -v "$t" >/dev/null || die "s3.sh needs $t"
 done
@@ -104,8 +105,7 @@ attach() {	# attach NS IFACE IP: NS on the switch at IP
 attach pfss3-st s3st "$STORE_IP"
 for i in $(seq 0 $((maxn - 1))); do
 	attach "pfss3-$i" "s3n$i" "$(ip_of "$i")"
-	mkdir -p "$W/n$i"
-	mount -t hugetlbfs -o pagesize=2M none "$W/n$i"
+	mount_node "$W/n$i"
 done
 mkdir -p "$W/dst"
 mount -t tmpfs -o mode=0700 none "$W/dst"
@@ -209,7 +209,8 @@ run_ours() {	# -> "seconds origin-load-seconds tail-seconds last-verify-seconds"
 	done
 	# Where the time beyond the source read goes: the origin's own load
 	# (slower than alone when relays share the cores), and the tail after
-	# it, most of it the last relay's sha256 pass over what it received.
+	# it: the last relay's verify after its last byte (what its hashers had
+	# left with the files layout, a whole sha256 pass with flat).
 	echo "$(calc "$last - $(sect source "$W/r0" | field t0_unix)") $(load_s 0)" \
 		"$(calc "$last - $(sect source "$W/r0" | field t1_unix)") $lv"
 }
@@ -420,7 +421,7 @@ verdicts() {
 	}' "$W/read.tsv"
 	awk -F'\t' '{
 		lim = ($7 > $8) ? $7 : $8; q = $4 / lim
-		printf "- %s, %s nodes: ours took %.2fx max(source read, one hop) (target <= 1.15x: %s); (a) took %.2fx and (b) %.2fx of ours. In ours the origin load took %.2fx the load alone, and the verify pass of the last relay after its last byte was %.0f%% of the time.\n",
+		printf "- %s, %s nodes: ours took %.2fx max(source read, one hop) (target <= 1.15x: %s); (a) took %.2fx and (b) %.2fx of ours. In ours the origin load took %.2fx the load alone, and the last relay\047s verify after its last byte was %.0f%% of the time.\n",
 			$1, $3, q, (q <= 1.15) ? "met" : "missed", $5 / $4, $6 / $4, $9 / $7, 100 * $11 / $4
 	}' "$W/nodes.tsv"
 }
@@ -453,7 +454,7 @@ cmd="make -C dataplane bench-s3"
 	echo
 	echo "**Source read.** Node 0 reads each source from the store, the tools taking turns (the order"
 	echo "reversed every other round). The origin (\`pfs blob create --source-s3\`: 4 reader threads, 8 MiB"
-	echo "ranged GETs, into a blob of 2 MiB pages, the sha256 of every file) is timed by its own clock:"
+	echo "ranged GETs, into the node's blob, the sha256 of every file) is timed by its own clock:"
 	echo "*load* is read, sha256 and manifest, a blob every node can verify (the verdict uses it);"
 	echo "*read* the reads alone; *process* the whole \`pfs\` process, listing and blob set-up included,"
 	echo "the same clock as the clients'. The origin runs a second time with s5cmd's default parts (5"
@@ -473,8 +474,9 @@ cmd="make -C dataplane bench-s3"
 	echo "*one hop* a relay fetching a loaded blob from one peer (first byte to verified), both measured"
 	echo "in every round; the target is ours <= 1.15x the larger of the two. The last column splits ours:"
 	echo "the origin's own load during it, the time after that load until the last relay had verified,"
-	echo "and of that the last relay's sha256 pass over the blob it received (a relay verifies once the"
-	echo "last byte is in, not while it receives)."
+	echo "and of that the last relay's verify after its last byte."
+	echo
+	echo "**Layout** ($BENCH_LAYOUT): $(layout_words)."
 	echo
 	tables
 	echo

@@ -10,7 +10,9 @@
  * a flat origin for the layout fails with the message and leaves nothing;
  * a relay whose upstream dies mid-stream and whose next upstream holds
  * another layout (a smaller tree padded to the same blob size) fails with
- * the message and leaves nothing. Needs root (netns); SKIP otherwise.
+ * the message and leaves nothing; a relay of a holder whose copy changed
+ * after its load names the file (hashed while it arrived) and leaves
+ * nothing. Needs root (netns); SKIP otherwise.
  * Blobs under a private /dev/shm directory, removed at the end.
  */
 #include <errno.h>
@@ -141,6 +143,7 @@ static int chain(const char *xport, int port)
 		const char *f = jsect(js[i], "\"fetch\"");
 
 		CHECK(f && strstr(f, "\"verified\":true") &&
+			      strstr(f, "\"verify_streamed\":true") &&
 			      jreal(jsect(f, "\"layout\""), "files") > 700 &&
 			      jreal(jsect(f, "\"layout\""), "frames") >= 1,
 		      "%s fetch: %.600s", node[i], f ? f : js[i]);
@@ -256,6 +259,41 @@ static int t_resume_other_layout(void)
 	return TAP_PASS;
 }
 
+/* A holder whose copy was changed after its load (one byte of types.h):
+ * the relay hashes while it receives, names the file and leaves nothing. */
+static int t_changed_holder(void)
+{
+	char a0[48], sock[128];
+	pid_t ps, pr;
+	int rr;
+
+	NEED_NET();
+	addr(a0, ip_a, 7485);
+	CHECK(!sh("%s blob create --source %s --layout files --dir %s --name x >/dev/null 2>&1 && "
+		  "chmod u+w %s/x.d/files/types.h && "
+		  "printf X | dd of=%s/x.d/files/types.h bs=1 seek=100 conv=notrunc 2>/dev/null",
+		  pfs_bin, SRC, dirs[0], dirs[0], dirs[0]),
+	      "make and change the holder's blob");
+	snprintf(sock, sizeof(sock), "%s/x.sock", tmpdir);
+	ps = pfs_in(ns_a, "xhold", "blob", "serve", "--name", "x", "--dir", dirs[0], "--socket",
+		    sock, "--token-file", tok, "--replicate-listen", a0, NULL);
+	CHECK(wait_log("xhold", "repl serve: listening"), "holder: %s", slurp("xhold", "err"));
+	pr = pfs_in(ns_b, "xrelay", "blob", "create", "--size", blob_size, "--layout", "files",
+		    "--dir", dirs[1], "--name", "x", "--token-file", tok, "--fetch-from", a0,
+		    "--fetch-timeout", "30s", "--verify-threads", "2", NULL);
+	rr = wait_rc(pr, 60);
+	kill(ps, SIGTERM);
+	wait_rc(ps, 20);
+	tap_diag("relay: %.300s", slurp("xrelay", "json"));
+	CHECK(rr && strstr(slurp("xrelay", "json"),
+			   "'types.h': its bytes do not have the manifest's sha256"),
+	      "relay rc %d: %s", rr, slurp("xrelay", "json"));
+	CHECK(!strstr(slurp("xrelay", "err"), "no streaming verify"),
+	      "the relay did not stream: %s", slurp("xrelay", "err"));
+	CHECK(sh("test -e %s/x.d", dirs[1]), "the failed relay left %s/x.d", dirs[1]);
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "setup: netns, veth, a real tree (/usr/include/linux)", t_setup, .setup = true },
 	{ "--layout files: origin -> relay1 -> relay2 (cut-through): every files dir equals the "
@@ -265,6 +303,8 @@ static const struct tap_test tests[] = {
 	{ "a relay asking a flat origin for the layout fails with the message", t_flat_origin },
 	{ "a resume on an upstream with another layout fails with the message",
 	  t_resume_other_layout },
+	{ "a holder whose copy changed: the relay names the file, leaves nothing",
+	  t_changed_holder },
 	{ "teardown: namespaces removed", netns_remove, .setup = true },
 };
 

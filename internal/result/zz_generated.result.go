@@ -240,7 +240,8 @@ type fetchJSON struct {
 	T1Unix *float64 `json:"t1_unix"`
 	// Verified is "verified": The manifest's sha256 was checked over the bytes.
 	Verified *bool `json:"verified"`
-	// VerifySeconds is "verify_seconds": Seconds to verify.
+	// VerifySeconds is "verify_seconds": Seconds from the last byte to verified (with verify_streamed,
+	// what the hashers had left).
 	VerifySeconds *float64 `json:"verify_seconds"`
 	// Transport is "transport": How the bytes came (--fetch-transport).
 	Transport *string `json:"transport"`

@@ -93,6 +93,38 @@ uint64_t pfs_progress__size(const struct pfs_progress *p);
 int pfs_progress__wait(struct pfs_progress *p, uint64_t have, int timeout_ms, uint64_t *mark,
 		       char *msg, size_t n);
 
+/* ---- streaming verification ---- */
+
+/* The sha256 of every file of a relay's blob, hashed while its bytes
+ * arrive: @threads workers each take the next file of @l (offset order)
+ * and hash it as far as @p's watermark allows (bytes below it are final).
+ * Compared with the manifest by pfs_verify_stream__finish once the fill
+ * is complete, so after the last byte only the files the workers had not
+ * reached are left. NULL with errno (ENOMEM; ENOTSUP without libcrypto).
+ * @blob and @p must outlive it. */
+struct pfs_verify_stream;
+struct pfs_verify_stream_stats {
+	double busy_s; /* seconds spent hashing, summed over the workers */
+};
+struct pfs_verify_stream *pfs_verify_stream__start(const uint8_t *blob,
+						   const struct pfs_blob_layout *l,
+						   struct pfs_progress *p, unsigned threads);
+/* pfs_verify_stream__finish - wait for every file's digest (the fill must
+ * be complete or failed), then check them against @m (bounds within
+ * @size, the same files at the same extents as the layout, each sha256,
+ * a "dir" manifest's own digest). 0, -EBADMSG with the first difference
+ * in @why, -ECANCELED when the fill failed (its message), -EIO, -ENOMEM.
+ * @st (may be NULL) gets the hashing time. Call once, then __free. */
+struct pfs_manifest;
+int pfs_verify_stream__finish(struct pfs_verify_stream *v, const struct pfs_manifest *m,
+			      uint64_t size, struct pfs_verify_stream_stats *st, char *why,
+			      size_t n);
+/* pfs_verify_stream__hashed - how many files' digests are final so far. */
+uint32_t pfs_verify_stream__hashed(struct pfs_verify_stream *v);
+/* pfs_verify_stream__free - stop the workers (at their next look at the
+ * watermark, within 200 ms), join them and free. NULL is a no-op. */
+void pfs_verify_stream__free(struct pfs_verify_stream *v);
+
 /* ---- server ---- */
 
 /* Options for pfs_repl_server__start(); zero-initialise, set sz. */

@@ -201,6 +201,12 @@ void pfs_source__free(struct pfs_source *src);
 int pfs_manifest_verify(const struct pfs_manifest *m, const void *blob, uint64_t size, char *why,
 			size_t n);
 
+/* pfs_manifest_check_digests - the same checks with the files' sha256
+ * already computed (@sha[i] for file i of @m, e.g. by pfs_verify_stream
+ * while the bytes arrived): bounds, each digest, a "dir" manifest's own. */
+int pfs_manifest_check_digests(const struct pfs_manifest *m, uint64_t size,
+			       const uint8_t (*sha)[32], char *why, size_t n);
+
 /* pfs_size_str - "1 GiB", "1.2 GiB", "512 MiB", "4 KiB", "17 bytes" into
  * @buf (at least 24 bytes); returns @buf. */
 const char *pfs_size_str(uint64_t bytes, char *buf, size_t n);

@@ -62,4 +62,39 @@ int pfs_repl_fetch(const struct pfs_repl_fetch_opts *opts, struct pfs_repl_fetch
 	snprintf(r->error, sizeof(r->error), "%s", no_repl);
 	return -ENOTSUP;
 }
+
+struct pfs_verify_stream *pfs_verify_stream__start(const uint8_t *blob,
+						   const struct pfs_blob_layout *l,
+						   struct pfs_progress *p, unsigned threads)
+{
+	(void)blob;
+	(void)l;
+	(void)p;
+	(void)threads;
+	errno = ENOTSUP;
+	return NULL;
+}
+
+int pfs_verify_stream__finish(struct pfs_verify_stream *v, const struct pfs_manifest *m,
+			      uint64_t size, struct pfs_verify_stream_stats *st, char *why,
+			      size_t n)
+{
+	(void)v;
+	(void)m;
+	(void)size;
+	(void)st;
+	snprintf(why, n, "%s", no_repl);
+	return -ENOTSUP;
+}
+
+uint32_t pfs_verify_stream__hashed(struct pfs_verify_stream *v)
+{
+	(void)v;
+	return 0;
+}
+
+void pfs_verify_stream__free(struct pfs_verify_stream *v)
+{
+	(void)v;
+}
 #endif /* PFS_NO_SOURCE */

@@ -125,11 +125,12 @@ int pfs_source__load(struct pfs_source *s, void *blob, uint64_t size, struct pfs
 	return err;
 }
 
-int pfs_manifest_verify(const struct pfs_manifest *m, const void *blob, uint64_t size, char *why,
-			size_t n)
+/* Every file inside the blob, then each digest in @sha against the
+ * manifest's, then a "dir" manifest's own digest (of its "files" text). */
+int pfs_manifest_check_digests(const struct pfs_manifest *m, uint64_t size,
+			       const uint8_t (*sha)[32], char *why, size_t n)
 {
-	const uint8_t *b = blob;
-	uint8_t sha[32];
+	uint8_t own[32];
 
 	crypto_init();
 	for (size_t i = 0; i < m->nfiles; i++) {
@@ -140,20 +141,45 @@ int pfs_manifest_verify(const struct pfs_manifest *m, const void *blob, uint64_t
 				 (unsigned long long)size);
 			return -EBADMSG;
 		}
-		if (sha256(b + f->offset, f->length, sha)) {
-			snprintf(why, n, "sha256 failed");
-			return -EIO;
-		}
-		if (memcmp(sha, f->sha256, 32)) {
+		if (memcmp(sha[i], f->sha256, 32)) {
 			snprintf(why, n, "'%s': its bytes do not have the manifest's sha256",
 				 f->name);
 			return -EBADMSG;
 		}
 	}
 	if (m->kind == PFS_MANIFEST_DIR &&
-	    (sha256(m->json + m->files_off, m->files_len, sha) || memcmp(sha, m->sha256, 32))) {
+	    (sha256(m->json + m->files_off, m->files_len, own) || memcmp(own, m->sha256, 32))) {
 		snprintf(why, n, "the manifest's sha256 is not the one of its \"files\" text");
 		return -EBADMSG;
 	}
 	return 0;
+}
+
+int pfs_manifest_verify(const struct pfs_manifest *m, const void *blob, uint64_t size, char *why,
+			size_t n)
+{
+	const uint8_t *b = blob;
+	uint8_t(*sha)[32] = calloc(m->nfiles ? m->nfiles : 1, 32);
+	int err = 0;
+
+	if (!sha) {
+		snprintf(why, n, "no memory");
+		return -ENOMEM;
+	}
+	crypto_init();
+	for (size_t i = 0; i < m->nfiles && !err; i++) {
+		const struct pfs_manifest_file *f = &m->files[i];
+
+		/* Outside the blob: hash nothing, pfs_manifest_check_digests says where. */
+		if (f->offset > size || f->length > size - f->offset)
+			break;
+		if (sha256(b + f->offset, f->length, sha[i])) {
+			snprintf(why, n, "sha256 failed");
+			err = -EIO;
+		}
+	}
+	if (!err)
+		err = pfs_manifest_check_digests(m, size, (const uint8_t(*)[32])sha, why, n);
+	free(sha);
+	return err;
 }

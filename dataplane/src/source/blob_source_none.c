@@ -93,6 +93,16 @@ int pfs_manifest_verify(const struct pfs_manifest *m, const void *blob, uint64_t
 	return -ENOTSUP;
 }
 
+int pfs_manifest_check_digests(const struct pfs_manifest *m, uint64_t size,
+			       const uint8_t (*sha)[32], char *why, size_t n)
+{
+	(void)m;
+	(void)size;
+	(void)sha;
+	snprintf(why, n, "%s", no_source);
+	return -ENOTSUP;
+}
+
 const char *pfs_size_str(uint64_t bytes, char *buf, size_t n)
 {
 	snprintf(buf, n, "%llu bytes", (unsigned long long)bytes);

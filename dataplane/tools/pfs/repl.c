@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "repl.h"
 #include "source.h"
@@ -81,6 +82,10 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	  "udp/afxdp: the UDP port datagrams arrive on (default: --replicate-listen's\n"
 	  "port, else 7470)",
 	  .min = 1, .max = 65535 },
+	{ "verify-threads", PFS_OPT_U64, AT(verify_threads), "N",
+	  "files relay: hash files on this many threads while they arrive (default:\n"
+	  "the online CPUs, at most 4)",
+	  .min = 1, .max = 64 },
 	{ "fetch-if", PFS_OPT_STR, AT(fetch_if), "IFNAME",
 	  "afxdp: the interface to receive on (default: the one the route towards\n"
 	  "the upstream leaves by)",
@@ -119,7 +124,7 @@ int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
 	static const char *const need[] = { "replicate-linger", "replicate-rate" };
 
 	static const char *const need_fetch[] = { "fetch-timeout", "fetch-transport",
-						  "fetch-data-port", "fetch-if" };
+						  "fetch-data-port", "fetch-if", "verify-threads" };
 
 	if (!r->listen && !r->fetch_from) {
 		if (pfs_cli_repl_delta_set(&r->delta))
@@ -253,12 +258,21 @@ static int verify(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why
 	uint64_t size = pfs_blob__size(blob);
 	struct pfs_manifest *m = NULL;
 	double t0 = pfs_cli_now();
+	struct pfs_verify_stream_stats st = { 0 };
 	char msg[400];
 	int err = pfs_manifest_parse(b, size, &m, msg, sizeof(msg));
 
-	if (!err)
+	/* Streamed: most files were hashed while they arrived; this waits for
+	 * the rest. Otherwise (a flat relay: no layout came first) all now. */
+	r->verify_streamed = r->vs != NULL;
+	if (!err && r->vs)
+		err = pfs_verify_stream__finish(r->vs, m, size, &st, msg, sizeof(msg));
+	else if (!err)
 		err = pfs_manifest_verify(m, b, size, msg, sizeof(msg));
 	r->verify_s = pfs_cli_now() - t0;
+	r->verify_busy_s = st.busy_s;
+	pfs_verify_stream__free(r->vs);
+	r->vs = NULL;
 	pfs_manifest_free(m);
 	if (err) {
 		snprintf(why, n, "received bytes do not match the manifest: %s", msg);
@@ -347,6 +361,17 @@ int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char
 	return fetched(r, blob, why, n);
 }
 
+/* --verify-threads, else the online CPUs up to 4: hashing a file is
+ * serial, so more threads only help a model of several large files. */
+static unsigned verify_threads(const struct pfs_cli_repl *r)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (r->verify_threads)
+		return (unsigned)r->verify_threads;
+	return cpus < 1 ? 1 : cpus > 4 ? 4 : (unsigned)cpus;
+}
+
 /* pfs_repl_fetch_opts.on_layout of a files relay: the blob from the
  * upstream's layout, and the server on it (it sends the same layout on). */
 static int files_create(void *ctx, const struct pfs_blob_layout *l, uint8_t **bytes, char *why,
@@ -361,6 +386,11 @@ static int files_create(void *ctx, const struct pfs_blob_layout *l, uint8_t **by
 	pfs_info("repl fetch: created %s/%s%s from the upstream's layout (%u files)",
 		 pfs_cli_files_dir(r->files_cb), r->files_cb->opts.name, PFS_BLOB_FILES_SUFFIX,
 		 l->n);
+	r->vs = pfs_verify_stream__start(*bytes, l, r->prog, verify_threads(r));
+	if (!r->vs)
+		pfs_warn("repl fetch: no streaming verify (%s): every file is hashed after "
+			 "the last byte",
+			 strerror(errno));
 	return pfs_cli_repl_serve(r, r->files_blob, r->prog, why, n);
 }
 
@@ -406,6 +436,8 @@ int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *
 	r->fetched = true;
 	*out = r->files_blob;
 	if (err) {
+		pfs_verify_stream__free(r->vs);
+		r->vs = NULL;
 		snprintf(why, n, "%s", r->fr.error);
 		if (r->files_blob)
 			pfs_blob_files_progress(r->files_blob, r->fr.bytes, "failed");
@@ -460,6 +492,8 @@ static void fetch_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 	pfs_json_num(j, "t1_unix", f->t1_unix, 3);
 	pfs_json_bool(j, "verified", r->verified);
 	pfs_json_num(j, "verify_seconds", r->verify_s, 4);
+	pfs_json_bool(j, "verify_streamed", r->verify_streamed);
+	pfs_json_num(j, "verify_busy_seconds", r->verify_busy_s, 4);
 	pfs_json_u64(j, "rejected", f->rejected);
 	pfs_json_str(j, "transport", f->transport, sizeof(f->transport));
 	if (r->files_cb) {

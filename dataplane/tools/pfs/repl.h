@@ -54,7 +54,13 @@ struct pfs_cli_repl {
 	struct pfs_repl_server_stats st; /* at its stop */
 	bool fetched, verified;
 	struct pfs_repl_fetch_result fr;
-	double verify_s;
+	double verify_s; /* from the last byte to verified */
+	/* A files relay hashes while it receives (pfs_verify_stream): the
+	 * streamer, whether it ran, its hashing time and --verify-threads. */
+	struct pfs_verify_stream *vs;
+	bool verify_streamed;
+	double verify_busy_s;
+	uint64_t verify_threads;
 	struct pfs_cli_repl_delta delta; /* --delta-base... (repl_delta.h) */
 	/* A files-layout relay (pfs_cli_repl_fetch_files): how its blob is
 	 * created once the upstream's layout arrived (--name, --dir), and the
