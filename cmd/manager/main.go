@@ -44,6 +44,7 @@ type options struct {
 	dataplanePullPolicy     string
 	dataplaneBinary         string
 	holderCPU               string
+	holderFillCPU           string
 	maxConcurrentReconciles int
 	maxActiveTransfers      int
 	unschedulableTimeout    time.Duration
@@ -73,6 +74,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Absolute path of the pfs binary in the data-plane image.")
 	fs.StringVar(&o.holderCPU, "holder-cpu", "1",
 		"CPU request and limit of each blob holder pod (a quantity such as 1 or 200m; a fraction leaves the node's exclusive CPUs to transfers and pcores).")
+	fs.StringVar(&o.holderFillCPU, "holder-fill-cpu", "4",
+		"CPU limit of a blob holder's init container, which fills the blob (reads the source, fetches and verifies): its request stays --holder-cpu, so it bursts onto idle CPUs; at or below --holder-cpu it is --holder-cpu and holder pods stay Guaranteed.")
 	fs.StringVar(&o.hostPathSources, "host-path-sources", "disabled",
 		"Whether a PfsBlob may read its source from a host path (spec.source.hostPath): enabled or disabled. A host path is a node privilege.")
 	fs.StringVar(&o.hostPathPrefixes, "host-path-prefixes", "",
@@ -116,6 +119,9 @@ func (o *options) validate() error {
 	}
 	if q, err := resource.ParseQuantity(o.holderCPU); err != nil || q.Sign() <= 0 || q.MilliValue() < 10 {
 		errs = append(errs, fmt.Errorf("--holder-cpu %q: want a CPU quantity of at least 10m, such as 1 or 200m", o.holderCPU))
+	}
+	if q, err := resource.ParseQuantity(o.holderFillCPU); err != nil || q.Sign() <= 0 || q.MilliValue() < 10 {
+		errs = append(errs, fmt.Errorf("--holder-fill-cpu %q: want a CPU quantity of at least 10m, such as 4 or 500m", o.holderFillCPU))
 	}
 	if o.unschedulableTimeout <= 0 || o.backoffBase <= 0 || o.backoffMax < o.backoffBase {
 		errs = append(errs, errors.New("--unschedulable-timeout and --retry-backoff must be positive and --retry-backoff-max at least --retry-backoff"))
@@ -181,7 +187,8 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 			Clock:     clock.RealClock{},
 			Pods: podspec.Config{Image: o.dataplaneImage, PullPolicy: corev1.PullPolicy(o.dataplanePullPolicy),
 				Binary: o.dataplaneBinary, HolderCPU: resource.MustParse(o.holderCPU),
-				SocketVolume: podspec.SocketVolumeType(o.socketVolume)},
+				HolderFillCPU: resource.MustParse(o.holderFillCPU),
+				SocketVolume:  podspec.SocketVolumeType(o.socketVolume)},
 			Timing: controllers.Timing{UnschedulableTimeout: o.unschedulableTimeout,
 				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax, TopologyCatchUp: o.topologyCatchUp,
 				MaxRequeueAfter: o.maxRequeueAfter},

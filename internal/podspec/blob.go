@@ -62,7 +62,7 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 	// --replace: a recreated pod sandbox runs the init container again over
 	// the same emptyDir, where the previous blob file still exists.
 	createArgs = append(createArgs, "--replace", "--result-file", TerminationLog)
-	create := dataPlaneContainer(cfg, ContainerBlobCreate, createArgs, res, privRootNoCaps)
+	create := dataPlaneContainer(cfg, ContainerBlobCreate, createArgs, cfg.fillResources(res), privRootNoCaps)
 	create.VolumeMounts = holderMounts(cfg, b)[:1]
 	serve := serveContainer(cfg, b, dir, res, nil)
 

@@ -187,7 +187,7 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 		createMounts = append(createMounts, mounts[1], mount)
 		addMemory(&res, deltaMemory)
 	}
-	create := dataPlaneContainer(cfg, ContainerBlobCreate, args, res, fetchPrivilege(b, h.Role))
+	create := dataPlaneContainer(cfg, ContainerBlobCreate, args, cfg.fillResources(res), fetchPrivilege(b, h.Role))
 	create.VolumeMounts = createMounts
 	create.Ports = fetchPorts(b, h.Role)
 	serve := serveContainer(cfg, b, BlobDir, res, serveArgs)

@@ -24,6 +24,15 @@ type Config struct {
 	// node's exclusive CPUs to the transfers and pcores; it stays in the
 	// Guaranteed QoS class either way.
 	HolderCPU resource.Quantity
+	// HolderFillCPU is the CPU limit of a holder's init container, the one
+	// that fills the blob (reads the source, fetches and verifies, or
+	// writes a seeded fill): it needs cores for seconds, the holder almost
+	// none for as long as it serves. Its request stays HolderCPU, so the
+	// scheduler counts nothing more (a pod's effective request is the
+	// larger of its init container's and its containers'), and the fill
+	// runs on idle CPUs up to this limit. Above HolderCPU it makes the pod
+	// Burstable; zero means HolderCPU (Guaranteed, today's pods).
+	HolderFillCPU resource.Quantity
 	// SocketVolume is how the namespace's socket directory reaches the
 	// pods; empty means SocketVolumeHostPath.
 	SocketVolume SocketVolumeType
@@ -52,6 +61,18 @@ func (cfg Config) holderCPU() resource.Quantity {
 		return *resource.NewQuantity(1, resource.DecimalSI)
 	}
 	return cfg.HolderCPU.DeepCopy()
+}
+
+// fillResources are a holder init container's resources: res with its CPU
+// limit raised to HolderFillCPU when that is larger (never lowered below
+// the request).
+func (cfg Config) fillResources(res corev1.ResourceRequirements) corev1.ResourceRequirements {
+	if cfg.HolderFillCPU.Cmp(res.Limits[corev1.ResourceCPU]) <= 0 {
+		return res
+	}
+	out := corev1.ResourceRequirements{Requests: res.Requests.DeepCopy(), Limits: res.Limits.DeepCopy()}
+	out.Limits[corev1.ResourceCPU] = cfg.HolderFillCPU.DeepCopy()
+	return out
 }
 
 // DefaultBinary is where the data-plane image installs pfs.
