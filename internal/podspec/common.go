@@ -21,8 +21,8 @@ type Config struct {
 	// HolderCPU is the CPU request (== limit) of a blob holder's containers;
 	// zero means one whole CPU. A holder fills its blob once and then only
 	// answers fd requests, so on small nodes a fraction (e.g. 200m) leaves the
-	// node's exclusive CPUs to the transfers and pcores; it stays in the
-	// Guaranteed QoS class either way.
+	// node's exclusive CPUs to the transfers and pcores (requests == limits
+	// either way; HolderFillCPU may raise the init container's limit).
 	HolderCPU resource.Quantity
 	// HolderFillCPU is the CPU limit of a holder's init container, the one
 	// that fills the blob (reads the source, fetches and verifies, or
