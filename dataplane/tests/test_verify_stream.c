@@ -134,8 +134,8 @@ static int streamed(unsigned threads)
 	CHECK(pfs_verify_stream__hashed(v) == lay.n, "%u of %u files hashed",
 	      pfs_verify_stream__hashed(v), lay.n);
 	CHECK(st.busy_s > 0, "busy %.6f s", st.busy_s);
-	tap_diag("%u threads: %u of %u digests final at half, hashing %.4f s", threads, want,
-		 lay.n, st.busy_s);
+	tap_diag("%u threads: %u of %u digests final at half, hashing %.4f s", threads, want, lay.n,
+		 st.busy_s);
 	pfs_verify_stream__free(v);
 	pfs_progress__free(p);
 	return TAP_PASS;
@@ -258,12 +258,10 @@ static int t_teardown(void)
 
 static const struct tap_test tests[] = {
 	{ "setup: /usr/include/linux loaded through the library", t_setup, .setup = true },
-	{ "1 thread: digests final exactly below the watermark; the copy verifies",
-	  t_one_thread },
+	{ "1 thread: digests final exactly below the watermark; the copy verifies", t_one_thread },
 	{ "4 threads: the same", t_four_threads },
 	{ "one changed byte: the file is named", t_flipped_byte },
-	{ "a manifest whose files differ from the layout sent first is refused",
-	  t_other_extents },
+	{ "a manifest whose files differ from the layout sent first is refused", t_other_extents },
 	{ "a failed fill ends the workers with its message", t_failed_fill },
 	{ "freed mid-fill: the workers stop within a second", t_free_midway },
 	{ "teardown", t_teardown, .setup = true },

@@ -229,8 +229,9 @@ int pfs_verify_stream__finish(struct pfs_verify_stream *v, const struct pfs_mani
 	}
 	for (uint32_t i = 0; i < v->n; i++) {
 		if (m->files[i].offset != v->off[i] || m->files[i].length != v->len[i]) {
-			snprintf(why, n, "'%s': the manifest puts it at %llu+%llu, the layout "
-					 "sent first at %llu+%llu",
+			snprintf(why, n,
+				 "'%s': the manifest puts it at %llu+%llu, the layout "
+				 "sent first at %llu+%llu",
 				 m->files[i].name, (unsigned long long)m->files[i].offset,
 				 (unsigned long long)m->files[i].length,
 				 (unsigned long long)v->off[i], (unsigned long long)v->len[i]);

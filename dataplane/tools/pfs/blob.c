@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "acquire.h"
+#include "bound.h"
 #include "cli.h"
 #include "commands.h"
 #include "repl.h"
@@ -228,7 +229,9 @@ static int blob_show(struct blob_args *a, bool info)
 	struct pfs_blob *blob;
 	struct pfs_json j;
 	char msg[768];
-	double t0, fp_s;
+	struct pfs_cgroup_cpu cpu0, cpu1;
+	struct pfs_cli_fill_times times = { 0 };
+	double t0, fp_s, fill_t0;
 	uint64_t fp;
 	int rc = PFS_EXIT_OK;
 
@@ -258,6 +261,8 @@ static int blob_show(struct blob_args *a, bool info)
 		else if (err != -ENOENT)
 			pfs_warn("blob create: --replace: %s", strerror(-err));
 	}
+	pfs_cgroup_cpu_read(&cpu0);
+	fill_t0 = pfs_cli_now();
 	if (files_relay(a))
 		blob = relay_files(a, msg, sizeof(msg));
 	else
@@ -269,11 +274,20 @@ static int blob_show(struct blob_args *a, bool info)
 		pfs_blob__close(blob);
 		return show_error(a, cmd, msg);
 	}
+	pfs_cgroup_cpu_read(&cpu1);
+	times.window_s = pfs_cli_now() - fill_t0;
 	if (pfs_blob__layout(blob))
 		pfs_cli_files_measure(blob, &pg);
 	t0 = pfs_cli_now();
 	fp = pfs_blob__fingerprint(blob);
 	fp_s = pfs_cli_now() - t0;
+	times = (struct pfs_cli_fill_times){ .relay = a->repl.fetch_from != NULL,
+					     .window_s = times.window_s,
+					     .load_s = a->src.st.load_s,
+					     .read_s = a->src.st.read_s,
+					     .hash_s = a->src.st.sha256_s,
+					     .fetch_s = a->repl.fr.seconds,
+					     .verify_s = a->repl.verify_s };
 	pfs_json_begin(&j);
 	pfs_json_bool(&j, "ok", true);
 	pfs_json_str(&j, "cmd", cmd, 16);
@@ -289,6 +303,11 @@ static int blob_show(struct blob_args *a, bool info)
 	if (info || a->repl.fetch_from || a->src.path)
 		manifest_json(&j, blob);
 	pfs_cli_repl_json(&j, &a->repl);
+	if (a->src.path || a->repl.fetch_from) {
+		struct pfs_cgroup_cpu used = pfs_cgroup_cpu_since(&cpu0, &cpu1);
+
+		pfs_cli_bound_json(&j, &times, &used);
+	}
 	pfs_json_str(&j, "error", NULL, 0);
 	if (pfs_result_emit(pfs_json_end(&j), a->result_file)) {
 		pfs_err("cannot write the result to %s: %s", a->result_file, strerror(errno));
