@@ -10,6 +10,21 @@ import (
 // maxDatapath is status.nodes[].datapath's MaxLength.
 const maxDatapath = 256
 
+// maxBoundMessage is status.nodes[].boundMessage's MaxLength.
+const maxBoundMessage = 256
+
+// fillBound copies what bound a holder's fill, as its data plane measured
+// it, into its node status; nothing when the result does not say.
+func fillBound(ns *pfsv1alpha1.BlobNodeStatus, r *result.BlobCreate) {
+	bounds := map[string]pfsv1alpha1.FillBound{"source": pfsv1alpha1.FillBoundSource,
+		"upstream": pfsv1alpha1.FillBoundUpstream, "verification": pfsv1alpha1.FillBoundVerification,
+		"cpu-quota": pfsv1alpha1.FillBoundCPUQuota}
+	ns.Bound, ns.BoundMessage = bounds[r.Bound], ""
+	if ns.Bound != "" {
+		ns.BoundMessage = truncate(r.BoundWhy, maxBoundMessage)
+	}
+}
+
 // relayTransport copies how a relay fetched, as its data plane reported
 // it, into its node status: the wire, the datapath (an AF_XDP relay on a
 // veth says it ran in copy mode there) and the loss reports it sent its

@@ -272,6 +272,7 @@ func readHolder(b *pfsv1alpha1.PfsBlob, node string, p *corev1.Pod) *holderInfo 
 		}
 	}
 	if hi.result != nil {
+		fillBound(&hi.status, hi.result)
 		if s := hi.result.Source; s != nil {
 			hi.status.Bytes, hi.status.Seconds = s.Bytes, pfsv1alpha1.FormatSeconds(s.Load)
 			hi.status.MBps = pfsv1alpha1.FormatMBps(s.Bytes, s.Load)

@@ -355,6 +355,26 @@ const (
 	BlobNodeRelay BlobNodeRole = "Relay"
 )
 
+// FillBound is what bound a node's fill of a source blob, as its data plane
+// measured it.
+// +kubebuilder:validation:Enum=Source;Upstream;Verification;CPUQuota
+type FillBound string
+
+const (
+	// FillBoundSource means the origin's reads of the source set the pace.
+	FillBoundSource FillBound = "Source"
+	// FillBoundUpstream means a relay's bytes came at the pace of its
+	// upstream and the link.
+	FillBoundUpstream FillBound = "Upstream"
+	// FillBoundVerification means hashing set the pace: sha256 took most of
+	// the origin's load, or a relay's verify after its last byte a sizeable
+	// share of its fill.
+	FillBoundVerification FillBound = "Verification"
+	// FillBoundCPUQuota means the holder's CPU limit throttled the fill
+	// (dataplane.holderFillCPU raises it).
+	FillBoundCPUQuota FillBound = "CPUQuota"
+)
+
 // BlobTimings are the setup phases of one node's copy. They are reported but
 // never counted in transfer or job throughput.
 type BlobTimings struct {
@@ -461,6 +481,18 @@ type BlobNodeStatus struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	// +kubebuilder:validation:MaxLength=32
 	MBps string `json:"mbps,omitempty"`
+
+	// bound is what set the pace of this node's fill: the source's reads
+	// (origin), the upstream and link (relay), verification, or the
+	// holder's CPU limit.
+	// +optional
+	Bound FillBound `json:"bound,omitempty"`
+
+	// boundMessage gives the measured numbers behind bound (e.g. "throttled
+	// 3.10 s during the fill's 4.02 s by a CPU limit of 0.05 cores").
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	BoundMessage string `json:"boundMessage,omitempty"`
 
 	// sha256 is the source digest (the manifest's sha256, 64 lower-case hex
 	// digits) this node verified.

@@ -30,6 +30,10 @@ type BlobCreate struct {
 	Manifest *Manifest
 	// Repl is what the holder served to other nodes, when reported.
 	Repl *Repl
+	// Bound is what bound an origin's or a relay's fill ("source",
+	// "upstream", "verification", "cpu-quota"), BoundWhy its numbers;
+	// empty when not reported.
+	Bound, BoundWhy string
 	// Error is the CLI's error message for a failed create.
 	Error string
 }
@@ -111,6 +115,17 @@ func ParseBlobCreate(msg string) (*BlobCreate, error) {
 	}
 	if err := parseFanout(&j, b); err != nil {
 		return nil, err
+	}
+	if j.Bound != nil {
+		switch *j.Bound {
+		case "source", "upstream", "verification", "cpu-quota":
+			b.Bound = *j.Bound
+		default:
+			return nil, fmt.Errorf("field \"bound\": %q is not source, upstream, verification or cpu-quota", *j.Bound)
+		}
+	}
+	if j.BoundWhy != nil {
+		b.BoundWhy = *j.BoundWhy
 	}
 	return b, nil
 }

@@ -175,6 +175,13 @@ type blobCreateJSON struct {
 	Fetch *fetchJSON `json:"fetch"`
 	// Repl is "repl": With --replicate-listen: what it served.
 	Repl *replJSON `json:"repl"`
+	// Bound is "bound": With --source or --fetch-from: what bound the fill (tools/pfs/bound.c): its
+	// cgroup's CPU limit (throttled at least a fifth of the fill), verification (origin: sha256 at
+	// least 80% of the load; relay: the verify after the last byte at least a fifth of the fill), else
+	// the source's reads (origin) or the upstream and link (relay).
+	Bound *string `json:"bound"`
+	// BoundWhy is "bound_why": With bound: the measured numbers that decided it.
+	BoundWhy *string `json:"bound_why"`
 	// Error is "error": Why it failed; null when ok.
 	Error *string `json:"error"`
 }

@@ -28,11 +28,11 @@ var sourceSHA = strings.Repeat("5a", 32)
 const scanResult = `{"ok":true,"cmd":"blob-create","dry_run":true,"source":{"kind":"file","path":"models/x.safetensors","root":"/source","files":1,"bytes":3000000,"needed":4194304,"blob_size":4194304},"error":null}`
 
 func originResult() string {
-	return fmt.Sprintf(`{"ok":true,"cmd":"blob-create","blob":{"size":4194304,"page":"2M","fingerprint":"0x00000000000000aa","map_s":0.001,"prefault_s":0.002,"fill_s":0},"source":{"kind":"file","path":"models/x.safetensors","files":1,"bytes":3000000,"sha256":%q,"read_seconds":0.4,"seconds":0.5,"t0_unix":1767225600,"t1_unix":1767225600.5},"manifest":{"kind":"file","files":1,"bytes":3000000,"sha256":%q,"offset":3000000,"length":120},"repl":{"listen":"0.0.0.0:7470","clients":1,"bytes_served":4194304,"refused":0},"error":null}`, sourceSHA, sourceSHA)
+	return fmt.Sprintf(`{"ok":true,"cmd":"blob-create","blob":{"size":4194304,"page":"2M","fingerprint":"0x00000000000000aa","map_s":0.001,"prefault_s":0.002,"fill_s":0},"source":{"kind":"file","path":"models/x.safetensors","files":1,"bytes":3000000,"sha256":%q,"read_seconds":0.4,"seconds":0.5,"t0_unix":1767225600,"t1_unix":1767225600.5},"manifest":{"kind":"file","files":1,"bytes":3000000,"sha256":%q,"offset":3000000,"length":120},"repl":{"listen":"0.0.0.0:7470","clients":1,"bytes_served":4194304,"refused":0},"bound":"cpu-quota","bound_why":"throttled 0.31 s during the fill's 0.50 s by a CPU limit of 0.05 cores","error":null}`, sourceSHA, sourceSHA)
 }
 
 func relayResult(from string, t1 string) string {
-	return fmt.Sprintf(`{"ok":true,"cmd":"blob-create","blob":{"size":4194304,"page":"2M","fingerprint":"0x00000000000000aa"},"fetch":{"from":%q,"bytes":4194304,"seconds":0.25,"mbps":16.8,"attempts":1,"resumed_at":[],"t0_unix":1767225600.1,"t1_unix":%s,"verified":true,"verify_seconds":0.01},"manifest":{"kind":"file","files":1,"bytes":3000000,"sha256":%q,"offset":3000000,"length":120},"error":null}`, from, t1, sourceSHA)
+	return fmt.Sprintf(`{"ok":true,"cmd":"blob-create","blob":{"size":4194304,"page":"2M","fingerprint":"0x00000000000000aa"},"fetch":{"from":%q,"bytes":4194304,"seconds":0.25,"mbps":16.8,"attempts":1,"resumed_at":[],"t0_unix":1767225600.1,"t1_unix":%s,"verified":true,"verify_seconds":0.01},"manifest":{"kind":"file","files":1,"bytes":3000000,"sha256":%q,"offset":3000000,"length":120},"bound":"upstream","bound_why":"the bytes took 0.25 s to arrive, verifying after them 0.01 s","error":null}`, from, t1, sourceSHA)
 }
 
 // testNodes creates Ready nodes labelled for this test with the given
@@ -193,10 +193,12 @@ func TestSourceBlobFanout(t *testing.T) {
 	for _, n := range st.Nodes {
 		byNode[n.Node] = n
 	}
-	if n := byNode[w2]; n.Role != pfsv1alpha1.BlobNodeRelay || n.From != w1 || n.Bytes != 4194304 || n.Seconds != "0.250" || n.MBps != "16.8" || n.SHA256 != sourceSHA || n.Attempts != 1 {
+	if n := byNode[w2]; n.Role != pfsv1alpha1.BlobNodeRelay || n.From != w1 || n.Bytes != 4194304 || n.Seconds != "0.250" || n.MBps != "16.8" || n.SHA256 != sourceSHA || n.Attempts != 1 ||
+		n.Bound != pfsv1alpha1.FillBoundUpstream || n.BoundMessage != "the bytes took 0.25 s to arrive, verifying after them 0.01 s" {
 		t.Errorf("relay 2 status %+v", n)
 	}
-	if n := byNode[w0]; n.Role != pfsv1alpha1.BlobNodeOrigin || n.Bytes != 3000000 || n.Seconds != "0.500" {
+	if n := byNode[w0]; n.Role != pfsv1alpha1.BlobNodeOrigin || n.Bytes != 3000000 || n.Seconds != "0.500" ||
+		n.Bound != pfsv1alpha1.FillBoundCPUQuota || !strings.Contains(n.BoundMessage, "CPU limit of 0.05 cores") {
 		t.Errorf("origin status %+v", n)
 	}
 	eventually(t, "NodeReady events", func() error {
