@@ -186,8 +186,8 @@ static int t_no_quota(void)
 	out = create_in_cgroup("bound-n");
 	cpu = out ? jsect(out, "\"cpu\"") : NULL;
 	CHECK(out && strstr(out, "\"ok\":true") && cpu, "result: %s", out ? out : "none");
-	CHECK(jreal(cpu, "quota_cores") == 0 && jreal(cpu, "throttled_periods") == 0,
-	      "cpu: %s", cpu);
+	CHECK(jreal(cpu, "quota_cores") == 0 && jreal(cpu, "throttled_periods") == 0, "cpu: %s",
+	      cpu);
 	CHECK(jstr(out, "bound", bound, sizeof(bound)) &&
 		      (!strcmp(bound, "source") || !strcmp(bound, "verification")),
 	      "bound '%s': %s", bound, out);

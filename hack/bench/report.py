@@ -40,7 +40,7 @@ SEEDS_FILE = Path(__file__).with_name("seeds.json")
 # The hand-written pages the report links (the row contract, the designs), wherever it is written.
 DESIGN_DIR = Path(__file__).resolve().parents[2] / "docs" / "design"
 
-SUITES = ("tcp", "udp", "afxdp", "xsk", "pcore", "fanout", "s3", "delta", "limits", "cluster")
+SUITES = ("tcp", "udp", "afxdp", "xsk", "pcore", "fanout", "s3", "delta", "hash", "limits", "cluster")
 PURPOSES = ("Transfer", "Transfer|pCPU", "pCPU", "Peer", "Limit")
 # Exit status when the report was written but a row beat its limit.
 EXIT_LIMIT_BEATEN = 2

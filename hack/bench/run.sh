@@ -10,7 +10,7 @@
 # the suites' own pages are left as they are. Full mode (the default) also
 # rewrites each suite's page (docs/bench/bench-<suite>.md), which the report links.
 # BENCH_SUITES: which suites, in order (default: tcp udp afxdp xsk pcore
-# fanout s3 delta). A suite that fails is named in the report and makes this
+# fanout s3 delta hash). A suite that fails is named in the report and makes this
 # script exit non-zero once the report is written: the others still count.
 # So does a limit beaten (report.py exits 2 after writing: a row above the
 # limit it names is a measurement bug, docs/design/bench-rows.md).
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/../.."
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, veth pairs, hugepages)"
 quick=${BENCH_QUICK:-0}
-suites=(${BENCH_SUITES:-tcp udp afxdp xsk pcore fanout s3 delta})
+suites=(${BENCH_SUITES:-tcp udp afxdp xsk pcore fanout s3 delta hash})
 mode=full
 [ "$quick" = 1 ] && mode=quick
 

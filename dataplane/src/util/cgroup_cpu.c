@@ -126,7 +126,8 @@ static int read_v1(struct pfs_cgroup_cpu *c)
 	c->throttled_s = (double)stat_field(text, "throttled_time") / 1e9;
 	if (!pick(mnt, path, "cpu.cfs_quota_us", p, sizeof(p)) && !read_text(p, text, sizeof(text)))
 		quota = strtoll(text, NULL, 10);
-	if (!pick(mnt, path, "cpu.cfs_period_us", p, sizeof(p)) && !read_text(p, text, sizeof(text)))
+	if (!pick(mnt, path, "cpu.cfs_period_us", p, sizeof(p)) &&
+	    !read_text(p, text, sizeof(text)))
 		period = strtoll(text, NULL, 10);
 	if (quota > 0 && period > 0)
 		c->quota_cores = (double)quota / (double)period;
