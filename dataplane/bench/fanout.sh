@@ -193,10 +193,14 @@ run_from_origin() {
 	echo "$(load_s) + $t1 - $t0" | bc -l
 }
 run_one_hop() { # the origin loaded and serving; node 1 fetches: hop seconds
-	local s=$1 size=$2
+	local s=$1 size=$2 fetch=("${FETCH[@]}")
 	load_origin "$s" "$size"
 	serve_bg 0
+	# The limit is the receive alone: a files relay hashes after its last
+	# byte here, so no hashing thread shares its cores while it receives.
+	[ "$BENCH_LAYOUT" = files ] && FETCH+=(--verify-threads 0)
 	relay 1 "$size" "$(ip_of 0):$PORT"
+	FETCH=("${fetch[@]}")
 	stop_bg
 	check 2
 	sect fetch "$W/r1" | field seconds
@@ -305,34 +309,28 @@ FETCH=()
 # The model, fed only by the numbers above (docs/design/fanout.md explains it).
 python3 - "$W/results.tsv" "$BENCH_LAYOUT" <<'PY'
 import math, sys
+sys.path.insert(0, "../hack/bench")
+import fanout_model as fm
 streamed = sys.argv[2] == "files"  # relays hash while they receive
 allrows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
 for link in dict.fromkeys(r[0] for r in allrows):
     rows = [(int(b), int(c), float(d), float(e), float(f), float(g)) for a, b, c, d, e, f, g in allrows if a == link]
     big = max(r[0] for r in rows)
     hop = [r for r in rows if r[0] == big]
-    B = big / min(r[3] for r in hop)             # one hop, bytes/s
-    by_n = sorted((r[1], r[2]) for r in hop)
-    # Each node added to the pipelined chain of the largest source costs delta s.
-    delta = max(0.0, (by_n[-1][1] - by_n[0][1]) / (by_n[-1][0] - by_n[0][0])) if len(by_n) > 1 else 0.0
-    base = max(0.0, by_n[0][1] - big / B)        # 2 nodes, beyond one hop: load start, verify
+    fit = fm.fit(big, min(r[3] for r in hop), {r[1]: r[2] for r in hop})
     cpu = sorted(r[4] for r in hop)[len(hop) // 2]
-    gram = (1 << 20) / B
     print()
     print("Model, link %s (inputs measured above, largest source): one hop %.0f MB/s; each added node "
           "+%.3f s; 2-node time beyond one hop %.3f s; relay %.2f CPU-s/GiB; gram latency %.4f s"
-          % (link, B / 1e6, delta, base, cpu, gram))
+          % (link, fit.rate / 1e6, fit.delta, fit.base, cpu, fit.gram_s))
     print()
     print("| nodes | GB | chain (measured s/node) | chain (gram latency/node) | binary tree | store-and-forward or all from one origin | relay cores at this rate |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for n in (16, 64, 1000):
         for gb in (10, 70, 140):
             S = gb * 1e9
-            t_one = S / B
-            depth = math.ceil(math.log2(n))
-            row = (t_one + base + (n - 2) * delta, t_one + base + (n - 2) * gram,
-                   2 * t_one + base + depth * delta,  # each node feeds two children at half the rate
-                   base + (n - 1) * t_one, cpu * B / (1 << 30))
+            row = (fm.chain(fit, S, n), fm.chain(fit, S, n, fit.gram_s), fm.tree(fit, S, n),
+                   fm.one_after_another(fit, S, n), cpu * fit.rate / (1 << 30))
             print("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.2f |" % ((n, gb) + row))
 
 # Published settings of other systems (other hardware: see docs/design/fanout.md

@@ -294,6 +294,34 @@ static int t_changed_holder(void)
 	return TAP_PASS;
 }
 
+/* --verify-threads 0: the files are hashed after the last byte, and still
+ * verified (what a benchmark's one-hop limit uses: a receive alone). */
+static int t_verify_after(void)
+{
+	char a0[48];
+	const char *f;
+	pid_t po, pr;
+	int ro, rr;
+
+	NEED_NET();
+	addr(a0, ip_a, 7486);
+	sh("chmod -R u+w %s/va.d %s/va.d 2>/dev/null; rm -rf %s/va.d %s/va.d", dirs[0], dirs[1],
+	   dirs[0], dirs[1]);
+	po = pfs_in(ns_a, "vorigin", "blob", "create", "--source", SRC, "--layout", "files",
+		    "--dir", dirs[0], "--name", "va", "--token-file", tok, "--replicate-listen", a0,
+		    "--replicate-linger", "1s", NULL);
+	pr = pfs_in(ns_b, "vrelay", "blob", "create", "--size", blob_size, "--layout", "files",
+		    "--dir", dirs[1], "--name", "va", "--token-file", tok, "--fetch-from", a0,
+		    "--fetch-timeout", "30s", "--verify-threads", "0", NULL);
+	rr = wait_rc(pr, 60);
+	ro = wait_rc(po, 60);
+	f = jsect(slurp("vrelay", "json"), "\"fetch\"");
+	CHECK(!ro && !rr, "origin rc %d, relay rc %d: %s", ro, rr, slurp("vrelay", "err"));
+	CHECK(f && strstr(f, "\"verified\":true") && strstr(f, "\"verify_streamed\":false"),
+	      "relay fetch: %.500s", f ? f : slurp("vrelay", "json"));
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "setup: netns, veth, a real tree (/usr/include/linux)", t_setup, .setup = true },
 	{ "--layout files: origin -> relay1 -> relay2 (cut-through): every files dir equals the "
@@ -305,6 +333,7 @@ static const struct tap_test tests[] = {
 	  t_resume_other_layout },
 	{ "a holder whose copy changed: the relay names the file, leaves nothing",
 	  t_changed_holder },
+	{ "--verify-threads 0: hashed after the last byte, still verified", t_verify_after },
 	{ "teardown: namespaces removed", netns_remove, .setup = true },
 };
 

@@ -36,6 +36,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+import fanout_chart
+
 SEEDS_FILE = Path(__file__).with_name("seeds.json")
 # The hand-written pages the report links (the row contract, the designs), wherever it is written.
 DESIGN_DIR = Path(__file__).resolve().parents[2] / "docs" / "design"
@@ -818,7 +820,7 @@ def chart_plan(groups):
             mine = [g for g in groups if g.suite == suite]
             plan.append((f"{title}: suite {suite}", f"{stem}-{suite}.png",
                          lambda path, _, mine=mine, draw=draw: draw(path, mine)))
-    return plan + list(LINE_CHARTS)
+    return plan + list(LINE_CHARTS) + fanout_chart.charts(groups, new_figure, finish_line_chart)
 
 
 def write_charts(img_dir, groups):

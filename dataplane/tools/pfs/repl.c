@@ -84,8 +84,8 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	  .min = 1, .max = 65535 },
 	{ "verify-threads", PFS_OPT_U64, AT(verify_threads), "N",
 	  "files relay: hash files on this many threads while they arrive (default:\n"
-	  "the online CPUs, at most 4)",
-	  .min = 1, .max = 64 },
+	  "the online CPUs, at most 4); 0: all of them after the last byte",
+	  .min = 0, .max = 64 },
 	{ "fetch-if", PFS_OPT_STR, AT(fetch_if), "IFNAME",
 	  "afxdp: the interface to receive on (default: the one the route towards\n"
 	  "the upstream leaves by)",
@@ -143,6 +143,7 @@ int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
 	return pfs_opt_fail(c, "this pfs was built without replication (the arm64 cross build "
 			       "has no libcrypto for HMAC-SHA256)");
 #endif
+	r->verify_threads_given = pfs_opt_given(c, "verify-threads");
 	if (!r->token_file)
 		return pfs_opt_fail(c, "--replicate-listen and --fetch-from need --token-file");
 	if (r->fetch_from && s->path)
@@ -367,7 +368,7 @@ static unsigned verify_threads(const struct pfs_cli_repl *r)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (r->verify_threads)
+	if (r->verify_threads_given)
 		return (unsigned)r->verify_threads;
 	return cpus < 1 ? 1 : cpus > 4 ? 4 : (unsigned)cpus;
 }
@@ -386,6 +387,11 @@ static int files_create(void *ctx, const struct pfs_blob_layout *l, uint8_t **by
 	pfs_info("repl fetch: created %s/%s%s from the upstream's layout (%u files)",
 		 pfs_cli_files_dir(r->files_cb), r->files_cb->opts.name, PFS_BLOB_FILES_SUFFIX,
 		 l->n);
+	/* --verify-threads 0: after the last byte, as a flat relay does (a
+	 * receive that shares no core with hashing: what a benchmark's limit
+	 * needs). */
+	if (r->verify_threads_given && !r->verify_threads)
+		return pfs_cli_repl_serve(r, r->files_blob, r->prog, why, n);
 	r->vs = pfs_verify_stream__start(*bytes, l, r->prog, verify_threads(r));
 	if (!r->vs)
 		pfs_warn("repl fetch: no streaming verify (%s): every file is hashed after "

@@ -61,6 +61,7 @@ struct pfs_cli_repl {
 	bool verify_streamed;
 	double verify_busy_s;
 	uint64_t verify_threads;
+	bool verify_threads_given; /* 0 given: hash after the last byte */
 	struct pfs_cli_repl_delta delta; /* --delta-base... (repl_delta.h) */
 	/* A files-layout relay (pfs_cli_repl_fetch_files): how its blob is
 	 * created once the upstream's layout arrived (--name, --dir), and the
