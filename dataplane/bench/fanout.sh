@@ -32,6 +32,8 @@
 #   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi" LINKS="none 2gbit" \
 #   TRANSPORTS="tcp udp afxdp" bench/fanout.sh
 # BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none TRANSPORTS=tcp.
+# OUT_MD: the page of this run's tables and model (default
+# ../docs/bench/bench-fanout.md; empty: none); they also go to stdout.
 # BENCH_ROWS: every round as JSON lines (docs/design/bench-rows.md): the blob's MB
 # over the seconds until every node holds it, the one-hop rate as the limit.
 set -euo pipefail
@@ -56,6 +58,7 @@ TRANSPORTS=${TRANSPORTS:-tcp udp afxdp}
 FETCH=() # --fetch-transport for the relays of the transport table
 PORT=7470
 NODE_NS=pfsfan
+OUT_MD=${OUT_MD-../docs/bench/bench-fanout.md}
 W=$(mktemp -d /tmp/pfs-fanout.XXXXXX)
 maxn=$(tr ' ' '\n' <<<"$NODES" | sort -n | tail -1)
 added=0 pids=()
@@ -234,6 +237,9 @@ emit() {	# link source bytes n label secs [cpu_s_per_gib]
 		limit="$limit" key="$key"
 }
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+# The tables and the model go to stdout and, at the end, into OUT_MD.
+exec 3>&1 >"$W/tables.md"
 echo "Layout ($BENCH_LAYOUT): $(layout_words)."
 echo
 echo "| link | source | bytes | N | pipelined s | store-fwd s | from-origin s | one hop s | source bytes read | origin bytes sent | relay CPU-s/GiB/hop |"
@@ -333,6 +339,32 @@ for link in dict.fromkeys(r[0] for r in allrows):
                    fm.one_after_another(fit, S, n), cpu * fit.rate / (1 << 30))
             print("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.2f |" % ((n, gb) + row))
 
+# Issue 31's scale targets through the same model (not a measurement): 140 GB
+# to 1,000 nodes at 100 GbE. Each node past two adds one 1 MiB gram at line
+# rate (a relay forwards each gram as it arrives, given the cores), the
+# 2-node time beyond one hop is the one measured on the fastest link here,
+# and a relay needs this run's CPU per GiB at line rate.
+fits = {}
+for link in dict.fromkeys(r[0] for r in allrows):
+    rows = [(int(b), int(c), float(d), float(e), float(f)) for a, b, c, d, e, f, g in allrows if a == link]
+    big = max(r[0] for r in rows)
+    hop = [r for r in rows if r[0] == big]
+    fits[link] = (fm.fit(big, min(r[3] for r in hop), {r[1]: r[2] for r in hop}),
+                  sorted(r[4] for r in hop)[len(hop) // 2])
+fast = max(fits, key=lambda k: fits[k][0].rate)
+f, cpu = fits[fast]
+S, N, LINE = 140e9, 1000, 100e9 / 8
+at_line = fm.Fit(LINE, (1 << 20) / LINE, f.base)
+t = fm.chain(at_line, S, N)
+cores = cpu * 1.25e9 / (1 << 30)  # per 10 Gb/s relayed
+print()
+print("Model (not a measurement): %.0f GB to %d nodes at 100 GbE: one link %.1f s; the chain %.1f s, %.2fx one link "
+      "(target <= 1.3x: %s), each node adding one 1 MiB gram (%.0f us) and this run's 2-node time beyond one hop "
+      "on link %s (%.3f s). A relay at this run's %.2f CPU-s/GiB needs %.2f cores per 10 Gb/s relayed "
+      "(target <= 1: %s), %.1f at 100 GbE."
+      % (S / 1e9, N, S / LINE, t, t / (S / LINE), "met" if t <= 1.3 * S / LINE else "missed",
+         1e6 * (1 << 20) / LINE, fast, f.base, cpu, cores, "met" if cores <= 1 else "missed", 10 * cores))
+
 # Published settings of other systems (other hardware: see docs/design/fanout.md
 # for the sources), through the same model: their per-host rate as the hop
 # rate, one 1 MiB gram of latency per hop, and the sha256 at the rate the
@@ -356,3 +388,24 @@ for name, S, n, B in (("Kraken README benchmark", 3e9, 2600, 300e6),
     tree = 2 * S / B + math.ceil(math.log2(n)) * gram + (max(0.0, S / sha - 2 * S / B) if streamed else S / sha)
     print("| %s | %.0f MB | %d | %.0f MB/s | %.1f s | %.1f s |" % (name, S / 1e6, n, B / 1e6, chain, tree))
 PY
+exec >&3
+cat "$W/tables.md"
+[ -n "$OUT_MD" ] || exit 0
+cmd="make -C dataplane bench-fanout"
+[ "${BENCH_QUICK:-0}" = 1 ] && cmd="BENCH_QUICK=1 $cmd"
+{
+	echo "<!-- SPDX-License-Identifier: Apache-2.0 -->"
+	echo "<!-- Written by dataplane/bench/fanout.sh; do not edit by hand. -->"
+	echo "# Fan-out of a blob of real files to N nodes"
+	echo
+	echo "Written by \`$cmd\` (dataplane/bench/fanout.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), git" \
+		"$(git rev-parse --short HEAD 2>/dev/null || echo unknown): $(nproc) vCPUs" \
+		"($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), kernel $(uname -r)," \
+		"load average $load_before before and $(cut -d' ' -f1-3 /proc/loadavg) after. Rounds: $ROUNDS;" \
+		"sources: $SOURCES; nodes: $NODES; links: $LINKS; relay transports: $TRANSPORTS."
+	echo "The method, the timing and the model: [fanout.md](../design/fanout.md); every round's rows are"
+	echo "in \`make bench\`'s report with the chart of time to every node against N."
+	echo
+	cat "$W/tables.md"
+} >"$OUT_MD"
+echo "bench: wrote $OUT_MD" >&2

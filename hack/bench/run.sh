@@ -38,10 +38,10 @@ failed=() pages=()
 for s in "${suites[@]}"; do
 	[ -f "dataplane/bench/$s.sh" ] || die "no suite $s (dataplane/bench/$s.sh)"
 	echo "bench: === $s ($mode) ===" >&2
-	# fanout.sh prints its tables and pcore.sh writes under build/ (their
-	# rows reach only this report); the others write this page in full mode.
+	# pcore.sh writes under build/ (its rows reach only this report); the
+	# others write this page in full mode.
 	page=docs/bench/bench-$s.md
-	case $s in fanout | pcore) page= ;; esac
+	case $s in pcore) page= ;; esac
 	# Quick runs leave the pages alone; OUT_MD= tells a script not to write.
 	out_md=()
 	[ "$quick" = 1 ] && out_md=(OUT_MD=)
