@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ type options struct {
 	dataplaneBinary         string
 	holderCPU               string
 	holderFillCPU           string
+	dataplaneLog            podspec.DataPlaneLog
 	maxConcurrentReconciles int
 	maxActiveTransfers      int
 	unschedulableTimeout    time.Duration
@@ -76,6 +78,12 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"CPU request and limit of each blob holder pod (a quantity such as 1 or 200m; a fraction leaves the node's exclusive CPUs to transfers and pcores).")
 	fs.StringVar(&o.holderFillCPU, "holder-fill-cpu", "4",
 		"CPU limit of a blob holder's init container, which fills the blob (reads the source, fetches and verifies): its request stays --holder-cpu, so it bursts onto idle CPUs; at or below --holder-cpu it is --holder-cpu and holder pods stay Guaranteed.")
+	fs.StringVar(&o.dataplaneLog.Format, "dataplane-log-format", "",
+		"Log format of the data-plane pods (PFS_LOG_FORMAT): text or json; empty: pfs's default, text. The chart sets it from logging.encoder.")
+	fs.StringVar(&o.dataplaneLog.Level, "dataplane-log-level", "",
+		"Log level of the data-plane pods (PFS_LOG_LEVEL): error, warn, info or debug; empty: info.")
+	fs.StringVar(&o.dataplaneLog.TimeEncoding, "dataplane-log-time-encoding", "",
+		"Time encoding of the data-plane pods' JSON logs (PFS_LOG_TIME_ENCODING): epoch, millis, nano, iso8601, rfc3339 or rfc3339nano, as --zap-time-encoding; empty: epoch.")
 	fs.StringVar(&o.hostPathSources, "host-path-sources", "disabled",
 		"Whether a PfsBlob may read its source from a host path (spec.source.hostPath): enabled or disabled. A host path is a node privilege.")
 	fs.StringVar(&o.hostPathPrefixes, "host-path-prefixes", "",
@@ -122,6 +130,15 @@ func (o *options) validate() error {
 	}
 	if q, err := resource.ParseQuantity(o.holderFillCPU); err != nil || q.Sign() <= 0 || q.MilliValue() < 10 {
 		errs = append(errs, fmt.Errorf("--holder-fill-cpu %q: want a CPU quantity of at least 10m, such as 4 or 500m", o.holderFillCPU))
+	}
+	for _, f := range []struct{ flag, value, want string }{
+		{"dataplane-log-format", o.dataplaneLog.Format, "text json"},
+		{"dataplane-log-level", o.dataplaneLog.Level, "error warn info debug"},
+		{"dataplane-log-time-encoding", o.dataplaneLog.TimeEncoding, "epoch millis nano iso8601 rfc3339 rfc3339nano"},
+	} {
+		if f.value != "" && !slices.Contains(strings.Fields(f.want), f.value) {
+			errs = append(errs, fmt.Errorf("--%s %q: want one of %s", f.flag, f.value, strings.ReplaceAll(f.want, " ", ", ")))
+		}
 	}
 	if o.unschedulableTimeout <= 0 || o.backoffBase <= 0 || o.backoffMax < o.backoffBase {
 		errs = append(errs, errors.New("--unschedulable-timeout and --retry-backoff must be positive and --retry-backoff-max at least --retry-backoff"))
@@ -187,8 +204,8 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 			Clock:     clock.RealClock{},
 			Pods: podspec.Config{Image: o.dataplaneImage, PullPolicy: corev1.PullPolicy(o.dataplanePullPolicy),
 				Binary: o.dataplaneBinary, HolderCPU: resource.MustParse(o.holderCPU),
-				HolderFillCPU: resource.MustParse(o.holderFillCPU),
-				SocketVolume:  podspec.SocketVolumeType(o.socketVolume)},
+				HolderFillCPU: resource.MustParse(o.holderFillCPU), Log: o.dataplaneLog,
+				SocketVolume: podspec.SocketVolumeType(o.socketVolume)},
 			Timing: controllers.Timing{UnschedulableTimeout: o.unschedulableTimeout,
 				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax, TopologyCatchUp: o.topologyCatchUp,
 				MaxRequeueAfter: o.maxRequeueAfter},

@@ -33,6 +33,10 @@ type Config struct {
 	// runs on idle CPUs up to this limit. Above HolderCPU it makes the pod
 	// Burstable; zero means HolderCPU (Guaranteed, today's pods).
 	HolderFillCPU resource.Quantity
+	// Log is how the data plane logs in every pod: the same format, level
+	// and time encoding as the operator's zap logs (set from one set of
+	// chart values), through PFS_LOG_* in each container's environment.
+	Log DataPlaneLog
 	// SocketVolume is how the namespace's socket directory reaches the
 	// pods; empty means SocketVolumeHostPath.
 	SocketVolume SocketVolumeType
@@ -61,6 +65,25 @@ func (cfg Config) holderCPU() resource.Quantity {
 		return *resource.NewQuantity(1, resource.DecimalSI)
 	}
 	return cfg.HolderCPU.DeepCopy()
+}
+
+// DataPlaneLog is pfs's --log-format (text or json), --log-level (error,
+// warn, info, debug) and --log-time-encoding (zap's names: epoch, millis,
+// nano, iso8601, rfc3339, rfc3339nano). Empty fields are pfs's defaults.
+type DataPlaneLog struct {
+	Format, Level, TimeEncoding string
+}
+
+// env is the environment that asks pfs for these logs.
+func (l DataPlaneLog) env() []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, v := range []struct{ name, value string }{{"PFS_LOG_FORMAT", l.Format}, {"PFS_LOG_LEVEL", l.Level},
+		{"PFS_LOG_TIME_ENCODING", l.TimeEncoding}} {
+		if v.value != "" {
+			env = append(env, corev1.EnvVar{Name: v.name, Value: v.value})
+		}
+	}
+	return env
 }
 
 // fillResources are a holder init container's resources: res with its CPU
@@ -323,6 +346,7 @@ func dataPlaneContainer(cfg Config, name string, args []string, res corev1.Resou
 		Command:                  []string{cfg.Binary},
 		Args:                     args,
 		Resources:                res,
+		Env:                      cfg.Log.env(),
 		SecurityContext:          securityFor(p),
 		TerminationMessagePath:   TerminationLog,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,

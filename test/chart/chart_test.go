@@ -205,7 +205,7 @@ func mainGo(t *testing.T) string {
 func managerFlags(t *testing.T) map[string]bool {
 	t.Helper()
 	flags := map[string]bool{}
-	for _, m := range regexp.MustCompile(`fs\.\w+Var\(&o\.\w+,\s*"([a-z0-9-]+)"`).FindAllStringSubmatch(mainGo(t), -1) {
+	for _, m := range regexp.MustCompile(`fs\.\w+Var\(&o\.[\w.]+,\s*"([a-z0-9-]+)"`).FindAllStringSubmatch(mainGo(t), -1) {
 		flags[m[1]] = true
 	}
 	if len(flags) < 5 {
@@ -285,6 +285,9 @@ func wantArgs(changes map[string]string) []string {
 		{"zap-log-level", "info"},
 		{"zap-encoder", "json"},
 		{"zap-time-encoding", "rfc3339"},
+		{"dataplane-log-format", "json"},
+		{"dataplane-log-level", "info"},
+		{"dataplane-log-time-encoding", "rfc3339"},
 	}
 	var args []string
 	for _, a := range base {
@@ -834,6 +837,10 @@ example: {transport: AFXDP, numa: Required, network: pfs-data, resourceName: afx
 					"zap-log-level":               "debug",
 					"zap-encoder":                 "console",
 					"zap-time-encoding":           "iso8601",
+					// console is zap's text: pfs's is text too
+					"dataplane-log-format":        "text",
+					"dataplane-log-level":         "debug",
+					"dataplane-log-time-encoding": "iso8601",
 				})
 				if diff := cmp.Diff(want, c.Args); diff != "" {
 					t.Errorf("args (-want +got):\n%s", diff)

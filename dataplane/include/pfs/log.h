@@ -17,6 +17,29 @@ enum pfs_log_level {
 void pfs_log_set_level(enum pfs_log_level level);
 enum pfs_log_level pfs_log_get_level(void);
 
+/* How a line looks: text ("pfs: info: msg") or one JSON object a line with
+ * the field names of the operator's zap logs ({"level":"info","ts":...,
+ * "logger":"pfs","msg":"..."}), ts in one of zap's time encodings. */
+enum pfs_log_format {
+	PFS_LOG_TEXT = 0,
+	PFS_LOG_JSON,
+};
+enum pfs_log_time {
+	PFS_LOG_TIME_EPOCH = 0, /* float seconds, zap's default */
+	PFS_LOG_TIME_MILLIS, /* float milliseconds */
+	PFS_LOG_TIME_NANO, /* integer nanoseconds */
+	PFS_LOG_TIME_ISO8601, /* "2026-12-04T15:06:00.123Z" */
+	PFS_LOG_TIME_RFC3339, /* "2026-12-04T15:06:00Z" */
+	PFS_LOG_TIME_RFC3339NANO, /* "2026-12-04T15:06:00.123456789Z" */
+};
+void pfs_log_set_format(enum pfs_log_format format, enum pfs_log_time time);
+/* "text"/"json", "debug"/"info"/"warn"/"error", and zap's time encoding
+ * names ("epoch", "millis", "nano", "iso8601", "rfc3339", "rfc3339nano")
+ * into their values; 0 or -EINVAL. */
+int pfs_log_parse_format(const char *s, enum pfs_log_format *out);
+int pfs_log_parse_level(const char *s, enum pfs_log_level *out);
+int pfs_log_parse_time(const char *s, enum pfs_log_time *out);
+
 void pfs_log(enum pfs_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define pfs_err(...) pfs_log(PFS_LOG_ERROR, __VA_ARGS__)

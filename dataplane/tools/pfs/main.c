@@ -45,18 +45,23 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pfs [-v | -q | --log-level LEVEL] [--check-args] COMMAND [options]\n\n"
+	fprintf(f, "usage: pfs [-v | -q | --log-level LEVEL] [--log-format text|json]\n"
+		   "           [--log-time-encoding ENC] [--check-args] COMMAND [options]\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (commands[i].help)
 			fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\n`pfs COMMAND --help` describes each command.\n"
-		   "Results: one JSON object on stdout (<= 4 KiB); logs on stderr.\n"
-		   "Exit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused, 5 timeout,\n"
-		   "6 transport unavailable here (AF_XDP refused).\n"
-		   "Log levels: error, warn, info (default), debug.\n"
-		   "Sizes take K/M/G/T, Ki..Ti and KiB..TiB (binary), KB/MB/GB/TB (decimal) and\n"
-		   "fractions (1.5G); integers take 0x (hex) and 0 (octal) prefixes.\n");
+	fprintf(f,
+		"\n`pfs COMMAND --help` describes each command.\n"
+		"Results: one JSON object on stdout (<= 4 KiB); logs on stderr.\n"
+		"Exit: 0 OK, 1 error, 2 usage, 3 integrity MISMATCH, 4 refused, 5 timeout,\n"
+		"6 transport unavailable here (AF_XDP refused).\n"
+		"Log levels: error, warn, info (default), debug. --log-format json: one object a\n"
+		"line, {\"level\",\"ts\",\"logger\":\"pfs\",\"msg\"} as the operator's zap logs, ts in\n"
+		"--log-time-encoding epoch (default), millis, nano, iso8601, rfc3339, rfc3339nano.\n"
+		"PFS_LOG_FORMAT, PFS_LOG_LEVEL, PFS_LOG_TIME_ENCODING set the same; flags win.\n"
+		"Sizes take K/M/G/T, Ki..Ti and KiB..TiB (binary), KB/MB/GB/TB (decimal) and\n"
+		"fractions (1.5G); integers take 0x (hex) and 0 (octal) prefixes.\n");
 }
 
 /* Run the command of argv[0] (its verb argv[1] when that has an entry of
@@ -78,10 +83,43 @@ static int dispatch(int argc, char **argv)
 	return PFS_EXIT_USAGE;
 }
 
+/* PFS_LOG_FORMAT, PFS_LOG_LEVEL, PFS_LOG_TIME_ENCODING: how the operator's
+ * pods ask for the logs its own zap writes (the flags, when given, win).
+ * 0, or PFS_EXIT_USAGE after saying which is wrong. */
+static int log_env(enum pfs_log_format *lf, enum pfs_log_time *lt)
+{
+	const char *f = getenv("PFS_LOG_FORMAT"), *l = getenv("PFS_LOG_LEVEL"),
+		   *t = getenv("PFS_LOG_TIME_ENCODING");
+	enum pfs_log_level lv;
+
+	if (f && *f && pfs_log_parse_format(f, lf)) {
+		fprintf(stderr, "pfs: PFS_LOG_FORMAT='%s': want text or json\n", f);
+		return PFS_EXIT_USAGE;
+	}
+	if (t && *t && pfs_log_parse_time(t, lt)) {
+		fprintf(stderr,
+			"pfs: PFS_LOG_TIME_ENCODING='%s': want epoch, millis, nano, iso8601, "
+			"rfc3339 or rfc3339nano\n",
+			t);
+		return PFS_EXIT_USAGE;
+	}
+	if (l && *l) {
+		if (pfs_log_parse_level(l, &lv)) {
+			fprintf(stderr,
+				"pfs: PFS_LOG_LEVEL='%s': want error, warn, info or debug\n", l);
+			return PFS_EXIT_USAGE;
+		}
+		pfs_log_set_level(lv);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	enum pfs_log_format lf = PFS_LOG_TEXT;
+	enum pfs_log_time lt = PFS_LOG_TIME_EPOCH;
 	const char *crc;
-	int i = 1;
+	int i = 1, rc;
 
 	/* A vanished peer must surface as EPIPE from send(), not kill us. */
 	signal(SIGPIPE, SIG_IGN);
@@ -89,6 +127,9 @@ int main(int argc, char **argv)
 	crc = getenv("PFS_CRC32C_IMPL");
 	if (crc && !strcmp(crc, "portable"))
 		pfs_crc32c_select("portable");
+	rc = log_env(&lf, &lt);
+	if (rc)
+		return rc;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--check-args")) {
 			pfs_cli_check_args = true;
@@ -97,17 +138,27 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "-q")) {
 			pfs_log_set_level(PFS_LOG_ERROR);
 		} else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
-			static const char *const lv[] = { "error", "warn", "info", "debug" };
-			bool ok = false;
+			enum pfs_log_level l;
 
-			i++;
-			for (int l = 0; l < 4; l++)
-				if (!strcmp(argv[i], lv[l])) {
-					pfs_log_set_level((enum pfs_log_level)l);
-					ok = true;
-				}
-			if (!ok) {
-				fprintf(stderr, "pfs: unknown log level '%s'\n", argv[i]);
+			if (pfs_log_parse_level(argv[++i], &l)) {
+				fprintf(stderr,
+					"pfs: unknown log level '%s' (error, warn, info, debug)\n",
+					argv[i]);
+				return PFS_EXIT_USAGE;
+			}
+			pfs_log_set_level(l);
+		} else if (!strcmp(argv[i], "--log-format") && i + 1 < argc) {
+			if (pfs_log_parse_format(argv[++i], &lf)) {
+				fprintf(stderr, "pfs: unknown log format '%s' (text, json)\n",
+					argv[i]);
+				return PFS_EXIT_USAGE;
+			}
+		} else if (!strcmp(argv[i], "--log-time-encoding") && i + 1 < argc) {
+			if (pfs_log_parse_time(argv[++i], &lt)) {
+				fprintf(stderr,
+					"pfs: unknown log time encoding '%s' (epoch, millis, nano, "
+					"iso8601, rfc3339, rfc3339nano)\n",
+					argv[i]);
 				return PFS_EXIT_USAGE;
 			}
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -119,6 +170,7 @@ int main(int argc, char **argv)
 			return PFS_EXIT_USAGE;
 		}
 	}
+	pfs_log_set_format(lf, lt);
 	if (i >= argc) {
 		usage(stderr);
 		return PFS_EXIT_USAGE;
