@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sh.h"
 #include "wire/blob_repl_wire.h"
 
 __attribute__((unused)) static int tcp_to(int port)
@@ -71,22 +72,6 @@ __attribute__((unused)) static void frame_out(int fd, const struct repl_frame *f
 
 	if (n > 0)
 		(void)!write(fd, b, (size_t)n);
-}
-
-/* A shell command's stdout (malloc'd). */
-__attribute__((unused)) static char *slurp_cmd(const char *cmd)
-{
-	size_t cap = 1 << 16, len = 0, r;
-	char *out = malloc(cap);
-	FILE *p = popen(cmd, "r");
-
-	while (p && out && len + 1 < cap && (r = fread(out + len, 1, cap - len - 1, p)) > 0)
-		len += r;
-	if (p)
-		pclose(p);
-	if (out)
-		out[len] = '\0';
-	return out;
 }
 
 /* A fake upstream's listener on 127.0.0.1:@port, or -1. */

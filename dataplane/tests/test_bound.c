@@ -73,22 +73,6 @@ static int t_rules(void)
 }
 
 static char cg[160], quota_file[200], pfs[512];
-
-/* A shell command's stdout (malloc'd, NUL-terminated), NULL on failure. */
-static char *cmd_out(const char *cmd)
-{
-	size_t cap = 1 << 16, len = 0, r;
-	char *out = malloc(cap);
-	FILE *p = popen(cmd, "r");
-
-	while (p && out && len + 1 < cap && (r = fread(out + len, 1, cap - len - 1, p)) > 0)
-		len += r;
-	if (p)
-		pclose(p);
-	if (out)
-		out[len] = '\0';
-	return out;
-}
 static const char *src = "/usr/lib/x86_64-linux-gnu/libcrypto.a";
 
 static void cleanup(void)
@@ -139,7 +123,7 @@ static char *create_in_cgroup(const char *name)
 		 "sh -c 'echo $$ > %s/cgroup.procs && exec %s blob create --source %s --dir "
 		 "/dev/shm --name %s --page 4k --replace' 2>/dev/null; rm -f /dev/shm/%s",
 		 cg, pfs, src, name, name);
-	return cmd_out(cmd);
+	return slurp_cmd(cmd);
 }
 
 static int t_setup(void)

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sh.h"
 #include "tap.h"
 
 static char pfs[512], dir[128];
@@ -28,23 +29,12 @@ static char *run(int *rc, const char *fmt, ...) __attribute__((format(printf, 2,
 static char *run(int *rc, const char *fmt, ...)
 {
 	char cmd[4096];
-	size_t cap = 1 << 16, len = 0, r;
-	char *out = malloc(cap);
 	va_list ap;
-	FILE *p;
-	int st;
 
 	va_start(ap, fmt);
 	vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
-	p = popen(cmd, "r");
-	while (p && out && len + 1 < cap && (r = fread(out + len, 1, cap - len - 1, p)) > 0)
-		len += r;
-	st = p ? pclose(p) : -1;
-	if (out)
-		out[len] = '\0';
-	*rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	return out;
+	return slurp_cmd_rc(cmd, rc);
 }
 
 /* Python checks every line of pfs's stderr (@args after pfs) against
@@ -52,19 +42,20 @@ static char *run(int *rc, const char *fmt, ...)
  * "ok N" for N good lines or the first bad one. */
 static char *json_lines(const char *env, const char *args, const char *check, int *rc)
 {
-	return run(rc,
-		   "%s %s %s 2>&1 >/dev/null | python3 -c '\n"
-		   "import json, re, sys\n"
-		   "n = 0\n"
-		   "for line in sys.stdin:\n"
-		   "    o = json.loads(line)\n"
-		   "    assert list(o) == [\"level\", \"ts\", \"logger\", \"msg\"], line\n"
-		   "    assert o[\"level\"] in (\"error\", \"warn\", \"info\", \"debug\") and o[\"logger\"] == \"pfs\", line\n"
-		   "    assert %s, line\n"
-		   "    n += 1\n"
-		   "print(\"ok\", n)\n"
-		   "' 2>&1",
-		   env, pfs, args, check);
+	return run(
+		rc,
+		"%s %s %s 2>&1 >/dev/null | python3 -c '\n"
+		"import json, re, sys\n"
+		"n = 0\n"
+		"for line in sys.stdin:\n"
+		"    o = json.loads(line)\n"
+		"    assert list(o) == [\"level\", \"ts\", \"logger\", \"msg\"], line\n"
+		"    assert o[\"level\"] in (\"error\", \"warn\", \"info\", \"debug\") and o[\"logger\"] == \"pfs\", line\n"
+		"    assert %s, line\n"
+		"    n += 1\n"
+		"print(\"ok\", n)\n"
+		"' 2>&1",
+		env, pfs, args, check);
 }
 
 static int t_setup(void)
@@ -113,19 +104,22 @@ static int t_nano(void)
 
 static int t_iso(void)
 {
-	return encoding("iso8601",
-			"re.fullmatch(r\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\", o[\"ts\"])");
+	return encoding(
+		"iso8601",
+		"re.fullmatch(r\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\", o[\"ts\"])");
 }
 
 static int t_rfc3339(void)
 {
-	return encoding("rfc3339", "re.fullmatch(r\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\", o[\"ts\"])");
+	return encoding("rfc3339",
+			"re.fullmatch(r\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\", o[\"ts\"])");
 }
 
 static int t_rfc3339nano(void)
 {
-	return encoding("rfc3339nano",
-			"re.fullmatch(r\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{9}Z\", o[\"ts\"])");
+	return encoding(
+		"rfc3339nano",
+		"re.fullmatch(r\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{9}Z\", o[\"ts\"])");
 }
 
 /* A path with a quote, a backslash, a tab and a byte that is not UTF-8:
@@ -135,10 +129,12 @@ static int t_escapes(void)
 	char *out;
 	int rc;
 
-	out = json_lines("PFS_LOG_FORMAT=json",
-			 "blob create --source \"$(printf '/tmp/no\\042such\\134dir\\t\\377')\" "
-			 "--name l --page 4k",
-			 "o[\"level\"] == \"error\" and \"/tmp/no\\\"such\\\\dir\\t\\ufffd\" in o[\"msg\"]", &rc);
+	out = json_lines(
+		"PFS_LOG_FORMAT=json",
+		"blob create --source \"$(printf '/tmp/no\\042such\\134dir\\t\\377')\" "
+		"--name l --page 4k",
+		"o[\"level\"] == \"error\" and \"/tmp/no\\\"such\\\\dir\\t\\ufffd\" in o[\"msg\"]",
+		&rc);
 	CHECK(out && !strcmp(out, "ok 1\n"), "%s", out);
 	free(out);
 	return TAP_PASS;
@@ -150,9 +146,10 @@ static int t_env_and_flags(void)
 	int rc;
 
 	/* the flag wins over the environment */
-	out = run(&rc, "PFS_LOG_FORMAT=json %s --log-format text blob info --name none-%d 2>&1", pfs,
-		  getpid());
-	CHECK(out && strstr(out, "pfs: error: ") && !strstr(out, "\"level\""), "rc %d: %s", rc, out);
+	out = run(&rc, "PFS_LOG_FORMAT=json %s --log-format text blob info --name none-%d 2>&1",
+		  pfs, getpid());
+	CHECK(out && strstr(out, "pfs: error: ") && !strstr(out, "\"level\""), "rc %d: %s", rc,
+	      out);
 	free(out);
 	out = run(&rc, "PFS_LOG_FORMAT=xml %s blob info --name x 2>&1", pfs);
 	CHECK(rc == 2 && out && strstr(out, "PFS_LOG_FORMAT='xml': want text or json"), "rc %d: %s",
@@ -163,10 +160,11 @@ static int t_env_and_flags(void)
 	      out);
 	free(out);
 	/* PFS_LOG_LEVEL=error hides the info lines of a good run */
-	out = run(&rc,
-		  "PFS_LOG_LEVEL=error %s blob create --source /usr/include/linux --dir %s --name l "
-		  "--page 4k --replace 2>&1 >/dev/null",
-		  pfs, dir);
+	out = run(
+		&rc,
+		"PFS_LOG_LEVEL=error %s blob create --source /usr/include/linux --dir %s --name l "
+		"--page 4k --replace 2>&1 >/dev/null",
+		pfs, dir);
 	CHECK(rc == 0 && out && !*out, "rc %d: '%s'", rc, out);
 	free(out);
 	return TAP_PASS;
