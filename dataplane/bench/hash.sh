@@ -129,6 +129,6 @@ cmd="make -C dataplane bench-hash"
 	echo
 	verdict
 	echo
-	echo "How chunk digests use it: [fanout.md](../design/fanout.md#chunk-digests)."
+	echo "How chunk digests use it: [fanout.md](../design/fanout.md#verification-while-receiving-and-chunk-digests)."
 } >"$OUT_MD"
 echo "bench: wrote $OUT_MD" >&2

@@ -99,6 +99,10 @@ DETAIL_PAGES = (
     ("bench-delta.md", "make -C dataplane bench-delta",
      "delta mode against rsync, zstd --patch-from, xdelta3, zstd and a full copy on real "
      "checkpoint, model and source pairs ([delta.md]({design}/delta.md))"),
+    ("bench-hash.md", "make -C dataplane bench-hash",
+     "the chunk-digest candidates over a real file: SHA-256 with and without the SHA extensions, "
+     "BLAKE3 and CRC32C, MB/s and CPU-s per GiB "
+     "([fanout.md]({design}/fanout.md#verification-while-receiving-and-chunk-digests))"),
 )
 
 CSV_COLUMNS = (
