@@ -102,7 +102,7 @@ model_blob() {
     die "the model blob did not become Ready; the cluster stays up for inspection (KUBECONFIG=$kubeconfig)"
   fi
   echo; echo "\$ kubectl get pfsblob minilm -n $NS"; k -n "$NS" get pfsblob minilm; echo
-  k -n "$NS" get pfsblob minilm -o jsonpath='{range .status.nodes[*]}  {.node}: {.role} {.state}, {.bytes} bytes in {.seconds} s ({.mbps} MB/s){" from "}{.from}, sha256 {.sha256}{"\n"}{end}'
+  k -n "$NS" get pfsblob minilm -o jsonpath='{range .status.nodes[*]}  {.node}: {.role} {.state}, {.bytes} bytes in {.seconds} s ({.mbps} MB/s){" from "}{.from}, bound by {.bound} ({.boundMessage}), sha256 {.sha256}{"\n"}{end}'
   got=$(k -n "$NS" get pfsblob minilm -o jsonpath='{.status.sha256}')
   [ "$got" = "$want" ] || die "pfsblob/minilm says sha256 $got, sha256sum of the file says $want"
   log "every node holds the model with the file's sha256 $want (sha256sum on the host agrees)"
