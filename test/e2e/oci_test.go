@@ -129,6 +129,7 @@ func ociSource(r *registry, ref, pull string) string {
 // testOCISource is issue 30's OCI proof on the cluster.
 func testOCISource(ctx context.Context, t *testing.T) {
 	r := startRegistry(t)
+	t.Cleanup(func() { deleteBlobs(t, ociBlob) })
 	dir := filepath.Join(env.dataDir, "minilm")
 	digest := r.pushDir(t, dir, ociRepoTag)
 	r.applyPullSecret(t)

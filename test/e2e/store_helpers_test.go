@@ -53,6 +53,16 @@ func kindNetwork(t *testing.T) (addr, iface string) {
 
 // startStore starts the server in a directory of its own until the test
 // ends.
+// deleteBlobs deletes PfsBlobs and waits until they (and so their holder
+// pods) are gone.
+func deleteBlobs(t *testing.T, names ...string) {
+	t.Helper()
+	args := append([]string{"-n", testNS, "delete", "pfsblob"}, names...)
+	if out, err := kubectl(append(args, "--ignore-not-found", "--wait=true", "--timeout=180s")...); err != nil {
+		t.Errorf("deleting %v: %v\n%s", names, err, out)
+	}
+}
+
 func startStore(t *testing.T) *s3Store {
 	t.Helper()
 	// Not t.TempDir(): weed splits its -dir flags at commas, and a subtest's

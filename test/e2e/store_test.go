@@ -31,6 +31,10 @@ const (
 // testStoreSources is issue 30's proof on the cluster.
 func testStoreSources(ctx context.Context, t *testing.T) {
 	s := startStore(t)
+	// The blobs go when the step ends: their holders' CPU requests (one
+	// per node each) would otherwise leave a node too little for the
+	// 1-CPU transfer pods of later steps.
+	t.Cleanup(func() { deleteBlobs(t, s3DirBlob, httpFileBlob, s3ResumeBlob) })
 	checksums := s.upload(t, filepath.Join(env.dataDir, "minilm"), storeBucket, "minilm")
 	s.upload(t, filepath.Join(env.dataDir, "sudachi", "system.dic"), storeBucket, "sudachi")
 	s.applySecrets(t, storeCreds, s.secret)
