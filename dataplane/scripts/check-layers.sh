@@ -31,6 +31,7 @@ LAYERS=(
 # Public headers (include/pfs/) and the folder that implements each.
 HEADERS=(
 	"log.h util"
+	"cgroup_cpu.h util"
 	"integrity.h integrity"
 	"ops.h ops" "crc_index.h ops"
 	"blob.h blob" "blob_files.h blob"
