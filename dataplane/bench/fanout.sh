@@ -319,12 +319,14 @@ sys.path.insert(0, "../hack/bench")
 import fanout_model as fm
 streamed = sys.argv[2] == "files"  # relays hash while they receive
 allrows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
+fits = {}  # link: (its fit, its relays' CPU-s/GiB), for the scale targets below
 for link in dict.fromkeys(r[0] for r in allrows):
     rows = [(int(b), int(c), float(d), float(e), float(f), float(g)) for a, b, c, d, e, f, g in allrows if a == link]
     big = max(r[0] for r in rows)
     hop = [r for r in rows if r[0] == big]
     fit = fm.fit(big, min(r[3] for r in hop), {r[1]: r[2] for r in hop})
     cpu = sorted(r[4] for r in hop)[len(hop) // 2]
+    fits[link] = (fit, cpu)
     print()
     print("Model, link %s (inputs measured above, largest source): one hop %.0f MB/s; each added node "
           "+%.3f s; 2-node time beyond one hop %.3f s; relay %.2f CPU-s/GiB; gram latency %.4f s"
@@ -344,13 +346,6 @@ for link in dict.fromkeys(r[0] for r in allrows):
 # rate (a relay forwards each gram as it arrives, given the cores), the
 # 2-node time beyond one hop is the one measured on the fastest link here,
 # and a relay needs this run's CPU per GiB at line rate.
-fits = {}
-for link in dict.fromkeys(r[0] for r in allrows):
-    rows = [(int(b), int(c), float(d), float(e), float(f)) for a, b, c, d, e, f, g in allrows if a == link]
-    big = max(r[0] for r in rows)
-    hop = [r for r in rows if r[0] == big]
-    fits[link] = (fm.fit(big, min(r[3] for r in hop), {r[1]: r[2] for r in hop}),
-                  sorted(r[4] for r in hop)[len(hop) // 2])
 fast = max(fits, key=lambda k: fits[k][0].rate)
 f, cpu = fits[fast]
 S, N, LINE = 140e9, 1000, 100e9 / 8
@@ -391,16 +386,9 @@ PY
 exec >&3
 cat "$W/tables.md"
 [ -n "$OUT_MD" ] || exit 0
-cmd="make -C dataplane bench-fanout"
-[ "${BENCH_QUICK:-0}" = 1 ] && cmd="BENCH_QUICK=1 $cmd"
 {
-	echo "<!-- SPDX-License-Identifier: Apache-2.0 -->"
-	echo "<!-- Written by dataplane/bench/fanout.sh; do not edit by hand. -->"
-	echo "# Fan-out of a blob of real files to N nodes"
-	echo
-	echo "Written by \`$cmd\` (dataplane/bench/fanout.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), git" \
-		"$(git rev-parse --short HEAD 2>/dev/null || echo unknown): $(nproc) vCPUs" \
-		"($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), kernel $(uname -r)," \
+	page_top fanout.sh bench-fanout "Fan-out of a blob of real files to N nodes"
+	echo " ($(cpu_model)), kernel $(uname -r)," \
 		"load average $load_before before and $(cut -d' ' -f1-3 /proc/loadavg) after. Rounds: $ROUNDS;" \
 		"sources: $SOURCES; nodes: $NODES; links: $LINKS; relay transports: $TRANSPORTS."
 	echo "The method, the timing and the model: [fanout.md](../design/fanout.md); every round's rows are"

@@ -92,21 +92,14 @@ verdict() {
 		printf "- %d MiB chunks, one thread: BLAKE3 %.3f CPU-s/GiB against %.3f for the strongest SHA-256 measured (%s): %.2fx less CPU; it alone is %.0f%% of a %.1f CPU-s/GiB relay, CRC32C %.0f%%.\n",
 			c / 1048576, b3[c], sha[c], shal[c], sha[c] / b3[c], 100 * b3[c] / b, b, 100 * crc[c] / b }' "$res" | sort -n -k2
 }
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $NCPU vCPUs; sha_ni $(has sha_ni), avx2 $(has avx2), avx512f $(has avx512f), avx512vl $(has avx512vl)"
+echo "CPU: $(cpu_model), $NCPU vCPUs; sha_ni $(has sha_ni), avx2 $(has avx2), avx512f $(has avx512f), avx512vl $(has avx512vl)"
 table
 verdict
 
 [ -n "$OUT_MD" ] || exit 0
-cmd="make -C dataplane bench-hash"
-[ "${BENCH_QUICK:-0}" = 1 ] && cmd="BENCH_QUICK=1 $cmd"
 {
-	echo "<!-- SPDX-License-Identifier: Apache-2.0 -->"
-	echo "<!-- Written by dataplane/bench/hash.sh; do not edit by hand. -->"
-	echo "# Chunk digests: SHA-256 against BLAKE3 on this machine"
-	echo
-	echo "Written by \`$cmd\` (dataplane/bench/hash.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), git" \
-		"$(git rev-parse --short HEAD 2>/dev/null || echo unknown): $NCPU vCPUs" \
-		"($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); sha_ni $(has sha_ni)," \
+	page_top hash.sh bench-hash "Chunk digests: SHA-256 against BLAKE3 on this machine"
+	echo " ($(cpu_model); sha_ni $(has sha_ni)," \
 		"avx2 $(has avx2), avx512f $(has avx512f), avx512vl $(has avx512vl)), kernel $(uname -r). Rounds: $ROUNDS" \
 		"of $SECONDS_EACH s each, the median shown."
 	echo

@@ -45,3 +45,19 @@ bench_row() {
 		 loss_pct: $a.loss_pct}' >> "$BENCH_ROWS" ||
 		{ echo "bench_row: not a row: $*" >&2; return 1; }
 }
+
+# page_top SCRIPT TARGET TITLE: the first lines of a suite's own page, and
+# the start of its "Written by" sentence (the command, the date, the commit,
+# the vCPUs), which the caller's next echo ends with its machine details.
+page_top() {
+	local cmd="make -C dataplane $2"
+	[ "${BENCH_QUICK:-0}" = 1 ] && cmd="BENCH_QUICK=1 $cmd"
+	echo "<!-- SPDX-License-Identifier: Apache-2.0 -->"
+	echo "<!-- Written by dataplane/bench/$1; do not edit by hand. -->"
+	echo "# $3"
+	echo
+	printf '%s' "Written by \`$cmd\` (dataplane/bench/$1) on $(date -u '+%Y-%m-%d %H:%M UTC'), git" \
+		" $(git rev-parse --short HEAD 2>/dev/null || echo unknown): $(nproc) vCPUs"
+}
+# cpu_model: the CPU's model name, as /proc/cpuinfo gives it.
+cpu_model() { grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'; }

@@ -430,16 +430,9 @@ echo
 verdicts
 
 [ -n "$OUT_MD" ] || exit 0
-cmd="make -C dataplane bench-s3"
-[ "${BENCH_QUICK:-0}" = 1 ] && cmd="BENCH_QUICK=1 $cmd"
 {
-	echo "<!-- SPDX-License-Identifier: Apache-2.0 -->"
-	echo "<!-- Written by dataplane/bench/s3.sh; do not edit by hand. -->"
-	echo "# Loading a blob from S3: the origin's read and the time to N nodes"
-	echo
-	echo "Written by \`$cmd\` (dataplane/bench/s3.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), git" \
-		"$(git rev-parse --short HEAD 2>/dev/null || echo unknown): $(nproc) vCPUs" \
-		"($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), kernel $(uname -r)," \
+	page_top s3.sh bench-s3 "Loading a blob from S3: the origin's read and the time to N nodes"
+	echo " ($(cpu_model)), kernel $(uname -r)," \
 		"load average $load_before before and $load_after after. Rounds: $ROUNDS; sources: $SOURCES; nodes: $NODES."
 	echo "How the data plane reads a store: [remote-sources.md](../design/remote-sources.md); the fan-out:"
 	echo "[fanout.md](../design/fanout.md)."

@@ -108,7 +108,9 @@ static int read_v2(const char *path, struct pfs_cgroup_cpu *c)
 
 static int read_v1(struct pfs_cgroup_cpu *c)
 {
+	/* cpu mounted alone, or with cpuacct (either order); cpuacct alone */
 	static const char *const mnts[] = { CG "/cpu", CG "/cpu,cpuacct", CG "/cpuacct,cpu" };
+	static const char *const acct[] = { CG "/cpuacct", CG "/cpu,cpuacct", CG "/cpuacct,cpu" };
 	char path[4096], p[4200], text[1024];
 	const char *mnt = NULL;
 	long long quota = -1, period = 0;
@@ -134,8 +136,8 @@ static int read_v1(struct pfs_cgroup_cpu *c)
 	/* cpuacct.usage (ns): with cpu on the same mount, or cpuacct's own */
 	if (self_path("cpuacct", path, sizeof(path)))
 		return 0;
-	for (size_t i = 0; i < sizeof(mnts) / sizeof(mnts[0]); i++)
-		if (!pick(i ? mnts[i] : CG "/cpuacct", path, "cpuacct.usage", p, sizeof(p)) &&
+	for (size_t i = 0; i < sizeof(acct) / sizeof(acct[0]); i++)
+		if (!pick(acct[i], path, "cpuacct.usage", p, sizeof(p)) &&
 		    !read_text(p, text, sizeof(text))) {
 			c->usage_s = (double)strtoull(text, NULL, 10) / 1e9;
 			c->have_usage = true;

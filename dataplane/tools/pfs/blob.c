@@ -230,7 +230,7 @@ static int blob_show(struct blob_args *a, bool info)
 	struct pfs_json j;
 	char msg[768];
 	struct pfs_cgroup_cpu cpu0, cpu1;
-	struct pfs_cli_fill_times times = { 0 };
+	struct pfs_cli_fill_times times;
 	double t0, fp_s, fill_t0;
 	uint64_t fp;
 	int rc = PFS_EXIT_OK;
@@ -275,19 +275,18 @@ static int blob_show(struct blob_args *a, bool info)
 		return show_error(a, cmd, msg);
 	}
 	pfs_cgroup_cpu_read(&cpu1);
-	times.window_s = pfs_cli_now() - fill_t0;
-	if (pfs_blob__layout(blob))
-		pfs_cli_files_measure(blob, &pg);
-	t0 = pfs_cli_now();
-	fp = pfs_blob__fingerprint(blob);
-	fp_s = pfs_cli_now() - t0;
 	times = (struct pfs_cli_fill_times){ .relay = a->repl.fetch_from != NULL,
-					     .window_s = times.window_s,
+					     .window_s = pfs_cli_now() - fill_t0,
 					     .load_s = a->src.st.load_s,
 					     .read_s = a->src.st.read_s,
 					     .hash_s = a->src.st.sha256_s,
 					     .fetch_s = a->repl.fr.seconds,
 					     .verify_s = a->repl.verify_s };
+	if (pfs_blob__layout(blob))
+		pfs_cli_files_measure(blob, &pg);
+	t0 = pfs_cli_now();
+	fp = pfs_blob__fingerprint(blob);
+	fp_s = pfs_cli_now() - t0;
 	pfs_json_begin(&j);
 	pfs_json_bool(&j, "ok", true);
 	pfs_json_str(&j, "cmd", cmd, 16);
