@@ -362,8 +362,9 @@ int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char
 	return fetched(r, blob, why, n);
 }
 
-/* --verify-threads, else the online CPUs up to 4: hashing a file is
- * serial, so more threads only help a model of several large files. */
+/* --verify-threads (0: after the last byte), else the online CPUs up to
+ * 4: hashing a file is serial, so more threads only help a model of
+ * several large files. */
 static unsigned verify_threads(const struct pfs_cli_repl *r)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -379,6 +380,7 @@ static int files_create(void *ctx, const struct pfs_blob_layout *l, uint8_t **by
 			size_t n)
 {
 	struct pfs_cli_repl *r = ctx;
+	unsigned threads;
 
 	r->files_blob = pfs_cli_blob_create_files(r->files_cb, l, why, n);
 	if (!r->files_blob)
@@ -387,13 +389,12 @@ static int files_create(void *ctx, const struct pfs_blob_layout *l, uint8_t **by
 	pfs_info("repl fetch: created %s/%s%s from the upstream's layout (%u files)",
 		 pfs_cli_files_dir(r->files_cb), r->files_cb->opts.name, PFS_BLOB_FILES_SUFFIX,
 		 l->n);
-	/* --verify-threads 0: after the last byte, as a flat relay does (a
-	 * receive that shares no core with hashing: what a benchmark's limit
-	 * needs). */
-	if (r->verify_threads_given && !r->verify_threads)
-		return pfs_cli_repl_serve(r, r->files_blob, r->prog, why, n);
-	r->vs = pfs_verify_stream__start(*bytes, l, r->prog, verify_threads(r));
-	if (!r->vs)
+	/* With 0 threads the files are hashed after the last byte, as a flat
+	 * relay does: a receive that shares no core with hashing (what a
+	 * benchmark's limit needs). */
+	threads = verify_threads(r);
+	r->vs = threads ? pfs_verify_stream__start(*bytes, l, r->prog, threads) : NULL;
+	if (threads && !r->vs)
 		pfs_warn("repl fetch: no streaming verify (%s): every file is hashed after "
 			 "the last byte",
 			 strerror(errno));
