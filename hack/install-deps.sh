@@ -31,6 +31,10 @@ pkgs=(
   openssl curl
   # The data-plane image's CA bundle for https sources (dataplane/Dockerfile).
   ca-certificates
+  # promtool: the holders' /metrics pages and the chart's alert rules are
+  # checked by it (test_metrics_cli, make test-chart); prometheus itself
+  # scrapes a fan-out in hack/prometheus/smoke.sh.
+  prometheus
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -108,6 +108,8 @@ struct pfs_share_server *pfs_share_server__new(const struct pfs_blob *blob, uint
  * an error. The server takes no signals itself. */
 int pfs_share_server__run(struct pfs_share_server *s, int stop_fd);
 
+/* Consumers given the fd and refused so far; safe from another thread
+ * while pfs_share_server__run runs (a /metrics endpoint). */
 void pfs_share_server__counts(const struct pfs_share_server *s, uint64_t *accepted,
 			      uint64_t *refused);
 

@@ -342,11 +342,11 @@ static void reply(struct pfs_share_server *s, struct client *c, enum pfs_share_s
 		h->cmsg_type = SCM_RIGHTS;
 		h->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(h), &s->share_fd, sizeof(int));
-		s->accepted++;
+		__atomic_add_fetch(&s->accepted, 1, __ATOMIC_RELAXED);
 	} else if (st == PFS_SHARE_OK) {
 		s->pings++;
 	} else {
-		s->refused++;
+		__atomic_add_fetch(&s->refused, 1, __ATOMIC_RELAXED);
 	}
 	m.accepted = s->accepted;
 	m.refused = s->refused;
@@ -440,7 +440,7 @@ static void on_request(struct pfs_share_server *s, int i)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
-		s->refused++;
+		__atomic_add_fetch(&s->refused, 1, __ATOMIC_RELAXED);
 		if (log_allow(s))
 			pfs_warn(
 				"blob serve: pid=%d uid=%u closed without a request (refused %" PRIu64
@@ -558,8 +558,9 @@ int pfs_share_server__run(struct pfs_share_server *s, int stop_fd)
 void pfs_share_server__counts(const struct pfs_share_server *s, uint64_t *accepted,
 			      uint64_t *refused)
 {
-	*accepted = s->accepted;
-	*refused = s->refused;
+	/* Atomic: a /metrics thread reads them while the server runs. */
+	*accepted = __atomic_load_n(&s->accepted, __ATOMIC_RELAXED);
+	*refused = __atomic_load_n(&s->refused, __ATOMIC_RELAXED);
 }
 
 void pfs_share_server__free(struct pfs_share_server *s)

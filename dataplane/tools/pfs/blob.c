@@ -16,6 +16,7 @@
 #include "bound.h"
 #include "cli.h"
 #include "commands.h"
+#include "holder_metrics.h"
 #include "repl.h"
 #include "source.h"
 #include "pfs/blob_files.h"
@@ -29,6 +30,7 @@ struct blob_args {
 	struct pfs_cli_blob cb;
 	struct pfs_cli_source src;
 	struct pfs_cli_repl repl;
+	struct pfs_cli_holder_metrics hm; /* --metrics-listen */
 };
 
 static const struct pfs_opt_choice layouts[] = {
@@ -53,6 +55,7 @@ static const struct pfs_opt blob_opts[] = {
 	  "mapped back to back; needs --name and --source or --fetch-from; "
 	  "docs/design/blob-layout.md)",
 	  .choices = layouts },
+	{ "metrics-listen", PFS_OPT_STR, AT(hm.listen), "ADDR:PORT", PFS_CLI_METRICS_HELP },
 	{ 0 },
 };
 #undef AT
@@ -185,9 +188,11 @@ static struct pfs_blob *relay_files(struct blob_args *a, char *why, size_t n)
 	int err = pfs_cli_repl_fetch_files(&a->repl, &a->cb, &blob, why, n);
 
 	if (!err) {
+		pfs_cli_holder_metrics_set(&a->hm, PFS_CLI_PHASE_READY);
 		pfs_cli_repl_finish(&a->repl);
 		return blob;
 	}
+	pfs_cli_holder_metrics_set(&a->hm, PFS_CLI_PHASE_FAILED);
 	pfs_cli_repl_abort(&a->repl, why);
 	if (blob) {
 		pfs_blob__close(blob);
@@ -205,6 +210,10 @@ static int fill(struct blob_args *a, struct pfs_blob *blob, char *why, size_t n)
 {
 	int err = 0;
 
+	pfs_cli_metrics_lock();
+	a->hm.size = pfs_blob__size(blob);
+	pfs_cli_metrics_unlock();
+	pfs_cli_holder_metrics_set(&a->hm, PFS_CLI_PHASE_FILLING);
 	if (pfs_cli_repl_set(&a->repl))
 		err = pfs_cli_repl_start(&a->repl, blob, why, n);
 	if (!err && a->src.path)
@@ -212,11 +221,13 @@ static int fill(struct blob_args *a, struct pfs_blob *blob, char *why, size_t n)
 	if (!err && a->repl.fetch_from)
 		err = pfs_cli_repl_fetch(&a->repl, blob, why, n);
 	if (err) {
+		pfs_cli_holder_metrics_set(&a->hm, PFS_CLI_PHASE_FAILED);
 		pfs_cli_repl_abort(&a->repl, why);
 		if (a->repl.fetch_from && pfs_blob__path(blob) && !unlink(pfs_blob__path(blob)))
 			pfs_warn("removed the blob %s: its fetch failed", pfs_blob__path(blob));
 		return err;
 	}
+	pfs_cli_holder_metrics_set(&a->hm, PFS_CLI_PHASE_READY);
 	pfs_cli_repl_finish(&a->repl);
 	return 0;
 }
@@ -263,14 +274,18 @@ static int blob_show(struct blob_args *a, bool info)
 	}
 	pfs_cgroup_cpu_read(&cpu0);
 	fill_t0 = pfs_cli_now();
-	if (files_relay(a))
+	if (files_relay(a)) {
+		pfs_cli_holder_metrics_set(&a->hm, PFS_CLI_PHASE_FILLING);
 		blob = relay_files(a, msg, sizeof(msg));
-	else
+	} else {
 		blob = info ? pfs_cli_blob_get(&a->cb, msg, sizeof(msg)) :
 			      make_blob(a, msg, sizeof(msg));
-	if (!blob)
+	}
+	if (!blob) {
+		pfs_cli_holder_metrics_set(&a->hm, PFS_CLI_PHASE_FAILED);
 		return show_error(a, cmd, msg);
-	if (!files_relay(a) && fill(a, blob, msg, sizeof(msg))) {
+	}
+	if (!files_relay(a) && !info && fill(a, blob, msg, sizeof(msg))) {
 		pfs_blob__close(blob);
 		return show_error(a, cmd, msg);
 	}
@@ -338,6 +353,24 @@ static int check_layout(const struct pfs_cmdline *c, const struct blob_args *a, 
 	return 0;
 }
 
+/* create --metrics-listen: the endpoint, before the blob is mapped so a
+ * scrape sees the mapping phase too. 0 or -errno (cannot listen), printed. */
+static int start_metrics(struct blob_args *a, const char *verb)
+{
+	char why[160];
+	int err;
+
+	a->hm.process = "fill";
+	a->hm.role = a->src.path ? "origin" : a->repl.fetch_from ? "relay" : "seeded";
+	a->hm.repl = &a->repl;
+	if (!a->hm.listen || strcmp(verb, "create"))
+		return 0;
+	err = pfs_cli_holder_metrics_start(&a->hm, why, sizeof(why));
+	if (err)
+		pfs_err("pfs blob create: %s", why);
+	return err;
+}
+
 int pfs_cmd_blob(int argc, char **argv)
 {
 	const char *verb = argc > 1 ? argv[1] : "";
@@ -381,6 +414,14 @@ int pfs_cmd_blob(int argc, char **argv)
 		pfs_opt_fail(&c, "--replicate-listen and --fetch-from are options of create");
 		return PFS_EXIT_USAGE;
 	}
+	if (a.hm.listen && strcmp(verb, "create")) {
+		pfs_opt_fail(&c, "--metrics-listen is an option of create");
+		return PFS_EXIT_USAGE;
+	}
+	if (a.hm.listen && pfs_cli_metrics_check(a.hm.listen)) {
+		pfs_opt_fail(&c, "invalid --metrics-listen '%s' (ADDR:PORT or :PORT)", a.hm.listen);
+		return PFS_EXIT_USAGE;
+	}
 	if (pfs_cli_source_check(&c, &a.src) || pfs_cli_repl_check(&c, &a.repl, &a.src) ||
 	    check_layout(&c, &a, verb))
 		return PFS_EXIT_USAGE;
@@ -389,7 +430,10 @@ int pfs_cmd_blob(int argc, char **argv)
 		return PFS_EXIT_OK;
 	if (!strcmp(verb, "rm"))
 		return blob_rm(&a);
+	if (start_metrics(&a, verb))
+		return PFS_EXIT_ERROR;
 	err = blob_show(&a, !strcmp(verb, "info"));
+	pfs_cli_holder_metrics_stop(&a.hm);
 	pfs_cli_source_free(&a.src);
 	pfs_cli_repl_free(&a.repl);
 	return err;

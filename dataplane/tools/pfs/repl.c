@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "repl.h"
+#include "holder_metrics.h"
 #include "source.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/blob_share.h"
@@ -244,7 +245,9 @@ int pfs_cli_repl_start(struct pfs_cli_repl *r, const struct pfs_blob *blob, char
 
 	if (err)
 		return err;
+	pfs_cli_metrics_lock();
 	r->prog = pfs_progress__new(pfs_blob__size(blob));
+	pfs_cli_metrics_unlock();
 	if (!r->prog) {
 		snprintf(why, n, "no memory");
 		return -ENOMEM;
@@ -278,6 +281,7 @@ static int verify(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why
 	if (err) {
 		snprintf(why, n, "received bytes do not match the manifest: %s", msg);
 		pfs_err("%s", why);
+		r->verify_failed = true;
 		return err;
 	}
 	r->verified = true;
@@ -426,7 +430,9 @@ int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *
 	*out = NULL;
 	if (err)
 		return err;
+	pfs_cli_metrics_lock();
 	r->prog = pfs_progress__new(size);
+	pfs_cli_metrics_unlock();
 	if (!r->prog) {
 		snprintf(why, n, "no memory");
 		return -ENOMEM;
@@ -470,11 +476,15 @@ void pfs_cli_repl_stop(struct pfs_cli_repl *r)
 {
 	if (!r->srv)
 		return;
+	/* Under the metrics lock: a /metrics scrape reads the server until
+	 * r->srv is NULL, then r->st. */
+	pfs_cli_metrics_lock();
 	pfs_repl_server__stats(r->srv, &r->st);
-	pfs_info("repl serve: %" PRIu64 " clients, %" PRIu64 " bytes served, %" PRIu64 " refused",
-		 r->st.clients, r->st.bytes_served, r->st.refused);
 	pfs_repl_server__stop(r->srv);
 	r->srv = NULL;
+	pfs_cli_metrics_unlock();
+	pfs_info("repl serve: %" PRIu64 " clients, %" PRIu64 " bytes served, %" PRIu64 " refused",
+		 r->st.clients, r->st.bytes_served, r->st.refused);
 }
 
 void pfs_cli_repl_finish(struct pfs_cli_repl *r)
@@ -541,11 +551,13 @@ void pfs_cli_repl_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 
 void pfs_cli_repl_free(struct pfs_cli_repl *r)
 {
+	pfs_cli_metrics_lock();
 	if (r->srv)
 		pfs_repl_server__stop(r->srv);
 	r->srv = NULL;
 	pfs_progress__free(r->prog);
 	r->prog = NULL;
+	pfs_cli_metrics_unlock();
 	pfs_cli_repl_delta_close(&r->delta);
 	memset(r->token, 0, sizeof(r->token));
 }

@@ -53,6 +53,7 @@ struct pfs_cli_repl {
 	bool serving; /* a server ran: "repl" in the result */
 	struct pfs_repl_server_stats st; /* at its stop */
 	bool fetched, verified;
+	bool verify_failed; /* the received bytes did not match the manifest */
 	struct pfs_repl_fetch_result fr;
 	double verify_s; /* from the last byte to verified */
 	/* A files relay hashes while it receives (pfs_verify_stream): the

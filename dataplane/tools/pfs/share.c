@@ -20,6 +20,7 @@
 #include "acquire.h"
 #include "cli.h"
 #include "commands.h"
+#include "holder_metrics.h"
 #include "repl.h"
 #include "pfs/blob_share.h"
 #include "pfs/log.h"
@@ -67,6 +68,7 @@ struct serve_args {
 	struct uid_list allow;
 	struct pfs_share_server_opts so;
 	struct pfs_cli_repl repl; /* --replicate-listen, --replicate-rate */
+	struct pfs_cli_holder_metrics hm; /* --metrics-listen */
 };
 
 #define AT(f) PFS_OPT_AT(struct serve_args, f)
@@ -101,6 +103,7 @@ static const struct pfs_opt serve_opts[] = {
 	  .flags = PFS_OPT_NONZERO },
 	{ "replicate-rate", PFS_OPT_SIZE, AT(repl.rate), "BYTES_PER_S",
 	  "pace each replication connection (e.g. 50Mi; default unpaced)", .min = 4096 },
+	{ "metrics-listen", PFS_OPT_STR, AT(hm.listen), "ADDR:PORT", PFS_CLI_METRICS_HELP },
 	{ 0 },
 };
 #undef AT
@@ -198,6 +201,26 @@ static void serve_result(const struct serve_args *a, const struct pfs_blob *blob
 		pfs_err("cannot write the result to %s: %s", a->result_file, strerror(errno));
 }
 
+/* --metrics-listen: the page of a holder that holds its blob whole. 0 or
+ * -errno (cannot listen), printed. */
+static int start_metrics(struct serve_args *a, const struct pfs_blob *blob,
+			 const struct pfs_share_server *srv)
+{
+	char why[160];
+	int err;
+
+	a->hm.process = "serve";
+	a->hm.role = "holder"; /* serve does not know how the blob was filled */
+	a->hm.size = pfs_blob__size(blob);
+	a->hm.phase = PFS_CLI_PHASE_READY;
+	a->hm.repl = &a->repl;
+	a->hm.share = srv;
+	err = pfs_cli_holder_metrics_start(&a->hm, why, sizeof(why));
+	if (err)
+		pfs_err("blob serve: %s", why);
+	return err;
+}
+
 int pfs_cmd_blob_serve(int argc, char **argv)
 {
 	struct serve_args a = { .so = { .sz = sizeof(a.so), .socket_gid = (gid_t)-1 } };
@@ -222,6 +245,10 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 		       PFS_EXIT_USAGE;
 	if (pfs_cli_repl_delta_check(&c, &a.repl.delta, a.repl.listen, false, 0))
 		return PFS_EXIT_USAGE;
+	if (a.hm.listen && pfs_cli_metrics_check(a.hm.listen))
+		return pfs_opt_fail(&c, "invalid --metrics-listen '%s' (ADDR:PORT or :PORT)",
+				    a.hm.listen),
+		       PFS_EXIT_USAGE;
 	if (a.allow.n) {
 		a.so.allow_uids = a.allow.uid;
 		a.so.n_allow_uids = a.allow.n;
@@ -253,7 +280,15 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 		pfs_blob__close(blob);
 		return PFS_EXIT_ERROR;
 	}
+	if (start_metrics(&a, blob, srv)) {
+		pfs_share_server__free(srv);
+		pfs_cli_repl_stop(&a.repl);
+		pfs_cli_repl_free(&a.repl);
+		pfs_blob__close(blob);
+		return PFS_EXIT_ERROR;
+	}
 	err = serve_until_signal(srv, &sigs);
+	pfs_cli_holder_metrics_stop(&a.hm);
 	pfs_share_server__counts(srv, &acc, &ref);
 	pfs_share_server__free(srv);
 	pfs_cli_repl_stop(&a.repl);
