@@ -55,6 +55,11 @@ type Timing struct {
 	// the cap also bounds how long after an object's last change one may
 	// still fire: the e2e's loop check waits for that, not for minutes.
 	MaxRequeueAfter time.Duration
+	// ProgressInterval is the least time between two reads of a running
+	// fan-out's progress into status, and between two status writes of a
+	// blob that change nothing but progress and node states
+	// (progress.go); zero means DefaultTiming's.
+	ProgressInterval time.Duration
 }
 
 // requeueAfter is the wake-up a reconcile asks for: d, capped at
@@ -68,7 +73,7 @@ func (t Timing) requeueAfter(d time.Duration) time.Duration {
 
 // DefaultTiming follows the Job controller's retry delays.
 var DefaultTiming = Timing{UnschedulableTimeout: 5 * time.Minute, BackoffBase: 10 * time.Second, BackoffMax: 6 * time.Minute,
-	TopologyCatchUp: 10 * time.Second}
+	TopologyCatchUp: 10 * time.Second, ProgressInterval: 5 * time.Second}
 
 // backoff is the delay before attempt n+1 after n failures: base, 2*base,
 // 4*base ... capped at ceiling.

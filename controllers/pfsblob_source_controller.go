@@ -35,13 +35,19 @@ func (r *PfsBlobReconciler) reconcileSource(ctx context.Context, blob *pfsv1alph
 	st, plan := decideSource(r.Pods, r.Sources, blob, obs)
 	setMounted(decision{gen: blob.Generation, now: obs.Now, conds: &st.Conditions}, &st, mounted, false)
 	applyErr := r.applySource(ctx, blob, &st, &plan)
+	requeue := plan.RequeueAfter
+	podsChanged := len(plan.Create)+len(plan.Delete) > 0
+	if !r.withProgress(ctx, &blob.Status, &st, obs.Holders, podsChanged, obs.Now, &requeue) {
+		// Within the write budget's interval: this change waits (progress.go).
+		return reconcile.Result{RequeueAfter: r.Timing.requeueAfter(requeue)}, applyErr
+	}
 	if err := commitStatus(ctx, &r.Deps, blob, &blob.Status, st, plan.Events); err != nil {
 		return requeueOnConflict(err)
 	}
 	if c := plan.ReadinessChanged; c != nil {
 		logf.FromContext(ctx).Info("Blob readiness changed", "ready", c.Status, "reason", c.Reason, "nodes", st.Ready)
 	}
-	return reconcile.Result{RequeueAfter: r.Timing.requeueAfter(plan.RequeueAfter)}, applyErr
+	return reconcile.Result{RequeueAfter: r.Timing.requeueAfter(requeue)}, applyErr
 }
 
 // applySource deletes and creates what decideSource planned, the holders'

@@ -522,6 +522,34 @@ type BlobNodeStatus struct {
 	// grams over its own base, or whole and why.
 	// +optional
 	Delta *BlobNodeDelta `json:"delta,omitempty"`
+
+	// progress is how far this node's fill got while it runs, as its
+	// holder's /metrics page said when last read (at most once per blob
+	// per progress interval); absent before the first read and once the
+	// node is Ready or Failed.
+	// +optional
+	Progress *BlobNodeProgress `json:"progress,omitempty"`
+}
+
+// BlobNodeProgress is a running fill as its holder reported it.
+type BlobNodeProgress struct {
+	// bytes is how many bytes of the blob the node holds so far.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Bytes int64 `json:"bytes"`
+
+	// percent is bytes over the blob's size, rounded down (0-100).
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Percent int32 `json:"percent"`
+
+	// mbps is bytes over the seconds since the fill started, in decimal
+	// MB/s (e.g. "212.4").
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	MBps string `json:"mbps,omitempty"`
 }
 
 // PfsBlobStatus is the observed state of a blob across nodes.
@@ -549,6 +577,20 @@ type PfsBlobStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ReadyNodes int32 `json:"readyNodes,omitempty"`
+
+	// progress is how much of the fan-out is done: the bytes every
+	// selected node holds over the bytes they will hold, as a percent
+	// rounded down ("63%"); "100%" once Ready. Blobs with spec.source only.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,3}%$`
+	// +kubebuilder:validation:MaxLength=4
+	Progress string `json:"progress,omitempty"`
+
+	// progressTime is when the holders' progress was last read into status;
+	// the operator reads it again only after its progress interval passed,
+	// so status is written at most once per interval for progress alone.
+	// +optional
+	ProgressTime *metav1.Time `json:"progressTime,omitempty"`
 
 	// pageSize is the page kind used, when every Ready node used the same one;
 	// absent when nodes differ (see nodes[].pageSize).
@@ -649,6 +691,7 @@ type PfsBlobStatus struct {
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.source`,description="where the bytes come from"
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.size`,description="effective size"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`,description="nodes holding a Ready copy / desired nodes"
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress`,description="bytes the selected nodes hold / bytes they will hold (source blobs)"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="reason of the Ready condition"
 // +kubebuilder:printcolumn:name="MB/s",type=string,JSONPath=`.status.distributionMBps`,description="size / distribution time"
 // +kubebuilder:printcolumn:name="Digest",type=string,JSONPath=`.status.digest`,description="sha256 prefix verified on every Ready node"

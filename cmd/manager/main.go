@@ -32,6 +32,7 @@ import (
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 	"packetfs.io/operator/controllers"
+	"packetfs.io/operator/internal/holdermetrics"
 	"packetfs.io/operator/internal/podspec"
 )
 
@@ -57,6 +58,8 @@ type options struct {
 	hostPathSources         string
 	hostPathPrefixes        string
 	socketVolume            string
+	holderMetricsPort       int
+	progressInterval        time.Duration
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -93,6 +96,12 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.socketVolume, "socket-volume", string(podspec.SocketVolumeHostPath),
 		"How blob holders and their consumers get the namespace's socket directory: csi (the csi.packetfs.io driver's inline "+
 			"volume; Pod Security baseline admits it) or hostPath (needs a privileged namespace).")
+	fs.IntVar(&o.holderMetricsPort, "holder-metrics-port", podspec.DefaultMetricsPort,
+		"Port every blob holder serves its Prometheus page on (pfs --metrics-listen); the operator reads a filling holder's "+
+			"progress from it. 0: no page, and no progress in status.")
+	fs.DurationVar(&o.progressInterval, "progress-interval", controllers.DefaultTiming.ProgressInterval,
+		"How often a running fan-out's progress is read from its holders into status: at most one status write per blob per "+
+			"interval for progress, whatever the node count.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 2,
 		"Reconciles each controller runs in parallel.")
 	fs.IntVar(&o.maxActiveTransfers, "max-active-transfers", 16,
@@ -110,6 +119,18 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Delay before the second attempt of a failed transfer; it doubles per failure.")
 	fs.DurationVar(&o.backoffMax, "retry-backoff-max", controllers.DefaultTiming.BackoffMax,
 		"Longest delay between attempts of a failed transfer.")
+}
+
+// validateProgress checks the holders' metrics port and the progress interval.
+func (o *options) validateProgress() []error {
+	var errs []error
+	if o.holderMetricsPort < 0 || o.holderMetricsPort > 65535 || o.holderMetricsPort == podspec.ReplicationPort {
+		errs = append(errs, fmt.Errorf("--holder-metrics-port %d: want 0 (off) or a TCP port other than %d (replication)", o.holderMetricsPort, podspec.ReplicationPort))
+	}
+	if o.progressInterval < time.Second {
+		errs = append(errs, fmt.Errorf("--progress-interval %s: want at least 1s (it bounds the status writes of a fan-out)", o.progressInterval))
+	}
+	return errs
 }
 
 func (o *options) validate() error {
@@ -143,6 +164,7 @@ func (o *options) validate() error {
 	if o.unschedulableTimeout <= 0 || o.backoffBase <= 0 || o.backoffMax < o.backoffBase {
 		errs = append(errs, errors.New("--unschedulable-timeout and --retry-backoff must be positive and --retry-backoff-max at least --retry-backoff"))
 	}
+	errs = append(errs, o.validateProgress()...)
 	if o.maxRequeueAfter < 0 {
 		errs = append(errs, fmt.Errorf("--max-requeue-after %s: want 0 (no cap) or a positive duration", o.maxRequeueAfter))
 	}
@@ -205,17 +227,21 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 			Pods: podspec.Config{Image: o.dataplaneImage, PullPolicy: corev1.PullPolicy(o.dataplanePullPolicy),
 				Binary: o.dataplaneBinary, HolderCPU: resource.MustParse(o.holderCPU),
 				HolderFillCPU: resource.MustParse(o.holderFillCPU), Log: o.dataplaneLog,
-				SocketVolume: podspec.SocketVolumeType(o.socketVolume)},
+				SocketVolume: podspec.SocketVolumeType(o.socketVolume), MetricsPort: int32(o.holderMetricsPort)},
 			Timing: controllers.Timing{UnschedulableTimeout: o.unschedulableTimeout,
 				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax, TopologyCatchUp: o.topologyCatchUp,
-				MaxRequeueAfter: o.maxRequeueAfter},
+				MaxRequeueAfter: o.maxRequeueAfter, ProgressInterval: o.progressInterval},
 		}
 	}
 	if err := controllers.AddIndexes(context.Background(), mgr); err != nil {
 		return fmt.Errorf("cache indexes: %w", err)
 	}
 	sources := controllers.SourcePolicy{HostPathEnabled: o.hostPathSources == "enabled", HostPathPrefixes: o.prefixes()}
-	if err := (&controllers.PfsBlobReconciler{Deps: deps("pfsblob-controller"), Sources: sources}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
+	var progress controllers.ProgressReader
+	if o.holderMetricsPort > 0 {
+		progress = holdermetrics.NewReader()
+	}
+	if err := (&controllers.PfsBlobReconciler{Deps: deps("pfsblob-controller"), Sources: sources, Progress: progress}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
 		return fmt.Errorf("pfsblob controller: %w", err)
 	}
 	if err := (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer-controller"),

@@ -202,8 +202,8 @@ static int t_fill_and_serve(void)
 		    mid < size)
 			break;
 	}
-	CHECK(mid > 0 && mid < size, "never saw the relay mid-fetch (filled %.0f of %.0f): %s",
-	      mid, size, page);
+	CHECK(mid > 0 && mid < size, "never saw the relay mid-fetch (filled %.0f of %.0f): %s", mid,
+	      size, page);
 	CHECK(sample(page, "packetfs_blob_phase", "phase=\"ready\"") == 0, "ready mid-fetch");
 	CHECK(sample(page, "packetfs_blob_info", "process=\"fill\",role=\"relay\"") == 1, "%s",
 	      page);
@@ -255,8 +255,8 @@ static int t_fill_and_serve(void)
 	CHECK(sample(page, "packetfs_blob_phase", "phase=\"ready\"") == 1, "serve: %s", page);
 	CHECK(sample(page, "packetfs_blob_filled_bytes", "") == size, "serve: %s", page);
 	free(page);
-	CHECK(!sh("%s blob attach --socket %s/s.sock --token-file %s > %s/attach.out 2>&1", pfs, dir,
-		  tok, dir),
+	CHECK(!sh("%s blob attach --socket %s/s.sock --token-file %s > %s/attach.out 2>&1", pfs,
+		  dir, tok, dir),
 	      "attach failed (%s/attach.out)", dir);
 	page = scrape(port_ms);
 	CHECK(sample(page, "packetfs_consumers_accepted_total", "") == 1, "after attach: %s", page);

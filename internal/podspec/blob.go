@@ -62,6 +62,7 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 	// --replace: a recreated pod sandbox runs the init container again over
 	// the same emptyDir, where the previous blob file still exists.
 	createArgs = append(createArgs, "--replace", "--result-file", TerminationLog)
+	createArgs = append(createArgs, cfg.metricsArgs()...)
 	create := dataPlaneContainer(cfg, ContainerBlobCreate, createArgs, cfg.fillResources(res), privRootNoCaps)
 	create.VolumeMounts = holderMounts(cfg, b)[:1]
 	serve := serveContainer(cfg, b, dir, res, nil)
@@ -141,7 +142,9 @@ func serveContainer(cfg Config, b *pfsv1alpha1.PfsBlob, dir string, res corev1.R
 	args := append([]string{cmdBlob, "serve", "--dir", dir, "--name", b.Name,
 		"--socket", sock, "--token-file", TokenFile, "--read-only",
 		"--socket-group", strconv.Itoa(nonRootUID)}, extra...)
+	args = append(args, cfg.metricsArgs()...)
 	serve := dataPlaneContainer(cfg, ContainerBlobServe, args, res, privRootNoCaps)
+	serve.Ports = cfg.metricsPorts()
 	serve.VolumeMounts = holderMounts(cfg, b)
 	// Ready means the holder answers on its socket with the blob mapped;
 	// the probe is pfs itself (the image has no shell).

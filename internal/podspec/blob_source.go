@@ -176,6 +176,7 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 	}
 	args = append(args, "--token-file", TokenFile)
 	args = append(args, replicateArgs(b)...)
+	args = append(args, cfg.metricsArgs()...)
 	serveArgs := replicateArgs(b)
 	if h.Base != "" {
 		// Both containers: the init container fetches and serves while it
@@ -194,7 +195,7 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 	if h.Base != "" {
 		serve.VolumeMounts = append(serve.VolumeMounts, createMounts[len(createMounts)-1])
 	}
-	serve.Ports = []corev1.ContainerPort{{Name: ReplicationPortName, ContainerPort: ReplicationPort, Protocol: corev1.ProtocolTCP}}
+	serve.Ports = append([]corev1.ContainerPort{{Name: ReplicationPortName, ContainerPort: ReplicationPort, Protocol: corev1.ProtocolTCP}}, serve.Ports...)
 
 	labels := BlobHolderLabels(b)
 	labels[LabelNodeHash] = NodeHash(h.Node)

@@ -3,6 +3,8 @@
 package podspec
 
 import (
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -40,6 +42,28 @@ type Config struct {
 	// SocketVolume is how the namespace's socket directory reaches the
 	// pods; empty means SocketVolumeHostPath.
 	SocketVolume SocketVolumeType
+	// MetricsPort is where every holder serves its Prometheus page
+	// (--metrics-listen :PORT on both of its containers, the port named
+	// MetricsPortName on the server); the operator reads a filling holder's
+	// progress from it. Zero: holders serve no page, and status shows no
+	// progress.
+	MetricsPort int32
+}
+
+// metricsArgs is --metrics-listen for a holder's containers, or nothing.
+func (cfg Config) metricsArgs() []string {
+	if cfg.MetricsPort == 0 {
+		return nil
+	}
+	return []string{"--metrics-listen", ":" + strconv.Itoa(int(cfg.MetricsPort))}
+}
+
+// metricsPorts declares the page's port on a holder's server container.
+func (cfg Config) metricsPorts() []corev1.ContainerPort {
+	if cfg.MetricsPort == 0 {
+		return nil
+	}
+	return []corev1.ContainerPort{{Name: MetricsPortName, ContainerPort: cfg.MetricsPort, Protocol: corev1.ProtocolTCP}}
 }
 
 // SocketVolumeType says how a pod gets its namespace's socket directory.

@@ -116,6 +116,11 @@ const (
 	// nodes (--replicate-listen), named ReplicationPortName.
 	ReplicationPort     = 7470
 	ReplicationPortName = "repl"
+	// MetricsPortName names a holder's Prometheus page port
+	// (Config.MetricsPort; a PodMonitor selects it by this name).
+	MetricsPortName = "metrics"
+	// DefaultMetricsPort is the manager's --holder-metrics-port default.
+	DefaultMetricsPort = 9470
 	// ReplicationDataPortName names ReplicationPort over UDP, where a UDP or
 	// AFXDP relay receives its upstreams' datagrams (pfs --fetch-data-port
 	// defaults to the --replicate-listen port).

@@ -111,6 +111,15 @@ func Start() (*Env, error) {
 	return e, nil
 }
 
+// WatchClient is a direct client that can also watch (client.WithWatch).
+func (e *Env) WatchClient() client.WithWatch {
+	c, err := client.NewWithWatch(e.Config, client.Options{Scheme: Scheme()})
+	if err != nil {
+		panic(fmt.Sprintf("watch client: %v", err))
+	}
+	return c
+}
+
 // Stop stops the control plane and removes temporary files.
 func (e *Env) Stop() error {
 	err := e.env.Stop()

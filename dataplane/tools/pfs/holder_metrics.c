@@ -33,8 +33,7 @@ void pfs_cli_metrics_unlock(void)
 	pthread_mutex_unlock(&metrics_mu);
 }
 
-static const char *const phase_names[PFS_CLI_PHASE_N] = { "mapping", "filling", "ready",
-							  "failed" };
+static const char *const phase_names[PFS_CLI_PHASE_N] = { "mapping", "filling", "ready", "failed" };
 
 static void fill_metrics(const struct pfs_cli_holder_metrics *h, struct pfs_metrics_page *p)
 {
@@ -146,12 +145,14 @@ static void collect(void *ctx, struct pfs_metrics_page *p)
 		uint64_t acc, ref;
 
 		pfs_share_server__counts(h->share, &acc, &ref);
-		pfs_metrics_one(p, "packetfs_consumers_accepted_total", "counter",
-				"Consumers on this node given the blob's pages (fd over the socket).",
-				(double)acc);
-		pfs_metrics_one(p, "packetfs_consumers_refused_total", "counter",
-				"Consumers refused (bad token, uid not allowed, malformed request).",
-				(double)ref);
+		pfs_metrics_one(
+			p, "packetfs_consumers_accepted_total", "counter",
+			"Consumers on this node given the blob's pages (fd over the socket).",
+			(double)acc);
+		pfs_metrics_one(
+			p, "packetfs_consumers_refused_total", "counter",
+			"Consumers refused (bad token, uid not allowed, malformed request).",
+			(double)ref);
 	}
 	pfs_cli_metrics_unlock();
 }

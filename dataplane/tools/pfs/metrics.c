@@ -66,8 +66,7 @@ void pfs_metrics_family(struct pfs_metrics_page *p, const char *name, const char
 	put(p, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-void pfs_metrics_sample(struct pfs_metrics_page *p, const char *name, const char *labels,
-			double v)
+void pfs_metrics_sample(struct pfs_metrics_page *p, const char *name, const char *labels, double v)
 {
 	/* %.17g round-trips a double; integers up to 2^53 print exactly. */
 	if (labels && *labels)
@@ -91,9 +90,10 @@ static void process_metrics(struct pfs_metrics_page *p)
 	if (!getrusage(RUSAGE_SELF, &ru))
 		cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 		      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-	pfs_metrics_one(p, "process_cpu_seconds_total", "counter",
-			"User and system CPU time spent by this pfs process, every thread, in seconds.",
-			cpu);
+	pfs_metrics_one(
+		p, "process_cpu_seconds_total", "counter",
+		"User and system CPU time spent by this pfs process, every thread, in seconds.",
+		cpu);
 }
 
 static size_t render(struct pfs_cli_metrics *m)
@@ -105,7 +105,8 @@ static size_t render(struct pfs_cli_metrics *m)
 	process_metrics(&p);
 	if (p.truncated) {
 		p.len += (size_t)snprintf(p.buf + p.len, p.cap - p.len,
-					  "# truncated: the page is larger than %d bytes\n", PAGE_CAP);
+					  "# truncated: the page is larger than %d bytes\n",
+					  PAGE_CAP);
 		pfs_warn("metrics: page truncated at %d bytes", PAGE_CAP);
 	}
 	return p.len;

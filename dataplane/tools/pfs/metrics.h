@@ -24,8 +24,7 @@ void pfs_metrics_family(struct pfs_metrics_page *p, const char *name, const char
 			const char *help);
 /* One sample: NAME{LABELS} VALUE; @labels is "" or `k="v",k2="v2"` (values
  * already escaped by the caller: the tool's label values are fixed words). */
-void pfs_metrics_sample(struct pfs_metrics_page *p, const char *name, const char *labels,
-			double v);
+void pfs_metrics_sample(struct pfs_metrics_page *p, const char *name, const char *labels, double v);
 /* A family with one unlabelled sample. */
 void pfs_metrics_one(struct pfs_metrics_page *p, const char *name, const char *type,
 		     const char *help, double v);
@@ -50,7 +49,7 @@ const char *pfs_cli_metrics_addr(const struct pfs_cli_metrics *m);
 void pfs_cli_metrics_stop(struct pfs_cli_metrics *m);
 
 /* The option both `blob create` and `blob serve` take. */
-#define PFS_CLI_METRICS_HELP                                                            \
+#define PFS_CLI_METRICS_HELP                                                                \
 	"serve Prometheus metrics on http://ADDR:PORT/metrics (\":PORT\": every address;\n" \
 	"progress, bytes in and out, clients, CPU; docs/guides/observability.md)"
 

@@ -28,7 +28,8 @@ import (
 	"packetfs.io/operator/internal/podspec"
 )
 
-var cfg = podspec.Config{Image: "img", Binary: "/usr/local/bin/pfs"}
+// MetricsPort as the manager's default: every holder line carries --metrics-listen.
+var cfg = podspec.Config{Image: "img", Binary: "/usr/local/bin/pfs", MetricsPort: podspec.DefaultMetricsPort}
 
 // pfsBinary is the data plane built by `make -C dataplane`; `make test-go`
 // builds it and sets PFS_BIN.

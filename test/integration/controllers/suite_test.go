@@ -42,9 +42,14 @@ var testTiming = controllers.Timing{
 	UnschedulableTimeout: 2 * time.Second,
 	BackoffBase:          200 * time.Millisecond,
 	BackoffMax:           time.Second,
+	ProgressInterval:     time.Second,
 }
 
-var podConfig = podspec.Config{Image: "packetfs.io/dataplane:test", PullPolicy: corev1.PullNever, Binary: podspec.DefaultBinary}
+var podConfig = podspec.Config{Image: "packetfs.io/dataplane:test", PullPolicy: corev1.PullNever, Binary: podspec.DefaultBinary,
+	MetricsPort: podspec.DefaultMetricsPort}
+
+// holderPages plays the holders' /metrics pages (progress_test.go).
+var holderPages = newFakePages()
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -82,7 +87,9 @@ func run(m *testing.M) int {
 	}
 	for _, setup := range []func() error{
 		func() error { return controllers.AddIndexes(context.Background(), mgr) },
-		func() error { return (&controllers.PfsBlobReconciler{Deps: deps("pfsblob")}).SetupWithManager(mgr, 2) },
+		func() error {
+			return (&controllers.PfsBlobReconciler{Deps: deps("pfsblob"), Progress: holderPages}).SetupWithManager(mgr, 2)
+		},
 		func() error {
 			return (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer")}).SetupWithManager(mgr, 2)
 		},
