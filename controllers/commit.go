@@ -23,17 +23,21 @@ type event struct {
 // follow the write (as in JobSet), so whoever sees an Event can read the
 // status that explains it; when the write fails none is recorded, and the
 // next reconcile decides again from the stored status. stored points at
-// obj's status.
+// obj's status. The operator's metrics follow the written status
+// (metrics.go).
 func commitStatus[S any](ctx context.Context, d *Deps, obj client.Object, stored *S, decided S, events []event) error {
 	if !equality.Semantic.DeepEqual(decided, *stored) {
+		prev := *stored
 		*stored = decided
 		if err := d.Client.Status().Update(ctx, obj); err != nil {
 			return err
 		}
 		logf.FromContext(ctx).V(1).Info("Updated status")
+		recordStatus(obj, prev)
 	}
 	for _, e := range events {
 		d.Recorder.Event(obj, e.Type, e.Reason, e.Message)
+		eventsRecorded.WithLabelValues(kindOf(obj), e.Type, e.Reason).Inc()
 	}
 	return nil
 }

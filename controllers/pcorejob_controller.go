@@ -103,7 +103,7 @@ func (r *PcoreJobReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int)
 		Watches(&pfsv1alpha1.PfsBlob{}, handler.EnqueueRequestsFromMapFunc(r.blobToJobs)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Named("pcorejob").
-		Complete(r)
+		Complete(withErrorMetrics("pcorejob", r))
 }
 
 func (r *PcoreJobReconciler) blobToJobs(ctx context.Context, o client.Object) []reconcile.Request {

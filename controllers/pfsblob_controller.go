@@ -75,6 +75,9 @@ type PfsBlobReconciler struct {
 func (r *PfsBlobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	blob := &pfsv1alpha1.PfsBlob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, blob); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetBlob(req.Namespace, req.Name) // gone: its series go too
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !blob.DeletionTimestamp.IsZero() {
@@ -199,7 +202,7 @@ func (r *PfsBlobReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToSourceBlobs), builder.WithPredicates(nodeChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Named("pfsblob").
-		Complete(r)
+		Complete(withErrorMetrics("pfsblob", r))
 }
 
 func podToBlob(_ context.Context, o client.Object) []reconcile.Request {

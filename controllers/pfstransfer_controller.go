@@ -207,7 +207,7 @@ func (r *PfsTransferReconciler) SetupWithManager(mgr ctrl.Manager, concurrency i
 		Watches(&pfsv1alpha1.PfsTransfer{}, handler.EnqueueRequestsFromMapFunc(r.queuedTransfers), builder.WithPredicates(slotFreed)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Named("pfstransfer").
-		Complete(r)
+		Complete(withErrorMetrics("pfstransfer", r))
 }
 
 func (r *PfsTransferReconciler) blobToTransfers(ctx context.Context, o client.Object) []reconcile.Request {
