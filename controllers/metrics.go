@@ -68,6 +68,21 @@ var (
 func init() {
 	metrics.Registry.MustRegister(blobNodes, blobDesired, blobReady, blobSize, blobHeld, blobDistSeconds, blobDistRate,
 		blobDeltaRatio, runs, runBytes, runSeconds, refusals, eventsRecorded, reconcileErrors)
+	// The counters whose labels are known start at 0, so a rate or an
+	// increase has a series to work on before the first outcome.
+	for _, kind := range []string{"PfsBlob", "PfsTransfer", "PcoreJob"} {
+		for reason := range admissionReasons {
+			refusals.WithLabelValues(kind, reason)
+		}
+		if kind == "PfsBlob" {
+			continue
+		}
+		for _, outcome := range []pfsv1alpha1.Phase{pfsv1alpha1.PhaseSucceeded, pfsv1alpha1.PhaseFailed} {
+			runs.WithLabelValues(kind, string(outcome))
+		}
+		runBytes.WithLabelValues(kind)
+		runSeconds.WithLabelValues(kind)
+	}
 }
 
 // admissionReasons are the condition reasons that hold an object back
@@ -212,6 +227,7 @@ type countingReconciler struct {
 // packetfs_reconcile_errors_total (controller-runtime counts them without
 // a reason).
 func withErrorMetrics(name string, r reconcile.Reconciler) reconcile.Reconciler {
+	reconcileErrors.WithLabelValues(name, "Other") // the series exists before the first error
 	return countingReconciler{name: name, r: r}
 }
 

@@ -42,6 +42,8 @@ func TestE2E(t *testing.T) {
 	if !t.Run("helm install", testHelmInstall) {
 		t.Fatal("the chart did not install; nothing else can run")
 	}
+	promServer = startPrometheus(t)
+	defer promServer.stop()
 	t.Run("device plugin: the kubelets advertise the data links", func(t *testing.T) { testDevicePlugin(ctx, t) })
 	t.Run("NodeResourceTopology published by nfd-topology-updater for every node", func(t *testing.T) { testTopology(ctx, t) })
 	if !t.Run("PfsBlob Ready with one fingerprint on every node", func(t *testing.T) { testBlob(ctx, t) }) {
@@ -86,6 +88,7 @@ func TestE2E(t *testing.T) {
 	t.Run("blob, consumer and transfer in a Pod Security baseline namespace; restricted tried", func(t *testing.T) { testPodSecurity(ctx, t) })
 	t.Run("load: many PfsTransfers created at once all Succeed through the queue", func(t *testing.T) { testLoad(ctx, t) })
 	t.Run("soak: repeated transfers and consumers leave nothing behind", func(t *testing.T) { testSoak(ctx, t) })
+	t.Run("Prometheus: the alerts fired on the faults above, every dashboard panel has data", testPrometheusAfter)
 	t.Run("helm uninstall leaves no pods", func(t *testing.T) { testUninstall(ctx, t) })
 }
 

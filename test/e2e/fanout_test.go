@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 )
 
@@ -100,6 +102,25 @@ func getBlobStatus(name string) (*blobStatus, error) {
 		return nil, fmt.Errorf("pfsblob %s status: %v: %s", name, err, out)
 	}
 	return st, nil
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// blobBytes is status.size in bytes.
+func blobBytes(t *testing.T, st *blobStatus) int64 {
+	t.Helper()
+	q, err := resource.ParseQuantity(st.Size)
+	if err != nil {
+		t.Fatalf("status.size %q: %v", st.Size, err)
+	}
+	return q.Value()
 }
 
 func sha256File(t *testing.T, path string) string {
@@ -262,6 +283,8 @@ func checkEveryNode(t *testing.T, st *blobStatus, want string) {
 
 func testFileBlob(ctx context.Context, t *testing.T) {
 	want := sha256File(t, filepath.Join(env.dataDir, "sudachi", "system.dic"))
+	size := fileSize(t, filepath.Join(env.dataDir, "sudachi", "system.dic"))
+	progress := watchProgress(fileBlob, size)
 	applyBlob(t, fileBlob, "sudachi/system.dic", fmt.Sprintf("  replication: {transport: UDP, topology: Chain, bandwidthLimit: %s}\n", fanoutRate))
 	// The chain is origin (last node), then the others by name: the middle
 	// one is a relay that both receives and forwards. Delete its holder
@@ -278,7 +301,9 @@ func testFileBlob(ctx context.Context, t *testing.T) {
 	}
 	t.Logf("deleted holder pod %s mid-fan-out", middle)
 	st := waitBlob(ctx, t, fileBlob, 6*time.Minute, blobReady)
+	progress.check(t)
 	checkEveryNode(t, st, want)
+	checkPromMatchesStatus(ctx, t, fileBlob, st, blobBytes(t, st))
 	for _, n := range st.Nodes {
 		if n.Node == env.nodes[0] && (n.Pod == middle || n.Attempts < 2) {
 			t.Errorf("middle node %s: holder %s after %d attempt(s); want a new holder after the deleted %s", n.Node, n.Pod, n.Attempts, middle)

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A real Prometheus (Debian's package, hack/prometheus.sh) scrapes the
+// operator and every holder from the chart's install on, and evaluates the
+// chart's alert rules: the fan-out tests compare what PromQL returns with
+// status, and the last step checks that the alerts fired on the faults the
+// tests injected and that every dashboard panel has data.
+
+// promServer is the run's Prometheus; nil when it could not start (the
+// steps that need it then fail, they do not skip).
+var promServer *prometheus
+
+type prometheus struct {
+	url, dir string
+	// started is when it started: the range the dashboard is checked over.
+	started time.Time
+	// startErr is why it did not start.
+	startErr error
+}
+
+// startPrometheus starts it against the operator's metrics Service.
+func startPrometheus(t *testing.T) *prometheus {
+	p := &prometheus{dir: filepath.Join(os.TempDir(), fmt.Sprintf("pfs-e2e-prometheus-%d", os.Getpid()))}
+	svc, err := kubectl("-n", releaseNS, "get", "svc", "-l", "app.kubernetes.io/component=metrics", "-o", "jsonpath={.items[0].metadata.name}")
+	if err != nil || svc == "" {
+		p.startErr = fmt.Errorf("no metrics Service in %s: %v %s", releaseNS, err, svc)
+		return p
+	}
+	out, err := run("hack/prometheus.sh", "start", p.dir, env.kubectl, env.kubeconfig, releaseNS, svc)
+	if err != nil {
+		p.startErr = fmt.Errorf("hack/prometheus.sh start: %v: %s", err, out)
+		return p
+	}
+	p.url, p.started = strings.TrimSpace(out[strings.LastIndex(out, "\n")+1:]), time.Now()
+	t.Logf("Prometheus at %s (%s)", p.url, p.dir)
+	return p
+}
+
+func (p *prometheus) stop() {
+	if p == nil {
+		return
+	}
+	if out, err := exec.Command(filepath.Join(env.root, "hack/prometheus.sh"), "stop", p.dir).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping prometheus: %v\n%s", err, out)
+	}
+	_ = os.RemoveAll(p.dir)
+}
+
+// need fails the test when Prometheus did not start.
+func (p *prometheus) need(t *testing.T) {
+	t.Helper()
+	if p == nil || p.url == "" {
+		t.Fatalf("no Prometheus: %v", p.startErr)
+	}
+}
+
+// promSample is one series of an instant vector.
+type promSample struct {
+	Metric map[string]string
+	Value  float64
+}
+
+// query runs an instant query.
+func (p *prometheus) query(expr string) ([]promSample, error) {
+	resp, err := http.Get(p.url + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status, Error string
+		Data          struct {
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, fmt.Errorf("query %q: %v", expr, err)
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("query %q: %s", expr, r.Error)
+	}
+	out := make([]promSample, 0, len(r.Data.Result))
+	for _, s := range r.Data.Result {
+		v, _ := s.Value[1].(string)
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("query %q: value %v", expr, s.Value[1])
+		}
+		out = append(out, promSample{Metric: s.Metric, Value: f})
+	}
+	return out, nil
+}
+
+// seriesOver is how many series with a number a range query from the
+// start until now returns (what a dashboard panel over the run would draw).
+func (p *prometheus) seriesOver(expr string) (int, error) {
+	q := url.Values{"query": {expr}, "start": {strconv.FormatInt(p.started.Unix(), 10)},
+		"end": {strconv.FormatInt(time.Now().Unix(), 10)}, "step": {"10"}}
+	resp, err := http.Get(p.url + "/api/v1/query_range?" + q.Encode())
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status, Error string
+		Data          struct {
+			Result []struct {
+				Values [][2]any `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return 0, fmt.Errorf("query_range %q: %v", expr, err)
+	}
+	if r.Status != "success" {
+		return 0, fmt.Errorf("query_range %q: %s", expr, r.Error)
+	}
+	// A series counts when it has a number somewhere: 0/0 (a throughput
+	// with no run) is NaN, which a panel draws as nothing.
+	n := 0
+	for _, s := range r.Data.Result {
+		for _, v := range s.Values {
+			if str, _ := v[1].(string); str != "NaN" && str != "" {
+				n++
+				break
+			}
+		}
+	}
+	return n, nil
+}
+
+// value is the one sample an aggregating query returns, or an error.
+func (p *prometheus) value(expr string) (float64, error) {
+	s, err := p.query(expr)
+	if err != nil {
+		return 0, err
+	}
+	if len(s) != 1 {
+		return 0, fmt.Errorf("query %q: %d series, want 1: %v", expr, len(s), s)
+	}
+	return s[0].Value, nil
+}
+
+// checkPromMatchesStatus: once the blob is Ready, what PromQL returns of
+// the operator's series and of the holders' pages says what status says
+// (each node's bytes, the Ready count, the states), after the next scrapes.
+func checkPromMatchesStatus(ctx context.Context, t *testing.T, blob string, st *blobStatus, size int64) {
+	t.Helper()
+	promServer.need(t)
+	n := float64(len(st.Nodes))
+	checks := map[string]float64{
+		fmt.Sprintf(`sum(packetfs_blob_nodes{blob=%q, state="Ready"})`, blob):                float64(st.ReadyNodes),
+		fmt.Sprintf(`sum(packetfs_blob_nodes{blob=%q, state!="Ready"})`, blob):               0,
+		fmt.Sprintf(`sum(packetfs_blob_node_held_bytes{blob=%q})`, blob):                     n * float64(size),
+		fmt.Sprintf(`max(packetfs_blob_ready{blob=%q})`, blob):                               1,
+		fmt.Sprintf(`max(packetfs_blob_size_bytes{job="packetfs-operator", blob=%q})`, blob): float64(size),
+		// The holders' own pages: every node's serve process holds it all.
+		fmt.Sprintf(`count(packetfs_blob_filled_bytes{blob=%q} == packetfs_blob_size_bytes{blob=%q})`, blob, blob): n,
+		fmt.Sprintf(`count(packetfs_blob_phase{blob=%q, phase="ready"} == 1)`, blob):                               n,
+	}
+	var last error
+	err := poll(ctx, 30*time.Second, func() (bool, error) {
+		for expr, want := range checks {
+			got, err := promServer.value(expr)
+			if err != nil || got != want {
+				last = fmt.Errorf("%s = %v (%v), want %v as status says", expr, got, err, want)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("Prometheus and status disagree on %s: %v", blob, last)
+	}
+}
+
+// progressWatch polls a blob's status while it fans out and keeps what it
+// saw of progress: a Materializing node with some but not all bytes, and
+// the blob's PROGRESS strictly between 0% and 100%.
+type progressWatch struct {
+	mu       sync.Mutex
+	node     string
+	blob     string
+	stop     chan struct{}
+	done     chan struct{}
+	maxNodes int
+}
+
+func watchProgress(name string, size int64) *progressWatch {
+	w := &progressWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			out, err := kubectl("-n", testNS, "get", "pfsblob", name, "-o", "json")
+			if err != nil {
+				continue
+			}
+			var b struct {
+				Status struct {
+					Progress string
+					Nodes    []struct {
+						Node, State string
+						Progress    *struct {
+							Bytes   int64
+							Percent int
+							MBps    string
+						}
+					}
+				}
+			}
+			if json.Unmarshal([]byte(out), &b) != nil {
+				continue
+			}
+			w.mu.Lock()
+			if p := b.Status.Progress; p != "" && p != "0%" && p != "100%" && w.blob == "" {
+				w.blob = p
+			}
+			for _, n := range b.Status.Nodes {
+				if p := n.Progress; n.State == "Materializing" && p != nil && p.Bytes > 0 && p.Bytes < size && p.MBps != "" && w.node == "" {
+					w.node = fmt.Sprintf("%s %d bytes %d%% %s MB/s", n.Node, p.Bytes, p.Percent, p.MBps)
+				}
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// check stops the watch and fails the test unless it saw progress.
+func (w *progressWatch) check(t *testing.T) {
+	t.Helper()
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.node == "" || w.blob == "" {
+		t.Errorf("status never showed a fan-out in progress: a node's progress %q, the blob's %q", w.node, w.blob)
+		return
+	}
+	t.Logf("progress seen in status while it fanned out: node %s; blob %s", w.node, w.blob)
+}
+
+// testPrometheusAfter: the alerts fired on the faults the steps before
+// injected (a relay's upstream deleted mid-fan-out, transfers failed on
+// purpose), and every panel of the chart's dashboard has data.
+func testPrometheusAfter(t *testing.T) {
+	promServer.need(t)
+	for alert, fault := range map[string]string{
+		"PacketFSRelayRerouted":    "the middle holder deleted mid-fan-out (its downstream resumed on the origin)",
+		"PacketFSTransfersFailing": "the fault steps' transfers that fail on purpose (deadline, missing network)",
+	} {
+		got, err := promServer.query(fmt.Sprintf(`max_over_time(ALERTS{alertname=%q, alertstate="firing"}[3h])`, alert))
+		if err != nil || len(got) == 0 {
+			t.Errorf("alert %s never fired on %s (%v)", alert, fault, err)
+			continue
+		}
+		t.Logf("alert %s fired: %v", alert, got[0].Metric)
+	}
+	raw, err := os.ReadFile(filepath.Join(env.root, "charts/packetfs-operator/files/dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	var empty []string
+	for _, p := range d.Panels {
+		series := 0
+		for _, tg := range p.Targets {
+			n, err := promServer.seriesOver(tg.Expr)
+			if err != nil {
+				t.Errorf("panel %q: %v", p.Title, err)
+			}
+			series += n
+		}
+		if series == 0 {
+			empty = append(empty, p.Title)
+		}
+	}
+	sort.Strings(empty)
+	if len(empty) > 0 {
+		t.Errorf("dashboard panels without data after the run: %q", empty)
+	}
+}
