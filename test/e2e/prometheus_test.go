@@ -203,12 +203,11 @@ func checkPromMatchesStatus(ctx context.Context, t *testing.T, blob string, st *
 // saw of progress: a Materializing node with some but not all bytes, and
 // the blob's PROGRESS strictly between 0% and 100%.
 type progressWatch struct {
-	mu       sync.Mutex
-	node     string
-	blob     string
-	stop     chan struct{}
-	done     chan struct{}
-	maxNodes int
+	mu   sync.Mutex
+	node string
+	blob string
+	stop chan struct{}
+	done chan struct{}
 }
 
 func watchProgress(name string, size int64) *progressWatch {
