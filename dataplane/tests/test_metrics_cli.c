@@ -7,7 +7,9 @@
  * some but not all bytes held; once done it says ready, every byte held
  * and received, and the origin's page counts the bytes it served and the
  * connection. `blob serve` over the relay's copy counts a consumer that
- * attached. Every page passes `promtool check metrics` (Debian's
+ * attached. A receiver (`pfs recv --metrics-listen`) of a 16 GiB payload
+ * transfer on loopback says mid-way how many bytes its sender announced
+ * and how many it has received. Every page passes `promtool check metrics` (Debian's
  * prometheus package, installed by hack/install-deps.sh); anything but GET
  * /metrics is refused; a bad address is a usage error before anything is
  * mapped. No root.
@@ -281,10 +283,43 @@ static int t_fill_and_serve(void)
 	return TAP_PASS;
 }
 
+static int t_receiver(void)
+{
+	pid_t recv, send;
+	double t0, planned = -1, got = -1;
+	char *page = NULL;
+	int port = port_origin + 400, mport = port_origin + 401;
+
+	recv = spawn("recv",
+		     "exec %s recv --listen 127.0.0.1:%d --mode payload --metrics-listen "
+		     "127.0.0.1:%d",
+		     pfs, port, mport);
+	send = spawn("send",
+		     "exec %s send --connect 127.0.0.1:%d --mode payload --size 64Mi --bytes 16G",
+		     pfs, port);
+	for (t0 = now_s(); now_s() < t0 + 30; usleep(50000)) {
+		free(page);
+		page = scrape(mport);
+		planned = sample(page, "packetfs_transfer_planned_bytes", "");
+		got = sample(page, "packetfs_transfer_effective_bytes_total", "");
+		if (planned > 0 && got > 0 && got < planned)
+			break;
+	}
+	CHECK(planned == 16.0 * (1ull << 30), "planned %.0f, want 16 GiB: %s", planned, page);
+	CHECK(got > 0 && got < planned, "never saw it mid-way (%.0f of %.0f)", got, planned);
+	CHECK(!promtool(page, "recv"), "promtool check metrics: receiver");
+	tap_diag("receiver mid-transfer: %.0f of %.0f bytes", got, planned);
+	free(page);
+	CHECK(reap(send, 120) == 0, "send failed (%s/send.err)", dir);
+	CHECK(reap(recv, 30) == 0, "recv failed (%s/recv.err)", dir);
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "setup", t_setup },
 	{ "a bad --metrics-listen is a usage error, nothing mapped", t_bad_address },
 	{ "origin and relay pages mid-fetch and done, serve counts a consumer", t_fill_and_serve },
+	{ "a receiver's page mid-transfer: the bytes announced and received", t_receiver },
 };
 
 TAP_MAIN(tests)

@@ -43,7 +43,13 @@ struct pfs_dgram_stats {
 
 /* What one side measured; filled as far as the transfer got. */
 struct pfs_xfer_result {
-	uint64_t bytes; /* effective bytes (sum of descriptor lengths) */
+	/* effective bytes (sum of descriptor lengths); a receiver advances it
+	 * with pfs_xfer_add_bytes as grams execute, so another thread (a
+	 * /metrics page) may read it with a relaxed atomic load meanwhile */
+	uint64_t bytes;
+	/* receiver: the effective bytes its sender announced (HELLO count),
+	 * stored (relaxed atomic) once the HELLO was taken; 0 before */
+	uint64_t planned;
 	uint64_t descs;
 	uint64_t grams;
 	uint64_t wire_bytes; /* bytes this side wrote/read on the socket */
@@ -69,6 +75,14 @@ struct pfs_xfer_result {
 	 * (no whole HELLO in time, not a HELLO, not authenticated). */
 	uint32_t dropped;
 };
+
+/* pfs_xfer_add_bytes - r->bytes += @n by its one writer, as a relaxed
+ * atomic store: a plain store on the machines we build for, and a reader
+ * on another thread (__atomic_load_n relaxed) sees a whole value. */
+static inline void pfs_xfer_add_bytes(struct pfs_xfer_result *r, uint64_t n)
+{
+	__atomic_store_n(&r->bytes, r->bytes + n, __ATOMIC_RELAXED);
+}
 
 /* The sender's options (ignored by a receiver). */
 struct pfs_xfer_send_opts {

@@ -363,7 +363,7 @@ static int rx_exec(struct rx *x)
 			    (err = pfs_xfer_out_write(x->o->recv.out_fd, p, n, d->off + x->cur_off,
 						      r)))
 				return err;
-			r->bytes += n;
+			pfs_xfer_add_bytes(r, n);
 			x->cur_off += n;
 			x->cur_at += n;
 			budget -= n;

@@ -302,7 +302,7 @@ static int recv_exec(const struct pfs_xfer_opts *o, const struct pfs_desc *d, in
 						     "within %.1f s (--timeout); dropped",
 						     r->grams, r->peer, o->io_timeout_ms / 1000.0);
 		}
-		r->bytes += d[i].len;
+		pfs_xfer_add_bytes(r, d[i].len);
 	}
 	return 0;
 }
@@ -382,7 +382,7 @@ static int recv_stream(const struct pfs_xfer_opts *o, struct rx *x,
 						recv_payload(o, x, d, n, &sum, r);
 			if (err)
 				return err;
-			r->bytes += h.payload_len;
+			pfs_xfer_add_bytes(r, h.payload_len);
 		} else {
 			err = recv_exec(o, d, n, x->deadline, &sum, r);
 			if (err)

@@ -599,6 +599,7 @@ int pfs_xfer_hello_check(const uint8_t *raw, const struct pfs_xfer_terms *t,
 	}
 	*bound = mode == PFS_MODE_PAYLOAD ? h.size : size;
 	ag->planned = h.count;
+	__atomic_store_n(&r->planned, h.count, __ATOMIC_RELAXED); /* a /metrics page reads it */
 	if (out_fd >= 0) {
 		struct stat st;
 

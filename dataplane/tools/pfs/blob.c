@@ -354,21 +354,14 @@ static int check_layout(const struct pfs_cmdline *c, const struct blob_args *a, 
 }
 
 /* create --metrics-listen: the endpoint, before the blob is mapped so a
- * scrape sees the mapping phase too. 0 or -errno (cannot listen), printed. */
-static int start_metrics(struct blob_args *a, const char *verb)
+ * scrape sees the mapping phase too. */
+static void start_metrics(struct blob_args *a, const char *verb)
 {
-	char why[160];
-	int err;
-
 	a->hm.process = "fill";
 	a->hm.role = a->src.path ? "origin" : a->repl.fetch_from ? "relay" : "seeded";
 	a->hm.repl = &a->repl;
-	if (!a->hm.listen || strcmp(verb, "create"))
-		return 0;
-	err = pfs_cli_holder_metrics_start(&a->hm, why, sizeof(why));
-	if (err)
-		pfs_err("pfs blob create: %s", why);
-	return err;
+	if (!strcmp(verb, "create"))
+		pfs_cli_holder_metrics_start(&a->hm);
 }
 
 int pfs_cmd_blob(int argc, char **argv)
@@ -430,8 +423,7 @@ int pfs_cmd_blob(int argc, char **argv)
 		return PFS_EXIT_OK;
 	if (!strcmp(verb, "rm"))
 		return blob_rm(&a);
-	if (start_metrics(&a, verb))
-		return PFS_EXIT_ERROR;
+	start_metrics(&a, verb);
 	err = blob_show(&a, !strcmp(verb, "info"));
 	pfs_cli_holder_metrics_stop(&a.hm);
 	pfs_cli_source_free(&a.src);

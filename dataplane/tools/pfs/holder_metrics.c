@@ -11,7 +11,6 @@
  * packetfs_blob_fill_seconds and packetfs_blob_phase of a filling holder
  * into status.nodes[].progress; Prometheus scrapes the same page.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 
@@ -20,6 +19,7 @@
 #include "repl.h"
 #include "pfs/blob_repl.h"
 #include "pfs/blob_share.h"
+#include "pfs/log.h"
 
 static pthread_mutex_t metrics_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -157,12 +157,17 @@ static void collect(void *ctx, struct pfs_metrics_page *p)
 	pfs_cli_metrics_unlock();
 }
 
-int pfs_cli_holder_metrics_start(struct pfs_cli_holder_metrics *h, char *why, size_t n)
+void pfs_cli_holder_metrics_start(struct pfs_cli_holder_metrics *h)
 {
+	char why[160];
+
 	if (!h->listen)
-		return 0;
-	h->srv = pfs_cli_metrics_start(h->listen, collect, h, why, n);
-	return h->srv ? 0 : -errno;
+		return;
+	h->srv = pfs_cli_metrics_start(h->listen, collect, h, why, sizeof(why));
+	/* The page is never why a copy fails: the holder goes on without it
+	 * (the operator then shows no progress for this node). */
+	if (!h->srv)
+		pfs_warn("no /metrics page: %s; the holder goes on without it", why);
 }
 
 void pfs_cli_holder_metrics_set(struct pfs_cli_holder_metrics *h, enum pfs_cli_phase phase)

@@ -45,8 +45,9 @@ struct pfs_cli_holder_metrics {
 void pfs_cli_metrics_lock(void);
 void pfs_cli_metrics_unlock(void);
 
-/* Start the endpoint over @h when h->listen is set. 0 or -errno with @why. */
-int pfs_cli_holder_metrics_start(struct pfs_cli_holder_metrics *h, char *why, size_t n);
+/* Start the endpoint over @h when h->listen is set. When it cannot listen
+ * it says why (a warning) and the holder goes on without a page. */
+void pfs_cli_holder_metrics_start(struct pfs_cli_holder_metrics *h);
 /* Move to @phase (the fill's clock starts at FILLING, stops at READY or
  * FAILED), under the lock. */
 void pfs_cli_holder_metrics_set(struct pfs_cli_holder_metrics *h, enum pfs_cli_phase phase);

@@ -201,24 +201,17 @@ static void serve_result(const struct serve_args *a, const struct pfs_blob *blob
 		pfs_err("cannot write the result to %s: %s", a->result_file, strerror(errno));
 }
 
-/* --metrics-listen: the page of a holder that holds its blob whole. 0 or
- * -errno (cannot listen), printed. */
-static int start_metrics(struct serve_args *a, const struct pfs_blob *blob,
-			 const struct pfs_share_server *srv)
+/* --metrics-listen: the page of a holder that holds its blob whole. */
+static void start_metrics(struct serve_args *a, const struct pfs_blob *blob,
+			  const struct pfs_share_server *srv)
 {
-	char why[160];
-	int err;
-
 	a->hm.process = "serve";
 	a->hm.role = "holder"; /* serve does not know how the blob was filled */
 	a->hm.size = pfs_blob__size(blob);
 	a->hm.phase = PFS_CLI_PHASE_READY;
 	a->hm.repl = &a->repl;
 	a->hm.share = srv;
-	err = pfs_cli_holder_metrics_start(&a->hm, why, sizeof(why));
-	if (err)
-		pfs_err("blob serve: %s", why);
-	return err;
+	pfs_cli_holder_metrics_start(&a->hm);
 }
 
 int pfs_cmd_blob_serve(int argc, char **argv)
@@ -280,13 +273,7 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 		pfs_blob__close(blob);
 		return PFS_EXIT_ERROR;
 	}
-	if (start_metrics(&a, blob, srv)) {
-		pfs_share_server__free(srv);
-		pfs_cli_repl_stop(&a.repl);
-		pfs_cli_repl_free(&a.repl);
-		pfs_blob__close(blob);
-		return PFS_EXIT_ERROR;
-	}
+	start_metrics(&a, blob, srv);
 	err = serve_until_signal(srv, &sigs);
 	pfs_cli_holder_metrics_stop(&a.hm);
 	pfs_share_server__counts(srv, &acc, &ref);

@@ -20,6 +20,7 @@
 #include "pfs/blob_files.h"
 #include "cli.h"
 #include "commands.h"
+#include "metrics.h"
 #include "xfer_args.h"
 #include "pfs/integrity.h"
 #include "pfs/log.h"
@@ -111,6 +112,9 @@ static const struct pfs_opt recv_opts[] = {
 	  "work this receiver agrees to do (payload, offset, arithmetic; offset and\n"
 	  "arithmetic execute every byte over this side's blob; default: no bound)",
 	  .min = 1 },
+	{ "metrics-listen", PFS_OPT_STR, AT(metrics_listen), "ADDR:PORT",
+	  "serve how far the transfer got on http://ADDR:PORT/metrics (\":PORT\": every\n"
+	  "address; docs/guides/observability.md)" },
 	{ "attach", PFS_OPT_FN, AT(xdp_attach), "MODE",
 	  "afxdp: auto | native | generic XDP (default auto: native, "
 	  "else generic with the reason logged)",
@@ -225,8 +229,8 @@ static int split_addr(const char *s, char *host, size_t n, uint16_t *port)
 static int check_side(const struct pfs_cmdline *c, bool sender)
 {
 	static const char *const send_only[] = { "connect", "range", NULL };
-	static const char *const recv_only[] = { "listen",   "ready-file", "attach",
-						 "max-size", "max-work",   NULL };
+	static const char *const recv_only[] = { "listen",   "ready-file",     "attach", "max-size",
+						 "max-work", "metrics-listen", NULL };
 	const char *const *other = sender ? recv_only : send_only;
 
 	for (int i = 0; other[i]; i++)
@@ -374,6 +378,7 @@ static int run(int argc, char **argv, bool sender)
 			       .connect_timeout = 10,
 			       .accept_timeout = 60 };
 	struct pfs_xfer_result r = { 0 };
+	struct pfs_cli_metrics *metrics;
 	struct pfs_blob *blob = NULL;
 	char host[64];
 	uint16_t port;
@@ -389,6 +394,11 @@ static int run(int argc, char **argv, bool sender)
 		return pfs_exit_parse(err);
 	if (split_addr(sender ? a.connect : a.listen, host, sizeof(host), &port)) {
 		pfs_err("%s: '%s' is not ADDR:PORT", argv[0], sender ? a.connect : a.listen);
+		return PFS_EXIT_USAGE;
+	}
+	if (a.metrics_listen && pfs_cli_metrics_check(a.metrics_listen)) {
+		pfs_err("%s: invalid --metrics-listen '%s' (ADDR:PORT or :PORT)", argv[0],
+			a.metrics_listen);
 		return PFS_EXIT_USAGE;
 	}
 	if (pfs_cli_check_args)
@@ -432,7 +442,9 @@ static int run(int argc, char **argv, bool sender)
 		/* --into-blob: the fingerprint of what arrives, after the transfer. */
 		fp = a.into_blob ? 0 : pfs_blob__fingerprint(blob);
 	}
+	metrics = pfs_cli_xfer_metrics_start(a.metrics_listen, &r);
 	rc = transfer(&a, host, port, blob, fp, &r);
+	pfs_cli_metrics_stop(metrics);
 	pfs_blob__close(blob);
 	return rc;
 }

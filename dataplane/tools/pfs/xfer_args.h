@@ -54,6 +54,7 @@ struct xfer_args {
 	uint32_t desc_per_gram, gram_bytes;
 	double connect_timeout, accept_timeout, timeout;
 	const char *out, *result_file, *csv, *notes, *ready_file;
+	const char *metrics_listen; /* recv --metrics-listen */
 	const char *ifname, *peer_mac;
 	uint32_t queues, mtu;
 	enum pfs_xdp_attach xdp_attach;
@@ -65,6 +66,13 @@ struct xfer_args {
 	char token[PFS_SHARE_TOKEN_MAX + 1];
 	struct pfs_cli_xfer_hook report_hook; /* the mode's, set before reporting */
 };
+
+/* recv --metrics-listen (xfer_metrics.c): a receiver's /metrics page over
+ * @r while pfs_xfer_recv fills it (the bytes it executed, the bytes its
+ * sender announced). NULL when @listen is NULL or it cannot listen (then
+ * logged: the page is never why a transfer fails). */
+struct pfs_cli_metrics *pfs_cli_xfer_metrics_start(const char *listen,
+						   const struct pfs_xfer_result *r);
 
 /* The table over struct pfs_cli_delta (delta.c). */
 extern const struct pfs_opt pfs_cli_delta_opts[];
