@@ -35,6 +35,9 @@ type Deps struct {
 	Pods podspec.Config
 	// Timing bounds waits and retries.
 	Timing Timing
+	// Progress reads running holders' and receivers' /metrics pages into
+	// status (progress.go, transfer_progress.go); nil: none is read.
+	Progress ProgressReader
 }
 
 // Timing bounds waits and retries; it comes from the manager's flags.

@@ -45,9 +45,6 @@ type PfsBlobReconciler struct {
 	Random io.Reader
 	// Sources is the policy on blob sources (host paths).
 	Sources SourcePolicy
-	// Progress reads filling holders' progress into status (progress.go);
-	// nil: none is read.
-	Progress ProgressReader
 }
 
 // update: the finalizer pfs.packetfs.io/mounted (pfsblob_mounts.go).

@@ -82,13 +82,15 @@ func (r *PfsTransferReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if failed != nil {
 		out.Status, out.Plan.Events = refusedTransfer(x, obs, failed) // a refusal shows in Placed
 	}
+	requeue := out.Plan.RequeueAfter
+	r.withTransferProgress(ctx, &out.Status, obs.Receiver, obs.Now, &requeue)
 	if err := commitStatus(ctx, &r.Deps, x, &x.Status, out.Status, out.Plan.Events); err != nil {
 		return requeueOnConflict(err)
 	}
 	if failed != nil {
 		return ctrl.Result{}, failed.Err // retried with the controller's backoff
 	}
-	return ctrl.Result{RequeueAfter: r.Timing.requeueAfter(out.Plan.RequeueAfter)}, nil
+	return ctrl.Result{RequeueAfter: r.Timing.requeueAfter(requeue)}, nil
 }
 
 // decideOnce runs the reconcile's one decision and settles the admission

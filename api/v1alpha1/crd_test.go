@@ -36,7 +36,7 @@ func TestCRDShape(t *testing.T) {
 		columns     []string // default columns, in order
 	}{
 		"pfsblobs":     {"PfsBlob", "pblob", []string{"Source", "Size", "Ready", "Progress", "Status", "MB/s", "Digest", "Age"}},
-		"pfstransfers": {"PfsTransfer", "pxfer", []string{"Mode", "Transport", "Phase", "MB/s", "MB/CPU-s", "Integrity", "Age"}},
+		"pfstransfers": {"PfsTransfer", "pxfer", []string{"Mode", "Transport", "Phase", "Progress", "MB/s", "MB/CPU-s", "Integrity", "Age"}},
 		"pcorejobs":    {"PcoreJob", "pcj", []string{"Op", "Pcores", "Phase", "MB/s", "CPUpwn", "Age"}},
 	}
 	for plural, tc := range cases {

@@ -655,6 +655,20 @@ type PfsTransferStatus struct {
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 
+	// progress is how much of the transfer the receiver has done while it
+	// runs: the effective bytes it received and executed over those its
+	// sender announced, as a percent rounded down ("45%"), read from the
+	// receiver's /metrics page at most once per progress interval; "100%"
+	// once Succeeded. Modes Payload, Offset and Arithmetic.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,3}%$`
+	// +kubebuilder:validation:MaxLength=4
+	Progress string `json:"progress,omitempty"`
+
+	// progressTime is when progress was last read.
+	// +optional
+	ProgressTime *metav1.Time `json:"progressTime,omitempty"`
+
 	// label is the benchmark label of this run in the PacketFS taxonomy, e.g.
 	// "Native PFS Offset-only Mode - TCP" or "PFS-With-Payload-UDP".
 	// +optional
@@ -759,6 +773,7 @@ type PfsTransferStatus struct {
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress`,description="receiver's effective bytes / announced (while Running)"
 // +kubebuilder:printcolumn:name="MB/s",type=string,JSONPath=`.status.effectiveMBps`,description="effective decimal MB/s"
 // +kubebuilder:printcolumn:name="MB/CPU-s",type=string,JSONPath=`.status.mbPerCPUSecond`,description="effective MB per CPU-second, both sides"
 // +kubebuilder:printcolumn:name="Integrity",type=string,JSONPath=`.status.integrity.result`

@@ -1057,6 +1057,10 @@ func (in *PfsTransferStatus) DeepCopyInto(out *PfsTransferStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.ProgressTime != nil {
+		in, out := &in.ProgressTime, &out.ProgressTime
+		*out = (*in).DeepCopy()
+	}
 	if in.CPU != nil {
 		in, out := &in.CPU, &out.CPU
 		*out = new(CPUTime)

@@ -218,8 +218,13 @@ func newScheme() *runtime.Scheme {
 
 // setupReconcilers registers the three reconcilers with the manager.
 func setupReconcilers(mgr ctrl.Manager, o *options) error {
+	var progress controllers.ProgressReader
+	if o.holderMetricsPort > 0 {
+		progress = holdermetrics.NewReader()
+	}
 	deps := func(name string) controllers.Deps {
 		return controllers.Deps{
+			Progress:  progress,
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Recorder:  mgr.GetEventRecorderFor(name),
@@ -237,11 +242,7 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 		return fmt.Errorf("cache indexes: %w", err)
 	}
 	sources := controllers.SourcePolicy{HostPathEnabled: o.hostPathSources == "enabled", HostPathPrefixes: o.prefixes()}
-	var progress controllers.ProgressReader
-	if o.holderMetricsPort > 0 {
-		progress = holdermetrics.NewReader()
-	}
-	if err := (&controllers.PfsBlobReconciler{Deps: deps("pfsblob-controller"), Sources: sources, Progress: progress}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
+	if err := (&controllers.PfsBlobReconciler{Deps: deps("pfsblob-controller"), Sources: sources}).SetupWithManager(mgr, o.maxConcurrentReconciles); err != nil {
 		return fmt.Errorf("pfsblob controller: %w", err)
 	}
 	if err := (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer-controller"),

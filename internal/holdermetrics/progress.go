@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package holdermetrics reads a holder's /metrics page (the data plane's
-// --metrics-listen, dataplane/tools/pfs/holder_metrics.c): the same page
-// Prometheus scrapes, so the progress the operator writes into status and
-// what PromQL returns come from one source.
+// --metrics-listen, dataplane/tools/pfs/holder_metrics.c), or a transfer
+// receiver's (xfer_metrics.c): the same pages Prometheus scrapes, so the
+// progress the operator writes into status and what PromQL returns come
+// from one source.
 package holdermetrics
 
 import (
@@ -26,14 +27,19 @@ const (
 	MetricFilled = "packetfs_blob_filled_bytes"
 	MetricFillS  = "packetfs_blob_fill_seconds"
 	MetricPhase  = "packetfs_blob_phase"
+	// A receiver's page: the bytes its sender announced and those done.
+	MetricPlanned  = "packetfs_transfer_planned_bytes"
+	MetricReceived = "packetfs_transfer_effective_bytes_total"
 )
 
 // maxPage bounds what is read of a page: a holder's is a few kilobytes.
 const maxPage = 1 << 20
 
-// Progress is a holder's fill as its page says it.
+// Progress is a holder's fill, or a receiver's transfer, as its page says it.
 type Progress struct {
-	// Size and Filled are the blob's bytes and those held so far.
+	// Size and Filled are the blob's bytes and those held so far (a
+	// receiver: the bytes its sender announced, 0 before its HELLO, and
+	// those it received and executed).
 	Size, Filled int64
 	// Seconds is the time since the fill started.
 	Seconds float64
@@ -49,6 +55,10 @@ func Parse(r io.Reader) (Progress, error) {
 		return Progress{}, fmt.Errorf("parsing the metrics page: %w", err)
 	}
 	var out Progress
+	if fams[MetricPlanned] != nil && fams[MetricReceived] != nil {
+		out.Size, out.Filled = int64(gauge(fams[MetricPlanned])), int64(gauge(fams[MetricReceived]))
+		return out, nil
+	}
 	for _, need := range []string{MetricSize, MetricFilled} {
 		if fams[need] == nil {
 			return Progress{}, fmt.Errorf("the metrics page has no %s", need)

@@ -74,6 +74,11 @@ func TestParseRefusesPagesWithoutProgress(t *testing.T) {
 	if err != nil || p != (Progress{Size: 100, Filled: 40, Seconds: 2, Phase: "filling"}) {
 		t.Errorf("Parse = %+v, %v", p, err)
 	}
+	p, err = Parse(strings.NewReader("# TYPE packetfs_transfer_planned_bytes gauge\npacketfs_transfer_planned_bytes 1000\n" +
+		"# TYPE packetfs_transfer_effective_bytes_total counter\npacketfs_transfer_effective_bytes_total 250\n"))
+	if err != nil || p != (Progress{Size: 1000, Filled: 250}) {
+		t.Errorf("a receiver's page: Parse = %+v, %v", p, err)
+	}
 }
 
 func freePort(t *testing.T) int {

@@ -44,9 +44,9 @@ type Config struct {
 	SocketVolume SocketVolumeType
 	// MetricsPort is where every holder serves its Prometheus page
 	// (--metrics-listen :PORT on both of its containers, the port named
-	// MetricsPortName on the server); the operator reads a filling holder's
-	// progress from it. Zero: holders serve no page, and status shows no
-	// progress.
+	// MetricsPortName on the server), and a transfer's receiver its own;
+	// the operator reads a filling holder's and a running transfer's
+	// progress from them. Zero: no pages, and status shows no progress.
 	MetricsPort int32
 }
 

@@ -38,6 +38,19 @@ func TestHolderMetricsPage(t *testing.T) {
 	if diff := cmp.Diff([]corev1.ContainerPort{repl, metrics}, relay.Containers[0].Ports); diff != "" {
 		t.Errorf("relay serve ports (-want +got):\n%s", diff)
 	}
+	// A transfer's receiver serves one too, but in mode Delta.
+	for mode, x := range map[pfsv1alpha1.TransferMode]*pfsv1alpha1.PfsTransfer{
+		pfsv1alpha1.ModePayload: transfer(pfsv1alpha1.ModePayload, pfsv1alpha1.TransportTCP),
+		pfsv1alpha1.ModeOffset:  transfer(pfsv1alpha1.ModeOffset, pfsv1alpha1.TransportUDP),
+		pfsv1alpha1.ModeDelta:   deltaTransfer(),
+	} {
+		in := TransferInputs{Blob: namedBlob("old", "4Mi"), Source: namedBlob("new", "4Mi")}
+		recv := ReceiverPod(c, x, in).Spec.Containers[0]
+		has := slices.Contains(recv.Args, "--metrics-listen") && slices.ContainsFunc(recv.Ports, func(p corev1.ContainerPort) bool { return p == metrics })
+		if has != (mode != pfsv1alpha1.ModeDelta) {
+			t.Errorf("%s receiver: args %q ports %v", mode, recv.Args, recv.Ports)
+		}
+	}
 	off := BlobSourceHolderPod(cfg, sourceBlob(pvc("models"), ""), h).Spec
 	if slices.Contains(off.InitContainers[0].Args, "--metrics-listen") || slices.Contains(off.Containers[0].Args, "--metrics-listen") {
 		t.Errorf("MetricsPort 0 still serves a page: %q %q", off.InitContainers[0].Args, off.Containers[0].Args)

@@ -129,6 +129,12 @@ func ReceiverPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs) *cor
 	if x.Spec.Transport == pfsv1alpha1.TransportUDP {
 		c.Ports = append(c.Ports, corev1.ContainerPort{Name: "grams", ContainerPort: ReceiverPort, Protocol: corev1.ProtocolUDP})
 	}
+	if x.Spec.Mode != pfsv1alpha1.ModeDelta {
+		// How far it got, for status.progress while it runs (a Delta
+		// receiver has no page).
+		c.Args = append(c.Args, cfg.metricsArgs()...)
+		c.Ports = append(c.Ports, cfg.metricsPorts()...)
+	}
 	return pod
 }
 

@@ -309,6 +309,7 @@ func testReceiverDeleted(ctx context.Context, t *testing.T) {
 	}
 	sender := podspec.TransferPodName(x.Name, 0, podspec.ComponentSender)
 	receiver := podspec.TransferPodName(x.Name, 0, podspec.ComponentReceiver)
+	progress := watchTransferProgress(x.Name)
 	err := poll(ctx, 5*time.Minute, func() (bool, error) {
 		p := &corev1.Pod{}
 		if err := env.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: sender}, p); err != nil {
@@ -328,7 +329,11 @@ func testReceiverDeleted(ctx context.Context, t *testing.T) {
 	}
 	t.Logf("deleted receiver %s mid-transfer", receiver)
 	waitTransfer(ctx, t, x, 10*time.Minute)
+	progress.check(t) // the receiver's page, read into status.progress while it ran
 	st := x.Status
+	if st.Progress != "100%" {
+		t.Errorf("status.progress %q once Succeeded, want 100%%", st.Progress)
+	}
 	events, _ := kubectl("-n", testNS, "get", "events", "--field-selector", "involvedObject.kind=PfsTransfer,involvedObject.name="+x.Name,
 		"--sort-by=.lastTimestamp", "-o", "custom-columns=REASON:.reason,MESSAGE:.message")
 	t.Logf("events of pfstransfer/%s:\n%s", x.Name, events)

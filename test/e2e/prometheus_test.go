@@ -263,10 +263,37 @@ func (w *progressWatch) check(t *testing.T) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.node == "" || w.blob == "" {
-		t.Errorf("status never showed a fan-out in progress: a node's progress %q, the blob's %q", w.node, w.blob)
+		t.Errorf("status never showed it in progress: %q, %q", w.node, w.blob)
 		return
 	}
-	t.Logf("progress seen in status while it fanned out: node %s; blob %s", w.node, w.blob)
+	t.Logf("progress seen in status while it ran: %s; %s", w.node, w.blob)
+}
+
+// watchTransferProgress polls a transfer's status while it runs and keeps
+// the first progress strictly between 0% and 100% seen while Running.
+func watchTransferProgress(name string) *progressWatch {
+	w := &progressWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			out, err := kubectl("-n", testNS, "get", "pfstransfer", name, "-o", "jsonpath={.status.phase} {.status.progress}")
+			phase, p, _ := strings.Cut(out, " ")
+			if err != nil || phase != "Running" || p == "" || p == "0%" || p == "100%" {
+				continue
+			}
+			w.mu.Lock()
+			if w.node == "" {
+				w.node, w.blob = "Running", p
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
 }
 
 // testPrometheusAfter: the alerts fired on the faults the steps before
@@ -284,6 +311,12 @@ func testPrometheusAfter(t *testing.T) {
 			continue
 		}
 		t.Logf("alert %s fired: %v", alert, got[0].Metric)
+	}
+	// Every alert that was pending or firing at some point, for the log.
+	if seen, err := promServer.query(`count by (alertname, alertstate) (max_over_time(ALERTS[3h]))`); err == nil {
+		for _, s := range seen {
+			t.Logf("alert seen during the run: %s %s", s.Metric["alertname"], s.Metric["alertstate"])
+		}
 	}
 	raw, err := os.ReadFile(filepath.Join(env.root, "charts/packetfs-operator/files/dashboard.json"))
 	if err != nil {

@@ -83,12 +83,13 @@ func run(m *testing.M) int {
 	}
 	deps := func(name string) controllers.Deps {
 		return controllers.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-			Recorder: mgr.GetEventRecorderFor(name), Clock: clock.RealClock{}, Pods: podConfig, Timing: testTiming}
+			Recorder: mgr.GetEventRecorderFor(name), Clock: clock.RealClock{}, Pods: podConfig, Timing: testTiming,
+			Progress: holderPages}
 	}
 	for _, setup := range []func() error{
 		func() error { return controllers.AddIndexes(context.Background(), mgr) },
 		func() error {
-			return (&controllers.PfsBlobReconciler{Deps: deps("pfsblob"), Progress: holderPages}).SetupWithManager(mgr, 2)
+			return (&controllers.PfsBlobReconciler{Deps: deps("pfsblob")}).SetupWithManager(mgr, 2)
 		},
 		func() error {
 			return (&controllers.PfsTransferReconciler{Deps: deps("pfstransfer")}).SetupWithManager(mgr, 2)

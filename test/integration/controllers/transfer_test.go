@@ -147,16 +147,35 @@ func TestTransferOrderingAndResult(t *testing.T) {
 		t.Errorf("sender args %q do not connect to the receiver's datanet address", args)
 	}
 	bind(t, ctx, send, "node-b")
-	setStatus(t, ctx, ns, send.Name, running(true, "10.0.0.6"))
-	waitTransfer(t, ctx, x, "Running", phaseIs(pfsv1alpha1.PhaseRunning))
-
 	const n = 67108864
+	// The receiver's /metrics page (played by holderPages) says how far it
+	// got: status.progress follows it while Running.
+	if !strings.Contains(strings.Join(recv.Spec.Containers[0].Args, " "), "--metrics-listen :9470") {
+		t.Errorf("receiver args lack --metrics-listen :9470: %v", recv.Spec.Containers[0].Args)
+	}
+	holderPages.fill(recv.Name, n)
+	setStatus(t, ctx, ns, send.Name, running(true, "10.0.0.6"))
+	waitTransfer(t, ctx, x, "Running with progress", func(x *pfsv1alpha1.PfsTransfer) error {
+		if err := phaseIs(pfsv1alpha1.PhaseRunning)(x); err != nil {
+			return err
+		}
+		if p := x.Status.Progress; p == "" || p == "0%" || p == "100%" || x.Status.ProgressTime == nil {
+			return fmt.Errorf("progress %q at %v, want a share read from the receiver's page", p, x.Status.ProgressTime)
+		}
+		return nil
+	})
+	if out, _, err := env.Kubectl(ctx, "get", "pfstransfers", "-n", ns, x.Name); err != nil || !strings.Contains(out, "PROGRESS") ||
+		!strings.Contains(out, x.Status.Progress) {
+		t.Errorf("kubectl get pfstransfers does not show PROGRESS %s (%v):\n%s", x.Status.Progress, err, out)
+	}
+
 	setStatus(t, ctx, ns, recv.Name, exited(0, transferResult("receiver", n, 0.050, 0.030, 0.020, "0x287083f7", "0x287083f7", "OK")))
 	setStatus(t, ctx, ns, send.Name, exited(0, transferResult("sender", n, 0.051, 0.020, 0.010, "0x287083f7", "0x287083f7", "OK")))
 	waitTransfer(t, ctx, x, "Succeeded", phaseIs(pfsv1alpha1.PhaseSucceeded))
 
 	st := x.Status
 	checks := []struct{ name, got, want string }{
+		{"progress", st.Progress, "100%"},
 		{"label", st.Label, "Native PFS Offset-only Mode - TCP"},
 		{"effectiveBytes", fmt.Sprint(st.EffectiveBytes), fmt.Sprint(n)},
 		{"wireBytes", fmt.Sprint(st.WireBytes), fmt.Sprint(n / 100)},
