@@ -199,18 +199,20 @@ func checkPromMatchesStatus(ctx context.Context, t *testing.T, blob string, st *
 	}
 }
 
-// progressWatch polls a blob's status while it fans out and keeps what it
-// saw of progress: a Materializing node with some but not all bytes, and
-// the blob's PROGRESS strictly between 0% and 100%.
+// progressWatch polls an object's status every half second while it runs
+// and keeps the first signs of progress its look saw: for a blob, a
+// Materializing node with some but not all bytes (part) and the blob's
+// PROGRESS strictly between 0% and 100% (whole); for a transfer, its phase
+// Running (part) and such a PROGRESS (whole).
 type progressWatch struct {
-	mu   sync.Mutex
-	node string
-	blob string
-	stop chan struct{}
-	done chan struct{}
+	mu          sync.Mutex
+	part, whole string
+	stop, done  chan struct{}
 }
 
-func watchProgress(name string, size int64) *progressWatch {
+// watch starts polling with look, which returns what it saw of each ("":
+// nothing yet).
+func watch(look func() (part, whole string)) *progressWatch {
 	w := &progressWatch{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
@@ -220,39 +222,69 @@ func watchProgress(name string, size int64) *progressWatch {
 				return
 			case <-time.After(500 * time.Millisecond):
 			}
-			out, err := kubectl("-n", testNS, "get", "pfsblob", name, "-o", "json")
-			if err != nil {
-				continue
-			}
-			var b struct {
-				Status struct {
-					Progress string
-					Nodes    []struct {
-						Node, State string
-						Progress    *struct {
-							Bytes   int64
-							Percent int
-							MBps    string
-						}
-					}
-				}
-			}
-			if json.Unmarshal([]byte(out), &b) != nil {
-				continue
-			}
+			part, whole := look()
 			w.mu.Lock()
-			if p := b.Status.Progress; p != "" && p != "0%" && p != "100%" && w.blob == "" {
-				w.blob = p
+			if w.part == "" {
+				w.part = part
 			}
-			for _, n := range b.Status.Nodes {
-				if p := n.Progress; n.State == "Materializing" && p != nil && p.Bytes > 0 && p.Bytes < size && p.MBps != "" && w.node == "" {
-					w.node = fmt.Sprintf("%s %d bytes %d%% %s MB/s", n.Node, p.Bytes, p.Percent, p.MBps)
-				}
+			if w.whole == "" {
+				w.whole = whole
 			}
 			w.mu.Unlock()
 		}
 	}()
 	return w
+}
+
+// inProgress is a PROGRESS value strictly between 0% and 100%.
+func inProgress(p string) bool { return p != "" && p != "0%" && p != "100%" }
+
+// watchProgress watches a blob of size bytes while it fans out.
+func watchProgress(name string, size int64) *progressWatch {
+	return watch(func() (string, string) {
+		out, err := kubectl("-n", testNS, "get", "pfsblob", name, "-o", "json")
+		if err != nil {
+			return "", ""
+		}
+		var b struct {
+			Status struct {
+				Progress string
+				Nodes    []struct {
+					Node, State string
+					Progress    *struct {
+						Bytes   int64
+						Percent int
+						MBps    string
+					}
+				}
+			}
+		}
+		if json.Unmarshal([]byte(out), &b) != nil {
+			return "", ""
+		}
+		part, whole := "", ""
+		if inProgress(b.Status.Progress) {
+			whole = b.Status.Progress
+		}
+		for _, n := range b.Status.Nodes {
+			if p := n.Progress; n.State == "Materializing" && p != nil && p.Bytes > 0 && p.Bytes < size && p.MBps != "" {
+				part = fmt.Sprintf("node %s %d bytes %d%% %s MB/s", n.Node, p.Bytes, p.Percent, p.MBps)
+			}
+		}
+		return part, whole
+	})
+}
+
+// watchTransferProgress watches a transfer while it runs.
+func watchTransferProgress(name string) *progressWatch {
+	return watch(func() (string, string) {
+		out, err := kubectl("-n", testNS, "get", "pfstransfer", name, "-o", "jsonpath={.status.phase} {.status.progress}")
+		phase, p, _ := strings.Cut(out, " ")
+		if err != nil || phase != "Running" || !inProgress(p) {
+			return "", ""
+		}
+		return phase, p
+	})
 }
 
 // check stops the watch and fails the test unless it saw progress.
@@ -262,38 +294,11 @@ func (w *progressWatch) check(t *testing.T) {
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.node == "" || w.blob == "" {
-		t.Errorf("status never showed it in progress: %q, %q", w.node, w.blob)
+	if w.part == "" || w.whole == "" {
+		t.Errorf("status never showed it in progress: %q, %q", w.part, w.whole)
 		return
 	}
-	t.Logf("progress seen in status while it ran: %s; %s", w.node, w.blob)
-}
-
-// watchTransferProgress polls a transfer's status while it runs and keeps
-// the first progress strictly between 0% and 100% seen while Running.
-func watchTransferProgress(name string) *progressWatch {
-	w := &progressWatch{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for {
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(500 * time.Millisecond):
-			}
-			out, err := kubectl("-n", testNS, "get", "pfstransfer", name, "-o", "jsonpath={.status.phase} {.status.progress}")
-			phase, p, _ := strings.Cut(out, " ")
-			if err != nil || phase != "Running" || p == "" || p == "0%" || p == "100%" {
-				continue
-			}
-			w.mu.Lock()
-			if w.node == "" {
-				w.node, w.blob = "Running", p
-			}
-			w.mu.Unlock()
-		}
-	}()
-	return w
+	t.Logf("progress seen in status while it ran: %s; %s", w.part, w.whole)
 }
 
 // testPrometheusAfter: the alerts fired on the faults the steps before
