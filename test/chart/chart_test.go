@@ -476,8 +476,9 @@ func checkInvariants(t *testing.T, o objects) {
 		}
 	}
 	for _, u := range o.list {
-		// The CSI node plugin's own ClusterRole is checkCSINodeRBAC's.
-		if u.GetKind() == "ClusterRole" && !strings.HasSuffix(u.GetName(), "-csi-node") {
+		// The CSI node plugin's own ClusterRole is checkCSINodeRBAC's, the
+		// user roles checkUserRoles'.
+		if u.GetKind() == "ClusterRole" && strings.HasSuffix(u.GetName(), "-manager") {
 			var r rbacv1.ClusterRole
 			o.get(t, "ClusterRole", u.GetName(), &r)
 			if diff := cmp.Diff(generatedRules(t), r.Rules); diff != "" {
@@ -513,8 +514,19 @@ func TestRender(t *testing.T) {
 	// With csi.enabled (the default) every render has the CSIDriver, the
 	// plugin's DaemonSet and ServiceAccount, and with RBAC its ClusterRole
 	// and binding; cases without them use kindsNoCSI.
+	// The user roles come with the manager's ClusterRole (rbac.create).
+	userRoles := func(extra []string) []string {
+		for _, k := range extra {
+			if name, ok := strings.CutPrefix(k, "ClusterRole/"); ok && strings.HasSuffix(name, "-manager") {
+				base := strings.TrimSuffix(name, "-manager")
+				return []string{"ClusterRole/" + base + "-edit", "ClusterRole/" + base + "-view"}
+			}
+		}
+		return nil
+	}
 	kindsNoCSI := func(extra ...string) []string {
 		ks := append(append([]string{}, crds...), extra...)
+		ks = append(ks, userRoles(extra)...)
 		sort.Strings(ks)
 		return ks
 	}
@@ -526,6 +538,7 @@ func TestRender(t *testing.T) {
 			}
 		}
 		ks := append(append([]string{}, crds...), extra...)
+		ks = append(ks, userRoles(extra)...)
 		ks = append(ks, "CSIDriver/"+csiDriver, "DaemonSet/"+fullName+"-csi-node", "ServiceAccount/"+fullName+"-csi-node")
 		// The plugin's RBAC comes with the manager's (rbac.create).
 		for _, k := range extra {

@@ -120,6 +120,48 @@ func testHelmInstall(t *testing.T) {
 	if out, err := kubectl("label", "namespace", testNS, "pod-security.kubernetes.io/enforce=privileged"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	checkUserRoles(t)
+}
+
+// checkUserRoles: a user bound to the built-in edit role in the test
+// namespace may create PfsBlobs, PfsTransfers and PcoreJobs there (the
+// chart's aggregated ClusterRoles, merged by the controller-manager), and
+// not elsewhere; one bound to view may list them and create none.
+func checkUserRoles(t *testing.T) {
+	t.Helper()
+	for user, role := range map[string]string{"pfs-e2e-editor": "edit", "pfs-e2e-viewer": "view"} {
+		if out, err := kubectl("-n", testNS, "create", "rolebinding", user, "--clusterrole="+role, "--user="+user); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	can := func(user, verb, res, ns string) bool {
+		res, sub, _ := strings.Cut(res, "/")
+		args := []string{"auth", "can-i", verb, res + ".pfs.packetfs.io", "-n", ns, "--as=" + user}
+		if sub != "" {
+			args = append(args, "--subresource="+sub)
+		}
+		out, _ := kubectl(args...)
+		return strings.TrimSpace(out) == "yes"
+	}
+	err := poll(context.Background(), time.Minute, func() (bool, error) {
+		for _, res := range []string{"pfsblobs", "pfstransfers", "pcorejobs"} {
+			if !can("pfs-e2e-editor", "create", res, testNS) || !can("pfs-e2e-viewer", "list", res, testNS) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("edit and view in %s never granted the three Kinds (aggregated ClusterRoles): %v", testNS, err)
+	}
+	for _, c := range []struct {
+		user, verb, res, ns string
+	}{{"pfs-e2e-editor", "create", "pfsblobs", "default"}, {"pfs-e2e-viewer", "create", "pfsblobs", testNS},
+		{"pfs-e2e-editor", "update", "pfsblobs/status", testNS}} {
+		if can(c.user, c.verb, c.res, c.ns) {
+			t.Errorf("%s may %s %s in %s", c.user, c.verb, c.res, c.ns)
+		}
+	}
 }
 
 func testBlob(ctx context.Context, t *testing.T) {

@@ -130,11 +130,11 @@ func TestKubectlGet(t *testing.T) {
 	}{
 		{b, map[string]any{"pageSize": "2Mi", "desiredNodes": int64(2), "readyNodes": int64(2), "fingerprint": "0123456789abcdef",
 			"source": "pvc:data/models/x.safetensors", "size": "300Mi", "ready": "2/2", "distributionMBps": "333.1",
-			"distributionSeconds": "0.944", "sha256": strings.Repeat("ab", 32), "digest": "abababababab",
+			"distributionSeconds": "0.944", "sha256": strings.Repeat("ab", 32), "digest": "abababababab", "progress": "100%",
 			"conditions": []any{map[string]any{"type": pfsv1alpha1.ConditionReady, "status": "True",
 				"reason": pfsv1alpha1.ReasonMaterialized, "message": "2 of 2 nodes hold the blob",
 				"lastTransitionTime": "2026-01-01T00:00:00Z"}}}},
-		{x, map[string]any{"phase": "Succeeded", "effectiveMBps": "1062.3", "mbPerCPUSecond": "1075.0",
+		{x, map[string]any{"phase": "Succeeded", "progress": "100%", "effectiveMBps": "1062.3", "mbPerCPUSecond": "1075.0",
 			"label":     pfsv1alpha1.TransferLabel(pfsv1alpha1.ModeOffset, pfsv1alpha1.TransportTCP),
 			"integrity": map[string]any{"algorithm": "CRC32C", "result": "OK"}}},
 		{j, map[string]any{"phase": "Running", "throughputMBps": "19840.5", "cpupwn": "1.07", "baselineMBps": "18542.1"}},
@@ -150,11 +150,11 @@ func TestKubectlGet(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"get", "pblob"}, []string{"NAME SOURCE SIZE READY STATUS MB/S DIGEST AGE",
-			"b pvc:data/models/x.safetensors 300Mi 2/2 Materialized 333.1 abababababab"}},
+		{[]string{"get", "pblob"}, []string{"NAME SOURCE SIZE READY PROGRESS STATUS MB/S DIGEST AGE",
+			"b pvc:data/models/x.safetensors 300Mi 2/2 100% Materialized 333.1 abababababab"}},
 		{[]string{"get", "pblob", "-o", "wide"}, []string{"PAGE SECONDS FINGERPRINT", "2Mi 0.944 0123456789abcdef"}},
-		{[]string{"get", "pxfer"}, []string{"NAME MODE TRANSPORT PHASE MB/S MB/CPU-S INTEGRITY AGE",
-			"x Offset TCP Succeeded 1062.3 1075.0 OK"}},
+		{[]string{"get", "pxfer"}, []string{"NAME MODE TRANSPORT PHASE PROGRESS MB/S MB/CPU-S INTEGRITY AGE",
+			"x Offset TCP Succeeded 100% 1062.3 1075.0 OK"}},
 		{[]string{"get", "pxfer", "-o", "wide"}, []string{"LABEL", "Native PFS Offset-only Mode - TCP"}},
 		{[]string{"get", "pcj"}, []string{"NAME OP PCORES PHASE MB/S CPUPWN AGE", "j xor 2 Running 19840.5 1.07"}},
 		{[]string{"get", "packetfs", "-o", "name"}, []string{"pfsblob.pfs.packetfs.io/b",
