@@ -117,10 +117,12 @@ func (p *prometheus) query(expr string) ([]promSample, error) {
 }
 
 // seriesOver is how many series with a number a range query from the
-// start until now returns (what a dashboard panel over the run would draw).
+// start until now returns (what a dashboard panel over the run would draw),
+// at one point a second: a blob's gauges may live only seconds between its
+// Ready and its deletion by the test.
 func (p *prometheus) seriesOver(expr string) (int, error) {
 	q := url.Values{"query": {expr}, "start": {strconv.FormatInt(p.started.Unix(), 10)},
-		"end": {strconv.FormatInt(time.Now().Unix(), 10)}, "step": {"10"}}
+		"end": {strconv.FormatInt(time.Now().Unix(), 10)}, "step": {"1"}}
 	resp, err := http.Get(p.url + "/api/v1/query_range?" + q.Encode())
 	if err != nil {
 		return 0, err
