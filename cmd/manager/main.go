@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,6 +62,9 @@ type options struct {
 	socketVolume            string
 	holderMetricsPort       int
 	progressInterval        time.Duration
+	operandTolerations      string
+	operandPriorityClass    string
+	operands                podspec.OperandPolicy // parsed by validate
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -102,6 +107,11 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.progressInterval, "progress-interval", controllers.DefaultTiming.ProgressInterval,
 		"How often a running fan-out's progress is read from its holders into status: at most one status write per blob per "+
 			"interval for progress, whatever the node count.")
+	fs.StringVar(&o.operandTolerations, "operand-tolerations", "",
+		"Tolerations of every pod the operator creates (holders, the scan, transfers, pcore jobs), as a JSON list of Kubernetes "+
+			`tolerations, e.g. [{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}]; empty: none.`)
+	fs.StringVar(&o.operandPriorityClass, "operand-priority-class", "",
+		"PriorityClass of every pod the operator creates; empty: none (the cluster's default).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 2,
 		"Reconciles each controller runs in parallel.")
 	fs.IntVar(&o.maxActiveTransfers, "max-active-transfers", 16,
@@ -119,6 +129,42 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Delay before the second attempt of a failed transfer; it doubles per failure.")
 	fs.DurationVar(&o.backoffMax, "retry-backoff-max", controllers.DefaultTiming.BackoffMax,
 		"Longest delay between attempts of a failed transfer.")
+}
+
+// validateOperands parses the operand tolerations into o.operands and
+// checks them and the PriorityClass name as the apiserver would.
+func (o *options) validateOperands() []error {
+	var errs []error
+	o.operands = podspec.OperandPolicy{PriorityClassName: o.operandPriorityClass}
+	if o.operandTolerations != "" {
+		dec := json.NewDecoder(strings.NewReader(o.operandTolerations))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o.operands.Tolerations); err != nil {
+			errs = append(errs, fmt.Errorf("--operand-tolerations: %v: want a JSON list of tolerations such as "+
+				`[{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}]`, err))
+		}
+	}
+	for i, t := range o.operands.Tolerations {
+		switch {
+		case t.Operator != "" && t.Operator != corev1.TolerationOpExists && t.Operator != corev1.TolerationOpEqual:
+			errs = append(errs, fmt.Errorf("--operand-tolerations[%d]: operator %q: want Exists or Equal", i, t.Operator))
+		case t.Operator == corev1.TolerationOpExists && t.Value != "":
+			errs = append(errs, fmt.Errorf("--operand-tolerations[%d]: operator Exists takes no value (%q)", i, t.Value))
+		case t.Key == "" && t.Operator != corev1.TolerationOpExists:
+			errs = append(errs, fmt.Errorf("--operand-tolerations[%d]: an empty key needs operator Exists", i))
+		}
+		switch t.Effect {
+		case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			errs = append(errs, fmt.Errorf("--operand-tolerations[%d]: effect %q: want NoSchedule, PreferNoSchedule or NoExecute", i, t.Effect))
+		}
+	}
+	if p := o.operandPriorityClass; p != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(p) {
+			errs = append(errs, fmt.Errorf("--operand-priority-class %q: %s", p, msg))
+		}
+	}
+	return errs
 }
 
 // validateProgress checks the holders' metrics port and the progress interval.
@@ -165,6 +211,7 @@ func (o *options) validate() error {
 		errs = append(errs, errors.New("--unschedulable-timeout and --retry-backoff must be positive and --retry-backoff-max at least --retry-backoff"))
 	}
 	errs = append(errs, o.validateProgress()...)
+	errs = append(errs, o.validateOperands()...)
 	if o.maxRequeueAfter < 0 {
 		errs = append(errs, fmt.Errorf("--max-requeue-after %s: want 0 (no cap) or a positive duration", o.maxRequeueAfter))
 	}
@@ -232,7 +279,8 @@ func setupReconcilers(mgr ctrl.Manager, o *options) error {
 			Pods: podspec.Config{Image: o.dataplaneImage, PullPolicy: corev1.PullPolicy(o.dataplanePullPolicy),
 				Binary: o.dataplaneBinary, HolderCPU: resource.MustParse(o.holderCPU),
 				HolderFillCPU: resource.MustParse(o.holderFillCPU), Log: o.dataplaneLog,
-				SocketVolume: podspec.SocketVolumeType(o.socketVolume), MetricsPort: int32(o.holderMetricsPort)},
+				SocketVolume: podspec.SocketVolumeType(o.socketVolume), MetricsPort: int32(o.holderMetricsPort),
+				Operands: o.operands},
 			Timing: controllers.Timing{UnschedulableTimeout: o.unschedulableTimeout,
 				BackoffBase: o.backoffBase, BackoffMax: o.backoffMax, TopologyCatchUp: o.topologyCatchUp,
 				MaxRequeueAfter: o.maxRequeueAfter, ProgressInterval: o.progressInterval},

@@ -77,6 +77,8 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 			Containers:                    []corev1.Container{serve},
 			Volumes:                       []corev1.Volume{blobVol, socketVolume(cfg, b.Namespace, socketsCreate), tokenVolume(b.Name)},
 			SecurityContext:               podSecurity(),
+			Tolerations:                   cfg.tolerations(),
+			PriorityClassName:             cfg.Operands.PriorityClassName,
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To(int64(10)),

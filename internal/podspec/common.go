@@ -48,6 +48,30 @@ type Config struct {
 	// the operator reads a filling holder's and a running transfer's
 	// progress from them. Zero: no pages, and status shows no progress.
 	MetricsPort int32
+	// Operands is what every pod the operator creates carries so it runs
+	// where the work is: tolerations (GPU nodes are tainted) and a
+	// PriorityClass (so GPU jobs do not preempt the holders).
+	Operands OperandPolicy
+}
+
+// OperandPolicy is the scheduling every operand pod (holders, the scan,
+// transfer and pcore pods) gets from the manager's --operand-tolerations
+// and --operand-priority-class (chart values operands.*).
+type OperandPolicy struct {
+	Tolerations       []corev1.Toleration
+	PriorityClassName string
+}
+
+// tolerations is a copy of the operand tolerations for one pod spec.
+func (cfg Config) tolerations() []corev1.Toleration {
+	if len(cfg.Operands.Tolerations) == 0 {
+		return nil
+	}
+	out := make([]corev1.Toleration, len(cfg.Operands.Tolerations))
+	for i := range cfg.Operands.Tolerations {
+		cfg.Operands.Tolerations[i].DeepCopyInto(&out[i])
+	}
+	return out
 }
 
 // metricsArgs is --metrics-listen for a holder's containers, or nothing.

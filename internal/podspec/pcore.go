@@ -92,6 +92,8 @@ func PcorePod(cfg Config, j *pfsv1alpha1.PcoreJob, blob *pfsv1alpha1.PfsBlob, bl
 			Containers:                    []corev1.Container{c},
 			Volumes:                       vols,
 			SecurityContext:               podSecurity(),
+			Tolerations:                   cfg.tolerations(),
+			PriorityClassName:             cfg.Operands.PriorityClassName,
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To(int64(10)),

@@ -314,6 +314,8 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side
 			Containers:                    []corev1.Container{c},
 			Volumes:                       vols,
 			SecurityContext:               podSecurity(),
+			Tolerations:                   cfg.tolerations(),
+			PriorityClassName:             cfg.Operands.PriorityClassName,
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To(int64(10)),

@@ -50,6 +50,7 @@ func TestE2E(t *testing.T) {
 		t.Fatal("no blob; the transfers and the pcore job need it")
 	}
 	t.Run("eight more PfsBlobs Ready at once", func(t *testing.T) { testManyBlobs(ctx, t) })
+	t.Run("a node tainted nvidia.com/gpu still gets its copy", func(t *testing.T) { testTaintedNode(ctx, t) })
 	t.Run("PfsBlob from a PVC fanned out to every node", func(t *testing.T) { testFanout(ctx, t) })
 	t.Run("PfsBlobs from an S3 store and a web server: TLS, Secret credentials, the store killed mid-read, bad sources", func(t *testing.T) {
 		testStoreSources(ctx, t)

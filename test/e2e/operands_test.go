@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+)
+
+// gpuTaint is the taint GPU node pools carry, which the chart's default
+// operands.tolerations tolerate.
+const gpuTaint = "nvidia.com/gpu=present:NoSchedule"
+
+// testTaintedNode: a node tainted as a GPU pool is still given its copy
+// (the holders carry the chart's operand tolerations), while a pod without
+// the toleration is refused there, so the taint is in force.
+func testTaintedNode(ctx context.Context, t *testing.T) {
+	node := env.nodes[1]
+	if out, err := kubectl("taint", "node", node, gpuTaint, "--overwrite"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	defer func() { _, _ = kubectl("taint", "node", node, "nvidia.com/gpu-") }()
+	plain := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: no-toleration, namespace: %s}
+spec:
+  nodeSelector: {kubernetes.io/hostname: %s}
+  securityContext: {runAsUser: 65532, runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: c
+    image: packetfs.io/python-consumer:v0.1.0
+    imagePullPolicy: Never
+    command: ["python3", "-c", "import time; time.sleep(60)"]
+    resources: {limits: {memory: 32Mi, cpu: 10m}}
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+`, testNS, node)
+	if out, err := kubectlIn(plain, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	defer func() {
+		_, _ = kubectl("-n", testNS, "delete", "pod", "no-toleration", "--ignore-not-found", "--wait=false")
+	}()
+	b := &pfsv1alpha1.PfsBlob{ObjectMeta: metav1.ObjectMeta{Name: "gpu-pool", Namespace: testNS},
+		Spec: pfsv1alpha1.PfsBlobSpec{Size: resource.MustParse("4Mi"), PageSize: pfsv1alpha1.PageSize2Mi,
+			Fill: pfsv1alpha1.BlobFill{Type: pfsv1alpha1.FillSeed, Seed: ptr.To(int64(7))}}}
+	createReadyBlob(ctx, t, b)
+	defer func() { _, _ = kubectl("-n", testNS, "delete", "pfsblob", b.Name, "--wait=true", "--timeout=120s") }()
+	onTainted := false
+	for _, n := range b.Status.Nodes {
+		onTainted = onTainted || n.Node == node && n.State == pfsv1alpha1.BlobNodeReady
+	}
+	if int(b.Status.ReadyNodes) != len(env.nodes) || !onTainted {
+		t.Errorf("blob Ready on %d of %d nodes, on the tainted %s: %v; nodes %+v", b.Status.ReadyNodes, len(env.nodes), node, onTainted, b.Status.Nodes)
+	}
+	err := poll(ctx, time.Minute, func() (bool, error) {
+		p := &corev1.Pod{}
+		if err := env.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: "no-toleration"}, p); err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "nvidia.com/gpu") {
+				return true, nil
+			}
+		}
+		if p.Spec.NodeName != "" {
+			return false, fmt.Errorf("the pod without the toleration was scheduled on %s: the taint is not in force", p.Spec.NodeName)
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("a pod without the toleration on %s: %v", node, err)
+	}
+	t.Logf("tainted %s %s: the blob's holder runs there, a pod without the toleration is refused", node, gpuTaint)
+}
