@@ -26,7 +26,8 @@ const gpuTaint = "nvidia.com/gpu=present:NoSchedule"
 
 // testTaintedNode: a node tainted as a GPU pool is still given its copy
 // (the holders carry the chart's operand tolerations), while a pod without
-// the toleration is refused there, so the taint is in force.
+// the toleration is refused there ("untolerated taint"), so the taint is in
+// force.
 func testTaintedNode(ctx context.Context, t *testing.T) {
 	node := env.nodes[1]
 	if out, err := kubectl("taint", "node", node, gpuTaint, "--overwrite"); err != nil {
@@ -71,7 +72,8 @@ spec:
 			return false, err
 		}
 		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "nvidia.com/gpu") {
+			// The scheduler says "untolerated taint(s)" without naming it.
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "untolerated taint") {
 				return true, nil
 			}
 		}
