@@ -36,9 +36,12 @@ func (d decision) emit(typ, reason, msg string) {
 
 // wakeIn asks for another look after w at the latest: the sooner of the
 // wake-ups asked wins; w <= 0 asks nothing.
-func (d decision) wakeIn(w time.Duration) {
-	if w > 0 && (*d.requeue == 0 || w < *d.requeue) {
-		*d.requeue = w
+func (d decision) wakeIn(w time.Duration) { sooner(d.requeue, w) }
+
+// sooner folds the wake-up w into *requeue: the sooner one wins, 0 is none.
+func sooner(requeue *time.Duration, w time.Duration) {
+	if w > 0 && (*requeue == 0 || w < *requeue) {
+		*requeue = w
 	}
 }
 

@@ -191,9 +191,7 @@ func (r *PfsBlobReconciler) withProgress(ctx context.Context, prev, st *pfsv1alp
 	targets := progressTargets(st, holders, port)
 	st.Progress = summariseProgress(st)
 	step := stepProgress(prev, st, podsChanged, len(targets), now, r.Timing.progressInterval())
-	if step.wake > 0 && (*requeue == 0 || step.wake < *requeue) {
-		*requeue = step.wake
-	}
+	sooner(requeue, step.wake)
 	if step.hold {
 		return false
 	}

@@ -62,9 +62,7 @@ func (r *PfsTransferReconciler) withTransferProgress(ctx context.Context, st *pf
 		port = r.Pods.MetricsPort
 	}
 	step := stepTransferProgress(st, recv, port, now, r.Timing.progressInterval())
-	if step.wake > 0 && (*requeue == 0 || step.wake < *requeue) {
-		*requeue = step.wake
-	}
+	sooner(requeue, step.wake)
 	if step.target == nil {
 		return
 	}
