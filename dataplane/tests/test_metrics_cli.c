@@ -210,6 +210,10 @@ static int t_fill_and_serve(void)
 	CHECK(sample(page, "packetfs_blob_info", "process=\"fill\",role=\"relay\"") == 1, "%s",
 	      page);
 	CHECK(sample(page, "packetfs_blob_fill_seconds", "") > 0, "no fill seconds");
+	/* Live, not only once the fetch returned: a relay that moved to another
+	 * upstream must show it while it still fetches (PacketFSRelayRerouted). */
+	CHECK(sample(page, "packetfs_fetch_connections_total", "") == 1,
+	      "connections mid-fetch, want 1 (live): %s", page);
 	CHECK(!promtool(page, "relay-mid"), "promtool check metrics: relay mid-fetch");
 	tap_diag("relay mid-fetch: %.0f of %.0f bytes", mid, size);
 

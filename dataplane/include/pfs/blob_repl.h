@@ -268,7 +268,10 @@ struct pfs_repl_delta_fetch {
 struct pfs_repl_fetch_result {
 	char from[64]; /* the upstream that delivered the last byte */
 	uint64_t bytes; /* blob bytes received (whole or rebuilt), every attempt */
-	uint64_t attempts; /* connections made (TCP connected) */
+	/* connections made (TCP connected) and resumes: stored by the fetch
+	 * (relaxed atomic) as they happen, so a /metrics page on another
+	 * thread reads them live with __atomic_load_n */
+	uint64_t attempts;
 	uint64_t resumed_at[PFS_REPL_RESUMES]; /* offsets resumed from after a break */
 	int n_resumed;
 	double t0_unix, t1_unix; /* wall clock: first and last payload byte */

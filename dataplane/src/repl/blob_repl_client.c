@@ -581,12 +581,14 @@ static int attempt(struct fetch *f)
 		return fd;
 	if (f->up == f->o->upstreams[0])
 		f->first_answered = true;
-	f->r->attempts++;
+	__atomic_store_n(&f->r->attempts, f->r->attempts + 1, __ATOMIC_RELAXED);
 	f->delta = f->o->base && f->xport == REPL_XPORT_TCP && !f->no_delta[f->cur];
 	err = handshake(f, fd);
 	if (!err) {
-		if (f->have && f->r->n_resumed < PFS_REPL_RESUMES)
-			f->r->resumed_at[f->r->n_resumed++] = f->have;
+		if (f->have && f->r->n_resumed < PFS_REPL_RESUMES) {
+			f->r->resumed_at[f->r->n_resumed] = f->have;
+			__atomic_store_n(&f->r->n_resumed, f->r->n_resumed + 1, __ATOMIC_RELAXED);
+		}
 		if (f->have)
 			pfs_info("repl fetch: resuming at %" PRIu64 " from %s", f->have, f->up);
 		f->seq = 0;

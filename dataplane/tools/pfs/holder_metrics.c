@@ -97,8 +97,11 @@ static void server_metrics(const struct pfs_cli_repl *r, struct pfs_metrics_page
 			(double)st.retransmitted);
 }
 
-/* The fetch's counters: exact once pfs_repl_fetch returned (the phase left
- * FILLING); while it runs, the bytes received are the watermark. */
+/* The fetch's counters: connections and resumes live (the fetch stores
+ * them atomically as they happen: a relay that moved to another upstream
+ * shows it while it still fetches, not only in the seconds it lingers);
+ * the others exact once pfs_repl_fetch returned (the phase left FILLING);
+ * while it runs, the bytes received are the watermark. */
 static void fetch_metrics(const struct pfs_cli_holder_metrics *h, struct pfs_metrics_page *p)
 {
 	const struct pfs_cli_repl *r = h->repl;
@@ -113,10 +116,10 @@ static void fetch_metrics(const struct pfs_cli_holder_metrics *h, struct pfs_met
 	pfs_metrics_one(p, "packetfs_fetch_connections_total", "counter",
 			"Connections made to upstreams; more than 1 means the relay reconnected "
 			"or moved to another upstream.",
-			done ? (double)f->attempts : 0);
+			(double)__atomic_load_n(&f->attempts, __ATOMIC_RELAXED));
 	pfs_metrics_one(p, "packetfs_fetch_resumes_total", "counter",
 			"Times the fetch resumed after a break instead of starting over.",
-			done ? (double)f->n_resumed : 0);
+			(double)__atomic_load_n(&f->n_resumed, __ATOMIC_RELAXED));
 	pfs_metrics_one(p, "packetfs_fetch_rejected_total", "counter",
 			"Malformed frames or grams received; each dropped its connection.",
 			done ? (double)f->rejected : 0);
