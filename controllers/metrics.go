@@ -50,6 +50,10 @@ var (
 	blobDeltaRatio = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "packetfs_blob_delta_ratio",
 		Help: "A blob with spec.base: its size times the relays that rebuilt it from delta grams, over the bytes those relays received (status.nodes[].delta.ratio over them all)."}, blobLabels)
 
+	blobNodeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "packetfs_blob_node_failures_total",
+		Help: "Holder pods of a blob that failed, by node status reason (VerificationFailed: the relay's bytes did not match the manifest; Other: no reason). Counted once per pod, retried or not."},
+		append(blobLabels, "reason"))
+
 	runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "packetfs_runs_total",
 		Help: "PfsTransfers and PcoreJobs that ended, by kind and outcome (Succeeded, Failed)."}, []string{labelKind, "outcome"})
 	runBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "packetfs_run_bytes_total",
@@ -67,7 +71,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(blobNodes, blobDesired, blobReady, blobSize, blobHeld, blobDistSeconds, blobDistRate,
-		blobDeltaRatio, runs, runBytes, runSeconds, refusals, eventsRecorded, reconcileErrors)
+		blobDeltaRatio, blobNodeFailures, runs, runBytes, runSeconds, refusals, eventsRecorded, reconcileErrors)
 	// The counters whose labels are known start at 0, so a rate or an
 	// increase has a series to work on before the first outcome.
 	for _, kind := range []string{"PfsBlob", "PfsTransfer", "PcoreJob"} {
@@ -112,6 +116,7 @@ func recordStatus(obj client.Object, prev any) {
 	case *pfsv1alpha1.PfsBlob:
 		p, _ := prev.(pfsv1alpha1.PfsBlobStatus)
 		countRefusals("PfsBlob", p.Conditions, o.Status.Conditions)
+		countNodeFailures(o, p.Nodes)
 		observeBlob(o)
 	case *pfsv1alpha1.PfsTransfer:
 		p, _ := prev.(pfsv1alpha1.PfsTransferStatus)
@@ -141,6 +146,31 @@ func countRefusals(kind string, prev, now []metav1.Condition) {
 	}
 }
 
+// countNodeFailures counts each node whose holder pod is newly Failed: a
+// pod's failure stays in status until its retry replaces it, and a retry
+// that fails again names another pod, so each failed pod counts once.
+func countNodeFailures(b *pfsv1alpha1.PfsBlob, prev []pfsv1alpha1.BlobNodeStatus) {
+	failed := map[string]string{}
+	for _, n := range prev {
+		if n.State == pfsv1alpha1.BlobNodeFailed {
+			failed[n.Node] = n.Pod
+		}
+	}
+	for _, n := range b.Status.Nodes {
+		if n.State != pfsv1alpha1.BlobNodeFailed || n.Pod == "" {
+			continue
+		}
+		if pod, ok := failed[n.Node]; ok && pod == n.Pod {
+			continue
+		}
+		reason := n.Reason
+		if reason == "" {
+			reason = "Other"
+		}
+		blobNodeFailures.WithLabelValues(b.Namespace, b.Name, reason).Inc()
+	}
+}
+
 func countRun(kind string, phase pfsv1alpha1.Phase, bytes int64, elapsed string) {
 	runs.WithLabelValues(kind, string(phase)).Inc()
 	if phase != pfsv1alpha1.PhaseSucceeded {
@@ -156,6 +186,11 @@ func countRun(kind string, phase pfsv1alpha1.Phase, bytes int64, elapsed string)
 func observeBlob(b *pfsv1alpha1.PfsBlob) {
 	forgetBlob(b.Namespace, b.Name) // nodes that left must not linger
 	l := prometheus.Labels{"namespace": b.Namespace, "blob": b.Name}
+	// The failure counters exist at 0 before the first failure, so
+	// increase() over the alert's window sees that failure.
+	for _, reason := range []string{pfsv1alpha1.ReasonVerificationFailed, "Other"} {
+		blobNodeFailures.With(withLabel(l, "reason", reason))
+	}
 	st := &b.Status
 	counts := map[pfsv1alpha1.BlobNodeState]int{pfsv1alpha1.BlobNodePending: 0, pfsv1alpha1.BlobNodeMaterializing: 0,
 		pfsv1alpha1.BlobNodeReady: 0, pfsv1alpha1.BlobNodeFailed: 0}
@@ -215,6 +250,13 @@ func forgetBlob(namespace, name string) {
 	for _, v := range []*prometheus.GaugeVec{blobNodes, blobDesired, blobReady, blobSize, blobHeld, blobDistSeconds, blobDistRate, blobDeltaRatio} {
 		v.DeletePartialMatch(l)
 	}
+}
+
+// forgetDeletedBlob drops every series of a deleted blob, its counters
+// too (a blob observed anew keeps them: they only grow).
+func forgetDeletedBlob(namespace, name string) {
+	forgetBlob(namespace, name)
+	blobNodeFailures.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "blob": name})
 }
 
 // countingReconciler counts a reconciler's errors by reason.

@@ -48,9 +48,50 @@ func TestBlobMetricsFollowStatus(t *testing.T) {
 			t.Errorf("%s = %v, want %v", what, got, tc.want)
 		}
 	}
-	forgetBlob("ns-m", "model")
+	forgetDeletedBlob("ns-m", "model")
 	if n := testutil.CollectAndCount(blobHeld, "packetfs_blob_node_held_bytes"); n != 0 {
 		t.Errorf("%d held-bytes series left after the blob went", n)
+	}
+}
+
+// A failed holder pod is counted once, by reason: the writes that keep it
+// Failed add nothing, its retry failing again adds one more.
+func TestNodeFailuresCountedOncePerPod(t *testing.T) {
+	b := &pfsv1alpha1.PfsBlob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-f", Name: "model"}}
+	verify := blobNodeFailures.WithLabelValues("ns-f", "model", pfsv1alpha1.ReasonVerificationFailed)
+	other := blobNodeFailures.WithLabelValues("ns-f", "model", "Other")
+	write := func(mut func(st *pfsv1alpha1.PfsBlobStatus)) {
+		prev := b.Status
+		prev.Nodes = append([]pfsv1alpha1.BlobNodeStatus(nil), b.Status.Nodes...)
+		mut(&b.Status)
+		recordStatus(b, prev)
+	}
+	b.Status = *progressStatus(pfsv1alpha1.BlobNodeReady, pfsv1alpha1.BlobNodeMaterializing, pfsv1alpha1.BlobNodeMaterializing)
+	recordStatus(b, pfsv1alpha1.PfsBlobStatus{})
+	write(func(st *pfsv1alpha1.PfsBlobStatus) {
+		st.Nodes[1].State, st.Nodes[1].Reason = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonVerificationFailed
+		st.Nodes[2].State = pfsv1alpha1.BlobNodeFailed
+	})
+	write(func(st *pfsv1alpha1.PfsBlobStatus) { st.Nodes[1].Message = "attempt 1 failed; retrying" })
+	if v, o := testutil.ToFloat64(verify), testutil.ToFloat64(other); v != 1 || o != 1 {
+		t.Fatalf("after one failed pod each: VerificationFailed %v, Other %v; want 1, 1", v, o)
+	}
+	write(func(st *pfsv1alpha1.PfsBlobStatus) {
+		st.Nodes[1].Pod, st.Nodes[1].State, st.Nodes[1].Reason = "pod-b2", pfsv1alpha1.BlobNodeMaterializing, ""
+	})
+	write(func(st *pfsv1alpha1.PfsBlobStatus) {
+		st.Nodes[1].State, st.Nodes[1].Reason = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonVerificationFailed
+	})
+	if v := testutil.ToFloat64(verify); v != 2 {
+		t.Errorf("the retry pod-b2 failed too: VerificationFailed %v, want 2", v)
+	}
+	forgetBlob("ns-f", "model")
+	if n := testutil.CollectAndCount(blobNodeFailures, "packetfs_blob_node_failures_total"); n == 0 {
+		t.Error("a status observed anew dropped the failure counters")
+	}
+	forgetDeletedBlob("ns-f", "model")
+	if n := testutil.CollectAndCount(blobNodeFailures, "packetfs_blob_node_failures_total"); n != 0 {
+		t.Errorf("%d failure series left after the blob was deleted", n)
 	}
 }
 

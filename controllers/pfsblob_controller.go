@@ -73,7 +73,7 @@ func (r *PfsBlobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	blob := &pfsv1alpha1.PfsBlob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, blob); err != nil {
 		if apierrors.IsNotFound(err) {
-			forgetBlob(req.Namespace, req.Name) // gone: its series go too
+			forgetDeletedBlob(req.Namespace, req.Name) // gone: its series go too
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

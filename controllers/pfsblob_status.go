@@ -271,6 +271,9 @@ func holderNodeStatus(b *pfsv1alpha1.PfsBlob, node string, p *corev1.Pod) pfsv1a
 			detail = term.Reason
 		}
 		ns.Message = truncate(fmt.Sprintf("pfs blob create exited with code %d: %s", term.ExitCode, detail), 4096)
+		if term.ExitCode == exitMismatch {
+			ns.Reason = pfsv1alpha1.ReasonVerificationFailed
+		}
 		return ns
 	}
 	r, err := result.ParseBlobCreate(term.Message)

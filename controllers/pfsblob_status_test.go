@@ -221,3 +221,19 @@ func TestDecideBlobEvents(t *testing.T) {
 		})
 	}
 }
+
+// A holder's fill that exits 3 (its bytes failed the manifest's digests) is
+// VerificationFailed; any other failing exit code names no reason.
+func TestHolderNodeStatusVerificationFailed(t *testing.T) {
+	b := &pfsv1alpha1.PfsBlob{}
+	for code, want := range map[int32]string{3: pfsv1alpha1.ReasonVerificationFailed, 1: ""} {
+		p := testPod("h", podspec.ContainerBlobServe)
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: podspec.ContainerBlobCreate,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code,
+				Message: `{"ok":false,"cmd":"blob-create","error":"received bytes do not match the manifest"}`}}}}
+		ns := holderNodeStatus(b, "n", p)
+		if ns.State != pfsv1alpha1.BlobNodeFailed || ns.Reason != want {
+			t.Errorf("exit %d: state %s reason %q, want Failed %q (%s)", code, ns.State, ns.Reason, want, ns.Message)
+		}
+	}
+}

@@ -110,6 +110,12 @@ const (
 	// than the origin's source digest.
 	ReasonDigestMismatch = "DigestMismatch"
 
+	// ReasonVerificationFailed (a node Failed, retried from another
+	// upstream): the relay's received bytes did not match the manifest's
+	// digests (exit code 3 of pfs blob create): its upstream's copy or the
+	// link is damaged.
+	ReasonVerificationFailed = "VerificationFailed"
+
 	// ReasonNetworkUnavailable (a node Failed; Ready=False when it is the
 	// origin): a holder pod runs but its network-status annotation gives it
 	// no address on spec.replication.network (Multus missing, or a wrong

@@ -285,8 +285,9 @@ static int t_changed_holder(void)
 	kill(ps, SIGTERM);
 	wait_rc(ps, 20);
 	tap_diag("relay: %.300s", slurp("xrelay", "json"));
-	CHECK(rr && strstr(slurp("xrelay", "json"),
-			   "'types.h': its bytes do not have the manifest's sha256"),
+	/* Exit 3 (PFS_EXIT_MISMATCH): the operator's VerificationFailed. */
+	CHECK(rr == 3 && strstr(slurp("xrelay", "json"),
+				"'types.h': its bytes do not have the manifest's sha256"),
 	      "relay rc %d: %s", rr, slurp("xrelay", "json"));
 	CHECK(!strstr(slurp("xrelay", "err"), "no streaming verify"),
 	      "the relay did not stream: %s", slurp("xrelay", "err"));

@@ -141,6 +141,9 @@ func sha256File(t *testing.T, path string) string {
 // loaded once by the origin, relayed node to node, verified everywhere.
 func testFanout(ctx context.Context, t *testing.T) {
 	applyModelsVolume(t)
+	t.Run("a node's copy damaged after it was verified: the node joining later fails verification on each attempt, Failed, VerificationFailed", func(t *testing.T) {
+		testFaultCopy(ctx, t)
+	})
 	t.Run("a 193 MiB file reaches every node over UDP with its sha256, through a holder killed mid-fan-out", func(t *testing.T) {
 		testFileBlob(ctx, t)
 	})

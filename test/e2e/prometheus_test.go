@@ -305,19 +305,39 @@ func (w *progressWatch) check(t *testing.T) {
 
 // testPrometheusAfter: the alerts fired on the faults the steps before
 // injected (a relay's upstream deleted mid-fan-out, transfers failed on
-// purpose), and every panel of the chart's dashboard has data.
+// purpose, a node's copy failing verification), and every panel of the
+// chart's dashboard has data. An alert is waited for as long as its own
+// "for" plus a few scrapes and evaluations (a step run alone, just before
+// this one, may have injected its fault seconds ago); after a whole run
+// each has long fired.
 func testPrometheusAfter(t *testing.T) {
 	promServer.need(t)
-	for alert, fault := range map[string]string{
-		"PacketFSRelayRerouted":    "the middle holder deleted mid-fan-out (its downstream resumed on the origin)",
-		"PacketFSTransfersFailing": "the fault steps' transfers that fail on purpose (deadline, missing network)",
-	} {
-		got, err := promServer.query(fmt.Sprintf(`max_over_time(ALERTS{alertname=%q, alertstate="firing"}[3h])`, alert))
-		if err != nil || len(got) == 0 {
-			t.Errorf("alert %s never fired on %s (%v)", alert, fault, err)
+	defer endFaultCopy(t)
+	faults := map[string]string{
+		"PacketFSRelayRerouted":      "the middle holder deleted mid-fan-out (its downstream resumed on the origin)",
+		"PacketFSTransfersFailing":   "the fault steps' transfers that fail on purpose (deadline, missing network)",
+		"PacketFSBlobNodeFailed":     "the node whose upstream's copy was damaged (" + faultBlob + "), Failed for good",
+		"PacketFSVerificationFailed": "that node's relays receiving bytes that do not match the manifest",
+	}
+	fired := map[string]string{}
+	_ = poll(context.Background(), 100*time.Second, func() (bool, error) {
+		for alert := range faults {
+			if fired[alert] != "" {
+				continue
+			}
+			got, err := promServer.query(fmt.Sprintf(`max_over_time(ALERTS{alertname=%q, alertstate="firing"}[3h])`, alert))
+			if err == nil && len(got) > 0 {
+				fired[alert] = fmt.Sprint(got[0].Metric)
+			}
+		}
+		return len(fired) == len(faults), nil
+	})
+	for alert, fault := range faults {
+		if fired[alert] == "" {
+			t.Errorf("alert %s never fired on %s", alert, fault)
 			continue
 		}
-		t.Logf("alert %s fired: %v", alert, got[0].Metric)
+		t.Logf("alert %s fired: %s", alert, fired[alert])
 	}
 	// Every alert that was pending or firing at some point, for the log.
 	if seen, err := promServer.query(`count by (alertname, alertstate) (max_over_time(ALERTS[3h]))`); err == nil {

@@ -116,7 +116,10 @@ static int show_error(struct blob_args *a, const char *cmd, const char *msg)
 	pfs_json_str(&j, "cmd", cmd, 16);
 	pfs_json_str(&j, "error", msg, 1000);
 	pfs_result_emit(pfs_json_end(&j), a->result_file);
-	return PFS_EXIT_ERROR;
+	/* A relay whose bytes failed the manifest's digests exits 3, like a
+	 * transfer's integrity mismatch: the operator tells a damaged copy
+	 * (VerificationFailed) from a fetch that could not run. */
+	return a->repl.verify_failed ? PFS_EXIT_MISMATCH : PFS_EXIT_ERROR;
 }
 
 /* info, relay: what the manifest says, or why there is none. */
