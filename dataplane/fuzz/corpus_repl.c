@@ -70,6 +70,27 @@ static void layout_seeds(const char *dir, int idx)
 	emit_layout(dir, idx, &l);
 }
 
+/* DIGESTS frames of a 1 GiB blob (256 chunks): one digest, a full frame,
+ * the last ones. Returns the next index. */
+static int digests_seeds(const char *dir, int idx)
+{
+	static uint8_t d[REPL_DIGESTS_MAX * 32], buf[REPL_DIGESTS_FRAME_MAX];
+	static const uint32_t first[] = { 0, 0, 250 }, n[] = { 1, 256, 6 };
+
+	for (size_t i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i * 131);
+	for (int k = 0; k < 3; k++) {
+		int len = repl_digests_encode(1ULL << 30, first[k], d, n[k], buf);
+
+		if (len < 0) {
+			fprintf(stderr, "digests seed %d: %d\n", idx, len);
+			exit(1);
+		}
+		write_seed(dir, idx++, buf, (size_t)len);
+	}
+	return idx;
+}
+
 static void emit(const char *dir, int idx, const struct repl_frame *f)
 {
 	uint8_t buf[REPL_FRAME_MAX];
@@ -109,6 +130,8 @@ int main(int argc, char **argv)
 			f.data_port = 0;
 			f.flags = REPL_FLAG_LAYOUT;
 			emit(argv[1], idx++, &f);
+			f.flags = REPL_FLAG_LAYOUT | REPL_FLAG_CHUNKS;
+			emit(argv[1], idx++, &f);
 			f.flags = REPL_FLAG_DELTA; /* with the base's size and fingerprint */
 			f.body_len = REPL_AUTH_DELTA_BODY;
 			f.base_size = 1ULL << 29;
@@ -127,6 +150,7 @@ int main(int argc, char **argv)
 			emit(argv[1], idx++, &f);
 		}
 	}
+	idx = digests_seeds(argv[1], idx);
 	layout_seeds(argv[1], idx);
 	return 0;
 }

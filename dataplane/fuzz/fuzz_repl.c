@@ -6,7 +6,9 @@
  * decoded frame must survive an encode/decode round trip unchanged and
  * agree with the header check, or the run aborts.
  *
- * An input that starts with a LAYOUT header is read as a run of LAYOUT
+ * An input that starts with a DIGESTS header is one DIGESTS frame, which
+ * must encode back into the same bytes. An input that starts with a
+ * LAYOUT header is read as a run of LAYOUT
  * frames, each cut at the length its header announces, fed to the list
  * (src/wire/blob_repl_layout.c) as a client does; a list they complete
  * must encode into frames that decode into an equal list.
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "../src/wire/blob_repl_wire.h"
+#include "pfs/blob_chunks.h"
 
 #define BLOB (1ULL << 40)
 
@@ -67,6 +70,23 @@ static void layouts(const uint8_t *data, size_t size)
 	repl_layout_list_fini(&l);
 }
 
+/* A DIGESTS frame that decodes must encode back into the same bytes, and
+ * stay within the blob's chunks. */
+static void digests(const uint8_t *data, size_t size)
+{
+	struct repl_digests x;
+	uint64_t count = (BLOB + PFS_CHUNK_SIZE - 1) / PFS_CHUNK_SIZE;
+	int n;
+
+	if (repl_digests_decode(data, size, BLOB, &x))
+		return;
+	if (!x.n || x.first + (uint64_t)x.n > count || x.d != data + REPL_HDR)
+		abort();
+	n = repl_digests_encode(BLOB, x.first, x.d, x.n, out);
+	if (n != (int)size || memcmp(out, data, size))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct repl_frame f, g;
@@ -75,6 +95,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size >= REPL_HDR && data[5] == REPL_LAYOUT) {
 		layouts(data, size);
+		return 0;
+	}
+	if (size >= REPL_HDR && data[5] == REPL_DIGESTS) {
+		digests(data, size);
 		return 0;
 	}
 	bl = repl_frame_body_len(data, size);

@@ -141,9 +141,25 @@ static int chain(const char *xport, int port)
 	}
 	for (int i = 1; i < 3; i++) {
 		const char *f = jsect(js[i], "\"fetch\"");
+		bool tcp = !strcmp(xport, "tcp");
+		char root[72], oroot[72];
 
+		/* TCP relays verify every chunk against the origin's BLAKE3 list
+		 * (the same root as the origin's); datagram relays hash each
+		 * file with sha256 while it arrives. */
+		CHECK(f && strstr(f,
+				  tcp ? "\"verified_by\":\"chunks\"" : "\"verify_streamed\":true"),
+		      "%s (%s) fetch: %.600s", node[i], xport, f ? f : js[i]);
+		if (tcp)
+			CHECK(jstr(jsect(js[i], "\"chunks\""), "root", root, sizeof(root)) &&
+				      jstr(jsect(js[0], "\"chunks\""), "root", oroot,
+					   sizeof(oroot)) &&
+				      !strcmp(root, oroot) &&
+				      jreal(jsect(js[i], "\"chunks\""), "verified") ==
+					      jreal(jsect(js[i], "\"chunks\""), "count"),
+			      "%s chunks %.400s, origin's %.400s", node[i],
+			      jsect(js[i], "\"chunks\""), jsect(js[0], "\"chunks\""));
 		CHECK(f && strstr(f, "\"verified\":true") &&
-			      strstr(f, "\"verify_streamed\":true") &&
 			      jreal(jsect(f, "\"layout\""), "files") > 700 &&
 			      jreal(jsect(f, "\"layout\""), "frames") >= 1,
 		      "%s fetch: %.600s", node[i], f ? f : js[i]);

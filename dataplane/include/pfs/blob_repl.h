@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pfs/blob_chunks.h"
 #include "pfs/blob_files.h"
 #include "pfs/delta.h"
 #include "pfs/gram.h"
@@ -153,6 +154,13 @@ struct pfs_repl_server_opts {
 	 * (pfs_repl_fetch_opts.layout). Copied at start. NULL: a flat blob;
 	 * clients that ask get "none" and fail with a message. */
 	const struct pfs_blob_layout *layout;
+	/* The blob's chunk digests (pfs/blob_chunks.h), sent as DIGESTS frames
+	 * after the last gram to TCP clients that ask (pfs_repl_fetch_opts.
+	 * chunks), once the list is complete: an origin's once it hashed every
+	 * chunk, a relay's once it received it. A list that will never be
+	 * (pfs_chunks__list_none), or NULL: END alone, and the client verifies
+	 * without. The caller's, outlives the server. */
+	struct pfs_chunks *chunks;
 };
 
 struct pfs_repl_server_stats {
@@ -254,6 +262,16 @@ struct pfs_repl_fetch_opts {
 	 * bytes held (a holder's progress file), or NULL. */
 	void (*on_bytes)(void *ctx, uint64_t have);
 	void *bytes_ctx;
+	/* tcp, without a base: ask every upstream for the blob's chunk
+	 * digests (DIGESTS frames before END) into this list
+	 * (pfs_chunks__list_put; a partial one is reset at each attempt). An
+	 * upstream that has none ends with END alone: the list is then marked
+	 * none (pfs_chunks__list_none). NULL: not asked. */
+	struct pfs_chunks *chunks;
+	/* Receive [start, size) only: the bytes below are held already (a
+	 * chunk fetched again after it failed its digest). 0: the whole blob.
+	 * Without layout. */
+	uint64_t start;
 };
 
 /* What a fetch with a base got as delta grams. */
@@ -284,6 +302,7 @@ struct pfs_repl_fetch_result {
 	struct pfs_repl_delta_fetch delta; /* with a base */
 	uint32_t layout_files; /* with layout: the entries of the layout */
 	uint64_t layout_frames; /* LAYOUT frames received, every attempt */
+	uint64_t digest_frames; /* DIGESTS frames received, every attempt */
 	char error[512];
 };
 

@@ -203,7 +203,10 @@ int pfs_manifest_verify(const struct pfs_manifest *m, const void *blob, uint64_t
 
 /* pfs_manifest_check_digests - the same checks with the files' sha256
  * already computed (@sha[i] for file i of @m, e.g. by pfs_verify_stream
- * while the bytes arrived): bounds, each digest, a "dir" manifest's own. */
+ * while the bytes arrived): bounds, each digest, a "dir" manifest's own.
+ * @sha NULL: the files' bytes were verified otherwise (chunk digests
+ * covering the whole blob, the manifest too): bounds and the manifest's
+ * own digest only. */
 int pfs_manifest_check_digests(const struct pfs_manifest *m, uint64_t size,
 			       const uint8_t (*sha)[32], char *why, size_t n);
 

@@ -47,6 +47,8 @@ struct fetch {
 	uint8_t xport; /* enum repl_xport */
 	int cur; /* the index of f->up */
 	bool delta; /* this attempt asks for delta grams */
+	bool chunks; /* this attempt asks for the chunk digests */
+	bool got_digests; /* ... and received some */
 	bool no_delta[PFS_REPL_UPSTREAMS]; /* refused our base: fetch whole */
 	struct repl_delta_rx rx;
 	uint8_t *blob; /* o->blob, or what on_layout created */
@@ -196,7 +198,8 @@ static int handshake(struct fetch *f, int fd)
 				   .offset = f->have,
 				   .body_len = f->delta ? REPL_AUTH_DELTA_BODY : REPL_MAC,
 				   .flags = (uint8_t)((f->delta ? REPL_FLAG_DELTA : 0) |
-						      (f->o->layout ? REPL_FLAG_LAYOUT : 0)),
+						      (f->o->layout ? REPL_FLAG_LAYOUT : 0) |
+						      (f->chunks ? REPL_FLAG_CHUNKS : 0)),
 				   .base_size = f->delta ? f->o->base_size : 0,
 				   .base_fp = f->delta ? f->o->base_fp : 0 };
 	int err = expect(f, fd, REPL_HELLO, &h);
@@ -525,6 +528,40 @@ static int delta_gram(struct fetch *f, int fd, const uint8_t *b)
 	return 0;
 }
 
+/* A DIGESTS frame (its header in @b): the next digests of the list. */
+static int digests(struct fetch *f, int fd, uint8_t *b)
+{
+	struct repl_digests x;
+	uint8_t *buf;
+	int bl = repl_digests_body_len(b, REPL_HDR), err;
+
+	if (!f->chunks)
+		return reject(f, -EPROTO, "DIGESTS frame (not asked for)");
+	if (bl < 0)
+		return reject(f, bl, "DIGESTS header");
+	buf = malloc(REPL_HDR + (size_t)bl);
+	if (!buf)
+		return final(f, -ENOMEM, "no memory for a DIGESTS frame");
+	memcpy(buf, b, REPL_HDR);
+	err = repl_read_full(fd, buf + REPL_HDR, (size_t)bl);
+	if (err) {
+		free(buf);
+		return fail(f, err, "upstream %s: %s reading the chunk digests", f->up,
+			    strerror(-err));
+	}
+	err = repl_digests_decode(buf, REPL_HDR + (size_t)bl, f->o->size, &x);
+	if (!err && f->have != f->o->size)
+		err = -EPROTO; /* digests come after the last byte */
+	if (!err)
+		err = pfs_chunks__list_put(f->o->chunks, x.first, x.d, x.n);
+	free(buf);
+	if (err)
+		return reject(f, err, "DIGESTS frame (range or order)");
+	f->r->digest_frames++;
+	f->got_digests = true;
+	return 0;
+}
+
 /* A control frame inside the stream: END (1: done), KEEPALIVE (0) or
  * ERROR (final). */
 static int control(struct fetch *f, int fd, const uint8_t *b)
@@ -544,6 +581,12 @@ static int control(struct fetch *f, int fd, const uint8_t *b)
 		return reject(f, -EPROTO, repl_type_str(x.type));
 	if (x.offset != f->o->size || f->have != f->o->size)
 		return reject(f, -ERANGE, "END (before the last byte)");
+	if (f->chunks && !pfs_chunks__list_done(f->o->chunks)) {
+		/* The upstream has no list, or sent part of one. */
+		if (f->got_digests)
+			return reject(f, -EPROTO, "END (the chunk digests incomplete)");
+		pfs_chunks__list_none(f->o->chunks);
+	}
 	return 1;
 }
 
@@ -562,6 +605,8 @@ static int receive(struct fetch *f, int fd)
 				    strerror(-err), f->have);
 		if (get32(b) == PFS_GRAM_MAGIC && !f->delta)
 			err = gram(f, fd, b);
+		else if (get32(b) == REPL_MAGIC && b[5] == REPL_DIGESTS)
+			err = digests(f, fd, b);
 		else if (get32(b) == PFS_DELTA_MAGIC && f->delta)
 			err = delta_gram(f, fd, b);
 		else if (get32(b) == REPL_MAGIC)
@@ -583,6 +628,10 @@ static int attempt(struct fetch *f)
 		f->first_answered = true;
 	__atomic_store_n(&f->r->attempts, f->r->attempts + 1, __ATOMIC_RELAXED);
 	f->delta = f->o->base && f->xport == REPL_XPORT_TCP && !f->no_delta[f->cur];
+	f->chunks = f->o->chunks && f->xport == REPL_XPORT_TCP && !f->delta;
+	f->got_digests = false;
+	if (f->chunks)
+		pfs_chunks__list_reset(f->o->chunks);
 	err = handshake(f, fd);
 	if (!err) {
 		if (f->have && f->r->n_resumed < PFS_REPL_RESUMES) {
@@ -617,7 +666,8 @@ static int check_opts(const struct pfs_repl_fetch_opts *o, struct pfs_repl_fetch
 		memcpy(c, o, o->sz < sizeof(*c) ? o->sz : sizeof(*c));
 	if (!o || !o->sz || c->n_upstreams < 1 || c->n_upstreams > PFS_REPL_UPSTREAMS ||
 	    !c->upstreams || (c->layout ? c->blob || !c->on_layout : !c->blob) || !c->size ||
-	    !c->token || !c->token_len || c->hold_back > c->size) {
+	    !c->token || !c->token_len || c->hold_back > c->size || c->start >= c->size ||
+	    (c->start && c->layout)) {
 		snprintf(r->error, sizeof(r->error), "bad fetch options");
 		return -EINVAL;
 	}
@@ -707,6 +757,7 @@ int pfs_repl_fetch(const struct pfs_repl_fetch_opts *opts, struct pfs_repl_fetch
 	int err = check_opts(opts, &o, r);
 
 	f.blob = o.blob;
+	f.have = o.start;
 	if (!err)
 		err = check_xport(&f);
 	if (!err && o.base && f.xport == REPL_XPORT_TCP && repl_delta_rx_init(&f.rx))

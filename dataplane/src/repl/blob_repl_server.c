@@ -256,8 +256,50 @@ static int send_gram(struct conn *c, uint64_t seq, uint64_t off, uint32_t len)
 	return repl_writev_full(c->fd, iov, 2);
 }
 
+/* The client asked for the chunk digests: once the list is complete,
+ * every DIGESTS frame; nothing when there will be none. Keepalives while
+ * it waits (an origin still hashing its last chunks). 0 or -errno. */
+static int send_digests(struct conn *c)
+{
+	struct pfs_repl_server *s = c->s;
+	struct pfs_chunks *ch = s->o.chunks;
+	double t_ka = repl_now();
+	const uint8_t *list;
+	uint8_t *buf;
+	uint32_t count, first = 0;
+	int err;
+
+	if (!ch)
+		return 0;
+	while ((err = pfs_chunks__list_wait(ch, REPL_WAIT_MS)) == -ETIMEDOUT) {
+		if (atomic_load(&s->stop))
+			return -EINTR;
+		err = idle_check(c, s->o.size, &t_ka);
+		if (err)
+			return err;
+	}
+	if (err)
+		return 0; /* -ENOENT: no list, END alone */
+	list = pfs_chunks__list(ch);
+	count = pfs_chunks__count(ch);
+	buf = malloc(REPL_DIGESTS_FRAME_MAX);
+	if (!buf)
+		return -ENOMEM;
+	while (!err && first < count) {
+		uint32_t n = count - first < REPL_DIGESTS_MAX ? count - first : REPL_DIGESTS_MAX;
+		int len = repl_digests_encode(s->o.size, first,
+					      list + (size_t)first * PFS_CHUNK_DIGEST, n, buf);
+		struct iovec iov = { .iov_base = buf, .iov_len = (size_t)(len > 0 ? len : 0) };
+
+		err = len < 0 ? len : repl_writev_full(c->fd, &iov, 1);
+		first += n;
+	}
+	free(buf);
+	return err;
+}
+
 /* Grams from @off to the end, then END. 0 or -errno. */
-static int stream(struct conn *c, uint64_t off)
+static int stream(struct conn *c, uint64_t off, bool chunks)
 {
 	struct pfs_repl_server *s = c->s;
 	uint64_t chunk = PFS_REPL_GRAM_MAX, sent = 0, seq = 0, mark;
@@ -282,6 +324,8 @@ static int stream(struct conn *c, uint64_t off)
 		if (atomic_load(&s->stop))
 			err = -EINTR;
 	}
+	if (!err && chunks)
+		err = send_digests(c);
 	return err ? err : repl_send_frame(c->fd, &end);
 }
 
@@ -438,7 +482,7 @@ static void *conn_main(void *arg)
 		else if (!err && delta)
 			err = stream_delta(c, (uint64_t)start);
 		else if (!err)
-			err = stream(c, (uint64_t)start);
+			err = stream(c, (uint64_t)start, auth.flags & REPL_FLAG_CHUNKS);
 		if (!err && auth.xport == REPL_XPORT_TCP)
 			await_close(c);
 		else if (err != -ECANCELED && auth.xport == REPL_XPORT_TCP) {

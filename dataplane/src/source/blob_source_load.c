@@ -141,7 +141,7 @@ int pfs_manifest_check_digests(const struct pfs_manifest *m, uint64_t size,
 				 (unsigned long long)size);
 			return -EBADMSG;
 		}
-		if (memcmp(sha[i], f->sha256, 32)) {
+		if (sha && memcmp(sha[i], f->sha256, 32)) {
 			snprintf(why, n, "'%s': its bytes do not have the manifest's sha256",
 				 f->name);
 			return -EBADMSG;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "wire/blob_repl_wire.h"
+#include "pfs/blob_chunks.h"
 #include "pfs/integrity.h"
 #include "util/utf8.h"
 #include "wire/wire_le.h"
@@ -40,8 +41,19 @@ static int body_range(uint8_t type, uint16_t *lo, uint16_t *hi)
 		*lo = 0;
 		*hi = REPL_LAYOUT_BODY_MAX;
 		return 0;
+	case REPL_DIGESTS:
+		*lo = PFS_CHUNK_DIGEST;
+		*hi = REPL_DIGESTS_MAX * PFS_CHUNK_DIGEST;
+		return 0;
 	}
 	return -EPROTO;
+}
+
+/* Frames whose body is larger than struct repl_frame's: their own
+ * decoders. */
+static bool big_type(uint8_t type)
+{
+	return type == REPL_LAYOUT || type == REPL_DIGESTS;
 }
 
 /* AUTH's xport: TCP has no port, a datagram transport needs one; DELTA
@@ -77,7 +89,7 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 	uint16_t lo, hi;
 	uint32_t crc;
 
-	if (f->type == REPL_LAYOUT || body_range(f->type, &lo, &hi) || f->body_len < lo ||
+	if (big_type(f->type) || body_range(f->type, &lo, &hi) || f->body_len < lo ||
 	    f->body_len > hi)
 		return -EINVAL;
 	if (f->type == REPL_AUTH && xport_check(f->xport, f->flags, f->data_port, f->body_len))
@@ -107,8 +119,9 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 	return REPL_HDR + f->body_len;
 }
 
-/* The header checks every frame gets; LAYOUT only when @layout. */
-static int hdr_body_len(const uint8_t *hdr, size_t len, bool layout)
+/* The header checks every frame gets; a big type (LAYOUT, DIGESTS) only
+ * when it is @big (0: none). */
+static int hdr_body_len(const uint8_t *hdr, size_t len, uint8_t big)
 {
 	uint16_t lo, hi, bl;
 
@@ -119,7 +132,8 @@ static int hdr_body_len(const uint8_t *hdr, size_t len, bool layout)
 	if (hdr[4] != REPL_VERSION)
 		return -EPROTONOSUPPORT;
 	bl = get16(hdr + 6);
-	if ((hdr[5] == REPL_LAYOUT) != layout || body_range(hdr[5], &lo, &hi) || bl < lo || bl > hi)
+	if ((big ? hdr[5] != big : big_type(hdr[5])) || body_range(hdr[5], &lo, &hi) || bl < lo ||
+	    bl > hi)
 		return -EPROTO;
 	if (hdr[5] == REPL_AUTH ? xport_check(hdr[24], hdr[25], get16(hdr + 26), bl) :
 				  get32(hdr + 24) != 0)
@@ -129,7 +143,7 @@ static int hdr_body_len(const uint8_t *hdr, size_t len, bool layout)
 
 int repl_frame_body_len(const uint8_t *hdr, size_t len)
 {
-	return hdr_body_len(hdr, len, false);
+	return hdr_body_len(hdr, len, 0);
 }
 
 int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f)
@@ -168,7 +182,7 @@ int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f)
 const char *repl_type_str(uint8_t type)
 {
 	static const char *const names[] = { "?",   "HELLO", "AUTH",	  "ACCEPT", "REFUSE",
-					     "END", "ERROR", "KEEPALIVE", "LAYOUT" };
+					     "END", "ERROR", "KEEPALIVE", "LAYOUT", "DIGESTS" };
 
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }
@@ -177,7 +191,7 @@ const char *repl_type_str(uint8_t type)
 
 int repl_layout_body_len(const uint8_t *hdr, size_t len)
 {
-	int bl = hdr_body_len(hdr, len, true);
+	int bl = hdr_body_len(hdr, len, REPL_LAYOUT);
 	uint64_t count, first;
 
 	if (bl < 0)
@@ -380,4 +394,58 @@ bool repl_layout_next(const struct repl_layout_frame *f, const uint8_t **pos,
 		return false;
 	*pos = p + REPL_LAYOUT_ENT_HDR + e->name_len;
 	return true;
+}
+
+/* ---- DIGESTS ---- */
+
+int repl_digests_body_len(const uint8_t *hdr, size_t len)
+{
+	int bl = hdr_body_len(hdr, len, REPL_DIGESTS);
+
+	if (bl < 0)
+		return bl;
+	return bl % PFS_CHUNK_DIGEST ? -EPROTO : bl;
+}
+
+int repl_digests_encode(uint64_t size, uint32_t first, const uint8_t *d, uint32_t n, uint8_t *out)
+{
+	uint32_t body = n * PFS_CHUNK_DIGEST, crc;
+
+	if (!n || n > REPL_DIGESTS_MAX)
+		return -EINVAL;
+	memset(out, 0, REPL_HDR);
+	put32(out, REPL_MAGIC);
+	out[4] = REPL_VERSION;
+	out[5] = REPL_DIGESTS;
+	put16(out + 6, (uint16_t)body);
+	put64(out + 8, size);
+	put64(out + 16, first);
+	memcpy(out + REPL_HDR, d, body);
+	crc = pfs_crc32c(0, out, 28);
+	crc = pfs_crc32c(crc, out + REPL_HDR, body);
+	put32(out + 28, crc);
+	return (int)(REPL_HDR + body);
+}
+
+int repl_digests_decode(const uint8_t *buf, size_t len, uint64_t size, struct repl_digests *f)
+{
+	int bl = repl_digests_body_len(buf, len);
+	uint64_t count = (size + PFS_CHUNK_SIZE - 1) / PFS_CHUNK_SIZE, first;
+	uint32_t crc;
+
+	if (bl < 0)
+		return bl;
+	if (len != REPL_HDR + (size_t)bl)
+		return -EMSGSIZE;
+	crc = pfs_crc32c(0, buf, 28);
+	crc = pfs_crc32c(crc, buf + REPL_HDR, (size_t)bl);
+	if (crc != get32(buf + 28))
+		return -EILSEQ;
+	first = get64(buf + 16);
+	f->n = (uint32_t)bl / PFS_CHUNK_DIGEST;
+	if (get64(buf + 8) != size || first >= count || f->n > count - first)
+		return -ERANGE;
+	f->first = (uint32_t)first;
+	f->d = buf + REPL_HDR;
+	return 0;
 }

@@ -7,15 +7,16 @@
  *   0  4 magic    "PFSF"
  *   4  1 version  1
  *   5  1 type     1 HELLO, 2 AUTH, 3 ACCEPT, 4 REFUSE, 5 END, 6 ERROR,
- *                 7 KEEPALIVE, 8 LAYOUT
+ *                 7 KEEPALIVE, 8 LAYOUT, 9 DIGESTS
  *   6  2 body_len HELLO: 32; AUTH: 32, or 48 with the DELTA flag; ACCEPT,
  *                 END, KEEPALIVE: 0; REFUSE, ERROR: 1..480; LAYOUT:
- *                 0..65535 (below)
+ *                 0..65535; DIGESTS: 32 * n, n 1..2047 (below)
  *   8  8 size     the server's blob size (every type; AUTH: the client's;
  *                 LAYOUT: the layout's entry count)
  *  16  8 offset   AUTH, ACCEPT: the start offset; END: the end (= size);
  *                 KEEPALIVE: the server's watermark; REFUSE: why (a code);
- *                 LAYOUT: the index of the frame's first entry
+ *                 LAYOUT: the index of the frame's first entry; DIGESTS:
+ *                 the index of the frame's first chunk
  *  24  4 xport    AUTH: how the client receives the data: byte 24 the
  *                 transport (0 TCP: grams on this connection; 1 UDP, 2
  *                 AF_XDP: datagrams to the client's port at bytes 26..27,
@@ -24,8 +25,10 @@
  *                 replication"), byte 25 flags: bit 0 DELTA (TCP only:
  *                 send delta grams against the base the body names,
  *                 "Delta replication"), bit 1 LAYOUT (send the blob's
- *                 file layout first, LAYOUT frames), the other bits
- *                 zero. Every other type: 0
+ *                 file layout first, LAYOUT frames), bit 2 CHUNKS (send
+ *                 the blob's chunk digests, DIGESTS frames, after the
+ *                 last gram and before END, when the server has them),
+ *                 the other bits zero. Every other type: 0
  *  28  4 crc      CRC32C of bytes 0..27 and the body
  *  32    body     HELLO: nonce; AUTH: HMAC-SHA256, with DELTA then the
  *                 client's base size (le64) and fingerprint (le64);
@@ -68,7 +71,8 @@
 #define REPL_AUTH_DELTA_BODY (REPL_MAC + 16)
 #define REPL_FLAG_DELTA 0x01u
 #define REPL_FLAG_LAYOUT 0x02u
-#define REPL_FLAGS (REPL_FLAG_DELTA | REPL_FLAG_LAYOUT)
+#define REPL_FLAG_CHUNKS 0x04u
+#define REPL_FLAGS (REPL_FLAG_DELTA | REPL_FLAG_LAYOUT | REPL_FLAG_CHUNKS)
 #define REPL_FRAME_MAX (REPL_HDR + PFS_REPL_MSG_MAX)
 #define REPL_LABEL "pfs-repl-v1"
 
@@ -81,6 +85,7 @@ enum repl_type {
 	REPL_ERROR = 6,
 	REPL_KEEPALIVE = 7, /* server: nothing new yet, still there */
 	REPL_LAYOUT = 8, /* server, asked: the blob's file layout */
+	REPL_DIGESTS = 9, /* server, asked: the blob's chunk digests */
 };
 
 /* How a client receives (AUTH's xport). */
@@ -222,5 +227,35 @@ bool repl_layout_equal(const struct repl_layout *a, const struct repl_layout *b)
  * repl_layout_decode accepted; advances *@pos. false after the last. */
 bool repl_layout_next(const struct repl_layout_frame *f, const uint8_t **pos,
 		      struct repl_layout_wire_ent *e);
+
+/* ---- DIGESTS frames ----
+ *
+ * A server asked for them (AUTH flag CHUNKS) that holds the blob's chunk
+ * digests (pfs/blob_chunks.h: BLAKE3 of every PFS_CHUNK_SIZE piece, the
+ * origin's list) sends them after the last gram, before END: frames of up
+ * to REPL_DIGESTS_MAX digests of 32 bytes, in order, the header's size the
+ * blob's and its offset the index of the frame's first chunk. A server
+ * without them sends END alone, and the client verifies without them. */
+
+#define REPL_DIGESTS_MAX 2047u /* digests a frame carries at most */
+#define REPL_DIGESTS_FRAME_MAX (REPL_HDR + REPL_DIGESTS_MAX * 32u)
+
+struct repl_digests {
+	uint32_t first, n;
+	const uint8_t *d; /* n * 32 bytes, inside the decoded buffer */
+};
+
+/* repl_digests_body_len - repl_frame_body_len for a DIGESTS header (any
+ * other type: -EPROTO; a body not a multiple of 32 bytes: -EPROTO). */
+int repl_digests_body_len(const uint8_t *hdr, size_t len);
+/* repl_digests_encode - @n (1..REPL_DIGESTS_MAX) digests from index
+ * @first of a blob of @size bytes into @out (REPL_DIGESTS_FRAME_MAX
+ * bytes): the bytes written, or -EINVAL. */
+int repl_digests_encode(uint64_t size, uint32_t first, const uint8_t *d, uint32_t n, uint8_t *out);
+/* repl_digests_decode - a whole DIGESTS frame of exactly @len bytes for a
+ * blob of @size bytes: the header, the CRC, the size, and first + n within
+ * the blob's chunk count. 0 or -errno as repl_frame_decode's; -ERANGE a
+ * size or index out of range. */
+int repl_digests_decode(const uint8_t *buf, size_t len, uint64_t size, struct repl_digests *f);
 
 #endif /* PFS_BLOB_REPL_WIRE_H */

@@ -188,7 +188,10 @@ static struct pfs_blob *relay_files(struct blob_args *a, char *why, size_t n)
 {
 	const char *dir = pfs_cli_files_dir(&a->cb);
 	struct pfs_blob *blob = NULL;
-	int err = pfs_cli_repl_fetch_files(&a->repl, &a->cb, &blob, why, n);
+	int err;
+
+	a->repl.ch.want = true;
+	err = pfs_cli_repl_fetch_files(&a->repl, &a->cb, &blob, why, n);
 
 	if (!err) {
 		pfs_cli_holder_metrics_set(&a->hm, PFS_CLI_PHASE_READY);
@@ -217,10 +220,15 @@ static int fill(struct blob_args *a, struct pfs_blob *blob, char *why, size_t n)
 	a->hm.size = pfs_blob__size(blob);
 	pfs_cli_metrics_unlock();
 	pfs_cli_holder_metrics_set(&a->hm, PFS_CLI_PHASE_FILLING);
+	/* Chunk digests: computed by an origin while it loads, verified by a
+	 * relay (repl_chunks.h). */
+	a->repl.ch.want = a->src.path || a->repl.fetch_from;
 	if (pfs_cli_repl_set(&a->repl))
 		err = pfs_cli_repl_start(&a->repl, blob, why, n);
 	if (!err && a->src.path)
 		err = pfs_cli_source_load(&a->src, blob, why, n);
+	if (!err && a->src.path)
+		err = pfs_cli_chunks_origin_done(&a->repl, blob, why, n);
 	if (!err && a->repl.fetch_from)
 		err = pfs_cli_repl_fetch(&a->repl, blob, why, n);
 	if (err) {

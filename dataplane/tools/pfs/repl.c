@@ -84,8 +84,9 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	  "port, else 7470)",
 	  .min = 1, .max = 65535 },
 	{ "verify-threads", PFS_OPT_U64, AT(verify_threads), "N",
-	  "files relay: hash files on this many threads while they arrive (default:\n"
-	  "the online CPUs, at most 4); 0: all of them after the last byte",
+	  "relay: hash on this many threads as bytes arrive: each 4 MiB chunk (BLAKE3, "
+	  "against the origin's list; TCP) or, with no list, each file (sha256). Default: "
+	  "the online CPUs, at most 4; 0: after the last byte",
 	  .min = 0, .max = 64 },
 	{ "fetch-if", PFS_OPT_STR, AT(fetch_if), "IFNAME",
 	  "afxdp: the interface to receive on (default: the one the route towards\n"
@@ -212,7 +213,9 @@ int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 					  .rate = r->rate,
 					  /* a files-layout blob: LAYOUT frames to the
 					   * relays that ask (NULL: flat) */
-					  .layout = pfs_blob__layout(blob) };
+					  .layout = pfs_blob__layout(blob),
+					  /* its chunk digests, to the relays that ask */
+					  .chunks = r->ch.c };
 	int err;
 
 	int cpus[64];
@@ -252,11 +255,13 @@ int pfs_cli_repl_start(struct pfs_cli_repl *r, const struct pfs_blob *blob, char
 		snprintf(why, n, "no memory");
 		return -ENOMEM;
 	}
+	pfs_cli_chunks_start(r, pfs_blob__data(blob), pfs_blob__size(blob));
 	return pfs_cli_repl_serve(r, blob, r->prog, why, n);
 }
 
-/* The received blob against its manifest (parse + every sha256). */
-static int verify(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
+/* The received blob by its chunk digests, or without them against its
+ * manifest (parse + every file's sha256). */
+static int verify(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size_t n)
 {
 	const uint8_t *b = pfs_blob__data(blob);
 	uint64_t size = pfs_blob__size(blob);
@@ -264,7 +269,16 @@ static int verify(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why
 	double t0 = pfs_cli_now();
 	struct pfs_verify_stream_stats st = { 0 };
 	char msg[400];
-	int err = pfs_manifest_parse(b, size, &m, msg, sizeof(msg));
+	int err = pfs_cli_chunks_verify(r, blob, msg, sizeof(msg));
+
+	if (err != -ENOENT) {
+		r->verify_s = pfs_cli_now() - t0;
+		if (err)
+			snprintf(why, n,
+				 "received bytes do not match the origin's chunk digests: %s", msg);
+		goto out;
+	}
+	err = pfs_manifest_parse(b, size, &m, msg, sizeof(msg));
 
 	/* Streamed: most files were hashed while they arrived; this waits for
 	 * the rest. Otherwise (a flat relay: no layout came first) all now. */
@@ -278,8 +292,10 @@ static int verify(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why
 	pfs_verify_stream__free(r->vs);
 	r->vs = NULL;
 	pfs_manifest_free(m);
-	if (err) {
+	if (err)
 		snprintf(why, n, "received bytes do not match the manifest: %s", msg);
+out:
+	if (err) {
 		pfs_err("%s", why);
 		r->verify_failed = true;
 		return err;
@@ -302,8 +318,7 @@ static uint16_t data_port(const struct pfs_cli_repl *r)
 	return p > 0 && p < 65536 ? (uint16_t)p : PFS_REPL_PORT;
 }
 
-/* The fetch options every relay uses; the blob is the caller's to set. */
-static void fetch_opts(struct pfs_cli_repl *r, struct pfs_repl_fetch_opts *o)
+void pfs_cli_repl_fetch_opts(struct pfs_cli_repl *r, struct pfs_repl_fetch_opts *o)
 {
 	*o = (struct pfs_repl_fetch_opts){ .sz = sizeof(*o),
 					   .upstreams = (const char *const *)r->ups,
@@ -328,10 +343,11 @@ static void fetch_opts(struct pfs_cli_repl *r, struct pfs_repl_fetch_opts *o)
 	o->base = r->delta.p;
 	o->base_size = r->delta.size;
 	o->base_fp = r->delta.fp;
+	o->chunks = r->ch.c; /* NULL unless this relay verifies by chunks */
 }
 
 /* After every byte arrived: verify, then let the server hand out the end. */
-static int fetched(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
+static int fetched(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size_t n)
 {
 	int err;
 
@@ -349,12 +365,12 @@ static int fetched(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *wh
 	return 0;
 }
 
-int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n)
+int pfs_cli_repl_fetch(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size_t n)
 {
 	struct pfs_repl_fetch_opts o;
 	int err;
 
-	fetch_opts(r, &o);
+	pfs_cli_repl_fetch_opts(r, &o);
 	o.blob = pfs_blob__data(blob);
 	o.size = pfs_blob__size(blob);
 	err = pfs_repl_fetch(&o, &r->fr);
@@ -397,6 +413,11 @@ static int files_create(void *ctx, const struct pfs_blob_layout *l, uint8_t **by
 	 * relay does: a receive that shares no core with hashing (what a
 	 * benchmark's limit needs). */
 	threads = verify_threads(r);
+	/* Chunk digests verify every byte on their own threads: no sha256
+	 * streaming beside them (it runs if no list comes, after the end). */
+	pfs_cli_chunks_start(r, *bytes, l->size);
+	if (r->ch.hashing)
+		threads = 0;
 	r->vs = threads ? pfs_verify_stream__start(*bytes, l, r->prog, threads) : NULL;
 	if (threads && !r->vs)
 		pfs_warn("repl fetch: no streaming verify (%s): every file is hashed after "
@@ -438,7 +459,8 @@ int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *
 		return -ENOMEM;
 	}
 	r->files_cb = cb;
-	fetch_opts(r, &o);
+	pfs_cli_chunks_start(r, NULL, size); /* the list is asked for before the layout */
+	pfs_cli_repl_fetch_opts(r, &o);
 	o.size = size;
 	o.layout = true;
 	o.on_layout = files_create;
@@ -508,6 +530,9 @@ static void fetch_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 	pfs_json_num(j, "t0_unix", f->t0_unix, 3);
 	pfs_json_num(j, "t1_unix", f->t1_unix, 3);
 	pfs_json_bool(j, "verified", r->verified);
+	/* How: "chunks" (every chunk against the origin's BLAKE3 list, see
+	 * "chunks"), or "files" (every file's sha256 against the manifest). */
+	pfs_json_str(j, "verified_by", r->ch.by_chunks ? "chunks" : "files", 8);
 	pfs_json_num(j, "verify_seconds", r->verify_s, 4);
 	pfs_json_bool(j, "verify_streamed", r->verify_streamed);
 	pfs_json_num(j, "verify_busy_seconds", r->verify_busy_s, 4);
@@ -537,6 +562,7 @@ void pfs_cli_repl_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 {
 	if (r->fetched)
 		fetch_json(j, r);
+	pfs_cli_chunks_json(j, &r->ch);
 	if (!r->serving)
 		return;
 	pfs_json_obj(j, "repl");
@@ -557,6 +583,7 @@ void pfs_cli_repl_free(struct pfs_cli_repl *r)
 	r->srv = NULL;
 	pfs_progress__free(r->prog);
 	r->prog = NULL;
+	pfs_cli_chunks_free(&r->ch); /* after the server that sent from it */
 	pfs_cli_metrics_unlock();
 	pfs_cli_repl_delta_close(&r->delta);
 	memset(r->token, 0, sizeof(r->token));

@@ -14,6 +14,7 @@
 
 #include "acquire.h"
 #include "cli.h"
+#include "repl_chunks.h"
 #include "repl_delta.h"
 #include "opt.h"
 #include "pfs/blob.h"
@@ -64,6 +65,7 @@ struct pfs_cli_repl {
 	uint64_t verify_threads;
 	bool verify_threads_given; /* 0 given: hash after the last byte */
 	struct pfs_cli_repl_delta delta; /* --delta-base... (repl_delta.h) */
+	struct pfs_cli_chunks ch; /* chunk digests (repl_chunks.h) */
 	/* A files-layout relay (pfs_cli_repl_fetch_files): how its blob is
 	 * created once the upstream's layout arrived (--name, --dir), and the
 	 * blob. */
@@ -99,9 +101,12 @@ int pfs_cli_repl_start(struct pfs_cli_repl *r, const struct pfs_blob *blob, char
  * (@prog) or complete (NULL); nothing without r->listen. 0 or -errno. */
 int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 		       struct pfs_progress *prog, char *why, size_t n);
+/* The fetch options every relay uses (upstreams, token, transport, the
+ * watermark, the delta base); the blob and size are the caller's to set. */
+void pfs_cli_repl_fetch_opts(struct pfs_cli_repl *r, struct pfs_repl_fetch_opts *o);
 /* Relay: fetch the blob from --fetch-from, verify its manifest, then let
  * the server hand out the last bytes. 0 or -errno with @why. */
-int pfs_cli_repl_fetch(struct pfs_cli_repl *r, const struct pfs_blob *blob, char *why, size_t n);
+int pfs_cli_repl_fetch(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size_t n);
 /* Relay with --layout files: fetch the blob's file layout from
  * --fetch-from, create the blob DIR/NAME.d of @cb from it
  * (pfs_cli_blob_create_files: files, tail, the region over them), serve

@@ -268,6 +268,10 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 	fp = fingerprint(blob, &fp_s);
 	srv = pfs_share_server__new(blob, fp, &a.so);
 	a.repl.token_file = a.so.token_file;
+	/* The chunk digests the fill kept beside the blob: late relays verify
+	 * by them (none: they verify by sha256). */
+	if (a.repl.listen)
+		pfs_cli_chunks_load(&a.repl, blob);
 	if (!srv || pfs_cli_repl_serve(&a.repl, blob, NULL, why, sizeof(why))) {
 		pfs_share_server__free(srv);
 		pfs_blob__close(blob);

