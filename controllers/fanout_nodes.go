@@ -82,8 +82,9 @@ func selectNodes(in fanoutIn) nodeSelection {
 
 // originRead is what the origin's holder says of the source.
 type originRead struct {
-	// digest and fingerprint are the source's, once the origin loaded it.
-	digest, fingerprint string
+	// digest and fingerprint are the source's, once the origin loaded it;
+	// chunkRoot the root of its chunk list ("" when it reported none).
+	digest, fingerprint, chunkRoot string
 	// failed says why the origin failed ("" while it has not); reason is
 	// the Reason its nodes then carry.
 	failed, reason string
@@ -147,7 +148,7 @@ func readHolders(in fanoutIn, sel nodeSelection) holderReads {
 			rd.addr[n] = addr[n]
 		}
 		if n != in.origin {
-			verifyRelay(hi, rd.origin.digest, rd.origin.fingerprint, hostNode)
+			verifyRelay(hi, rd.origin, hostNode)
 			hi.status.Delta = relayDelta(in.b, sel.newest[n], hi.result)
 		}
 		if hi.status.State == pfsv1alpha1.BlobNodeReady {
@@ -171,7 +172,13 @@ func readOrigin(oi *holderInfo) originRead {
 		oi.failed = true
 		oi.status.Message = fmt.Sprintf("the manifest's sha256 %s differs from the source's %s", r.Manifest.SHA256, r.Source.SHA256)
 	default:
-		return originRead{digest: r.Source.SHA256, fingerprint: r.Fingerprint}
+		o := originRead{digest: r.Source.SHA256, fingerprint: r.Fingerprint}
+		oi.status.Verification = &pfsv1alpha1.BlobNodeVerification{By: pfsv1alpha1.VerifiedBySource}
+		if c := r.Chunks; c != nil && c.List == result.ChunksComputed {
+			o.chunkRoot = c.Root
+			oi.status.Verification.Chunks, oi.status.Verification.Root = c.Count, c.Root
+		}
+		return o
 	}
 	o := originRead{failed: oi.status.Message, reason: pfsv1alpha1.ReasonSourceFailed}
 	if oi.status.Reason == pfsv1alpha1.ReasonNetworkUnavailable {

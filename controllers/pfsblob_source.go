@@ -282,9 +282,10 @@ func readHolder(b *pfsv1alpha1.PfsBlob, node string, p *corev1.Pod) *holderInfo 
 	return hi
 }
 
-// verifyRelay checks a relay's result against the origin's digest and
-// fingerprint: it is Ready only when both match and it verified the bytes.
-func verifyRelay(hi *holderInfo, digest, fingerprint string, hostNode map[string]string) {
+// verifyRelay checks a relay's result against the origin's digest,
+// fingerprint and chunk list: it is Ready only when they match and it
+// verified the bytes.
+func verifyRelay(hi *holderInfo, origin originRead, hostNode map[string]string) {
 	r := hi.result
 	if r == nil {
 		return
@@ -298,6 +299,7 @@ func verifyRelay(hi *holderInfo, digest, fingerprint string, hostNode map[string
 	ft := r.Fetch
 	ns.Bytes, ns.Seconds, ns.MBps = ft.Bytes, pfsv1alpha1.FormatSeconds(ft.Elapsed), pfsv1alpha1.FormatMBps(ft.Bytes, ft.Elapsed)
 	relayTransport(ns, ft)
+	ns.Verification = relayVerification(r)
 	// fetch.from is the --fetch-from entry: name:port, ip:port, or
 	// [v6]:port for IPv6 (a secondary network may be v6).
 	if host, _, err := net.SplitHostPort(ft.From); err == nil {
@@ -306,17 +308,22 @@ func verifyRelay(hi *holderInfo, digest, fingerprint string, hostNode map[string
 	switch {
 	case !ft.Verified:
 		ns.State, ns.Reason, ns.Message = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonDigestMismatch, "the relay did not verify the fetched bytes (fetch.verified false)"
-	case digest == "":
+	case origin.digest == "":
 		if ns.State == pfsv1alpha1.BlobNodeReady {
 			ns.State, ns.Message = pfsv1alpha1.BlobNodeMaterializing, "waiting for the origin's digest"
 		}
 		return
-	case r.Manifest.SHA256 != digest:
+	case r.Manifest.SHA256 != origin.digest:
 		ns.State, ns.Reason = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonDigestMismatch
-		ns.Message = fmt.Sprintf("the node holds sha256 %s, the origin's source is %s", r.Manifest.SHA256, digest)
-	case r.Fingerprint != fingerprint:
+		ns.Message = fmt.Sprintf("the node holds sha256 %s, the origin's source is %s", r.Manifest.SHA256, origin.digest)
+	case r.Fingerprint != origin.fingerprint:
 		ns.State, ns.Reason = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonFingerprintMismatch
-		ns.Message = fmt.Sprintf("the node's fingerprint %s differs from the origin's %s", r.Fingerprint, fingerprint)
+		ns.Message = fmt.Sprintf("the node's fingerprint %s differs from the origin's %s", r.Fingerprint, origin.fingerprint)
+	case chunkRootDiffers(ns.Verification, origin.chunkRoot):
+		// Verified against a list that is not the origin's: its bytes
+		// match that list, not what the origin read.
+		ns.State, ns.Reason = pfsv1alpha1.BlobNodeFailed, pfsv1alpha1.ReasonDigestMismatch
+		ns.Message = fmt.Sprintf("the node verified its chunks against a list of root %s, the origin's is %q", ns.Verification.Root, origin.chunkRoot)
 	default:
 		ns.SHA256 = r.Manifest.SHA256
 		return
@@ -324,4 +331,22 @@ func verifyRelay(hi *holderInfo, digest, fingerprint string, hostNode map[string
 	// A copy with other bytes is not retried: the data plane verified what
 	// it fetched, so a mismatch is a bug to look at, not a flaky network.
 	hi.failed = false
+}
+
+// relayVerification is how a relay's data plane says it verified its copy.
+func relayVerification(r *result.BlobCreate) *pfsv1alpha1.BlobNodeVerification {
+	if !r.Fetch.Verified {
+		return nil
+	}
+	v := &pfsv1alpha1.BlobNodeVerification{By: pfsv1alpha1.VerifiedByFiles}
+	if c := r.Chunks; r.Fetch.VerifiedBy == result.VerifiedByChunks && c != nil {
+		v.By, v.Chunks, v.FailedChunks, v.RefetchedBytes, v.Root = pfsv1alpha1.VerifiedByChunks, c.Verified, c.Failed, c.RefetchedBytes, c.Root
+	}
+	return v
+}
+
+// chunkRootDiffers: the relay verified by chunks against a list whose root
+// is not the origin's, or the origin reported none to compare with.
+func chunkRootDiffers(v *pfsv1alpha1.BlobNodeVerification, originRoot string) bool {
+	return v != nil && v.By == pfsv1alpha1.VerifiedByChunks && v.Root != originRoot
 }

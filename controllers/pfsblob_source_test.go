@@ -45,6 +45,24 @@ func relayMsg(sha, from string) string {
 	return fmt.Sprintf(`{"ok":true,"blob":{"size":4194304,"page":"2M","fingerprint":"0x00000000000000aa"},"fetch":{"from":%q,"bytes":4194304,"seconds":0.25,"verified":true,"t0_unix":1767225600.1,"t1_unix":1767225601},"manifest":{"sha256":%q,"bytes":3000000,"offset":3000000,"length":100}}`, from, sha)
 }
 
+var (
+	rootA = strings.Repeat("1f", 32)
+	rootB = strings.Repeat("2e", 32)
+)
+
+// withChunks adds a chunk list of @list ("computed" by an origin,
+// "received" by a relay, which then verified by it) with @root to a
+// result; a relay's counts one failed chunk fetched again.
+func withChunks(msg, list, root string) string {
+	chunks := fmt.Sprintf(`"chunks":{"algo":"blake3","impl":"avx512","size":4194304,"count":1,"root":%q,"list":%q,"threads":1,"hashed":1,"verified":%d,"failed":%d,"rounds":%d,"refetched_bytes":%d,"hash_busy_s":0.001,"wait_s":0,"kept":true},`,
+		root, list, map[bool]int{true: 0, false: 1}[list == "computed"], map[bool]int{true: 0, false: 1}[list == "computed"],
+		map[bool]int{true: 0, false: 1}[list == "computed"], map[bool]int{true: 0, false: 4194304}[list == "computed"])
+	if list == "received" {
+		msg = strings.Replace(msg, `"verified":true`, `"verified":true,"verified_by":"chunks"`, 1)
+	}
+	return strings.Replace(msg, `"manifest":`, chunks+`"manifest":`, 1)
+}
+
 // srcHolder is a holder pod built by the real builder, then given an IP
 // and an init-container result (code < 0: still running).
 func srcHolder(b *pfsv1alpha1.PfsBlob, node string, role pfsv1alpha1.BlobNodeRole, ip string, code int32, msg string, ready bool) corev1.Pod {
@@ -212,6 +230,31 @@ func TestDecideSource(t *testing.T) {
 					t.Errorf("from %q, want w0 w1", from)
 				}
 			}},
+		"chunk digests: the relay verified every chunk against the origin's list": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
+			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, withChunks(originMsg(digestA), "computed", rootA), true),
+				srcHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 0, withChunks(relayMsg(digestA, "10.0.0.1:7470"), "received", rootA), true)}},
+			wantReady: pfsv1alpha1.ReasonMaterialized, wantMsg: "2 of 2 nodes hold the blob",
+			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Ready/"},
+			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonMaterialized},
+			check: func(t *testing.T, st pfsv1alpha1.PfsBlobStatus) {
+				want := []*pfsv1alpha1.BlobNodeVerification{{By: pfsv1alpha1.VerifiedBySource, Chunks: 1, Root: rootA},
+					{By: pfsv1alpha1.VerifiedByChunks, Chunks: 1, FailedChunks: 1, RefetchedBytes: 4194304, Root: rootA}}
+				if diff := cmp.Diff(want, []*pfsv1alpha1.BlobNodeVerification{st.Nodes[0].Verification, st.Nodes[1].Verification}); diff != "" {
+					t.Errorf("verification (-want +got):\n%s", diff)
+				}
+			}},
+		"chunk digests: a relay that verified against another list than the origin's": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
+			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, withChunks(originMsg(digestA), "computed", rootA), true),
+				srcHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 0, withChunks(relayMsg(digestA, "10.0.0.1:7470"), "received", rootB), true)}},
+			wantReady: pfsv1alpha1.ReasonDigestMismatch, wantMsg: "the node verified its chunks against a list of root " + rootB + ", the origin's is \"" + rootA,
+			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Failed/DigestMismatch"},
+			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonDigestMismatch, pfsv1alpha1.ReasonDigestMismatch}},
+		"chunk digests: an origin without a list cannot vouch for a relay's": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
+			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true),
+				srcHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 0, withChunks(relayMsg(digestA, "10.0.0.1:7470"), "received", rootB), true)}},
+			wantReady: pfsv1alpha1.ReasonDigestMismatch, wantMsg: "the origin's is \"\"",
+			wantNodes:  map[string]string{"w0": "Ready/", "w1": "Failed/DigestMismatch"},
+			wantEvents: []string{pfsv1alpha1.ReasonNodeReady, pfsv1alpha1.ReasonDigestMismatch, pfsv1alpha1.ReasonDigestMismatch}},
 		"relay with other bytes": {blob: b, obs: sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes[:2],
 			Holders: []corev1.Pod{srcHolder(b, "w0", pfsv1alpha1.BlobNodeOrigin, "10.0.0.1", 0, originMsg(digestA), true),
 				srcHolder(b, "w1", pfsv1alpha1.BlobNodeRelay, "10.0.0.2", 0, relayMsg(strings.Repeat("cd", 32), "10.0.0.1:7470"), true)}},

@@ -529,6 +529,60 @@ type BlobNodeStatus struct {
 	// node is Ready or Failed.
 	// +optional
 	Progress *BlobNodeProgress `json:"progress,omitempty"`
+
+	// verification is how this node checked the bytes it holds, as its data
+	// plane reported it.
+	// +optional
+	Verification *BlobNodeVerification `json:"verification,omitempty"`
+}
+
+// VerificationMethod is how a node checked its copy.
+// +kubebuilder:validation:Enum=Source;Chunks;Files
+type VerificationMethod string
+
+const (
+	// VerifiedBySource: the origin hashed what it read (every file's sha256
+	// and the BLAKE3 chunk list the relays verify against).
+	VerifiedBySource VerificationMethod = "Source"
+	// VerifiedByChunks: a relay verified every 4 MiB chunk against the
+	// origin's BLAKE3 list (the same root as the origin's), the manifest
+	// with its per-file sha256 among them.
+	VerifiedByChunks VerificationMethod = "Chunks"
+	// VerifiedByFiles: a relay hashed every file with sha256 against the
+	// manifest (no chunk list reached it: a UDP, AFXDP or delta fetch, or an
+	// upstream that kept none).
+	VerifiedByFiles VerificationMethod = "Files"
+)
+
+// BlobNodeVerification is how a node checked its copy.
+type BlobNodeVerification struct {
+	// by is Source (origin), Chunks or Files (relays).
+	// +required
+	By VerificationMethod `json:"by"`
+
+	// chunks is how many chunk digests the node computed (origin) or
+	// verified (relay).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Chunks int64 `json:"chunks,omitempty"`
+
+	// failedChunks counts the chunk comparisons that failed; each such
+	// chunk was fetched again from another upstream and verified.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FailedChunks int64 `json:"failedChunks,omitempty"`
+
+	// refetchedBytes is what fetching those chunks again received.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	RefetchedBytes int64 `json:"refetchedBytes,omitempty"`
+
+	// root is the chunk list's root (BLAKE3 of the blob size and every
+	// digest), 64 lower-case hex digits: a relay is Ready only when it
+	// equals the origin's.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	Root string `json:"root,omitempty"`
 }
 
 // BlobNodeProgress is a running fill as its holder reported it.

@@ -107,8 +107,7 @@ static int follow(unsigned threads, uint8_t (*want)[32])
 	char why[200];
 	int bad = 0;
 
-	CHECK(p && c && pfs_chunks__count(c) == 10, "new: %u chunks",
-	      c ? pfs_chunks__count(c) : 0);
+	CHECK(p && c && pfs_chunks__count(c) == 10, "new: %u chunks", c ? pfs_chunks__count(c) : 0);
 	CHECK(!pfs_chunks__hash_start(c, blob, p, threads), "start");
 	CHECK(pfs_chunks__hash_start(c, blob, p, threads) == -EALREADY, "started twice");
 	pthread_create(&f.tid, NULL, feed, &f);

@@ -231,6 +231,12 @@ static int t_fill_and_serve(void)
 	CHECK(sample(page, "packetfs_received_bytes_total", "") >= size, "received: %s", page);
 	CHECK(sample(page, "packetfs_fetch_connections_total", "") >= 1, "connections: %s", page);
 	CHECK(sample(page, "packetfs_verify_failures_total", "") == 0, "verify failures: %s", page);
+	/* A TCP relay verified every chunk against the origin's BLAKE3 list. */
+	CHECK(sample(page, "packetfs_chunks", "") == 2 &&
+		      sample(page, "packetfs_chunks_hashed_total", "") == 2 &&
+		      sample(page, "packetfs_chunks_verified_total", "") == 2 &&
+		      sample(page, "packetfs_chunks_failed_total", "") == 0,
+	      "chunks: %s", page);
 	CHECK(!promtool(page, "relay-done"), "promtool check metrics: relay done");
 	free(page);
 	page = scrape(port_mo);

@@ -62,7 +62,8 @@ static int t_setup(void)
 	      "mkdir under %s: %s", root, strerror(errno));
 	snprintf(tok, sizeof(tok), "%s/token", tmpdir);
 	f = fopen(tok, "w");
-	CHECK(f && fprintf(f, "%s\n", "9d2c1b0a8e7f6d5c4b3a29180f1e2d3c4b5a69788796a5b4c3d2e1f0") > 0,
+	CHECK(f && fprintf(f, "%s\n", "9d2c1b0a8e7f6d5c4b3a29180f1e2d3c4b5a69788796a5b4c3d2e1f0") >
+			      0,
 	      "token");
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "%s blob create --source %s --dry-run 2>/dev/null", pfs_bin,
@@ -101,16 +102,16 @@ static int t_origin_relay(void)
 
 	NEED_NET();
 	addr(a0, ip_a, 7490);
-	po = pfs_in(ns_a, "origin", "blob", "create", "--source", src, "--layout", "files",
-		    "--dir", dir_o, "--name", "m", "--token-file", tok, "--replicate-listen", a0,
+	po = pfs_in(ns_a, "origin", "blob", "create", "--source", src, "--layout", "files", "--dir",
+		    dir_o, "--name", "m", "--token-file", tok, "--replicate-listen", a0,
 		    "--replicate-linger", "2s", NULL);
 	pr = pfs_in(ns_b, "relay", "blob", "create", "--size", blob_size, "--layout", "files",
 		    "--dir", dir_h, "--name", "m", "--token-file", tok, "--fetch-from", a0,
 		    "--fetch-timeout", "60s", NULL);
 	rcr = wait_rc(pr, 120);
 	rco = wait_rc(po, 60);
-	CHECK(!rco && !rcr, "origin rc %d (%s), relay rc %d (%s)", rco, slurp("origin", "err"),
-	      rcr, slurp("relay", "err"));
+	CHECK(!rco && !rcr, "origin rc %d (%s), relay rc %d (%s)", rco, slurp("origin", "err"), rcr,
+	      slurp("relay", "err"));
 	tap_diag("origin chunks: %.400s", chunks_of("origin"));
 	tap_diag("relay chunks: %.400s", chunks_of("relay"));
 	CHECK(strstr(chunks_of("origin"), "\"list\":\"computed\"") &&
@@ -252,8 +253,8 @@ static int t_no_list(void)
 	wait_rc(pg, 20);
 	CHECK(!sh("rm -f %s/m.d/chunks", dir_o), "rm the kept list");
 	snprintf(sock, sizeof(sock), "%s/good2.sock", tmpdir);
-	pg = pfs_in(ns_a, "good2", "blob", "serve", "--name", "m", "--dir", dir_o, "--socket",
-		    sock, "--token-file", tok, "--replicate-listen", addr(ag, ip_a, 7493), NULL);
+	pg = pfs_in(ns_a, "good2", "blob", "serve", "--name", "m", "--dir", dir_o, "--socket", sock,
+		    "--token-file", tok, "--replicate-listen", addr(ag, ip_a, 7493), NULL);
 	for (int i = 0; i < 500 && !strstr(slurp("good2", "err"), "repl serve: listening"); i++)
 		usleep(20000);
 	rc = relay("nolist", ag, NULL);

@@ -30,6 +30,8 @@ type BlobCreate struct {
 	Manifest *Manifest
 	// Repl is what the holder served to other nodes, when reported.
 	Repl *Repl
+	// Chunks is the blob's chunk digests, when the holder has them.
+	Chunks *Chunks
 	// Bound is what bound an origin's or a relay's fill ("source",
 	// "upstream", "verification", "cpu-quota"), BoundWhy its numbers;
 	// empty when not reported.
@@ -156,6 +158,11 @@ func parseFanout(j *blobCreateJSON, b *BlobCreate) error {
 	}
 	if j.Repl != nil {
 		if b.Repl, err = parseRepl(j.Repl); err != nil {
+			return err
+		}
+	}
+	if j.Chunks != nil {
+		if b.Chunks, err = parseChunks(j.Chunks); err != nil {
 			return err
 		}
 	}

@@ -55,9 +55,13 @@ type Fetch struct {
 	// it resumed from.
 	Attempts  int64
 	ResumedAt []int64
-	// Verified says the relay checked the manifest's sha256 over the bytes.
-	Verified bool
-	Verify   time.Duration
+	// Verified says the relay verified the bytes; VerifiedBy how:
+	// VerifiedByChunks (every chunk against the origin's BLAKE3 list) or
+	// VerifiedByFiles (every file's sha256 against the manifest; also when
+	// not reported).
+	Verified   bool
+	VerifiedBy string
+	Verify     time.Duration
 	// T0, T1 are the wall-clock start and end of the fetch; zero when not reported.
 	T0, T1 time.Time
 	// Transport is FetchTCP, FetchUDP or FetchAFXDP; Path describes the
@@ -206,7 +210,15 @@ func parseFetch(j *fetchJSON) (*Fetch, error) {
 	if err := m.err("blob create"); err != nil {
 		return nil, err
 	}
-	f := &Fetch{From: *j.From, Verified: *j.Verified, ResumedAt: j.ResumedAt}
+	f := &Fetch{From: *j.From, Verified: *j.Verified, ResumedAt: j.ResumedAt, VerifiedBy: VerifiedByFiles}
+	if j.VerifiedBy != nil {
+		switch *j.VerifiedBy {
+		case VerifiedByChunks, VerifiedByFiles:
+			f.VerifiedBy = *j.VerifiedBy
+		default:
+			return nil, fmt.Errorf("field \"fetch.verified_by\": %q is not chunks or files", *j.VerifiedBy)
+		}
+	}
 	var err error
 	if f.Bytes, err = count("fetch.bytes", j.Bytes); err != nil {
 		return nil, err

@@ -175,6 +175,9 @@ type blobCreateJSON struct {
 	Fetch *fetchJSON `json:"fetch"`
 	// Repl is "repl": With --replicate-listen: what it served.
 	Repl *replJSON `json:"repl"`
+	// Chunks is "chunks": An origin serving relays, or a relay over TCP without a delta base: the
+	// blob's chunk digests (tools/pfs/repl_chunks.c).
+	Chunks *chunksJSON `json:"chunks"`
 	// Bound is "bound": With --source or --fetch-from: what bound the fill (tools/pfs/bound.c): its
 	// cgroup's CPU limit (throttled at least a fifth of the fill), verification (origin: sha256 at
 	// least 80% of the load; relay: the verify after the last byte at least a fifth of the fill), else
@@ -245,8 +248,11 @@ type fetchJSON struct {
 	T0Unix *float64 `json:"t0_unix"`
 	// T1Unix is "t1_unix": Wall clock of the end.
 	T1Unix *float64 `json:"t1_unix"`
-	// Verified is "verified": The manifest's sha256 was checked over the bytes.
+	// Verified is "verified": The bytes were verified (how: verified_by).
 	Verified *bool `json:"verified"`
+	// VerifiedBy is "verified_by": chunks: every chunk against the origin's BLAKE3 list (see chunks);
+	// files: every file's sha256 against the manifest.
+	VerifiedBy *string `json:"verified_by"`
 	// VerifySeconds is "verify_seconds": Seconds from the last byte to verified (with verify_streamed,
 	// what the hashers had left).
 	VerifySeconds *float64 `json:"verify_seconds"`
@@ -258,6 +264,28 @@ type fetchJSON struct {
 	Dgrams *fetchDgramsJSON `json:"dgrams"`
 	// Delta is "delta": With a delta base: what came as delta grams.
 	Delta *fetchDeltaJSON `json:"delta"`
+}
+
+// chunksJSON is the blob's chunk digests (pfs/blob_chunks.h): BLAKE3 of every 4 MiB chunk, computed
+// by the origin, received and verified by a relay.
+type chunksJSON struct {
+	// Count is "count": Chunks of the blob.
+	Count *int64 `json:"count"`
+	// Root is "root": BLAKE3 of the blob size (le64) and every digest of the list: equal on every node
+	// that holds the origin's list.
+	Root *string `json:"root"`
+	// List is "list": computed (origin), received (a relay, from its upstream), kept (loaded from
+	// beside the blob), none (the upstream had none: the relay verified by files).
+	List *string `json:"list"`
+	// Verified is "verified": Chunks verified against the list (all of them once verified).
+	Verified *int64 `json:"verified"`
+	// Failed is "failed": Chunk comparisons that failed (a chunk fetched again and failing again
+	// counts again).
+	Failed *int64 `json:"failed"`
+	// Rounds is "rounds": Times failed chunks were fetched again.
+	Rounds *int64 `json:"rounds"`
+	// RefetchedBytes is "refetched_bytes": Bytes received again in those rounds.
+	RefetchedBytes *int64 `json:"refetched_bytes"`
 }
 
 // fetchDgramsJSON is a datagram fetch's counters.

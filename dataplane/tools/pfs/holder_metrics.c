@@ -134,6 +134,30 @@ static void fetch_metrics(const struct pfs_cli_holder_metrics *h, struct pfs_met
 			r->verify_failed);
 }
 
+/* The chunk digests: hashed as they land (live), then verified or failed
+ * against the origin's list (a relay), fetched again when one failed. */
+static void chunk_metrics(const struct pfs_cli_chunks *ch, struct pfs_metrics_page *p)
+{
+	struct pfs_chunks_stats st;
+
+	pfs_chunks__stats(ch->c, &st);
+	pfs_metrics_one(p, "packetfs_chunks", "gauge",
+			"Chunks of the blob (BLAKE3 digests, 4 MiB each).", st.count);
+	pfs_metrics_one(p, "packetfs_chunks_hashed_total", "counter",
+			"Chunks hashed by this node so far (as their bytes landed).", st.hashed);
+	pfs_metrics_one(p, "packetfs_chunks_verified_total", "counter",
+			"Relay: chunks verified against the origin's list.", st.verified);
+	pfs_metrics_one(p, "packetfs_chunks_failed_total", "counter",
+			"Relay: chunk comparisons that failed (each chunk was fetched again).",
+			st.failed);
+	pfs_metrics_one(p, "packetfs_chunks_refetched_bytes_total", "counter",
+			"Relay: bytes received again for chunks that failed.",
+			(double)__atomic_load_n(&ch->refetched, __ATOMIC_RELAXED));
+	pfs_metrics_one(p, "packetfs_chunks_hash_seconds_total", "counter",
+			"Seconds spent hashing chunks, summed over the hashing threads.",
+			st.busy_s);
+}
+
 static void collect(void *ctx, struct pfs_metrics_page *p)
 {
 	const struct pfs_cli_holder_metrics *h = ctx;
@@ -144,6 +168,8 @@ static void collect(void *ctx, struct pfs_metrics_page *p)
 		server_metrics(h->repl, p);
 	if (h->repl && h->repl->fetch_from)
 		fetch_metrics(h, p);
+	if (h->repl && h->repl->ch.c)
+		chunk_metrics(&h->repl->ch, p);
 	if (h->share) {
 		uint64_t acc, ref;
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "repl.h"
+#include "holder_metrics.h"
 #include "repl_chunks.h"
 #include "pfs/blob_manifest.h"
 #include "pfs/blob_source.h"
@@ -57,8 +58,12 @@ void pfs_cli_chunks_start(struct pfs_cli_repl *r, const uint8_t *blob, uint64_t 
 	    (r->fetch_from && (r->xport != PFS_CLI_FETCH_TCP || pfs_cli_repl_delta_set(&r->delta))))
 		return;
 	if (!ch->c) {
+		struct pfs_chunks *c = pfs_chunks__new(size);
+
 		ch->origin = !r->fetch_from;
-		ch->c = pfs_chunks__new(size);
+		pfs_cli_metrics_lock(); /* a /metrics scrape reads ch->c */
+		ch->c = c;
+		pfs_cli_metrics_unlock();
 		if (!ch->c) {
 			pfs_warn("chunk digests: %s; verifying without them", strerror(errno));
 			return;
@@ -160,9 +165,11 @@ static int refetch(struct pfs_cli_repl *r, uint8_t *blob, uint64_t size, uint64_
 	o.chunks = NULL; /* the list is complete */
 	o.on_bytes = NULL;
 	err = pfs_repl_fetch(&o, fr);
-	r->ch.refetched += fr->bytes;
+	/* relaxed atomic: a /metrics scrape reads it meanwhile */
+	__atomic_store_n(&r->ch.refetched, r->ch.refetched + fr->bytes, __ATOMIC_RELAXED);
 	if (err)
-		snprintf(why, n, "fetching chunks again from offset %" PRIu64 ": %s", off, fr->error);
+		snprintf(why, n, "fetching chunks again from offset %" PRIu64 ": %s", off,
+			 fr->error);
 	free(fr);
 	return err;
 }
@@ -273,13 +280,17 @@ int pfs_cli_chunks_verify(struct pfs_cli_repl *r, struct pfs_blob *blob, char *w
 void pfs_cli_chunks_load(struct pfs_cli_repl *r, const struct pfs_blob *blob)
 {
 	int dfd = pfs_blob__dir_fd(blob);
+	struct pfs_chunks *c;
 
 	if (dfd < 0 || r->ch.c)
 		return;
-	r->ch.c = pfs_chunks__load(dfd, CHUNKS_FILE, pfs_blob__size(blob));
-	if (!r->ch.c && errno != ENOENT)
+	c = pfs_chunks__load(dfd, CHUNKS_FILE, pfs_blob__size(blob));
+	if (!c && errno != ENOENT)
 		pfs_warn("chunk digests: the list beside the blob: %s; serving without it",
 			 strerror(errno));
+	pfs_cli_metrics_lock();
+	r->ch.c = c;
+	pfs_cli_metrics_unlock();
 	if (r->ch.c) {
 		r->ch.loaded = true;
 		set_root(&r->ch);
@@ -305,8 +316,8 @@ void pfs_cli_chunks_json(struct pfs_json *j, const struct pfs_cli_chunks *ch)
 		pfs_json_str(j, "root", hex, sizeof(hex));
 	}
 	pfs_json_str(j, "list",
-		     ch->origin		       ? "computed" :
-		     ch->loaded		       ? "kept" :
+		     ch->origin			  ? "computed" :
+		     ch->loaded			  ? "kept" :
 		     pfs_chunks__list_done(ch->c) ? "received" :
 						    "none",
 		     16);

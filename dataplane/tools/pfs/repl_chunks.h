@@ -49,8 +49,7 @@ void pfs_cli_chunks_start(struct pfs_cli_repl *r, const uint8_t *blob, uint64_t 
 /* pfs_cli_chunks_origin_done - the origin's fill is complete: wait for the
  * last hashes, make them the list servers send, keep it beside @blob.
  * 0 or -errno with @why. */
-int pfs_cli_chunks_origin_done(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why,
-			       size_t n);
+int pfs_cli_chunks_origin_done(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size_t n);
 /* pfs_cli_chunks_verify - a relay's every byte arrived: verify every chunk
  * against the list received, fetching failed ones again (at most
  * PFS_CLI_CHUNK_ROUNDS rounds), then keep the list beside @blob. 0
