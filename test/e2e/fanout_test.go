@@ -76,6 +76,11 @@ type blobStatus struct {
 			Encoding, Ratio, Reason, Message string
 			WireBytes, DeltaBytes            int64
 		}
+		Verification *struct {
+			By, Root     string
+			Chunks       int64
+			FailedChunks int64
+		}
 	} `json:"nodes"`
 }
 
@@ -279,8 +284,41 @@ func checkEveryNode(t *testing.T, st *blobStatus, want string) {
 	if origins != 1 {
 		t.Errorf("%d nodes read the source, want exactly one origin: %+v", origins, st.Nodes)
 	}
+	checkVerification(t, st)
 	if st.DistributionSeconds == "" || st.DistributionMBps == "" {
 		t.Errorf("distributionSeconds %q distributionMBps %q: want both measured", st.DistributionSeconds, st.DistributionMBps)
+	}
+}
+
+// checkVerification asserts what each node says it verified: the origin
+// its source, with the root of the chunk list it computed; a TCP relay
+// every chunk against that list (the same root); a UDP or AF_XDP relay,
+// whose stream carries no list, every file by sha256.
+func checkVerification(t *testing.T, st *blobStatus) {
+	t.Helper()
+	root := ""
+	for _, n := range st.Nodes {
+		if n.Role == "Origin" {
+			if v := n.Verification; v == nil || v.By != "Source" || len(v.Root) != 64 || v.Chunks < 1 {
+				t.Errorf("origin %s: verification %+v, want Source with the root of its chunk list", n.Node, v)
+			} else {
+				root = v.Root
+			}
+		}
+	}
+	for _, n := range st.Nodes {
+		if n.Role == "Origin" {
+			continue
+		}
+		v := n.Verification
+		switch want := map[bool]string{true: "Chunks", false: "Files"}[n.Transport == "TCP"]; {
+		case v == nil || v.By != want:
+			t.Errorf("relay %s over %s: verification %+v, want %s", n.Node, n.Transport, v, want)
+		case want == "Chunks" && (v.Root != root || v.Chunks < 1):
+			t.Errorf("relay %s: verified %d chunks against root %s, the origin's is %s", n.Node, v.Chunks, v.Root, root)
+		default:
+			t.Logf("relay %s over %s verified by %s (%d chunks, %d failed)", n.Node, n.Transport, v.By, v.Chunks, v.FailedChunks)
+		}
 	}
 }
 
