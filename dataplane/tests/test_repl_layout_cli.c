@@ -6,7 +6,8 @@
  * files) as the source. An origin with --layout files serves relay1 (the
  * other namespace) which serves relay2 (cut-through: relay2 gets bytes
  * before relay1 has them all); every node's files directory equals the
- * source (names, sizes, bytes) and the fingerprints agree. A relay asking
+ * source (names, sizes, bytes), the fingerprints agree and every relay
+ * verified every chunk against the origin's list. A relay asking
  * a flat origin for the layout fails with the message and leaves nothing;
  * a relay whose upstream dies mid-stream and whose next upstream holds
  * another layout (a smaller tree padded to the same blob size) fails with
@@ -141,24 +142,17 @@ static int chain(const char *xport, int port)
 	}
 	for (int i = 1; i < 3; i++) {
 		const char *f = jsect(js[i], "\"fetch\"");
-		bool tcp = !strcmp(xport, "tcp");
+		const char *ch = jsect(js[i], "\"chunks\":{"), *och = jsect(js[0], "\"chunks\":{");
 		char root[72], oroot[72];
 
-		/* TCP relays verify every chunk against the origin's BLAKE3 list
-		 * (the same root as the origin's); datagram relays hash each
-		 * file with sha256 while it arrives. */
-		CHECK(f && strstr(f,
-				  tcp ? "\"verified_by\":\"chunks\"" : "\"verify_streamed\":true"),
-		      "%s (%s) fetch: %.600s", node[i], xport, f ? f : js[i]);
-		if (tcp)
-			CHECK(jstr(jsect(js[i], "\"chunks\""), "root", root, sizeof(root)) &&
-				      jstr(jsect(js[0], "\"chunks\""), "root", oroot,
-					   sizeof(oroot)) &&
-				      !strcmp(root, oroot) &&
-				      jreal(jsect(js[i], "\"chunks\""), "verified") ==
-					      jreal(jsect(js[i], "\"chunks\""), "count"),
-			      "%s chunks %.400s, origin's %.400s", node[i],
-			      jsect(js[i], "\"chunks\""), jsect(js[0], "\"chunks\""));
+		/* Relays verify every chunk against the origin's BLAKE3 list (the
+		 * same root as the origin's), over TCP or datagrams alike. */
+		CHECK(f && strstr(f, "\"verified_by\":\"chunks\""), "%s (%s) fetch: %.600s",
+		      node[i], xport, f ? f : js[i]);
+		CHECK(ch && och && jstr(ch, "root", root, sizeof(root)) &&
+			      jstr(och, "root", oroot, sizeof(oroot)) && !strcmp(root, oroot) &&
+			      jreal(ch, "verified") == jreal(ch, "count"),
+		      "%s chunks %.400s, origin's %.400s", node[i], ch ? ch : "-", och ? och : "-");
 		CHECK(f && strstr(f, "\"verified\":true") &&
 			      jreal(jsect(f, "\"layout\""), "files") > 700 &&
 			      jreal(jsect(f, "\"layout\""), "frames") >= 1,

@@ -291,9 +291,9 @@ func checkEveryNode(t *testing.T, st *blobStatus, want string) {
 }
 
 // checkVerification asserts what each node says it verified: the origin
-// its source, with the root of the chunk list it computed; a TCP relay
-// every chunk against that list (the same root); a UDP or AF_XDP relay,
-// whose stream carries no list, every file by sha256.
+// its source, with the root of the chunk list it computed; a relay (TCP,
+// UDP or AF_XDP) every chunk against that list (the same root); one that
+// got delta grams, which carry no list, every file by sha256.
 func checkVerification(t *testing.T, st *blobStatus) {
 	t.Helper()
 	root := ""
@@ -311,7 +311,7 @@ func checkVerification(t *testing.T, st *blobStatus) {
 			continue
 		}
 		v := n.Verification
-		switch want := map[bool]string{true: "Chunks", false: "Files"}[n.Transport == "TCP"]; {
+		switch want := map[bool]string{true: "Files", false: "Chunks"}[n.Delta != nil]; {
 		case v == nil || v.By != want:
 			t.Errorf("relay %s over %s: verification %+v, want %s", n.Node, n.Transport, v, want)
 		case want == "Chunks" && (v.Root != root || v.Chunks < 1):

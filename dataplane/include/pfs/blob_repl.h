@@ -155,7 +155,7 @@ struct pfs_repl_server_opts {
 	 * clients that ask get "none" and fail with a message. */
 	const struct pfs_blob_layout *layout;
 	/* The blob's chunk digests (pfs/blob_chunks.h), sent as DIGESTS frames
-	 * after the last gram to TCP clients that ask (pfs_repl_fetch_opts.
+	 * after the last byte to clients that ask (pfs_repl_fetch_opts.
 	 * chunks), once the list is complete: an origin's once it hashed every
 	 * chunk, a relay's once it received it. A list that will never be
 	 * (pfs_chunks__list_none), or NULL: END alone, and the client verifies
@@ -262,8 +262,9 @@ struct pfs_repl_fetch_opts {
 	 * bytes held (a holder's progress file), or NULL. */
 	void (*on_bytes)(void *ctx, uint64_t have);
 	void *bytes_ctx;
-	/* tcp, without a base: ask every upstream for the blob's chunk
-	 * digests (DIGESTS frames before END) into this list
+	/* Without a base: ask every upstream for the blob's chunk digests
+	 * (DIGESTS frames before END; after the datagrams over udp/afxdp)
+	 * into this list
 	 * (pfs_chunks__list_put; a partial one is reset at each attempt). An
 	 * upstream that has none ends with END alone: the list is then marked
 	 * none (pfs_chunks__list_none). NULL: not asked. */

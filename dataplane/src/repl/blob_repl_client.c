@@ -429,6 +429,8 @@ static void dgram_count(struct pfs_dgram_stats *a, const struct pfs_dgram_stats 
 	a->conflicts += b->conflicts;
 }
 
+static int receive(struct fetch *f, int fd);
+
 /* After ACCEPT, datagrams: 0 when complete, else -errno. */
 static int dgram(struct fetch *f, int fd)
 {
@@ -453,6 +455,8 @@ static int dgram(struct fetch *f, int fd)
 		snprintf(f->r->path, sizeof(f->r->path), "%s", x.path);
 	if (!err && f->have != o->size)
 		return reject(f, -ERANGE, "END (before the last byte)");
+	if (!err && f->chunks)
+		return receive(f, fd); /* the chunk digests, then END */
 	if (!err)
 		return 0;
 	if (err == -ECANCELED)
@@ -628,7 +632,7 @@ static int attempt(struct fetch *f)
 		f->first_answered = true;
 	__atomic_store_n(&f->r->attempts, f->r->attempts + 1, __ATOMIC_RELAXED);
 	f->delta = f->o->base && f->xport == REPL_XPORT_TCP && !f->no_delta[f->cur];
-	f->chunks = f->o->chunks && f->xport == REPL_XPORT_TCP && !f->delta;
+	f->chunks = f->o->chunks && !f->delta;
 	f->got_digests = false;
 	if (f->chunks)
 		pfs_chunks__list_reset(f->o->chunks);

@@ -420,6 +420,15 @@ static int serve_dgram(struct conn *c, const struct repl_frame *auth)
 	return err;
 }
 
+/* A datagram client that asked for the chunk digests: them, then END. */
+static int end_dgram(struct conn *c)
+{
+	struct repl_frame end = { .type = REPL_END, .size = c->s->o.size, .offset = c->s->o.size };
+	int err = send_digests(c);
+
+	return err ? err : repl_send_frame(c->fd, &end);
+}
+
 /* The client asked for the file layout: every LAYOUT frame of ours, or
  * the one that says there is none (a flat blob). 0 or -errno. */
 static int send_layout(struct conn *c)
@@ -483,7 +492,11 @@ static void *conn_main(void *arg)
 			err = stream_delta(c, (uint64_t)start);
 		else if (!err)
 			err = stream(c, (uint64_t)start, auth.flags & REPL_FLAG_CHUNKS);
-		if (!err && auth.xport == REPL_XPORT_TCP)
+		/* After the datagrams (the repair plane ended with the client's
+		 * RESULT), the chunk digests and END on the same connection. */
+		if (!err && auth.xport != REPL_XPORT_TCP && (auth.flags & REPL_FLAG_CHUNKS))
+			err = end_dgram(c);
+		if (!err && (auth.xport == REPL_XPORT_TCP || (auth.flags & REPL_FLAG_CHUNKS)))
 			await_close(c);
 		else if (err != -ECANCELED && auth.xport == REPL_XPORT_TCP) {
 			pthread_mutex_lock(&s->lock); /* dgram: logged by serve_dgram */

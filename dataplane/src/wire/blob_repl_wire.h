@@ -27,7 +27,8 @@
  *                 "Delta replication"), bit 1 LAYOUT (send the blob's
  *                 file layout first, LAYOUT frames), bit 2 CHUNKS (send
  *                 the blob's chunk digests, DIGESTS frames, after the
- *                 last gram and before END, when the server has them),
+ *                 last gram or datagram and before END, when the server
+ *                 has them),
  *                 the other bits zero. Every other type: 0
  *  28  4 crc      CRC32C of bytes 0..27 and the body
  *  32    body     HELLO: nonce; AUTH: HMAC-SHA256, with DELTA then the

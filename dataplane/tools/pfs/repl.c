@@ -85,7 +85,7 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	  .min = 1, .max = 65535 },
 	{ "verify-threads", PFS_OPT_U64, AT(verify_threads), "N",
 	  "relay: hash on this many threads as bytes arrive: each 4 MiB chunk (BLAKE3, "
-	  "against the origin's list; TCP) or, with no list, each file (sha256). Default: "
+	  "against the origin's list) or, with no list, each file (sha256). Default: "
 	  "the online CPUs, at most 4; 0: after the last byte",
 	  .min = 0, .max = 64 },
 	{ "fetch-if", PFS_OPT_STR, AT(fetch_if), "IFNAME",

@@ -52,10 +52,9 @@ void pfs_cli_chunks_start(struct pfs_cli_repl *r, const uint8_t *blob, uint64_t 
 	struct pfs_cli_chunks *ch = &r->ch;
 	int err;
 
-	/* Digests travel on the TCP stream of whole bytes only: not with
-	 * datagrams (the repair plane) nor delta grams. */
-	if (!ch->want ||
-	    (r->fetch_from && (r->xport != PFS_CLI_FETCH_TCP || pfs_cli_repl_delta_set(&r->delta))))
+	/* Digests come with whole bytes (TCP grams or datagrams), not with
+	 * delta grams. */
+	if (!ch->want || (r->fetch_from && pfs_cli_repl_delta_set(&r->delta)))
 		return;
 	if (!ch->c) {
 		struct pfs_chunks *c = pfs_chunks__new(size);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Chunk digests in the CLI (repl_chunks.c over pfs/blob_chunks.h): the
  * origin hashes its blob's chunks while it loads and serves the list; a
- * TCP relay asks its upstreams for the list, hashes its chunks on several
+ * relay (without a delta base) asks its upstreams for the list, hashes its chunks on several
  * threads while they arrive and verifies them against it, fetching a
  * failed chunk again from another upstream; the holder that serves the
  * blob later (`pfs blob serve`) loads the list kept beside it. The
@@ -40,11 +40,11 @@ struct pfs_cli_chunks {
 
 /* pfs_cli_chunks_start - the tables of a blob of @size bytes and, once
  * @blob is there (not NULL), the hash workers over the repl's watermark,
- * when ch->want and the session can carry digests: an origin, or a TCP
- * relay without a delta base. Called again with the bytes when the tables
+ * when ch->want and the session can carry digests: an origin, or a relay
+ * without a delta base. Called again with the bytes when the tables
  * had to exist first (a files relay asks for the list before its blob is
- * created from the layout). No-op otherwise; a failure is logged and the
- * blob goes without. */
+ * created from the layout). No-op without ch->want or with a delta base;
+ * a failure is logged and the blob goes without. */
 void pfs_cli_chunks_start(struct pfs_cli_repl *r, const uint8_t *blob, uint64_t size);
 /* pfs_cli_chunks_origin_done - the origin's fill is complete: wait for the
  * last hashes, make them the list servers send, keep it beside @blob.
