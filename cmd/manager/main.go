@@ -14,13 +14,17 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	topov1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -28,6 +32,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -36,6 +41,7 @@ import (
 	"packetfs.io/operator/controllers"
 	"packetfs.io/operator/internal/holdermetrics"
 	"packetfs.io/operator/internal/podspec"
+	"packetfs.io/operator/internal/uninstall"
 )
 
 // options is the manager's configuration; it comes from flags only.
@@ -65,6 +71,8 @@ type options struct {
 	operandTolerations      string
 	operandPriorityClass    string
 	operands                podspec.OperandPolicy // parsed by validate
+	uninstall               bool
+	uninstallOpts           uninstall.Options
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -112,6 +120,13 @@ func (o *options) bind(fs *flag.FlagSet) {
 			`tolerations, e.g. [{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}]; empty: none.`)
 	fs.StringVar(&o.operandPriorityClass, "operand-priority-class", "",
 		"PriorityClass of every pod the operator creates; empty: none (the cluster's default).")
+	fs.BoolVar(&o.uninstall, "uninstall-cleanup", false,
+		"Do not run the manager: delete every PfsTransfer, PcoreJob and PfsBlob in every namespace, wait until they and "+
+			"every operand pod are gone, then exit (the chart's pre-delete hook).")
+	fs.DurationVar(&o.uninstallOpts.Timeout, "uninstall-timeout", 5*time.Minute,
+		"With --uninstall-cleanup: how long to wait for the objects and pods to go.")
+	fs.BoolVar(&o.uninstallOpts.DeleteCRDs, "uninstall-delete-crds", false,
+		"With --uninstall-cleanup: delete the three CustomResourceDefinitions too, once their objects are gone.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 2,
 		"Reconciles each controller runs in parallel.")
 	fs.IntVar(&o.maxActiveTransfers, "max-active-transfers", 16,
@@ -254,6 +269,29 @@ func (o *options) prefixes() []string {
 	return out
 }
 
+// runUninstall empties the cluster of PacketFS objects and operand pods
+// (internal/uninstall): the exit code of the chart's pre-delete hook.
+func runUninstall(o *options, log logr.Logger) int {
+	if o.uninstallOpts.Timeout <= 0 {
+		log.Error(nil, "Invalid flags", "uninstall-timeout", o.uninstallOpts.Timeout.String())
+		return 2
+	}
+	s := newScheme()
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: s})
+	if err != nil {
+		log.Error(err, "Unable to create a client")
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := uninstall.Run(ctx, c, o.uninstallOpts, log.WithName("uninstall")); err != nil {
+		log.Error(err, "Uninstall cleanup failed")
+		return 1
+	}
+	return 0
+}
+
 // newScheme registers the built-in Kinds (pods, nodes, events) and ours.
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -312,6 +350,9 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
+	if o.uninstall {
+		os.Exit(runUninstall(&o, log))
+	}
 	if err := o.validate(); err != nil {
 		log.Error(err, "Invalid flags")
 		os.Exit(2)

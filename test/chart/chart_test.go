@@ -526,9 +526,20 @@ func TestRender(t *testing.T) {
 		}
 		return nil
 	}
+	// So does the uninstall hook (its own identity, rbac.create).
+	uninstallHook := func(extra []string) []string {
+		for _, k := range extra {
+			if name, ok := strings.CutPrefix(k, "ClusterRole/"); ok && strings.HasSuffix(name, "-manager") {
+				base := strings.TrimSuffix(name, "-manager") + "-uninstall"
+				return []string{"ClusterRole/" + base, "ClusterRoleBinding/" + base, "Job/" + base, "ServiceAccount/" + base}
+			}
+		}
+		return nil
+	}
 	kindsNoCSI := func(extra ...string) []string {
 		ks := append(append([]string{}, crds...), extra...)
 		ks = append(ks, userRoles(extra)...)
+		ks = append(ks, uninstallHook(extra)...)
 		sort.Strings(ks)
 		return ks
 	}
@@ -541,6 +552,7 @@ func TestRender(t *testing.T) {
 		}
 		ks := append(append([]string{}, crds...), extra...)
 		ks = append(ks, userRoles(extra)...)
+		ks = append(ks, uninstallHook(extra)...)
 		ks = append(ks, "CSIDriver/"+csiDriver, "DaemonSet/"+fullName+"-csi-node", "ServiceAccount/"+fullName+"-csi-node")
 		// The plugin's RBAC comes with the manager's (rbac.create).
 		for _, k := range extra {

@@ -397,14 +397,27 @@ func testReceiverDeleted(ctx context.Context, t *testing.T) {
 const retryBytes = "24Gi"
 
 func testUninstall(ctx context.Context, t *testing.T) {
-	// The CRDs stay after helm uninstall (Helm never deletes crds/), and so
-	// would the objects and the pods they own: delete the objects first, as
-	// a user does; the garbage collector removes their pods.
-	if out, err := kubectl("delete", "pfstransfers,pcorejobs,pfsblobs", "--all", "--all-namespaces", "--wait=true", "--timeout=180s"); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	// What the earlier steps left (blobs held by seeded DaemonSets and
+	// source holders, in several namespaces) is the chart's pre-delete
+	// hook's to delete: helm uninstall alone must leave nothing of PacketFS
+	// but the CRDs (Helm never deletes crds/; uninstall.deleteCRDs would).
+	before, _ := kubectl("get", "pfstransfers,pcorejobs,pfsblobs", "--all-namespaces", "--no-headers")
+	t.Logf("objects before helm uninstall:\n%s", before)
+	if out, err := run(env.helm, "uninstall", releaseName, "-n", releaseNS, "--wait", "--timeout", "6m"); err != nil {
+		hook, _ := kubectl("-n", releaseNS, "logs", "job/"+releaseName+"-packetfs-operator-uninstall", "--tail=40")
+		t.Fatalf("helm uninstall: %v\n%s\nthe hook's log:\n%s", err, out, hook)
 	}
-	if out, err := run(env.helm, "uninstall", releaseName, "-n", releaseNS, "--wait", "--timeout", "3m"); err != nil {
-		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	if out, err := kubectl("get", "pfstransfers,pcorejobs,pfsblobs", "--all-namespaces", "--no-headers"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("PacketFS objects left after helm uninstall (%v):\n%s", err, out)
+	}
+	if out, err := kubectl("get", "daemonsets,deployments,jobs,services", "--all-namespaces", "-l", podspec.LabelManagedBy+"="+podspec.ManagedBy, "--no-headers"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("workloads of the operator left after helm uninstall (%v):\n%s", err, out)
+	}
+	if out, err := kubectl("get", "all,serviceaccounts,clusterroles,clusterrolebindings", "--all-namespaces", "-l", "app.kubernetes.io/instance="+releaseName, "--no-headers"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("objects of the release left after helm uninstall, the hook's included (%v):\n%s", err, out)
+	}
+	if out, err := kubectl("get", "crd", "pfsblobs.pfs.packetfs.io", "-o", "name"); err != nil || out == "" {
+		t.Errorf("the CRDs should stay by default (uninstall.deleteCRDs false): %v %s", err, out)
 	}
 	// Every pod the operator made, in any namespace, and every pod of the
 	// release and of the test namespace (consumers carry no label of ours).
