@@ -25,9 +25,9 @@ esac
 # layout_words: how the nodes kept their blobs, for the pages.
 layout_words() {
 	if [ "$BENCH_LAYOUT" = flat ]; then
-		echo "flat: each node's blob one file on hugetlbfs, 2 MiB pages (as with the chart's csi.enabled=false); a relay hashes every file after its last byte"
+		echo "flat: each node's blob one file on hugetlbfs, 2 MiB pages (as with the chart's csi.enabled=false); a relay verifies every 4 MiB chunk (BLAKE3) against the origin's list as the chunks land"
 	else
-		echo "files: each node's blob a directory of its files on a tmpfs mounted huge=within_size (--layout files, as holder pods keep it under the CSI plugin, the chart's default); a relay hashes each file while it arrives"
+		echo "files: each node's blob a directory of its files on a tmpfs mounted huge=within_size (--layout files, as holder pods keep it under the CSI plugin, the chart's default); a relay verifies every 4 MiB chunk (BLAKE3) against the origin's list as the chunks land"
 	fi
 }
 

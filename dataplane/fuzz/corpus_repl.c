@@ -132,6 +132,11 @@ int main(int argc, char **argv)
 			emit(argv[1], idx++, &f);
 			f.flags = REPL_FLAG_LAYOUT | REPL_FLAG_CHUNKS;
 			emit(argv[1], idx++, &f);
+			f.flags = REPL_FLAG_RANGE; /* a chunk again: its end */
+			f.body_len = REPL_AUTH_RANGE_BODY;
+			f.end = 3 * 4096;
+			emit(argv[1], idx++, &f);
+			f.body_len = REPL_NONCE;
 			f.flags = REPL_FLAG_DELTA; /* with the base's size and fingerprint */
 			f.body_len = REPL_AUTH_DELTA_BODY;
 			f.base_size = 1ULL << 29;

@@ -14,7 +14,9 @@
  *   - save/load round trip; a damaged or other-size file refused;
  *   - DIGESTS frames: round trip; refused when truncated, of another blob
  *     size, past the chunk count, not a multiple of 32 bytes, a bad CRC, or
- *     read by the generic frame decoder.
+ *     read by the generic frame decoder;
+ *   - AUTH's RANGE flag: its end round-trips and is in the MAC; refused with
+ *     another flag, over UDP, or without the end.
  * Memory, threads and a private directory only.
  */
 #include <errno.h>
@@ -30,6 +32,7 @@
 #include "pfs/blob_chunks.h"
 #include "pfs/blob_repl.h"
 #include "pfs/integrity.h"
+#include "repl/blob_repl_int.h"
 #include "wire/blob_repl_wire.h"
 #include "wire/wire_le.h"
 #include "tap.h"
@@ -307,6 +310,41 @@ static int t_frames(void)
 	return TAP_PASS;
 }
 
+/* AUTH's RANGE flag (a chunk asked for again): its end in the body and in
+ * the MAC; TCP and alone only. */
+static int t_range_auth(void)
+{
+	static const char tok[] = "token";
+	struct repl_frame a = { .type = REPL_AUTH,
+				.size = 10 * PFS_CHUNK_SIZE,
+				.offset = PFS_CHUNK_SIZE,
+				.end = 2 * PFS_CHUNK_SIZE,
+				.flags = REPL_FLAG_RANGE,
+				.body_len = REPL_AUTH_RANGE_BODY },
+			  b;
+	uint8_t buf[REPL_FRAME_MAX], nonce[REPL_NONCE] = { 7 }, m1[REPL_MAC], m2[REPL_MAC];
+	int len = repl_frame_encode(&a, buf);
+
+	CHECK(len == REPL_HDR + REPL_AUTH_RANGE_BODY && !repl_frame_decode(buf, (size_t)len, &b) &&
+		      b.end == a.end && b.flags == REPL_FLAG_RANGE && b.offset == a.offset,
+	      "round trip: %d, end %llu", len, (unsigned long long)b.end);
+	CHECK(!repl_auth_mac(tok, 5, nonce, a.size, &a, m1), "mac");
+	a.end += 4096;
+	CHECK(!repl_auth_mac(tok, 5, nonce, a.size, &a, m2) && memcmp(m1, m2, REPL_MAC),
+	      "the MAC does not cover the end");
+	a.flags = REPL_FLAG_RANGE | REPL_FLAG_CHUNKS;
+	CHECK(repl_frame_encode(&a, buf) == -EINVAL, "RANGE with CHUNKS encoded");
+	a.flags = REPL_FLAG_RANGE;
+	a.xport = REPL_XPORT_UDP;
+	a.data_port = 7470;
+	CHECK(repl_frame_encode(&a, buf) == -EINVAL, "RANGE over UDP encoded");
+	a.xport = REPL_XPORT_TCP;
+	a.data_port = 0;
+	a.body_len = REPL_MAC;
+	CHECK(repl_frame_encode(&a, buf) == -EINVAL, "RANGE without its end encoded");
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "setup: a 37 MiB buffer of pseudo-random bytes", t_setup, .setup = true },
 	{ "BLAKE3 equals its published test vector", t_vector },
@@ -318,6 +356,7 @@ static const struct tap_test tests[] = {
 	{ "a failed fill ends the workers with its message", t_failed_fill },
 	{ "save and load; another size or a damaged file refused", t_save_load },
 	{ "DIGESTS frames: round trip and every refusal", t_frames },
+	{ "AUTH with RANGE: the end in the body and the MAC, TCP and alone only", t_range_auth },
 };
 
 TAP_MAIN(tests)

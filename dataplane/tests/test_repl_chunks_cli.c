@@ -9,8 +9,9 @@
  *     root, and both keep the list beside the blob;
  *   - a holder whose copy changed after it was verified (one byte of
  *     chunk K) and that still serves the origin's list: a relay asking it
- *     first finds chunk K failing, fetches from there again from the next
- *     upstream, verifies, and its files equal the source;
+ *     first finds chunk K failing, fetches its 4 MiB alone again from the
+ *     next upstream (a RANGE request), verifies, and its files equal the
+ *     source;
  *   - the changed holder alone: the relay fails with exit 3 naming chunk K
  *     after its rounds, and leaves nothing;
  *   - a holder without a list (none kept): the relay verifies every file
@@ -201,7 +202,8 @@ static int t_refetch(void)
 		      jreal(chunks_of("refetch"), "first_failed") == BAD_CHUNK &&
 		      jreal(chunks_of("refetch"), "rounds") == 1 &&
 		      jreal(chunks_of("refetch"), "verified") == nchunks &&
-		      jreal(chunks_of("refetch"), "refetched_bytes") > 0,
+		      /* chunk 5 alone, not the bytes after it (a RANGE request) */
+		      jreal(chunks_of("refetch"), "refetched_bytes") == CHUNK,
 	      "chunks: %s", chunks_of("refetch"));
 	CHECK(!strcmp(root_of("refetch", rr, sizeof(rr)), root_of("origin", ro, sizeof(ro))),
 	      "root %s, the origin's %s", rr, ro);

@@ -269,10 +269,12 @@ struct pfs_repl_fetch_opts {
 	 * upstream that has none ends with END alone: the list is then marked
 	 * none (pfs_chunks__list_none). NULL: not asked. */
 	struct pfs_chunks *chunks;
-	/* Receive [start, size) only: the bytes below are held already (a
-	 * chunk fetched again after it failed its digest). 0: the whole blob.
-	 * Without layout. */
-	uint64_t start;
+	/* Receive [start, end) only: the rest is held already (a chunk fetched
+	 * again after it failed its digest). start 0: from the first byte; end
+	 * 0: to the last. An end below the size asks the upstream for that
+	 * range alone (AUTH's RANGE flag): TCP only, without layout, chunks or
+	 * a base. */
+	uint64_t start, end;
 };
 
 /* What a fetch with a base got as delta grams. */

@@ -40,6 +40,7 @@ struct fetch {
 	struct pfs_repl_fetch_result *r;
 	const char *up; /* the upstream of this attempt */
 	uint64_t have; /* contiguous bytes received */
+	uint64_t end; /* where the bytes asked for end: the size, or opts' end */
 	uint64_t seq; /* the next gram's sequence number */
 	double t_first; /* monotonic, first payload byte; 0 before */
 	bool final; /* the last error ends the fetch: no other upstream */
@@ -196,10 +197,14 @@ static int handshake(struct fetch *f, int fd)
 				   .data_port = f->xport == REPL_XPORT_TCP ? 0 : f->o->data_port,
 				   .size = f->o->size,
 				   .offset = f->have,
-				   .body_len = f->delta ? REPL_AUTH_DELTA_BODY : REPL_MAC,
+				   .body_len = f->delta		   ? REPL_AUTH_DELTA_BODY :
+					       f->end < f->o->size ? REPL_AUTH_RANGE_BODY :
+								     REPL_MAC,
 				   .flags = (uint8_t)((f->delta ? REPL_FLAG_DELTA : 0) |
 						      (f->o->layout ? REPL_FLAG_LAYOUT : 0) |
-						      (f->chunks ? REPL_FLAG_CHUNKS : 0)),
+						      (f->chunks ? REPL_FLAG_CHUNKS : 0) |
+						      (f->end < f->o->size ? REPL_FLAG_RANGE : 0)),
+				   .end = f->end,
 				   .base_size = f->delta ? f->o->base_size : 0,
 				   .base_fp = f->delta ? f->o->base_fp : 0 };
 	int err = expect(f, fd, REPL_HELLO, &h);
@@ -493,6 +498,8 @@ static int gram(struct fetch *f, int fd, uint8_t *b)
 		return reject(f, err, "gram descriptor");
 	if (d.off != f->have)
 		return reject(f, -ERANGE, "gram offset (not the next byte)");
+	if (d.len > f->end - d.off)
+		return reject(f, -ERANGE, "gram (past the end of the range asked for)");
 	pfs_gram_stats_count(&f->r->gram, 0);
 	first_byte(f);
 	err = repl_read_full(fd, f->blob + d.off, d.len);
@@ -583,7 +590,7 @@ static int control(struct fetch *f, int fd, const uint8_t *b)
 		return final(f, -ECANCELED, "upstream %s failed: %s", f->up, (const char *)x.body);
 	if (x.type != REPL_END)
 		return reject(f, -EPROTO, repl_type_str(x.type));
-	if (x.offset != f->o->size || f->have != f->o->size)
+	if (x.offset != f->end || f->have != f->end)
 		return reject(f, -ERANGE, "END (before the last byte)");
 	if (f->chunks && !pfs_chunks__list_done(f->o->chunks)) {
 		/* The upstream has no list, or sent part of one. */
@@ -671,7 +678,10 @@ static int check_opts(const struct pfs_repl_fetch_opts *o, struct pfs_repl_fetch
 	if (!o || !o->sz || c->n_upstreams < 1 || c->n_upstreams > PFS_REPL_UPSTREAMS ||
 	    !c->upstreams || (c->layout ? c->blob || !c->on_layout : !c->blob) || !c->size ||
 	    !c->token || !c->token_len || c->hold_back > c->size || c->start >= c->size ||
-	    (c->start && c->layout)) {
+	    (c->start && c->layout) || c->end > c->size || (c->end && c->end <= c->start) ||
+	    (c->end && c->end < c->size &&
+	     (c->layout || c->chunks || c->base ||
+	      (c->transport && strcmp(c->transport, "tcp"))))) {
 		snprintf(r->error, sizeof(r->error), "bad fetch options");
 		return -EINVAL;
 	}
@@ -762,6 +772,7 @@ int pfs_repl_fetch(const struct pfs_repl_fetch_opts *opts, struct pfs_repl_fetch
 
 	f.blob = o.blob;
 	f.have = o.start;
+	f.end = o.end ? o.end : o.size;
 	if (!err)
 		err = check_xport(&f);
 	if (!err && o.base && f.xport == REPL_XPORT_TCP && repl_delta_rx_init(&f.rx))

@@ -223,9 +223,9 @@ int repl_read_frame(int fd, const uint8_t *hdr, struct repl_frame *f)
 /* HMAC-SHA256(token, REPL_LABEL || nonce || le64 size [|| le32 xport
  * [|| le64 base_size || le64 base_fp]]). */
 static int mac_of(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
-		  uint32_t xport, const uint64_t *base, uint8_t *mac)
+		  uint32_t xport, const uint64_t *base, const uint64_t *end, uint8_t *mac)
 {
-	uint8_t msg[sizeof(REPL_LABEL) - 1 + REPL_NONCE + 8 + 4 + 16];
+	uint8_t msg[sizeof(REPL_LABEL) - 1 + REPL_NONCE + 8 + 4 + 16 + 8];
 	size_t len = sizeof(REPL_LABEL) - 1 + REPL_NONCE + 8;
 	unsigned int ml = 0;
 
@@ -246,6 +246,10 @@ static int mac_of(const char *token, size_t token_len, const uint8_t *nonce, uin
 		put64(msg + len + 8, base[1]);
 		len += 16;
 	}
+	if (end) {
+		put64(msg + len, *end);
+		len += 8;
+	}
 	if (!HMAC(EVP_sha256(), token, (int)token_len, msg, len, mac, &ml) || ml != REPL_MAC)
 		return -EIO;
 	return 0;
@@ -254,7 +258,7 @@ static int mac_of(const char *token, size_t token_len, const uint8_t *nonce, uin
 int repl_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
 	     uint32_t xport, uint8_t *mac)
 {
-	return mac_of(token, token_len, nonce, size, xport, NULL, mac);
+	return mac_of(token, token_len, nonce, size, xport, NULL, NULL, mac);
 }
 
 int repl_auth_mac(const char *token, size_t token_len, const uint8_t *nonce, uint64_t size,
@@ -263,7 +267,8 @@ int repl_auth_mac(const char *token, size_t token_len, const uint8_t *nonce, uin
 	uint64_t base[2] = { a->base_size, a->base_fp };
 
 	return mac_of(token, token_len, nonce, size, repl_xport_word(a),
-		      a->flags & REPL_FLAG_DELTA ? base : NULL, mac);
+		      a->flags & REPL_FLAG_DELTA ? base : NULL,
+		      a->flags & REPL_FLAG_RANGE ? &a->end : NULL, mac);
 }
 
 int repl_nonce(uint8_t *nonce)

@@ -176,6 +176,14 @@ static int64_t handshake(struct conn *c, struct repl_frame *a_out)
 		refuse(c, a.size != s->o.size ? REPL_REFUSE_SIZE : REPL_REFUSE_REQUEST, why);
 		return -1;
 	}
+	if ((a.flags & REPL_FLAG_RANGE) && (a.offset >= a.end || a.end > s->o.size)) {
+		snprintf(why, sizeof(why),
+			 "range %" PRIu64 "..%" PRIu64 ": not inside this server's %" PRIu64
+			 " bytes",
+			 a.offset, a.end, s->o.size);
+		refuse(c, REPL_REFUSE_REQUEST, why);
+		return -1;
+	}
 	if ((a.flags & REPL_FLAG_DELTA) && !base_matches(c, &a))
 		return -1;
 	*a_out = a;
@@ -298,21 +306,24 @@ static int send_digests(struct conn *c)
 	return err;
 }
 
-/* Grams from @off to the end, then END. 0 or -errno. */
-static int stream(struct conn *c, uint64_t off, bool chunks)
+/* Grams from @off to @stop (the size, or a RANGE's end), then END at
+ * @stop. 0 or -errno. */
+static int stream(struct conn *c, uint64_t off, uint64_t stop, bool chunks)
 {
 	struct pfs_repl_server *s = c->s;
 	uint64_t chunk = PFS_REPL_GRAM_MAX, sent = 0, seq = 0, mark;
-	struct repl_frame end = { .type = REPL_END, .size = s->o.size, .offset = s->o.size };
+	struct repl_frame end = { .type = REPL_END, .size = s->o.size, .offset = stop };
 	double t0 = repl_now();
 	int err = 0;
 
 	if (s->o.rate && s->o.rate / 16 < chunk)
 		chunk = s->o.rate / 16 > 4096 ? s->o.rate / 16 : 4096;
-	while (off < s->o.size && !err) {
+	while (off < stop && !err) {
 		err = wait_mark(c, off, &mark);
 		if (err)
 			break;
+		if (mark > stop)
+			mark = stop;
 		uint32_t len = (uint32_t)(mark - off < chunk ? mark - off : chunk);
 
 		err = send_gram(c, seq++, off, len);
@@ -491,7 +502,9 @@ static void *conn_main(void *arg)
 		else if (!err && delta)
 			err = stream_delta(c, (uint64_t)start);
 		else if (!err)
-			err = stream(c, (uint64_t)start, auth.flags & REPL_FLAG_CHUNKS);
+			err = stream(c, (uint64_t)start,
+				     auth.flags & REPL_FLAG_RANGE ? auth.end : s->o.size,
+				     auth.flags & REPL_FLAG_CHUNKS);
 		/* After the datagrams (the repair plane ended with the client's
 		 * RESULT), the chunk digests and END on the same connection. */
 		if (!err && auth.xport != REPL_XPORT_TCP && (auth.flags & REPL_FLAG_CHUNKS))

@@ -61,11 +61,16 @@ static bool big_type(uint8_t type)
  * any transport (the frames come on this connection before the data). */
 static int xport_check(uint8_t xport, uint8_t flags, uint16_t port, uint16_t body_len)
 {
-	bool delta = flags & REPL_FLAG_DELTA;
+	bool delta = flags & REPL_FLAG_DELTA, range = flags & REPL_FLAG_RANGE;
 
+	/* RANGE asks for a few bytes again (a chunk that failed its digest):
+	 * whole bytes over TCP, nothing else. */
 	if ((flags & ~REPL_FLAGS) || xport > REPL_XPORT_AFXDP ||
 	    (xport == REPL_XPORT_TCP) != (port == 0) || (delta && xport != REPL_XPORT_TCP) ||
-	    body_len != (delta ? REPL_AUTH_DELTA_BODY : REPL_MAC))
+	    (range && (flags != REPL_FLAG_RANGE || xport != REPL_XPORT_TCP)) ||
+	    body_len != (delta ? REPL_AUTH_DELTA_BODY :
+			 range ? REPL_AUTH_RANGE_BODY :
+				 REPL_MAC))
 		return -EPROTO;
 	return 0;
 }
@@ -112,6 +117,8 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 			put64(out + REPL_HDR + REPL_MAC, f->base_size);
 			put64(out + REPL_HDR + REPL_MAC + 8, f->base_fp);
 		}
+		if (f->flags & REPL_FLAG_RANGE)
+			put64(out + REPL_HDR + REPL_MAC, f->end);
 	}
 	crc = pfs_crc32c(0, out, 28);
 	crc = pfs_crc32c(crc, out + REPL_HDR, f->body_len);
@@ -175,6 +182,8 @@ int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f)
 			f->base_size = get64(buf + REPL_HDR + REPL_MAC);
 			f->base_fp = get64(buf + REPL_HDR + REPL_MAC + 8);
 		}
+		if (f->flags & REPL_FLAG_RANGE)
+			f->end = get64(buf + REPL_HDR + REPL_MAC);
 	}
 	return 0;
 }

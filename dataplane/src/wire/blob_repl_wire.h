@@ -28,11 +28,13 @@
  *                 file layout first, LAYOUT frames), bit 2 CHUNKS (send
  *                 the blob's chunk digests, DIGESTS frames, after the
  *                 last gram or datagram and before END, when the server
- *                 has them),
+ *                 has them), bit 3 RANGE (TCP, alone: send [offset, end)
+ *                 only, then END at end; the body then carries end),
  *                 the other bits zero. Every other type: 0
  *  28  4 crc      CRC32C of bytes 0..27 and the body
  *  32    body     HELLO: nonce; AUTH: HMAC-SHA256, with DELTA then the
- *                 client's base size (le64) and fingerprint (le64);
+ *                 client's base size (le64) and fingerprint (le64), with
+ *                 RANGE then the end (le64, in the MAC too);
  *                 REFUSE/ERROR: text
  *                 (printable ASCII and UTF-8, no control bytes, no NUL)
  *
@@ -70,10 +72,12 @@
 #define REPL_NONCE 32
 #define REPL_MAC 32
 #define REPL_AUTH_DELTA_BODY (REPL_MAC + 16)
+#define REPL_AUTH_RANGE_BODY (REPL_MAC + 8)
 #define REPL_FLAG_DELTA 0x01u
 #define REPL_FLAG_LAYOUT 0x02u
 #define REPL_FLAG_CHUNKS 0x04u
-#define REPL_FLAGS (REPL_FLAG_DELTA | REPL_FLAG_LAYOUT | REPL_FLAG_CHUNKS)
+#define REPL_FLAG_RANGE 0x08u
+#define REPL_FLAGS (REPL_FLAG_DELTA | REPL_FLAG_LAYOUT | REPL_FLAG_CHUNKS | REPL_FLAG_RANGE)
 #define REPL_FRAME_MAX (REPL_HDR + PFS_REPL_MSG_MAX)
 #define REPL_LABEL "pfs-repl-v1"
 
@@ -102,6 +106,7 @@ struct repl_frame {
 	uint16_t data_port; /* AUTH with a datagram xport: the client's UDP port */
 	uint8_t flags; /* AUTH: REPL_FLAG_* */
 	uint64_t base_size, base_fp; /* AUTH with REPL_FLAG_DELTA: the client's base */
+	uint64_t end; /* AUTH with REPL_FLAG_RANGE: the end of the bytes asked for */
 	uint16_t body_len;
 	uint64_t size, offset;
 	uint8_t body[PFS_REPL_MSG_MAX + 1]; /* text frames: NUL-terminated */

@@ -8,10 +8,10 @@
  * manifest's per-file sha256 lies in the blob's tail, which the chunks
  * cover, and is reported as received.
  *
- * A chunk that fails is fetched again from the next upstream, from its
- * offset to the end (the stream has no end offset: what follows it comes
- * again too), then hashed and compared again; its downstream, which got
- * the bad bytes cut-through, finds the same chunk on its own.
+ * A chunk that fails is fetched again, its bytes alone (a RANGE request
+ * over TCP), from the next upstream, then hashed and compared again; its
+ * downstream, which got the bad bytes cut-through, finds the same chunk on
+ * its own.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,7 +28,7 @@
 #include "pfs/log.h"
 
 #define CHUNKS_FILE "chunks" /* beside a files-layout blob: N.d/chunks */
-#define BAD_MAX 16 /* failed chunks named in a log line */
+#define BAD_MAX 64 /* failed chunks fetched again per round */
 
 /* Hash threads: --verify-threads, else the online CPUs, at most 4. */
 static unsigned hash_threads(const struct pfs_cli_repl *r)
@@ -140,8 +140,9 @@ static int rotate(const struct pfs_cli_repl *r, const char *from, const char **u
 	return r->nups;
 }
 
-/* Fetch [off, size) again into @blob from the upstreams, @from last. */
-static int refetch(struct pfs_cli_repl *r, uint8_t *blob, uint64_t size, uint64_t off,
+/* Fetch chunk @i again into @blob from the upstreams, @from last: its
+ * bytes alone (a RANGE request over TCP, whatever the relay's transport). */
+static int refetch(struct pfs_cli_repl *r, uint8_t *blob, uint64_t size, uint32_t i,
 		   const char *from, char *why, size_t n)
 {
 	const char *ups[PFS_REPL_UPSTREAMS];
@@ -156,7 +157,10 @@ static int refetch(struct pfs_cli_repl *r, uint8_t *blob, uint64_t size, uint64_
 	o.n_upstreams = rotate(r, from, ups);
 	o.blob = blob;
 	o.size = size;
-	o.start = off;
+	o.start = pfs_chunks__off(i);
+	o.end = o.start + pfs_chunks__len(r->ch.c, i);
+	o.transport = "tcp";
+	o.data_port = 0;
 	/* The watermark is past these bytes already, and a failure here must
 	 * not fail the server's clients: the verify's verdict does. */
 	o.progress = NULL;
@@ -167,8 +171,7 @@ static int refetch(struct pfs_cli_repl *r, uint8_t *blob, uint64_t size, uint64_
 	/* relaxed atomic: a /metrics scrape reads it meanwhile */
 	__atomic_store_n(&r->ch.refetched, r->ch.refetched + fr->bytes, __ATOMIC_RELAXED);
 	if (err)
-		snprintf(why, n, "fetching chunks again from offset %" PRIu64 ": %s", off,
-			 fr->error);
+		snprintf(why, n, "fetching chunk %u again: %s", i, fr->error);
 	free(fr);
 	return err;
 }
@@ -259,13 +262,15 @@ int pfs_cli_chunks_verify(struct pfs_cli_repl *r, struct pfs_blob *blob, char *w
 			return -EBADMSG;
 		}
 		pfs_warn("chunk digests: %u chunk(s) from %s failed, the first chunk %u at %" PRIu64
-			 "; fetching from there again",
-			 nbad, up, bad[0], off);
+			 "; fetching %s again from the next upstream",
+			 nbad, up, bad[0], off, nbad > BAD_MAX ? "the first ones" : "them");
 		ch->rounds++;
-		err = refetch(r, b, size, off, up, why, n);
-		if (err)
-			return err;
-		pfs_chunks__rehash(ch->c, bad[0], pfs_chunks__count(ch->c));
+		for (uint32_t k = 0; k < nbad && k < BAD_MAX; k++) {
+			err = refetch(r, b, size, bad[k], up, why, n);
+			if (err)
+				return err;
+			pfs_chunks__rehash(ch->c, bad[k], bad[k] + 1);
+		}
 		from = bad[0];
 		up = "the next upstream";
 	}
