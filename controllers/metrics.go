@@ -27,11 +27,17 @@ import (
 // next one counts it. Names follow the Prometheus conventions; the list
 // is in docs/guides/observability.md.
 
-// labelKind is the Kind label of the run, refusal and event counters.
-const labelKind = "kind"
+// labelKind is the Kind label of the run, refusal and event counters;
+// labelBlob the blob's name; reasonOther the reason of what has none.
+const (
+	labelKind      = "kind"
+	labelNamespace = "namespace"
+	labelBlob      = "blob"
+	reasonOther    = "Other"
+)
 
 var (
-	blobLabels = []string{"namespace", "blob"}
+	blobLabels = []string{labelNamespace, labelBlob}
 
 	blobNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "packetfs_blob_nodes",
 		Help: "Nodes of a blob by state (Pending, Materializing, Ready, Failed)."}, append(blobLabels, "state"))
@@ -106,7 +112,7 @@ func kindOf(obj client.Object) string {
 	case *pfsv1alpha1.PcoreJob:
 		return "PcoreJob"
 	}
-	return "Other"
+	return reasonOther
 }
 
 // recordStatus updates the metrics after obj's status was written; prev is
@@ -165,7 +171,7 @@ func countNodeFailures(b *pfsv1alpha1.PfsBlob, prev []pfsv1alpha1.BlobNodeStatus
 		}
 		reason := n.Reason
 		if reason == "" {
-			reason = "Other"
+			reason = reasonOther
 		}
 		blobNodeFailures.WithLabelValues(b.Namespace, b.Name, reason).Inc()
 	}
@@ -185,10 +191,10 @@ func countRun(kind string, phase pfsv1alpha1.Phase, bytes int64, elapsed string)
 // observeBlob sets a blob's gauges from its status.
 func observeBlob(b *pfsv1alpha1.PfsBlob) {
 	forgetBlob(b.Namespace, b.Name) // nodes that left must not linger
-	l := prometheus.Labels{"namespace": b.Namespace, "blob": b.Name}
+	l := prometheus.Labels{labelNamespace: b.Namespace, labelBlob: b.Name}
 	// The failure counters exist at 0 before the first failure, so
 	// increase() over the alert's window sees that failure.
-	for _, reason := range []string{pfsv1alpha1.ReasonVerificationFailed, "Other"} {
+	for _, reason := range []string{pfsv1alpha1.ReasonVerificationFailed, reasonOther} {
 		blobNodeFailures.With(withLabel(l, "reason", reason))
 	}
 	st := &b.Status
@@ -246,7 +252,7 @@ func withLabel(l prometheus.Labels, k, v string) prometheus.Labels {
 
 // forgetBlob drops a blob's series (it was deleted, or is observed anew).
 func forgetBlob(namespace, name string) {
-	l := prometheus.Labels{"namespace": namespace, "blob": name}
+	l := prometheus.Labels{labelNamespace: namespace, labelBlob: name}
 	for _, v := range []*prometheus.GaugeVec{blobNodes, blobDesired, blobReady, blobSize, blobHeld, blobDistSeconds, blobDistRate, blobDeltaRatio} {
 		v.DeletePartialMatch(l)
 	}
@@ -256,7 +262,7 @@ func forgetBlob(namespace, name string) {
 // too (a blob observed anew keeps them: they only grow).
 func forgetDeletedBlob(namespace, name string) {
 	forgetBlob(namespace, name)
-	blobNodeFailures.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "blob": name})
+	blobNodeFailures.DeletePartialMatch(prometheus.Labels{labelNamespace: namespace, labelBlob: name})
 }
 
 // countingReconciler counts a reconciler's errors by reason.
@@ -269,7 +275,7 @@ type countingReconciler struct {
 // packetfs_reconcile_errors_total (controller-runtime counts them without
 // a reason).
 func withErrorMetrics(name string, r reconcile.Reconciler) reconcile.Reconciler {
-	reconcileErrors.WithLabelValues(name, "Other") // the series exists before the first error
+	reconcileErrors.WithLabelValues(name, reasonOther) // the series exists before the first error
 	return countingReconciler{name: name, r: r}
 }
 
@@ -288,5 +294,5 @@ func errorReason(err error) string {
 	if errors.As(err, &s) && s.Status().Reason != "" {
 		return string(s.Status().Reason)
 	}
-	return "Other"
+	return reasonOther
 }

@@ -541,14 +541,14 @@ type BlobNodeStatus struct {
 type VerificationMethod string
 
 const (
-	// VerifiedBySource: the origin hashed what it read (every file's sha256
+	// VerifiedBySource is the origin's: it hashed what it read (every file's sha256
 	// and the BLAKE3 chunk list the relays verify against).
 	VerifiedBySource VerificationMethod = "Source"
-	// VerifiedByChunks: a relay verified every 4 MiB chunk against the
+	// VerifiedByChunks is a relay's that verified every 4 MiB chunk against the
 	// origin's BLAKE3 list (the same root as the origin's), the manifest
 	// with its per-file sha256 among them.
 	VerifiedByChunks VerificationMethod = "Chunks"
-	// VerifiedByFiles: a relay hashed every file with sha256 against the
+	// VerifiedByFiles is a relay's that hashed every file with sha256 against the
 	// manifest (no chunk list reached it: a UDP, AFXDP or delta fetch, or an
 	// upstream that kept none).
 	VerifiedByFiles VerificationMethod = "Files"

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "../src/wire/blob_repl_wire.h"
-#include "pfs/blob_chunks.h"
 
 #define BLOB (1ULL << 40)
 

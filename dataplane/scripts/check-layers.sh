@@ -46,7 +46,7 @@ HEADERS=(
 	"xfer.h transport" "schedule.h transport" "tcp.h transport" "udp.h transport"
 	"afxdp.h transport" "dgram_auth.h transport"
 	"delta.h delta"
-	"blob_repl.h repl"
+	"blob_repl.h repl" "blob_chunks.h repl"
 )
 
 # Headers outside src/ and include/: the XDP program's ABI (bpf/) and its

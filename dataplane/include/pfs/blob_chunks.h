@@ -27,8 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PFS_CHUNK_SIZE (4u << 20)
-#define PFS_CHUNK_DIGEST 32
+#include "pfs/repl_wire.h"
+
+/* PFS_CHUNK_SIZE and PFS_CHUNK_DIGEST: pfs/repl_wire.h (the codec's too). */
 /* Chunks of a blob at most: a blob of the data plane's 2^46-byte bound. */
 #define PFS_CHUNK_MAX (1u << 24)
 

@@ -8,4 +8,9 @@
 
 #define PFS_REPL_MSG_MAX 480 /* bytes of a REFUSE/ERROR text */
 
+/* Chunk digests (pfs/blob_chunks.h, DIGESTS frames): the blob in pieces of
+ * this many bytes (the last one shorter), a digest of this many bytes each. */
+#define PFS_CHUNK_SIZE (4u << 20)
+#define PFS_CHUNK_DIGEST 32
+
 #endif /* PFS_REPL_WIRE_H */

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "wire/blob_repl_wire.h"
-#include "pfs/blob_chunks.h"
 #include "pfs/integrity.h"
 #include "util/utf8.h"
 #include "wire/wire_le.h"

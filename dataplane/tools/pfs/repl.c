@@ -259,6 +259,8 @@ int pfs_cli_repl_start(struct pfs_cli_repl *r, const struct pfs_blob *blob, char
 	return pfs_cli_repl_serve(r, blob, r->prog, why, n);
 }
 
+static void fetch_opts(struct pfs_cli_repl *r, struct pfs_repl_fetch_opts *o);
+
 /* The received blob by its chunk digests, or without them against its
  * manifest (parse + every file's sha256). */
 static int verify(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size_t n)
@@ -269,7 +271,11 @@ static int verify(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size
 	double t0 = pfs_cli_now();
 	struct pfs_verify_stream_stats st = { 0 };
 	char msg[400];
-	int err = pfs_cli_chunks_verify(r, blob, msg, sizeof(msg));
+	struct pfs_repl_fetch_opts base;
+	int err;
+
+	fetch_opts(r, &base);
+	err = pfs_cli_chunks_verify(r, blob, &base, msg, sizeof(msg));
 
 	if (err != -ENOENT) {
 		r->verify_s = pfs_cli_now() - t0;
@@ -318,7 +324,10 @@ static uint16_t data_port(const struct pfs_cli_repl *r)
 	return p > 0 && p < 65536 ? (uint16_t)p : PFS_REPL_PORT;
 }
 
-void pfs_cli_repl_fetch_opts(struct pfs_cli_repl *r, struct pfs_repl_fetch_opts *o)
+/* The fetch options every relay uses (upstreams, token, transport, the
+ * watermark, the delta base, the chunk list); the blob and size are the
+ * caller's to set. */
+static void fetch_opts(struct pfs_cli_repl *r, struct pfs_repl_fetch_opts *o)
 {
 	*o = (struct pfs_repl_fetch_opts){ .sz = sizeof(*o),
 					   .upstreams = (const char *const *)r->ups,
@@ -370,7 +379,7 @@ int pfs_cli_repl_fetch(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why,
 	struct pfs_repl_fetch_opts o;
 	int err;
 
-	pfs_cli_repl_fetch_opts(r, &o);
+	fetch_opts(r, &o);
 	o.blob = pfs_blob__data(blob);
 	o.size = pfs_blob__size(blob);
 	err = pfs_repl_fetch(&o, &r->fr);
@@ -460,7 +469,7 @@ int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *
 	}
 	r->files_cb = cb;
 	pfs_cli_chunks_start(r, NULL, size); /* the list is asked for before the layout */
-	pfs_cli_repl_fetch_opts(r, &o);
+	fetch_opts(r, &o);
 	o.size = size;
 	o.layout = true;
 	o.on_layout = files_create;

@@ -101,9 +101,6 @@ int pfs_cli_repl_start(struct pfs_cli_repl *r, const struct pfs_blob *blob, char
  * (@prog) or complete (NULL); nothing without r->listen. 0 or -errno. */
 int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 		       struct pfs_progress *prog, char *why, size_t n);
-/* The fetch options every relay uses (upstreams, token, transport, the
- * watermark, the delta base); the blob and size are the caller's to set. */
-void pfs_cli_repl_fetch_opts(struct pfs_cli_repl *r, struct pfs_repl_fetch_opts *o);
 /* Relay: fetch the blob from --fetch-from, verify its manifest, then let
  * the server hand out the last bytes. 0 or -errno with @why. */
 int pfs_cli_repl_fetch(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size_t n);

@@ -126,39 +126,38 @@ int pfs_cli_chunks_origin_done(struct pfs_cli_repl *r, struct pfs_blob *blob, ch
 	return 0;
 }
 
-/* The upstreams again, the one after @from first: a failed chunk is
- * fetched from another node when there is one. */
-static int rotate(const struct pfs_cli_repl *r, const char *from, const char **ups)
+/* The upstreams of @base again, the one after @from first: a failed chunk
+ * is fetched from another node when there is one. */
+static int rotate(const struct pfs_repl_fetch_opts *base, const char *from, const char **ups)
 {
-	int first = 0;
+	int first = 0, n = base->n_upstreams;
 
-	for (int i = 0; i < r->nups; i++)
-		if (!strcmp(r->ups[i], from))
-			first = (i + 1) % r->nups;
-	for (int i = 0; i < r->nups; i++)
-		ups[i] = r->ups[(first + i) % r->nups];
-	return r->nups;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(base->upstreams[i], from))
+			first = (i + 1) % n;
+	for (int i = 0; i < n; i++)
+		ups[i] = base->upstreams[(first + i) % n];
+	return n;
 }
 
-/* Fetch chunk @i again into @blob from the upstreams, @from last: its
+/* Fetch chunk @i again into @blob from @base's upstreams, @from last: its
  * bytes alone (a RANGE request over TCP, whatever the relay's transport). */
-static int refetch(struct pfs_cli_repl *r, uint8_t *blob, uint64_t size, uint32_t i,
-		   const char *from, char *why, size_t n)
+static int refetch(struct pfs_cli_chunks *ch, const struct pfs_repl_fetch_opts *base, uint8_t *blob,
+		   uint64_t size, uint32_t i, const char *from, char *why, size_t n)
 {
 	const char *ups[PFS_REPL_UPSTREAMS];
-	struct pfs_repl_fetch_opts o;
+	struct pfs_repl_fetch_opts o = *base;
 	struct pfs_repl_fetch_result *fr = calloc(1, sizeof(*fr));
 	int err;
 
 	if (!fr)
 		return -ENOMEM;
-	pfs_cli_repl_fetch_opts(r, &o);
 	o.upstreams = ups;
-	o.n_upstreams = rotate(r, from, ups);
+	o.n_upstreams = rotate(base, from, ups);
 	o.blob = blob;
 	o.size = size;
 	o.start = pfs_chunks__off(i);
-	o.end = o.start + pfs_chunks__len(r->ch.c, i);
+	o.end = o.start + pfs_chunks__len(ch->c, i);
 	o.transport = "tcp";
 	o.data_port = 0;
 	/* The watermark is past these bytes already, and a failure here must
@@ -166,10 +165,12 @@ static int refetch(struct pfs_cli_repl *r, uint8_t *blob, uint64_t size, uint32_
 	o.progress = NULL;
 	o.base = NULL;
 	o.chunks = NULL; /* the list is complete */
+	o.layout = false;
+	o.on_layout = NULL;
 	o.on_bytes = NULL;
 	err = pfs_repl_fetch(&o, fr);
 	/* relaxed atomic: a /metrics scrape reads it meanwhile */
-	__atomic_store_n(&r->ch.refetched, r->ch.refetched + fr->bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&ch->refetched, ch->refetched + fr->bytes, __ATOMIC_RELAXED);
 	if (err)
 		snprintf(why, n, "fetching chunk %u again: %s", i, fr->error);
 	free(fr);
@@ -223,7 +224,8 @@ static void chunk_files(const struct pfs_blob *blob, const struct pfs_chunks *c,
 		snprintf(out, n, ", in the manifest");
 }
 
-int pfs_cli_chunks_verify(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size_t n)
+int pfs_cli_chunks_verify(struct pfs_cli_repl *r, struct pfs_blob *blob,
+			  const struct pfs_repl_fetch_opts *base, char *why, size_t n)
 {
 	struct pfs_cli_chunks *ch = &r->ch;
 	uint8_t *b = pfs_blob__data(blob);
@@ -266,7 +268,7 @@ int pfs_cli_chunks_verify(struct pfs_cli_repl *r, struct pfs_blob *blob, char *w
 			 nbad, up, bad[0], off, nbad > BAD_MAX ? "the first ones" : "them");
 		ch->rounds++;
 		for (uint32_t k = 0; k < nbad && k < BAD_MAX; k++) {
-			err = refetch(r, b, size, bad[k], up, why, n);
+			err = refetch(ch, base, b, size, bad[k], up, why, n);
 			if (err)
 				return err;
 			pfs_chunks__rehash(ch->c, bad[k], bad[k] + 1);

@@ -52,10 +52,13 @@ void pfs_cli_chunks_start(struct pfs_cli_repl *r, const uint8_t *blob, uint64_t 
 int pfs_cli_chunks_origin_done(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size_t n);
 /* pfs_cli_chunks_verify - a relay's every byte arrived: verify every chunk
  * against the list received, fetching failed ones again (at most
- * PFS_CLI_CHUNK_ROUNDS rounds), then keep the list beside @blob. 0
- * verified; -ENOENT no list came (verify another way); -EBADMSG a chunk
- * still failed, or another error, with @why. */
-int pfs_cli_chunks_verify(struct pfs_cli_repl *r, struct pfs_blob *blob, char *why, size_t n);
+ * PFS_CLI_CHUNK_ROUNDS rounds) with @base's upstreams, token and timeouts,
+ * then keep the list beside @blob. 0 verified; -ENOENT no list came
+ * (verify another way); -EBADMSG a chunk still failed, or another error,
+ * with @why. */
+struct pfs_repl_fetch_opts;
+int pfs_cli_chunks_verify(struct pfs_cli_repl *r, struct pfs_blob *blob,
+			  const struct pfs_repl_fetch_opts *base, char *why, size_t n);
 /* pfs_cli_chunks_load - `blob serve`: the list kept beside @blob, if any. */
 void pfs_cli_chunks_load(struct pfs_cli_repl *r, const struct pfs_blob *blob);
 /* "chunks": {...} when there are chunk digests. */

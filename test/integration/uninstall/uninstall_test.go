@@ -67,7 +67,7 @@ func TestCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr))
-	var nss []string
+	nss := make([]string, 0, 2)
 	for _, p := range []string{"ml-a", "ml-b"} {
 		ns, err := env.CreateNamespace(ctx, p)
 		if err != nil {
