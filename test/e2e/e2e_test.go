@@ -407,14 +407,21 @@ func testUninstall(ctx context.Context, t *testing.T) {
 		hook, _ := kubectl("-n", releaseNS, "logs", "job/"+releaseName+"-packetfs-operator-uninstall", "--tail=40")
 		t.Fatalf("helm uninstall: %v\n%s\nthe hook's log:\n%s", err, out, hook)
 	}
-	if out, err := kubectl("get", "pfstransfers,pcorejobs,pfsblobs", "--all-namespaces", "--no-headers"); err != nil || strings.TrimSpace(out) != "" {
+	if out, err := kubectl("get", "pfstransfers,pcorejobs,pfsblobs", "--all-namespaces", "--no-headers"); err != nil || listed(out) != "" {
 		t.Errorf("PacketFS objects left after helm uninstall (%v):\n%s", err, out)
 	}
-	if out, err := kubectl("get", "daemonsets,deployments,jobs,services", "--all-namespaces", "-l", podspec.LabelManagedBy+"="+podspec.ManagedBy, "--no-headers"); err != nil || strings.TrimSpace(out) != "" {
+	if out, err := kubectl("get", "daemonsets,deployments,jobs,services", "--all-namespaces", "-l", podspec.LabelManagedBy+"="+podspec.ManagedBy, "--no-headers"); err != nil || listed(out) != "" {
 		t.Errorf("workloads of the operator left after helm uninstall (%v):\n%s", err, out)
 	}
-	if out, err := kubectl("get", "all,serviceaccounts,clusterroles,clusterrolebindings", "--all-namespaces", "-l", "app.kubernetes.io/instance="+releaseName, "--no-headers"); err != nil || strings.TrimSpace(out) != "" {
-		t.Errorf("objects of the release left after helm uninstall, the hook's included (%v):\n%s", err, out)
+	// The release's pods (the CSI node plugin's) may still be ending: the
+	// objects of the release must all be gone within the pods' wait below.
+	var release string
+	if err := poll(ctx, 3*time.Minute, func() (bool, error) {
+		out, err := kubectl("get", "all,serviceaccounts,clusterroles,clusterrolebindings", "--all-namespaces", "-l", "app.kubernetes.io/instance="+releaseName, "--no-headers")
+		release = out
+		return err == nil && listed(out) == "", nil
+	}); err != nil {
+		t.Errorf("objects of the release left after helm uninstall, the hook's included (%v):\n%s", err, release)
 	}
 	if out, err := kubectl("get", "crd", "pfsblobs.pfs.packetfs.io", "-o", "name"); err != nil || out == "" {
 		t.Errorf("the CRDs should stay by default (uninstall.deleteCRDs false): %v %s", err, out)
@@ -447,6 +454,18 @@ func testUninstall(ctx context.Context, t *testing.T) {
 	if err := env.c.Get(ctx, client.ObjectKey{Name: "pfs-packetfs-operator", Namespace: releaseNS}, &corev1.ServiceAccount{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the operator's ServiceAccount is still there after uninstall (err %v)", err)
 	}
+}
+
+// listed is what kubectl get listed: its output without the "No resources
+// found" lines it prints (on stderr) for an empty list.
+func listed(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "No resources found") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 // waitTransfer waits until x is Succeeded or Failed; x holds the last status read.
