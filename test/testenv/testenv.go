@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	topov1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
@@ -118,6 +119,21 @@ func (e *Env) WatchClient() client.WithWatch {
 		panic(fmt.Sprintf("watch client: %v", err))
 	}
 	return c
+}
+
+// Main is a test package's TestMain around a control plane: it starts
+// one into *env, runs the tests, stops it and exits with their code.
+func Main(m *testing.M, env **Env) {
+	var err error
+	if *env, err = Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "envtest: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := (*env).Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+	}
+	os.Exit(code)
 }
 
 // Stop stops the control plane and removes temporary files.

@@ -7,8 +7,6 @@ package api
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -20,18 +18,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "envtest: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // testContext bounds each test's calls so a stuck apiserver fails the test.
 func testContext(t *testing.T) context.Context {

@@ -34,18 +34,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "envtest: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // lockedBuffer collects the manager's log while it runs.
 type lockedBuffer struct {

@@ -9,7 +9,6 @@ package uninstall
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -32,18 +31,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "envtest: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 func blob(ns, name string, finalizers ...string) *pfsv1alpha1.PfsBlob {
 	return &pfsv1alpha1.PfsBlob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: finalizers},
