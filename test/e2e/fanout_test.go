@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
+	"packetfs.io/operator/internal/podspec"
 )
 
 // The blob-source tests read real files that hack/testdata.sh put in the
@@ -332,7 +333,11 @@ func testFileBlob(ctx context.Context, t *testing.T) {
 	// while it is receiving; its downstream must go on from the origin and
 	// the operator must fill the node again.
 	middle := waitMiddleRelay(ctx, t)
-	time.Sleep(2 * time.Second)
+	// The fault must land mid-stream for the downstream too: wait until it
+	// receives from the middle (its first upstream, which it waits for),
+	// so that deleting the middle breaks a connection it is using and it
+	// must reconnect (what PacketFSRelayRerouted alerts on).
+	waitDownstreamReceiving(ctx, t)
 	// The fault must land mid-fetch: the holder's fetch still running.
 	if out, _ := kubectl("-n", testNS, "get", "pod", middle, "-o", "jsonpath={.status.initContainerStatuses[0].state.running.startedAt}"); out == "" {
 		t.Fatalf("holder %s finished its fetch before it could be deleted: lower fanoutRate", middle)
@@ -466,6 +471,31 @@ func waitMiddleRelay(ctx context.Context, t *testing.T) string {
 		t.Fatalf("no holder receiving the file blob on %s: %v\n%s", middle, err, describe("pfsblob", fileBlob))
 	}
 	return pod
+}
+
+// waitDownstreamReceiving waits until the relay after the middle one has
+// its layout from its upstream: connected, and receiving.
+func waitDownstreamReceiving(ctx context.Context, t *testing.T) {
+	t.Helper()
+	downstream := env.nodes[1]
+	var pod, logs string
+	err := poll(ctx, time.Minute, func() (bool, error) {
+		st, err := getBlobStatus(fileBlob)
+		if err != nil {
+			return false, err
+		}
+		for _, n := range st.Nodes {
+			if n.Node == downstream && n.Pod != "" {
+				pod = n.Pod
+				logs, _ = kubectl("-n", testNS, "logs", n.Pod, "-c", podspec.ContainerBlobCreate)
+				return strings.Contains(logs, "sent a layout of"), nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the downstream relay on %s (%s) never received from its upstream: %v\n%s", downstream, pod, err, logs)
+	}
 }
 
 // modelsLabel selects the nodes that hold the directory blob: all but one
