@@ -53,9 +53,8 @@ func Run(ctx context.Context, c client.Client, o Options, log logr.Logger) error
 	if o.Poll <= 0 {
 		o.Poll = 2 * time.Second
 	}
-	kinds := []client.ObjectList{&pfsv1alpha1.PfsTransferList{}, &pfsv1alpha1.PcoreJobList{}, &pfsv1alpha1.PfsBlobList{}}
-	for _, l := range kinds {
-		if err := deleteAll(ctx, c, l, log); err != nil {
+	for _, k := range kinds() {
+		if err := deleteAll(ctx, c, k, log); err != nil {
 			return err
 		}
 	}
@@ -85,39 +84,66 @@ func Run(ctx context.Context, c client.Client, o Options, log logr.Logger) error
 	return nil
 }
 
-// deleteAll deletes every object of the list's Kind, in every namespace.
-func deleteAll(ctx context.Context, c client.Client, l client.ObjectList, log logr.Logger) error {
-	if err := c.List(ctx, l); err != nil {
-		if apierrors.IsNotFound(err) || noKind(err) {
-			return nil // the CRD is gone already
+// kind is one of the operator's Kinds and an empty list of it.
+type kind struct {
+	name string
+	list client.ObjectList
+}
+
+// kinds are the operator's Kinds, those that own others last.
+func kinds() []kind {
+	return []kind{{"PfsTransfer", &pfsv1alpha1.PfsTransferList{}}, {"PcoreJob", &pfsv1alpha1.PcoreJobList{}},
+		{"PfsBlob", &pfsv1alpha1.PfsBlobList{}}}
+}
+
+// list lists every object of k in every namespace; none when the API
+// server does not serve the Kind (its CRD is gone already).
+func list(ctx context.Context, c client.Client, k kind) ([]client.Object, error) {
+	if err := c.List(ctx, k.list); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, nil
 		}
-		return fmt.Errorf("list: %w", err)
+		return nil, fmt.Errorf("list %s: %w", k.name, err)
 	}
-	return forEach(l, func(obj client.Object) error {
+	items, err := meta.ExtractList(k.list)
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]client.Object, 0, len(items))
+	for _, it := range items {
+		objs = append(objs, it.(client.Object))
+	}
+	return objs, nil
+}
+
+// deleteAll deletes every object of k, in every namespace.
+func deleteAll(ctx context.Context, c client.Client, k kind, log logr.Logger) error {
+	objs, err := list(ctx, c, k)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
 		err := c.Delete(ctx, obj, client.PropagationPolicy("Background"))
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete %s %s/%s: %w", kindName(obj), obj.GetNamespace(), obj.GetName(), err)
+			return fmt.Errorf("delete %s %s/%s: %w", k.name, obj.GetNamespace(), obj.GetName(), err)
 		}
-		log.Info("Deleted", "kind", kindName(obj), "namespace", obj.GetNamespace(), "name", obj.GetName())
-		return nil
-	})
+		log.Info("Deleted", "kind", k.name, "namespace", obj.GetNamespace(), "name", obj.GetName())
+	}
+	return nil
 }
 
 // remaining lists what is still there: objects of the three Kinds (with
 // the finalizers and mounting pods that keep a blob) and operand pods.
 func remaining(ctx context.Context, c client.Client) ([]string, error) {
 	var left []string
-	for _, l := range []client.ObjectList{&pfsv1alpha1.PfsTransferList{}, &pfsv1alpha1.PcoreJobList{}, &pfsv1alpha1.PfsBlobList{}} {
-		if err := c.List(ctx, l); err != nil {
-			if apierrors.IsNotFound(err) || noKind(err) {
-				continue
-			}
+	for _, k := range kinds() {
+		objs, err := list(ctx, c, k)
+		if err != nil {
 			return nil, err
 		}
-		_ = forEach(l, func(obj client.Object) error {
-			left = append(left, describe(obj))
-			return nil
-		})
+		for _, obj := range objs {
+			left = append(left, describe(k.name, obj))
+		}
 	}
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.MatchingLabels{podspec.LabelManagedBy: podspec.ManagedBy}); err != nil {
@@ -131,8 +157,8 @@ func remaining(ctx context.Context, c client.Client) ([]string, error) {
 }
 
 // describe names an object that is still there, and what keeps it.
-func describe(obj client.Object) string {
-	s := kindName(obj) + " " + obj.GetNamespace() + "/" + obj.GetName()
+func describe(kind string, obj client.Object) string {
+	s := kind + " " + obj.GetNamespace() + "/" + obj.GetName()
 	if f := obj.GetFinalizers(); len(f) > 0 {
 		s += " (finalizers " + strings.Join(f, ", ")
 		if b, ok := obj.(*pfsv1alpha1.PfsBlob); ok && len(b.Status.MountedBy) > 0 {
@@ -155,45 +181,4 @@ func deleteCRDs(ctx context.Context, c client.Client, log logr.Logger) error {
 		log.Info("Deleted the CustomResourceDefinition", "name", name)
 	}
 	return errors.Join(errs...)
-}
-
-func forEach(l client.ObjectList, fn func(client.Object) error) error {
-	switch t := l.(type) {
-	case *pfsv1alpha1.PfsBlobList:
-		for i := range t.Items {
-			if err := fn(&t.Items[i]); err != nil {
-				return err
-			}
-		}
-	case *pfsv1alpha1.PfsTransferList:
-		for i := range t.Items {
-			if err := fn(&t.Items[i]); err != nil {
-				return err
-			}
-		}
-	case *pfsv1alpha1.PcoreJobList:
-		for i := range t.Items {
-			if err := fn(&t.Items[i]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func kindName(obj client.Object) string {
-	switch obj.(type) {
-	case *pfsv1alpha1.PfsBlob:
-		return "PfsBlob"
-	case *pfsv1alpha1.PfsTransfer:
-		return "PfsTransfer"
-	case *pfsv1alpha1.PcoreJob:
-		return "PcoreJob"
-	}
-	return "object"
-}
-
-// noKind: the API server does not serve the Kind (its CRD is gone).
-func noKind(err error) bool {
-	return meta.IsNoMatchError(err)
 }

@@ -15,6 +15,12 @@
 #include "util/utf8.h"
 #include "wire/wire_le.h"
 
+/* A frame's CRC32C: header bytes 0..27, then the @body bytes after it. */
+static uint32_t frame_crc(const uint8_t *b, size_t body)
+{
+	return pfs_crc32c(pfs_crc32c(0, b, 28), b + REPL_HDR, body);
+}
+
 /* The body lengths a type may have: [lo, hi]. */
 static int body_range(uint8_t type, uint16_t *lo, uint16_t *hi)
 {
@@ -119,8 +125,7 @@ int repl_frame_encode(const struct repl_frame *f, uint8_t *out)
 		if (f->flags & REPL_FLAG_RANGE)
 			put64(out + REPL_HDR + REPL_MAC, f->end);
 	}
-	crc = pfs_crc32c(0, out, 28);
-	crc = pfs_crc32c(crc, out + REPL_HDR, f->body_len);
+	crc = frame_crc(out, f->body_len);
 	put32(out + 28, crc);
 	return REPL_HDR + f->body_len;
 }
@@ -161,8 +166,7 @@ int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f)
 		return bl;
 	if (len != REPL_HDR + (size_t)bl)
 		return -EMSGSIZE;
-	crc = pfs_crc32c(0, buf, 28);
-	crc = pfs_crc32c(crc, buf + REPL_HDR, (size_t)bl);
+	crc = frame_crc(buf, (size_t)bl);
 	if (crc != get32(buf + 28))
 		return -EILSEQ;
 	if (text_frame(buf[5]) && check_text(buf + REPL_HDR, (size_t)bl))
@@ -294,8 +298,7 @@ int repl_layout_encode(const struct repl_layout *l, uint32_t first, uint8_t *out
 	put16(out + 6, (uint16_t)(at - REPL_HDR));
 	put64(out + 8, count);
 	put64(out + 16, first);
-	crc = pfs_crc32c(0, out, 28);
-	crc = pfs_crc32c(crc, out + REPL_HDR, at - REPL_HDR);
+	crc = frame_crc(out, at - REPL_HDR);
 	put32(out + 28, crc);
 	*next = i;
 	return (int)at;
@@ -321,8 +324,7 @@ int repl_layout_decode(const uint8_t *buf, size_t len, uint64_t size, struct rep
 		return bad(f, bl, bl == -ERANGE ? "count or first index" : "header");
 	if (len != REPL_HDR + (size_t)bl)
 		return bad(f, -EMSGSIZE, "frame length");
-	crc = pfs_crc32c(0, buf, 28);
-	crc = pfs_crc32c(crc, buf + REPL_HDR, (size_t)bl);
+	crc = frame_crc(buf, (size_t)bl);
 	if (crc != get32(buf + 28))
 		return bad(f, -EILSEQ, "CRC32C");
 	f->count = (uint32_t)get64(buf + 8);
@@ -429,8 +431,7 @@ int repl_digests_encode(uint64_t size, uint32_t first, const uint8_t *d, uint32_
 	put64(out + 8, size);
 	put64(out + 16, first);
 	memcpy(out + REPL_HDR, d, body);
-	crc = pfs_crc32c(0, out, 28);
-	crc = pfs_crc32c(crc, out + REPL_HDR, body);
+	crc = frame_crc(out, body);
 	put32(out + 28, crc);
 	return (int)(REPL_HDR + body);
 }
@@ -445,8 +446,7 @@ int repl_digests_decode(const uint8_t *buf, size_t len, uint64_t size, struct re
 		return bl;
 	if (len != REPL_HDR + (size_t)bl)
 		return -EMSGSIZE;
-	crc = pfs_crc32c(0, buf, 28);
-	crc = pfs_crc32c(crc, buf + REPL_HDR, (size_t)bl);
+	crc = frame_crc(buf, (size_t)bl);
 	if (crc != get32(buf + 28))
 		return -EILSEQ;
 	first = get64(buf + 16);
