@@ -56,7 +56,7 @@ func selectNodes(in fanoutIn) nodeSelection {
 	var names []string
 	for i := range in.obs.Nodes {
 		n := &in.obs.Nodes[i]
-		if selector.Matches(labels.Set(n.Labels)) {
+		if selector.Matches(labels.Set(n.Labels)) && in.cfg.Operands.Admits(n) {
 			sel.nodes[n.Name] = n
 			names = append(names, n.Name)
 		}

@@ -39,12 +39,25 @@ func TestSelectNodes(t *testing.T) {
 	retry := relay.DeepCopy()
 	retry.Name, retry.Labels[podspec.LabelAttempt] = "w-holder-w1-a2", "2"
 	gone := srcHolder(b, "w9", pfsv1alpha1.BlobNodeRelay, "10.0.0.9", -1, "", false)
+	gpu := func(name string) corev1.Node {
+		n := testNode(name)
+		n.Labels = map[string]string{"pool": "gpu"}
+		return *n
+	}
+	onW0 := srcHolder(b, "w0", pfsv1alpha1.BlobNodeRelay, "10.0.0.1", -1, "", false)
+	gpuOnly := podspec.OperandPolicy{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu"}}}}}}}}
 	tests := map[string]struct {
 		nodes     []corev1.Node
 		holders   []corev1.Pod
+		operands  podspec.OperandPolicy
 		wantOrder []string
 		wantStale []string
 	}{
+		"the operand node affinity admits the GPU pool alone; a holder elsewhere is stale": {
+			nodes: []corev1.Node{*testNode("w0"), gpu("w1"), gpu("w3")}, operands: gpuOnly, holders: []corev1.Pod{onW0},
+			wantOrder: []string{"w1", "w3"}, wantStale: []string{onW0.Name}},
 		"the origin first, then by name": {nodes: []corev1.Node{*testNode("w2"), *testNode("w0"), *testNode("w1")},
 			wantOrder: []string{"w1", "w0", "w2"}},
 		"a cordoned node without a holder takes no part": {nodes: []corev1.Node{*testNode("w1"), *testNode("w0"), *cordoned},
@@ -54,7 +67,8 @@ func TestSelectNodes(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			sel := selectNodes(fanoutIn{b: b, origin: "w1", obs: sourceObservation{Nodes: tc.nodes, Holders: tc.holders}})
+			sel := selectNodes(fanoutIn{cfg: podspec.Config{Operands: tc.operands}, b: b, origin: "w1",
+				obs: sourceObservation{Nodes: tc.nodes, Holders: tc.holders}})
 			if diff := cmp.Diff(tc.wantOrder, sel.order); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}

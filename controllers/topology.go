@@ -10,8 +10,8 @@ import (
 	topov1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,14 +86,17 @@ func candidateNodes(pod *corev1.Pod, nodes []corev1.Node) []string {
 	} else if pin := pod.Spec.NodeName; pin != "" {
 		names = []string{pin}
 	}
-	if names != nil && len(pod.Spec.NodeSelector) == 0 {
+	if names != nil && len(pod.Spec.NodeSelector) == 0 && !labelTerms(pod.Spec.Affinity) {
 		return names
 	}
-	selector := labels.SelectorFromSet(pod.Spec.NodeSelector)
+	// The pod's nodeSelector and required node affinity (the operand
+	// affinity of --operand-node-affinity, and the pins) as the scheduler
+	// and the kubelet's admission apply them.
+	required := nodeaffinity.GetRequiredNodeAffinity(pod)
 	var out []string
 	for i := range nodes {
 		n := &nodes[i]
-		if !selector.Matches(labels.Set(n.Labels)) {
+		if ok, err := required.Match(n); !ok || err != nil {
 			continue
 		}
 		if names != nil && slices.Contains(names, n.Name) || names == nil && nodeUsable(n) {
@@ -102,6 +105,20 @@ func candidateNodes(pod *corev1.Pod, nodes []corev1.Node) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// labelTerms: the required node affinity asks for node labels, not only
+// for node names.
+func labelTerms(aff *corev1.Affinity) bool {
+	if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	for _, t := range aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if len(t.MatchExpressions) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // gatherNodes reads what a NUMA decision may need: the cluster's nodes and

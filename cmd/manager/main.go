@@ -30,12 +30,12 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 	"packetfs.io/operator/controllers"
@@ -47,6 +47,9 @@ import (
 // options is the manager's configuration; it comes from flags only.
 type options struct {
 	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
+	watchNamespaces         string
 	probeAddr               string
 	leaderElection          bool
 	leaderElectionNS        string
@@ -70,14 +73,23 @@ type options struct {
 	progressInterval        time.Duration
 	operandTolerations      string
 	operandPriorityClass    string
+	operandNodeAffinity     string
 	operands                podspec.OperandPolicy // parsed by validate
 	uninstall               bool
 	uninstallOpts           uninstall.Options
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
 		"Address the metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS to scrapers whose bearer token the apiserver authenticates and authorizes for "+
+			"get on /metrics (TokenReview, SubjectAccessReview); false: plain HTTP with no check.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
+		"Directory holding the metrics endpoint's tls.crt and tls.key (reloaded on change); empty: a self-signed "+
+			"certificate generated in memory at start.")
+	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "",
+		"Comma-separated namespaces whose PfsBlobs, PfsTransfers and PcoreJobs the manager reconciles; empty: every namespace.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz probes bind to.")
 	fs.BoolVar(&o.leaderElection, "leader-elect", false,
@@ -120,6 +132,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 			`tolerations, e.g. [{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}]; empty: none.`)
 	fs.StringVar(&o.operandPriorityClass, "operand-priority-class", "",
 		"PriorityClass of every pod the operator creates; empty: none (the cluster's default).")
+	fs.StringVar(&o.operandNodeAffinity, "operand-node-affinity", "",
+		"Node affinity of every pod the operator creates, as a JSON Kubernetes nodeAffinity, e.g. "+
+			`{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["gpu"]}]}]}}; `+
+			"the operator plans holders only on nodes its required terms admit, and ANDs them with the node it pins a pod to; empty: none.")
 	fs.BoolVar(&o.uninstall, "uninstall-cleanup", false,
 		"Do not run the manager: delete every PfsTransfer, PcoreJob and PfsBlob in every namespace, wait until they and "+
 			"every operand pod are gone, then exit (the chart's pre-delete hook).")
@@ -174,11 +190,41 @@ func (o *options) validateOperands() []error {
 			errs = append(errs, fmt.Errorf("--operand-tolerations[%d]: effect %q: want NoSchedule, PreferNoSchedule or NoExecute", i, t.Effect))
 		}
 	}
+	errs = append(errs, o.parseNodeAffinity()...)
 	if p := o.operandPriorityClass; p != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(p) {
 			errs = append(errs, fmt.Errorf("--operand-priority-class %q: %s", p, msg))
 		}
 	}
+	return errs
+}
+
+// parseNodeAffinity parses --operand-node-affinity into o.operands and
+// checks its terms as the scheduler would read them.
+func (o *options) parseNodeAffinity() []error {
+	if o.operandNodeAffinity == "" {
+		return nil
+	}
+	na := &corev1.NodeAffinity{}
+	dec := json.NewDecoder(strings.NewReader(o.operandNodeAffinity))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(na); err != nil {
+		return []error{fmt.Errorf("--operand-node-affinity: %v: want a JSON nodeAffinity such as "+
+			`{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["gpu"]}]}]}}`, err)}
+	}
+	var errs []error
+	if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+		if len(r.NodeSelectorTerms) == 0 {
+			errs = append(errs, errors.New("--operand-node-affinity: requiredDuringSchedulingIgnoredDuringExecution has no nodeSelectorTerms: it would admit no node"))
+		}
+		if _, err := nodeaffinity.NewNodeSelector(r); err != nil {
+			errs = append(errs, fmt.Errorf("--operand-node-affinity: required terms: %v", err))
+		}
+	}
+	if _, err := nodeaffinity.NewPreferredSchedulingTerms(na.PreferredDuringSchedulingIgnoredDuringExecution); err != nil {
+		errs = append(errs, fmt.Errorf("--operand-node-affinity: preferred terms: %v", err))
+	}
+	o.operands.NodeAffinity = na
 	return errs
 }
 
@@ -227,6 +273,7 @@ func (o *options) validate() error {
 	}
 	errs = append(errs, o.validateProgress()...)
 	errs = append(errs, o.validateOperands()...)
+	errs = append(errs, o.validateServing()...)
 	if o.maxRequeueAfter < 0 {
 		errs = append(errs, fmt.Errorf("--max-requeue-after %s: want 0 (no cap) or a positive duration", o.maxRequeueAfter))
 	}
@@ -360,7 +407,8 @@ func main() {
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  newScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 o.metricsServer(),
+		Cache:                   o.cacheOptions(),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElection,
 		LeaderElectionID:        "manager.pfs.packetfs.io",
@@ -383,7 +431,8 @@ func main() {
 		os.Exit(1)
 	}
 
-	log.Info("Starting manager", "dataplaneImage", o.dataplaneImage, "leaderElection", o.leaderElection)
+	log.Info("Starting manager", "dataplaneImage", o.dataplaneImage, "leaderElection", o.leaderElection,
+		"metricsSecure", o.metricsSecure, "watchNamespaces", o.namespaces())
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "Manager exited with an error")
 		os.Exit(1)

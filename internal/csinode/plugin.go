@@ -77,6 +77,10 @@ func Run(ctx context.Context, cfg Config, blobs client.Reader, log logr.Logger) 
 		select {
 		case <-ctx.Done():
 			log.Info("Stopping: closing the sockets")
+			if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+				sweepSockets(cfg.SocketRoot, f, log.WithName("sweep"))
+				_ = f.Close()
+			}
 			return nil
 		case <-tick.C:
 			serve(sockets, log)

@@ -73,6 +73,7 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 			Annotations: map[string]string{AnnotationBlob: b.Name}},
 		Spec: corev1.PodSpec{
 			NodeSelector:                  copyMap(b.Spec.NodeSelector),
+			Affinity:                      cfg.affinity(nil),
 			InitContainers:                []corev1.Container{create},
 			Containers:                    []corev1.Container{serve},
 			Volumes:                       []corev1.Volume{blobVol, socketVolume(cfg, b.Namespace, socketsCreate), tokenVolume(b.Name)},

@@ -122,6 +122,7 @@ func BlobScanPod(cfg Config, b *pfsv1alpha1.PfsBlob) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			NodeSelector:                  copyMap(b.Spec.NodeSelector),
+			Affinity:                      cfg.affinity(nil),
 			Containers:                    []corev1.Container{c},
 			Volumes:                       vols,
 			SecurityContext:               podSecurity(),
@@ -217,7 +218,7 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 			Labels: labels, Annotations: ann},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
-			Affinity:                      pinToNode(h.Node),
+			Affinity:                      cfg.affinity(pinToNode(h.Node)),
 			InitContainers:                []corev1.Container{create},
 			Containers:                    []corev1.Container{serve},
 			Volumes:                       volumes,

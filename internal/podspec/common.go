@@ -55,11 +55,15 @@ type Config struct {
 }
 
 // OperandPolicy is the scheduling every operand pod (holders, the scan,
-// transfer and pcore pods) gets from the manager's --operand-tolerations
-// and --operand-priority-class (chart values operands.*).
+// transfer and pcore pods) gets from the manager's --operand-tolerations,
+// --operand-priority-class and --operand-node-affinity (chart values
+// operands.*).
 type OperandPolicy struct {
 	Tolerations       []corev1.Toleration
 	PriorityClassName string
+	// NodeAffinity confines operand pods to some nodes (or prefers some);
+	// a pod the operator pins to a node gets both (affinity).
+	NodeAffinity *corev1.NodeAffinity
 }
 
 // tolerations is a copy of the operand tolerations for one pod spec.

@@ -88,7 +88,7 @@ func PcorePod(cfg Config, j *pfsv1alpha1.PcoreJob, blob *pfsv1alpha1.PfsBlob, bl
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			NodeSelector:                  copyMap(j.Spec.NodeSelector),
-			Affinity:                      placement.NodeAffinity(blobNodes),
+			Affinity:                      cfg.affinity(placement.NodeAffinity(blobNodes)),
 			Containers:                    []corev1.Container{c},
 			Volumes:                       vols,
 			SecurityContext:               podSecurity(),

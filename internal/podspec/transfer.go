@@ -311,6 +311,7 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			NodeName:                      ep.NodeName,
 			NodeSelector:                  copyMap(ep.NodeSelector),
+			Affinity:                      cfg.affinity(nil),
 			Containers:                    []corev1.Container{c},
 			Volumes:                       vols,
 			SecurityContext:               podSecurity(),

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -263,7 +264,9 @@ func (o objects) daemonSet(t *testing.T, name string) *appsv1.DaemonSet {
 // entries by flag name.
 func wantArgs(changes map[string]string) []string {
 	base := []struct{ flag, value string }{
-		{"metrics-bind-address", ":8080"},
+		{"metrics-bind-address", ":8443"},
+		{"metrics-secure", "true"},
+		{"metrics-cert-dir", "-"},
 		{"health-probe-bind-address", ":8081"},
 		{"leader-elect", "true"},
 		{"leader-election-namespace", namespace},
@@ -275,6 +278,8 @@ func wantArgs(changes map[string]string) []string {
 		{"holder-metrics-port", "9470"},
 		{"operand-tolerations", `[{"effect":"NoSchedule","key":"nvidia.com/gpu","operator":"Exists"}]`},
 		{"operand-priority-class", "-"},
+		{"operand-node-affinity", "-"},
+		{"watch-namespaces", "-"},
 		{"host-path-sources", "disabled"},
 		{"host-path-prefixes", "-"},
 		{"socket-volume", "csi"},
@@ -437,8 +442,13 @@ func checkInvariants(t *testing.T, o objects) {
 		if diff := cmp.Diff(wantContainerSecurity, c.SecurityContext); diff != "" {
 			t.Errorf("container securityContext (-want +got):\n%s", diff)
 		}
-		if ps.HostNetwork || ps.HostPID || ps.HostIPC || len(ps.Volumes) != 0 {
-			t.Errorf("manager pod uses host namespaces or volumes: %+v", ps)
+		if ps.HostNetwork || ps.HostPID || ps.HostIPC {
+			t.Errorf("manager pod uses host namespaces: %+v", ps)
+		}
+		for _, v := range ps.Volumes { // the metrics certificate (metrics.certSecret) alone
+			if v.Secret == nil || v.Name != "metrics-certs" {
+				t.Errorf("manager pod volume %+v: want none but the metrics certificate Secret", v)
+			}
 		}
 		for _, a := range c.Args {
 			name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
@@ -487,7 +497,10 @@ func checkInvariants(t *testing.T, o objects) {
 				t.Errorf("ClusterRole %s rules differ from config/rbac/role.yaml (-want +got):\n%s", u.GetName(), diff)
 			}
 		}
-		if u.GetNamespace() != "" && u.GetNamespace() != namespace {
+		// watchNamespaces binds the manager's rules in those namespaces
+		// (TestWatchNamespaces); everything else is the release's.
+		inWatched := u.GetKind() == "RoleBinding" && strings.HasSuffix(u.GetName(), "-manager")
+		if u.GetNamespace() != "" && u.GetNamespace() != namespace && !inWatched {
 			t.Errorf("%s/%s is in namespace %q, want the release namespace", u.GetKind(), u.GetName(), u.GetNamespace())
 		}
 	}
@@ -536,8 +549,21 @@ func TestRender(t *testing.T) {
 		}
 		return nil
 	}
+	// And the metrics-reader ClusterRole, with the metrics Service (secure by default).
+	metricsReader := func(extra []string) []string {
+		for _, k := range extra {
+			if name, ok := strings.CutPrefix(k, "ClusterRole/"); ok && strings.HasSuffix(name, "-manager") {
+				base := strings.TrimSuffix(name, "-manager")
+				if slices.Contains(extra, "Service/"+base+"-metrics") {
+					return []string{"ClusterRole/" + base + "-metrics-reader"}
+				}
+			}
+		}
+		return nil
+	}
 	kindsNoCSI := func(extra ...string) []string {
 		ks := append(append([]string{}, crds...), extra...)
+		ks = append(ks, metricsReader(extra)...)
 		ks = append(ks, userRoles(extra)...)
 		ks = append(ks, uninstallHook(extra)...)
 		sort.Strings(ks)
@@ -551,6 +577,7 @@ func TestRender(t *testing.T) {
 			}
 		}
 		ks := append(append([]string{}, crds...), extra...)
+		ks = append(ks, metricsReader(extra)...)
 		ks = append(ks, userRoles(extra)...)
 		ks = append(ks, uninstallHook(extra)...)
 		ks = append(ks, "CSIDriver/"+csiDriver, "DaemonSet/"+fullName+"-csi-node", "ServiceAccount/"+fullName+"-csi-node")
@@ -590,7 +617,7 @@ func TestRender(t *testing.T) {
 					t.Errorf("image %s %s, want packetfs.io/operator:v0.1.0 IfNotPresent", c.Image, c.ImagePullPolicy)
 				}
 				wantPorts := []corev1.ContainerPort{
-					{Name: "metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+					{Name: "metrics", ContainerPort: 8443, Protocol: corev1.ProtocolTCP},
 					{Name: "health", ContainerPort: 8081, Protocol: corev1.ProtocolTCP},
 				}
 				if diff := cmp.Diff(wantPorts, c.Ports); diff != "" {
@@ -636,8 +663,8 @@ func TestRender(t *testing.T) {
 				var svc corev1.Service
 				o.get(t, "Service", full+"-metrics", &svc)
 				if svc.Spec.Type != corev1.ServiceTypeClusterIP || len(svc.Spec.Ports) != 1 ||
-					svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort.String() != "metrics" {
-					t.Errorf("metrics Service spec %+v: want ClusterIP 8080 -> metrics", svc.Spec)
+					svc.Spec.Ports[0].Port != 8443 || svc.Spec.Ports[0].TargetPort.String() != "metrics" {
+					t.Errorf("metrics Service spec %+v: want ClusterIP 8443 -> metrics", svc.Spec)
 				}
 				if diff := cmp.Diff(d.Spec.Selector.MatchLabels, svc.Spec.Selector); diff != "" {
 					t.Errorf("Service selector differs from the Deployment's (-deployment +service):\n%s", diff)
@@ -716,7 +743,7 @@ imagePullSecrets: [{name: regcred}]
 				"ServiceAccount/"+full),
 			check: func(t *testing.T, o objects) {
 				c := o.deployment(t, full).Spec.Template.Spec.Containers[0]
-				if diff := cmp.Diff(wantArgs(map[string]string{"metrics-bind-address": "0"}), c.Args); diff != "" {
+				if diff := cmp.Diff(wantArgs(map[string]string{"metrics-bind-address": "0", "metrics-secure": "-"}), c.Args); diff != "" {
 					t.Errorf("args (-want +got):\n%s", diff)
 				}
 				want := []corev1.ContainerPort{{Name: "health", ContainerPort: 8081, Protocol: corev1.ProtocolTCP}}
@@ -839,8 +866,10 @@ example: {transport: AFXDP, numa: Required, network: pfs-data, resourceName: afx
 			values: string(fullValues),
 			args:   []string{"--api-versions", nadAPI},
 			wantKinds: kinds(
-				"ClusterRole/pfs-op-manager", "ClusterRoleBinding/pfs-op-manager", "DaemonSet/pfs-op-device-plugin",
+				"ClusterRole/pfs-op-manager", "ClusterRole/pfs-op-manager-cluster", "ClusterRoleBinding/pfs-op-manager-cluster",
+				"ClusterRoleBinding/pfs-op-metrics-reader", "DaemonSet/pfs-op-device-plugin",
 				"Deployment/pfs-op", "Role/pfs-op-leader-election", "RoleBinding/pfs-op-leader-election",
+				"RoleBinding/pfs-op-manager", "RoleBinding/pfs-op-manager", "NetworkPolicy/pfs-op-allow-metrics",
 				"Service/pfs-op-metrics", "ServiceAccount/pfs-manager",
 				"NetworkAttachmentDefinition/pfs-data", "NetworkAttachmentDefinition/sriov-data"),
 			check: func(t *testing.T, o objects) {
@@ -848,6 +877,8 @@ example: {transport: AFXDP, numa: Required, network: pfs-data, resourceName: afx
 				c := d.Spec.Template.Spec.Containers[0]
 				want := wantArgs(map[string]string{
 					"metrics-bind-address":        ":9090",
+					"metrics-cert-dir":            "/etc/packetfs/metrics-certs",
+					"watch-namespaces":            "team-a,team-b",
 					"health-probe-bind-address":   ":9091",
 					"dataplane-image":             "registry.example.com/packetfs/dataplane:v0.1.0-rc1",
 					"dataplane-image-pull-policy": "Always",
@@ -857,6 +888,7 @@ example: {transport: AFXDP, numa: Required, network: pfs-data, resourceName: afx
 					"holder-metrics-port":         "9471",
 					"operand-tolerations":         `[{"effect":"NoSchedule","key":"nvidia.com/gpu","operator":"Exists"},{"effect":"NoSchedule","key":"dedicated","operator":"Equal","value":"ml"}]`,
 					"operand-priority-class":      "pfs-holders",
+					"operand-node-affinity":       `{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["gpu"]}]}]}}`,
 					"host-path-sources":           "enabled",
 					"host-path-prefixes":          "/srv/models,/data",
 					"max-concurrent-reconciles":   "4",
@@ -988,7 +1020,7 @@ func TestRejects(t *testing.T) {
 			want:   []string{"replicaCount > 1 needs leaderElection.enabled=true"},
 		},
 		"metrics and health on one port": {
-			values: "health: {port: 8080}\n",
+			values: "health: {port: 8443}\n",
 			want:   []string{"metrics.port and health.port must differ"},
 		},
 		"data networks without Multus": {
@@ -1123,7 +1155,8 @@ func TestNotes(t *testing.T) {
 				Sender: endpoint("", ""), Receiver: endpoint("", "")},
 			wantLines: []string{
 				"kubectl -n pfs-system rollout status deployment/pfs-packetfs-operator",
-				"Metrics: http://pfs-packetfs-operator-metrics.pfs-system.svc:8080/metrics",
+				"Metrics: https://pfs-packetfs-operator-metrics.pfs-system.svc:8443/metrics",
+				"(a bearer token of a subject bound to the ClusterRole pfs-packetfs-operator-metrics-reader)",
 				"Data-plane pods run packetfs.io/dataplane:v0.1.0 (pull policy IfNotPresent);",
 			},
 		},

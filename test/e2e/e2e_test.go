@@ -42,6 +42,7 @@ func TestE2E(t *testing.T) {
 	if !t.Run("helm install", testHelmInstall) {
 		t.Fatal("the chart did not install; nothing else can run")
 	}
+	t.Run("metrics endpoint: unauthenticated and unauthorized scrapes refused", testMetricsAccess)
 	promServer = startPrometheus(t)
 	defer promServer.stop()
 	t.Run("device plugin: the kubelets advertise the data links", func(t *testing.T) { testDevicePlugin(ctx, t) })
@@ -97,6 +98,7 @@ func testHelmInstall(t *testing.T) {
 	_, statusErr := run(env.helm, "status", releaseName, "-n", releaseNS)
 	if out, err := run(env.helm, "upgrade", "--install", releaseName, "charts/packetfs-operator", "-n", releaseNS,
 		"--create-namespace", "-f", "hack/demo/values.yaml", "--set", "controller.maxRequeueAfter="+maxRequeueAfter.String(),
+		"--set-json", metricsReaders(),
 		"--wait", "--timeout", "5m"); err != nil {
 		t.Fatalf("helm upgrade --install: %v\n%s", err, out)
 	}
@@ -122,6 +124,7 @@ func testHelmInstall(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	checkUserRoles(t)
+	createScrapers(t)
 }
 
 // checkUserRoles: a user bound to the built-in edit role in the test
@@ -453,6 +456,33 @@ func testUninstall(ctx context.Context, t *testing.T) {
 	}
 	if err := env.c.Get(ctx, client.ObjectKey{Name: "pfs-packetfs-operator", Namespace: releaseNS}, &corev1.ServiceAccount{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the operator's ServiceAccount is still there after uninstall (err %v)", err)
+	}
+	checkNodesClean(t)
+}
+
+// checkNodesClean: on every node, nothing is left under the socket root
+// (the CSI plugin sweeps sockets nothing listens on and namespace
+// directories no pod mounts as it stops; the root is its hostPath and
+// stays, empty), and no link of the node carries an XDP program (AF_XDP
+// transfers attach to their pod's links, which go with the pod; a host
+// link given to a pod comes back without one).
+func checkNodesClean(t *testing.T) {
+	t.Helper()
+	for _, node := range env.nodes {
+		out, err := run("podman", "exec", node, "sh", "-c", "find "+podspec.SocketRoot+" -mindepth 1 2>/dev/null; true")
+		if err != nil || out != "" {
+			t.Errorf("%s: left under %s after helm uninstall (%v):\n%s", node, podspec.SocketRoot, err, out)
+		}
+		out, err = run("podman", "exec", node, "ip", "-d", "-o", "link", "show")
+		if err != nil || out == "" {
+			t.Errorf("%s: ip link: %v %s", node, err, out)
+			continue
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, " xdp") || strings.Contains(l, "prog/xdp") {
+				t.Errorf("%s: an XDP program is left on a link after helm uninstall: %s", node, l)
+			}
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"regexp"
 	"sort"
@@ -28,14 +29,13 @@ import (
 // (name with its labels, as printed) to value.
 type metricSample map[string]float64
 
-// scrapeOperator reads the operator's Prometheus endpoint through the
-// apiserver's pod proxy (nothing is exposed outside the cluster).
+// scrapeOperator reads the operator's Prometheus endpoint as the e2e's
+// metrics reader (nothing is exposed outside the cluster).
 func scrapeOperator(t *testing.T) metricSample {
 	t.Helper()
-	pod := operatorPod(t)
-	out, err := kubectl("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8080/proxy/metrics", releaseNS, pod))
-	if err != nil {
-		t.Fatalf("metrics of %s: %v\n%s", pod, err, out)
+	code, out := operatorGet(t, saToken(t, metricsReaderSA))
+	if code != http.StatusOK {
+		t.Fatalf("metrics of the operator: HTTP %d\n%.300s", code, out)
 	}
 	m := metricSample{}
 	sc := bufio.NewScanner(strings.NewReader(out))

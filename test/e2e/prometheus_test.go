@@ -39,15 +39,25 @@ type prometheus struct {
 	startErr error
 }
 
-// startPrometheus starts it against the operator's metrics Service.
+// startPrometheus starts it against the operator's metrics endpoint, as
+// the metrics reader (a token in its directory), and the holders' pages.
 func startPrometheus(t *testing.T) *prometheus {
 	p := &prometheus{dir: filepath.Join(os.TempDir(), fmt.Sprintf("pfs-e2e-prometheus-%d", os.Getpid()))}
-	svc, err := kubectl("-n", releaseNS, "get", "svc", "-l", "app.kubernetes.io/component=metrics", "-o", "jsonpath={.items[0].metadata.name}")
-	if err != nil || svc == "" {
-		p.startErr = fmt.Errorf("no metrics Service in %s: %v %s", releaseNS, err, svc)
+	token := filepath.Join(p.dir, "token")
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		p.startErr = err
 		return p
 	}
-	out, err := run("hack/prometheus.sh", "start", p.dir, env.kubectl, env.kubeconfig, releaseNS, svc)
+	tok, err := kubectl("-n", releaseNS, "create", "token", metricsReaderSA, "--duration=24h")
+	if err != nil {
+		p.startErr = fmt.Errorf("a token of %s: %v %s", metricsReaderSA, err, tok)
+		return p
+	}
+	if err := os.WriteFile(token, []byte(tok), 0o600); err != nil {
+		p.startErr = err
+		return p
+	}
+	out, err := run("hack/prometheus.sh", "start", p.dir, env.kubectl, env.kubeconfig, releaseNS, token)
 	if err != nil {
 		p.startErr = fmt.Errorf("hack/prometheus.sh start: %v: %s", err, out)
 		return p
