@@ -1,8 +1,11 @@
 # PacketFS operator and data plane.
 # Run `make help` for the targets.
 
-IMG ?= packetfs.io/operator:v0.1.0
-DATAPLANE_IMG ?= packetfs.io/dataplane:v0.1.0
+# The release's version lives in VERSION (hack/dist.sh checks the chart and
+# the Python package carry the same; make set-version writes them all).
+VERSION ?= $(shell cat $(CURDIR)/VERSION)
+IMG ?= packetfs.io/operator:v$(VERSION)
+DATAPLANE_IMG ?= packetfs.io/dataplane:v$(VERSION)
 
 # Tools are pinned, built once per version into TOOLS_CACHE (outside the
 # repo, beside the cluster's cached parts, so a fresh clone reuses them) and
@@ -95,7 +98,7 @@ lint-go: vet golangci-lint ## Lint the Go code: go vet, golangci-lint (.golangci
 	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
-test: deps cluster-prebuild lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan test-python test-bench-report test-e2e test-registry ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind (whose cluster's parts build in the background meanwhile), pfs against a real OCI registry.
+test: deps cluster-prebuild lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan test-python test-bench-report test-e2e test-registry test-dist ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind (whose cluster's parts build in the background meanwhile), pfs against a real OCI registry, the release artifacts (make dist) checked and published to one.
 
 .PHONY: test-registry
 test-registry: pfs ## pfs blob create --source-oci against a real OCI registry (distribution, oras; built by the background prebuild): artifacts, an image's tar layers, Basic auth (hack/oci/smoke.sh).
@@ -105,6 +108,16 @@ test-registry: pfs ## pfs blob create --source-oci against a real OCI registry (
 test-go: manifests generate envtest-assets pfs ## Run Go unit and envtest integration tests (real kube-apiserver and etcd), and the pod/CLI contract test.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" PFS_BIN="$(CURDIR)/dataplane/build/pfs" \
 	  $(GO) test ./... -count=1 $(GOTESTFLAGS)
+
+# The second minor of kube-apiserver the envtest suites run against (make
+# test-compat; docs/guides/install.md#compatibility); any tag of
+# k8s.io/kubernetes that the Go module proxy serves works here.
+COMPAT_K8S_VERSION ?= v1.35.4
+
+.PHONY: test-compat
+test-compat: manifests generate pfs ## Run the envtest suites (API validation, controllers, the manager binary, uninstall, the contract) against kube-apiserver $(COMPAT_K8S_VERSION), a second minor built once from source and cached; outside make test (its cold build does not fit the cold budget).
+	KUBEBUILDER_ASSETS="$$(env -u KUBEBUILDER_ASSETS K8S_VERSION=$(COMPAT_K8S_VERSION) hack/envtest-assets.sh)" \
+	  PFS_BIN="$(CURDIR)/dataplane/build/pfs" $(GO) test ./test/integration/... -count=1 $(GOTESTFLAGS)
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, kubectl and etcd for envtest; honours KUBEBUILDER_ASSETS.
@@ -145,9 +158,9 @@ check-links: ## Fail when a markdown link in the docs, or a docs/ path anywhere 
 # E2E_NODES: the e2e cluster has 3 nodes so a blob fans out origin -> relay -> relay.
 E2E_NODES ?= 3
 .PHONY: test-e2e
-test-e2e: images helm ## Run the end-to-end tests on a throwaway E2E_NODES-node kind cluster (brought up if absent, then torn down again); docs/guides/e2e.md.
+test-e2e: images helm dist ## Run the end-to-end tests on a throwaway E2E_NODES-node kind cluster (brought up if absent, then torn down again), the chart installed from a registry holding make dist's release (E2E_INSTALL=local: the chart directory and side-loaded images); docs/guides/e2e.md.
 	@hack/kind/prebuild.sh wait
-	NODES=$(E2E_NODES) HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) \
+	NODES=$(E2E_NODES) HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) E2E_DIST=$(DIST) \
 	  $(GO) test -tags e2e ./test/e2e/... -count=1 -v -timeout 80m $(GOTESTFLAGS)
 
 # SOAK: how long make soak repeats its rounds (a Go duration); SOAK_TIMEOUT
@@ -275,6 +288,29 @@ images: docker-build ## Build the operator, data-plane and Python consumer image
 	    buildah) buildah push -q "$$1" "docker-archive:$$out:$$1" ;; \
 	    podman) podman save -q --format docker-archive -o "$$out" "$$1" ;; \
 	  esac; echo "$$out ($$1)"; done
+
+##@ Release
+
+DIST ?= $(CURDIR)/dist
+
+.PHONY: dist
+dist: helm docker-build ## Write the release's artifacts to DIST (default ./dist): the chart package, OCI archives of the operator and data-plane images, the packetfs wheel and sdist, SHA256SUMS (hack/dist.sh); VERSION must be the VERSION file's.
+	@[ "$(VERSION)" = "$$(cat VERSION)" ] || { echo "dist: VERSION=$(VERSION) but the VERSION file says $$(cat VERSION): run make set-version VERSION=$(VERSION) first"; exit 1; }
+	HELM=$(HELM) CONTAINER_TOOL=$(CONTAINER_TOOL) hack/dist.sh build $(DIST)
+
+.PHONY: test-dist
+test-dist: dist ## Build the release's artifacts and check them as a user would: sums, helm lint of the package, the wheel in a fresh venv, the images loaded; then publish them to a real registry (distribution over TLS) and pull them back.
+	HELM=$(HELM) hack/dist.sh check $(DIST)
+	HELM=$(HELM) hack/dist-registry.sh $(DIST)
+
+.PHONY: publish
+publish: helm ## Push the artifacts in DIST to REGISTRY (host[:port]): images as REGISTRY/packetfs/{operator,dataplane}:vVERSION, the chart as oci://REGISTRY/packetfs/charts/packetfs-operator (PUBLISH_FLAGS: --ca-file F or --plain-http).
+	@[ -n "$(REGISTRY)" ] || { echo "publish: set REGISTRY=host[:port]"; exit 1; }
+	HELM=$(HELM) hack/dist.sh publish $(DIST) $(REGISTRY) $(PUBLISH_FLAGS)
+
+.PHONY: set-version
+set-version: ## Write VERSION into the VERSION file, the chart (version, appVersion v...) and the Python package.
+	hack/dist.sh set-version $(VERSION)
 
 .PHONY: check-consumer-image
 check-consumer-image: ## Run the Python consumer image's own python (podman run --rootfs on bin/images/python-consumer.tar) on real model files: safetensors, tokenizers, onnxruntime, numpy; compared with the host.

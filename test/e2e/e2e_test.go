@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -39,6 +40,7 @@ var modes = []pfsv1alpha1.TransferMode{pfsv1alpha1.ModePayload, pfsv1alpha1.Mode
 // the ones before (the chart, the blob), and uninstalling comes last.
 func TestE2E(t *testing.T) {
 	ctx := context.Background()
+	defer func() { releaseRegistry.stop() }()
 	if !t.Run("helm install", testHelmInstall) {
 		t.Fatal("the chart did not install; nothing else can run")
 	}
@@ -96,10 +98,17 @@ func TestE2E(t *testing.T) {
 
 func testHelmInstall(t *testing.T) {
 	_, statusErr := run(env.helm, "status", releaseName, "-n", releaseNS)
-	if out, err := run(env.helm, "upgrade", "--install", releaseName, "charts/packetfs-operator", "-n", releaseNS,
+	chart := []string{"charts/packetfs-operator"}
+	if os.Getenv("E2E_INSTALL") != "local" {
+		releaseRegistry = startReleaseRegistry(t)
+		chart = releaseRegistry.installArgs()
+	}
+	args := append([]string{"upgrade", "--install", releaseName}, chart...)
+	args = append(args, "-n", releaseNS,
 		"--create-namespace", "-f", "hack/demo/values.yaml", "--set", "controller.maxRequeueAfter="+maxRequeueAfter.String(),
 		"--set-json", metricsReaders(),
-		"--wait", "--timeout", "5m"); err != nil {
+		"--wait", "--timeout", "5m")
+	if out, err := run(env.helm, args...); err != nil {
 		t.Fatalf("helm upgrade --install: %v\n%s", err, out)
 	}
 	if statusErr == nil {
@@ -111,6 +120,9 @@ func testHelmInstall(t *testing.T) {
 	}
 	if out, err := kubectl("-n", releaseNS, "rollout", "status", "deployment", "-l", "app.kubernetes.io/instance="+releaseName, "--timeout=180s"); err != nil {
 		t.Fatalf("the operator is not available: %v\n%s", err, out)
+	}
+	if releaseRegistry != nil {
+		releaseRegistry.checkPulledFromRegistry(t)
 	}
 	// A fresh namespace. The chart's default CSI socket volume needs no
 	// privileged level (docs/guides/consumers.md); labelling it baseline is issue 17's e2e step.
