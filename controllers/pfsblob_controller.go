@@ -150,7 +150,11 @@ func ensureTokenSecret(ctx context.Context, d *Deps, src io.Reader, owner client
 }
 
 // ensureDaemonSet creates the holder DaemonSet (created says so) or updates
-// it when the desired template changed (e.g. spec.nodeSelector).
+// it when the desired template changed (e.g. spec.nodeSelector, or a new
+// data-plane image after an upgrade). Its OnDelete strategy leaves running
+// holders as they are; a nodeSelector change still removes the holders of
+// nodes it no longer selects (the DaemonSet controller does that whatever
+// the strategy).
 func (r *PfsBlobReconciler) ensureDaemonSet(ctx context.Context, blob *pfsv1alpha1.PfsBlob) (ds *appsv1.DaemonSet, created bool, err error) {
 	want := podspec.BlobHolderDaemonSet(r.Pods, blob)
 	if err := ctrl.SetControllerReference(blob, want, r.Client.Scheme()); err != nil {
@@ -168,12 +172,17 @@ func (r *PfsBlobReconciler) ensureDaemonSet(ctx context.Context, blob *pfsv1alph
 	case err != nil:
 		return nil, false, err
 	}
-	if have.Annotations[podspec.AnnotationTemplateHash] == want.Annotations[podspec.AnnotationTemplateHash] {
+	if have.Annotations[podspec.AnnotationTemplateHash] == want.Annotations[podspec.AnnotationTemplateHash] &&
+		have.Spec.UpdateStrategy.Type == want.Spec.UpdateStrategy.Type {
 		return have, false, nil
 	}
+	// The strategy is written with the template, in one update: a
+	// DaemonSet an earlier operator made (RollingUpdate) turns OnDelete in
+	// the same write that changes its template, so it never rolls.
 	have.Annotations = want.Annotations
 	have.Labels = want.Labels
 	have.Spec.Template = want.Spec.Template
+	have.Spec.UpdateStrategy = want.Spec.UpdateStrategy
 	if err := r.Client.Update(ctx, have); err != nil {
 		return nil, false, err
 	}

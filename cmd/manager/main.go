@@ -39,6 +39,7 @@ import (
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 	"packetfs.io/operator/controllers"
+	"packetfs.io/operator/internal/crds"
 	"packetfs.io/operator/internal/holdermetrics"
 	"packetfs.io/operator/internal/podspec"
 	"packetfs.io/operator/internal/uninstall"
@@ -76,6 +77,7 @@ type options struct {
 	operandNodeAffinity     string
 	operands                podspec.OperandPolicy // parsed by validate
 	uninstall               bool
+	applyCRDs               bool
 	uninstallOpts           uninstall.Options
 }
 
@@ -136,6 +138,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Node affinity of every pod the operator creates, as a JSON Kubernetes nodeAffinity, e.g. "+
 			`{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["gpu"]}]}]}}; `+
 			"the operator plans holders only on nodes its required terms admit, and ANDs them with the node it pins a pod to; empty: none.")
+	fs.BoolVar(&o.applyCRDs, "apply-crds", false,
+		"Do not run the manager: server-side apply this version's three CustomResourceDefinitions, then exit (the chart's "+
+			"pre-upgrade hook; Helm never upgrades crds/).")
 	fs.BoolVar(&o.uninstall, "uninstall-cleanup", false,
 		"Do not run the manager: delete every PfsTransfer, PcoreJob and PfsBlob in every namespace, wait until they and "+
 			"every operand pod are gone, then exit (the chart's pre-delete hook).")
@@ -339,6 +344,23 @@ func runUninstall(o *options, log logr.Logger) int {
 	return 0
 }
 
+// runApplyCRDs applies the embedded CRDs (internal/crds): the exit code of
+// the chart's pre-upgrade hook.
+func runApplyCRDs(log logr.Logger) int {
+	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: newScheme()})
+	if err != nil {
+		log.Error(err, "Unable to create a client")
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := crds.Apply(ctx, c, log.WithName("crds")); err != nil {
+		log.Error(err, "Applying the CRDs failed")
+		return 1
+	}
+	return 0
+}
+
 // newScheme registers the built-in Kinds (pods, nodes, events) and ours.
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -399,6 +421,9 @@ func main() {
 
 	if o.uninstall {
 		os.Exit(runUninstall(&o, log))
+	}
+	if o.applyCRDs {
+		os.Exit(runApplyCRDs(log))
 	}
 	if err := o.validate(); err != nil {
 		log.Error(err, "Invalid flags")

@@ -93,6 +93,11 @@ func BlobHolderDaemonSet(cfg Config, b *pfsv1alpha1.PfsBlob) *appsv1.DaemonSet {
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: copyMap(labels)},
 			Template: tmpl,
+			// A new template (an operator upgrade's data-plane image, new
+			// flags) reaches new holders only: a running holder keeps its
+			// pages and the consumers that map them, and is never replaced
+			// by a rollout (docs/design/controllers.md, "Upgrades").
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType},
 		},
 	}
 	return ds

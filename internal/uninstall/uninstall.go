@@ -72,7 +72,8 @@ func Run(ctx context.Context, c client.Client, o Options, log logr.Logger) error
 	})
 	if err != nil {
 		if len(left) > 0 {
-			return fmt.Errorf("after %s these are still there: %s; delete what holds them (the pods that mount a blob), "+
+			return fmt.Errorf("after %s these are still there: %s; delete what holds them (the pods that mount a blob or use "+
+				"a csi.packetfs.io volume), "+
 				"or uninstall with --no-hooks to leave them", o.Timeout, strings.Join(left, "; "))
 		}
 		return err
@@ -133,7 +134,8 @@ func deleteAll(ctx context.Context, c client.Client, k kind, log logr.Logger) er
 }
 
 // remaining lists what is still there: objects of the three Kinds (with
-// the finalizers and mounting pods that keep a blob) and operand pods.
+// the finalizers and mounting pods that keep a blob), operand pods, and
+// any other pod with an inline volume of our CSI driver.
 func remaining(ctx context.Context, c client.Client) ([]string, error) {
 	var left []string
 	for _, k := range kinds() {
@@ -152,8 +154,27 @@ func remaining(ctx context.Context, c client.Client) ([]string, error) {
 	for _, p := range pods.Items {
 		left = append(left, "pod "+p.Namespace+"/"+p.Name)
 	}
+	// A pod with a volume of our CSI driver (a blob's files, or the socket
+	// directory) needs the driver to unpublish it when it goes: were the
+	// driver's DaemonSet removed first, the pod would stay Terminating.
+	all := &corev1.PodList{}
+	if err := c.List(ctx, all); err != nil {
+		return nil, err
+	}
+	for _, p := range all.Items {
+		if usesDriver(&p) && p.Labels[podspec.LabelManagedBy] != podspec.ManagedBy {
+			left = append(left, "pod "+p.Namespace+"/"+p.Name+" (a "+podspec.CSIDriverName+" volume: the driver must outlive it)")
+		}
+	}
 	slices.Sort(left)
 	return left, nil
+}
+
+// usesDriver: the pod has an inline volume of the csi.packetfs.io driver.
+func usesDriver(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.CSI != nil && v.CSI.Driver == podspec.CSIDriverName
+	})
 }
 
 // describe names an object that is still there, and what keeps it.

@@ -539,12 +539,16 @@ func TestRender(t *testing.T) {
 		}
 		return nil
 	}
-	// So does the uninstall hook (its own identity, rbac.create).
+	// So do the uninstall and CRD-upgrade hooks (their own identities, rbac.create).
 	uninstallHook := func(extra []string) []string {
 		for _, k := range extra {
 			if name, ok := strings.CutPrefix(k, "ClusterRole/"); ok && strings.HasSuffix(name, "-manager") {
-				base := strings.TrimSuffix(name, "-manager") + "-uninstall"
-				return []string{"ClusterRole/" + base, "ClusterRoleBinding/" + base, "Job/" + base, "ServiceAccount/" + base}
+				out := make([]string, 0, 8)
+				for _, hook := range []string{"-uninstall", "-crds"} { // pre-delete cleanup, pre-upgrade CRDs
+					base := strings.TrimSuffix(name, "-manager") + hook
+					out = append(out, "ClusterRole/"+base, "ClusterRoleBinding/"+base, "Job/"+base, "ServiceAccount/"+base)
+				}
+				return out
 			}
 		}
 		return nil

@@ -84,3 +84,50 @@ func TestUninstallHook(t *testing.T) {
 		}
 	}
 }
+
+// The CRD-upgrade hook: a pre-upgrade Job of the manager image with
+// --apply-crds, restricted like the manager, whose identity may create CRDs
+// and get and patch only the three (the rules test/integration/crds runs the
+// apply under); gone with crds.upgrade false or rbac.create false.
+func TestCRDUpgradeHook(t *testing.T) {
+	name := release + "-packetfs-operator-crds"
+	out, err := render(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := decode(t, out)
+	var job batchv1.Job
+	var role rbacv1.ClusterRole
+	o.get(t, "Job", name, &job)
+	o.get(t, "ClusterRole", name, &role)
+	for _, u := range o.list {
+		if u.GetName() == name && u.GetAnnotations()["helm.sh/hook"] != "pre-upgrade" {
+			t.Errorf("%s %s: annotations %v, want a pre-upgrade hook", u.GetKind(), name, u.GetAnnotations())
+		}
+	}
+	ps := job.Spec.Template.Spec
+	c := ps.Containers[0]
+	if diff := cmp.Diff(wantContainerSecurity, c.SecurityContext); diff != "" || !cmp.Equal(wantPodSecurity, ps.SecurityContext) {
+		t.Errorf("hook security contexts (-want +got):\n%s", diff)
+	}
+	if !slices.Equal(c.Args, []string{"--apply-crds"}) || !managerFlags(t)["apply-crds"] || ps.ServiceAccountName != name {
+		t.Errorf("hook job: args %v, service account %q", c.Args, ps.ServiceAccountName)
+	}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "patch"},
+			ResourceNames: []string{"pcorejobs.pfs.packetfs.io", "pfsblobs.pfs.packetfs.io", "pfstransfers.pfs.packetfs.io"}},
+	}
+	if diff := cmp.Diff(want, role.Rules); diff != "" {
+		t.Errorf("hook rules (-want +got):\n%s", diff)
+	}
+	for _, values := range []string{"crds: {upgrade: false}", "rbac: {create: false}\nserviceAccount: {create: false, name: sa}"} {
+		out, err := render(t, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := decode(t, out).kinds(); slices.ContainsFunc(k, func(s string) bool { return strings.HasSuffix(s, "-crds") }) {
+			t.Errorf("%q renders the CRD hook: %v", values, k)
+		}
+	}
+}

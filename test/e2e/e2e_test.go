@@ -52,6 +52,9 @@ func TestE2E(t *testing.T) {
 	if !t.Run("PfsBlob Ready with one fingerprint on every node", func(t *testing.T) { testBlob(ctx, t) }) {
 		t.Fatal("no blob; the transfers and the pcore job need it")
 	}
+	t.Run("helm upgrade to a new data plane keeps every blob: same holders, the consumer's bytes unchanged, CRDs upgraded", func(t *testing.T) {
+		testUpgradeKeepsBlobs(ctx, t)
+	})
 	t.Run("eight more PfsBlobs Ready at once", func(t *testing.T) { testManyBlobs(ctx, t) })
 	t.Run("a node tainted nvidia.com/gpu still gets its copy", func(t *testing.T) { testTaintedNode(ctx, t) })
 	t.Run("PfsBlob from a PVC fanned out to every node", func(t *testing.T) { testFanout(ctx, t) })

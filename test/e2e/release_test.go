@@ -109,6 +109,15 @@ func (r *release) stop() {
 	_ = os.RemoveAll(r.dir)
 }
 
+// orasTag is the oras binary (hack/oci-registry.sh builds it).
+func (r *release) orasTag() string {
+	out, err := run("hack/oci-registry.sh", "oras")
+	if err != nil {
+		return "oras"
+	}
+	return out
+}
+
 // installArgs are helm's chart and values for the registry's release.
 func (r *release) installArgs() []string {
 	return []string{r.chartRef(), "--version", r.version, "--ca-file", r.caFile,

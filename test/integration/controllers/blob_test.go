@@ -47,6 +47,29 @@ func TestBlobCreatesDaemonSetAndToken(t *testing.T) {
 		t.Errorf("init container args = %q", got)
 	}
 
+	if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+		t.Errorf("updateStrategy %q, want OnDelete: a new template must never roll running holders", ds.Spec.UpdateStrategy.Type)
+	}
+	// A DaemonSet an earlier operator made (RollingUpdate, another template):
+	// this operator turns it OnDelete in the write that brings its template.
+	eventually(t, "an earlier operator's DaemonSet", func() error {
+		if err := get(ctx, ns, ds.Name, ds); err != nil {
+			return err
+		}
+		ds.Annotations[podspec.AnnotationTemplateHash] = "earlier"
+		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}
+		return env.Client.Update(ctx, ds)
+	})
+	eventually(t, "the DaemonSet taken over, OnDelete", func() error {
+		if err := get(ctx, ns, ds.Name, ds); err != nil {
+			return err
+		}
+		if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType || ds.Annotations[podspec.AnnotationTemplateHash] == "earlier" {
+			return fmt.Errorf("strategy %s hash %s", ds.Spec.UpdateStrategy.Type, ds.Annotations[podspec.AnnotationTemplateHash])
+		}
+		return nil
+	})
+
 	sec := &corev1.Secret{}
 	eventually(t, "token Secret", func() error { return get(ctx, ns, podspec.TokenSecretName(blob.Name), sec) })
 	assertControlledBy(t, sec.OwnerReferences, "PfsBlob", blob.Name)

@@ -66,7 +66,13 @@ func TestCleanup(t *testing.T) {
 	// Blobs in two namespaces, one a pod still mounts (its finalizer,
 	// which the operator drops once the pod goes), and an operand pod.
 	held := blob(nss[1], "held", controllers.MountedFinalizer)
-	for _, o := range []client.Object{blob(nss[0], "model"), blob(nss[1], "other"), held, operandPod(nss[0], "model-holder-w1")} {
+	// And a consumer pod with our CSI driver's socket volume: the driver
+	// must outlive it, or it would stay Terminating.
+	reader := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nss[0], Name: "reader"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}},
+			Volumes: []corev1.Volume{{Name: "sockets", VolumeSource: corev1.VolumeSource{
+				CSI: &corev1.CSIVolumeSource{Driver: podspec.CSIDriverName}}}}}}
+	for _, o := range []client.Object{blob(nss[0], "model"), blob(nss[1], "other"), held, operandPod(nss[0], "model-holder-w1"), reader} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -82,8 +88,12 @@ func TestCleanup(t *testing.T) {
 	}
 	err = uninstall.Run(ctx, c, uninstall.Options{Timeout: 3 * time.Second, Poll: 200 * time.Millisecond}, log)
 	if err == nil || !strings.Contains(err.Error(), "PfsBlob "+nss[1]+"/held (finalizers "+controllers.MountedFinalizer+"; mounted by "+nss[1]+"/vllm-0)") ||
+		!strings.Contains(err.Error(), "pod "+nss[0]+"/reader (a csi.packetfs.io volume: the driver must outlive it)") ||
 		!strings.Contains(err.Error(), "--no-hooks") {
-		t.Fatalf("with a blob still mounted: %v", err)
+		t.Fatalf("with a blob still mounted and a pod on the driver: %v", err)
+	}
+	if err := c.Delete(ctx, reader, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
 	}
 	for _, name := range []string{"model", "other"} {
 		ns := nss[0]
