@@ -71,7 +71,9 @@ func testUpgradeKeepsBlobs(ctx context.Context, t *testing.T) {
 	if out, err := kubectlIn(manifest, "apply", "-f", "-"); err != nil {
 		t.Fatalf("consumer: %v\n%s", err, out)
 	}
-	defer func() { _, _ = kubectl("-n", testNS, "delete", "pod", "upgrade-reader", "--wait=true", "--timeout=120s") }()
+	defer func() {
+		_, _ = kubectl("-n", testNS, "delete", "pod", "upgrade-reader", "--wait=true", "--timeout=120s")
+	}()
 	if err := poll(ctx, 2*time.Minute, func() (bool, error) {
 		logs, _ := kubectl("-n", testNS, "logs", "upgrade-reader")
 		return strings.Count(logs, "sha256 ") >= 1, nil
