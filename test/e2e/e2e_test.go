@@ -145,7 +145,8 @@ func testHelmInstall(t *testing.T) {
 // checkUserRoles: a user bound to the built-in edit role in the test
 // namespace may create PfsBlobs, PfsTransfers and PcoreJobs there (the
 // chart's aggregated ClusterRoles, merged by the controller-manager), and
-// not elsewhere; one bound to view may list them and create none.
+// not elsewhere, and does create and delete a blob; one bound to view may
+// list them and create none.
 func checkUserRoles(t *testing.T) {
 	t.Helper()
 	for user, role := range map[string]string{"pfs-e2e-editor": "edit", "pfs-e2e-viewer": "view"} {
@@ -180,6 +181,19 @@ func checkUserRoles(t *testing.T) {
 		if can(c.user, c.verb, c.res, c.ns) {
 			t.Errorf("%s may %s %s in %s", c.user, c.verb, c.res, c.ns)
 		}
+	}
+	// And for real: the editor creates a PfsBlob and deletes it; the
+	// viewer's create is refused.
+	manifest := func(name string) string {
+		return fmt.Sprintf("apiVersion: pfs.packetfs.io/v1alpha1\nkind: PfsBlob\nmetadata: {name: %s, namespace: %s}\nspec: {size: 4Mi}\n", name, testNS)
+	}
+	if out, err := kubectlIn(manifest("by-editor"), "create", "-f", "-", "--as=pfs-e2e-editor"); err != nil {
+		t.Errorf("the editor could not create a PfsBlob in %s: %v\n%s", testNS, err, out)
+	} else if out, err := kubectl("-n", testNS, "delete", "pfsblob", "by-editor", "--as=pfs-e2e-editor", "--wait=true", "--timeout=120s"); err != nil {
+		t.Errorf("the editor could not delete its PfsBlob: %v\n%s", err, out)
+	}
+	if out, err := kubectlIn(manifest("by-viewer"), "create", "-f", "-", "--as=pfs-e2e-viewer"); err == nil || !strings.Contains(out, "forbidden") {
+		t.Errorf("the viewer's create of a PfsBlob: %v\n%s, want forbidden", err, out)
 	}
 }
 
