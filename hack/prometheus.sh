@@ -73,12 +73,17 @@ scrape_configs:
 EOF
 }
 
-# targets PROXY: the holder pods (not ended) as file_sd targets, read from
-# `kubectl get pods -o json` on stdin: each pod's container port named
-# metrics, scraped through the apiserver's pod proxy.
+# targets PROXY: the holder pods (scheduled, with an IP, not ended) as
+# file_sd targets, read from `kubectl get pods -o json` on stdin: each pod's
+# container port named metrics, scraped through the apiserver's pod proxy.
+# A pod not yet scheduled is left out, as Kubernetes service discovery has
+# no address for it: listed, it would be a second target of the same pod
+# without the node label once it runs, and a dashboard query that joins on
+# the pod would find two series.
 targets() {
   jq --arg proxy "$1" '[.items[]
     | select(.status.phase != "Succeeded" and .status.phase != "Failed")
+    | select((.spec.nodeName // "") != "" and (.status.podIP // "") != "")
     | . as $p | $p.spec.containers[] | . as $c | ($c.ports // [])[] | select(.name == "metrics")
     | {targets: [$proxy], labels: {
         namespace: $p.metadata.namespace, pod: $p.metadata.name, container: $c.name,
