@@ -311,11 +311,15 @@ func (o *options) validate() error {
 }
 
 // prefixes splits --host-path-prefixes.
-func (o *options) prefixes() []string {
+func (o *options) prefixes() []string { return commaList(o.hostPathPrefixes) }
+
+// commaList splits a comma-separated flag value: entries trimmed, empty
+// ones and repeats dropped, in order.
+func commaList(s string) []string {
 	var out []string
-	for _, p := range strings.Split(o.hostPathPrefixes, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" && !slices.Contains(out, e) {
+			out = append(out, e)
 		}
 	}
 	return out

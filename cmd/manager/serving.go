@@ -6,8 +6,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -65,15 +63,7 @@ func (o *options) validateServing() []error {
 // namespaces splits --watch-namespaces: the namespaces whose PfsBlobs,
 // PfsTransfers and PcoreJobs (and the pods, Secrets and DaemonSets made for
 // them) the manager watches; none means every namespace.
-func (o *options) namespaces() []string {
-	var out []string
-	for _, ns := range strings.Split(o.watchNamespaces, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(out, ns) {
-			out = append(out, ns)
-		}
-	}
-	return out
-}
+func (o *options) namespaces() []string { return commaList(o.watchNamespaces) }
 
 // cacheOptions limits the informers to the watched namespaces. Nodes,
 // PersistentVolumes and NodeResourceTopologies are cluster-scoped and are

@@ -73,8 +73,7 @@ func Run(ctx context.Context, c client.Client, o Options, log logr.Logger) error
 	if err != nil {
 		if len(left) > 0 {
 			return fmt.Errorf("after %s these are still there: %s; delete what holds them (the pods that mount a blob or use "+
-				"a csi.packetfs.io volume), "+
-				"or uninstall with --no-hooks to leave them", o.Timeout, strings.Join(left, "; "))
+				"a %s volume), or uninstall with --no-hooks to leave them", o.Timeout, strings.Join(left, "; "), podspec.CSIDriverName)
 		}
 		return err
 	}
@@ -147,22 +146,19 @@ func remaining(ctx context.Context, c client.Client) ([]string, error) {
 			left = append(left, describe(k.name, obj))
 		}
 	}
+	// One list of every pod: the operand pods, and any other pod with a
+	// volume of our CSI driver (a blob's files, or the socket directory),
+	// which needs the driver to unpublish it when it goes: were the
+	// driver's DaemonSet removed first, the pod would stay Terminating.
 	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.MatchingLabels{podspec.LabelManagedBy: podspec.ManagedBy}); err != nil {
+	if err := c.List(ctx, pods); err != nil {
 		return nil, err
 	}
 	for _, p := range pods.Items {
-		left = append(left, "pod "+p.Namespace+"/"+p.Name)
-	}
-	// A pod with a volume of our CSI driver (a blob's files, or the socket
-	// directory) needs the driver to unpublish it when it goes: were the
-	// driver's DaemonSet removed first, the pod would stay Terminating.
-	all := &corev1.PodList{}
-	if err := c.List(ctx, all); err != nil {
-		return nil, err
-	}
-	for _, p := range all.Items {
-		if usesDriver(&p) && p.Labels[podspec.LabelManagedBy] != podspec.ManagedBy {
+		switch {
+		case p.Labels[podspec.LabelManagedBy] == podspec.ManagedBy:
+			left = append(left, "pod "+p.Namespace+"/"+p.Name)
+		case usesDriver(&p):
 			left = append(left, "pod "+p.Namespace+"/"+p.Name+" (a "+podspec.CSIDriverName+" volume: the driver must outlive it)")
 		}
 	}
