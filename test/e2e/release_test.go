@@ -109,8 +109,8 @@ func (r *release) stop() {
 	_ = os.RemoveAll(r.dir)
 }
 
-// orasTag is the oras binary (hack/oci-registry.sh builds it).
-func (r *release) orasTag() string {
+// orasBin is the oras binary (hack/oci-registry.sh builds it).
+func (r *release) orasBin() string {
 	out, err := run("hack/oci-registry.sh", "oras")
 	if err != nil {
 		return "oras"

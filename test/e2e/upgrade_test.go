@@ -49,7 +49,7 @@ func testUpgradeKeepsBlobs(ctx context.Context, t *testing.T) {
 	newTag := "v" + ver + "-upgrade"
 	var chart []string
 	if releaseRegistry != nil {
-		out, err := run(releaseRegistry.orasTag(), "tag", "--ca-file", releaseRegistry.caFile,
+		out, err := run(releaseRegistry.orasBin(), "tag", "--ca-file", releaseRegistry.caFile,
 			releaseRegistry.image("dataplane")+":v"+ver, newTag)
 		if err != nil {
 			t.Fatalf("oras tag: %v %s", err, out)
