@@ -64,7 +64,10 @@ func selectNodes(in fanoutIn) nodeSelection {
 	sel.newest, sel.stale = newestHolders(in.obs.Holders)
 	var eligible []string
 	for _, n := range names {
-		if _, has := sel.newest[n]; has || nodeUsable(sel.nodes[n]) {
+		// A holder already there stays whatever taints came since (a copy
+		// is never dropped for one); a new one goes only where it would be
+		// bound, or the blob would wait on a pod that never runs.
+		if _, has := sel.newest[n]; has || nodeUsable(sel.nodes[n]) && tolerated(in.cfg, sel.nodes[n], in.b) {
 			eligible = append(eligible, n)
 		}
 	}
@@ -78,6 +81,13 @@ func selectNodes(in fanoutIn) nodeSelection {
 		sel.prev[n.Node] = n
 	}
 	return sel
+}
+
+// tolerated says whether the blob's pods tolerate every NoSchedule and
+// NoExecute taint of the node.
+func tolerated(cfg podspec.Config, n *corev1.Node, b *pfsv1alpha1.PfsBlob) bool {
+	_, untolerated := cfg.UntoleratedTaint(n, b.Spec.Scheduling)
+	return !untolerated
 }
 
 // originRead is what the origin's holder says of the source.

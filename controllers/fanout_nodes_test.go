@@ -48,7 +48,16 @@ func TestSelectNodes(t *testing.T) {
 	gpuOnly := podspec.OperandPolicy{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 			{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu"}}}}}}}}
+	tainted := func(name string) corev1.Node {
+		n := testNode(name)
+		n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "infer", Effect: corev1.TaintEffectNoSchedule}}
+		return *n
+	}
+	tolerant := b.DeepCopy()
+	tolerant.Spec.Scheduling = &pfsv1alpha1.PodScheduling{Tolerations: []corev1.Toleration{
+		{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "infer", Effect: corev1.TaintEffectNoSchedule}}}
 	tests := map[string]struct {
+		blob      *pfsv1alpha1.PfsBlob
 		nodes     []corev1.Node
 		holders   []corev1.Pod
 		operands  podspec.OperandPolicy
@@ -62,12 +71,24 @@ func TestSelectNodes(t *testing.T) {
 			wantOrder: []string{"w1", "w0", "w2"}},
 		"a cordoned node without a holder takes no part": {nodes: []corev1.Node{*testNode("w1"), *testNode("w0"), *cordoned},
 			wantOrder: []string{"w1", "w0"}},
+		"a tainted node without a holder takes no part; one with a holder keeps it": {
+			nodes:   []corev1.Node{*testNode("w1"), tainted("w0"), tainted("w2")},
+			holders: []corev1.Pod{srcHolder(b, "w2", pfsv1alpha1.BlobNodeRelay, "10.0.0.3", -1, "", false)}, wantOrder: []string{"w1", "w2"}},
+		"the operand tolerations admit the tainted node": {nodes: []corev1.Node{*testNode("w1"), tainted("w0")},
+			operands:  podspec.OperandPolicy{Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}},
+			wantOrder: []string{"w1", "w0"}},
+		"the blob's own tolerations admit it": {nodes: []corev1.Node{*testNode("w1"), tainted("w0")}, blob: tolerant,
+			wantOrder: []string{"w1", "w0"}},
 		"an older attempt and a node gone are stale": {nodes: []corev1.Node{*testNode("w0"), *testNode("w1")},
 			holders: []corev1.Pod{relay, *retry, gone}, wantOrder: []string{"w1", "w0"}, wantStale: []string{relay.Name, gone.Name}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			sel := selectNodes(fanoutIn{cfg: podspec.Config{Operands: tc.operands}, b: b, origin: "w1",
+			in := b
+			if tc.blob != nil {
+				in = tc.blob
+			}
+			sel := selectNodes(fanoutIn{cfg: podspec.Config{Operands: tc.operands}, b: in, origin: "w1",
 				obs: sourceObservation{Nodes: tc.nodes, Holders: tc.holders}})
 			if diff := cmp.Diff(tc.wantOrder, sel.order); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)

@@ -211,8 +211,8 @@ func (r *PfsBlobReconciler) nodeToSourceBlobs(ctx context.Context, _ client.Obje
 }
 
 // nodeChanged passes node events that can change a fan-out: creation,
-// deletion, and updates of labels, schedulability, readiness or allocatable
-// resources (not the periodic status heartbeats).
+// deletion, and updates of labels, schedulability, readiness, allocatable
+// resources, or taints (not the periodic status heartbeats).
 var nodeChanged = predicate.Funcs{
 	UpdateFunc: func(e crevent.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Node)
@@ -221,6 +221,7 @@ var nodeChanged = predicate.Funcs{
 			return true
 		}
 		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
-			nodeUsable(o) != nodeUsable(n) || !equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
+			nodeUsable(o) != nodeUsable(n) || !equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable) ||
+			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints)
 	},
 }

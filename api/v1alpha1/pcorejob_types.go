@@ -49,7 +49,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!(self.op in ['xor', 'add', 'counteq']) || has(self.imm)",message="imm is required for op xor, add and counteq: set spec.imm to the byte operand (0-255)"
 // +kubebuilder:validation:XValidation:rule="!(self.op in ['fnv', 'crc32c']) || !has(self.imm)",message="imm is not used by op fnv or crc32c: remove spec.imm"
 // +kubebuilder:validation:XValidation:rule="!(has(self.duration) && has(self.passes))",message="set either duration or passes, not both: duration runs for a fixed time, passes runs over the range a fixed number of times"
-// +kubebuilder:validation:XValidation:rule="has(self.imm) == has(oldSelf.imm) && has(self.range) == has(oldSelf.range) && has(self.duration) == has(oldSelf.duration) && has(self.passes) == has(oldSelf.passes) && has(self.nodeSelector) == has(oldSelf.nodeSelector) && has(self.activeDeadlineSeconds) == has(oldSelf.activeDeadlineSeconds)",message="imm, range, duration, passes, nodeSelector and activeDeadlineSeconds cannot be added or removed after creation: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
+// +kubebuilder:validation:XValidation:rule="has(self.imm) == has(oldSelf.imm) && has(self.range) == has(oldSelf.range) && has(self.duration) == has(oldSelf.duration) && has(self.passes) == has(oldSelf.passes) && has(self.nodeSelector) == has(oldSelf.nodeSelector) && has(self.activeDeadlineSeconds) == has(oldSelf.activeDeadlineSeconds) && has(self.scheduling) == has(oldSelf.scheduling)",message="imm, range, duration, passes, nodeSelector, activeDeadlineSeconds and scheduling cannot be added or removed after creation: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 type PcoreJobSpec struct {
 	// blobRef names the PfsBlob the pcores operate on, in the same namespace.
 	// +required
@@ -148,6 +148,12 @@ type PcoreJobSpec struct {
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeSelector is immutable: a job measures one fixed configuration; create a new PcoreJob to run with other settings"
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// scheduling adds tolerations to, or sets the PriorityClass of, the
+	// job's pod beyond the chart's operand defaults.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="scheduling is immutable: the job's pod exists already; create a new PcoreJob to run with other settings"
+	Scheduling *PodScheduling `json:"scheduling,omitempty"`
 
 	// activeDeadlineSeconds bounds the whole run, from 1 to 86400; when it
 	// passes, the pod is stopped and the job fails with reason

@@ -241,7 +241,7 @@ func (r *BlobReplication) TopologyOrDefault() ReplicationTopology {
 	return r.Topology
 }
 
-// PfsBlobSpec is the desired blob. Everything except nodeSelector and access is
+// PfsBlobSpec is the desired blob. Everything except nodeSelector, scheduling and access is
 // fixed at creation: the bytes a transfer or job computed over must not change
 // under it (replacing a blob is deleting it and creating another).
 // +kubebuilder:validation:XValidation:rule="has(self.size) || has(self.source)",message="size is required unless spec.source is set: set spec.size (e.g. 1Gi), or spec.source to size the blob from its data"
@@ -320,6 +320,14 @@ type PfsBlobSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// scheduling adds tolerations to, or sets the PriorityClass of, the
+	// blob's pods (holders and the scan) beyond the chart's operand
+	// defaults. It may change after creation: pods created later get the
+	// change; running holders are never replaced for it, so no copy is lost
+	// (a node whose taints the new tolerations admit gets a copy).
+	// +optional
+	Scheduling *PodScheduling `json:"scheduling,omitempty"`
 
 	// access grants other namespaces than the blob's own the right to mount
 	// it as a read-only volume of its files (CSI driver csi.packetfs.io).

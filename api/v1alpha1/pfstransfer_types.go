@@ -197,7 +197,7 @@ type Endpoint struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.passes) && has(self.totalBytes))",message="set either passes or totalBytes, not both: passes repeats the range, totalBytes moves that many bytes over it"
 // +kubebuilder:validation:XValidation:rule="self.transport == 'TCP' || !has(self.integrity) || self.integrity == 'CRC32C'",message="integrity FNV1a64 and None are available over TCP only: the UDP and AFXDP receivers verify reassembled grams with CRC32C; remove spec.integrity or set it to CRC32C, or use transport TCP"
 // +kubebuilder:validation:XValidation:rule="self.transport != 'AFXDP' || (has(self.sender.network) && has(self.receiver.network))",message="transport AFXDP needs a secondary interface on both ends, since AF_XDP takes over an interface's queues: set spec.sender.network and spec.receiver.network to a NetworkAttachmentDefinition name"
-// +kubebuilder:validation:XValidation:rule="has(self.blobRef) == has(oldSelf.blobRef) && has(self.range) == has(oldSelf.range) && has(self.passes) == has(oldSelf.passes) && has(self.totalBytes) == has(oldSelf.totalBytes) && has(self.activeDeadlineSeconds) == has(oldSelf.activeDeadlineSeconds)",message="blobRef, range, passes, totalBytes and activeDeadlineSeconds cannot be added or removed after creation: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
+// +kubebuilder:validation:XValidation:rule="has(self.blobRef) == has(oldSelf.blobRef) && has(self.range) == has(oldSelf.range) && has(self.passes) == has(oldSelf.passes) && has(self.totalBytes) == has(oldSelf.totalBytes) && has(self.activeDeadlineSeconds) == has(oldSelf.activeDeadlineSeconds) && has(self.scheduling) == has(oldSelf.scheduling)",message="blobRef, range, passes, totalBytes, activeDeadlineSeconds and scheduling cannot be added or removed after creation: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 type PfsTransferSpec struct {
 	// blobRef names the PfsBlob the descriptors point into. Required in Offset
 	// and Arithmetic mode (both ends hold a copy); in Payload mode it is the
@@ -284,6 +284,12 @@ type PfsTransferSpec struct {
 	// +kubebuilder:default=Preferred
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="numa is immutable: a transfer measures one fixed configuration; create a new PfsTransfer to run with other settings"
 	NUMA NUMAPolicy `json:"numa,omitempty"`
+
+	// scheduling adds tolerations to, or sets the PriorityClass of, the
+	// transfer's pods beyond the chart's operand defaults.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="scheduling is immutable: the transfer's pods exist already; create a new PfsTransfer to run with other settings"
+	Scheduling *PodScheduling `json:"scheduling,omitempty"`
 
 	// backoffLimit is how many failed attempts are retried before the transfer
 	// fails with reason BackoffLimitExceeded, from 0 to 10. Defaults to 0: a

@@ -66,18 +66,6 @@ type OperandPolicy struct {
 	NodeAffinity *corev1.NodeAffinity
 }
 
-// tolerations is a copy of the operand tolerations for one pod spec.
-func (cfg Config) tolerations() []corev1.Toleration {
-	if len(cfg.Operands.Tolerations) == 0 {
-		return nil
-	}
-	out := make([]corev1.Toleration, len(cfg.Operands.Tolerations))
-	for i := range cfg.Operands.Tolerations {
-		cfg.Operands.Tolerations[i].DeepCopyInto(&out[i])
-	}
-	return out
-}
-
 // metricsArgs is --metrics-listen for a holder's containers, or nothing.
 func (cfg Config) metricsArgs() []string {
 	if cfg.MetricsPort == 0 {

@@ -162,6 +162,9 @@ func testFanout(ctx context.Context, t *testing.T) {
 	t.Run("a model directory, a node joining later, a consumer pod reading a tensor through the Python client", func(t *testing.T) {
 		testDirBlob(ctx, t)
 	})
+	t.Run("a node tainted for one team: a blob that tolerates it gets a copy there, with its own PriorityClass; one that does not is Ready without it", func(t *testing.T) {
+		testObjectScheduling(ctx, t)
+	})
 	t.Run("a new model version sent as a Delta PfsTransfer against the version both nodes hold", func(t *testing.T) {
 		testDeltaTransfer(ctx, t)
 	})

@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +87,62 @@ spec:
 		t.Errorf("a pod without the toleration on %s: %v", node, err)
 	}
 	t.Logf("tainted %s %s: the blob's holder runs there, a pod without the toleration is refused", node, gpuTaint)
+}
+
+// testObjectScheduling: a node tainted for one team gets a copy of the blob
+// whose spec.scheduling tolerates that taint (and its holder the blob's own
+// PriorityClass), while a blob without the toleration is Ready on the other
+// nodes without waiting for that one.
+func testObjectScheduling(ctx context.Context, t *testing.T) {
+	const (
+		taintKey = "pfs-e2e/team"
+		open     = "team-open"
+		tolerant = "team-vision"
+		priority = "pfs-e2e-models"
+	)
+	node := env.nodes[1] // not the origin, which is the PVC's node
+	if out, err := kubectl("taint", "node", node, taintKey+"=vision:NoSchedule", "--overwrite"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	defer func() { _, _ = kubectl("taint", "node", node, taintKey+"-") }()
+	if out, err := kubectlIn("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: "+priority+"}\nvalue: 100000\n",
+		"apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	defer func() { _, _ = kubectl("delete", "priorityclass", priority, "--ignore-not-found") }()
+	defer func() {
+		_, _ = kubectl("-n", testNS, "delete", "pfsblob", open, tolerant, "--ignore-not-found", "--wait=true", "--timeout=120s")
+	}()
+	const model = "silero6/silero_vad.onnx"
+	want := sha256File(t, filepath.Join(env.dataDir, model))
+	applyBlob(t, open, model, "")
+	applyBlob(t, tolerant, model, fmt.Sprintf("  scheduling:\n    priorityClassName: %s\n    tolerations:\n"+
+		"    - {key: %s, operator: Equal, value: vision, effect: NoSchedule}\n", priority, taintKey))
+
+	st := waitBlob(ctx, t, open, 4*time.Minute, blobReady)
+	if st.ReadyNodes != len(env.nodes)-1 {
+		t.Errorf("%s: Ready on %d nodes, want every node but the tainted %s: %+v", open, st.ReadyNodes, node, st.Nodes)
+	}
+	for _, n := range st.Nodes {
+		if n.Node == node {
+			t.Errorf("%s: the tainted %s is in its status (%s): it has no toleration", open, node, n.State)
+		}
+	}
+	st = waitBlob(ctx, t, tolerant, 4*time.Minute, blobReady)
+	checkEveryNode(t, st, want)
+	var onNode string
+	for _, n := range st.Nodes {
+		if n.Node == node {
+			onNode = n.Pod
+		}
+	}
+	p := &corev1.Pod{}
+	if err := env.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: onNode}, p); err != nil {
+		t.Fatalf("%s's holder on %s (%q): %v", tolerant, node, onNode, err)
+	}
+	if p.Spec.PriorityClassName != priority || p.Spec.Priority == nil || *p.Spec.Priority != 100000 {
+		t.Errorf("holder %s: priorityClassName %q priority %v, want %s at 100000", p.Name, p.Spec.PriorityClassName, p.Spec.Priority, priority)
+	}
+	t.Logf("%s tainted %s=vision: %s Ready on %d nodes without it, %s on all %d with %s's priority",
+		node, taintKey, open, len(env.nodes)-1, tolerant, len(env.nodes), priority)
 }

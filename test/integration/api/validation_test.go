@@ -119,6 +119,25 @@ func TestCreateValidation(t *testing.T) {
 			[]string{"spec.source.hostPath.path", "must not contain a '..' part"}},
 		"blob fill and source": {blob, "fill: {type: Zero}\nsource: {persistentVolumeClaim: {claimName: data}}",
 			[]string{"set either spec.fill or spec.source, not both"}},
+		// Per-object scheduling: what the API server would refuse on the pod
+		// is refused on the object, with the fix.
+		"blob scheduling accepted": {blob, "size: 1Gi\nscheduling: {priorityClassName: models-critical, tolerations: " +
+			"[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}, {key: team, value: vision}, {operator: Exists}, " +
+			"{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 300}]}", nil},
+		"transfer scheduling accepted": {xfer, "blobRef: {name: b}\nmode: Offset\nscheduling: {tolerations: [{key: team, operator: Equal, value: vision}]}", nil},
+		"job scheduling accepted":      {pcj, "blobRef: {name: b}\nop: fnv\nscheduling: {priorityClassName: batch-low}", nil},
+		"scheduling toleration with an unknown operator": {blob, "size: 1Gi\nscheduling: {tolerations: [{key: a, operator: In}]}",
+			[]string{"spec.scheduling.tolerations", "operator must be Equal or Exists"}},
+		"scheduling Exists with a value": {xfer, "blobRef: {name: b}\nmode: Offset\nscheduling: {tolerations: [{key: a, operator: Exists, value: b}]}",
+			[]string{"spec.scheduling.tolerations", "operator Exists takes no value"}},
+		"scheduling empty key without Exists": {pcj, "blobRef: {name: b}\nop: fnv\nscheduling: {tolerations: [{value: b}]}",
+			[]string{"spec.scheduling.tolerations", "an empty key tolerates every taint only with operator Exists"}},
+		"scheduling unknown effect": {blob, "size: 1Gi\nscheduling: {tolerations: [{key: a, operator: Exists, effect: Evict}]}",
+			[]string{"spec.scheduling.tolerations", "effect must be NoSchedule, PreferNoSchedule or NoExecute"}},
+		"scheduling tolerationSeconds without NoExecute": {blob, "size: 1Gi\nscheduling: {tolerations: [{key: a, operator: Exists, effect: NoSchedule, tolerationSeconds: 5}]}",
+			[]string{"spec.scheduling.tolerations", "tolerationSeconds needs effect NoExecute"}},
+		"scheduling priorityClassName not a name": {blob, "size: 1Gi\nscheduling: {priorityClassName: Models_Critical}",
+			[]string{"spec.scheduling.priorityClassName", "should match"}},
 		"blob UDP replication accepted": {blob, "source: {persistentVolumeClaim: {claimName: data}}\nreplication: {transport: UDP}", nil},
 		"blob s3 prefix accepted": {blob, "source: {s3: {endpoint: 'https://s3.example:9000', bucket: models, prefix: llama/, region: eu-west-3, " +
 			"credentialsSecretRef: {name: s3-creds}, caBundle: {configMapName: store-ca}}}", nil},
