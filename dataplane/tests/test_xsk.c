@@ -847,6 +847,58 @@ static int t_no_cap_bpf(void)
 	return refused("noraw", p1.ns_a, "", "missing CAP_NET_RAW", a);
 }
 
+/* The uninstall sweep: `detach --all` removes what a crashed run left on
+ * any link of the namespace and leaves another's program attached; without
+ * CAP_SYS_ADMIN it cannot tell them apart, so it removes nothing and says
+ * so. */
+static int t_sweep(void)
+{
+	const struct pair *p = &p1;
+	const char *b = getenv("BUILD") ? getenv("BUILD") : "build";
+	char ready[128], obj[300], *out;
+	pid_t s;
+	int rc;
+
+	NEED_NET();
+	NEED_SETPRIV();
+	snprintf(obj, sizeof(obj), "%s/tests/xdp_foreign.bpf.o", b);
+	CHECK(!access(obj, R_OK), "%s not built: is clang installed?", obj);
+	CHECK(!sh("ip -n %s link add pfssweep0 type veth peer name pfssweep1 && ip -n %s link set pfssweep0 up",
+		  p->ns_b, p->ns_b),
+	      "cannot add a veth pair");
+	if (sh("nsenter --net=/run/netns/%s ip link set dev pfssweep0 xdpgeneric obj %s sec xdp",
+	       p->ns_b, obj)) {
+		sh("ip -n %s link del pfssweep0", p->ns_b);
+		return tap_skip("iproute2 cannot load an XDP object here");
+	}
+	snprintf(ready, sizeof(ready), "%s/sweep.ready", tmpdir);
+	unlink(ready);
+	s = spawn(p->ns_b, NULL, "sweepcrash", NULL,
+		  "sink --ifname %s --ready-file %s --timeout 30 --idle 0", p->if_b, ready);
+	CHECK(wait_file(ready, s, 10), "sink did not start: %s", slurp("sweepcrash", "err"));
+	kill(s, SIGKILL); /* a crash: nothing detaches */
+	wait_rc(s, 5);
+	CHECK(xdp_attached(p), "SIGKILL should leave the program attached");
+
+	rc = refused("sweepnoadmin", p->ns_b, "+net_admin,+bpf", "CAP_SYS_ADMIN", "detach --all");
+	CHECK(rc == TAP_PASS, "a sweep without CAP_SYS_ADMIN was not refused");
+	CHECK(xdp_attached(p), "a sweep that could not read names removed a program");
+
+	s = spawn(p->ns_b, "+net_admin,+bpf,+sys_admin", "sweep", NULL, "detach --all");
+	rc = wait_rc(s, 15);
+	out = slurp("sweep", "json");
+	CHECK(rc == 0 && strstr(out, "\"verdict\":\"OK\""), "sweep exit %d: %s %s", rc, out,
+	      slurp("sweep", "err"));
+	CHECK(ju(out, "detached") == 1 && ju(out, "kept") == 1, "counts: %s", out);
+	CHECK(strstr(out, "\"prog_name\":\"not_pfs\"") && strstr(out, "\"why\":\"not a pfs program\""),
+	      "the foreign program is not reported as kept: %s", out);
+	CHECK(!xdp_attached(p), "the crashed run's program is still attached");
+	rc = sh("ip -n %s link show dev pfssweep0 | grep -q 'name not_pfs'", p->ns_b);
+	sh("ip -n %s link del pfssweep0", p->ns_b);
+	CHECK(rc == 0, "the sweep removed a program that is not pfs's");
+	return TAP_PASS;
+}
+
 /* A UMEM over RLIMIT_MEMLOCK needs CAP_IPC_LOCK, and works with it. */
 static int t_memlock(void)
 {
@@ -1268,6 +1320,9 @@ static const struct tap_test tests[] = {
 	{ "a stale program (SIGKILLed run) is replaced; or removed by pfs xsk detach",
 	  t_stale_replaced },
 	{ "a foreign XDP program is refused and left attached", t_foreign },
+	{ "detach --all: a crashed run's program removed from the namespace, a foreign one kept; "
+	  "without CAP_SYS_ADMIN nothing removed, the reason named",
+	  t_sweep },
 	{ "non-root uid with CAP_NET_ADMIN,CAP_NET_RAW,CAP_BPF receives; CAP_NET_RAW sends",
 	  t_nonroot_caps },
 	{ "without CAP_BPF / CAP_NET_ADMIN / CAP_NET_RAW: refused, capability named",

@@ -88,4 +88,21 @@ void pfs_xdp__close(struct pfs_xdp *x);
  * foreign program). */
 int pfs_xdp_detach_stale(const char *ifname);
 
+/* One link that had an XDP program when pfs_xdp_sweep looked. */
+struct pfs_xdp_swept {
+	char ifname[16];    /* IF_NAMESIZE */
+	uint32_t id;        /* the program's id */
+	char name[16];      /* its name, "" when unreadable (no CAP_SYS_ADMIN) */
+	const char *mode;   /* "native" | "generic", NULL when not read */
+	int result;         /* 1 removed (ours); -EBUSY left (not ours, or name
+			     * unreadable); other -errno a failed query or detach */
+};
+
+/* pfs_xdp_sweep - remove every program of ours (what crashed runs left) from
+ * every link of this network namespace; other programs stay. Fills @out with
+ * up to @max links that had a program, *@n the count (may exceed @max).
+ * 0, or the first -errno of a link whose program could not be identified
+ * or removed (the sweep still visits every link). */
+int pfs_xdp_sweep(struct pfs_xdp_swept *out, size_t max, size_t *n);
+
 #endif /* PFS_XDP_H */

@@ -101,8 +101,9 @@ static void libbpf_setup(void)
 	libbpf_last[0] = '\0';
 }
 
-/* The name of program @id, "" if it cannot be read. */
-static void prog_name(uint32_t id, char *name, size_t n)
+/* Open program @id and read its name into @name. The fd, or -errno: the
+ * kernel hands out fds by id only to CAP_SYS_ADMIN (EPERM without it). */
+static int prog_open(uint32_t id, char *name, size_t n)
 {
 	struct bpf_prog_info info;
 	uint32_t len = sizeof(info);
@@ -110,56 +111,99 @@ static void prog_name(uint32_t id, char *name, size_t n)
 
 	name[0] = '\0';
 	if (fd < 0)
-		return;
+		return -errno;
 	memset(&info, 0, sizeof(info));
-	if (!bpf_obj_get_info_by_fd(fd, &info, &len))
-		snprintf(name, n, "%s", info.name);
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	snprintf(name, n, "%s", info.name);
+	return fd;
+}
+
+/* The program attached to @ifindex: 1 with its id and attach flags, 0 none,
+ * -EBUSY hw offload or several programs (reason set), -errno. */
+static int link_prog(int ifindex, const char *ifname, uint32_t *id, uint32_t *flags)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	int rc = bpf_xdp_query(ifindex, 0, &q);
+
+	if (rc)
+		return rc;
+	switch (q.attach_mode) {
+	case XDP_ATTACHED_NONE:
+		return 0;
+	case XDP_ATTACHED_DRV:
+		*id = q.drv_prog_id;
+		*flags = XDP_FLAGS_DRV_MODE;
+		return 1;
+	case XDP_ATTACHED_SKB:
+		*id = q.skb_prog_id;
+		*flags = XDP_FLAGS_SKB_MODE;
+		return 1;
+	}
+	pfs_xsk_errorf("%s has an XDP program in mode %u (hw or several); not ours to replace",
+		       ifname, q.attach_mode);
+	return -EBUSY;
+}
+
+static const char *mode_word(uint32_t flags)
+{
+	return flags == XDP_FLAGS_DRV_MODE ? "native" : "generic";
+}
+
+/* Detach program @id (mode @flags) from @ifindex if it is ours, and only
+ * that program (XDP_FLAGS_REPLACE with its fd: one attached meanwhile
+ * stays). 1 removed, -EBUSY foreign or unreadable (reason set), -errno. */
+static int detach_if_ours(int ifindex, const char *ifname, uint32_t id, uint32_t flags)
+{
+	LIBBPF_OPTS(bpf_xdp_attach_opts, opts);
+	char name[BPF_OBJ_NAME_LEN];
+	int fd = prog_open(id, name, sizeof(name)), rc;
+
+	if (fd < 0) {
+		pfs_xsk_errorf("%s runs XDP program id %u (%s mode) whose name cannot be read (%s; "
+			       "the kernel needs CAP_SYS_ADMIN for it), so pfs cannot tell whether it "
+			       "is its own; if a crashed pfs left it, detach it: ip link set dev %s "
+			       "%s off",
+			       ifname, id, mode_word(flags), strerror(-fd), ifname,
+			       flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric");
+		return -EBUSY;
+	}
+	if (strcmp(name, PFS_XDP_PROG_NAME)) {
+		pfs_xsk_errorf("%s already runs XDP program id %u '%s' (%s mode); pfs does not "
+			       "replace a program it does not own (detach it: ip link set dev %s "
+			       "%s off)",
+			       ifname, id, name, mode_word(flags), ifname,
+			       flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric");
+		close(fd);
+		return -EBUSY;
+	}
+	opts.old_prog_fd = fd;
+	rc = bpf_xdp_detach(ifindex, flags | XDP_FLAGS_REPLACE, &opts);
 	close(fd);
+	if (rc)
+		return rc;
+	pfs_warn("%s: removed a stale pfs XDP program (id %u, %s mode) left by an earlier run",
+		 ifname, id, mode_word(flags));
+	return 1;
 }
 
 /* Remove our program from @ifindex if attached. 1 removed, 0 nothing
  * attached, -EBUSY foreign program (reason set), -errno. @id_out: its id. */
 static int detach_stale(int ifindex, const char *ifname, uint32_t *id_out)
 {
-	LIBBPF_OPTS(bpf_xdp_query_opts, q);
-	char name[BPF_OBJ_NAME_LEN];
 	uint32_t id, flags;
-	int rc;
+	int rc = link_prog(ifindex, ifname, &id, &flags);
 
-	rc = bpf_xdp_query(ifindex, 0, &q);
-	if (rc)
+	if (rc <= 0)
 		return rc;
-	if (q.attach_mode == XDP_ATTACHED_NONE)
-		return 0;
-	if (q.attach_mode == XDP_ATTACHED_DRV) {
-		id = q.drv_prog_id;
-		flags = XDP_FLAGS_DRV_MODE;
-	} else if (q.attach_mode == XDP_ATTACHED_SKB) {
-		id = q.skb_prog_id;
-		flags = XDP_FLAGS_SKB_MODE;
-	} else {
-		pfs_xsk_errorf("%s has an XDP program in mode %u (hw or several); not ours to "
-			       "replace",
-			       ifname, q.attach_mode);
-		return -EBUSY;
-	}
-	prog_name(id, name, sizeof(name));
-	if (strcmp(name, PFS_XDP_PROG_NAME)) {
-		pfs_xsk_errorf("%s already runs XDP program id %u '%s' (%s mode); pfs does not "
-			       "replace a program it does not own (detach it: ip link set dev %s "
-			       "%s off)",
-			       ifname, id, name, flags == XDP_FLAGS_DRV_MODE ? "native" : "generic",
-			       ifname, flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric");
-		return -EBUSY;
-	}
-	rc = bpf_xdp_detach(ifindex, flags, NULL);
-	if (rc)
-		return rc;
-	pfs_warn("%s: replaced a stale pfs XDP program (id %u, %s mode) left by an earlier run",
-		 ifname, id, flags == XDP_FLAGS_DRV_MODE ? "native" : "generic");
-	if (id_out)
+	rc = detach_if_ours(ifindex, ifname, id, flags);
+	if (rc == 1 && id_out)
 		*id_out = id;
-	return 1;
+	return rc;
 }
 
 int pfs_xdp_detach_stale(const char *ifname)
@@ -170,6 +214,53 @@ int pfs_xdp_detach_stale(const char *ifname)
 		return -ENODEV;
 	libbpf_setup();
 	return detach_stale(ifindex, ifname, NULL);
+}
+
+int pfs_xdp_sweep(struct pfs_xdp_swept *out, size_t max, size_t *n)
+{
+	struct if_nameindex *ifs = if_nameindex();
+	int first = 0;
+
+	*n = 0;
+	if (!ifs)
+		return -errno;
+	libbpf_setup();
+	for (struct if_nameindex *i = ifs; i->if_index; i++) {
+		struct pfs_xdp_swept e = { .id = 0 };
+		uint32_t flags;
+		int rc = link_prog((int)i->if_index, i->if_name, &e.id, &flags);
+
+		if (rc == 0)
+			continue;
+		snprintf(e.ifname, sizeof(e.ifname), "%s", i->if_name);
+		if (rc > 0) {
+			char name[BPF_OBJ_NAME_LEN];
+			int fd = prog_open(e.id, name, sizeof(name));
+
+			/* Named here too, so the result says whose program stayed;
+			 * another's program is expected on a node, not an error. */
+			if (fd >= 0) {
+				snprintf(e.name, sizeof(e.name), "%s", name);
+				close(fd);
+			}
+			e.mode = mode_word(flags);
+			if (fd >= 0 && strcmp(name, PFS_XDP_PROG_NAME)) {
+				pfs_info("%s: XDP program id %u '%s' is not pfs's: left attached",
+					 i->if_name, e.id, name);
+				rc = -EBUSY;
+			} else {
+				rc = detach_if_ours((int)i->if_index, i->if_name, e.id, flags);
+			}
+		}
+		e.result = rc;
+		if (rc < 0 && !(rc == -EBUSY && e.name[0]) && !first)
+			first = rc; /* a foreign program is no failure; anything else is */
+		if (*n < max)
+			out[*n] = e;
+		(*n)++;
+	}
+	if_freenameindex(ifs);
+	return first;
 }
 
 static int try_attach(struct pfs_xdp *x, uint32_t mode_flag, char *why, size_t n)

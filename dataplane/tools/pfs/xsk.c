@@ -47,7 +47,8 @@ static const char xsk_usage[] =
 	"one AF_XDP socket per queue, everything else to the kernel), receives and\n"
 	"validates test-pattern frames and prints one JSON result. `blast` sends\n"
 	"--count frames per queue to --dst from TX-only sockets. `detach` removes a\n"
-	"pfs XDP program a crashed run left on --ifname.\n"
+	"pfs XDP program a crashed run left on --ifname, or with --all on every link\n"
+	"of this network namespace (the uninstall sweep; other programs stay).\n"
 	"\n";
 
 static const char xsk_footer[] =
@@ -63,7 +64,7 @@ struct xsk_args {
 	enum pfs_xdp_attach attach;
 	enum pfs_xsk_bind bind;
 	enum pfs_xsk_page page;
-	bool verify_csum, no_csum4, in_place, spin, pin;
+	bool verify_csum, no_csum4, in_place, spin, pin, all;
 };
 
 struct worker {
@@ -329,6 +330,10 @@ static const struct pfs_opt xsk_opts[] = {
 	  "whenever it is empty, which leaves the CPU to the softirq)" },
 	{ "ready-file", PFS_OPT_STR, AT(ready_file), "PATH",
 	  "create PATH once the sockets are registered" },
+	PFS_OPT_HEADING("\ndetach:"),
+	{ "all", PFS_OPT_FLAG, AT(all), NULL,
+	  "every link of this network namespace instead of --ifname (reading a "
+	  "program's name needs CAP_SYS_ADMIN)" },
 	PFS_OPT_HEADING("\nblast:"),
 	{ "dst", PFS_OPT_STR, AT(dst), "IP", "receiver address (IPv4 or IPv6)" },
 	{ "peer-mac", PFS_OPT_STR, AT(peer_mac), "MAC",
@@ -683,6 +688,43 @@ out_detach:
 	return code;
 }
 
+/* detach --all: one entry per link that had a program, keyed by its name. */
+static int detach_all(const struct xsk_args *a, struct pfs_json *j)
+{
+	struct pfs_xdp_swept e[64];
+	size_t n, removed = 0, left = 0;
+	int rc = pfs_xdp_sweep(e, sizeof(e) / sizeof(e[0]), &n);
+
+	pfs_json_obj(j, "links");
+	for (size_t i = 0; i < n && i < sizeof(e) / sizeof(e[0]); i++) {
+		pfs_json_obj(j, e[i].ifname);
+		pfs_json_u64(j, "prog_id", e[i].id);
+		pfs_json_str(j, "prog_name", e[i].name, sizeof(e[i].name));
+		if (e[i].mode)
+			pfs_json_str(j, "mode", e[i].mode, 16);
+		pfs_json_str(j, "action", e[i].result == 1 ? "detached" : "kept", 16);
+		if (e[i].result < 0)
+			pfs_json_str(j, "why",
+				     e[i].result == -EBUSY ? (e[i].name[0] ? "not a pfs program" :
+									     "name unreadable") :
+							     strerror(-e[i].result),
+				     64);
+		pfs_json_close(j);
+		removed += e[i].result == 1;
+		left += e[i].result != 1;
+	}
+	pfs_json_close(j);
+	pfs_json_u64(j, "detached", removed);
+	pfs_json_u64(j, "kept", left);
+	if (rc)
+		return emit_error(j, a,
+				  rc == -EBUSY ? pfs_xsk_last_error() : strerror(-rc),
+				  PFS_EXIT_ERROR);
+	pfs_json_str(j, "verdict", "OK", 16);
+	pfs_result_emit(pfs_json_end(j), a->result_file);
+	return PFS_EXIT_OK;
+}
+
 int pfs_cmd_xsk(int argc, char **argv)
 {
 	struct xsk_args a;
@@ -700,6 +742,8 @@ int pfs_cmd_xsk(int argc, char **argv)
 		     !strcmp(a.cmd, "blast") ? "xsk blast" :
 					       "xsk detach",
 		     16);
+	if (!strcmp(a.cmd, "detach") && a.all)
+		return detach_all(&a, &j);
 	rc = pfs_netdev_resolve(a.ifname, environ, "/sys", ifname, sizeof(ifname), how,
 				sizeof(how));
 	if (rc)
