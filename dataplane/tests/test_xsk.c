@@ -890,7 +890,8 @@ static int t_sweep(void)
 	CHECK(rc == 0 && strstr(out, "\"verdict\":\"OK\""), "sweep exit %d: %s %s", rc, out,
 	      slurp("sweep", "err"));
 	CHECK(ju(out, "detached") == 1 && ju(out, "kept") == 1, "counts: %s", out);
-	CHECK(strstr(out, "\"prog_name\":\"not_pfs\"") && strstr(out, "\"why\":\"not a pfs program\""),
+	CHECK(strstr(out, "\"prog_name\":\"not_pfs\"") &&
+		      strstr(out, "\"why\":\"not a pfs program\""),
 	      "the foreign program is not reported as kept: %s", out);
 	CHECK(!xdp_attached(p), "the crashed run's program is still attached");
 	rc = sh("ip -n %s link show dev pfssweep0 | grep -q 'name not_pfs'", p->ns_b);

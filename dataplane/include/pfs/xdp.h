@@ -90,11 +90,11 @@ int pfs_xdp_detach_stale(const char *ifname);
 
 /* One link that had an XDP program when pfs_xdp_sweep looked. */
 struct pfs_xdp_swept {
-	char ifname[16];    /* IF_NAMESIZE */
-	uint32_t id;        /* the program's id */
-	char name[16];      /* its name, "" when unreadable (no CAP_SYS_ADMIN) */
-	const char *mode;   /* "native" | "generic", NULL when not read */
-	int result;         /* 1 removed (ours); -EBUSY left (not ours, or name
+	char ifname[16]; /* IF_NAMESIZE */
+	uint32_t id; /* the program's id */
+	char name[16]; /* its name, "" when unreadable (no CAP_SYS_ADMIN) */
+	const char *mode; /* "native" | "generic", NULL when not read */
+	int result; /* 1 removed (ours); -EBUSY left (not ours, or name
 			     * unreadable); other -errno a failed query or detach */
 };
 

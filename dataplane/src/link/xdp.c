@@ -164,12 +164,13 @@ static int detach_if_ours(int ifindex, const char *ifname, uint32_t id, uint32_t
 	int fd = prog_open(id, name, sizeof(name)), rc;
 
 	if (fd < 0) {
-		pfs_xsk_errorf("%s runs XDP program id %u (%s mode) whose name cannot be read (%s; "
-			       "the kernel needs CAP_SYS_ADMIN for it), so pfs cannot tell whether it "
-			       "is its own; if a crashed pfs left it, detach it: ip link set dev %s "
-			       "%s off",
-			       ifname, id, mode_word(flags), strerror(-fd), ifname,
-			       flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric");
+		pfs_xsk_errorf(
+			"%s runs XDP program id %u (%s mode) whose name cannot be read (%s; "
+			"the kernel needs CAP_SYS_ADMIN for it), so pfs cannot tell whether it "
+			"is its own; if a crashed pfs left it, detach it: ip link set dev %s "
+			"%s off",
+			ifname, id, mode_word(flags), strerror(-fd), ifname,
+			flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric");
 		return -EBUSY;
 	}
 	if (strcmp(name, PFS_XDP_PROG_NAME)) {

@@ -717,8 +717,7 @@ static int detach_all(const struct xsk_args *a, struct pfs_json *j)
 	pfs_json_u64(j, "detached", removed);
 	pfs_json_u64(j, "kept", left);
 	if (rc)
-		return emit_error(j, a,
-				  rc == -EBUSY ? pfs_xsk_last_error() : strerror(-rc),
+		return emit_error(j, a, rc == -EBUSY ? pfs_xsk_last_error() : strerror(-rc),
 				  PFS_EXIT_ERROR);
 	pfs_json_str(j, "verdict", "OK", 16);
 	pfs_result_emit(pfs_json_end(j), a->result_file);
