@@ -79,6 +79,7 @@ type options struct {
 	uninstall               bool
 	applyCRDs               bool
 	uninstallOpts           uninstall.Options
+	uninstallXDPSweep       bool
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -146,6 +147,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 			"every operand pod are gone, then exit (the chart's pre-delete hook).")
 	fs.DurationVar(&o.uninstallOpts.Timeout, "uninstall-timeout", 5*time.Minute,
 		"With --uninstall-cleanup: how long to wait for the objects and pods to go.")
+	fs.BoolVar(&o.uninstallXDPSweep, "uninstall-xdp-sweep", false,
+		"With --uninstall-cleanup: once every operand pod is gone, run one pod per Ready node (host network, NET_ADMIN and "+
+			"SYS_ADMIN, the --dataplane-image) that removes the pfs XDP programs crashed AF_XDP runs left on the node's links, "+
+			"in the namespace of $POD_NAMESPACE.")
 	fs.BoolVar(&o.uninstallOpts.DeleteCRDs, "uninstall-delete-crds", false,
 		"With --uninstall-cleanup: delete the three CustomResourceDefinitions too, once their objects are gone.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 2,
@@ -338,6 +343,14 @@ func runUninstall(o *options, log logr.Logger) int {
 	if err != nil {
 		log.Error(err, "Unable to create a client")
 		return 1
+	}
+	if o.uninstallXDPSweep {
+		o.uninstallOpts.Sweep = uninstall.Sweep{Namespace: os.Getenv("POD_NAMESPACE"), Image: o.dataplaneImage,
+			PullPolicy: corev1.PullPolicy(o.dataplanePullPolicy), Binary: o.dataplaneBinary}
+		if o.uninstallOpts.Sweep.Namespace == "" {
+			log.Error(nil, "Invalid flags: --uninstall-xdp-sweep needs POD_NAMESPACE, the namespace its pods run in")
+			return 2
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

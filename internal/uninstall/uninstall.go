@@ -40,14 +40,18 @@ type Options struct {
 	// DeleteCRDs removes the three CustomResourceDefinitions at the end
 	// (the chart's uninstall.deleteCRDs); by default they stay.
 	DeleteCRDs bool
+	// Sweep, when its Image is set, removes the XDP programs crashed
+	// AF_XDP runs left on the nodes' links, once every operand pod is gone
+	// (so a program still there belongs to no live run).
+	Sweep Sweep
 }
 
 // CRDs are the operator's CustomResourceDefinitions.
 var CRDs = []string{"pfsblobs.pfs.packetfs.io", "pfstransfers.pfs.packetfs.io", "pcorejobs.pfs.packetfs.io"}
 
 // Run deletes every PfsTransfer, PcoreJob and PfsBlob in every namespace,
-// waits until they and every operand pod are gone, then the CRDs when
-// asked. On timeout it returns an error naming what is left and what holds
+// waits until they and every operand pod are gone, sweeps the nodes' links
+// of stale XDP programs when asked, then deletes the CRDs when asked. On timeout it returns an error naming what is left and what holds
 // it (a blob a pod still mounts keeps its finalizer until that pod goes).
 func Run(ctx context.Context, c client.Client, o Options, log logr.Logger) error {
 	if o.Poll <= 0 {
@@ -78,6 +82,11 @@ func Run(ctx context.Context, c client.Client, o Options, log logr.Logger) error
 		return err
 	}
 	log.Info("Every PacketFS object and operand pod is gone")
+	if o.Sweep.Image != "" {
+		if err := sweepXDP(ctx, c, o.Sweep, o.Timeout, o.Poll, log); err != nil {
+			return err
+		}
+	}
 	if o.DeleteCRDs {
 		return deleteCRDs(ctx, c, log)
 	}

@@ -543,12 +543,14 @@ func TestRender(t *testing.T) {
 	uninstallHook := func(extra []string) []string {
 		for _, k := range extra {
 			if name, ok := strings.CutPrefix(k, "ClusterRole/"); ok && strings.HasSuffix(name, "-manager") {
-				out := make([]string, 0, 8)
+				out := make([]string, 0, 10)
 				for _, hook := range []string{"-uninstall", "-crds"} { // pre-delete cleanup, pre-upgrade CRDs
 					base := strings.TrimSuffix(name, "-manager") + hook
 					out = append(out, "ClusterRole/"+base, "ClusterRoleBinding/"+base, "Job/"+base, "ServiceAccount/"+base)
 				}
-				return out
+				// The XDP sweep's pods, in the release namespace alone (uninstall.xdpSweep).
+				base := strings.TrimSuffix(name, "-manager") + "-uninstall"
+				return append(out, "Role/"+base, "RoleBinding/"+base)
 			}
 		}
 		return nil

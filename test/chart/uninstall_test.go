@@ -63,6 +63,33 @@ func TestUninstallHook(t *testing.T) {
 	if allows(role.Rules, "customresourcedefinitions", "delete") || !allows(role.Rules, "pods", "list") || allows(role.Rules, "pods", "delete") {
 		t.Errorf("hook role without deleteCRDs: %+v", role.Rules)
 	}
+	// uninstall.xdpSweep (the default): the sweep pods' image and namespace,
+	// nodes listed cluster-wide, pods created and deleted only here.
+	var sweepRole rbacv1.Role
+	o.get(t, "Role", name, &sweepRole)
+	wantSweep := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "delete"}}}
+	if diff := cmp.Diff(wantSweep, sweepRole.Rules); diff != "" || sweepRole.Namespace != namespace || !allows(role.Rules, "nodes", "list") {
+		t.Errorf("sweep rules in %q (-want +got):\n%s; cluster rules %+v", sweepRole.Namespace, diff, role.Rules)
+	}
+	for _, a := range []string{"--uninstall-xdp-sweep=true", "--dataplane-image=packetfs.io/dataplane:v", "--dataplane-binary=/usr/local/bin/pfs"} {
+		if !slices.ContainsFunc(c.Args, func(s string) bool { return strings.HasPrefix(s, a) }) {
+			t.Errorf("hook args %v: no %s", c.Args, a)
+		}
+	}
+	if len(c.Env) != 1 || c.Env[0].Name != "POD_NAMESPACE" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+		t.Errorf("hook env %+v, want POD_NAMESPACE from the pod's namespace", c.Env)
+	}
+	out, err = render(t, "uninstall: {cleanup: true, timeout: 120, deleteCRDs: false, xdpSweep: false}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = decode(t, out)
+	o.get(t, "ClusterRole", name, &role)
+	o.get(t, "Job", name, &job)
+	if slices.Contains(o.kinds(), "Role/"+name) || allows(role.Rules, "nodes", "list") ||
+		!slices.Contains(job.Spec.Template.Spec.Containers[0].Args, "--uninstall-xdp-sweep=false") {
+		t.Errorf("xdpSweep false: kinds %v, cluster rules %+v, args %v", o.kinds(), role.Rules, job.Spec.Template.Spec.Containers[0].Args)
+	}
 	out, err = render(t, "uninstall: {cleanup: true, timeout: 120, deleteCRDs: true}")
 	if err != nil {
 		t.Fatal(err)

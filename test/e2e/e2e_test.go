@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -435,6 +436,7 @@ func testUninstall(ctx context.Context, t *testing.T) {
 	// but the CRDs (Helm never deletes crds/; uninstall.deleteCRDs would).
 	before, _ := kubectl("get", "pfstransfers,pcorejobs,pfsblobs", "--all-namespaces", "--no-headers")
 	t.Logf("objects before helm uninstall:\n%s", before)
+	leakXDP(t) // checkNodesClean below then proves the hook's XDP sweep removed it
 	if out, err := run(env.helm, "uninstall", releaseName, "-n", releaseNS, "--wait", "--timeout", "6m"); err != nil {
 		hook, _ := kubectl("-n", releaseNS, "logs", "job/"+releaseName+"-packetfs-operator-uninstall", "--tail=40")
 		t.Fatalf("helm uninstall: %v\n%s\nthe hook's log:\n%s", err, out, hook)
@@ -495,6 +497,30 @@ func testUninstall(ctx context.Context, t *testing.T) {
 // stays, empty), and no link of the node carries an XDP program (AF_XDP
 // transfers attach to their pod's links, which go with the pod; a host
 // link given to a pod comes back without one).
+// leakXDP leaves on a node what a crashed AF_XDP run on a host link leaves:
+// pfs's XDP program attached to a link of the node's own network namespace
+// (a veth here; an SR-IOV VF handed back to the host in production), its
+// process SIGKILLed so nothing detached it.
+func leakXDP(t *testing.T) {
+	t.Helper()
+	node := env.nodes[1]
+	if out, err := run("podman", "cp", filepath.Join(env.root, "dataplane/build/pfs"), node+":/tmp/pfs-leak"); err != nil {
+		t.Fatalf("copy pfs to %s: %v\n%s", node, err, out)
+	}
+	t.Cleanup(func() {
+		_, _ = run("podman", "exec", node, "sh", "-c", "ip link del pfsleak0; rm -f /tmp/pfs-leak")
+	})
+	script := `set -e; ip link add pfsleak0 type veth peer name pfsleak1; ip link set pfsleak0 up; ip link set pfsleak1 up; set +e
+/tmp/pfs-leak xsk sink --ifname pfsleak0 --timeout 60 --idle 0 >/dev/null 2>&1 & pid=$!
+for i in $(seq 100); do ip link show pfsleak0 2>/dev/null | grep -q prog/xdp && break; sleep 0.1; done
+kill -9 $pid; wait $pid; ip -d link show pfsleak0`
+	out, err := run("podman", "exec", node, "sh", "-c", script)
+	if err != nil || !strings.Contains(out, "pfs_xdp") {
+		t.Fatalf("%s: no pfs XDP program left on pfsleak0 after a SIGKILLed sink (%v):\n%s", node, err, out)
+	}
+	t.Logf("%s: a SIGKILLed pfs left its XDP program on pfsleak0", node)
+}
+
 func checkNodesClean(t *testing.T) {
 	t.Helper()
 	for _, node := range env.nodes {
