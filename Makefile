@@ -160,7 +160,7 @@ E2E_NODES ?= 3
 .PHONY: test-e2e
 test-e2e: images helm dist ## Run the end-to-end tests on a throwaway E2E_NODES-node kind cluster (brought up if absent, then torn down again), the chart installed from a registry holding make dist's release (E2E_INSTALL=local: the chart directory and side-loaded images); docs/guides/e2e.md.
 	@hack/kind/prebuild.sh wait
-	NODES=$(E2E_NODES) HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) E2E_DIST=$(DIST) \
+	NODES=$(E2E_NODES) HELM=$(HELM) IMAGE_ARCHIVES=$(IMAGE_ARCHIVES) DATAPLANE_IMG=$(DATAPLANE_IMG) IMG=$(IMG) E2E_DIST=$(DIST) \
 	  $(GO) test -tags e2e ./test/e2e/... -count=1 -v -timeout 80m $(GOTESTFLAGS)
 
 # SOAK: how long make soak repeats its rounds (a Go duration); SOAK_TIMEOUT

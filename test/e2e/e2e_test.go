@@ -53,7 +53,7 @@ func TestE2E(t *testing.T) {
 	if !t.Run("PfsBlob Ready with one fingerprint on every node", func(t *testing.T) { testBlob(ctx, t) }) {
 		t.Fatal("no blob; the transfers and the pcore job need it")
 	}
-	t.Run("helm upgrade to a new data plane keeps every blob: same holders, the consumer's bytes unchanged, CRDs upgraded", func(t *testing.T) {
+	t.Run("helm upgrade to a new chart version (new operator and data-plane images) keeps every blob: same holders, the consumer's bytes unchanged, CRDs upgraded", func(t *testing.T) {
 		testUpgradeKeepsBlobs(ctx, t)
 	})
 	t.Run("eight more PfsBlobs Ready at once", func(t *testing.T) { testManyBlobs(ctx, t) })

@@ -36,8 +36,8 @@ const (
 
 // env is what every test uses; filled by TestMain.
 var env struct {
-	root, kubectl, helm, kubeconfig, dataplaneImage string
-	cpNode, worker                                  string
+	root, kubectl, helm, kubeconfig, dataplaneImage, operatorImage string
+	cpNode, worker                                                 string
 	// nodes are every node of the cluster, sorted by name; dataDir is the
 	// host directory every node sees read-only at /pfs-data (real files
 	// from hack/testdata.sh).
@@ -86,6 +86,7 @@ func mainE(m *testing.M) (code int) {
 	env.root = root
 	env.helm = getenv("HELM", filepath.Join(root, "bin", "helm-v3.19.0"))
 	env.dataplaneImage = getenv("DATAPLANE_IMG", "packetfs.io/dataplane:v0.1.0")
+	env.operatorImage = getenv("IMG", "packetfs.io/operator:v0.1.0")
 	images := getenv("IMAGE_ARCHIVES", filepath.Join(root, "bin", "images"))
 	cluster := getenv("CLUSTER_NAME", "pfs")
 	env.cpNode, env.worker = cluster+"-control-plane", cluster+"-worker"

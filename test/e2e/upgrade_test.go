@@ -7,6 +7,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,37 +35,23 @@ for i in range(300):
     time.sleep(2)
 `
 
-// testUpgradeKeepsBlobs: helm upgrade to a new data-plane version (the
-// release's image under a new tag, so its holders' desired template
-// changes) and the pre-upgrade hook's CRDs, while a consumer maps the e2e
-// blob. Nothing of the blob may move: its holder pods are the same pods,
-// not restarted, their fill not run again (0 bytes re-received); the
-// consumer reads the same bytes throughout; the CRD an earlier version
-// left (no printer columns) is this version's again; a blob created after
-// the upgrade runs the new data plane.
+// testUpgradeKeepsBlobs: helm upgrade to a new chart version whose
+// operator and data-plane images are new tags (the release's images under
+// the version's tag, so the operator pod is replaced and the holders'
+// desired template changes), with the pre-upgrade hook's CRDs, while a
+// consumer maps the e2e blob. Nothing of the blob may move: its holder pods
+// are the same pods, not restarted, their fill not run again (0 bytes
+// re-received); the consumer reads the same bytes throughout; the CRD an
+// earlier version left (no printer columns) is this version's again; a blob
+// created after the upgrade runs the new data plane.
 func testUpgradeKeepsBlobs(ctx context.Context, t *testing.T) {
 	ver, err := run("hack/dist.sh", "version")
 	if err != nil {
 		t.Fatal(err)
 	}
-	newTag := "v" + ver + "-upgrade"
-	var chart []string
-	if releaseRegistry != nil {
-		out, err := run(releaseRegistry.orasBin(), "tag", "--ca-file", releaseRegistry.caFile,
-			releaseRegistry.image("dataplane")+":v"+ver, newTag)
-		if err != nil {
-			t.Fatalf("oras tag: %v %s", err, out)
-		}
-		chart = []string{releaseRegistry.chartRef(), "--version", ver, "--ca-file", releaseRegistry.caFile}
-	} else { // E2E_INSTALL=local: the side-loaded image under the new tag on every node
-		for _, node := range env.nodes {
-			if out, err := run("podman", "exec", node, "ctr", "-n", "k8s.io", "images", "tag", "--force",
-				env.dataplaneImage, strings.TrimSuffix(env.dataplaneImage, ":v"+ver)+":"+newTag); err != nil {
-				t.Fatalf("%s: ctr images tag: %v %s", node, err, out)
-			}
-		}
-		chart = []string{"charts/packetfs-operator"}
-	}
+	next := nextVersion(t, ver)
+	newTag := "v" + next
+	chart := publishNext(t, ver, next)
 
 	// The consumer, and what the blob's holders are before.
 	manifest := strings.Replace(consumerManifest(testNS, "upgrade-reader", blobName), fmt.Sprintf("%q", attachScript), fmt.Sprintf("%q", upgradeScript), 1)
@@ -94,12 +82,17 @@ func testUpgradeKeepsBlobs(ctx context.Context, t *testing.T) {
 	}
 
 	args := append([]string{"upgrade", releaseName}, chart...)
-	args = append(args, "-n", releaseNS, "--reuse-values", "--set", "dataplane.image.tag="+newTag, "--wait", "--timeout", "5m")
+	args = append(args, "-n", releaseNS, "--reuse-values", "--wait", "--timeout", "5m")
 	if out, err := run(env.helm, args...); err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)
 	}
 	if out, err := kubectl("-n", releaseNS, "rollout", "status", "deployment", "-l", "app.kubernetes.io/instance="+releaseName, "--timeout=180s"); err != nil {
 		t.Fatalf("the upgraded operator is not available: %v\n%s", err, out)
+	}
+	if chartVer, _ := kubectl("-n", releaseNS, "get", "deployment", "-l", "app.kubernetes.io/instance="+releaseName,
+		"-o", "jsonpath={.items[*].metadata.labels.helm\\.sh/chart} {.items[*].spec.template.spec.containers[0].image}"); !strings.Contains(chartVer, next+" ") ||
+		!strings.HasSuffix(chartVer, ":"+newTag) {
+		t.Errorf("the operator after the upgrade: chart and image %q, want chart %s running the operator image %s", chartVer, next, newTag)
 	}
 	cols, _ := kubectl("get", "crd", "pfsblobs.pfs.packetfs.io", "-o", "jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}")
 	if !strings.Contains(cols, "Ready") {
@@ -163,8 +156,55 @@ func testUpgradeKeepsBlobs(ctx context.Context, t *testing.T) {
 			t.Errorf("holder %s of a blob made after the upgrade runs %s, want the new data plane (%s)", p.Name, img, newTag)
 		}
 	}
-	t.Logf("upgraded to data plane %s: %d holders of %s kept (same pods, no restart), the consumer read one sha256 %d times; the CRD's columns are back",
-		newTag, len(after), blobName, strings.Count(logs, "sha256 "))
+	t.Logf("upgraded chart %s to %s (operator and data plane %s): %d holders of %s kept (same pods, no restart), the consumer read one sha256 %d times; the CRD's columns are back",
+		ver, next, newTag, len(after), blobName, strings.Count(logs, "sha256 "))
+}
+
+// nextVersion is the next patch release after ver, marked as the e2e's own
+// (semver orders it after ver): 0.1.0 -> 0.1.1-e2e.upgrade.
+func nextVersion(t *testing.T, ver string) string {
+	t.Helper()
+	core, _, _ := strings.Cut(ver, "-")
+	parts := strings.Split(core, ".")
+	patch, err := strconv.Atoi(parts[len(parts)-1])
+	if len(parts) != 3 || err != nil {
+		t.Fatalf("VERSION %q is not MAJOR.MINOR.PATCH", ver)
+	}
+	return fmt.Sprintf("%s.%s.%d-e2e.upgrade", parts[0], parts[1], patch+1)
+}
+
+// publishNext makes release next where the chart is installed from: the
+// chart packaged as version next (appVersion v+next, the images' tag) and
+// both images under that tag, in the registry, or side-loaded into the
+// nodes with E2E_INSTALL=local. It returns helm upgrade's chart arguments.
+func publishNext(t *testing.T, ver, next string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := run(env.helm, "package", "charts/packetfs-operator", "--version", next, "--app-version", "v"+next, "-d", dir); err != nil {
+		t.Fatalf("helm package %s: %v\n%s", next, err, out)
+	}
+	pkg := filepath.Join(dir, "packetfs-operator-"+next+".tgz")
+	if releaseRegistry == nil {
+		for _, node := range env.nodes {
+			for _, img := range []string{env.operatorImage, env.dataplaneImage} {
+				if out, err := run("podman", "exec", node, "ctr", "-n", "k8s.io", "images", "tag", "--force",
+					img, strings.TrimSuffix(img, ":v"+ver)+":v"+next); err != nil {
+					t.Fatalf("%s: ctr images tag: %v %s", node, err, out)
+				}
+			}
+		}
+		return []string{pkg}
+	}
+	r := releaseRegistry
+	for _, name := range []string{"operator", "dataplane"} {
+		if out, err := run(r.orasBin(), "tag", "--ca-file", r.caFile, r.image(name)+":v"+ver, "v"+next); err != nil {
+			t.Fatalf("oras tag %s: %v %s", name, err, out)
+		}
+	}
+	if out, err := run(env.helm, "push", pkg, "oci://"+r.addr+"/packetfs/charts", "--ca-file", r.caFile); err != nil {
+		t.Fatalf("helm push %s: %v\n%s", next, err, out)
+	}
+	return []string{r.chartRef(), "--version", next, "--ca-file", r.caFile}
 }
 
 // holderPods are the e2e blob's holder pods by node.
