@@ -5,6 +5,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,14 @@ func testNodes(t *testing.T, ctx context.Context, ns, hugepages string, names ..
 		n.Status.Capacity = n.Status.Allocatable
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: now(), LastTransitionTime: now()}}
 		if err := env.Client.Status().Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		// The apiserver taints a new node not-ready (TaintNodesByCondition);
+		// the node lifecycle controller, which envtest does not run, lifts
+		// the taint once the node is Ready. The operator plans holders only
+		// where the scheduler would bind them, so lift it as it would.
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+		if err := env.Client.Update(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 	}
