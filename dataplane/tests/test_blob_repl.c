@@ -327,6 +327,8 @@ static int small_pair(const char *origin_src, uid_t origin_uid, const char *rtok
 	if (orc && !strstr(o, "\"ok\":false"))
 		tap_diag("origin: %.600s", slurp("sorigin", "err"));
 	tap_diag("relay rc %d: %.300s", rc, r1);
+	if (rc >= 128) /* a signal: what the process said before it (a sanitizer's report) */
+		tap_diag("relay stderr: %.3000s", slurp("srelay", "err"));
 	return rc;
 }
 

@@ -590,9 +590,13 @@ void pfs_cli_repl_free(struct pfs_cli_repl *r)
 	if (r->srv)
 		pfs_repl_server__stop(r->srv);
 	r->srv = NULL;
+	/* After the server that sent from them, and before the progress their
+	 * workers wait on: a worker not yet back from a wait when a fetch
+	 * failed would otherwise wake on a freed condition (an ASan report
+	 * under load: the relay's bad-token test). */
+	pfs_cli_chunks_free(&r->ch);
 	pfs_progress__free(r->prog);
 	r->prog = NULL;
-	pfs_cli_chunks_free(&r->ch); /* after the server that sent from it */
 	pfs_cli_metrics_unlock();
 	pfs_cli_repl_delta_close(&r->delta);
 	memset(r->token, 0, sizeof(r->token));
