@@ -27,8 +27,8 @@ type PodScheduling struct {
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// priorityClassName replaces the chart's operands.priorityClassName on
-	// this object's pods. The PriorityClass must exist when a pod is
-	// created; until it does, the pod is refused and the object says so.
+	// this object's pods. The PriorityClass must exist: the API server
+	// refuses a pod that names one that does not.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
