@@ -154,14 +154,23 @@ static const char *mode_word(uint32_t flags)
 	return flags == XDP_FLAGS_DRV_MODE ? "native" : "generic";
 }
 
+/* The `ip link set dev X <word> off` that detaches a program in this mode. */
+static const char *ip_word(uint32_t flags)
+{
+	return flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric";
+}
+
 /* Detach program @id (mode @flags) from @ifindex if it is ours, and only
  * that program (XDP_FLAGS_REPLACE with its fd: one attached meanwhile
- * stays). 1 removed, -EBUSY foreign or unreadable (reason set), -errno. */
-static int detach_if_ours(int ifindex, const char *ifname, uint32_t id, uint32_t flags)
+ * stays). Its name goes to @name ("" when unreadable). Another's program is
+ * an error for a run that wants the link, an expected find for the sweep
+ * (@foreign_ok: logged at info). 1 removed, -EBUSY foreign or unreadable
+ * (reason set), -errno. */
+static int detach_if_ours(int ifindex, const char *ifname, uint32_t id, uint32_t flags,
+			  char name[BPF_OBJ_NAME_LEN], bool foreign_ok)
 {
 	LIBBPF_OPTS(bpf_xdp_attach_opts, opts);
-	char name[BPF_OBJ_NAME_LEN];
-	int fd = prog_open(id, name, sizeof(name)), rc;
+	int fd = prog_open(id, name, BPF_OBJ_NAME_LEN), rc;
 
 	if (fd < 0) {
 		pfs_xsk_errorf(
@@ -169,16 +178,18 @@ static int detach_if_ours(int ifindex, const char *ifname, uint32_t id, uint32_t
 			"the kernel needs CAP_SYS_ADMIN for it), so pfs cannot tell whether it "
 			"is its own; if a crashed pfs left it, detach it: ip link set dev %s "
 			"%s off",
-			ifname, id, mode_word(flags), strerror(-fd), ifname,
-			flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric");
+			ifname, id, mode_word(flags), strerror(-fd), ifname, ip_word(flags));
 		return -EBUSY;
 	}
 	if (strcmp(name, PFS_XDP_PROG_NAME)) {
-		pfs_xsk_errorf("%s already runs XDP program id %u '%s' (%s mode); pfs does not "
-			       "replace a program it does not own (detach it: ip link set dev %s "
-			       "%s off)",
-			       ifname, id, name, mode_word(flags), ifname,
-			       flags == XDP_FLAGS_DRV_MODE ? "xdpdrv" : "xdpgeneric");
+		if (foreign_ok)
+			pfs_info("%s: XDP program id %u '%s' is not pfs's: left attached", ifname,
+				 id, name);
+		else
+			pfs_xsk_errorf("%s already runs XDP program id %u '%s' (%s mode); pfs does "
+				       "not replace a program it does not own (detach it: ip link "
+				       "set dev %s %s off)",
+				       ifname, id, name, mode_word(flags), ifname, ip_word(flags));
 		close(fd);
 		return -EBUSY;
 	}
@@ -196,12 +207,13 @@ static int detach_if_ours(int ifindex, const char *ifname, uint32_t id, uint32_t
  * attached, -EBUSY foreign program (reason set), -errno. @id_out: its id. */
 static int detach_stale(int ifindex, const char *ifname, uint32_t *id_out)
 {
+	char name[BPF_OBJ_NAME_LEN];
 	uint32_t id, flags;
 	int rc = link_prog(ifindex, ifname, &id, &flags);
 
 	if (rc <= 0)
 		return rc;
-	rc = detach_if_ours(ifindex, ifname, id, flags);
+	rc = detach_if_ours(ifindex, ifname, id, flags, name, false);
 	if (rc == 1 && id_out)
 		*id_out = id;
 	return rc;
@@ -235,23 +247,10 @@ int pfs_xdp_sweep(struct pfs_xdp_swept *out, size_t max, size_t *n)
 			continue;
 		snprintf(e.ifname, sizeof(e.ifname), "%s", i->if_name);
 		if (rc > 0) {
-			char name[BPF_OBJ_NAME_LEN];
-			int fd = prog_open(e.id, name, sizeof(name));
-
-			/* Named here too, so the result says whose program stayed;
-			 * another's program is expected on a node, not an error. */
-			if (fd >= 0) {
-				snprintf(e.name, sizeof(e.name), "%s", name);
-				close(fd);
-			}
 			e.mode = mode_word(flags);
-			if (fd >= 0 && strcmp(name, PFS_XDP_PROG_NAME)) {
-				pfs_info("%s: XDP program id %u '%s' is not pfs's: left attached",
-					 i->if_name, e.id, name);
-				rc = -EBUSY;
-			} else {
-				rc = detach_if_ours((int)i->if_index, i->if_name, e.id, flags);
-			}
+			/* The name goes in the result, so it says whose program stayed. */
+			rc = detach_if_ours((int)i->if_index, i->if_name, e.id, flags, e.name,
+					    true);
 		}
 		e.result = rc;
 		if (rc < 0 && !(rc == -EBUSY && e.name[0]) && !first)
