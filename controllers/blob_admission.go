@@ -129,13 +129,5 @@ func qty(n int64) string {
 
 // nodeUsable: a node new holders may go to (schedulable and Ready).
 func nodeUsable(n *corev1.Node) bool {
-	if n.Spec.Unschedulable {
-		return false
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return !n.Spec.Unschedulable && podspec.NodeReady(n)
 }

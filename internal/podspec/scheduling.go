@@ -47,3 +47,13 @@ func (cfg Config) UntoleratedTaint(n *corev1.Node, s *pfsv1alpha1.PodScheduling)
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	})
 }
+
+// NodeReady says whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

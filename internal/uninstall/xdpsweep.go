@@ -143,7 +143,7 @@ func sweepXDP(ctx context.Context, c client.Client, s Sweep, timeout, poll time.
 	var errs []error
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if !nodeReady(n) {
+		if !podspec.NodeReady(n) {
 			log.Info("XDP sweep skips a node that is not Ready", "node", n.Name)
 			continue
 		}
@@ -205,14 +205,4 @@ func sweptLinks(r SweepResult) string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, "; ")
-}
-
-// nodeReady: the node's Ready condition is True.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
