@@ -87,6 +87,46 @@ func upstreamAddrs(topology pfsv1alpha1.ReplicationTopology, order []string, i i
 	return out
 }
 
+// maxTail bounds a relay's --fetch-tail list.
+const maxTail = 2
+
+// tailAddrs is a relay's --fetch-tail list: the chain's last holders after
+// position i, last first, which it finishes from once it stepped aside
+// (docs/design/fanout.md "A slow relay"). The last holder never steps
+// aside itself (no one relays through it), so a relay that moved there
+// closes no cycle. Only in a chain (a tree has no one tail) and over TCP
+// (a datagram relay does not step aside). A holder's address is its DNS
+// name on the pod network, known before its pod exists (name is
+// podspec.HolderDNSName for this blob), or its IP on a network once it has
+// one; a node whose address is unknown yet is left out.
+func tailAddrs(topology pfsv1alpha1.ReplicationTopology, transport pfsv1alpha1.Transport, order []string, i int,
+	addr map[string]string, name func(node string) string) []string {
+	if topology == pfsv1alpha1.TopologyTree || transport != pfsv1alpha1.TransportTCP || i <= 0 {
+		return nil
+	}
+	var out []string
+	for j := len(order) - 1; j > i && len(out) < maxTail; j-- {
+		host := addr[order[j]]
+		if host == "" && name != nil {
+			host = name(order[j])
+		}
+		if host != "" {
+			out = append(out, net.JoinHostPort(host, strconv.Itoa(podspec.ReplicationPort)))
+		}
+	}
+	return out
+}
+
+// holderDNS names b's holder on a node before its pod exists: on the pod
+// network, its DNS name; nil on spec.replication.network (an IP comes
+// with the pod).
+func holderDNS(b *pfsv1alpha1.PfsBlob) func(node string) string {
+	if b.Spec.Replication.NetworkOrDefault() != "" {
+		return nil
+	}
+	return func(node string) string { return podspec.HolderDNSName(b.Name, b.Namespace, node) }
+}
+
 // networkStatusGrace is how long a started holder may go without an
 // address on spec.replication.network before its node fails. Multus writes
 // the network-status annotation when it sets up the pod's sandbox, before

@@ -75,6 +75,39 @@ func TestUpstreamAddrs(t *testing.T) {
 	}
 }
 
+func TestTailAddrs(t *testing.T) {
+	order := []string{"w0", "w1", "w2", "w3", "w4"}
+	dns := func(n string) string { return "h-" + n + ".b-holders.ns.svc" }
+	chain, tree, tcp, udp := pfsv1alpha1.TopologyChain, pfsv1alpha1.TopologyTree, pfsv1alpha1.TransportTCP, pfsv1alpha1.TransportUDP
+	tests := map[string]struct {
+		topo pfsv1alpha1.ReplicationTopology
+		tr   pfsv1alpha1.Transport
+		i    int
+		addr map[string]string
+		name func(string) string
+		want []string
+	}{
+		"the first relay: the last two, last first": {chain, tcp, 1, nil, dns,
+			[]string{"h-w4.b-holders.ns.svc:7470", "h-w3.b-holders.ns.svc:7470"}},
+		"the relay before the last: the last alone":       {chain, tcp, 3, nil, dns, []string{"h-w4.b-holders.ns.svc:7470"}},
+		"the last relay: none (no one relays through it)": {chain, tcp, 4, nil, dns, nil},
+		"the origin: none": {chain, tcp, 0, nil, dns, nil},
+		"a known address first": {chain, tcp, 1, map[string]string{"w4": "10.0.0.5"}, dns,
+			[]string{"10.0.0.5:7470", "h-w3.b-holders.ns.svc:7470"}},
+		"on a network, only the nodes with an IP": {chain, tcp, 1, map[string]string{"w3": "192.168.9.4"}, nil, []string{"192.168.9.4:7470"}},
+		"a tree: none": {tree, tcp, 1, nil, dns, nil},
+		"udp: none":    {chain, udp, 1, nil, dns, nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := tailAddrs(tc.topo, tc.tr, order, tc.i, tc.addr, tc.name)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestHolderAddress(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const status = `[{"name":"cbr0","ips":["10.1.0.5"],"default":true},{"name":"ns/fabric","interface":"net1","ips":["fe80::1x","192.168.9.5"]}]`

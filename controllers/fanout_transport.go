@@ -3,6 +3,9 @@
 package controllers
 
 import (
+	"fmt"
+	"net"
+
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 	"packetfs.io/operator/internal/result"
 )
@@ -23,6 +26,34 @@ func fillBound(ns *pfsv1alpha1.BlobNodeStatus, r *result.BlobCreate) {
 	if ns.Bound != "" {
 		ns.BoundMessage = truncate(r.BoundWhy, maxBoundMessage)
 	}
+}
+
+// maxSteppedAside is status.nodes[].steppedAside's MaxLength.
+const maxSteppedAside = 256
+
+// steppedAside says why a relay left the middle of the chain, from its
+// result (docs/design/fanout.md "A slow relay"); "" when it did not.
+// hostNode names the holders by the hosts their results use.
+func steppedAside(r *result.BlobCreate, hostNode map[string]string) string {
+	if r.Repl == nil || r.Repl.SteppedAside == nil {
+		return ""
+	}
+	st := r.Repl.SteppedAside
+	msg := fmt.Sprintf("it forwarded slower than it received: its stream to %s fell %d MiB further behind its own fill "+
+		"in %.2f s (from %d to %d MiB behind, at %d MiB)", hostOf(st.Downstream, hostNode), (st.Lag-st.LagStart)>>20,
+		st.Elapsed.Seconds(), st.LagStart>>20, st.Lag>>20, st.Mark>>20)
+	if r.Fetch != nil && r.Fetch.MovedTo != "" {
+		msg += "; it finished from the chain's last node, " + hostOf(r.Fetch.MovedTo, hostNode)
+	}
+	return truncate(msg, maxSteppedAside)
+}
+
+// hostOf is the node whose holder has addr's host, else addr itself.
+func hostOf(addr string, hostNode map[string]string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil && hostNode[host] != "" {
+		return hostNode[host]
+	}
+	return addr
 }
 
 // relayTransport copies how a relay fetched, as its data plane reported

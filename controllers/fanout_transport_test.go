@@ -5,6 +5,7 @@ package controllers
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -37,6 +38,37 @@ func TestRelayTransport(t *testing.T) {
 			}
 			if len(got.Datapath) > maxDatapath {
 				t.Errorf("datapath is %d characters, the schema allows %d", len(got.Datapath), maxDatapath)
+			}
+		})
+	}
+}
+
+func TestSteppedAside(t *testing.T) {
+	hostNode := map[string]string{"10.1.0.7": "w2", "h-w4.b-holders.ns.svc": "w4"}
+	step := &result.StepAside{Mark: 52 << 20, Lag: 30 << 20, LagStart: 6 << 20, Elapsed: 90 * time.Millisecond, Downstream: "10.1.0.7:41234"}
+	tests := map[string]struct {
+		r    result.BlobCreate
+		want string
+	}{
+		"it did not": {result.BlobCreate{Repl: &result.Repl{}, Fetch: &result.Fetch{}}, ""},
+		"no repl":    {result.BlobCreate{Fetch: &result.Fetch{}}, ""},
+		"stepped aside and finished from the tail": {result.BlobCreate{Repl: &result.Repl{SteppedAside: step},
+			Fetch: &result.Fetch{MovedTo: "h-w4.b-holders.ns.svc:7470"}},
+			"it forwarded slower than it received: its stream to w2 fell 24 MiB further behind its own fill in 0.09 s " +
+				"(from 6 to 30 MiB behind, at 52 MiB); it finished from the chain's last node, w4"},
+		"stepped aside without a tail, a host no holder has": {result.BlobCreate{Repl: &result.Repl{SteppedAside: &result.StepAside{
+			Lag: 17 << 20, Elapsed: time.Second, Downstream: "10.9.9.9:1"}}, Fetch: &result.Fetch{}},
+			"it forwarded slower than it received: its stream to 10.9.9.9:1 fell 17 MiB further behind its own fill in 1.00 s " +
+				"(from 0 to 17 MiB behind, at 0 MiB)"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := steppedAside(&tc.r, hostNode)
+			if got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+			if len(got) > maxSteppedAside {
+				t.Errorf("%d characters, the schema allows %d", len(got), maxSteppedAside)
 			}
 		})
 	}

@@ -300,6 +300,7 @@ func verifyRelay(hi *holderInfo, origin originRead, hostNode map[string]string) 
 	ns.Bytes, ns.Seconds, ns.MBps = ft.Bytes, pfsv1alpha1.FormatSeconds(ft.Elapsed), pfsv1alpha1.FormatMBps(ft.Bytes, ft.Elapsed)
 	relayTransport(ns, ft)
 	ns.Verification = relayVerification(r)
+	ns.SteppedAside = steppedAside(r, hostNode)
 	// fetch.from is the --fetch-from entry: name:port, ip:port, or
 	// [v6]:port for IPv6 (a secondary network may be v6).
 	if host, _, err := net.SplitHostPort(ft.From); err == nil {

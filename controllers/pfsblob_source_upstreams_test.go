@@ -67,14 +67,57 @@ func TestRelayUpstreams(t *testing.T) {
 }
 
 // fetchFromArg is the value of --fetch-from in p's init container.
-func fetchFromArg(p *corev1.Pod) string {
+func fetchFromArg(p *corev1.Pod) string { return initArg(p, "--fetch-from") }
+
+// initArg is the value of flag in p's init container, "" without it.
+func initArg(p *corev1.Pod, flag string) string {
 	args := p.Spec.InitContainers[0].Args
 	for i, a := range args {
-		if a == "--fetch-from" && i+1 < len(args) {
+		if a == flag && i+1 < len(args) {
 			return args[i+1]
 		}
 	}
 	return ""
+}
+
+// TestRelayTail checks the --fetch-tail of every holder decideSource
+// creates (docs/design/fanout.md "A slow relay"): in a TCP chain the last
+// holders after it, last first, by DNS name before they exist; none for
+// the last relay, in a tree, over UDP, or before an IP on a network.
+func TestRelayTail(t *testing.T) {
+	names := []string{"w0", "w1", "w2", "w3"}
+	nodes := make([]corev1.Node, 0, len(names))
+	for _, n := range names {
+		nodes = append(nodes, *testNode(n, "hugepages-2Mi", "1Gi"))
+	}
+	name := func(node string) string { return podspec.HolderDNSName("w", "ns", node) + ":7470" }
+	with := func(r pfsv1alpha1.BlobReplication) *pfsv1alpha1.PfsBlob {
+		b := srcBlob("")
+		b.Spec.Replication = &r
+		return b
+	}
+	tests := map[string]struct {
+		blob *pfsv1alpha1.PfsBlob
+		want map[string]string
+	}{
+		"chain over tcp":           {srcBlob(""), map[string]string{"w0": "", "w1": name("w3") + "," + name("w2"), "w2": name("w3"), "w3": ""}},
+		"tree":                     {with(pfsv1alpha1.BlobReplication{Topology: pfsv1alpha1.TopologyTree}), map[string]string{"w0": "", "w1": "", "w2": "", "w3": ""}},
+		"udp":                      {with(pfsv1alpha1.BlobReplication{Transport: pfsv1alpha1.TransportUDP}), map[string]string{"w0": "", "w1": "", "w2": "", "w3": ""}},
+		"a network, before any IP": {with(pfsv1alpha1.BlobReplication{Network: "fabric"}), map[string]string{"w0": ""}},
+	}
+	for n, tc := range tests {
+		t.Run(n, func(t *testing.T) {
+			obs := sourceObservation{ClaimFound: true, Scan: scanPod(0, scanMsg), Nodes: nodes, Now: t0}
+			_, plan := decideSource(podspec.Config{}, SourcePolicy{}, tc.blob, obs)
+			got := map[string]string{}
+			for _, p := range plan.Create {
+				got[p.Annotations[podspec.AnnotationNode]] = initArg(p, "--fetch-tail")
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("--fetch-tail by node (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 // The status maps a relay's fetch.from back to its node whatever form the

@@ -502,6 +502,14 @@ type BlobNodeStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	BoundMessage string `json:"boundMessage,omitempty"`
 
+	// steppedAside says why this relay left the middle of the chain: it
+	// forwarded slower than it received, so its downstreams fetched from
+	// their next upstream and it finished from the chain's last node (from
+	// then names that node). Absent when it did not.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	SteppedAside string `json:"steppedAside,omitempty"`
+
 	// sha256 is the source digest (the manifest's sha256, 64 lower-case hex
 	// digits) this node verified.
 	// +optional

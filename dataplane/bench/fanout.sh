@@ -31,6 +31,12 @@
 # relays fetching over each of these (--fetch-transport), a second table.
 #   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi" LINKS="none 2gbit" \
 #   TRANSPORTS="tcp udp afxdp" bench/fanout.sh
+# SLOW: "<node>:<rate>" (default 1:500mbit; empty: none), a node whose
+# uplink is slower than the others' (docs/design/fanout.md "A slow relay"):
+# at each shaped link of LINKS, the pipelined chain of the largest source
+# at the largest N with that node's uplink at <rate>, with the step-aside
+# rule (every relay but the last gets --fetch-tail: the last node) and
+# without it (--relay-lag-max 0), a third table.
 # BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none TRANSPORTS=tcp.
 # OUT_MD: the page of this run's tables and model (default
 # ../docs/bench/bench-fanout.md; empty: none); they also go to stdout.
@@ -55,7 +61,10 @@ ROUNDS=${ROUNDS:-3}
 SOURCES=${SOURCES:-minilm sudachi}
 LINKS=${LINKS:-none 2gbit}
 TRANSPORTS=${TRANSPORTS:-tcp udp afxdp}
-FETCH=() # --fetch-transport for the relays of the transport table
+SLOW=${SLOW-1:500mbit}
+FETCH=()
+TAIL=0 # run_pipelined: relays but the last get --fetch-tail (the last node)
+EXCLUDE=-1 # run_pipelined: the node left out of "every node" (the slow one) # --fetch-transport for the relays of the transport table
 PORT=7470
 NODE_NS=pfsfan
 OUT_MD=${OUT_MD-../docs/bench/bench-fanout.md}
@@ -109,9 +118,13 @@ load_origin() {
 	# shellcheck disable=SC2046
 	timed 0 "$W/r0" $(create 0 "$2" --source "$1") ${3:+--replicate-listen "$(ip_of 0):$PORT" --replicate-linger 1s}
 }
-relay() { # relay <node> <size> <from-list> [listen]
+relay() { # relay <node> <size> <from-list> <listen|-> [pfs options...]
+	local i=$1 size=$2 up=$3 l=$4
+	shift 4
 	# shellcheck disable=SC2046
-	timed "$1" "$W/r$1" $(create "$1" "$2" --fetch-from "$3") ${4:+--replicate-listen "$(ip_of "$1"):$PORT" --replicate-linger 1s} "${FETCH[@]}"
+	timed "$i" "$W/r$i" $(create "$i" "$size" --fetch-from "$up") \
+		$([ "$l" = listen ] && echo --replicate-listen "$(ip_of "$i"):$PORT" --replicate-linger 1s) \
+		"${FETCH[@]}" "$@"
 }
 check() { # every relay verified, one digest
 	local i want
@@ -138,7 +151,11 @@ run_pipelined() { # -> seconds; also leaves the origin's bytes served in $W/serv
 	load_origin "$s" "$size" listen &
 	rp+=($!)
 	for i in $(seq 1 $((n - 1))); do
-		relay "$i" "$size" "$(from "$i")" $([ "$i" -lt $((n - 1)) ] && echo listen) &
+		# The last relay serves too when others may move to it (TAIL).
+		local tail=()
+		[ "$TAIL" = 1 ] && [ "$i" -lt $((n - 1)) ] && tail=(--fetch-tail "$(ip_of $((n - 1))):$PORT")
+		relay "$i" "$size" "$(from "$i")" \
+			"$([ "$i" -lt $((n - 1)) ] || [ "$TAIL" = 1 ] && echo listen || echo -)" "${tail[@]}" &
 		rp+=($!)
 	done
 	for i in "${rp[@]}"; do wait "$i"; done
@@ -146,8 +163,8 @@ run_pipelined() { # -> seconds; also leaves the origin's bytes served in $W/serv
 	t0=$(sect source "$W/r0" | field t0_unix)
 	for i in $(seq 1 $((n - 1))); do
 		# A relay is done once it verified what it received.
-		t1=$(sect fetch "$W/r$i" | field t1_unix)
-		t1=$(echo "$t1 + $(sect fetch "$W/r$i" | field verify_seconds)" | bc -l)
+		t1=$(echo "$(done_at "$i")" | bc -l)
+		[ "$i" = "$EXCLUDE" ] && { echo "$t1 - $t0" | bc -l >"$W/excluded"; continue; }
 		[ "$(echo "$t1 > $last" | bc)" = 1 ] && last=$t1
 	done
 	sect repl "$W/r0" | field bytes_served >"$W/served"
@@ -172,7 +189,7 @@ run_store_fwd() {
 	t=$(load_s)
 	for i in $(seq 1 $((n - 1))); do
 		serve_bg $((i - 1))
-		relay "$i" "$size" "$(ip_of $((i - 1))):$PORT"
+		relay "$i" "$size" "$(ip_of $((i - 1))):$PORT" -
 		stop_bg
 		t=$(echo "$t + $(done_at "$i") - $(sect fetch "$W/r$i" | field t0_unix)" | bc -l)
 	done
@@ -184,7 +201,7 @@ run_from_origin() {
 	load_origin "$s" "$size"
 	serve_bg 0
 	for i in $(seq 1 $((n - 1))); do
-		relay "$i" "$size" "$(ip_of 0):$PORT" &
+		relay "$i" "$size" "$(ip_of 0):$PORT" - &
 		rp+=($!)
 	done
 	for i in "${rp[@]}"; do wait "$i"; done
@@ -204,7 +221,7 @@ run_one_hop() { # the origin loaded and serving; node 1 fetches: hop seconds
 	# The limit is the receive alone: a files relay hashes after its last
 	# byte here, so no hashing thread shares its cores while it receives.
 	[ "$BENCH_LAYOUT" = files ] && FETCH+=(--verify-threads 0)
-	relay 1 "$size" "$(ip_of 0):$PORT"
+	relay 1 "$size" "$(ip_of 0):$PORT" -
 	FETCH=("${fetch[@]}")
 	stop_bg
 	check 2
@@ -313,6 +330,51 @@ for link in $LINKS; do
 	done
 done
 FETCH=()
+
+# A slow node (SLOW): the chain with one relay's uplink below the others',
+# with the step-aside rule and without it, at every shaped link.
+# order <n>: each relay's last upstream ("2<0": node 2 ended fetching from 0).
+order() {
+	local i ip o=""
+	for i in $(seq 1 $(($1 - 1))); do
+		ip=$(sect fetch "$W/r$i" | field from)
+		ip=${ip%:*}
+		o+="${o:+ }$i<$((${ip##*.} - 1))"
+	done
+	echo "$o"
+}
+slow_k=${SLOW%%:*} slow_rate=${SLOW#*:}
+if [ -n "$SLOW" ] && [ "$slow_k" -ge 1 ] && [ "$slow_k" -lt $((maxn - 1)) ] && [ "$LINKS" != none ]; then
+	echo
+	echo "A slow node ($s, $size bytes, N = $maxn; median of $ROUNDS): node $slow_k's uplink at $slow_rate, the others' at the link rate. With the rule a relay"
+	echo "whose downstream falls 16 MiB further behind its own fill steps aside: the downstream fetches from its next upstream, the relay from the last node"
+	echo "([fanout.md](../design/fanout.md#a-slow-relay)). Time until every other node verified, against one hop at the link rate (measured here, node 0 to node 1 before the shaping);"
+	echo "the order is each relay's last upstream (\`2<0\`: node 2 ended fetching from node 0)."
+	echo
+	echo "| link | slow node | rule | every other node s | / one hop | slow node s | one hop s | order (last round) | stepped aside |"
+	echo "|---|---|---|---:|---:|---:|---:|---|---:|"
+	for link in $LINKS; do
+		[ "$link" = none ] && continue
+		shape "$link"
+		hop=""
+		for _ in $(seq "$ROUNDS"); do hop="$hop $(run_one_hop "$src" "$size")"; done
+		tc -n "pfsfan$slow_k" qdisc replace dev "fan$slow_k" root tbf rate "$slow_rate" burst 256kb latency 100ms
+		EXCLUDE=$slow_k
+		for rule in on off; do
+			if [ $rule = on ]; then TAIL=1 FETCH=(); else TAIL=0 FETCH=(--relay-lag-max 0); fi
+			p="" q="" st=0
+			for _ in $(seq "$ROUNDS"); do
+				p="$p $(run_pipelined "$maxn" "$src" "$size")"
+				q="$q $(cat "$W/excluded")"
+			done
+			for i in $(seq 1 $((maxn - 1))); do grep -q '"stepped_aside"' "$W/r$i" && st=$((st + 1)); done
+			printf '| %s | %s at %s | %s | %.3f | %.2f | %.3f | %.3f | %s | %s |\n' "$link" "$slow_k" "$slow_rate" "$rule" \
+				"$(median <<<"$p")" "$(echo "$(median <<<"$p") / $(median <<<"$hop")" | bc -l)" \
+				"$(median <<<"$q")" "$(median <<<"$hop")" "$(order "$maxn")" "$st"
+		done
+		EXCLUDE=-1 TAIL=0 FETCH=()
+	done
+fi
 
 # The model, fed only by the numbers above (docs/design/fanout.md explains it).
 python3 - "$W/results.tsv" "$BENCH_LAYOUT" <<'PY'

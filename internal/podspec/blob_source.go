@@ -41,6 +41,9 @@ type SourceHolder struct {
 	// Upstreams are the relay's "host:port" sources, nearest first: the
 	// holders' DNS names on the pod network, their IPs on a network.
 	Upstreams []string
+	// Tail is where a relay finishes once it stepped aside (--fetch-tail):
+	// the chain's last holders, last first; empty: it stays.
+	Tail []string
 	// Attempt is 1 for the node's first pod, 2 and 3 for its retries.
 	Attempt int32
 	// Base is spec.base's name when the base is Ready on Node: the holder
@@ -175,6 +178,9 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 		createMounts = append(createMounts, srcMounts...)
 	} else {
 		args = append(args, "--fetch-from", fetchFrom(h.Upstreams))
+		if len(h.Tail) > 0 {
+			args = append(args, "--fetch-tail", fetchFrom(h.Tail))
+		}
 		args = append(args, fetchTransportArgs(b)...)
 	}
 	args = append(args, "--token-file", TokenFile)

@@ -72,6 +72,11 @@ type Fetch struct {
 	// Delta is what came as delta grams over the relay's base; nil without
 	// a base.
 	Delta *FetchDelta
+	// Skipped are the upstreams that stepped aside on this fetch, in order;
+	// MovedTo the tail holder this relay finished from once it stepped
+	// aside itself ("" when it did not). See step.go.
+	Skipped []string
+	MovedTo string
 }
 
 // Repl is the "repl" member: what the holder served to other nodes.
@@ -80,6 +85,8 @@ type Repl struct {
 	Clients, BytesServed, Refused int64
 	// Delta is what the holder served as delta grams; nil without a base.
 	Delta *ReplDelta
+	// SteppedAside says why this relay stepped aside; nil when it did not.
+	SteppedAside *StepAside
 }
 
 // sha256Hex checks 64 lower-case hex digits.
@@ -241,6 +248,7 @@ func parseFetch(j *fetchJSON) (*Fetch, error) {
 	if err := parseFetchTransport(j, f); err != nil {
 		return nil, err
 	}
+	parseFetchStep(j, f)
 	if j.Delta != nil {
 		if f.Delta, err = parseFetchDelta(j.Delta); err != nil {
 			return nil, err
@@ -266,6 +274,11 @@ func parseRepl(j *replJSON) (*Repl, error) {
 	}
 	if j.Delta != nil {
 		if r.Delta, err = parseReplDelta(j.Delta); err != nil {
+			return nil, err
+		}
+	}
+	if j.SteppedAside != nil {
+		if r.SteppedAside, err = parseReplStep(j.SteppedAside); err != nil {
 			return nil, err
 		}
 	}

@@ -258,6 +258,12 @@ type fetchJSON struct {
 	VerifySeconds *float64 `json:"verify_seconds"`
 	// Transport is "transport": How the bytes came (--fetch-transport).
 	Transport *string `json:"transport"`
+	// Skipped is "skipped": The upstreams (IP:PORT, comma-separated) that stepped aside on this fetch:
+	// each sent STEP, too slow to relay, and the fetch went on from its next upstream.
+	Skipped *string `json:"skipped"`
+	// MovedTo is "moved_to": This relay stepped aside and finished from this tail holder
+	// (--fetch-tail); empty: it did not move.
+	MovedTo *string `json:"moved_to"`
 	// Path is "path": udp and afxdp: the datapath.
 	Path *string `json:"path"`
 	// Dgrams is "dgrams": udp and afxdp: the datagram counters.
@@ -327,8 +333,25 @@ type replJSON struct {
 	BytesServed *int64 `json:"bytes_served"`
 	// Refused is "refused": Clients refused.
 	Refused *int64 `json:"refused"`
+	// SteppedAside is "stepped_aside": When this relay stepped aside: the numbers of its first STEP.
+	SteppedAside *replStepJSON `json:"stepped_aside"`
 	// Delta is "delta": With a delta base: what it served as delta grams.
 	Delta *replDeltaJSON `json:"delta"`
+}
+
+// replStepJSON is why a relay stepped aside (tools/pfs/repl.c, docs/design/fanout.md "A slow
+// relay").
+type replStepJSON struct {
+	// Mark is "mark": Its own fill's watermark then.
+	Mark *int64 `json:"mark"`
+	// Lag is "lag": How far the downstream's stream was behind that mark.
+	Lag *int64 `json:"lag"`
+	// LagStart is "lag_start": How far behind it was when that stream began.
+	LagStart *int64 `json:"lag_start"`
+	// Seconds is "seconds": Seconds since that stream began.
+	Seconds *float64 `json:"seconds"`
+	// Downstream is "downstream": The downstream's address.
+	Downstream *string `json:"downstream"`
 }
 
 // replDeltaJSON is a holder's delta serving (tools/pfs/repl_delta.c,

@@ -57,6 +57,7 @@
 #define PFS_REPL_CLIENTS 32 /* default bound of concurrent connections */
 #define PFS_REPL_UPSTREAMS 16 /* --fetch-from entries at most */
 #define PFS_REPL_RESUMES 8 /* resume offsets kept in the result */
+#define PFS_REPL_SKIPS 4 /* upstreams that stepped aside, kept in the result */
 #define PFS_REPL_DELTA_UNIT (4u << 20) /* blob bytes per delta gram */
 
 /* ---- progress: the watermark of a blob being filled ---- */
@@ -161,6 +162,27 @@ struct pfs_repl_server_opts {
 	 * (pfs_chunks__list_none), or NULL: END alone, and the client verifies
 	 * without. The caller's, outlives the server. */
 	struct pfs_chunks *chunks;
+	/* Step aside (docs/design/fanout.md "A slow relay"); a relay sets
+	 * lag_max, an origin leaves it 0 (never). While the blob still fills,
+	 * a TCP client whose stream falls lag_max bytes further behind the
+	 * fill than it was when it began (this relay receives faster than it
+	 * forwards) is sent STEP ("fetch from your next upstream") and closed;
+	 * every other client then too, new ones are refused until the fill
+	 * completes, and *step_aside is set (the relay's fetch moves to the
+	 * chain's tail: pfs_repl_fetch_opts.tail). Never for a client that
+	 * stepped aside itself, a RANGE or a delta client. */
+	uint64_t lag_max;
+	volatile sig_atomic_t *step_aside;
+};
+
+/* Why a relay stepped aside (its first STEP). */
+struct pfs_repl_step {
+	bool stepped;
+	uint64_t mark; /* its own fill's watermark then */
+	uint64_t lag; /* the client's stream that far behind it */
+	uint64_t lag_start; /* ... and this far when it began */
+	double seconds; /* since that stream began */
+	char peer[64]; /* that client */
 };
 
 struct pfs_repl_server_stats {
@@ -176,6 +198,8 @@ struct pfs_repl_server_stats {
 	uint64_t delta_wire; /* bytes of delta grams sent (part of bytes_served) */
 	uint64_t delta_bytes; /* blob bytes those grams rebuild */
 	double index_s, encode_s; /* indexing the base; encoding, every connection */
+	uint64_t steps; /* clients sent STEP */
+	struct pfs_repl_step step;
 };
 
 struct pfs_repl_server;
@@ -275,6 +299,13 @@ struct pfs_repl_fetch_opts {
 	 * range alone (AUTH's RANGE flag): TCP only, without layout, chunks or
 	 * a base. */
 	uint64_t start, end;
+	/* Where the fetch moves once *step_aside is set (its own server
+	 * stepped aside, pfs_repl_server_opts.lag_max): the chain's last
+	 * holders, last first, asked with the STEPPED flag so none of them
+	 * sends it STEP. NULL or n_tail 0: it stays with its upstream. */
+	const char *const *tail;
+	int n_tail; /* 0..PFS_REPL_UPSTREAMS */
+	const volatile sig_atomic_t *step_aside;
 };
 
 /* What a fetch with a base got as delta grams. */
@@ -306,6 +337,15 @@ struct pfs_repl_fetch_result {
 	uint32_t layout_files; /* with layout: the entries of the layout */
 	uint64_t layout_frames; /* LAYOUT frames received, every attempt */
 	uint64_t digest_frames; /* DIGESTS frames received, every attempt */
+	/* Upstreams that stepped aside (sent STEP), in order, and the offset
+	 * this fetch had then; the fetch went on from its next upstream. */
+	char skipped[PFS_REPL_SKIPS][64];
+	uint64_t skipped_at[PFS_REPL_SKIPS];
+	int n_skipped;
+	/* This relay stepped aside: the offset its fetch had and the tail
+	 * holder it moved to. moved_to "": it did not move. */
+	uint64_t moved_at;
+	char moved_to[64];
 	char error[512];
 };
 

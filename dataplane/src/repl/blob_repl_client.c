@@ -38,6 +38,8 @@
 struct fetch {
 	const struct pfs_repl_fetch_opts *o;
 	struct pfs_repl_fetch_result *r;
+	const char *const *ups; /* the upstreams cycled: o->upstreams, or o->tail once moved */
+	int nups;
 	const char *up; /* the upstream of this attempt */
 	uint64_t have; /* contiguous bytes received */
 	uint64_t end; /* where the bytes asked for end: the size, or opts' end */
@@ -51,6 +53,10 @@ struct fetch {
 	bool chunks; /* this attempt asks for the chunk digests */
 	bool got_digests; /* ... and received some */
 	bool no_delta[PFS_REPL_UPSTREAMS]; /* refused our base: fetch whole */
+	bool skip[PFS_REPL_UPSTREAMS]; /* of ups: stepped aside (STEP), skipped from then on */
+	bool moving; /* the last attempt ended to move to the tail */
+	bool moved; /* ... and ups is o->tail now: AUTH says STEPPED */
+	bool now; /* the next attempt without a backoff (a STEP or a move) */
 	struct repl_delta_rx rx;
 	uint8_t *blob; /* o->blob, or what on_layout created */
 	struct repl_layout_list layout; /* with o->layout: the first one received */
@@ -203,7 +209,8 @@ static int handshake(struct fetch *f, int fd)
 				   .flags = (uint8_t)((f->delta ? REPL_FLAG_DELTA : 0) |
 						      (f->o->layout ? REPL_FLAG_LAYOUT : 0) |
 						      (f->chunks ? REPL_FLAG_CHUNKS : 0) |
-						      (f->end < f->o->size ? REPL_FLAG_RANGE : 0)),
+						      (f->end < f->o->size ? REPL_FLAG_RANGE : 0) |
+						      (f->moved ? REPL_FLAG_STEPPED : 0)),
 				   .end = f->end,
 				   .base_size = f->delta ? f->o->base_size : 0,
 				   .base_fp = f->delta ? f->o->base_fp : 0 };
@@ -573,8 +580,32 @@ static int digests(struct fetch *f, int fd, uint8_t *b)
 	return 0;
 }
 
-/* A control frame inside the stream: END (1: done), KEEPALIVE (0) or
- * ERROR (final). */
+/* The upstream stepped aside (docs/design/fanout.md "A slow relay"): on
+ * to the next one at once, and never back to it while others are left. */
+static int stepped(struct fetch *f, const struct repl_frame *x)
+{
+	struct pfs_repl_fetch_result *r = f->r;
+
+	f->skip[f->cur] = true;
+	f->now = true;
+	if (r->n_skipped < PFS_REPL_SKIPS) {
+		snprintf(r->skipped[r->n_skipped], sizeof(r->skipped[0]), "%s", f->up);
+		r->skipped_at[r->n_skipped++] = f->have;
+	}
+	pfs_info("repl fetch: %s stepped aside at offset %" PRIu64 ": %s", f->up, f->have,
+		 (const char *)x->body);
+	return fail(f, -EAGAIN, "upstream %s stepped aside at offset %" PRIu64, f->up, f->have);
+}
+
+/* Our own server stepped aside: leave the upstream for the chain's tail
+ * (once). */
+static bool move_now(const struct fetch *f)
+{
+	return !f->moved && f->o->n_tail > 0 && f->o->step_aside && *f->o->step_aside;
+}
+
+/* A control frame inside the stream: END (1: done), KEEPALIVE (0),
+ * STEP (on to the next upstream) or ERROR (final). */
 static int control(struct fetch *f, int fd, const uint8_t *b)
 {
 	struct repl_frame x;
@@ -588,6 +619,8 @@ static int control(struct fetch *f, int fd, const uint8_t *b)
 		return 0;
 	if (x.type == REPL_ERROR)
 		return final(f, -ECANCELED, "upstream %s failed: %s", f->up, (const char *)x.body);
+	if (x.type == REPL_STEP)
+		return stepped(f, &x);
 	if (x.type != REPL_END)
 		return reject(f, -EPROTO, repl_type_str(x.type));
 	if (x.offset != f->end || f->have != f->end)
@@ -610,6 +643,11 @@ static int receive(struct fetch *f, int fd)
 	while (!err) {
 		if (stopped(f))
 			return final(f, -EINTR, "stopped");
+		if (move_now(f)) {
+			f->moving = true;
+			return fail(f, -EAGAIN, "this relay stepped aside at offset %" PRIu64,
+				    f->have);
+		}
 		err = repl_read_full(fd, b, REPL_HDR);
 		if (err)
 			return fail(f, err, "upstream %s: %s at offset %" PRIu64, f->up,
@@ -676,9 +714,11 @@ static int check_opts(const struct pfs_repl_fetch_opts *o, struct pfs_repl_fetch
 	if (o && o->sz)
 		memcpy(c, o, o->sz < sizeof(*c) ? o->sz : sizeof(*c));
 	if (!o || !o->sz || c->n_upstreams < 1 || c->n_upstreams > PFS_REPL_UPSTREAMS ||
-	    !c->upstreams || (c->layout ? c->blob || !c->on_layout : !c->blob) || !c->size ||
-	    !c->token || !c->token_len || c->hold_back > c->size || c->start >= c->size ||
-	    (c->start && c->layout) || c->end > c->size || (c->end && c->end <= c->start) ||
+	    !c->upstreams || c->n_tail < 0 || c->n_tail > PFS_REPL_UPSTREAMS ||
+	    (c->n_tail && !c->tail) || (c->layout ? c->blob || !c->on_layout : !c->blob) ||
+	    !c->size || !c->token || !c->token_len || c->hold_back > c->size ||
+	    c->start >= c->size || (c->start && c->layout) || c->end > c->size ||
+	    (c->end && c->end <= c->start) ||
 	    (c->end && c->end < c->size &&
 	     (c->layout || c->chunks || c->base ||
 	      (c->transport && strcmp(c->transport, "tcp"))))) {
@@ -721,16 +761,46 @@ static bool wait_for_first(const struct fetch *f, int i, int err, double start)
 	       repl_now() < start + f->o->prefer_wait_ms / 1000.0;
 }
 
+/* The next upstream after @i: skipping those that stepped aside, unless
+ * every one did. */
+static int next_up(const struct fetch *f, int i)
+{
+	for (int k = 1; k <= f->nups; k++) {
+		int j = (i + k) % f->nups;
+
+		if (!f->skip[j])
+			return j;
+	}
+	return (i + 1) % f->nups;
+}
+
+/* Our own server stepped aside: from now on the chain's tail holders,
+ * asked with STEPPED. The next attempt is the tail's first. */
+static void move_to_tail(struct fetch *f)
+{
+	f->moving = false;
+	f->moved = true;
+	f->ups = f->o->tail;
+	f->nups = f->o->n_tail;
+	memset(f->skip, 0, sizeof(f->skip));
+	memset(f->no_delta, 0, sizeof(f->no_delta));
+	f->r->moved_at = f->have;
+	snprintf(f->r->moved_to, sizeof(f->r->moved_to), "%s", f->ups[0]);
+	pfs_info("repl fetch: this relay stepped aside at offset %" PRIu64
+		 ": fetching from the chain's tail, %s",
+		 f->have, f->ups[0]);
+}
+
 /* Attempts over the upstreams, cycling with backoff. 0 or -errno. */
 static int cycle(struct fetch *f)
 {
 	double start = repl_now(), end = start + f->o->timeout_ms / 1000.0;
 	int backoff = 100, err;
 
-	for (int i = 0;; i = (i + 1) % f->o->n_upstreams) {
+	for (int i = 0;; i = next_up(f, i)) {
 		uint64_t had = f->have;
 
-		f->up = f->o->upstreams[i];
+		f->up = f->ups[i];
 		f->cur = i;
 		err = attempt(f);
 		if (!err) {
@@ -739,6 +809,15 @@ static int cycle(struct fetch *f)
 		}
 		if (f->final)
 			return err;
+		if (f->moving) {
+			move_to_tail(f);
+			i = f->nups - 1; /* the loop's step makes it 0 */
+			continue;
+		}
+		if (f->now) { /* a STEP: its next upstream, at once */
+			f->now = false;
+			continue;
+		}
 		if (wait_for_first(f, i, err, start)) {
 			sleep_ms(100);
 			if (stopped(f))
@@ -770,6 +849,8 @@ int pfs_repl_fetch(const struct pfs_repl_fetch_opts *opts, struct pfs_repl_fetch
 	struct fetch f = { .o = &o, .r = r };
 	int err = check_opts(opts, &o, r);
 
+	f.ups = o.upstreams;
+	f.nups = o.n_upstreams;
 	f.blob = o.blob;
 	f.have = o.start;
 	f.end = o.end ? o.end : o.size;

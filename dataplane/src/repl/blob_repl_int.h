@@ -23,6 +23,7 @@ enum repl_refuse {
 	REPL_REFUSE_BUSY = 3, /* too many connections */
 	REPL_REFUSE_REQUEST = 4, /* malformed AUTH, offset past the end */
 	REPL_REFUSE_BASE = 5, /* DELTA asked, but this server holds no such base */
+	REPL_REFUSE_STEPPED = 6, /* a relay that stepped aside serves no one until complete */
 };
 
 double repl_now(void); /* CLOCK_MONOTONIC seconds */

@@ -72,6 +72,9 @@ struct pfs_repl_server {
 	uint64_t delta_clients, delta_refused; /* under lock */
 	_Atomic uint64_t delta_wire, delta_bytes;
 	double encode_s; /* under lock */
+	bool stepped; /* under lock: this relay stepped aside (lag_max) */
+	uint64_t steps; /* under lock: clients sent STEP */
+	struct pfs_repl_step step; /* under lock: the first STEP's numbers */
 	double log_t0; /* refusal lines: REPL_LOG_PER_S per second */
 	unsigned int log_n;
 	uint64_t log_dropped;
@@ -139,6 +142,20 @@ static bool base_matches(struct conn *c, const struct repl_frame *a)
 	return false;
 }
 
+/* Still filling (not complete), and stepped aside: new clients are
+ * refused, streams get STEP. Once complete it serves everyone again. */
+static bool stepped_aside(struct pfs_repl_server *s)
+{
+	bool stepped;
+
+	if (!s->o.progress || pfs_progress__mark(s->o.progress) >= s->o.size)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	stepped = s->stepped;
+	pthread_mutex_unlock(&s->lock);
+	return stepped;
+}
+
 /* HELLO, then the client's AUTH (into @a): its start offset, or -1 after
  * refusing. */
 static int64_t handshake(struct conn *c, struct repl_frame *a_out)
@@ -186,6 +203,12 @@ static int64_t handshake(struct conn *c, struct repl_frame *a_out)
 	}
 	if ((a.flags & REPL_FLAG_DELTA) && !base_matches(c, &a))
 		return -1;
+	if (stepped_aside(s)) {
+		refuse(c, REPL_REFUSE_STEPPED,
+		       "this relay stepped aside (it forwards slower than it receives): "
+		       "fetch from another upstream");
+		return -1;
+	}
 	*a_out = a;
 	return (int64_t)a.offset;
 }
@@ -212,7 +235,10 @@ static int idle_check(struct conn *c, uint64_t mark, double *t_ka)
 
 /* The watermark above @off: 0, -ECANCELED (ERROR sent), -EINTR (stop), or
  * what idle_check found. */
-static int wait_mark(struct conn *c, uint64_t off, uint64_t *mark)
+struct lag_watch;
+static int watch_lag(struct conn *c, struct lag_watch *w, uint64_t off);
+
+static int wait_mark(struct conn *c, uint64_t off, uint64_t *mark, struct lag_watch *w)
 {
 	struct pfs_repl_server *s = c->s;
 	char msg[PFS_REPL_MSG_MAX + 1];
@@ -233,6 +259,10 @@ static int wait_mark(struct conn *c, uint64_t off, uint64_t *mark)
 			return err;
 		}
 		err = err == -ETIMEDOUT ? idle_check(c, *mark, &t_ka) : err;
+		/* A stream caught up with a relay that stepped aside gets STEP
+		 * too, before that relay's fetch waits on the tail. */
+		if (!err && w)
+			err = watch_lag(c, w, off);
 	}
 	return err;
 }
@@ -306,9 +336,84 @@ static int send_digests(struct conn *c)
 	return err;
 }
 
+/* A stream's distance behind this relay's own fill, for lag_max
+ * (docs/design/fanout.md "A slow relay"). Only its growth counts: a client
+ * that joined late starts far behind and catches up; one this relay
+ * forwards to slower than it receives falls further behind. */
+struct lag_watch {
+	bool on; /* a relay's plain TCP stream to a client that never stepped aside */
+	bool started;
+	uint64_t lag0;
+	double t0;
+};
+
+#define REPL_STEPPED 1 /* stream(): the client was sent STEP */
+
+/* Send STEP to @c (at @off) and record why; REPL_STEPPED, or -errno. */
+static int step(struct conn *c, const struct lag_watch *w, uint64_t off, uint64_t mark)
+{
+	struct pfs_repl_server *s = c->s;
+	char why[PFS_REPL_MSG_MAX + 1];
+	bool first;
+
+	snprintf(why, sizeof(why),
+		 "this relay forwards slower than it receives: %" PRIu64 " MiB behind its "
+		 "fill at offset %" PRIu64 " (%" PRIu64 " MiB when this stream began, limit "
+		 "%" PRIu64 " MiB more); fetch from your next upstream",
+		 (mark - off) >> 20, off, w->lag0 >> 20, s->o.lag_max >> 20);
+	pthread_mutex_lock(&s->lock);
+	first = !s->stepped;
+	if (first) {
+		s->stepped = true;
+		s->step = (struct pfs_repl_step){ .stepped = true,
+						  .mark = mark,
+						  .lag = mark - off,
+						  .lag_start = w->lag0,
+						  .seconds = repl_now() - w->t0 };
+		snprintf(s->step.peer, sizeof(s->step.peer), "%s", c->peer);
+	}
+	s->steps++;
+	pthread_mutex_unlock(&s->lock);
+	if (first && s->o.step_aside)
+		*s->o.step_aside = 1;
+	pfs_warn("repl serve: %s: %s", c->peer, why);
+	repl_send_text(c->fd, REPL_STEP, s->o.size, off, why);
+	return REPL_STEPPED;
+}
+
+/* Has this stream (at @off) fallen lag_max further behind the fill, or has
+ * another one (s->stepped)? Then STEP it: REPL_STEPPED. Else 0. */
+static int watch_lag(struct conn *c, struct lag_watch *w, uint64_t off)
+{
+	struct pfs_repl_server *s = c->s;
+	uint64_t mark;
+	bool stepped;
+
+	if (!w->on)
+		return 0;
+	mark = pfs_progress__mark(s->o.progress);
+	if (mark >= s->o.size) {
+		w->on = false; /* complete: nothing to move away from */
+		return 0;
+	}
+	if (mark < off)
+		mark = off;
+	if (!w->started) {
+		w->started = true;
+		w->lag0 = mark - off;
+		w->t0 = repl_now();
+	}
+	pthread_mutex_lock(&s->lock);
+	stepped = s->stepped;
+	pthread_mutex_unlock(&s->lock);
+	if (stepped || mark - off > w->lag0 + s->o.lag_max)
+		return step(c, w, off, mark);
+	return 0;
+}
+
 /* Grams from @off to @stop (the size, or a RANGE's end), then END at
- * @stop. 0 or -errno. */
-static int stream(struct conn *c, uint64_t off, uint64_t stop, bool chunks)
+ * @stop. 0, REPL_STEPPED (sent STEP instead) or -errno. */
+static int stream(struct conn *c, uint64_t off, uint64_t stop, bool chunks, struct lag_watch *w)
 {
 	struct pfs_repl_server *s = c->s;
 	uint64_t chunk = PFS_REPL_GRAM_MAX, sent = 0, seq = 0, mark;
@@ -319,7 +424,7 @@ static int stream(struct conn *c, uint64_t off, uint64_t stop, bool chunks)
 	if (s->o.rate && s->o.rate / 16 < chunk)
 		chunk = s->o.rate / 16 > 4096 ? s->o.rate / 16 : 4096;
 	while (off < stop && !err) {
-		err = wait_mark(c, off, &mark);
+		err = wait_mark(c, off, &mark, w);
 		if (err)
 			break;
 		if (mark > stop)
@@ -334,6 +439,8 @@ static int stream(struct conn *c, uint64_t off, uint64_t stop, bool chunks)
 			pace(s, t0, sent);
 		if (atomic_load(&s->stop))
 			err = -EINTR;
+		if (!err)
+			err = watch_lag(c, w, off);
 	}
 	if (!err && chunks)
 		err = send_digests(c);
@@ -366,7 +473,7 @@ static int stream_delta(struct conn *c, uint64_t off)
 		double te;
 		ssize_t n;
 
-		err = wait_mark(c, want - 1, &mark);
+		err = wait_mark(c, want - 1, &mark, NULL);
 		if (err)
 			break;
 		te = repl_now();
@@ -472,6 +579,7 @@ static void *conn_main(void *arg)
 	struct conn *c = arg;
 	struct pfs_repl_server *s = c->s;
 	struct repl_frame auth;
+	bool stepped = false;
 	int64_t start;
 	int err = -EPROTO;
 
@@ -501,24 +609,35 @@ static void *conn_main(void *arg)
 			err = serve_dgram(c, &auth);
 		else if (!err && delta)
 			err = stream_delta(c, (uint64_t)start);
-		else if (!err)
+		else if (!err) {
+			struct lag_watch w = { .on = s->o.lag_max && s->o.progress &&
+						     !(auth.flags &
+						       (REPL_FLAG_STEPPED | REPL_FLAG_RANGE)) };
+
 			err = stream(c, (uint64_t)start,
 				     auth.flags & REPL_FLAG_RANGE ? auth.end : s->o.size,
-				     auth.flags & REPL_FLAG_CHUNKS);
+				     auth.flags & REPL_FLAG_CHUNKS, &w);
+		}
+		if (err == REPL_STEPPED) {
+			stepped = true; /* neither completed nor failed */
+			err = 0;
+			shutdown(c->fd, SHUT_WR);
+		}
 		/* After the datagrams (the repair plane ended with the client's
 		 * RESULT), the chunk digests and END on the same connection. */
 		if (!err && auth.xport != REPL_XPORT_TCP && (auth.flags & REPL_FLAG_CHUNKS))
 			err = end_dgram(c);
-		if (!err && (auth.xport == REPL_XPORT_TCP || (auth.flags & REPL_FLAG_CHUNKS)))
+		if (!stepped && !err &&
+		    (auth.xport == REPL_XPORT_TCP || (auth.flags & REPL_FLAG_CHUNKS)))
 			await_close(c);
-		else if (err != -ECANCELED && auth.xport == REPL_XPORT_TCP) {
+		else if (!stepped && err != -ECANCELED && auth.xport == REPL_XPORT_TCP) {
 			pthread_mutex_lock(&s->lock); /* dgram: logged by serve_dgram */
 			conn_log(s, "", c->peer, pfs_wire_strerror(err));
 			pthread_mutex_unlock(&s->lock);
 		}
 	}
 	pthread_mutex_lock(&s->lock);
-	if (start >= 0)
+	if (start >= 0 && !stepped)
 		err ? s->failed++ : s->completed++;
 	if (--s->active == 0)
 		s->idle_since = repl_now();
@@ -816,6 +935,8 @@ void pfs_repl_server__stats(struct pfs_repl_server *s, struct pfs_repl_server_st
 	st->delta_clients = s->delta_clients;
 	st->delta_refused = s->delta_refused;
 	st->encode_s = s->encode_s;
+	st->steps = s->steps;
+	st->step = s->step;
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_lock(&s->base.mu);
 	st->index_s = s->base.index_s;

@@ -39,6 +39,7 @@ static int body_range(uint8_t type, uint16_t *lo, uint16_t *hi)
 		return 0;
 	case REPL_REFUSE:
 	case REPL_ERROR:
+	case REPL_STEP:
 		*lo = 1;
 		*hi = PFS_REPL_MSG_MAX;
 		return 0;
@@ -72,7 +73,8 @@ static int xport_check(uint8_t xport, uint8_t flags, uint16_t port, uint16_t bod
 	 * whole bytes over TCP, nothing else. */
 	if ((flags & ~REPL_FLAGS) || xport > REPL_XPORT_AFXDP ||
 	    (xport == REPL_XPORT_TCP) != (port == 0) || (delta && xport != REPL_XPORT_TCP) ||
-	    (range && (flags != REPL_FLAG_RANGE || xport != REPL_XPORT_TCP)) ||
+	    (range &&
+	     ((flags & ~REPL_FLAG_STEPPED) != REPL_FLAG_RANGE || xport != REPL_XPORT_TCP)) ||
 	    body_len != (delta ? REPL_AUTH_DELTA_BODY :
 			 range ? REPL_AUTH_RANGE_BODY :
 				 REPL_MAC))
@@ -82,7 +84,7 @@ static int xport_check(uint8_t xport, uint8_t flags, uint16_t port, uint16_t bod
 
 static bool text_frame(uint8_t type)
 {
-	return type == REPL_REFUSE || type == REPL_ERROR;
+	return type == REPL_REFUSE || type == REPL_ERROR || type == REPL_STEP;
 }
 
 /* Text bodies: no NUL, no control bytes but tab (UTF-8 passes as bytes). */
@@ -193,8 +195,9 @@ int repl_frame_decode(const uint8_t *buf, size_t len, struct repl_frame *f)
 
 const char *repl_type_str(uint8_t type)
 {
-	static const char *const names[] = { "?",   "HELLO", "AUTH",	  "ACCEPT", "REFUSE",
-					     "END", "ERROR", "KEEPALIVE", "LAYOUT", "DIGESTS" };
+	static const char *const names[] = { "?",      "HELLO",	  "AUTH",  "ACCEPT",
+					     "REFUSE", "END",	  "ERROR", "KEEPALIVE",
+					     "LAYOUT", "DIGESTS", "STEP" };
 
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }

@@ -7,9 +7,9 @@
  *   0  4 magic    "PFSF"
  *   4  1 version  1
  *   5  1 type     1 HELLO, 2 AUTH, 3 ACCEPT, 4 REFUSE, 5 END, 6 ERROR,
- *                 7 KEEPALIVE, 8 LAYOUT, 9 DIGESTS
+ *                 7 KEEPALIVE, 8 LAYOUT, 9 DIGESTS, 10 STEP
  *   6  2 body_len HELLO: 32; AUTH: 32, or 48 with the DELTA flag; ACCEPT,
- *                 END, KEEPALIVE: 0; REFUSE, ERROR: 1..480; LAYOUT:
+ *                 END, KEEPALIVE: 0; REFUSE, ERROR, STEP: 1..480; LAYOUT:
  *                 0..65535; DIGESTS: 32 * n, n 1..2047 (below)
  *   8  8 size     the server's blob size (every type; AUTH: the client's;
  *                 LAYOUT: the layout's entry count)
@@ -30,12 +30,14 @@
  *                 last gram or datagram and before END, when the server
  *                 has them), bit 3 RANGE (TCP, alone: send [offset, end)
  *                 only, then END at end; the body then carries end),
- *                 the other bits zero. Every other type: 0
+ *                 bit 4 STEPPED (the client is a relay that stepped
+ *                 aside, docs/design/fanout.md "A slow relay": never
+ *                 send it STEP), the other bits zero. Every other type: 0
  *  28  4 crc      CRC32C of bytes 0..27 and the body
  *  32    body     HELLO: nonce; AUTH: HMAC-SHA256, with DELTA then the
  *                 client's base size (le64) and fingerprint (le64), with
  *                 RANGE then the end (le64, in the MAC too);
- *                 REFUSE/ERROR: text
+ *                 REFUSE/ERROR/STEP: text
  *                 (printable ASCII and UTF-8, no control bytes, no NUL)
  *
  * LAYOUT frames (a server asked for them sends them after ACCEPT, before
@@ -77,7 +79,10 @@
 #define REPL_FLAG_LAYOUT 0x02u
 #define REPL_FLAG_CHUNKS 0x04u
 #define REPL_FLAG_RANGE 0x08u
-#define REPL_FLAGS (REPL_FLAG_DELTA | REPL_FLAG_LAYOUT | REPL_FLAG_CHUNKS | REPL_FLAG_RANGE)
+#define REPL_FLAG_STEPPED 0x10u
+#define REPL_FLAGS                                                                 \
+	(REPL_FLAG_DELTA | REPL_FLAG_LAYOUT | REPL_FLAG_CHUNKS | REPL_FLAG_RANGE | \
+	 REPL_FLAG_STEPPED)
 #define REPL_FRAME_MAX (REPL_HDR + PFS_REPL_MSG_MAX)
 #define REPL_LABEL "pfs-repl-v1"
 
@@ -91,6 +96,7 @@ enum repl_type {
 	REPL_KEEPALIVE = 7, /* server: nothing new yet, still there */
 	REPL_LAYOUT = 8, /* server, asked: the blob's file layout */
 	REPL_DIGESTS = 9, /* server, asked: the blob's chunk digests */
+	REPL_STEP = 10, /* server, a relay too slow to relay: fetch from your next upstream */
 };
 
 /* How a client receives (AUTH's xport). */

@@ -83,6 +83,16 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	  "udp/afxdp: the UDP port datagrams arrive on (default: --replicate-listen's\n"
 	  "port, else 7470)",
 	  .min = 1, .max = 65535 },
+	{ "fetch-tail", PFS_OPT_STR, AT(fetch_tail), "IP:PORT[,...]",
+	  "relay over tcp: the chain's last holders, last first: where this relay's fetch "
+	  "moves when it steps aside (it forwards slower than it receives, "
+	  "--relay-lag-max)",
+	  .flags = PFS_OPT_NONZERO },
+	{ "relay-lag-max", PFS_OPT_SIZE, AT(lag_max), "BYTES",
+	  "relay over tcp: step aside once a downstream's stream falls this much further "
+	  "behind this relay's own fill (default 16Mi; 0: never): downstreams are told "
+	  "to fetch from their next upstream, and with --fetch-tail this relay moves to "
+	  "the chain's tail" },
 	{ "verify-threads", PFS_OPT_U64, AT(verify_threads), "N",
 	  "relay: hash on this many threads as bytes arrive: each 4 MiB chunk (BLAKE3, "
 	  "against the origin's list) or, with no list, each file (sha256). Default: "
@@ -101,23 +111,25 @@ void pfs_cli_repl_init(struct pfs_cli_repl *r)
 	memset(r, 0, sizeof(*r));
 	r->linger_ms = 3000;
 	r->fetch_timeout_ms = 600000;
+	r->lag_max = PFS_CLI_RELAY_LAG_MAX;
 }
 
-/* Split --fetch-from into r->ups. 0 or -EINVAL. */
-static int split_upstreams(struct pfs_cli_repl *r)
+/* Split a list of IP:PORT (--fetch-from, --fetch-tail) into @out, its
+ * strings in @buf (4096 bytes). 0 or -EINVAL. */
+static int split_addrs(const char *list, char *buf, char **out, int *n)
 {
 	char *save, *tok;
 
-	if (strlen(r->fetch_from) >= sizeof(r->upbuf))
+	if (strlen(list) >= 4096)
 		return -EINVAL;
-	strcpy(r->upbuf, r->fetch_from);
-	r->nups = 0;
-	for (tok = strtok_r(r->upbuf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (r->nups >= PFS_REPL_UPSTREAMS || !strchr(tok, ':'))
+	strcpy(buf, list);
+	*n = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (*n >= PFS_REPL_UPSTREAMS || !strchr(tok, ':'))
 			return -EINVAL;
-		r->ups[r->nups++] = tok;
+		out[(*n)++] = tok;
 	}
-	return r->nups ? 0 : -EINVAL;
+	return *n ? 0 : -EINVAL;
 }
 
 int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
@@ -125,8 +137,10 @@ int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
 {
 	static const char *const need[] = { "replicate-linger", "replicate-rate" };
 
-	static const char *const need_fetch[] = { "fetch-timeout", "fetch-transport",
-						  "fetch-data-port", "fetch-if", "verify-threads" };
+	static const char *const need_fetch[] = { "fetch-timeout",   "fetch-transport",
+						  "fetch-data-port", "fetch-if",
+						  "verify-threads",  "fetch-tail",
+						  "relay-lag-max" };
 
 	if (!r->listen && !r->fetch_from) {
 		if (pfs_cli_repl_delta_set(&r->delta))
@@ -162,11 +176,19 @@ int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
 		return pfs_opt_fail(c, "--fetch-if needs --fetch-transport afxdp");
 	if (r->xport == PFS_CLI_FETCH_TCP && pfs_opt_given(c, "fetch-data-port"))
 		return pfs_opt_fail(c, "--fetch-data-port needs --fetch-transport udp or afxdp");
-	if (r->fetch_from && split_upstreams(r))
+	if (r->fetch_from && split_addrs(r->fetch_from, r->upbuf, r->ups, &r->nups))
 		return pfs_opt_fail(c,
 				    "invalid --fetch-from '%s' (IP:PORT[,IP:PORT...], at most "
 				    "%d)",
 				    r->fetch_from, PFS_REPL_UPSTREAMS);
+	if (r->fetch_tail && split_addrs(r->fetch_tail, r->tailbuf, r->tail, &r->ntail))
+		return pfs_opt_fail(c,
+				    "invalid --fetch-tail '%s' (IP:PORT[,IP:PORT...], at most "
+				    "%d)",
+				    r->fetch_tail, PFS_REPL_UPSTREAMS);
+	if (r->fetch_tail && r->xport != PFS_CLI_FETCH_TCP)
+		return pfs_opt_fail(c, "--fetch-tail needs --fetch-transport tcp (a datagram "
+				       "relay does not step aside)");
 	if (r->listen && !strchr(r->listen, ':'))
 		return pfs_opt_fail(c, "invalid --replicate-listen '%s' (ADDR:PORT)", r->listen);
 	return pfs_cli_repl_delta_check(c, &r->delta, r->listen, r->fetch_from, r->xport);
@@ -204,18 +226,25 @@ static int read_token(struct pfs_cli_repl *r, char *why, size_t n)
 int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 		       struct pfs_progress *prog, char *why, size_t n)
 {
-	struct pfs_repl_server_opts o = { .sz = sizeof(o),
-					  .listen = r->listen,
-					  .blob = pfs_blob__data(blob),
-					  .size = pfs_blob__size(blob),
-					  .progress = prog,
-					  .token = r->token,
-					  .rate = r->rate,
-					  /* a files-layout blob: LAYOUT frames to the
+	struct pfs_repl_server_opts o = {
+		.sz = sizeof(o),
+		.listen = r->listen,
+		.blob = pfs_blob__data(blob),
+		.size = pfs_blob__size(blob),
+		.progress = prog,
+		.token = r->token,
+		.rate = r->rate,
+		/* a files-layout blob: LAYOUT frames to the
 					   * relays that ask (NULL: flat) */
-					  .layout = pfs_blob__layout(blob),
-					  /* its chunk digests, to the relays that ask */
-					  .chunks = r->ch.c };
+		.layout = pfs_blob__layout(blob),
+		/* its chunk digests, to the relays that ask */
+		.chunks = r->ch.c,
+		/* a relay over TCP steps aside when it
+					   * forwards slower than it receives; an
+					   * origin has nowhere to go */
+		.lag_max = r->fetch_from && r->xport == PFS_CLI_FETCH_TCP ? r->lag_max : 0,
+		.step_aside = &r->step_aside
+	};
 	int err;
 
 	int cpus[64];
@@ -347,7 +376,10 @@ static void fetch_opts(struct pfs_cli_repl *r, struct pfs_repl_fetch_opts *o)
 					   .transport = xport_choices[r->xport].name,
 					   .data_port = data_port(r),
 					   .ifname = r->fetch_if,
-					   .env = environ };
+					   .env = environ,
+					   .tail = (const char *const *)r->tail,
+					   .n_tail = r->ntail,
+					   .step_aside = &r->step_aside };
 	pfs_cli_repl_delta_open(&r->delta);
 	o->base = r->delta.p;
 	o->base_size = r->delta.size;
@@ -525,6 +557,20 @@ void pfs_cli_repl_finish(struct pfs_cli_repl *r)
 	pfs_cli_repl_stop(r);
 }
 
+/* The upstreams that stepped aside on this fetch, comma-separated, and
+ * the offset it had at each. */
+static void skipped_json(struct pfs_json *j, const struct pfs_repl_fetch_result *f)
+{
+	char ups[PFS_REPL_SKIPS * 65] = "";
+	size_t len = 0;
+
+	for (int i = 0; i < f->n_skipped; i++)
+		len += (size_t)snprintf(ups + len, sizeof(ups) - len, "%s%s", i ? "," : "",
+					f->skipped[i]);
+	pfs_json_str(j, "skipped", ups, sizeof(ups));
+	pfs_json_u64s(j, "skipped_at", f->skipped_at, f->n_skipped);
+}
+
 static void fetch_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 {
 	const struct pfs_repl_fetch_result *f = &r->fr;
@@ -547,6 +593,9 @@ static void fetch_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 	pfs_json_num(j, "verify_busy_seconds", r->verify_busy_s, 4);
 	pfs_json_u64(j, "rejected", f->rejected);
 	pfs_json_str(j, "transport", f->transport, sizeof(f->transport));
+	skipped_json(j, f);
+	pfs_json_str(j, "moved_to", f->moved_to, sizeof(f->moved_to));
+	pfs_json_u64(j, "moved_at", f->moved_at);
 	if (r->files_cb) {
 		pfs_json_obj(j, "layout");
 		pfs_json_u64(j, "files", f->layout_files);
@@ -580,6 +629,18 @@ void pfs_cli_repl_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 	pfs_json_u64(j, "bytes_served", r->st.bytes_served);
 	pfs_json_u64(j, "refused", r->st.refused);
 	pfs_json_u64(j, "retransmitted", r->st.retransmitted);
+	pfs_json_u64(j, "steps", r->st.steps);
+	if (r->st.step.stepped) {
+		const struct pfs_repl_step *st = &r->st.step;
+
+		pfs_json_obj(j, "stepped_aside");
+		pfs_json_u64(j, "mark", st->mark);
+		pfs_json_u64(j, "lag", st->lag);
+		pfs_json_u64(j, "lag_start", st->lag_start);
+		pfs_json_num(j, "seconds", st->seconds, 3);
+		pfs_json_str(j, "downstream", st->peer, sizeof(st->peer));
+		pfs_json_close(j);
+	}
 	pfs_cli_repl_delta_serve_json(j, &r->delta, &r->st);
 	pfs_json_close(j);
 }

@@ -8,6 +8,7 @@
 #ifndef PFS_TOOL_REPL_H
 #define PFS_TOOL_REPL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,10 @@ enum pfs_cli_fetch_xport {
 	PFS_CLI_FETCH_AFXDP,
 };
 
+/* --relay-lag-max's default: at 2 Gbit/s a quarter of a link slower falls
+ * this far behind in about 0.1 s; CPU stalls of a shared node stay below. */
+#define PFS_CLI_RELAY_LAG_MAX (16ull << 20)
+
 struct pfs_cli_repl {
 	const char *listen; /* --replicate-listen ADDR:PORT */
 	const char *fetch_from; /* --fetch-from IP:PORT[,...] */
@@ -47,6 +52,15 @@ struct pfs_cli_repl {
 	char *ups[PFS_REPL_UPSTREAMS]; /* --fetch-from split, into upbuf */
 	int nups;
 	char upbuf[4096];
+	/* A slow relay steps aside (docs/design/fanout.md "A slow relay"):
+	 * --fetch-tail split into tailbuf, --relay-lag-max (a relay's server
+	 * sets step_aside, its fetch reads it). */
+	const char *fetch_tail;
+	char *tail[PFS_REPL_UPSTREAMS];
+	int ntail;
+	char tailbuf[4096];
+	uint64_t lag_max;
+	volatile sig_atomic_t step_aside;
 	char token[PFS_SHARE_TOKEN_MAX + 1];
 	int token_len;
 	struct pfs_progress *prog; /* the blob's watermark while it fills */

@@ -177,11 +177,12 @@ func TestSourceBlobFanout(t *testing.T) {
 	r1, r2 := podspec.SourceHolderPodName("model", w1, 1), podspec.SourceHolderPodName("model", w2, 1)
 	dns := func(node string) string { return podspec.HolderDNSName("model", ns, node) + ":7470" }
 	p1 := waitPod(t, ctx, ns, r1)
-	if got := args(p1, true); !strings.Contains(got, "--fetch-from "+dns(w0)+" --token-file") || strings.Contains(got, "--source") {
+	// relay 1 finishes from relay 2, the chain's last, if it steps aside.
+	if got := args(p1, true); !strings.Contains(got, "--fetch-from "+dns(w0)+" --fetch-tail "+dns(w2)+" --token-file") || strings.Contains(got, "--source") {
 		t.Errorf("relay 1 create args = %q", got)
 	}
 	p2 := waitPod(t, ctx, ns, r2)
-	if got := args(p2, true); !strings.Contains(got, "--fetch-from "+dns(w1)+","+dns(w0)+" ") {
+	if got := args(p2, true); !strings.Contains(got, "--fetch-from "+dns(w1)+","+dns(w0)+" ") || strings.Contains(got, "--fetch-tail") {
 		t.Errorf("relay 2 create args = %q", got)
 	}
 	holderStarted(t, ctx, ns, origin, w0, "10.1.0.1")
