@@ -41,7 +41,7 @@ struct pfs_chunks_stats {
 	uint32_t hashed; /* digests computed so far */
 	uint32_t verified; /* chunks before the first that failed its digest: all once verified */
 	uint32_t failed; /* comparisons that differed (a chunk fetched again counts again) */
-	double busy_s; /* seconds spent hashing, every worker */
+	double busy_s; /* CPU seconds spent hashing, every worker */
 	unsigned threads; /* hash workers started */
 	const char *impl; /* the BLAKE3 code path the library chose ("avx512", ...) */
 };

@@ -173,6 +173,10 @@ struct pfs_repl_server_opts {
 	 * stepped aside itself, a RANGE or a delta client. */
 	uint64_t lag_max;
 	volatile sig_atomic_t *step_aside;
+	/* > 0: a socket already listening on @listen (pfs_repl_listen), which
+	 * the server serves from (a copy: the caller closes its own); 0: it
+	 * binds @listen itself. */
+	int listen_fd;
 };
 
 /* Why a relay stepped aside (its first STEP). */
@@ -203,6 +207,13 @@ struct pfs_repl_server_stats {
 };
 
 struct pfs_repl_server;
+
+/* pfs_repl_listen - a TCP socket bound and listening on @addr
+ * ("ADDR:PORT"), for pfs_repl_server_opts.listen_fd: a relay listens
+ * before its blob exists (a files relay creates it from its upstream's
+ * layout), so downstreams that connect meanwhile wait in the backlog for
+ * HELLO instead of polling a closed port. The fd, or -errno with @why. */
+int pfs_repl_listen(const char *addr, char *why, size_t n);
 
 /* pfs_repl_server__start - bind and listen on opts->listen and serve from
  * an accept thread (one more thread per connection). NULL and errno:

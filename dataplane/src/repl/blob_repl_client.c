@@ -46,7 +46,8 @@ struct fetch {
 	uint64_t seq; /* the next gram's sequence number */
 	double t_first; /* monotonic, first payload byte; 0 before */
 	bool final; /* the last error ends the fetch: no other upstream */
-	bool first_answered; /* upstreams[0] accepted a connection once */
+	bool first_answered; /* upstreams[0] sent HELLO once */
+	bool connected, hello; /* this attempt: connected; HELLO received */
 	uint8_t xport; /* enum repl_xport */
 	int cur; /* the index of f->up */
 	bool delta; /* this attempt asks for delta grams */
@@ -218,6 +219,9 @@ static int handshake(struct fetch *f, int fd)
 
 	if (err)
 		return err;
+	f->hello = true;
+	if (f->up == f->o->upstreams[0])
+		f->first_answered = true;
 	if (h.size != f->o->size)
 		return final(f, -EMSGSIZE,
 			     "upstream %s holds a blob of %" PRIu64 " bytes, this one is %" PRIu64
@@ -669,12 +673,13 @@ static int receive(struct fetch *f, int fd)
 /* One connection to f->up: 0 when the blob is complete. */
 static int attempt(struct fetch *f)
 {
-	int fd = dial(f), err;
+	int fd, err;
 
+	f->connected = f->hello = false;
+	fd = dial(f);
 	if (fd < 0)
 		return fd;
-	if (f->up == f->o->upstreams[0])
-		f->first_answered = true;
+	f->connected = true;
 	__atomic_store_n(&f->r->attempts, f->r->attempts + 1, __ATOMIC_RELAXED);
 	f->delta = f->o->base && f->xport == REPL_XPORT_TCP && !f->no_delta[f->cur];
 	f->chunks = f->o->chunks && !f->delta;
@@ -754,10 +759,15 @@ static int check_xport(struct fetch *f)
 	return 0;
 }
 
-/* Wait for the nearest upstream to listen? (see prefer_wait_ms) */
+/* Wait for the nearest upstream to listen? (see prefer_wait_ms) Not yet
+ * listening, or listening before its blob exists (a files relay waiting for
+ * its own upstream's layout: the connection waits in its backlog, and no
+ * HELLO came within the I/O timeout). */
 static bool wait_for_first(const struct fetch *f, int i, int err, double start)
 {
-	return i == 0 && err == -ECONNREFUSED && !f->first_answered && f->o->prefer_wait_ms > 0 &&
+	bool not_yet = err == -ECONNREFUSED || (f->connected && !f->hello && err == -ETIMEDOUT);
+
+	return i == 0 && not_yet && !f->first_answered && f->o->prefer_wait_ms > 0 &&
 	       repl_now() < start + f->o->prefer_wait_ms / 1000.0;
 }
 
@@ -796,6 +806,10 @@ static int cycle(struct fetch *f)
 {
 	double start = repl_now(), end = start + f->o->timeout_ms / 1000.0;
 	int backoff = 100, err;
+	/* Waiting for the nearest upstream to listen: 5 ms doubling to 100, as
+	 * it usually binds within milliseconds of this process (the chain's
+	 * relays start together), and a long wait should not poll hard. */
+	int first_wait = 5;
 
 	for (int i = 0;; i = next_up(f, i)) {
 		uint64_t had = f->have;
@@ -819,7 +833,8 @@ static int cycle(struct fetch *f)
 			continue;
 		}
 		if (wait_for_first(f, i, err, start)) {
-			sleep_ms(100);
+			sleep_ms(first_wait);
+			first_wait = first_wait * 2 > 100 ? 100 : first_wait * 2;
 			if (stopped(f))
 				return fail(f, -EINTR, "stopped");
 			i = -1; /* the loop's step makes it 0 again */

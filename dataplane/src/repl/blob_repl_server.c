@@ -22,6 +22,7 @@
  * MAC matched.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <openssl/crypto.h>
 #include <poll.h>
@@ -339,13 +340,18 @@ static int send_digests(struct conn *c)
 /* A stream's distance behind this relay's own fill, for lag_max
  * (docs/design/fanout.md "A slow relay"). Only its growth counts: a client
  * that joined late starts far behind and catches up; one this relay
- * forwards to slower than it receives falls further behind. */
+ * forwards to slower than it receives falls further behind. A stall (a
+ * busy core, a client descheduled) does that too, for a moment; so the
+ * stream must also have run REPL_LAG_MIN_S and, over its whole life, have
+ * carried less than half of what the fill added. */
 struct lag_watch {
 	bool on; /* a relay's plain TCP stream to a client that never stepped aside */
 	bool started;
-	uint64_t lag0;
+	uint64_t lag0, off0, mark0;
 	double t0;
 };
+
+#define REPL_LAG_MIN_S 0.1
 
 #define REPL_STEPPED 1 /* stream(): the client was sent STEP */
 
@@ -359,8 +365,10 @@ static int step(struct conn *c, const struct lag_watch *w, uint64_t off, uint64_
 	snprintf(why, sizeof(why),
 		 "this relay forwards slower than it receives: %" PRIu64 " MiB behind its "
 		 "fill at offset %" PRIu64 " (%" PRIu64 " MiB when this stream began, limit "
-		 "%" PRIu64 " MiB more); fetch from your next upstream",
-		 (mark - off) >> 20, off, w->lag0 >> 20, s->o.lag_max >> 20);
+		 "%" PRIu64 " MiB more; %" PRIu64 " of %" PRIu64 " MiB filled since were "
+		 "sent); fetch from your next upstream",
+		 (mark - off) >> 20, off, w->lag0 >> 20, s->o.lag_max >> 20, (off - w->off0) >> 20,
+		 (mark - w->mark0) >> 20);
 	pthread_mutex_lock(&s->lock);
 	first = !s->stepped;
 	if (first) {
@@ -401,12 +409,15 @@ static int watch_lag(struct conn *c, struct lag_watch *w, uint64_t off)
 	if (!w->started) {
 		w->started = true;
 		w->lag0 = mark - off;
+		w->off0 = off;
+		w->mark0 = mark;
 		w->t0 = repl_now();
 	}
 	pthread_mutex_lock(&s->lock);
 	stepped = s->stepped;
 	pthread_mutex_unlock(&s->lock);
-	if (stepped || mark - off > w->lag0 + s->o.lag_max)
+	if (stepped || (mark - off > w->lag0 + s->o.lag_max && 2 * (off - w->off0) < mark - w->mark0 &&
+			repl_now() - w->t0 >= REPL_LAG_MIN_S))
 		return step(c, w, off, mark);
 	return 0;
 }
@@ -730,25 +741,47 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-static int listen_on(struct pfs_repl_server *s, char *why, size_t n)
+int pfs_repl_listen(const char *addr, char *why, size_t n)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
-	int one = 1;
+	int one = 1, fd;
 
-	if (repl_parse_addr(s->o.listen, &ss, &sl)) {
-		snprintf(why, n, "bad listen address '%s' (want ADDR:PORT)", s->o.listen);
+	if (repl_parse_addr(addr, &ss, &sl)) {
+		snprintf(why, n, "bad listen address '%s' (want ADDR:PORT)", addr);
 		return -EINVAL;
 	}
-	s->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s->lfd < 0 || setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(s->lfd, (struct sockaddr *)&ss, sl) || listen(s->lfd, 64)) {
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 64)) {
 		int err = -errno;
 
-		snprintf(why, n, "cannot listen on %s: %s", s->o.listen, strerror(errno));
+		snprintf(why, n, "cannot listen on %s: %s", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return err;
 	}
-	sl = sizeof(ss);
+	return fd;
+}
+
+/* The listener: a copy of opts' listen_fd (the caller closes its own), or
+ * a new one on opts' listen. */
+static int listen_on(struct pfs_repl_server *s, char *why, size_t n)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (s->o.listen_fd > 0) {
+		s->lfd = fcntl(s->o.listen_fd, F_DUPFD_CLOEXEC, 0);
+		if (s->lfd < 0) {
+			snprintf(why, n, "cannot use the listening socket: %s", strerror(errno));
+			return -errno;
+		}
+	} else {
+		s->lfd = pfs_repl_listen(s->o.listen, why, n);
+	}
+	if (s->lfd < 0)
+		return s->lfd;
 	getsockname(s->lfd, (struct sockaddr *)&ss, &sl);
 	repl_addr_str(&ss, s->addr, sizeof(s->addr));
 	return 0;

@@ -223,9 +223,22 @@ static int read_token(struct pfs_cli_repl *r, char *why, size_t n)
 	return 0;
 }
 
+/* The socket a relay listened on before its blob existed: the server
+ * serves from its own copy. */
+static void close_early_listener(struct pfs_cli_repl *r)
+{
+	if (r->lfd > 0)
+		close(r->lfd);
+	r->lfd = 0;
+}
+
 int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 		       struct pfs_progress *prog, char *why, size_t n)
 {
+	/* A files-layout blob sends its layout to the relays that ask (NULL:
+	 * flat), and its chunk digests. A relay over TCP steps aside when it
+	 * forwards slower than it receives; an origin has nowhere to go. A
+	 * relay that listened before its blob existed serves from that socket. */
 	struct pfs_repl_server_opts o = {
 		.sz = sizeof(o),
 		.listen = r->listen,
@@ -234,16 +247,11 @@ int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 		.progress = prog,
 		.token = r->token,
 		.rate = r->rate,
-		/* a files-layout blob: LAYOUT frames to the
-					   * relays that ask (NULL: flat) */
 		.layout = pfs_blob__layout(blob),
-		/* its chunk digests, to the relays that ask */
 		.chunks = r->ch.c,
-		/* a relay over TCP steps aside when it
-					   * forwards slower than it receives; an
-					   * origin has nowhere to go */
 		.lag_max = r->fetch_from && r->xport == PFS_CLI_FETCH_TCP ? r->lag_max : 0,
-		.step_aside = &r->step_aside
+		.step_aside = &r->step_aside,
+		.listen_fd = r->lfd,
 	};
 	int err;
 
@@ -262,6 +270,7 @@ int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 	o.delta_level = (int)r->delta.level;
 	o.index_threads = pfs_pcore_allowed_cpus(cpus, 8);
 	r->srv = pfs_repl_server__start(&o, why, n);
+	close_early_listener(r);
 	if (!r->srv) {
 		err = -errno;
 		pfs_err("--replicate-listen: %s", why);
@@ -500,6 +509,19 @@ int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *
 		return -ENOMEM;
 	}
 	r->files_cb = cb;
+	/* Listen now: the blob and its server come with the upstream's layout,
+	 * and a downstream that connects meanwhile waits in the backlog for
+	 * HELLO instead of polling a closed port (each poll cost a hop up to
+	 * 100 ms of the chain's start). */
+	if (r->listen) {
+		r->lfd = pfs_repl_listen(r->listen, why, n);
+		if (r->lfd < 0) {
+			err = r->lfd;
+			r->lfd = 0;
+			pfs_err("--replicate-listen: %s", why);
+			return err;
+		}
+	}
 	pfs_cli_chunks_start(r, NULL, size); /* the list is asked for before the layout */
 	fetch_opts(r, &o);
 	o.size = size;
@@ -647,6 +669,7 @@ void pfs_cli_repl_json(struct pfs_json *j, const struct pfs_cli_repl *r)
 
 void pfs_cli_repl_free(struct pfs_cli_repl *r)
 {
+	close_early_listener(r);
 	pfs_cli_metrics_lock();
 	if (r->srv)
 		pfs_repl_server__stop(r->srv);
