@@ -103,8 +103,8 @@ static int chain(char *a0, char *a1, char *a2)
 	sh("rm -f %s/relay1.err", tmpdir);
 	po = pfs_in(ns_a, "origin", "blob", "create", "--source", src, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname(n0, "origin"), "--replace", "--token-file", tok,
-		    "--replicate-listen", a0, "--replicate-linger", "2s", "--replicate-rate", "40Mi",
-		    NULL);
+		    "--replicate-listen", a0, "--replicate-linger", "2s", "--replicate-rate",
+		    "40Mi", NULL);
 	p1 = pfs_in(ns_b, "relay1", "blob", "create", "--size", blob_size, "--page", "4k", "--dir",
 		    "/dev/shm", "--name", bname(n1, "relay1"), "--replace", "--token-file", tok,
 		    "--fetch-from", a0, "--fetch-tail", a2, "--replicate-listen", a1,
@@ -175,15 +175,12 @@ static int t_slow_relay(void)
 	CHECK(wait_log("relay1", "forwards slower than it receives"), "relay1 log: %.600s",
 	      slurp("relay1", "err"));
 	/* The new order: relay2 < origin (relay1 skipped), relay1 < relay2. */
-	CHECK(!strcmp(jstr(jsect(r2, "\"fetch\""), "skipped", v, sizeof(v)), a1), "skipped %s",
-	      v);
-	CHECK(!strcmp(jstr(jsect(r2, "\"fetch\""), "from", v, sizeof(v)), a0), "relay2 from %s",
-	      v);
+	CHECK(!strcmp(jstr(jsect(r2, "\"fetch\""), "skipped", v, sizeof(v)), a1), "skipped %s", v);
+	CHECK(!strcmp(jstr(jsect(r2, "\"fetch\""), "from", v, sizeof(v)), a0), "relay2 from %s", v);
 	CHECK(!strcmp(jstr(jsect(r1, "\"fetch\""), "moved_to", v, sizeof(v)), a2) &&
 		      jreal(jsect(r1, "\"fetch\""), "moved_at") > 0,
 	      "relay1 moved to %s", v);
-	CHECK(!strcmp(jstr(jsect(r1, "\"fetch\""), "from", v, sizeof(v)), a2), "relay1 from %s",
-	      v);
+	CHECK(!strcmp(jstr(jsect(r1, "\"fetch\""), "from", v, sizeof(v)), a2), "relay1 from %s", v);
 	/* Through relay1's 1 MB/s uplink the blob takes over a minute; from
 	 * the origin (40 MiB/s), a few seconds. */
 	took = jreal(jsect(r2, "\"fetch\""), "seconds");
@@ -208,8 +205,7 @@ static int t_no_step_unshaped(void)
 		      !jstr(jsect(r2, "\"fetch\""), "skipped", v, sizeof(v))[0] &&
 		      !jstr(jsect(r1, "\"fetch\""), "moved_to", v, sizeof(v))[0],
 	      "a step aside: %.300s | %.300s", jsect(r1, "\"repl\""), jsect(r2, "\"fetch\""));
-	CHECK(!strcmp(jstr(jsect(r2, "\"fetch\""), "from", v, sizeof(v)), a1), "relay2 from %s",
-	      v);
+	CHECK(!strcmp(jstr(jsect(r2, "\"fetch\""), "from", v, sizeof(v)), a1), "relay2 from %s", v);
 	return TAP_PASS;
 }
 
@@ -217,8 +213,7 @@ static int t_no_step_unshaped(void)
  * is refused. */
 static int t_wire(void)
 {
-	struct repl_frame f = { .type = REPL_STEP, .size = 4096, .offset = 8192, .body_len = 5 },
-			  d;
+	struct repl_frame f = { .type = REPL_STEP, .size = 4096, .offset = 8192, .body_len = 5 }, d;
 	uint8_t b[REPL_FRAME_MAX];
 	int n;
 
@@ -246,8 +241,7 @@ static int t_wire(void)
 	b[25] |= 0x20;
 	put32(b + 28, pfs_crc32c(pfs_crc32c(0, b, 28), b + REPL_HDR, (size_t)n - REPL_HDR));
 	CHECK(repl_frame_decode(b, (size_t)n, &d) == -EPROTO, "flag 0x20 accepted");
-	CHECK(!strcmp(repl_type_str(REPL_STEP), "STEP"), "type name %s",
-	      repl_type_str(REPL_STEP));
+	CHECK(!strcmp(repl_type_str(REPL_STEP), "STEP"), "type name %s", repl_type_str(REPL_STEP));
 	return TAP_PASS;
 }
 

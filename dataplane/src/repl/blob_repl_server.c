@@ -416,8 +416,9 @@ static int watch_lag(struct conn *c, struct lag_watch *w, uint64_t off)
 	pthread_mutex_lock(&s->lock);
 	stepped = s->stepped;
 	pthread_mutex_unlock(&s->lock);
-	if (stepped || (mark - off > w->lag0 + s->o.lag_max && 2 * (off - w->off0) < mark - w->mark0 &&
-			repl_now() - w->t0 >= REPL_LAG_MIN_S))
+	if (stepped ||
+	    (mark - off > w->lag0 + s->o.lag_max && 2 * (off - w->off0) < mark - w->mark0 &&
+	     repl_now() - w->t0 >= REPL_LAG_MIN_S))
 		return step(c, w, off, mark);
 	return 0;
 }
