@@ -107,7 +107,8 @@ int main(int argc, char **argv)
 {
 	static const char *const texts[] = {
 		"x", "authentication failed: the token does not match",
-		"source changed while it was read: 'a.bin' size 1 -> 2"
+		"source changed while it was read: 'a.bin' size 1 -> 2",
+		"this relay forwards slower than it receives: 17 MiB behind its fill"
 	};
 	struct repl_frame f = { .size = 1ULL << 30, .offset = 4096 };
 	int idx = 0;
@@ -136,6 +137,8 @@ int main(int argc, char **argv)
 			f.body_len = REPL_AUTH_RANGE_BODY;
 			f.end = 3 * 4096;
 			emit(argv[1], idx++, &f);
+			f.flags = REPL_FLAG_RANGE | REPL_FLAG_STEPPED; /* from a relay that moved */
+			emit(argv[1], idx++, &f);
 			f.body_len = REPL_NONCE;
 			f.flags = REPL_FLAG_DELTA; /* with the base's size and fingerprint */
 			f.body_len = REPL_AUTH_DELTA_BODY;
@@ -155,6 +158,10 @@ int main(int argc, char **argv)
 			emit(argv[1], idx++, &f);
 		}
 	}
+	f.type = REPL_STEP; /* a relay stepping aside: text, like REFUSE */
+	f.body_len = (uint16_t)strlen(texts[3]);
+	memcpy(f.body, texts[3], f.body_len);
+	emit(argv[1], idx++, &f);
 	idx = digests_seeds(argv[1], idx);
 	layout_seeds(argv[1], idx);
 	return 0;
