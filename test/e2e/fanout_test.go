@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ type blobStatus struct {
 	} `json:"delta"`
 	Nodes []struct {
 		Node, Pod, State, Role, From, Seconds, MBps, SHA256, Reason, Message string
-		Transport, Datapath                                                  string
+		Transport, Datapath, SteppedAside                                    string
 		Bytes, NAKs                                                          int64
 		Attempts                                                             int
 		Delta                                                                *struct {
@@ -410,7 +411,9 @@ func testTreeBlob(ctx context.Context, t *testing.T) {
 
 // checkUpstreams asserts each relay received from the node its topology
 // names. The order is the origin, then the other nodes by name; in a Chain
-// node i fetches from node i-1, in a Tree from node (i-1)/2.
+// node i fetches from node i-1, in a Tree from node (i-1)/2, unless a relay
+// stepped aside (status.nodes[].steppedAside; docs/design/fanout.md "A slow
+// relay"): then as wantUpstreams says.
 func checkUpstreams(t *testing.T, st *blobStatus, topo pfsv1alpha1.ReplicationTopology) {
 	t.Helper()
 	order := []string{}
@@ -424,24 +427,62 @@ func checkUpstreams(t *testing.T, st *blobStatus, topo pfsv1alpha1.ReplicationTo
 	}
 	relays := []string{}
 	from := map[string]string{}
+	stepped := map[string]bool{}
 	for _, n := range st.Nodes {
 		if n.Role != "Origin" {
 			relays = append(relays, n.Node)
 			from[n.Node] = n.From
 		}
+		if n.SteppedAside != "" {
+			stepped[n.Node] = true
+			t.Logf("relay %s stepped aside: %s", n.Node, n.SteppedAside)
+		}
 	}
 	sort.Strings(relays)
 	order = append(order, relays...)
-	for i := 1; i < len(order); i++ {
-		up := order[i-1]
-		if topo == pfsv1alpha1.TopologyTree {
-			up = order[(i-1)/2]
-		}
-		if from[order[i]] != up {
-			t.Errorf("%s: node %s (position %d of %v) received from %q, want %s", topo, order[i], i, order, from[order[i]], up)
+	want := wantUpstreams(order, topo, stepped)
+	for _, n := range order[1:] {
+		if !slices.Contains(want[n], from[n]) {
+			t.Errorf("%s: node %s of %v received from %q, want one of %v (stepped aside: %v)", topo, n, order, from[n], want[n], stepped)
 		}
 	}
 	t.Logf("%s order %v; upstreams %v", topo, order, from)
+}
+
+// wantUpstreams is where each relay of order may have received from, given
+// the relays that stepped aside: its downstreams skip such a relay for
+// their next upstream, which in a Chain is the nearest of i-1, i-2, i-3 and
+// the origin that did not step aside, in a Tree the nearest ancestor that
+// did not; a Chain relay that stepped aside finished from one of the last
+// two nodes after it (the operator's --fetch-tail), a Tree relay from its
+// own upstream.
+func wantUpstreams(order []string, topo pfsv1alpha1.ReplicationTopology, stepped map[string]bool) map[string][]string {
+	want := map[string][]string{}
+	for i := 1; i < len(order); i++ {
+		if topo == pfsv1alpha1.TopologyTree {
+			up := (i - 1) / 2
+			for up > 0 && stepped[order[up]] {
+				up = (up - 1) / 2
+			}
+			want[order[i]] = []string{order[up]}
+			continue
+		}
+		if stepped[order[i]] {
+			for j := len(order) - 1; j > i && j >= len(order)-2; j-- {
+				want[order[i]] = append(want[order[i]], order[j])
+			}
+			continue
+		}
+		up := 0
+		for j := i - 1; j >= 1 && j >= i-3; j-- {
+			if !stepped[order[j]] {
+				up = j
+				break
+			}
+		}
+		want[order[i]] = []string{order[up]}
+	}
+	return want
 }
 
 // waitMiddleRelay waits until the middle node of the chain has a holder pod
