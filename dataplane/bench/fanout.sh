@@ -421,7 +421,7 @@ slow_k=${SLOW%%:*} slow_rate=${SLOW#*:}
 if [ -n "$SLOW" ] && [ "$slow_k" -ge 1 ] && [ "$slow_k" -lt $((maxn - 1)) ] && [ "$LINKS" != none ]; then
 	echo
 	echo "A slow node ($s, $size bytes, N = $maxn; median of $ROUNDS): node $slow_k's uplink at $slow_rate, the others' at the link rate. With the rule a relay"
-	echo "whose downstream falls 16 MiB further behind its own fill steps aside: the downstream fetches from its next upstream, the relay from the last node"
+	echo "whose downstream falls 4 MiB further behind its own fill (over 0.1 s, at under half its rate) steps aside: the downstream fetches from its next upstream, the relay from the last node"
 	echo "([fanout.md](../design/fanout.md#a-slow-relay)). Time until every other node verified, against one hop at the link rate (measured here, node 0 to node 1 before the shaping);"
 	echo "the order is each relay's last upstream (\`2<0\`: node 2 ended fetching from node 0)."
 	echo

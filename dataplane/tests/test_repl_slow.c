@@ -5,7 +5,7 @@
  *   origin (ns a, paced) -> relay1 (ns b) -> relay2 (ns a)
  * relay1's uplink (its veth's egress) is shaped with tc tbf to 8 Mbit/s, so
  * it receives at the origin's pace (40 MiB/s) and forwards at 1 MB/s.
- * Its stream to relay2 falls 16 MiB further behind its own fill: it must
+ * Its stream to relay2 falls --relay-lag-max further behind its own fill: it must
  * send relay2 STEP (relay2 fetches from its next upstream, the origin) and
  * move its own fetch to the chain's tail (relay2, --fetch-tail). The new
  * order: relay2 < origin, relay1 < relay2; every copy verified. The same
@@ -166,10 +166,11 @@ static int t_slow_relay(void)
 	tap_diag("relay1 repl: %.400s", jsect(r1, "\"repl\""));
 	tap_diag("relay1 fetch: %.500s", jsect(r1, "\"fetch\""));
 	tap_diag("relay2 fetch: %.500s", jsect(r2, "\"fetch\""));
-	/* relay1 stepped aside, for a stream 16 MiB further behind its fill. */
+	/* relay1 stepped aside, for a stream 4 MiB (the default) further behind
+	 * its fill. */
 	st = jsect(r1, "\"stepped_aside\"");
 	CHECK(st && jreal(jsect(r1, "\"repl\""), "steps") >= 1 &&
-		      jreal(st, "lag") > jreal(st, "lag_start") + (16 << 20) &&
+		      jreal(st, "lag") > jreal(st, "lag_start") + (4 << 20) &&
 		      jreal(st, "mark") < (double)size,
 	      "relay1 did not step aside: %.300s", jsect(r1, "\"repl\""));
 	CHECK(wait_log("relay1", "forwards slower than it receives"), "relay1 log: %.600s",

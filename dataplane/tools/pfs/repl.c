@@ -90,7 +90,7 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	  .flags = PFS_OPT_NONZERO },
 	{ "relay-lag-max", PFS_OPT_SIZE, AT(lag_max), "BYTES",
 	  "relay over tcp: step aside once a downstream's stream falls this much further "
-	  "behind this relay's own fill (default 16Mi; 0: never): downstreams are told "
+	  "behind this relay's own fill (default 4Mi; 0: never): downstreams are told "
 	  "to fetch from their next upstream, and with --fetch-tail this relay moves to "
 	  "the chain's tail" },
 	{ "verify-threads", PFS_OPT_U64, AT(verify_threads), "N",

@@ -35,9 +35,10 @@ enum pfs_cli_fetch_xport {
 	PFS_CLI_FETCH_AFXDP,
 };
 
-/* --relay-lag-max's default: at 2 Gbit/s a quarter of a link slower falls
- * this far behind in about 0.1 s; CPU stalls of a shared node stay below. */
-#define PFS_CLI_RELAY_LAG_MAX (16ull << 20)
+/* --relay-lag-max's default: a relay forwarding at a quarter of a 2 Gbit/s
+ * fill falls this far behind in about 0.03 s, inside the rule's 0.1 s
+ * (docs/design/fanout.md "A slow relay"). */
+#define PFS_CLI_RELAY_LAG_MAX (4ull << 20)
 
 struct pfs_cli_repl {
 	const char *listen; /* --replicate-listen ADDR:PORT */
