@@ -37,6 +37,9 @@
 # at the largest N with that node's uplink at <rate>, with the step-aside
 # rule (every relay but the last gets --fetch-tail: the last node) and
 # without it (--relay-lag-max 0), a third table.
+# SWARM=1 (default; 0: none): the same nodes through a BitTorrent swarm
+# (bench/swarm.sh: aria2c, opentracker; Debian packages it installs when
+# missing), a table beside ours and a line on the chart.
 # BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none TRANSPORTS=tcp.
 # OUT_MD: the page of this run's tables and model (default
 # ../docs/bench/bench-fanout.md; empty: none); they also go to stdout.
@@ -48,8 +51,8 @@ cd "$(dirname "$0")/.."
 . bench/rows.sh
 # shellcheck source-path=SCRIPTDIR source=nodes.sh
 . bench/nodes.sh
-for t in bc /usr/bin/time nsenter; do
-	command -v "$t" >/dev/null || { echo "fanout.sh needs $t (Debian: bc, time, util-linux)" >&2; exit 1; }
+for t in bc /usr/bin/time nsenter jq; do
+	command -v "$t" >/dev/null || { echo "fanout.sh needs $t (Debian: bc, time, util-linux, jq)" >&2; exit 1; }
 done
 PFS=$(realpath "${PFS:-build/pfs}")
 ZCTX=$(realpath "${ZCTX:-build/bench/zctx}")
@@ -194,7 +197,7 @@ run_pipelined() { # -> seconds; also leaves the origin's bytes served in $W/serv
 	t0=$(sect source "$W/r0" | field t0_unix)
 	for i in $(seq 1 $((n - 1))); do
 		# A relay is done once it verified what it received.
-		t1=$(echo "$(done_at "$i")" | bc -l)
+		t1=$(done_at "$i")
 		[ "$i" = "$EXCLUDE" ] && { echo "$t1 - $t0" | bc -l >"$W/excluded"; continue; }
 		[ "$(echo "$t1 > $last" | bc)" = 1 ] && last=$t1
 	done
@@ -325,6 +328,7 @@ for s in $SOURCES; do
 			"$read_b" "$served" "$(median <<<"$c")"
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$link" "$size" "$n" "$(median <<<"$p")" "$(median <<<"$hop")" \
 			"$(median <<<"$c")" "$(median <<<"$v")" >>"$W/results.tsv"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$link" "$s" "$n" "$(median <<<"$p")" "$(median <<<"$c")" "$served" >>"$W/ours.tsv"
 	done
 done
 done
@@ -448,6 +452,59 @@ if [ -n "$SLOW" ] && [ "$slow_k" -ge 1 ] && [ "$slow_k" -lt $((maxn - 1)) ] && [
 		done
 		EXCLUDE=-1 TAIL=0 FETCH=()
 	done
+fi
+
+# Beside a BitTorrent swarm (SWARM=0: none): bench/swarm.sh, aria2c and
+# opentracker from Debian on nodes like these (its own namespaces, the same
+# shaping), the same sources, nodes, links and rounds; then the slow node.
+if [ "${SWARM:-1}" = 1 ]; then
+	NODES="$NODES" ROUNDS="$ROUNDS" SOURCES="$SOURCES" LINKS="$LINKS" SLOW="" OUT_ROWS="$W/swarm.jsonl" bench/swarm.sh
+	shaped=$(tr ' ' '\n' <<<"$LINKS" | grep -vx none | head -1 || true)
+	if [ -n "$SLOW" ] && [ -n "$shaped" ]; then
+		NODES=$maxn ROUNDS="$ROUNDS" SOURCES="$s" LINKS="$shaped" SLOW="$SLOW" OUT_ROWS="$W/swarm-slow.jsonl" bench/swarm.sh
+	fi
+	echo
+	echo "Beside a BitTorrent swarm (median of $ROUNDS; bench/swarm.sh: aria2c and opentracker from Debian, 4 MiB pieces each checked against"
+	echo "its SHA-1 as it lands, leechers seeding until all are done, no rate caps): PacketFS's pipelined chain from the first table, and the"
+	echo "swarm from its seeder's first data byte to the last leecher's completion (its seeder holds the files: no load, and aria2's"
+	echo "start-up of about 2 s, before any byte moves, in the next column). CPU: PacketFS per relay and hop, the swarm per leecher over its"
+	echo "life (it uploads to the others too). Copies sent: by the origin, by the seeder."
+	echo
+	echo "| link | source | N | PacketFS pipelined s | swarm s | swarm from its start s | PacketFS relay CPU-s/GiB/hop | swarm CPU-s/GiB per node | copies sent: origin | copies sent: seeder |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	python3 - "$W/ours.tsv" "$W/swarm.jsonl" <<'PY'
+import json, statistics, sys
+ours = {}
+for l in open(sys.argv[1]).read().split("\n"):
+    if l:
+        link, src, n, p, c, served = l.split("\t")
+        ours[(link, src, int(n))] = (float(p), float(c), int(served))
+rows = {}
+for l in open(sys.argv[2]):
+    r = json.loads(l)
+    rows.setdefault((r["link"], r["source"], r["n"]), []).append(r)
+for key in sorted(rows, key=lambda k: (k[0], k[1], k[2])):
+    rs, med = rows[key], lambda f: statistics.median(r[f] for r in rows[key])
+    p, c, served = ours.get(key, (float("nan"), float("nan"), 0))
+    size = rs[0]["bytes"]
+    print("| %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f |" % (key + (p, med("seconds"),
+          med("seconds_from_start"), c, med("cpu_s_per_gib_node"), served / size, med("seeder_sent_bytes") / size)))
+PY
+	if [ -s "$W/swarm-slow.jsonl" ]; then
+		echo
+		python3 - "$W/swarm-slow.jsonl" <<'PY'
+import json, statistics, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+med = lambda f: statistics.median(r[f] for r in rs)
+print("The swarm with the slow node of the table above (%s, link %s, N = %d): every node, the slow one included, in %.3f s"
+      " (%.3f s from its start; median of %d)." % (rs[0]["slow"], rs[0]["link"], rs[0]["n"], med("seconds"),
+                                                 med("seconds_from_start"), len(rs)))
+PY
+	fi
+	# Its rounds into BENCH_ROWS: a line on the chart of time to every node.
+	while read -r link src bytes n t; do
+		emit "$link" "$src" "$bytes" "$n" "BitTorrent swarm (aria2c, opentracker)" "$t"
+	done < <(jq -r '[.link, .source, .bytes, .n, .seconds] | @tsv' "$W/swarm.jsonl")
 fi
 
 # The model, fed only by the numbers above (docs/design/fanout.md explains it).

@@ -58,8 +58,8 @@ methods="tcp-writev tcp-sendfile tcp-splice tcp-zerocopy udp-gso udp-zerocopy"
 : > "$dir/all"
 for rep in $(seq "$REPS"); do
 	for how in $methods; do	# interleaved, so a noisy minute hits every method
-		r=$(run "$how")
-		echo "$how $rep $r" | tee -a "$dir/all" >&2
+		res=$(run "$how")
+		echo "$how $rep $res" | tee -a "$dir/all" >&2
 	done
 done
 
