@@ -79,18 +79,35 @@ table() {
 		for (i = 1; i <= nm; i++) {
 			m = name[i]; n = cnt[m]
 			for (k = 1; k <= n; k++) { a1[k] = s[m, k]; a2[k] = r[m, k]; a3[k] = t[m, k]; a4[k] = mbs[m, k]; a5[k] = got[m, k]; a6[k] = cp[m, k] }
-			printf "%s\t%.3f\t%.3f\t%.3f\t%.0f\t%.1f\t%d\n", m, med(a1, n), med(a2, n), med(a3, n), med(a4, n), med(a5, n), med(a6, n)
+			lo = hi = a3[1]
+			for (k = 2; k <= n; k++) { if (a3[k] < lo) lo = a3[k]; if (a3[k] > hi) hi = a3[k] }
+			printf "%s\t%.3f\t%.3f\t%.3f\t%.0f\t%.1f\t%d\t%.3f\t%.3f\n", m, med(a1, n), med(a2, n), med(a3, n), med(a4, n), med(a5, n), med(a6, n), lo, hi
 		}
 	}' "$dir/all"
 }
 table > "$dir/med"
-printf 'method\tsender CPU-s/GiB\treceiver CPU-s/GiB\tboth\tMB/s\treceived %%\tcopied sends\n'
+printf 'method\tsender CPU-s/GiB\treceiver CPU-s/GiB\tboth\tMB/s\treceived %%\tcopied sends\tboth min\tboth max\n'
 cat "$dir/med"
 [ -n "$OUT_MD" ] || exit 0
 
 # best PROTO: the method of PROTO costing the least CPU on both ends.
 best() { awk -v p="$1" 'index($1, p "-") == 1 { print $4, $1 }' "$dir/med" | sort -n | head -1 | cut -d' ' -f2; }
 both() { awk -v m="$1" '$1 == m { print $4 }' "$dir/med"; }
+# spread M: "min..max" of both ends over the runs of method M.
+spread() { awk -v m="$1" '$1 == m { print $8 ".." $9 }' "$dir/med"; }
+# verdict PROTO BASE: the cheapest method of PROTO against BASE, what pfs uses.
+verdict() {
+	local b
+	b=$(best "$1")
+	if [ "$b" = "$2" ]; then
+		echo "**$2** itself, the way pfs sends ($(both "$2") CPU-s/GiB, $(spread "$2") over the runs)"
+		return
+	fi
+	echo "**$b** ($(both "$b") CPU-s/GiB, $(spread "$b") over the runs) against $(both "$2") ($(spread "$2")) for $2, the way pfs"
+	echo "sends; every run of $b below every run of $2: $(apart "$b" "$2")"
+}
+# apart A B: "yes" when every run of A cost less than every run of B.
+apart() { awk -v a="$1" -v b="$2" '$1 == a { ah = $9 } $1 == b { bl = $8 } END { print (ah < bl ? "yes" : "no") }' "$dir/med"; }
 {
 	page_top zctx.sh bench-zctx "Forwarding without a copy: each way's CPU on this host's veth"
 	echo " ($(cpu_model)), kernel $(uname -r), load average $load0 before and $(cut -d' ' -f1-3 /proc/loadavg) after. Runs: $REPS of each, interleaved; the median shown."
@@ -102,13 +119,11 @@ both() { awk -v m="$1" '$1 == m { print $4 }' "$dir/med"; }
 	echo "Each end's CPU is its own user + sys time: on veth the receiver's softirq work runs in the"
 	echo "sender's context, so read the two ends together (\"both\")."
 	echo
-	echo "| method | sender CPU-s/GiB | receiver CPU-s/GiB | both | MB/s | received % | sends the kernel copied anyway |"
-	echo "|---|---:|---:|---:|---:|---:|---:|"
-	awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7 }' "$dir/med"
+	echo "| method | sender CPU-s/GiB | receiver CPU-s/GiB | both | both, fewest..most over the runs | MB/s | received % | sends the kernel copied anyway |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+	awk -F'\t' '{ printf "| %s | %s | %s | %s | %s..%s | %s | %s | %s |\n", $1, $2, $3, $4, $8, $9, $5, $6, $7 }' "$dir/med"
 	echo
-	bt=$(best tcp) bu=$(best udp)
-	echo "Cheapest on both ends, this run: TCP **$bt** ($(both "$bt") CPU-s/GiB against $(both tcp-writev) for"
-	echo "tcp-writev, the baseline pfs uses); UDP **$bu** ($(both "$bu") against $(both udp-gso) for udp-gso)."
+	echo "Cheapest on both ends by the median, this run: TCP $(verdict tcp tcp-writev); UDP $(verdict udp udp-gso)."
 	echo "MSG_ZEROCOPY to a receiver on the same host is copied by the kernel after all (the last column"
 	echo "counts the sends it reported as copied), so on veth it can only add the completion handling."
 } > "$OUT_MD"

@@ -38,10 +38,19 @@ def series(groups):
     return out
 
 
+# The ways the model has a line for: ours (a chain), and the two that send one copy after another
+# (store-and-forward, every node from the origin). A swarm's time to every node has no model here:
+# it is drawn as measured only.
+ONE_AFTER_ANOTHER = ("store-and-forward", "every node from the origin")
+
+
 def model_line(label, f, size, ns):
+    """The model's seconds at each n for the way called label, or None when it has none."""
     if label.startswith(PIPELINED):
         return [fm.chain(f, size, n) for n in ns]
-    return [fm.one_after_another(f, size, n) for n in ns]
+    if label.startswith(ONE_AFTER_ANOTHER):
+        return [fm.one_after_another(f, size, n) for n in ns]
+    return None
 
 
 def draw(ax, link, source, size, hop, ways):
@@ -51,10 +60,10 @@ def draw(ax, link, source, size, hop, ways):
     for label, points in ways.items():
         ns = sorted(points)
         line = ax.plot(ns, [points[n] for n in ns], marker="o", label=f"{label} (measured)")[0]
-        if f:
-            tail = [ns[-1]] + [n for n in (16, 64, 256, MODEL_TO) if n > ns[-1]]
-            ax.plot(tail, model_line(label, f, size, tail), linestyle="--", color=line.get_color(),
-                    label=f"{label} (model)")
+        tail = [ns[-1]] + [n for n in (16, 64, 256, MODEL_TO) if n > ns[-1]]
+        model = model_line(label, f, size, tail) if f else None
+        if model:
+            ax.plot(tail, model, linestyle="--", color=line.get_color(), label=f"{label} (model)")
     ax.axhline(hop, color="black", linestyle=":", label="one hop (the floor)")
     ax.set_xscale("log")
     ax.set_yscale("log")

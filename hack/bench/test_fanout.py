@@ -57,6 +57,16 @@ def test_series_keeps_each_links_largest_source():
     assert ways["PacketFS fan-out (pipelined relays)"] == {2: 1.0, 3: 1.1, 4: 1.2}
 
 
+def test_a_swarm_is_drawn_as_measured_with_no_model_line():
+    f = fm.fit(202 * MB, 0.85, {2: 1.0, 3: 1.1, 4: 1.2})
+    assert fanout_chart.model_line("BitTorrent swarm (aria2c, opentracker)", f, 202 * MB, [4, 16]) is None
+    assert fanout_chart.model_line("store-and-forward chain (naive, one node after another)", f, 202 * MB, [4]) == \
+        [fm.one_after_another(f, 202 * MB, 4)]
+    assert fanout_chart.model_line("every node from the origin at once", f, 202 * MB, [4]) == \
+        [fm.one_after_another(f, 202 * MB, 4)]
+    assert fanout_chart.model_line("PacketFS fan-out (pipelined relays)", f, 202 * MB, [4]) == [fm.chain(f, 202 * MB, 4)]
+
+
 def report_groups(rows):
     import report  # noqa: PLC0415
     return report.group_rows(rows)
