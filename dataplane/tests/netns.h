@@ -235,6 +235,23 @@ __attribute__((unused)) static char *slurp(const char *tag, const char *ext)
 	return b;
 }
 
+/* Wait (@seconds at most) until tmpdir/@tag.err says @what. */
+__attribute__((unused)) static bool wait_log_for(const char *tag, const char *what, int seconds)
+{
+	for (int i = 0; i < seconds * 50; i++) {
+		if (strstr(slurp(tag, "err"), what))
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+/* wait_log_for 5 s: how long a process on this machine takes to listen. */
+__attribute__((unused)) static bool wait_log(const char *tag, const char *what)
+{
+	return wait_log_for(tag, what, 5);
+}
+
 /* One transfer: receiver in ns_b, sender in ns_a; the two exit codes. */
 __attribute__((unused)) static void xfer(const char *tag, char *const rargs[], char *const sargs[],
 					 int *rrc, int *src)

@@ -82,7 +82,7 @@ static bool xdp_on(const char *ns, const char *ifname)
 }
 
 /* Until tmpdir/@tag.err says @what or @pid ended (at most 10 s). */
-static bool wait_log(const char *tag, const char *what, pid_t pid)
+static bool wait_log_pid(const char *tag, const char *what, pid_t pid)
 {
 	for (int i = 0; i < 500; i++) {
 		if (strstr(slurp(tag, "err"), what))
@@ -140,7 +140,7 @@ static int start_afxdp(const char *tag, int p, pid_t *r, pid_t *s)
 	*s = spawn(ns_a, st, sargs);
 	/* Frames that reach the XSK before the handshake wait in its ring or
 	 * are dropped there; once connected, every one is placed. */
-	if (!wait_log(rt, "connected", *r)) {
+	if (!wait_log_pid(rt, "connected", *r)) {
 		wait_rc(*s, 5);
 		wait_rc(*r, 5);
 		CHECK(0, "the sender never connected: %s / %s", slurp(rt, "err"), slurp(st, "err"));

@@ -138,17 +138,6 @@ static bool manifest_verifies(const char *name)
 		   name);
 }
 
-/* Wait (5 s at most) until tmpdir/@tag.err says @what. */
-static bool wait_log(const char *tag, const char *what)
-{
-	for (int i = 0; i < 250; i++) {
-		if (strstr(slurp(tag, "err"), what))
-			return true;
-		usleep(20000);
-	}
-	return false;
-}
-
 /* How the chain's relays fetch (--fetch-transport); NULL: the default, tcp. */
 static const char *xport;
 

@@ -122,17 +122,6 @@ static int t_setup(void)
 	return TAP_PASS;
 }
 
-/* Wait (5 s at most) until tmpdir/@tag.err says @what. */
-static bool wait_log(const char *tag, const char *what)
-{
-	for (int i = 0; i < 250; i++) {
-		if (strstr(slurp(tag, "err"), what))
-			return true;
-		usleep(20000);
-	}
-	return false;
-}
-
 static char o[8192], r1[8192], r2[8192];
 
 /* The origin of v2 in ns a on @port with base @obase (NULL: none), paced

@@ -75,17 +75,6 @@ static int t_setup(void)
 	return TAP_PASS;
 }
 
-/* Wait (10 s at most) until tmpdir/@tag.err says @what. */
-static bool wait_log(const char *tag, const char *what)
-{
-	for (int i = 0; i < 500; i++) {
-		if (strstr(slurp(tag, "err"), what))
-			return true;
-		usleep(20000);
-	}
-	return false;
-}
-
 static char js[3][8192];
 
 /* origin (ns a) -> relay1 (ns b) -> relay2 (ns a), all --layout files,
@@ -112,7 +101,7 @@ static int chain(const char *xport, int port)
 		      "--replicate-listen", a1, "--replicate-linger", "2s", "--fetch-timeout",
 		      "60s", "--fetch-transport", xport, NULL);
 	/* relay1 listens once it has the layout and made its blob */
-	if (!wait_log("relay1", "repl serve: listening"))
+	if (!wait_log_for("relay1", "repl serve: listening", 10))
 		tap_diag("relay1 did not listen within 10 s: %s", slurp("relay1", "err"));
 	p[2] = pfs_in(ns_a, "relay2", "blob", "create", "--size", raw_size, "--layout", "files",
 		      "--dir", dirs[2], "--name", "m", "--token-file", tok, "--fetch-from", a1,
@@ -232,13 +221,14 @@ static int t_resume_other_layout(void)
 	p2 = pfs_in(ns_a, "up2", "blob", "create", "--source", SRC_SMALL, "--size", blob_size,
 		    "--layout", "files", "--dir", dirs[0], "--name", "u2", "--token-file", tok,
 		    "--replicate-listen", a1, "--replicate-linger", "20s", NULL);
-	CHECK(wait_log("up1", "repl serve: listening") && wait_log("up2", "repl serve: listening"),
+	CHECK(wait_log_for("up1", "repl serve: listening", 10) &&
+		      wait_log_for("up2", "repl serve: listening", 10),
 	      "upstreams: %s %s", slurp("up1", "err"), slurp("up2", "err"));
 	pr = pfs_in(ns_b, "rrelay", "blob", "create", "--size", blob_size, "--layout", "files",
 		    "--dir", dirs[1], "--name", "r", "--token-file", tok, "--fetch-from", ups,
 		    "--fetch-timeout", "30s", NULL);
 	/* some bytes in from up1, then it dies */
-	if (!wait_log("rrelay", "created"))
+	if (!wait_log_for("rrelay", "created", 10))
 		tap_diag("the relay made no blob: %s", slurp("rrelay", "err"));
 	usleep(1500000);
 	/* meanwhile the relay's progress file says how far it got */
@@ -287,7 +277,8 @@ static int t_changed_holder(void)
 	snprintf(sock, sizeof(sock), "%s/x.sock", tmpdir);
 	ps = pfs_in(ns_a, "xhold", "blob", "serve", "--name", "x", "--dir", dirs[0], "--socket",
 		    sock, "--token-file", tok, "--replicate-listen", a0, NULL);
-	CHECK(wait_log("xhold", "repl serve: listening"), "holder: %s", slurp("xhold", "err"));
+	CHECK(wait_log_for("xhold", "repl serve: listening", 10), "holder: %s",
+	      slurp("xhold", "err"));
 	pr = pfs_in(ns_b, "xrelay", "blob", "create", "--size", blob_size, "--layout", "files",
 		    "--dir", dirs[1], "--name", "x", "--token-file", tok, "--fetch-from", a0,
 		    "--fetch-timeout", "30s", "--verify-threads", "2", NULL);

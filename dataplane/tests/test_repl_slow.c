@@ -77,17 +77,6 @@ static int t_setup(void)
 	return TAP_PASS;
 }
 
-/* Wait (5 s at most) until tmpdir/@tag.err says @what. */
-static bool wait_log(const char *tag, const char *what)
-{
-	for (int i = 0; i < 250; i++) {
-		if (strstr(slurp(tag, "err"), what))
-			return true;
-		usleep(20000);
-	}
-	return false;
-}
-
 /* The chain, relay1 --fetch-tail relay2 (which serves for it); 0 when
  * all three exit 0. The addresses into a0, a1, a2. */
 static int chain(char *a0, char *a1, char *a2)
