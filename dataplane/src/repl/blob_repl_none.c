@@ -24,6 +24,13 @@ struct pfs_repl_server *pfs_repl_server__start(const struct pfs_repl_server_opts
 	return NULL;
 }
 
+int pfs_repl_listen(const char *addr, char *why, size_t n)
+{
+	(void)addr;
+	snprintf(why, n, "%s", no_repl);
+	return -ENOTSUP;
+}
+
 void pfs_repl_server__linger(struct pfs_repl_server *s, int linger_ms,
 			     const volatile sig_atomic_t *stop)
 {
