@@ -336,7 +336,10 @@ func newHolder(in fanoutIn, sel nodeSelection, rd holderReads, nc nodeContext, s
 		// so there holders start in topology order.
 		nearest := sel.order[upstreamIndexes(topo, nc.i)[0]]
 		h.Upstreams = upstreamAddrs(topo, sel.order, nc.i, nc.addr, rd.readyPeer)
-		h.Tail = tailAddrs(topo, b.Spec.Replication.TransportOrDefault(), sel.order, nc.i, nc.addr, holderDNS(b))
+		h.Tail = tailAddrs(topo, b.Spec.Replication.TransportOrDefault(), sel.order, nc.i, nc.addr, holderDNS(b),
+			func(n string) bool {
+				return sel.prev[n].State == pfsv1alpha1.BlobNodeFailed && sel.prev[n].Attempts >= maxRelayAttempts
+			})
 		if len(h.Upstreams) == 0 || (nc.addr[nearest] == "" && !failedIn(nc.decided, nearest)) {
 			ns.State, ns.Message = pfsv1alpha1.BlobNodePending, "waiting for the holder on "+nearest+" (upstream) to get an address"
 			return step

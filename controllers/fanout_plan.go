@@ -98,14 +98,18 @@ const maxTail = 2
 // (a datagram relay does not step aside). A holder's address is its DNS
 // name on the pod network, known before its pod exists (name is
 // podspec.HolderDNSName for this blob), or its IP on a network once it has
-// one; a node whose address is unknown yet is left out.
+// one; a node whose address is unknown yet, or whose holder failed for
+// good (gone), is left out.
 func tailAddrs(topology pfsv1alpha1.ReplicationTopology, transport pfsv1alpha1.Transport, order []string, i int,
-	addr map[string]string, name func(node string) string) []string {
+	addr map[string]string, name func(node string) string, gone func(node string) bool) []string {
 	if topology == pfsv1alpha1.TopologyTree || transport != pfsv1alpha1.TransportTCP || i <= 0 {
 		return nil
 	}
 	var out []string
 	for j := len(order) - 1; j > i && len(out) < maxTail; j-- {
+		if gone != nil && gone(order[j]) {
+			continue
+		}
 		host := addr[order[j]]
 		if host == "" && name != nil {
 			host = name(order[j])

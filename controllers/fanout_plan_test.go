@@ -3,6 +3,7 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -96,11 +97,13 @@ func TestTailAddrs(t *testing.T) {
 			[]string{"10.0.0.5:7470", "h-w3.b-holders.ns.svc:7470"}},
 		"on a network, only the nodes with an IP": {chain, tcp, 1, map[string]string{"w3": "192.168.9.4"}, nil, []string{"192.168.9.4:7470"}},
 		"a tree: none": {tree, tcp, 1, nil, dns, nil},
-		"udp: none":    {chain, udp, 1, nil, dns, nil},
+		"the last failed for good: the two before it": {chain, tcp, 1, nil, dns, []string{"h-w3.b-holders.ns.svc:7470", "h-w2.b-holders.ns.svc:7470"}},
+		"udp: none": {chain, udp, 1, nil, dns, nil},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := tailAddrs(tc.topo, tc.tr, order, tc.i, tc.addr, tc.name)
+			gone := func(n string) bool { return strings.HasPrefix(name, "the last failed") && n == "w4" }
+			got := tailAddrs(tc.topo, tc.tr, order, tc.i, tc.addr, tc.name, gone)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

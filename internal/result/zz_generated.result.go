@@ -261,8 +261,8 @@ type fetchJSON struct {
 	// Skipped is "skipped": The upstreams (IP:PORT, comma-separated) that stepped aside on this fetch:
 	// each sent STEP, too slow to relay, and the fetch went on from its next upstream.
 	Skipped *string `json:"skipped"`
-	// MovedTo is "moved_to": This relay stepped aside and finished from this tail holder
-	// (--fetch-tail); empty: it did not move.
+	// MovedTo is "moved_to": This relay stepped aside and moved its fetch to the chain's tail, this
+	// holder first (--fetch-tail; fetch.from says which finished it); empty: it did not move.
 	MovedTo *string `json:"moved_to"`
 	// Path is "path": udp and afxdp: the datapath.
 	Path *string `json:"path"`

@@ -53,8 +53,9 @@ struct fetch {
 	bool delta; /* this attempt asks for delta grams */
 	bool chunks; /* this attempt asks for the chunk digests */
 	bool got_digests; /* ... and received some */
-	bool no_delta[PFS_REPL_UPSTREAMS]; /* refused our base: fetch whole */
-	bool skip[PFS_REPL_UPSTREAMS]; /* of ups: stepped aside (STEP), skipped from then on */
+	bool no_delta[2 * PFS_REPL_UPSTREAMS]; /* refused our base: fetch whole */
+	bool skip[2 * PFS_REPL_UPSTREAMS]; /* of ups: stepped aside (STEP), skipped from then on */
+	const char *moved_ups[2 * PFS_REPL_UPSTREAMS]; /* once moved: the tail, then upstreams */
 	bool moving; /* the last attempt ended to move to the tail */
 	bool moved; /* ... and ups is o->tail now: AUTH says STEPPED */
 	bool now; /* the next attempt without a backoff (a STEP or a move) */
@@ -162,6 +163,10 @@ static int refused(struct fetch *f, const struct repl_frame *x)
 			     (const char *)x->body);
 	if (x->offset == REPL_REFUSE_SIZE)
 		return final(f, -EMSGSIZE, "upstream %s refused: %s", f->up, (const char *)x->body);
+	if (x->offset == REPL_REFUSE_STEPPED) { /* it stepped aside: the next, at once */
+		f->skip[f->cur] = true;
+		f->now = true;
+	}
 	return fail(f, -EAGAIN, "upstream %s refused: %s", f->up, (const char *)x->body);
 }
 
@@ -199,22 +204,23 @@ static int expect(struct fetch *f, int fd, uint8_t want, struct repl_frame *x)
 /* HELLO -> AUTH -> ACCEPT. 0 or -errno (f->final: no retry). */
 static int handshake(struct fetch *f, int fd)
 {
-	struct repl_frame h, a = { .type = REPL_AUTH,
-				   .xport = f->xport,
-				   .data_port = f->xport == REPL_XPORT_TCP ? 0 : f->o->data_port,
-				   .size = f->o->size,
-				   .offset = f->have,
-				   .body_len = f->delta		   ? REPL_AUTH_DELTA_BODY :
-					       f->end < f->o->size ? REPL_AUTH_RANGE_BODY :
-								     REPL_MAC,
-				   .flags = (uint8_t)((f->delta ? REPL_FLAG_DELTA : 0) |
-						      (f->o->layout ? REPL_FLAG_LAYOUT : 0) |
-						      (f->chunks ? REPL_FLAG_CHUNKS : 0) |
-						      (f->end < f->o->size ? REPL_FLAG_RANGE : 0) |
-						      (f->moved ? REPL_FLAG_STEPPED : 0)),
-				   .end = f->end,
-				   .base_size = f->delta ? f->o->base_size : 0,
-				   .base_fp = f->delta ? f->o->base_fp : 0 };
+	struct repl_frame h,
+		a = { .type = REPL_AUTH,
+		      .xport = f->xport,
+		      .data_port = f->xport == REPL_XPORT_TCP ? 0 : f->o->data_port,
+		      .size = f->o->size,
+		      .offset = f->have,
+		      .body_len = f->delta	      ? REPL_AUTH_DELTA_BODY :
+				  f->end < f->o->size ? REPL_AUTH_RANGE_BODY :
+							REPL_MAC,
+		      .flags = (uint8_t)((f->delta ? REPL_FLAG_DELTA : 0) |
+					 (f->o->layout ? REPL_FLAG_LAYOUT : 0) |
+					 (f->chunks ? REPL_FLAG_CHUNKS : 0) |
+					 (f->end < f->o->size ? REPL_FLAG_RANGE : 0) |
+					 (f->moved || f->r->n_skipped ? REPL_FLAG_STEPPED : 0)),
+		      .end = f->end,
+		      .base_size = f->delta ? f->o->base_size : 0,
+		      .base_fp = f->delta ? f->o->base_fp : 0 };
 	int err = expect(f, fd, REPL_HELLO, &h);
 
 	if (err)
@@ -605,7 +611,11 @@ static int stepped(struct fetch *f, const struct repl_frame *x)
  * (once). */
 static bool move_now(const struct fetch *f)
 {
-	return !f->moved && f->o->n_tail > 0 && f->o->step_aside && *f->o->step_aside;
+	/* Not once every byte is in (the list and END are all that is left),
+	 * nor for a RANGE (a chunk fetched again). */
+	return !f->moved && f->o->n_tail > 0 && f->o->step_aside && f->have < f->end &&
+	       f->end == f->o->size && !f->got_digests &&
+	       __atomic_load_n(f->o->step_aside, __ATOMIC_ACQUIRE);
 }
 
 /* A control frame inside the stream: END (1: done), KEEPALIVE (0),
@@ -755,6 +765,8 @@ static int check_xport(struct fetch *f)
 			     o->transport);
 	if (f->xport != REPL_XPORT_TCP && !o->data_port)
 		return final(f, -EINVAL, "a %s fetch needs a data port", o->transport);
+	if (f->xport != REPL_XPORT_TCP && o->n_tail)
+		return final(f, -EINVAL, "a %s fetch does not step aside: no tail", o->transport);
 	snprintf(f->r->transport, sizeof(f->r->transport), "%s", repl_xport_str(f->xport));
 	return 0;
 }
@@ -790,8 +802,15 @@ static void move_to_tail(struct fetch *f)
 {
 	f->moving = false;
 	f->moved = true;
-	f->ups = f->o->tail;
-	f->nups = f->o->n_tail;
+	/* The tail first, then the upstreams as before, in case the tail
+	 * holders are gone: every one asked with STEPPED, and this relay
+	 * serves no one until complete, so no cycle forms through it. */
+	f->nups = 0;
+	for (int i = 0; i < f->o->n_tail && f->nups < 2 * PFS_REPL_UPSTREAMS; i++)
+		f->moved_ups[f->nups++] = f->o->tail[i];
+	for (int i = 0; i < f->o->n_upstreams && f->nups < 2 * PFS_REPL_UPSTREAMS; i++)
+		f->moved_ups[f->nups++] = f->o->upstreams[i];
+	f->ups = f->moved_ups;
 	memset(f->skip, 0, sizeof(f->skip));
 	memset(f->no_delta, 0, sizeof(f->no_delta));
 	f->r->moved_at = f->have;

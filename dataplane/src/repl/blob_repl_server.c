@@ -383,7 +383,7 @@ static int step(struct conn *c, const struct lag_watch *w, uint64_t off, uint64_
 	s->steps++;
 	pthread_mutex_unlock(&s->lock);
 	if (first && s->o.step_aside)
-		*s->o.step_aside = 1;
+		__atomic_store_n(s->o.step_aside, 1, __ATOMIC_RELEASE);
 	pfs_warn("repl serve: %s: %s", c->peer, why);
 	repl_send_text(c->fd, REPL_STEP, s->o.size, off, why);
 	return REPL_STEPPED;
@@ -400,8 +400,8 @@ static int watch_lag(struct conn *c, struct lag_watch *w, uint64_t off)
 	if (!w->on)
 		return 0;
 	mark = pfs_progress__mark(s->o.progress);
-	if (mark >= s->o.size) {
-		w->on = false; /* complete: nothing to move away from */
+	if (s->o.size - mark <= s->o.lag_max) {
+		w->on = false; /* (nearly) complete: nothing worth moving away from */
 		return 0;
 	}
 	if (mark < off)
@@ -417,8 +417,8 @@ static int watch_lag(struct conn *c, struct lag_watch *w, uint64_t off)
 	stepped = s->stepped;
 	pthread_mutex_unlock(&s->lock);
 	if (stepped ||
-	    (mark - off > w->lag0 + s->o.lag_max && 2 * (off - w->off0) < mark - w->mark0 &&
-	     repl_now() - w->t0 >= REPL_LAG_MIN_S))
+	    (mark - off > w->lag0 && mark - off - w->lag0 > s->o.lag_max &&
+	     2 * (off - w->off0) < mark - w->mark0 && repl_now() - w->t0 >= REPL_LAG_MIN_S))
 		return step(c, w, off, mark);
 	return 0;
 }
@@ -775,8 +775,10 @@ static int listen_on(struct pfs_repl_server *s, char *why, size_t n)
 	if (s->o.listen_fd > 0) {
 		s->lfd = fcntl(s->o.listen_fd, F_DUPFD_CLOEXEC, 0);
 		if (s->lfd < 0) {
-			snprintf(why, n, "cannot use the listening socket: %s", strerror(errno));
-			return -errno;
+			int err = errno;
+
+			snprintf(why, n, "cannot use the listening socket: %s", strerror(err));
+			return -err;
 		}
 	} else {
 		s->lfd = pfs_repl_listen(s->o.listen, why, n);

@@ -154,7 +154,7 @@ static void chunk_metrics(const struct pfs_cli_chunks *ch, struct pfs_metrics_pa
 			"Relay: bytes received again for chunks that failed.",
 			(double)__atomic_load_n(&ch->refetched, __ATOMIC_RELAXED));
 	pfs_metrics_one(p, "packetfs_chunks_hash_seconds_total", "counter",
-			"Seconds spent hashing chunks, summed over the hashing threads.",
+			"CPU seconds spent hashing chunks, summed over the hashing threads.",
 			st.busy_s);
 }
 

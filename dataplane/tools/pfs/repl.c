@@ -91,8 +91,8 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	{ "relay-lag-max", PFS_OPT_SIZE, AT(lag_max), "BYTES",
 	  "relay over tcp: step aside once a downstream's stream falls this much further "
 	  "behind this relay's own fill (default 4Mi; 0: never): downstreams are told "
-	  "to fetch from their next upstream, and with --fetch-tail this relay moves to "
-	  "the chain's tail" },
+	  "to fetch from their next upstream, and this relay moves to --fetch-tail (no "
+	  "tail, or a delta base: it never steps aside)" },
 	{ "verify-threads", PFS_OPT_U64, AT(verify_threads), "N",
 	  "relay: hash on this many threads as bytes arrive: each 4 MiB chunk (BLAKE3, "
 	  "against the origin's list) or, with no list, each file (sha256). Default: "
@@ -112,6 +112,7 @@ void pfs_cli_repl_init(struct pfs_cli_repl *r)
 	r->linger_ms = 3000;
 	r->fetch_timeout_ms = 600000;
 	r->lag_max = PFS_CLI_RELAY_LAG_MAX;
+	r->lfd = -1;
 }
 
 /* Split a list of IP:PORT (--fetch-from, --fetch-tail) into @out, its
@@ -223,13 +224,25 @@ static int read_token(struct pfs_cli_repl *r, char *why, size_t n)
 	return 0;
 }
 
+/* Does this relay step aside when it forwards slower than it receives
+ * (docs/design/fanout.md "A slow relay")? Over TCP, with a tail to move
+ * to (without one its downstreams would go up the chain while it keeps
+ * its place: in a tree that collapses towards a star), and without a
+ * delta base (a delta stream is never stepped aside, so a move could wait
+ * on a downstream that waits on it). An origin has nowhere to go. */
+static bool steps_aside(const struct pfs_cli_repl *r)
+{
+	return r->fetch_from && r->xport == PFS_CLI_FETCH_TCP && r->ntail > 0 &&
+	       !pfs_cli_repl_delta_set(&r->delta);
+}
+
 /* The socket a relay listened on before its blob existed: the server
  * serves from its own copy. */
 static void close_early_listener(struct pfs_cli_repl *r)
 {
-	if (r->lfd > 0)
+	if (r->lfd >= 0)
 		close(r->lfd);
-	r->lfd = 0;
+	r->lfd = -1;
 }
 
 int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
@@ -249,9 +262,9 @@ int pfs_cli_repl_serve(struct pfs_cli_repl *r, const struct pfs_blob *blob,
 		.rate = r->rate,
 		.layout = pfs_blob__layout(blob),
 		.chunks = r->ch.c,
-		.lag_max = r->fetch_from && r->xport == PFS_CLI_FETCH_TCP ? r->lag_max : 0,
+		.lag_max = steps_aside(r) ? r->lag_max : 0,
 		.step_aside = &r->step_aside,
-		.listen_fd = r->lfd,
+		.listen_fd = r->lfd > 0 ? r->lfd : 0,
 	};
 	int err;
 
@@ -517,7 +530,7 @@ int pfs_cli_repl_fetch_files(struct pfs_cli_repl *r, const struct pfs_cli_blob *
 		r->lfd = pfs_repl_listen(r->listen, why, n);
 		if (r->lfd < 0) {
 			err = r->lfd;
-			r->lfd = 0;
+			r->lfd = -1;
 			pfs_err("--replicate-listen: %s", why);
 			return err;
 		}

@@ -62,7 +62,7 @@ struct pfs_cli_repl {
 	char tailbuf[4096];
 	uint64_t lag_max;
 	volatile sig_atomic_t step_aside;
-	int lfd; /* a files relay's listener before its server starts; 0: none */
+	int lfd; /* a files relay's listener before its server starts; -1: none */
 	char token[PFS_SHARE_TOKEN_MAX + 1];
 	int token_len;
 	struct pfs_progress *prog; /* the blob's watermark while it fills */

@@ -168,6 +168,11 @@ static int refetch(struct pfs_cli_chunks *ch, const struct pfs_repl_fetch_opts *
 	o.layout = false;
 	o.on_layout = NULL;
 	o.on_bytes = NULL;
+	/* Asked of @base's upstreams in turn, never moved to a tail (a relay
+	 * that stepped aside has its flag set for good). */
+	o.tail = NULL;
+	o.n_tail = 0;
+	o.step_aside = NULL;
 	err = pfs_repl_fetch(&o, fr);
 	/* relaxed atomic: a /metrics scrape reads it meanwhile */
 	__atomic_store_n(&ch->refetched, ch->refetched + fr->bytes, __ATOMIC_RELAXED);
