@@ -73,7 +73,7 @@ struct pfs_repl_server {
 	uint64_t delta_clients, delta_refused; /* under lock */
 	_Atomic uint64_t delta_wire, delta_bytes;
 	double encode_s; /* under lock */
-	bool stepped; /* under lock: this relay stepped aside (lag_max) */
+	atomic_bool stepped; /* this relay stepped aside (lag_max): set under lock, read without */
 	uint64_t steps; /* under lock: clients sent STEP */
 	struct pfs_repl_step step; /* under lock: the first STEP's numbers */
 	double log_t0; /* refusal lines: REPL_LOG_PER_S per second */
@@ -147,14 +147,8 @@ static bool base_matches(struct conn *c, const struct repl_frame *a)
  * refused, streams get STEP. Once complete it serves everyone again. */
 static bool stepped_aside(struct pfs_repl_server *s)
 {
-	bool stepped;
-
-	if (!s->o.progress || pfs_progress__mark(s->o.progress) >= s->o.size)
-		return false;
-	pthread_mutex_lock(&s->lock);
-	stepped = s->stepped;
-	pthread_mutex_unlock(&s->lock);
-	return stepped;
+	return s->o.progress && pfs_progress__mark(s->o.progress) < s->o.size &&
+	       atomic_load(&s->stepped);
 }
 
 /* HELLO, then the client's AUTH (into @a): its start offset, or -1 after
@@ -370,9 +364,9 @@ static int step(struct conn *c, const struct lag_watch *w, uint64_t off, uint64_
 		 (mark - off) >> 20, off, w->lag0 >> 20, s->o.lag_max >> 20, (off - w->off0) >> 20,
 		 (mark - w->mark0) >> 20);
 	pthread_mutex_lock(&s->lock);
-	first = !s->stepped;
+	first = !atomic_load(&s->stepped);
 	if (first) {
-		s->stepped = true;
+		atomic_store(&s->stepped, true);
 		s->step = (struct pfs_repl_step){ .stepped = true,
 						  .mark = mark,
 						  .lag = mark - off,
@@ -395,7 +389,6 @@ static int watch_lag(struct conn *c, struct lag_watch *w, uint64_t off)
 {
 	struct pfs_repl_server *s = c->s;
 	uint64_t mark;
-	bool stepped;
 
 	if (!w->on)
 		return 0;
@@ -413,10 +406,7 @@ static int watch_lag(struct conn *c, struct lag_watch *w, uint64_t off)
 		w->mark0 = mark;
 		w->t0 = repl_now();
 	}
-	pthread_mutex_lock(&s->lock);
-	stepped = s->stepped;
-	pthread_mutex_unlock(&s->lock);
-	if (stepped ||
+	if (atomic_load(&s->stepped) ||
 	    (mark - off > w->lag0 && mark - off - w->lag0 > s->o.lag_max &&
 	     2 * (off - w->off0) < mark - w->mark0 && repl_now() - w->t0 >= REPL_LAG_MIN_S))
 		return step(c, w, off, mark);
