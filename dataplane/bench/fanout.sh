@@ -24,7 +24,7 @@
 # machine's cores, so the hops compete for CPU: read the ratios.
 # LINKS lists node uplink rates to run the whole table at: "none" (the
 # veths as they are: every hop is bound by this machine's shared CPU) and
-# e.g. "2gbit" (tc tbf on every node's egress: a node's NIC, so the hops are
+# e.g. "2gbit" (netns_shape in netns.sh, on every node's egress: a node's NIC, so the hops are
 # bound by the network as on a real cluster, and one origin serving every
 # node shares its uplink).
 # TRANSPORTS: the pipelined chain of the largest source again with the
@@ -40,6 +40,7 @@
 # SWARM=1 (default; 0: none): the same nodes through a BitTorrent swarm
 # (bench/swarm.sh: aria2c, opentracker; Debian packages it installs when
 # missing), a table beside ours and a line on the chart.
+# KEEP=<dir>: the result JSONs of every pipelined run kept there.
 # BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none TRANSPORTS=tcp.
 # OUT_MD: the page of this run's tables and model (default
 # ../docs/bench/bench-fanout.md; empty: none); they also go to stdout.
@@ -51,6 +52,8 @@ cd "$(dirname "$0")/.."
 . bench/rows.sh
 # shellcheck source-path=SCRIPTDIR source=nodes.sh
 . bench/nodes.sh
+# shellcheck source-path=SCRIPTDIR source=netns.sh
+. bench/netns.sh
 for t in bc /usr/bin/time nsenter jq; do
 	command -v "$t" >/dev/null || { echo "fanout.sh needs $t (Debian: bc, time, util-linux, jq)" >&2; exit 1; }
 done
@@ -212,7 +215,19 @@ run_pipelined() { # -> seconds; also leaves the origin's bytes served in $W/serv
 	else
 		sect fetch "$W/r1" | field verify_seconds
 	fi >"$W/verify"
+	keep_results
 	echo "$last - $t0" | bc -l
+}
+# KEEP=<dir>: every pipelined run's result JSONs kept in <dir>/<run>/ for a
+# closer look (the step-aside timeline is in them).
+# (Numbered by what is there: each run is a subshell.)
+keep_results() {
+	local d
+	[ -n "${KEEP:-}" ] || return 0
+	mkdir -p "$KEEP"
+	d=$KEEP/$(($(find "$KEEP" -mindepth 1 -maxdepth 1 | wc -l) + 1))
+	mkdir "$d"
+	cp "$W"/r[0-9]* "$d/"
 }
 # The alternatives are timed by the data plane too (no process start-up or
 # hand-over sleeps counted): the origin's load, then the relays' windows.
@@ -267,8 +282,7 @@ shape() {
 	local i
 	for i in $(seq 0 $((maxn - 1))); do
 		ip -n "pfsfan$i" link set "fan$i" mtu 1500
-		tc -n "pfsfan$i" qdisc del dev "fan$i" root 2>/dev/null || true
-		[ "$1" = none ] || tc -n "pfsfan$i" qdisc add dev "fan$i" root tbf rate "$1" burst 256kb latency 100ms
+		netns_shape "pfsfan$i" "fan$i" "$1"
 	done
 }
 
@@ -425,7 +439,7 @@ slow_k=${SLOW%%:*} slow_rate=${SLOW#*:}
 if [ -n "$SLOW" ] && [ "$slow_k" -ge 1 ] && [ "$slow_k" -lt $((maxn - 1)) ] && [ "$LINKS" != none ]; then
 	echo
 	echo "A slow node ($s, $size bytes, N = $maxn; median of $ROUNDS): node $slow_k's uplink at $slow_rate, the others' at the link rate. With the rule a relay"
-	echo "whose downstream falls 4 MiB further behind its own fill (over 0.1 s, at under half its rate) steps aside: the downstream fetches from its next upstream, the relay from the last node"
+	echo "whose downstream falls 4 MiB further behind its own fill (over 0.05 s, at under half its rate) steps aside: the downstream fetches from its next upstream, the relay from the last node"
 	echo "([fanout.md](../design/fanout.md#a-slow-relay)). Time until every other node verified, against one hop at the link rate (measured here, node 0 to node 1 before the shaping);"
 	echo "the order is each relay's last upstream (\`2<0\`: node 2 ended fetching from node 0)."
 	echo
@@ -436,7 +450,7 @@ if [ -n "$SLOW" ] && [ "$slow_k" -ge 1 ] && [ "$slow_k" -lt $((maxn - 1)) ] && [
 		shape "$link"
 		hop=""
 		for _ in $(seq "$ROUNDS"); do hop="$hop $(run_one_hop "$src" "$size")"; done
-		tc -n "pfsfan$slow_k" qdisc replace dev "fan$slow_k" root tbf rate "$slow_rate" burst 256kb latency 100ms
+		netns_shape "pfsfan$slow_k" "fan$slow_k" "$slow_rate"
 		EXCLUDE=$slow_k
 		for rule in on off; do
 			if [ $rule = on ]; then TAIL=1 FETCH=(); else TAIL=0 FETCH=(--relay-lag-max 0); fi

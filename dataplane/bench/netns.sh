@@ -25,3 +25,24 @@ netns_veth_pair() {	# ns_a ns_b veth_a veth_b ip_a ip_b
 	for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
 	ip -n "$nsa" link set "$va" up; ip -n "$nsb" link set "$vb" up
 }
+
+# netns_shape <ns> <dev> <rate|none>: <dev>'s egress (a node's uplink) at
+# <rate>, as a NIC of that speed under Linux's default qdisc would send.
+# HTB at the rate, pure ACKs first, the rest in a FIFO of the device's
+# txqueuelen (about 6 ms at 2 Gbit/s). Why not one tbf FIFO: a node that
+# sends while it receives (every relay) would queue the ACKs of what it
+# receives behind up to its whole 100 ms of data, which no node does:
+# fq_codel, the default, serves such sparse flows first. This kernel has no
+# fq_codel, so the ACK class stands in for it.
+netns_shape() {
+	local ns=$1 dev=$2 rate=$3
+	tc -n "$ns" qdisc del dev "$dev" root 2>/dev/null || true
+	[ "$rate" = none ] && return 0
+	tc -n "$ns" qdisc add dev "$dev" root handle 1: htb default 20
+	tc -n "$ns" class add dev "$dev" parent 1: classid 1:1 htb rate "$rate" burst 256kb quantum 60000
+	tc -n "$ns" class add dev "$dev" parent 1:1 classid 1:10 htb rate "$rate" burst 256kb prio 0 quantum 60000
+	tc -n "$ns" class add dev "$dev" parent 1:1 classid 1:20 htb rate "$rate" burst 256kb prio 1 quantum 60000
+	# IPv4 TCP with an IP length under 64: no payload (an ACK, SYN or FIN).
+	tc -n "$ns" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
+		match ip protocol 6 0xff match u16 0x0000 0xffc0 at 2 flowid 1:10
+}

@@ -38,8 +38,13 @@
 #                ours <= 1.15x max(source read, one hop).
 # Every process shares this machine's cores with the S3 server: read the
 # ratios, not the absolute rates.
-#   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi mpnet" bench/s3.sh
-# BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm.
+# LINKS: the uplink rates the time to N runs at: "none" (the veth as it is,
+# where the shared vCPUs bound every way) or a rate such as "2gbit" (netns_shape)
+# on the egress of the store and of every node (a NIC each, as on a
+# cluster, where the link and not this machine's two vCPUs is the bound).
+# The source read is always measured unshaped: it compares engines.
+#   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi mpnet" LINKS="none 2gbit" bench/s3.sh
+# BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none.
 # OUT_MD: the page (default ../docs/bench/bench-s3.md; empty: none).
 # BENCH_ROWS: every round as JSON lines (docs/design/bench-rows.md).
 # Needs root (network namespaces, mounts; hugepages with BENCH_LAYOUT=flat).
@@ -59,8 +64,9 @@ done
 PFS=$(realpath "${PFS:-build/pfs}")
 [ -x "$PFS" ] || die "build pfs first: make -C dataplane"
 if [ "${BENCH_QUICK:-0}" = 1 ]; then	# make bench's quick mode
-	NODES=${NODES:-3} ROUNDS=${ROUNDS:-1} SOURCES=${SOURCES:-minilm}
+	NODES=${NODES:-3} ROUNDS=${ROUNDS:-1} SOURCES=${SOURCES:-minilm} LINKS=${LINKS:-none}
 fi
+LINKS=${LINKS:-none 2gbit}
 NODES=${NODES:-2 3 4}
 ROUNDS=${ROUNDS:-3}
 SOURCES=${SOURCES:-minilm sudachi mpnet}
@@ -103,6 +109,15 @@ attach() {	# attach NS IFACE IP: NS on the switch at IP
 	ip -n "$1" link set lo up
 }
 attach pfss3-st s3st "$STORE_IP"
+# shape <rate|none>: the store's and every node's uplink (its veth's egress).
+shape() {
+	local ns dev i
+	for i in st $(seq 0 $((maxn - 1))); do
+		ns=pfss3-$i dev=s3n$i
+		[ "$i" = st ] && dev=s3st
+		netns_shape "$ns" "$dev" "$1"
+	done
+}
 for i in $(seq 0 $((maxn - 1))); do
 	attach "pfss3-$i" "s3n$i" "$(ip_of "$i")"
 	mount_node "$W/n$i"
@@ -347,44 +362,48 @@ for s in $SOURCES; do
 	printf '\t%s\t%s' "$(median <<<"${SEC[pfs_5_load]}")" "$(median <<<"${CPU[pfs_5]}")" >>"$W/read.tsv"
 	echo >>"$W/read.tsv"
 
-	SEC=()
-	for r in $(seq "$ROUNDS"); do
-		read -r sr hop <<<"$(run_one_hop)"
-		SEC[read]+=" $sr" SEC[hop]+=" $hop"
-		lim=$(max "$sr" "$hop")
-		bench_row suite=s3 path="S3 to nodes, $s, the limit" label="max(source read alone, one hop)" \
-			purpose=Limit size_mb="$(mb "$bytes")" elapsed_s="$lim" integrity=OK pthreads=1 \
-			notes="$(printf 'source read alone %.4f s (the origin load), one hop %.4f s (first byte to verified), same round' "$sr" "$hop")" \
-			key="s3-limit-$s"
-		for n in $NODES; do
-			ways=(ours then_fan each)
-			[ $((r % 2)) = 1 ] || ways=(each then_fan ours)
-			for w in "${ways[@]}"; do
-				read -r t ol tail lv <<<"$("run_$w" "$n")"
-				SEC[$w-$n]+=" $t"
-				[ "$w" != ours ] || SEC[ol-$n]+=" $ol" SEC[tail-$n]+=" $tail" SEC[lv-$n]+=" $lv"
-				case $w in
-				ours) bench_row suite=s3 path="S3 to N nodes, $s, N=$n" label="PacketFS: origin reads S3, relays cut through" \
-					purpose=Transfer size_mb="$(mb "$bytes")" elapsed_s="$t" integrity=OK pthreads=1 \
-					notes="$(printf "origin load start to the last relay's verify end (data-plane clocks); the origin's load %.3f s, then %.3f s to the end, the last relay's verify %.3f s" "$ol" "$tail" "$lv")" \
-					peer="peer-s3-$s-$n" limit="s3-limit-$s" ;;
-				then_fan) bench_row suite=s3 path="S3 to N nodes, $s, N=$n" label="(a) download, then fan out (the same relay chain)" \
-					purpose=Peer size_mb="$(mb "$bytes")" elapsed_s="$t" integrity=OK pthreads=1 \
-					notes="the origin's load seconds plus the chain's first byte to last verify" key="peer-s3-$s-$n" ;;
-				each) bench_row suite=s3 path="S3 to N nodes, $s, N=$n" label="(b) every node downloads from S3 (N pfs loads at once)" \
-					purpose=Peer size_mb="$(mb "$bytes")" elapsed_s="$t" integrity=OK pthreads=1 \
-					notes="first load start to last load end (data-plane clocks)" key="peer-s3-$s-$n" ;;
-				esac
+	for link in $LINKS; do
+		shape "$link"
+		SEC=()
+		for r in $(seq "$ROUNDS"); do
+			read -r sr hop <<<"$(run_one_hop)"
+			SEC[read]+=" $sr" SEC[hop]+=" $hop"
+			lim=$(max "$sr" "$hop")
+			bench_row suite=s3 path="S3 to nodes, link $link, $s, the limit" label="max(source read alone, one hop)" \
+				purpose=Limit size_mb="$(mb "$bytes")" elapsed_s="$lim" integrity=OK pthreads=1 \
+				notes="$(printf 'source read alone %.4f s (the origin load), one hop %.4f s (first byte to verified), same round' "$sr" "$hop")" \
+				key="s3-limit-$link-$s"
+			for n in $NODES; do
+				ways=(ours then_fan each)
+				[ $((r % 2)) = 1 ] || ways=(each then_fan ours)
+				for w in "${ways[@]}"; do
+					read -r t ol tail lv <<<"$("run_$w" "$n")"
+					SEC[$w-$n]+=" $t"
+					[ "$w" != ours ] || SEC[ol-$n]+=" $ol" SEC[tail-$n]+=" $tail" SEC[lv-$n]+=" $lv"
+					case $w in
+					ours) bench_row suite=s3 path="S3 to N nodes, link $link, $s, N=$n" label="PacketFS: origin reads S3, relays cut through" \
+						purpose=Transfer size_mb="$(mb "$bytes")" elapsed_s="$t" integrity=OK pthreads=1 \
+						notes="$(printf "origin load start to the last relay's verify end (data-plane clocks); the origin's load %.3f s, then %.3f s to the end, the last relay's verify %.3f s" "$ol" "$tail" "$lv")" \
+						peer="peer-s3-$link-$s-$n" limit="s3-limit-$link-$s" ;;
+					then_fan) bench_row suite=s3 path="S3 to N nodes, link $link, $s, N=$n" label="(a) download, then fan out (the same relay chain)" \
+						purpose=Peer size_mb="$(mb "$bytes")" elapsed_s="$t" integrity=OK pthreads=1 \
+						notes="the origin's load seconds plus the chain's first byte to last verify" key="peer-s3-$link-$s-$n" ;;
+					each) bench_row suite=s3 path="S3 to N nodes, link $link, $s, N=$n" label="(b) every node downloads from S3 (N pfs loads at once)" \
+						purpose=Peer size_mb="$(mb "$bytes")" elapsed_s="$t" integrity=OK pthreads=1 \
+						notes="first load start to last load end (data-plane clocks)" key="peer-s3-$link-$s-$n" ;;
+					esac
+				done
 			done
 		done
-	done
-	for n in $NODES; do
-		printf '%s\t%s\t%s' "$s" "$bytes" "$n" >>"$W/nodes.tsv"
-		for k in "ours-$n" "then_fan-$n" "each-$n" read hop "ol-$n" "tail-$n" "lv-$n"; do
-			printf '\t%s' "$(median <<<"${SEC[$k]}")" >>"$W/nodes.tsv"
+		for n in $NODES; do
+			printf '%s\t%s\t%s' "$s" "$bytes" "$n" >>"$W/nodes.tsv"
+			for k in "ours-$n" "then_fan-$n" "each-$n" read hop "ol-$n" "tail-$n" "lv-$n"; do
+				printf '\t%s' "$(median <<<"${SEC[$k]}")" >>"$W/nodes.tsv"
+			done
+			printf '\t%s\n' "$link" >>"$W/nodes.tsv"
 		done
-		echo >>"$W/nodes.tsv"
 	done
+	shape none
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -403,12 +422,12 @@ tables() {
 	echo
 	echo "### Time to N nodes from S3 (seconds, median of $ROUNDS)"
 	echo
-	echo "| source | bytes | N | ours | (a) download, then fan out | (b) every node from S3 | source read alone | one hop | ours / max(read, hop) | target <= 1.15x | (a) / ours | (b) / ours | in ours: origin load / after it / last verify |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
+	echo "| link | source | bytes | N | ours | (a) download, then fan out | (b) every node from S3 | source read alone | one hop | ours / max(read, hop) | target <= 1.15x | (a) / ours | (b) / ours | in ours: origin load / after it / last verify |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
 	awk -F'\t' '{
 		lim = ($7 > $8) ? $7 : $8; q = $4 / lim
-		printf "| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fx | %s | %.2fx | %.2fx | %.3f / %.3f / %.3f |\n",
-			$1, $2, $3, $4, $5, $6, $7, $8, q, (q <= 1.15) ? "met" : "missed", $5 / $4, $6 / $4, $9, $10, $11
+		printf "| %s | %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fx | %s | %.2fx | %.2fx | %.3f / %.3f / %.3f |\n",
+			$12, $1, $2, $3, $4, $5, $6, $7, $8, q, (q <= 1.15) ? "met" : "missed", $5 / $4, $6 / $4, $9, $10, $11
 	}' "$W/nodes.tsv"
 }
 verdicts() {
@@ -421,8 +440,8 @@ verdicts() {
 	}' "$W/read.tsv"
 	awk -F'\t' '{
 		lim = ($7 > $8) ? $7 : $8; q = $4 / lim
-		printf "- %s, %s nodes: ours took %.2fx max(source read, one hop) (target <= 1.15x: %s); (a) took %.2fx and (b) %.2fx of ours. In ours the origin load took %.2fx the load alone, and the last relay\047s verify after its last byte was %.0f%% of the time.\n",
-			$1, $3, q, (q <= 1.15) ? "met" : "missed", $5 / $4, $6 / $4, $9 / $7, 100 * $11 / $4
+		printf "- link %s, %s, %s nodes: ours took %.2fx max(source read, one hop) (target <= 1.15x: %s); (a) took %.2fx and (b) %.2fx of ours. In ours the origin load took %.2fx the load alone, and the last relay\047s verify after its last byte was %.0f%% of the time.\n",
+			$12, $1, $3, q, (q <= 1.15) ? "met" : "missed", $5 / $4, $6 / $4, $9 / $7, 100 * $11 / $4
 	}' "$W/nodes.tsv"
 }
 tables
@@ -468,6 +487,14 @@ verdicts
 	echo "in every round; the target is ours <= 1.15x the larger of the two. The last column splits ours:"
 	echo "the origin's own load during it, the time after that load until the last relay had verified,"
 	echo "and of that the last relay's verify after its last byte."
+	echo
+	echo "**Links** ($LINKS): the time to N nodes runs at each. *none* is the veth as it is: no link"
+	echo "binds, so the shared vCPUs do, and every process added (a relay, a second reader) slows the"
+	echo "store and the others. A rate shapes the egress of the store's veth and of every node's"
+	echo "(\`netns_shape\` in bench/netns.sh: HTB at the rate, pure ACKs first as fq_codel would serve"
+	echo "them): a NIC each, as on a cluster, where a store read or a hop is bound by its link. The"
+	echo "store's uplink is shared by every node reading from it, as in (b). The source read above"
+	echo "is always unshaped: it compares readers, not links."
 	echo
 	echo "**Layout** ($BENCH_LAYOUT): $(layout_words)."
 	echo

@@ -44,12 +44,14 @@
 #
 #   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi" LINKS="none 2gbit" \
 #   SLOW="1:500mbit" bench/swarm.sh
-# LINKS: node uplink rates as fanout.sh's shape(), tc tbf on every node's
+# LINKS: node uplink rates as fanout.sh's shape(), netns_shape on every node's
 # egress ("none": unshaped); SLOW=<node>:<rate>: that node's uplink slower.
 # BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none. A JSON line per
 # round to stdout (or appended to OUT_ROWS), a line for people to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=netns.sh
+. bench/netns.sh
 
 # The tools, from Debian, installed when missing and we are root with apt.
 declare -A PKG=([opentracker]=opentracker [aria2c]=aria2 [mktorrent]=mktorrent [curl]=curl
@@ -126,8 +128,7 @@ shape() {
 	for i in $(seq 0 $((maxn - 1))); do
 		r=$1
 		[ "$i" != "$slow_node" ] || r=$slow_rate
-		tc -n "pfsswm$i" qdisc del dev "swm$i" root 2>/dev/null || true
-		[ "$r" = none ] || tc -n "pfsswm$i" qdisc add dev "swm$i" root tbf rate "$r" burst 256kb latency 100ms
+		netns_shape "pfsswm$i" "swm$i" "$r"
 	done
 }
 

@@ -27,6 +27,9 @@
  *     bytes do not have refused. (The signatures themselves are checked
  *     against botocore's in test_remote_http, and by a real S3 server in
  *     the e2e.)
+ *   - the watermark (the progress hook, what a relay forwards from) moves
+ *     inside a unit while its slow GET lands, not a unit at a time, in
+ *     increasing order, and the load still equals sha256sum.
  * Without the data sets the setup FAILS.
  */
 #include <arpa/inet.h>
@@ -50,6 +53,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pfs/blob_source.h"
 #include "json_util.h"
 #include "script_server.h"
 #include "sh.h"
@@ -709,6 +713,65 @@ static int t_redirect(void)
 	return TAP_PASS;
 }
 
+/* The progress hook's marks during a load (its hashing thread). */
+static uint64_t marks[8192];
+static size_t nmarks;
+static void record(void *ctx, uint64_t mark)
+{
+	(void)ctx;
+	if (nmarks < sizeof(marks) / sizeof(marks[0]))
+		marks[nmarks++] = mark;
+}
+
+static int t_landed(void)
+{
+	const char *name = "silero_vad_op18_ifless.onnx"; /* 2.8 MB: 3 units of 1 MiB */
+	char url[256], why[512], sha[65] = "";
+	unsigned char md[32];
+	const uint64_t unit = 1 << 20;
+	struct pfs_remote r = { .kind = PFS_REMOTE_HTTP, .url = url, .timeout_ms = 10000 };
+	struct pfs_source_opts o = {
+		.sz = sizeof(o), .threads = 1, .chunk = unit, .progress = record
+	};
+	struct pfs_source_stats st = { 0 };
+	struct pfs_source *src;
+	size_t inside = 0;
+	uint64_t size, fsize = 0;
+	void *blob;
+	int err;
+
+	memset((void *)ctl, 0, sizeof(*ctl));
+	ctl->fault = F_SLOW; /* 64 KiB every 32 ms: half a second per unit */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/m/%s", port, name);
+	src = pfs_source__scan_remote(&r, &o, why, sizeof(why));
+	CHECK(src, "scan: %s", why);
+	fsize = pfs_source__bytes(src);
+	size = pfs_source__needed(src);
+	blob = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(blob != MAP_FAILED, "mmap");
+	nmarks = 0;
+	err = pfs_source__load(src, blob, size, &st, why, sizeof(why));
+	pfs_source__free(src);
+	if (!err && EVP_Digest(blob, fsize, md, NULL, EVP_sha256(), NULL))
+		for (int i = 0; i < 32; i++)
+			snprintf(sha + 2 * i, 3, "%02x", md[i]);
+	munmap(blob, size);
+	CHECK(!err, "load: %s", why);
+	CHECK(!sh("cd %s && sha256sum %s | grep -q ^%s", data, name, sha),
+	      "the blob's bytes are not the file's (sha256 %s)", sha);
+	/* The one file starts the blob. A mark inside a unit is one a reader
+	 * published before its GET ended. */
+	for (size_t i = 0; i < nmarks; i++) {
+		CHECK(!i || marks[i] >= marks[i - 1], "mark %zu: %" PRIu64 " after %" PRIu64, i,
+		      marks[i], marks[i - 1]);
+		inside += marks[i] % unit && marks[i] < fsize;
+	}
+	CHECK(inside >= 3, "%zu of %zu marks inside a unit: the watermark moved a unit at a time",
+	      inside, nmarks);
+	tap_diag("%zu marks, %zu inside a unit of 1 MiB (a 2 MB/s server)", nmarks, inside);
+	return TAP_PASS;
+}
+
 static int t_cleanup(void)
 {
 	srv_stop();
@@ -733,6 +796,7 @@ static const struct tap_test tests[] = {
 	  "every request signed; one object",
 	  t_s3 },
 	{ "S3: a stored checksum the bytes do not have: refused", t_s3_bad_sum },
+	{ "a slow GET: the watermark moves inside its unit as the bytes land", t_landed },
 	{ "cleanup", t_cleanup, .setup = true },
 };
 

@@ -58,7 +58,8 @@ struct pfs_source_opts {
 	 * the manifest and footer region, up to the blob size, only after the
 	 * load succeeded). From the loader's hashing thread, in increasing
 	 * order, right after the bytes were written (and ordered by its lock);
-	 * it must not block. Why: a replication server serves the blob while
+	 * a remote source's lowest unit in flight also every few ms as its
+	 * bytes land; it must not block. Why: a replication server serves the blob while
 	 * it loads (blob_repl.h, pfs_progress_hook). NULL: none. */
 	void (*progress)(void *ctx, uint64_t mark);
 	void *progress_ctx;

@@ -24,6 +24,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/crypto.h>
 #include <poll.h>
 #include <pthread.h>
@@ -345,9 +347,24 @@ struct lag_watch {
 	double t0;
 };
 
-#define REPL_LAG_MIN_S 0.1
+#define REPL_LAG_MIN_S 0.05
 
 #define REPL_STEPPED 1 /* stream(): the client was sent STEP */
+
+/* At most REPL_UNSENT_MAX bytes of a watched stream wait in its socket
+ * unsent (TCP_NOTSENT_LOWAT). Why: a STEP queues behind every byte written
+ * before it, and on the slow uplink the rule is for, a send buffer grown
+ * to megabytes is tens of milliseconds the downstream waits before it
+ * learns to move; what was written also stops counting as lag sooner.
+ * Two grams keep a writer ahead of a fast link; what is in flight is not
+ * bounded by it. Failing to set it changes only how soon STEP arrives. */
+#define REPL_UNSENT_MAX (2 * PFS_REPL_GRAM_MAX)
+static void bound_unsent(int fd)
+{
+	int v = REPL_UNSENT_MAX;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v));
+}
 
 /* Send STEP to @c (at @off) and record why; REPL_STEPPED, or -errno. */
 static int step(struct conn *c, const struct lag_watch *w, uint64_t off, uint64_t mark)
@@ -616,6 +633,8 @@ static void *conn_main(void *arg)
 						     !(auth.flags &
 						       (REPL_FLAG_STEPPED | REPL_FLAG_RANGE)) };
 
+			if (w.on)
+				bound_unsent(c->fd);
 			err = stream(c, (uint64_t)start,
 				     auth.flags & REPL_FLAG_RANGE ? auth.end : s->o.size,
 				     auth.flags & REPL_FLAG_CHUNKS, &w);

@@ -239,9 +239,11 @@ static int file_url(const struct src_remote *rm, const struct src_file *f, struc
 	return http_url_parse(f->url, u, why, n);
 }
 
-/* One GET of [@off, @off + @len) of @f; *@got says how much landed. */
+/* One GET of [@off, @off + @len) of @f; *@got says how much landed, and
+ * so does *@landed (when given) as it lands, plus @base. */
 static int get_once(struct src_remote *rm, struct src_rconn *rc, struct src_file *f, uint64_t off,
-		    uint64_t len, uint8_t *dst, uint64_t *got, char *why, size_t n)
+		    uint64_t len, uint8_t *dst, uint64_t *got, _Atomic uint64_t *landed,
+		    uint64_t base, char *why, size_t n)
 {
 	uint64_t size = (uint64_t)f->st.st_size, last = off + len - 1;
 	char range[64], what[320];
@@ -295,6 +297,10 @@ static int get_once(struct src_remote *rm, struct src_rconn *rc, struct src_file
 			return k ? (int)k : -ECONNRESET;
 		}
 		*got += (uint64_t)k;
+		/* Release: the bytes before the count, for whoever forwards
+		 * them while the rest of the range is on its way. */
+		if (landed)
+			atomic_store_explicit(landed, base + *got, memory_order_release);
 	}
 	if (!r.keep_alive || !r.done)
 		http_close(&rc->c);
@@ -317,7 +323,8 @@ void src_backoff(int attempt)
 }
 
 int src_remote_read(struct pfs_source *s, struct src_file *f, uint64_t off, uint64_t len,
-		    uint8_t *dst, struct src_rconn *c, char *why, size_t n)
+		    uint8_t *dst, struct src_rconn *c, _Atomic uint64_t *landed, char *why,
+		    size_t n)
 {
 	struct src_remote *rm = s->rem;
 	uint64_t done = 0;
@@ -326,7 +333,8 @@ int src_remote_read(struct pfs_source *s, struct src_file *f, uint64_t off, uint
 		return 0;
 	for (int attempt = 0;; attempt++) {
 		uint64_t got;
-		int err = get_once(rm, c, f, off + done, len - done, dst + done, &got, why, n);
+		int err = get_once(rm, c, f, off + done, len - done, dst + done, &got,
+				   f->whole ? NULL : landed, done, why, n);
 
 		done += got;
 		if (!err)

@@ -81,9 +81,13 @@ void src_rconn_free(struct src_rconn *c);
 
 /* src_remote_read - [@off, @off + @len) of @f into @dst over @c: ranged
  * GETs pinned to the ETag, transient failures retried with backoff from
- * the first missing byte. 0 or -errno with why. */
+ * the first missing byte. *@landed (NULL: none) counts the bytes from @dst
+ * in place so far, stored with release as they land: a retry keeps them,
+ * so they are final (a file read without ranges, whose retry starts over,
+ * does not count). 0 or -errno with why. */
 int src_remote_read(struct pfs_source *s, struct src_file *f, uint64_t off, uint64_t len,
-		    uint8_t *dst, struct src_rconn *c, char *why, size_t n);
+		    uint8_t *dst, struct src_rconn *c, _Atomic uint64_t *landed, char *why,
+		    size_t n);
 
 /* src_remote_check - after the read: every file's sha256 against the
  * store's checksum, where it published one. 0 or -EBADMSG with why. */

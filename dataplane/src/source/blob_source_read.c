@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "source/blob_source_int.h"
@@ -48,6 +49,7 @@ struct pipe {
 	uint8_t *blob;
 	struct unit *u;
 	uint32_t *crc; /* per unit, written by its reader before done[i] */
+	_Atomic uint64_t *landed; /* per unit of a remote source: bytes in place so far */
 	size_t nu;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -262,10 +264,11 @@ static void *reader(void *arg)
 	while ((u = take(p, &i))) {
 		struct src_file *f = &p->s->l.f[u->file];
 		/* An image layer's member is in place already (src_unpack). */
-		int err = f->unpacked ? 0 :
-			  rc	      ? src_remote_read(p->s, f, u->off, u->len,
-							p->blob + f->offset + u->off, rc, why, sizeof(why)) :
-					read_unit(p, f, u, why, sizeof(why));
+		int err =
+			f->unpacked ? 0 :
+			rc ? src_remote_read(p->s, f, u->off, u->len, p->blob + f->offset + u->off,
+					     rc, &p->landed[i], why, sizeof(why)) :
+			     read_unit(p, f, u, why, sizeof(why));
 
 		if (!err)
 			p->crc[i] = pfs_crc32c(0, p->blob + f->offset + u->off, u->len);
@@ -303,7 +306,8 @@ static int make_units(struct pipe *p)
 	p->u = calloc(nu ? nu : 1, sizeof(*p->u));
 	p->crc = calloc(nu ? nu : 1, sizeof(*p->crc));
 	p->done = calloc(nu ? nu : 1, 1);
-	if (!p->u || !p->crc || !p->done)
+	p->landed = calloc(nu ? nu : 1, sizeof(*p->landed));
+	if (!p->u || !p->crc || !p->done || !p->landed)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->l.n; i++) {
 		uint64_t len = (uint64_t)s->l.f[i].st.st_size, off = 0;
@@ -335,6 +339,43 @@ static uint64_t unit_mark(const struct pipe *p, size_t i)
 	return u->file + 1 < s->l.n ? s->l.f[u->file + 1].offset : s->mani_off;
 }
 
+/* Wait for unit @i under the lock. A remote unit's bytes are final as they
+ * land (src_remote_read), so meanwhile the progress hook hears every
+ * LANDED_POLL_MS how far the unit has landed: a relay forwards them now
+ * rather than a unit at a time. Without that, the last units, which the
+ * readers finish together, reach the hook at once, and the whole chain
+ * waits for that burst to cross every hop after the read. */
+#define LANDED_POLL_MS 2
+static void wait_unit(struct pipe *p, size_t i)
+{
+	uint64_t told = 0, start = p->s->l.f[p->u[i].file].offset + p->u[i].off;
+	bool partial = p->s->rem && p->s->o.progress;
+
+	while (!p->done[i] && !p->err) {
+		struct timespec ts;
+		uint64_t got;
+
+		if (!partial) {
+			pthread_cond_wait(&p->cond, &p->lock);
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += LANDED_POLL_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+		got = atomic_load_explicit(&p->landed[i], memory_order_acquire);
+		if (got > told && !p->done[i]) {
+			told = got;
+			pthread_mutex_unlock(&p->lock);
+			p->s->o.progress(p->s->o.progress_ctx, start + got);
+			pthread_mutex_lock(&p->lock);
+		}
+	}
+}
+
 /* The hashing thread's loop: sha256 per file in order, CRC32C of all;
  * the progress hook hears of each unit as soon as it is in place. */
 static void hash_units(struct pipe *p, EVP_MD_CTX *ctx, struct pfs_source_stats *st)
@@ -346,8 +387,7 @@ static void hash_units(struct pipe *p, EVP_MD_CTX *ctx, struct pfs_source_stats 
 		double t;
 
 		pthread_mutex_lock(&p->lock);
-		while (!p->done[i] && !p->err)
-			pthread_cond_wait(&p->cond, &p->lock);
+		wait_unit(p, i);
 		done = p->done[i];
 		pthread_mutex_unlock(&p->lock);
 		if (!done)
@@ -413,6 +453,7 @@ out_free:
 	free(p.u);
 	free(p.crc);
 	free(p.done);
+	free(p.landed);
 	pthread_cond_destroy(&p.cond);
 	pthread_mutex_destroy(&p.lock);
 	return err;
