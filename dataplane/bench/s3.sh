@@ -43,7 +43,7 @@
 # on the egress of the store and of every node (a NIC each, as on a
 # cluster, where the link and not this machine's two vCPUs is the bound).
 # The source read is always measured unshaped: it compares engines.
-#   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi mpnet" LINKS="none 2gbit" bench/s3.sh
+#   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi mpnet" LINKS="none 1gbit 2gbit" bench/s3.sh
 # BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none.
 # OUT_MD: the page (default ../docs/bench/bench-s3.md; empty: none).
 # BENCH_ROWS: every round as JSON lines (docs/design/bench-rows.md).
@@ -66,7 +66,7 @@ PFS=$(realpath "${PFS:-build/pfs}")
 if [ "${BENCH_QUICK:-0}" = 1 ]; then	# make bench's quick mode
 	NODES=${NODES:-3} ROUNDS=${ROUNDS:-1} SOURCES=${SOURCES:-minilm} LINKS=${LINKS:-none}
 fi
-LINKS=${LINKS:-none 2gbit}
+LINKS=${LINKS:-none 1gbit 2gbit}
 NODES=${NODES:-2 3 4}
 ROUNDS=${ROUNDS:-3}
 SOURCES=${SOURCES:-minilm sudachi mpnet}
@@ -218,6 +218,7 @@ run_ours() {	# -> "seconds origin-load-seconds tail-seconds last-verify-seconds"
 	chain "$n"
 	wait "$op"
 	check 0 $((n - 1))
+	[ -z "${KEEP:-}" ] || { mkdir -p "$KEEP/$n"; cp "$W"/r[0-9]* "$KEEP/$n/"; }
 	for i in $(seq 1 $((n - 1))); do
 		[ "$(echo "$(done_at "$i") > $last" | bc)" = 1 ] || continue
 		last=$(done_at "$i") lv=$(sect fetch "$W/r$i" | field verify_seconds)

@@ -3,11 +3,13 @@
  * Blobs loaded from real files through the library (blob_source.h): a file
  * and a directory tree of installed Debian packages checked against
  * coreutils' sha256sum and their own bytes; escapes, special files, names,
- * sources that change while read (a writer thread), O_DIRECT reporting.
+ * sources that change while read (a writer thread), O_DIRECT reporting,
+ * and the read's last units cut smaller (what a relay waits for at the end).
  * The CLI side is test_blob_source_cli.c. Copies of real files go to a
  * private temporary directory (on the root file system, so O_DIRECT is
  * exercised) and are removed at the end.
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -378,6 +380,49 @@ static int t_direct_report(void)
 	return TAP_PASS;
 }
 
+static uint64_t marks[4096];
+static size_t nmarks;
+static void record(void *ctx, uint64_t mark)
+{
+	(void)ctx;
+	if (nmarks < sizeof(marks) / sizeof(marks[0]))
+		marks[nmarks++] = mark;
+}
+
+/* The watermark steps (a unit each, from a local file) shrink towards the
+ * end: none longer than a 4*threads-th of what was left, or 1 MiB; 8 MiB
+ * units would make one step of the whole 9 MB file. */
+static int t_taper(void)
+{
+	struct pfs_source_opts o = {
+		.sz = sizeof(o), .threads = 1, .chunk = 8 << 20, .progress = record
+	};
+	uint64_t prev = 0, first = 0, last = 0, len;
+	char path[128];
+	struct loaded L;
+
+	snprintf(path, sizeof(path), "%s/lib.a", root);
+	nmarks = 0;
+	CHECK(!load(path, &o, PFS_PAGE_4K, &L), "load: %s", L.why);
+	len = L.m->files[0].length;
+	unload(&L);
+	CHECK(nmarks >= 4, "%zu steps", nmarks);
+	for (size_t i = 0; i < nmarks && marks[i] < len; i++) {
+		uint64_t step = marks[i] - prev, cap = (len - prev) / 4;
+
+		CHECK(step <= (cap > (1 << 20) ? cap : 1 << 20),
+		      "step %zu: %" PRIu64 " bytes with %" PRIu64 " left", i, step, len - prev);
+		first = first ? first : step;
+		last = step;
+		prev = marks[i];
+	}
+	CHECK(last < first, "the steps did not shrink: first %" PRIu64 ", last %" PRIu64, first,
+	      last);
+	tap_diag("%zu steps over %" PRIu64 " bytes: the first %" PRIu64 ", the last %" PRIu64,
+		 nmarks, len, first, last);
+	return TAP_PASS;
+}
+
 static int t_cleanup(void)
 {
 	CHECK(!sh("rm -rf %s", tmp), "rm -rf %s", tmp);
@@ -397,6 +442,7 @@ static const struct tap_test tests[] = {
 	{ "directory symlinks, FIFOs, sockets, devices are refused", t_special_files },
 	{ "a missing path and a non-UTF-8 name are refused", t_missing_and_names },
 	{ "a file growing while read is refused, no footer written", t_file_grows },
+	{ "the last units are cut smaller: the watermark's steps shrink to the end", t_taper },
 	{ "a file added to a directory while read is refused", t_dir_gains_a_file },
 	{ "O_DIRECT used or why not; --source-no-direct reads the same bytes", t_direct_report },
 	{ "cleanup", t_cleanup, .setup = true },
