@@ -44,6 +44,7 @@
 # cluster, where the link and not this machine's two vCPUs is the bound).
 # The source read is always measured unshaped: it compares engines.
 #   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi mpnet" LINKS="none 1gbit 2gbit" bench/s3.sh
+# KEEP=<dir>: the result JSONs of every run of ours kept in <dir>/<N>/.
 # BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none.
 # OUT_MD: the page (default ../docs/bench/bench-s3.md; empty: none).
 # BENCH_ROWS: every round as JSON lines (docs/design/bench-rows.md).
