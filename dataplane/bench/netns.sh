@@ -38,11 +38,25 @@ netns_shape() {
 	local ns=$1 dev=$2 rate=$3
 	tc -n "$ns" qdisc del dev "$dev" root 2>/dev/null || true
 	[ "$rate" = none ] && return 0
+	local k ack
+	case $rate in
+	*gbit) k=$((${rate%gbit} * 1000000)) ;;
+	*mbit) k=$((${rate%mbit} * 1000)) ;;
+	*kbit) k=${rate%kbit} ;;
+	*) echo "netns_shape: $rate: want N{k,m,g}bit or none" >&2; return 2 ;;
+	esac
+	# A class under its own rate sends without its parent's tokens, so the
+	# two rates add up to the link's: the ACKs get 2% of it for sure and
+	# borrow up to all of it, the rest gets 98% and borrows the same way.
+	ack=$((k / 50))
 	tc -n "$ns" qdisc add dev "$dev" root handle 1: htb default 20
-	tc -n "$ns" class add dev "$dev" parent 1: classid 1:1 htb rate "$rate" burst 256kb quantum 60000
-	tc -n "$ns" class add dev "$dev" parent 1:1 classid 1:10 htb rate "$rate" burst 256kb prio 0 quantum 60000
-	tc -n "$ns" class add dev "$dev" parent 1:1 classid 1:20 htb rate "$rate" burst 256kb prio 1 quantum 60000
-	# IPv4 TCP with an IP length under 64: no payload (an ACK, SYN or FIN).
+	tc -n "$ns" class add dev "$dev" parent 1: classid 1:1 htb rate "${k}kbit" burst 256kb quantum 60000
+	tc -n "$ns" class add dev "$dev" parent 1:1 classid 1:10 htb rate "${ack}kbit" \
+		ceil "${k}kbit" burst 256kb prio 0 quantum 60000
+	tc -n "$ns" class add dev "$dev" parent 1:1 classid 1:20 htb rate "$((k - ack))kbit" \
+		ceil "${k}kbit" burst 256kb prio 1 quantum 60000
+	# IPv4 TCP with an IP length under 128: no payload (an ACK, with
+	# timestamps and up to 4 SACK blocks, or a SYN or FIN).
 	tc -n "$ns" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
-		match ip protocol 6 0xff match u16 0x0000 0xffc0 at 2 flowid 1:10
+		match ip protocol 6 0xff match u16 0x0000 0xff80 at 2 flowid 1:10
 }

@@ -44,7 +44,8 @@
 # cluster, where the link and not this machine's two vCPUs is the bound).
 # The source read is always measured unshaped: it compares engines.
 #   NODES="2 3 4" ROUNDS=3 SOURCES="minilm sudachi mpnet" LINKS="none 1gbit 2gbit" bench/s3.sh
-# KEEP=<dir>: the result JSONs of every run of ours kept in <dir>/<N>/.
+# KEEP=<dir>: the result JSONs of every run of ours kept in
+# <dir>/<source>-<link>-<N>-<run>/.
 # BENCH_QUICK=1: NODES=3 ROUNDS=1 SOURCES=minilm LINKS=none.
 # OUT_MD: the page (default ../docs/bench/bench-s3.md; empty: none).
 # BENCH_ROWS: every round as JSON lines (docs/design/bench-rows.md).
@@ -219,7 +220,11 @@ run_ours() {	# -> "seconds origin-load-seconds tail-seconds last-verify-seconds"
 	chain "$n"
 	wait "$op"
 	check 0 $((n - 1))
-	[ -z "${KEEP:-}" ] || { mkdir -p "$KEEP/$n"; cp "$W"/r[0-9]* "$KEEP/$n/"; }
+	if [ -n "${KEEP:-}" ]; then	# numbered by what is there: a subshell
+		mkdir -p "$KEEP"
+		i=$KEEP/$s-$link-$n-$(($(find "$KEEP" -mindepth 1 -maxdepth 1 | wc -l) + 1))
+		mkdir "$i" && cp "$W"/r[0-9]* "$i/"
+	fi
 	for i in $(seq 1 $((n - 1))); do
 		[ "$(echo "$(done_at "$i") > $last" | bc)" = 1 ] || continue
 		last=$(done_at "$i") lv=$(sect fetch "$W/r$i" | field verify_seconds)

@@ -57,9 +57,10 @@ struct pfs_source_opts {
 	 * are final (a file's zero padding counts as done once the file is;
 	 * the manifest and footer region, up to the blob size, only after the
 	 * load succeeded). From the loader's hashing thread, in increasing
-	 * order, right after the bytes were written (and ordered by its lock);
+	 * order, right after the bytes were written (and ordered by its lock;
 	 * a remote source's lowest unit in flight also every few ms as its
-	 * bytes land; it must not block. Why: a replication server serves the blob while
+	 * bytes land, ordered by release and acquire on its count); it must
+	 * not block. Why: a replication server serves the blob while
 	 * it loads (blob_repl.h, pfs_progress_hook). NULL: none. */
 	void (*progress)(void *ctx, uint64_t mark);
 	void *progress_ctx;

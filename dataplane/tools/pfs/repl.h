@@ -36,7 +36,7 @@ enum pfs_cli_fetch_xport {
 };
 
 /* --relay-lag-max's default: a relay forwarding at a quarter of a 2 Gbit/s
- * fill falls this far behind in about 0.03 s, inside the rule's 0.1 s
+ * fill falls this far behind in about 0.03 s, inside the rule's 0.05 s
  * (docs/design/fanout.md "A slow relay"). */
 #define PFS_CLI_RELAY_LAG_MAX (4ull << 20)
 
