@@ -18,6 +18,7 @@
 #include "pfs/integrity.h"
 #include "pfs/log.h"
 #include "source_util.h"
+#include "marks.h"
 #include "tap.h"
 
 static char tmp[64] = "/tmp/pfs-source-XXXXXX";
@@ -380,22 +381,13 @@ static int t_direct_report(void)
 	return TAP_PASS;
 }
 
-static uint64_t marks[4096];
-static size_t nmarks;
-static void record(void *ctx, uint64_t mark)
-{
-	(void)ctx;
-	if (nmarks < sizeof(marks) / sizeof(marks[0]))
-		marks[nmarks++] = mark;
-}
-
 /* The watermark steps (a unit each, from a local file) shrink towards the
  * end: none longer than a 4*threads-th of what was left, or 1 MiB; 8 MiB
  * units would make one step of the whole 9 MB file. */
 static int t_taper(void)
 {
 	struct pfs_source_opts o = {
-		.sz = sizeof(o), .threads = 1, .chunk = 8 << 20, .progress = record
+		.sz = sizeof(o), .threads = 1, .chunk = 8 << 20, .progress = record_mark
 	};
 	uint64_t prev = 0, first = 0, last = 0, len;
 	char path[128];

@@ -57,6 +57,7 @@
 #include "json_util.h"
 #include "script_server.h"
 #include "sh.h"
+#include "marks.h"
 #include "tap.h"
 #include "testdata.h"
 
@@ -740,16 +741,6 @@ static int t_redirect(void)
 	return TAP_PASS;
 }
 
-/* The progress hook's marks during a load (its hashing thread). */
-static uint64_t marks[8192];
-static size_t nmarks;
-static void record(void *ctx, uint64_t mark)
-{
-	(void)ctx;
-	if (nmarks < sizeof(marks) / sizeof(marks[0]))
-		marks[nmarks++] = mark;
-}
-
 static int t_landed(void)
 {
 	const char *name = "silero_vad_op18_ifless.onnx"; /* 2.8 MB: 3 units of 1 MiB */
@@ -758,7 +749,7 @@ static int t_landed(void)
 	const uint64_t unit = 1 << 20;
 	struct pfs_remote r = { .kind = PFS_REMOTE_HTTP, .url = url, .timeout_ms = 10000 };
 	struct pfs_source_opts o = {
-		.sz = sizeof(o), .threads = 1, .chunk = unit, .progress = record
+		.sz = sizeof(o), .threads = 1, .chunk = unit, .progress = record_mark
 	};
 	struct pfs_source_stats st = { 0 };
 	struct pfs_source *src;
