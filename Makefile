@@ -98,7 +98,15 @@ lint-go: vet golangci-lint ## Lint the Go code: go vet, golangci-lint (.golangci
 	  if [ -n "$$out" ]; then echo "no SPDX-License-Identifier line in: $$out"; exit 1; fi
 
 .PHONY: test
-test: deps cluster-prebuild lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan test-python test-bench-report test-e2e test-registry test-dist ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind (whose cluster's parts build in the background meanwhile), pfs against a real OCI registry, the release artifacts (make dist) checked and published to one.
+test: deps hugepage-1g cluster-prebuild lint verify test-go test-chart helm-lint test-dataplane test-dataplane-asan hugepage-1g-release test-python test-bench-report test-e2e test-registry test-dist ## Run all tests: lint and verify first, then Go unit + envtest, Helm chart (lint and template tests), data plane, the Python client, end-to-end on kind (whose cluster's parts build in the background meanwhile), pfs against a real OCI registry, the release artifacts (make dist) checked and published to one.
+
+# One 1 GiB hugepage for tests/test_blob, taken before the builds fragment
+# memory and given back after the data-plane tests (hack/hugepage-1g.sh).
+.PHONY: hugepage-1g hugepage-1g-release
+hugepage-1g:
+	hack/hugepage-1g.sh reserve
+hugepage-1g-release:
+	hack/hugepage-1g.sh release
 
 .PHONY: test-registry
 test-registry: pfs ## pfs blob create --source-oci against a real OCI registry (distribution, oras; built by the background prebuild): artifacts, an image's tar layers, Basic auth (hack/oci/smoke.sh).
