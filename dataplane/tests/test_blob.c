@@ -299,6 +299,21 @@ static int t_1g(void)
 	      "odd size");
 	pfs_blob__close(b);
 
+	/* With no 1 GiB page free, the mapping falls back and says why. This
+	 * runs whether or not the kernel can build a page below. */
+	if (hp_read(1ULL << 30, "free_hugepages") == 0) {
+		const char *r;
+
+		o = opts(1ULL << 30, PFS_PAGE_1G, 5);
+		o.no_prefault = true;
+		o.fill = PFS_FILL_NONE;
+		b = pfs_blob__create(&o);
+		r = b ? pfs_blob__fallback_reason(b) : NULL;
+		CHECK(b && pfs_blob__page_kind(b) != PFS_PAGE_1G && r && strstr(r, "hugetlb 1G"),
+		      "empty 1G pool: %s", r ? r : strerror(errno));
+		pfs_blob__close(b);
+	}
+
 	added = hp_reserve(1ULL << 30, 1);
 	if (added < 0)
 		return TAP_SKIP;
