@@ -17,13 +17,19 @@
  *   - a holder without a list (none kept): the relay verifies every file
  *     by sha256 instead;
  *   - --verify-threads 0: the chunks are hashed after the last byte, and
- *     verified.
+ *     verified;
+ *   - flat blobs keep their list too: beside the file on tmpfs, in
+ *     --chunks-dir for a relay on hugetlbfs (2 MiB pages, as holder pods on
+ *     hugepages run); `blob serve` of either serves it and a later relay
+ *     verifies by chunks; on hugetlbfs without --chunks-dir the relay says
+ *     it cannot keep the list.
  * Needs root (netns); SKIP otherwise. Blobs under a private /dev/shm
  * directory, removed at the end.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "json_util.h"
@@ -36,9 +42,30 @@
 static char tok[128], root[96], blob_size[32], dir_o[128], dir_h[128], dir_r[128];
 static const char *src;
 static long long nchunks;
+static char huge[160]; /* a private hugetlbfs mount (t_flat), once mounted */
+static long hp_added = -1; /* 2 MiB pages t_flat added to the pool */
+
+#define HP2M "/sys/kernel/mm/hugepages/hugepages-2048kB/"
+
+static long hp2m(const char *f)
+{
+	char cmd[160], *out;
+	long v;
+
+	snprintf(cmd, sizeof(cmd), "cat " HP2M "%s 2>/dev/null", f);
+	out = slurp_cmd(cmd);
+	v = out && *out ? atol(out) : -1;
+
+	free(out);
+	return v;
+}
 
 static void cleanup(void)
 {
+	if (huge[0])
+		umount(huge);
+	if (hp_added > 0)
+		sh("echo %ld > " HP2M "nr_hugepages", hp2m("nr_hugepages") - hp_added);
 	if (root[0])
 		sh("chmod -R u+w %s 2>/dev/null; rm -rf %s", root, root);
 }
@@ -267,6 +294,146 @@ static int t_no_list(void)
 	return TAP_PASS;
 }
 
+/* A serving holder: `blob serve` of DIR/f in @ns on @ad (more after NULL). */
+static pid_t serve_flat(const char *ns, const char *tag, const char *dir, const char *ad,
+			const char *chunks_dir)
+{
+	char sock[160];
+	pid_t p;
+
+	snprintf(sock, sizeof(sock), "%s/%s.sock", tmpdir, tag);
+	p = pfs_in(ns, tag, "blob", "serve", "--name", "f", "--dir", dir, "--socket", sock,
+		   "--token-file", tok, "--replicate-listen", ad,
+		   chunks_dir ? "--chunks-dir" : NULL, chunks_dir, NULL);
+	for (int i = 0; i < 500 && !strstr(slurp(tag, "err"), "repl serve: listening"); i++)
+		usleep(20000);
+	return p;
+}
+
+/* A flat relay of f into @dir in @ns from @from (2 MiB pages on hugetlbfs
+ * when @page2m). */
+static int relay_flat(const char *ns, const char *tag, const char *dir, const char *from,
+		      bool page2m, const char *chunks_dir)
+{
+	const char *page = page2m ? "2m" : "4k";
+
+	return wait_rc(pfs_in(ns, tag, "blob", "create", "--size", blob_size, "--dir", dir,
+			      "--name", "f", "--token-file", tok, "--fetch-from", from,
+			      "--fetch-timeout", "60s", "--replace", "--page", page,
+			      "--no-fallback", chunks_dir ? "--chunks-dir" : NULL, chunks_dir,
+			      NULL),
+		       120);
+}
+
+static int t_flat(void)
+{
+	char a0[48], a1[48], a2[48], state[192], ro[72], rr[72];
+	long need = (atoll(blob_size) >> 21) + 2, fr = hp2m("free_hugepages");
+	pid_t po, ps;
+	int rco, rc;
+
+	NEED_NET();
+	snprintf(huge, sizeof(huge), "%s/huge", root);
+	snprintf(state, sizeof(state), "%s/state", root);
+	CHECK(!mkdir(huge, 0755) && !mkdir(state, 0755), "mkdir: %s", strerror(errno));
+	hp_added = fr < need ? need - fr : 0;
+	if (hp_added)
+		sh("echo %ld > " HP2M "nr_hugepages", hp2m("nr_hugepages") + hp_added);
+	CHECK(hp2m("free_hugepages") >= need, "the kernel gave %ld of %ld free 2 MiB pages",
+	      hp2m("free_hugepages"), need);
+	if (mount("nodev", huge, "hugetlbfs", 0, "pagesize=2M")) {
+		huge[0] = '\0';
+		CHECK(0, "mount hugetlbfs: %s", strerror(errno));
+	}
+	/* The origin on tmpfs (its list beside its file), a relay on hugetlbfs
+	 * with --chunks-dir. */
+	addr(a0, ip_a, 7494);
+	po = pfs_in(ns_a, "forigin", "blob", "create", "--source", src, "--dir", dir_o, "--name",
+		    "f", "--token-file", tok, "--replicate-listen", a0, "--replicate-linger", "2s",
+		    NULL);
+	rc = relay_flat(ns_b, "frelay", huge, a0, true, state);
+	rco = wait_rc(po, 60);
+	CHECK(!rco && !rc, "origin rc %d (%s), relay rc %d (%s)", rco, slurp("forigin", "err"), rc,
+	      slurp("frelay", "err"));
+	CHECK(strstr(jsect(slurp("frelay", "json"), "\"fetch\""), "\"verified_by\":\"chunks\"") &&
+		      strstr(chunks_of("forigin"), "\"kept\":true") &&
+		      strstr(chunks_of("frelay"), "\"kept\":true") &&
+		      strstr(slurp("frelay", "json"), "\"page\":\"2M\""),
+	      "origin %s, relay %s", chunks_of("forigin"), slurp("frelay", "json"));
+	CHECK(!sh("cmp -s %s/f.chunks %s/f.chunks && ! test -e %s/f.chunks", dir_o, state, huge),
+	      "the lists kept: %s/f.chunks and %s/f.chunks", dir_o, state);
+	/* The relay's copy served with its list: a later relay verifies by it. */
+	ps = serve_flat(ns_b, "fserve", huge, addr(a1, ip_b, 7495), state);
+	rc = relay_flat(ns_a, "flater", dir_r, a1, false, NULL);
+	kill(ps, SIGTERM);
+	CHECK(!wait_rc(ps, 20) && !rc, "serve %s, relay rc %d: %s", slurp("fserve", "err"), rc,
+	      slurp("flater", "err"));
+	CHECK(strstr(chunks_of("fserve"), "\"list\":\"kept\"") &&
+		      strstr(jsect(slurp("flater", "json"), "\"fetch\""),
+			     "\"verified_by\":\"chunks\"") &&
+		      !strcmp(root_of("flater", rr, sizeof(rr)),
+			      root_of("forigin", ro, sizeof(ro))),
+	      "serve %s, relay %s", chunks_of("fserve"), slurp("flater", "json"));
+	/* The origin's copy served from beside its file; a relay on hugetlbfs
+	 * without --chunks-dir verifies by chunks and says it keeps none. */
+	CHECK(!sh("rm -f %s/f", huge), "rm %s/f", huge);
+	ps = serve_flat(ns_a, "fserve0", dir_o, addr(a2, ip_a, 7496), NULL);
+	rc = relay_flat(ns_b, "fnodir", huge, a2, true, NULL);
+	kill(ps, SIGTERM);
+	wait_rc(ps, 20);
+	CHECK(!rc && strstr(slurp("fnodir", "err"), "a hugetlbfs directory cannot keep the list") &&
+		      strstr(chunks_of("fnodir"), "\"kept\":false") &&
+		      strstr(jsect(slurp("fnodir", "json"), "\"fetch\""),
+			     "\"verified_by\":\"chunks\""),
+	      "relay rc %d: %s / %s", rc, slurp("fnodir", "err"), chunks_of("fnodir"));
+	CHECK(!sh("rm -f %s/f", huge), "rm %s/f", huge);
+	/* Another blob of the name (seeded, same size) takes the list away: a
+	 * holder never serves a list of other bytes. */
+	CHECK(!sh("%s blob create --name f --dir %s --size %s --fill seed --seed 1 --replace "
+		  ">/dev/null 2>&1 && ! test -e %s/f.chunks",
+		  pfs_bin, dir_o, blob_size, dir_o),
+	      "%s/f.chunks outlived a new blob f", dir_o);
+	return TAP_PASS;
+}
+
+/* --chunks-dir's misuse is refused at the command line, saying why. */
+static int t_chunks_dir_args(void)
+{
+	static const struct {
+		const char *args, *says; /* says: NULL when accepted */
+	} cases[] = {
+		{ "blob create --source m --name f --chunks-dir /run/c --replicate-listen :7 "
+		  "--token-file /t",
+		  NULL },
+		{ "blob create --size 1G --name f --chunks-dir /run/c --fetch-from 1.2.3.4:7 "
+		  "--token-file /t",
+		  NULL },
+		{ "blob serve --name f --socket /s --token-file /t --replicate-listen :7 "
+		  "--chunks-dir /run/c",
+		  NULL },
+		{ "blob create --source m --name f --chunks-dir /run/c",
+		  "--chunks-dir needs --replicate-listen" },
+		{ "blob create --source m --name f --layout files --chunks-dir /run/c "
+		  "--replicate-listen :7 --token-file /t",
+		  "--chunks-dir is for a flat blob" },
+		{ "blob serve --name f --socket /s --token-file /t --chunks-dir /run/c",
+		  "--chunks-dir needs --replicate-listen" },
+	};
+	char cmd[512];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *out;
+		int rc;
+
+		snprintf(cmd, sizeof(cmd), "%s --check-args %s 2>&1", pfs_bin, cases[i].args);
+		out = slurp_cmd_rc(cmd, &rc);
+		CHECK(cases[i].says ? rc == 2 && out && strstr(out, cases[i].says) : rc == 0,
+		      "pfs %s: rc %d: %s", cases[i].args, rc, out ? out : "");
+		free(out);
+	}
+	return TAP_PASS;
+}
+
 static int t_teardown(void)
 {
 	kill(pg, SIGTERM);
@@ -291,6 +458,11 @@ static const struct tap_test tests[] = {
 	  t_changed_only },
 	{ "--verify-threads 0: chunks hashed after the last byte, verified", t_verify_after },
 	{ "a holder with no list kept: the relay verifies every file by sha256", t_no_list },
+	{ "flat blobs keep the list: beside the file on tmpfs, in --chunks-dir on hugetlbfs; "
+	  "later relays verify by it; hugetlbfs without --chunks-dir keeps none and says so",
+	  t_flat },
+	{ "--chunks-dir without a server, or on a files-layout blob: refused, saying why",
+	  t_chunks_dir_args },
 	{ "teardown: holders stopped, namespaces removed", t_teardown, .setup = true },
 };
 

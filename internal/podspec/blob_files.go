@@ -65,10 +65,12 @@ func (cfg Config) FilesLayout() bool { return cfg.SocketVolume == SocketVolumeCS
 // SourceHolderResources are the resources of each container of a source
 // blob's holder for size bytes on page, as the pod asks for them (admission
 // counts exactly these): in the files layout memory += size rounded to
-// 4 KiB and no hugepages; otherwise HolderResources.
+// 4 KiB and no hugepages; otherwise HolderResources and the tmpfs of the
+// blob's chunk list (blob_chunks.go).
 func SourceHolderResources(cfg Config, size int64, page pfsv1alpha1.PageSize) corev1.ResourceRequirements {
 	if !cfg.FilesLayout() {
 		res, _ := HolderResources(cfg, size, page)
+		addMemory(&res, *resource.NewQuantity(chunkListTmpfs(size), resource.BinarySI))
 		return res
 	}
 	memory := holderBaseMemory.DeepCopy()
@@ -83,8 +85,8 @@ func SourceHolderResources(cfg Config, size int64, page pfsv1alpha1.PageSize) co
 func sourceHolderStorage(cfg Config, b *pfsv1alpha1.PfsBlob, size int64, page pfsv1alpha1.PageSize) (
 	corev1.ResourceRequirements, corev1.Volume, []string) {
 	if !cfg.FilesLayout() {
-		res, vol := HolderResources(cfg, size, page)
-		return res, vol, nil
+		_, vol := HolderResources(cfg, size, page)
+		return SourceHolderResources(cfg, size, page), vol, nil
 	}
 	vol := csiHolderVolume(b, size, page, CSILayoutFiles)
 	return SourceHolderResources(cfg, size, page), vol, []string{"--layout", "files"}

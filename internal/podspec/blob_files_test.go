@@ -46,11 +46,11 @@ func TestSourceHolderStorage(t *testing.T) {
 		"csi UDP relay adds its window": {SocketVolumeCSI, pfsv1alpha1.BlobNodeRelay, pfsv1alpha1.PageSizeTHP, true,
 			csiVol("THP"), true, rl("cpu", "1", "memory", "428Mi")},
 		"hostPath origin 2Mi": {SocketVolumeHostPath, pfsv1alpha1.BlobNodeOrigin, pfsv1alpha1.PageSize2Mi, false,
-			hugeVol, false, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi")},
+			hugeVol, false, rl("cpu", "1", "memory", "65Mi", "hugepages-2Mi", "300Mi")},
 		"hostPath relay 4Ki": {SocketVolumeHostPath, pfsv1alpha1.BlobNodeRelay, pfsv1alpha1.PageSize4Ki, false,
-			tmpfsVol, false, rl("cpu", "1", "memory", "364Mi")},
+			tmpfsVol, false, rl("cpu", "1", "memory", "365Mi")},
 		"default mode origin 2Mi": {"", pfsv1alpha1.BlobNodeOrigin, pfsv1alpha1.PageSize2Mi, false,
-			hugeVol, false, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi")},
+			hugeVol, false, rl("cpu", "1", "memory", "65Mi", "hugepages-2Mi", "300Mi")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

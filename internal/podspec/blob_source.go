@@ -168,6 +168,9 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 		args = append(args, "--no-fallback")
 	}
 	args = append(args, "--replace", "--result-file", TerminationLog)
+	if !cfg.FilesLayout() {
+		args = append(args, "--chunks-dir", ChunksDir)
+	}
 	volumes := []corev1.Volume{blobVol, socketVolume(cfg, b.Namespace, socketsCreate), tokenVolume(b.Name)}
 	mounts := holderMounts(cfg, b)
 	createMounts := []corev1.VolumeMount{mounts[0], mounts[2]}
@@ -187,6 +190,13 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 	args = append(args, replicateArgs(b)...)
 	args = append(args, cfg.metricsArgs()...)
 	serveArgs := replicateArgs(b)
+	var serveMounts []corev1.VolumeMount
+	if !cfg.FilesLayout() {
+		// The chunk list of a flat blob (blob_chunks.go).
+		vol, mount := chunksVolume(h.Size)
+		volumes, createMounts, serveMounts = append(volumes, vol), append(createMounts, mount), append(serveMounts, mount)
+		serveArgs = append(serveArgs, "--chunks-dir", ChunksDir)
+	}
 	if h.Base != "" {
 		// Both containers: the init container fetches and serves while it
 		// fills, the server serves late joiners and retries.
@@ -194,16 +204,14 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 		args, serveArgs = append(args, da...), append(serveArgs, da...)
 		vol, mount := baseTokenVolume(h.Base)
 		volumes = append(volumes, vol)
-		createMounts = append(createMounts, mounts[1], mount)
+		createMounts, serveMounts = append(createMounts, mounts[1], mount), append(serveMounts, mount)
 		addMemory(&res, deltaMemory)
 	}
 	create := dataPlaneContainer(cfg, ContainerBlobCreate, args, cfg.fillResources(res), fetchPrivilege(b, h.Role))
 	create.VolumeMounts = createMounts
 	create.Ports = fetchPorts(b, h.Role)
 	serve := serveContainer(cfg, b, BlobDir, res, serveArgs)
-	if h.Base != "" {
-		serve.VolumeMounts = append(serve.VolumeMounts, createMounts[len(createMounts)-1])
-	}
+	serve.VolumeMounts = append(serve.VolumeMounts, serveMounts...)
 	serve.Ports = append([]corev1.ContainerPort{{Name: ReplicationPortName, ContainerPort: ReplicationPort, Protocol: corev1.ProtocolTCP}}, serve.Ports...)
 
 	labels := BlobHolderLabels(b)

@@ -105,6 +105,7 @@ func TestBlobSourceHolderPod(t *testing.T) {
 	cfg := Config{Image: "img", Binary: "/pfs"}
 	const create = "blob create --dir /dev/hugepages-blob --name w --size 314572800 "
 	const serve = "blob serve --dir /dev/hugepages-blob --name w --socket /run/packetfs/ns/w.sock --token-file /etc/packetfs/token/token --read-only --socket-group 65532 --replicate-listen 0.0.0.0:7470"
+	const chunks = " --chunks-dir /run/pfs-chunks"
 	tests := map[string]struct {
 		blob       *pfsv1alpha1.PfsBlob
 		h          SourceHolder
@@ -119,31 +120,31 @@ func TestBlobSourceHolderPod(t *testing.T) {
 		"origin": {sourceBlob(pvc("models/x.safetensors"), ""),
 			SourceHolder{Node: "w0", Role: pfsv1alpha1.BlobNodeOrigin, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi, Attempt: 1},
 			"w-holder-" + NodeHash("w0"),
-			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --source models/x.safetensors --source-root /source --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
-			serve, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 4, ""},
+			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --chunks-dir /run/pfs-chunks --source models/x.safetensors --source-root /source --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
+			serve + chunks, rl("cpu", "1", "memory", "65Mi", "hugepages-2Mi", "300Mi"), 5, ""},
 		"relay with a rate limit, second attempt": {sourceBlob(pvc(""), "100Mi"),
 			SourceHolder{Node: "w2", Role: pfsv1alpha1.BlobNodeRelay, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi,
 				Upstreams: []string{"h-" + NodeHash("w1") + ".w-holders.ns.svc:7470", "h-" + NodeHash("w0") + ".w-holders.ns.svc:7470"}, Attempt: 2},
 			"w-holder-" + NodeHash("w2") + "-2",
-			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --fetch-from h-" + NodeHash("w1") + ".w-holders.ns.svc:7470,h-" + NodeHash("w0") + ".w-holders.ns.svc:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470 --replicate-rate 104857600",
-			serve + " --replicate-rate 104857600", rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 3, ""},
+			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --chunks-dir /run/pfs-chunks --fetch-from h-" + NodeHash("w1") + ".w-holders.ns.svc:7470,h-" + NodeHash("w0") + ".w-holders.ns.svc:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470 --replicate-rate 104857600",
+			serve + " --replicate-rate 104857600" + chunks, rl("cpu", "1", "memory", "65Mi", "hugepages-2Mi", "300Mi"), 4, ""},
 		"relay falling back to 4Ki": {sourceBlob(hostPath("/srv/x"), ""),
 			SourceHolder{Node: "w1", Role: pfsv1alpha1.BlobNodeRelay, Size: 314572800, Page: pfsv1alpha1.PageSize4Ki,
 				PageFallback: "node w1 has 0 of hugepages-2Mi free", Upstreams: []string{"10.0.0.1:7470"}, Attempt: 1},
 			"w-holder-" + NodeHash("w1"),
-			create + "--page 4k --no-fallback --replace --result-file /dev/termination-log --fetch-from 10.0.0.1:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
-			serve, rl("cpu", "1", "memory", "364Mi"), 3, ""},
+			create + "--page 4k --no-fallback --replace --result-file /dev/termination-log --chunks-dir /run/pfs-chunks --fetch-from 10.0.0.1:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
+			serve + chunks, rl("cpu", "1", "memory", "365Mi"), 4, ""},
 		"origin on a network with a device-plugin resource": {onNetwork(sourceBlob(pvc(""), ""), "fabric", "intel.com/sriov_netdevice"),
 			SourceHolder{Node: "w0", Role: pfsv1alpha1.BlobNodeOrigin, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi, Attempt: 1},
 			"w-holder-" + NodeHash("w0"),
-			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --source . --source-root /source --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
-			serve, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi", "intel.com/sriov_netdevice", "1"), 4, "fabric"},
+			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --chunks-dir /run/pfs-chunks --source . --source-root /source --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
+			serve + chunks, rl("cpu", "1", "memory", "65Mi", "hugepages-2Mi", "300Mi", "intel.com/sriov_netdevice", "1"), 5, "fabric"},
 		"relay on a network of another namespace": {onNetwork(sourceBlob(pvc(""), ""), "nets/fabric", ""),
 			SourceHolder{Node: "w1", Role: pfsv1alpha1.BlobNodeRelay, Size: 314572800, Page: pfsv1alpha1.PageSize2Mi,
 				Upstreams: []string{"192.168.9.1:7470"}, Attempt: 1},
 			"w-holder-" + NodeHash("w1"),
-			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --fetch-from 192.168.9.1:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
-			serve, rl("cpu", "1", "memory", "64Mi", "hugepages-2Mi", "300Mi"), 3, "nets/fabric"},
+			create + "--page 2m --no-fallback --replace --result-file /dev/termination-log --chunks-dir /run/pfs-chunks --fetch-from 192.168.9.1:7470 --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470",
+			serve + chunks, rl("cpu", "1", "memory", "65Mi", "hugepages-2Mi", "300Mi"), 4, "nets/fabric"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	pfsv1alpha1 "packetfs.io/operator/api/v1alpha1"
 )
@@ -83,6 +84,7 @@ func TestBlobSourceHolderTransport(t *testing.T) {
 			// Datagram windows are memory besides the blob, in both
 			// containers (each may serve datagram clients); TCP has none.
 			want := holderBaseMemory.DeepCopy()
+			want.Add(*resource.NewQuantity(chunkListTmpfs(tc.h.Size), resource.BinarySI)) // flat: the chunk list's tmpfs
 			if tc.blob.Spec.Replication.TransportOrDefault() != pfsv1alpha1.TransportTCP {
 				want.Add(datagramWindowMemory)
 			}

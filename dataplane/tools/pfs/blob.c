@@ -223,6 +223,7 @@ static int fill(struct blob_args *a, struct pfs_blob *blob, char *why, size_t n)
 	/* Chunk digests: computed by an origin while it loads, verified by a
 	 * relay (repl_chunks.h). */
 	a->repl.ch.want = a->src.path || a->repl.fetch_from;
+	pfs_cli_chunks_forget(&a->repl, blob);
 	if (pfs_cli_repl_set(&a->repl))
 		err = pfs_cli_repl_start(&a->repl, blob, why, n);
 	if (!err && a->src.path)
@@ -347,6 +348,9 @@ static int blob_show(struct blob_args *a, bool info)
  * (checked when the blob is made). 0 or -EINVAL after printing why. */
 static int check_layout(const struct pfs_cmdline *c, const struct blob_args *a, const char *verb)
 {
+	if (a->repl.chunks_dir && a->cb.layout == PFS_CLI_LAYOUT_FILES)
+		return pfs_opt_fail(c, "--chunks-dir is for a flat blob: a files-layout blob keeps "
+				       "its list in DIR/NAME.d/chunks");
 	if (!pfs_opt_given(c, "layout"))
 		return 0;
 	if (strcmp(verb, "create"))

@@ -62,6 +62,9 @@ struct pfs_cli_repl {
 	char tailbuf[4096];
 	uint64_t lag_max;
 	volatile sig_atomic_t step_aside;
+	/* --chunks-dir: where a flat blob's chunk list is kept (DIR/NAME.chunks);
+	 * NULL: beside the blob's file (repl_chunks.c). */
+	const char *chunks_dir;
 	int lfd; /* a files relay's listener before its server starts; -1: none */
 	char token[PFS_SHARE_TOKEN_MAX + 1];
 	int token_len;

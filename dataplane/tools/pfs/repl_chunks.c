@@ -14,11 +14,15 @@
  * its own.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "repl.h"
 #include "holder_metrics.h"
@@ -28,6 +32,7 @@
 #include "pfs/log.h"
 
 #define CHUNKS_FILE "chunks" /* beside a files-layout blob: N.d/chunks */
+#define CHUNKS_SUFFIX ".chunks" /* beside a flat blob's file: DIR/N.chunks */
 #define BAD_MAX 64 /* failed chunks fetched again per round */
 
 /* Hash threads: --verify-threads, else the online CPUs, at most 4. */
@@ -85,19 +90,74 @@ void pfs_cli_chunks_start(struct pfs_cli_repl *r, const uint8_t *blob, uint64_t 
 		 hash_threads(r));
 }
 
-/* Keep the complete list beside a files-layout blob (N.d/chunks) for the
- * holder that serves it later; a flat blob (hugetlbfs: no write(2)) goes
- * without, and its later relays verify by sha256. */
-static void save(struct pfs_cli_chunks *ch, const struct pfs_blob *blob)
+/* Where @blob's list is kept: a directory fd to close and the file's name
+ * in @name. A files-layout blob keeps it in its directory (N.d/chunks), a
+ * flat one beside its file (DIR/N.chunks) or in --chunks-dir: a hugetlbfs
+ * directory takes no write(2), so a holder on hugepages is given a small
+ * tmpfs for it (the operator's holder pods). -errno: none (an anonymous
+ * blob: -ENOENT; hugetlbfs without --chunks-dir: -EOPNOTSUPP). */
+static int list_place(const struct pfs_cli_repl *r, const struct pfs_blob *blob, char *name,
+		      size_t n)
 {
-	int dfd = pfs_blob__dir_fd(blob), err;
+	const char *path = pfs_blob__path(blob), *base;
+	char dir[4096];
+	struct statfs sf;
+	int fd;
+
+	if (pfs_blob__dir_fd(blob) >= 0) {
+		snprintf(name, n, "%s", CHUNKS_FILE);
+		fd = fcntl(pfs_blob__dir_fd(blob), F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? -errno : fd;
+	}
+	if (!path)
+		return -ENOENT;
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if ((size_t)snprintf(name, n, "%s%s", base, CHUNKS_SUFFIX) >= n ||
+	    (size_t)snprintf(dir, sizeof(dir), "%.*s", (int)(base - path), path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	fd = open(r->chunks_dir ? r->chunks_dir :
+		  *dir		? dir :
+				  ".",
+		  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!r->chunks_dir && !fstatfs(fd, &sf) && sf.f_type == HUGETLBFS_MAGIC) {
+		close(fd);
+		return -EOPNOTSUPP;
+	}
+	return fd;
+}
+
+/* Keep the complete list where list_place says, for the holder that serves
+ * the blob later; without it, its later relays verify by sha256. */
+static void save(struct pfs_cli_repl *r, const struct pfs_blob *blob)
+{
+	char name[512];
+	int dfd = list_place(r, blob, name, sizeof(name)), err;
+
+	if (dfd == -EOPNOTSUPP)
+		pfs_warn("chunk digests: a hugetlbfs directory cannot keep the list beside the "
+			 "blob; give --chunks-dir (later relays verify by sha256)");
+	if (dfd < 0)
+		return;
+	err = pfs_chunks__save(r->ch.c, dfd, name);
+	close(dfd);
+	if (err)
+		pfs_warn("chunk digests: keeping the list beside the blob: %s", strerror(-err));
+	r->ch.saved = !err;
+}
+
+void pfs_cli_chunks_forget(const struct pfs_cli_repl *r, const struct pfs_blob *blob)
+{
+	char name[512];
+	int dfd = list_place(r, blob, name, sizeof(name));
 
 	if (dfd < 0)
 		return;
-	err = pfs_chunks__save(ch->c, dfd, CHUNKS_FILE);
-	if (err)
-		pfs_warn("chunk digests: keeping the list beside the blob: %s", strerror(-err));
-	ch->saved = !err;
+	if (unlinkat(dfd, name, 0) && errno != ENOENT)
+		pfs_warn("chunk digests: removing an earlier list %s: %s", name, strerror(errno));
+	close(dfd);
 }
 
 static void set_root(struct pfs_cli_chunks *ch)
@@ -122,7 +182,7 @@ int pfs_cli_chunks_origin_done(struct pfs_cli_repl *r, struct pfs_blob *blob, ch
 	}
 	pfs_chunks__list_from_hashes(ch->c);
 	set_root(ch);
-	save(ch, blob);
+	save(r, blob);
 	return 0;
 }
 
@@ -284,21 +344,23 @@ int pfs_cli_chunks_verify(struct pfs_cli_repl *r, struct pfs_blob *blob,
 	ch->by_chunks = true;
 	err = check_manifest(blob, why, n);
 	if (!err)
-		save(ch, blob);
+		save(r, blob);
 	return err;
 }
 
 void pfs_cli_chunks_load(struct pfs_cli_repl *r, const struct pfs_blob *blob)
 {
-	int dfd = pfs_blob__dir_fd(blob);
+	char name[512];
+	int dfd = r->ch.c ? -EEXIST : list_place(r, blob, name, sizeof(name));
 	struct pfs_chunks *c;
 
-	if (dfd < 0 || r->ch.c)
+	if (dfd < 0)
 		return;
-	c = pfs_chunks__load(dfd, CHUNKS_FILE, pfs_blob__size(blob));
+	c = pfs_chunks__load(dfd, name, pfs_blob__size(blob));
 	if (!c && errno != ENOENT)
-		pfs_warn("chunk digests: the list beside the blob: %s; serving without it",
-			 strerror(errno));
+		pfs_warn("chunk digests: the list %s kept beside the blob: %s; serving without it",
+			 name, strerror(errno));
+	close(dfd);
 	pfs_cli_metrics_lock();
 	r->ch.c = c;
 	pfs_cli_metrics_unlock();

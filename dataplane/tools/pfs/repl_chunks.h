@@ -59,6 +59,10 @@ int pfs_cli_chunks_origin_done(struct pfs_cli_repl *r, struct pfs_blob *blob, ch
 struct pfs_repl_fetch_opts;
 int pfs_cli_chunks_verify(struct pfs_cli_repl *r, struct pfs_blob *blob,
 			  const struct pfs_repl_fetch_opts *base, char *why, size_t n);
+/* pfs_cli_chunks_forget - a fill starts: remove the list an earlier blob
+ * of this name kept (a flat blob's DIR/NAME.chunks outlives --replace), so
+ * a holder never serves a list of other bytes. */
+void pfs_cli_chunks_forget(const struct pfs_cli_repl *r, const struct pfs_blob *blob);
 /* pfs_cli_chunks_load - `blob serve`: the list kept beside @blob, if any. */
 void pfs_cli_chunks_load(struct pfs_cli_repl *r, const struct pfs_blob *blob);
 /* "chunks": {...} when there are chunk digests. */

@@ -103,6 +103,10 @@ static const struct pfs_opt serve_opts[] = {
 	  .flags = PFS_OPT_NONZERO },
 	{ "replicate-rate", PFS_OPT_SIZE, AT(repl.rate), "BYTES_PER_S",
 	  "pace each replication connection (e.g. 50Mi; default unpaced)", .min = 4096 },
+	{ "chunks-dir", PFS_OPT_STR, AT(repl.chunks_dir), "DIR",
+	  "flat blob: the chunk list its fill kept in DIR/NAME.chunks (`blob create "
+	  "--chunks-dir`; default beside the blob's file)",
+	  .flags = PFS_OPT_NONZERO },
 	{ "metrics-listen", PFS_OPT_STR, AT(hm.listen), "ADDR:PORT", PFS_CLI_METRICS_HELP },
 	{ 0 },
 };
@@ -235,6 +239,10 @@ int pfs_cmd_blob_serve(int argc, char **argv)
 		return pfs_exit_parse(err);
 	if (pfs_opt_given(&c, "replicate-rate") && !a.repl.listen)
 		return pfs_opt_fail(&c, "--replicate-rate needs --replicate-listen"),
+		       PFS_EXIT_USAGE;
+	if (a.repl.chunks_dir && !a.repl.listen)
+		return pfs_opt_fail(&c, "--chunks-dir needs --replicate-listen (the list is for "
+					"the relays it serves)"),
 		       PFS_EXIT_USAGE;
 	if (pfs_cli_repl_delta_check(&c, &a.repl.delta, a.repl.listen, false, 0))
 		return PFS_EXIT_USAGE;

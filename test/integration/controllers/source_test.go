@@ -168,7 +168,7 @@ func TestSourceBlobFanout(t *testing.T) {
 
 	origin := podspec.SourceHolderPodName("model", w0, 1)
 	p0 := waitPod(t, ctx, ns, origin)
-	if got := args(p0, true); !strings.Contains(got, "--size 4194304 --page 2m --no-fallback --replace --result-file /dev/termination-log --source models/x.safetensors --source-root /source --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470") {
+	if got := args(p0, true); !strings.Contains(got, "--size 4194304 --page 2m --no-fallback --replace --result-file /dev/termination-log --chunks-dir /run/pfs-chunks --source models/x.safetensors --source-root /source --token-file /etc/packetfs/token/token --replicate-listen 0.0.0.0:7470") {
 		t.Errorf("origin create args = %q", got)
 	}
 	if p0.Labels[podspec.LabelNodeHash] != podspec.NodeHash(w0) || p0.Annotations[podspec.AnnotationNode] != w0 {
