@@ -565,8 +565,7 @@ const (
 	// with its per-file sha256 among them.
 	VerifiedByChunks VerificationMethod = "Chunks"
 	// VerifiedByFiles is a relay's that hashed every file with sha256 against the
-	// manifest (no chunk list reached it: a UDP, AFXDP or delta fetch, or an
-	// upstream that kept none).
+	// manifest (no chunk list reached it: an upstream that kept none).
 	VerifiedByFiles VerificationMethod = "Files"
 )
 

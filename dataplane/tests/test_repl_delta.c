@@ -16,7 +16,8 @@
  * still verified); a relay killed mid-stream (once the next one holds
  * bytes), the next resuming delta grams from the origin; a fake
  * upstream's bad delta grams rejected and counted; AUTH's DELTA flag on
- * the wire. Needs root (netns); SKIP otherwise. Without its data
+ * the wire; every relay verifies by the origin's chunk digests, which
+ * follow the delta grams as they follow whole grams. Needs root (netns); SKIP otherwise. Without its data
  * (PFS_TESTDATA_MINILM, PFS_TESTDATA_SILERO5, PFS_TESTDATA_SILERO6 unset
  * or not a directory) the setup FAILS.
  *
@@ -224,6 +225,22 @@ static int t_chain(void)
 	CHECK(!sh("%s blob manifest --name %s --dir /dev/shm --verify >/dev/null 2>&1", pfs_bin,
 		  names[5]),
 	      "pfs blob manifest --verify");
+	/* Delta grams carry the chunk digests too: each relay verified the
+	 * bytes it rebuilt chunk by chunk, against the origin's list. */
+	for (int i = 0; i < 2; i++) {
+		const char *r = i ? r2 : r1;
+		char ro[72], rr[72];
+
+		CHECK(strstr(jsect(r, "\"fetch\""), "\"verified_by\":\"chunks\"") &&
+			      strstr(jsect(r, "\"chunks\":{"), "\"list\":\"received\"") &&
+			      jreal(jsect(r, "\"chunks\":{"), "verified") ==
+				      jreal(jsect(o, "\"chunks\":{"), "count") &&
+			      jstr(jsect(o, "\"chunks\":{"), "root", ro, sizeof(ro)) &&
+			      jstr(jsect(r, "\"chunks\":{"), "root", rr, sizeof(rr)) &&
+			      !strcmp(ro, rr),
+		      "relay%d: %.400s / origin %.400s", i + 1, jsect(r, "\"chunks\":{"),
+		      jsect(o, "\"chunks\":{"));
+	}
 	return TAP_PASS;
 }
 

@@ -692,7 +692,8 @@ static int attempt(struct fetch *f)
 	f->connected = true;
 	__atomic_store_n(&f->r->attempts, f->r->attempts + 1, __ATOMIC_RELAXED);
 	f->delta = f->o->base && f->xport == REPL_XPORT_TCP && !f->no_delta[f->cur];
-	f->chunks = f->o->chunks && !f->delta;
+	/* Delta grams too: the relay hashes the bytes it rebuilt. */
+	f->chunks = f->o->chunks != NULL;
 	f->got_digests = false;
 	if (f->chunks)
 		pfs_chunks__list_reset(f->o->chunks);

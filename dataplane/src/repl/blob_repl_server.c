@@ -467,9 +467,10 @@ static int stream(struct conn *c, uint64_t off, uint64_t stop, bool chunks, stru
 }
 
 /* Delta grams of PFS_REPL_DELTA_UNIT blob bytes from @off to the end, each
- * encoded once the watermark passed it, then END. Paced by the bytes on
- * the wire. 0 or -errno. */
-static int stream_delta(struct conn *c, uint64_t off)
+ * encoded once the watermark passed it, then the chunk digests if asked
+ * (@chunks: the relay verifies the bytes it rebuilt by them), then END.
+ * Paced by the bytes on the wire. 0 or -errno. */
+static int stream_delta(struct conn *c, uint64_t off, bool chunks)
 {
 	struct pfs_repl_server *s = c->s;
 	const struct pfs_delta_index *idx = repl_base_index(&s->base);
@@ -520,6 +521,8 @@ static int stream_delta(struct conn *c, uint64_t off)
 	pthread_mutex_lock(&s->lock);
 	s->encode_s += enc_s;
 	pthread_mutex_unlock(&s->lock);
+	if (!err && chunks)
+		err = send_digests(c);
 	return err ? err : repl_send_frame(c->fd, &end);
 }
 
@@ -627,7 +630,7 @@ static void *conn_main(void *arg)
 		if (!err && auth.xport != REPL_XPORT_TCP)
 			err = serve_dgram(c, &auth);
 		else if (!err && delta)
-			err = stream_delta(c, (uint64_t)start);
+			err = stream_delta(c, (uint64_t)start, auth.flags & REPL_FLAG_CHUNKS);
 		else if (!err) {
 			struct lag_watch w = { .on = s->o.lag_max && s->o.progress &&
 						     !(auth.flags &

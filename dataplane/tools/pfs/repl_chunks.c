@@ -57,9 +57,9 @@ void pfs_cli_chunks_start(struct pfs_cli_repl *r, const uint8_t *blob, uint64_t 
 	struct pfs_cli_chunks *ch = &r->ch;
 	int err;
 
-	/* Digests come with whole bytes (TCP grams or datagrams), not with
-	 * delta grams. */
-	if (!ch->want || (r->fetch_from && pfs_cli_repl_delta_set(&r->delta)))
+	/* Every fetch carries them: TCP grams, datagrams and delta grams (a
+	 * relay with a base hashes the bytes it rebuilt). */
+	if (!ch->want)
 		return;
 	if (!ch->c) {
 		struct pfs_chunks *c = pfs_chunks__new(size);
