@@ -50,7 +50,7 @@ static void cleanup(void)
 {
 	for (int i = 0; i < 8; i++)
 		if (names[i][0])
-			sh("rm -f /dev/shm/%s", names[i]);
+			sh("rm -f /dev/shm/%s /dev/shm/%s.chunks", names[i], names[i]);
 }
 
 static char *bname(int i, const char *what)

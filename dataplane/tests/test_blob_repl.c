@@ -54,7 +54,7 @@ static long long size;
 static void cleanup(void)
 {
 	for (int i = 0; i < nnames; i++)
-		sh("rm -f /dev/shm/%s", names[i]);
+		sh("rm -f /dev/shm/%s /dev/shm/%s.chunks", names[i], names[i]);
 }
 
 /* A source directory of copies of the data sets minilm and silero6 (not

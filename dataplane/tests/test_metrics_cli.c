@@ -35,7 +35,8 @@ static int port_origin, port_mo, port_mr, port_ms;
 static void cleanup(void)
 {
 	if (dir[0])
-		sh("rm -rf %s /dev/shm/pfsmt-o-%d /dev/shm/pfsmt-r-%d", dir, getpid(), getpid());
+		sh("rm -rf %s /dev/shm/pfsmt-[or]-%d /dev/shm/pfsmt-[or]-%d.chunks", dir, getpid(),
+		   getpid());
 }
 
 static double now_s(void)

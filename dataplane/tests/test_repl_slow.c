@@ -33,7 +33,7 @@ static char o[4096], r1[4096], r2[4096];
 
 static void cleanup(void)
 {
-	sh("rm -f /dev/shm/pfs-slow-*-%d", getpid());
+	sh("rm -f /dev/shm/pfs-slow-*-%d /dev/shm/pfs-slow-*-%d.chunks", getpid(), getpid());
 	sh("tc -n %s qdisc del dev %s root 2>/dev/null", ns_b, veth_b);
 }
 

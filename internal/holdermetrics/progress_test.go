@@ -38,6 +38,7 @@ func TestReadRealHolder(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		_ = os.Remove("/dev/shm/" + name)
+		_ = os.Remove("/dev/shm/" + name + ".chunks") // the chunk list pfs keeps beside it
 	})
 	r := NewReader()
 	target := []Target{{Pod: "origin", Host: "127.0.0.1", Port: int32(port)}}

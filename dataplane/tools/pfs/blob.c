@@ -99,6 +99,9 @@ static int blob_rm(const struct blob_args *a)
 			  pfs_blob_files_remove(fdir, a->cb.opts.name) :
 			  pfs_blob_remove(a->cb.opts.dir, a->cb.opts.name);
 
+	/* A flat blob's chunk list kept beside it goes with it. */
+	if (!err)
+		pfs_cli_chunks_remove(fdir, a->cb.opts.name);
 	if (err) {
 		pfs_err("blob rm %s: %s", a->cb.opts.name, strerror(-err));
 		return PFS_EXIT_ERROR;

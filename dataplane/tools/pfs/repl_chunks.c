@@ -148,6 +148,15 @@ static void save(struct pfs_cli_repl *r, const struct pfs_blob *blob)
 	r->ch.saved = !err;
 }
 
+void pfs_cli_chunks_remove(const char *dir, const char *name)
+{
+	char p[4096];
+
+	if ((size_t)snprintf(p, sizeof(p), "%s/%s%s", dir, name, CHUNKS_SUFFIX) < sizeof(p) &&
+	    unlink(p) && errno != ENOENT)
+		pfs_warn("blob rm: the chunk list %s: %s", p, strerror(errno));
+}
+
 void pfs_cli_chunks_forget(const struct pfs_cli_repl *r, const struct pfs_blob *blob)
 {
 	char name[512];
