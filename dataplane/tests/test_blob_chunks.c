@@ -11,7 +11,9 @@
  *     "none" answered; a changed chunk is found by compare, rehashed after
  *     a repair, and the root changes with any digest or the size;
  *   - a failed fill ends the workers with its message;
- *   - save/load round trip; a damaged or other-size file refused;
+ *   - save/load round trip; a damaged or other-size file refused, and one
+ *     of another user; a file that is not a list never replaced nor
+ *     removed as one;
  *   - DIGESTS frames: round trip; refused when truncated, of another blob
  *     size, past the chunk count, not a multiple of 32 bytes, a bad CRC, or
  *     read by the generic frame decoder;
@@ -260,7 +262,30 @@ static int t_save_load(void)
 	CHECK(fd >= 0 && pwrite(fd, "x", 1, 100) == 1, "damage it");
 	close(fd);
 	CHECK(!pfs_chunks__load(dfd, "chunks", SIZE) && errno == EBADMSG, "a damaged list loaded");
+	CHECK(!pfs_chunks__unlink(dfd, "chunks") && pfs_chunks__unlink(dfd, "chunks") == -ENOENT,
+	      "unlink a list");
+	/* Something else of the name (a blob called so) is never replaced
+	 * nor removed as a list; a save that died (its .tmp) is. */
+	fd = openat(dfd, "other", O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0 && write(fd, "not a list", 10) == 10, "a file");
+	close(fd);
+	CHECK(pfs_chunks__save(c, dfd, "other") == -EEXIST &&
+		      pfs_chunks__unlink(dfd, "other") == -EEXIST &&
+		      !faccessat(dfd, "other", F_OK, 0),
+	      "a file that is not a list was replaced or removed");
+	fd = openat(dfd, "chunks.tmp", O_WRONLY | O_CREAT, 0600);
+	close(fd);
+	CHECK(!pfs_chunks__save(c, dfd, "chunks") && faccessat(dfd, "chunks.tmp", F_OK, 0),
+	      "save over a dead save's empty .tmp");
+	/* A list that is not this user's (in a shared directory) is not
+	 * loaded: checked as root, by giving it away. */
+	if (!geteuid()) {
+		CHECK(!fchownat(dfd, "chunks", 65534, 65534, 0), "chown: %s", strerror(errno));
+		CHECK(!pfs_chunks__load(dfd, "chunks", SIZE) && errno == EPERM,
+		      "loaded another user's list");
+	}
 	unlinkat(dfd, "chunks", 0);
+	unlinkat(dfd, "other", 0);
 	close(dfd);
 	rmdir(dir);
 	pfs_chunks__free(c);
@@ -354,7 +379,9 @@ static const struct tap_test tests[] = {
 	  "the digests and the size",
 	  t_list_and_compare },
 	{ "a failed fill ends the workers with its message", t_failed_fill },
-	{ "save and load; another size or a damaged file refused", t_save_load },
+	{ "save and load; another size, a damaged file or another user's refused; a file "
+	  "that is not a list left alone",
+	  t_save_load },
 	{ "DIGESTS frames: round trip and every refusal", t_frames },
 	{ "AUTH with RANGE: the end in the body and the MAC, TCP and alone only", t_range_auth },
 };

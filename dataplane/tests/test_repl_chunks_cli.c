@@ -63,7 +63,7 @@ static long hp2m(const char *f)
 static void cleanup(void)
 {
 	if (huge[0])
-		umount(huge);
+		umount2(huge, MNT_DETACH);
 	if (hp_added > 0)
 		sh("echo %ld > " HP2M "nr_hugepages", hp2m("nr_hugepages") - hp_added);
 	if (root[0])
@@ -294,7 +294,8 @@ static int t_no_list(void)
 	return TAP_PASS;
 }
 
-/* A serving holder: `blob serve` of DIR/f in @ns on @ad (more after NULL). */
+/* A serving holder: `blob serve` of DIR/f in @ns on @ad, its list in
+ * @chunks_dir (NULL: beside the blob). */
 static pid_t serve_flat(const char *ns, const char *tag, const char *dir, const char *ad,
 			const char *chunks_dir)
 {
@@ -328,7 +329,8 @@ static int relay_flat(const char *ns, const char *tag, const char *dir, const ch
 static int t_flat(void)
 {
 	char a0[48], a1[48], a2[48], state[192], ro[72], rr[72];
-	long need = (atoll(blob_size) >> 21) + 2, fr = hp2m("free_hugepages");
+	long need = (atoll(blob_size) >> 21) + 2, fr = hp2m("free_hugepages"),
+	     nr = hp2m("nr_hugepages");
 	pid_t po, ps;
 	int rco, rc;
 
@@ -336,9 +338,10 @@ static int t_flat(void)
 	snprintf(huge, sizeof(huge), "%s/huge", root);
 	snprintf(state, sizeof(state), "%s/state", root);
 	CHECK(!mkdir(huge, 0755) && !mkdir(state, 0755), "mkdir: %s", strerror(errno));
-	hp_added = fr < need ? need - fr : 0;
-	if (hp_added)
-		sh("echo %ld > " HP2M "nr_hugepages", hp2m("nr_hugepages") + hp_added);
+	CHECK(fr >= 0 && nr >= 0, "no 2 MiB hugepages in this kernel (%s)", HP2M);
+	if (fr < need)
+		sh("echo %ld > " HP2M "nr_hugepages", nr + need - fr);
+	hp_added = hp2m("nr_hugepages") - nr; /* what the kernel gave, given back at exit */
 	CHECK(hp2m("free_hugepages") >= need, "the kernel gave %ld of %ld free 2 MiB pages",
 	      hp2m("free_hugepages"), need);
 	if (mount("nodev", huge, "hugetlbfs", 0, "pagesize=2M")) {
@@ -386,13 +389,29 @@ static int t_flat(void)
 		      strstr(jsect(slurp("fnodir", "json"), "\"fetch\""),
 			     "\"verified_by\":\"chunks\""),
 	      "relay rc %d: %s / %s", rc, slurp("fnodir", "err"), chunks_of("fnodir"));
-	CHECK(!sh("rm -f %s/f", huge), "rm %s/f", huge);
+	/* blob rm takes the list in --chunks-dir with the blob. */
+	CHECK(!sh("%s blob rm --name f --dir %s --chunks-dir %s && ! test -e %s/f && "
+		  "! test -e %s/f.chunks",
+		  pfs_bin, huge, state, huge, state),
+	      "blob rm left %s/f or %s/f.chunks", huge, state);
 	/* Another blob of the name (seeded, same size) takes the list away: a
 	 * holder never serves a list of other bytes. */
 	CHECK(!sh("%s blob create --name f --dir %s --size %s --fill seed --seed 1 --replace "
 		  ">/dev/null 2>&1 && ! test -e %s/f.chunks",
 		  pfs_bin, dir_o, blob_size, dir_o),
 	      "%s/f.chunks outlived a new blob f", dir_o);
+	/* A blob named like a list is never taken for one: neither a fill of
+	 * f nor blob rm f touches the blob f.chunks. */
+	CHECK(!sh("%s blob create --name f.chunks --dir %s --size 4Mi --fill seed >/dev/null 2>&1 "
+		  "&& %s blob create --name f --dir %s --size 4Mi --fill seed --replace "
+		  ">/dev/null 2>%s/fill.err && %s blob rm --name f --dir %s 2>%s/rm.err && "
+		  "grep -q 'f.chunks is not a chunk list' %s/fill.err && "
+		  "grep -q 'f.chunks is not a chunk list' %s/rm.err && "
+		  "%s blob info --name f.chunks --dir %s >/dev/null 2>&1 && "
+		  "%s blob rm --name f.chunks --dir %s",
+		  pfs_bin, dir_o, pfs_bin, dir_o, tmpdir, pfs_bin, dir_o, tmpdir, tmpdir, tmpdir,
+		  pfs_bin, dir_o, pfs_bin, dir_o),
+	      "the blob f.chunks: %s / %s", slurp("fill", "err"), slurp("rm", "err"));
 	return TAP_PASS;
 }
 
@@ -418,6 +437,9 @@ static int t_chunks_dir_args(void)
 		  "--chunks-dir is for a flat blob" },
 		{ "blob serve --name f --socket /s --token-file /t --chunks-dir /run/c",
 		  "--chunks-dir needs --replicate-listen" },
+		{ "blob rm --name f --dir /dev/hugepages --chunks-dir /run/c", NULL },
+		{ "blob info --name f --chunks-dir /run/c",
+		  "--chunks-dir is an option of create and rm" },
 	};
 	char cmd[512];
 

@@ -194,7 +194,9 @@ func BlobSourceHolderPod(cfg Config, b *pfsv1alpha1.PfsBlob, h SourceHolder) *co
 	if !cfg.FilesLayout() {
 		// The chunk list of a flat blob (blob_chunks.go).
 		vol, mount := chunksVolume(h.Size)
-		volumes, createMounts, serveMounts = append(volumes, vol), append(createMounts, mount), append(serveMounts, mount)
+		ro := mount
+		ro.ReadOnly = true // the server only reads the list the fill kept
+		volumes, createMounts, serveMounts = append(volumes, vol), append(createMounts, mount), append(serveMounts, ro)
 		serveArgs = append(serveArgs, "--chunks-dir", ChunksDir)
 	}
 	if h.Base != "" {

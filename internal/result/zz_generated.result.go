@@ -175,8 +175,8 @@ type blobCreateJSON struct {
 	Fetch *fetchJSON `json:"fetch"`
 	// Repl is "repl": With --replicate-listen: what it served.
 	Repl *replJSON `json:"repl"`
-	// Chunks is "chunks": An origin serving relays, or a relay without a delta base: the blob's chunk
-	// digests (tools/pfs/repl_chunks.c).
+	// Chunks is "chunks": An origin serving relays, or a relay (whole or delta grams): the blob's
+	// chunk digests (tools/pfs/repl_chunks.c).
 	Chunks *chunksJSON `json:"chunks"`
 	// Bound is "bound": With --source or --fetch-from: what bound the fill (tools/pfs/bound.c): its
 	// cgroup's CPU limit (throttled at least a fifth of the fill), verification (origin: sha256 at

@@ -118,6 +118,8 @@ func testDeltaFanout(ctx context.Context, t *testing.T) {
 	if d := st.Delta; relays == 0 || d == nil || d.Base != deltaBase || d.DeltaNodes != relays || d.FullCopyNodes != 0 || d.Message != "" {
 		t.Errorf("status.delta %+v with %d relays: want every relay Delta", st.Delta, relays)
 	}
+	// Delta grams carry the origin's chunk digests too.
+	checkVerification(t, st)
 
 	// The old version on the origin's node only: the other node has no
 	// base and fetches whole.

@@ -297,8 +297,8 @@ func checkEveryNode(t *testing.T, st *blobStatus, want string) {
 
 // checkVerification asserts what each node says it verified: the origin
 // its source, with the root of the chunk list it computed; a relay (TCP,
-// UDP or AF_XDP) every chunk against that list (the same root); one that
-// got delta grams, which carry no list, every file by sha256.
+// UDP or AF_XDP, whole grams or delta grams) every chunk against that list
+// (the same root).
 func checkVerification(t *testing.T, st *blobStatus) {
 	t.Helper()
 	root := ""
@@ -316,10 +316,10 @@ func checkVerification(t *testing.T, st *blobStatus) {
 			continue
 		}
 		v := n.Verification
-		switch want := map[bool]string{true: "Files", false: "Chunks"}[n.Delta != nil]; {
-		case v == nil || v.By != want:
-			t.Errorf("relay %s over %s: verification %+v, want %s", n.Node, n.Transport, v, want)
-		case want == "Chunks" && (v.Root != root || v.Chunks < 1):
+		switch {
+		case v == nil || v.By != "Chunks":
+			t.Errorf("relay %s over %s: verification %+v, want Chunks", n.Node, n.Transport, v)
+		case v.Root != root || v.Chunks < 1:
 			t.Errorf("relay %s: verified %d chunks against root %s, the origin's is %s", n.Node, v.Chunks, v.Root, root)
 		default:
 			t.Logf("relay %s over %s verified by %s (%d chunks, %d failed)", n.Node, n.Transport, v.By, v.Chunks, v.FailedChunks)

@@ -102,6 +102,10 @@ struct pfs_blob *pfs_blob__view(uint8_t *data, uint64_t size);
 /* pfs_blob_remove - unlink a named blob (dir NULL: search as _open). 0 or
  * -errno. Mappings that exist stay valid until closed. */
 int pfs_blob_remove(const char *dir, const char *name);
+/* pfs_blob_find - the path of a named blob's file into @path (@n bytes):
+ * DIR/NAME, or with @dir NULL the first default directory that has it.
+ * 0, -ENOENT (none found), -EINVAL (a bad name). */
+int pfs_blob_find(const char *dir, const char *name, char *path, size_t n);
 
 void pfs_blob__close(struct pfs_blob *blob);
 

@@ -109,12 +109,18 @@ uint32_t pfs_chunks__compare(struct pfs_chunks *c, uint32_t from, uint32_t *bad,
 /* ---- kept beside a blob, for the holder that serves it later ---- */
 
 /* pfs_chunks__save - the complete list into the file @name of the
- * directory @dirfd (written whole, then renamed). 0 or -errno. */
+ * directory @dirfd (written whole, then renamed). 0 or -errno; -EEXIST:
+ * @name is something else than a list (a blob of that name), left alone. */
 int pfs_chunks__save(const struct pfs_chunks *c, int dirfd, const char *name);
 /* pfs_chunks__load - a list saved by pfs_chunks__save for a blob of @size
  * bytes: a new pfs_chunks with that list complete, or NULL with errno
- * (ENOENT none, EBADMSG damaged or of another size, ELOOP a symlink). */
+ * (ENOENT none, EBADMSG damaged or of another size, ELOOP a symlink, EPERM
+ * not a regular file of this user's). */
 struct pfs_chunks *pfs_chunks__load(int dirfd, const char *name, uint64_t size);
+/* pfs_chunks__unlink - remove the list @name of @dirfd: only a list (a
+ * regular file of this user's with the list's magic, or empty). 0,
+ * -ENOENT none, -EEXIST something else (left alone), or -errno. */
+int pfs_chunks__unlink(int dirfd, const char *name);
 
 /* pfs_blake3_impl - which code path the BLAKE3 library dispatches to on
  * this CPU: "avx512", "avx2", "sse41", "sse2" or "portable". */

@@ -297,9 +297,9 @@ struct pfs_repl_fetch_opts {
 	 * bytes held (a holder's progress file), or NULL. */
 	void (*on_bytes)(void *ctx, uint64_t have);
 	void *bytes_ctx;
-	/* Without a base: ask every upstream for the blob's chunk digests
-	 * (DIGESTS frames before END; after the datagrams over udp/afxdp)
-	 * into this list
+	/* Ask every upstream for the blob's chunk digests (DIGESTS frames
+	 * before END, after whole or delta grams; after the datagrams over
+	 * udp/afxdp) into this list
 	 * (pfs_chunks__list_put; a partial one is reset at each attempt). An
 	 * upstream that has none ends with END alone: the list is then marked
 	 * none (pfs_chunks__list_none). NULL: not asked. */

@@ -705,6 +705,11 @@ struct pfs_blob *pfs_blob__open(const char *dir, const char *name)
 	return b;
 }
 
+int pfs_blob_find(const char *dir, const char *name, char *path, size_t n)
+{
+	return find_named(dir, name, path, n);
+}
+
 int pfs_blob_remove(const char *dir, const char *name)
 {
 	char path[512];

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -393,6 +394,38 @@ uint32_t pfs_chunks__compare(struct pfs_chunks *c, uint32_t from, uint32_t *bad,
 	return nbad;
 }
 
+/* What @name in @dirfd is: 1 a list (a regular file of this user's that
+ * starts with the magic, or is empty: a save that died before its header),
+ * 0 something else, -errno (-ENOENT: nothing). A blob may be named like a
+ * list, and nothing but a list is ever replaced or removed as one. */
+static int is_list(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), ret = 0;
+	char magic[8];
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return errno == ELOOP ? 0 : -errno;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+		n = read(fd, magic, sizeof(magic));
+		ret = n == 0 || (n == (ssize_t)sizeof(magic) && !memcmp(magic, FILE_MAGIC, 8));
+	}
+	close(fd);
+	return ret;
+}
+
+int pfs_chunks__unlink(int dirfd, const char *name)
+{
+	int r = is_list(dirfd, name);
+
+	if (r < 0)
+		return r;
+	if (!r)
+		return -EEXIST;
+	return unlinkat(dirfd, name, 0) ? -errno : 0;
+}
+
 int pfs_chunks__save(const struct pfs_chunks *c, int dirfd, const char *name)
 {
 	size_t body = (size_t)c->count * PFS_CHUNK_DIGEST;
@@ -404,12 +437,22 @@ int pfs_chunks__save(const struct pfs_chunks *c, int dirfd, const char *name)
 		return -EINVAL;
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
+	/* Never over something that is not a list (a blob of that name). */
+	err = is_list(dirfd, name);
+	if (!err)
+		return -EEXIST;
+	if (err < 0 && err != -ENOENT)
+		return err;
+	err = pfs_chunks__unlink(dirfd, tmp); /* a save that died */
+	if (err && err != -ENOENT)
+		return err;
+	err = 0;
 	memcpy(hdr, FILE_MAGIC, 8);
 	put64(hdr + 8, c->size);
 	put32(hdr + 16, PFS_CHUNK_SIZE);
 	put32(hdr + 20, c->count);
 	put32(hdr + 24, pfs_crc32c(pfs_crc32c(0, hdr, 24), c->list, body));
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0444);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) ||
@@ -428,11 +471,18 @@ struct pfs_chunks *pfs_chunks__load(int dirfd, const char *name, uint64_t size)
 {
 	uint8_t hdr[FILE_HDR];
 	struct pfs_chunks *c = NULL;
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), err = EBADMSG;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), err = EBADMSG;
+	struct stat st;
 	size_t body;
 
 	if (fd < 0)
 		return NULL;
+	/* Only a file of this user's: in a shared directory (/dev/shm) another
+	 * user could leave one of the name. */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		err = EPERM;
+		goto out;
+	}
 	if (read(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) || memcmp(hdr, FILE_MAGIC, 8) ||
 	    get64(hdr + 8) != size || get32(hdr + 16) != PFS_CHUNK_SIZE)
 		goto out;

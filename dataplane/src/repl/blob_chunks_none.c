@@ -113,6 +113,13 @@ uint32_t pfs_chunks__compare(struct pfs_chunks *c, uint32_t from, uint32_t *bad,
 	return 0;
 }
 
+int pfs_chunks__unlink(int dirfd, const char *name)
+{
+	(void)dirfd;
+	(void)name;
+	return -ENOENT;
+}
+
 int pfs_chunks__save(const struct pfs_chunks *c, int dirfd, const char *name)
 {
 	(void)c;

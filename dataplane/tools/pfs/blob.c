@@ -95,13 +95,20 @@ static const char blob_usage[] =
 static int blob_rm(const struct blob_args *a)
 {
 	const char *fdir = a->cb.opts.dir ? a->cb.opts.dir : "/dev/shm";
-	int err = pfs_blob_files_exists(fdir, a->cb.opts.name) ?
-			  pfs_blob_files_remove(fdir, a->cb.opts.name) :
-			  pfs_blob_remove(a->cb.opts.dir, a->cb.opts.name);
+	char path[512];
+	int err;
 
-	/* A flat blob's chunk list kept beside it goes with it. */
-	if (!err)
-		pfs_cli_chunks_remove(fdir, a->cb.opts.name);
+	if (pfs_blob_files_exists(fdir, a->cb.opts.name)) {
+		err = pfs_blob_files_remove(fdir, a->cb.opts.name); /* its list inside */
+	} else {
+		err = pfs_blob_find(a->cb.opts.dir, a->cb.opts.name, path, sizeof(path));
+		if (!err && unlink(path))
+			err = -errno;
+		/* A flat blob's chunk list (beside it, or in --chunks-dir) goes
+		 * with it, and is not left behind by a blob already gone. */
+		if (!err || (err == -ENOENT && (a->cb.opts.dir || a->repl.chunks_dir)))
+			pfs_cli_chunks_remove(a->repl.chunks_dir, path);
+	}
 	if (err) {
 		pfs_err("blob rm %s: %s", a->cb.opts.name, strerror(-err));
 		return PFS_EXIT_ERROR;
@@ -351,6 +358,11 @@ static int blob_show(struct blob_args *a, bool info)
  * (checked when the blob is made). 0 or -EINVAL after printing why. */
 static int check_layout(const struct pfs_cmdline *c, const struct blob_args *a, const char *verb)
 {
+	if (a->repl.chunks_dir && !strcmp(verb, "info"))
+		return pfs_opt_fail(c, "--chunks-dir is an option of create and rm");
+	if (a->repl.chunks_dir && !strcmp(verb, "create") && !pfs_cli_repl_set(&a->repl))
+		return pfs_opt_fail(c, "--chunks-dir needs --replicate-listen or --fetch-from (the "
+				       "list is kept for the relays a holder serves later)");
 	if (a->repl.chunks_dir && a->cb.layout == PFS_CLI_LAYOUT_FILES)
 		return pfs_opt_fail(c, "--chunks-dir is for a flat blob: a files-layout blob keeps "
 				       "its list in DIR/NAME.d/chunks");

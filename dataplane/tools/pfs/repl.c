@@ -101,7 +101,7 @@ const struct pfs_opt pfs_cli_repl_opts[] = {
 	{ "chunks-dir", PFS_OPT_STR, AT(chunks_dir), "DIR",
 	  "flat blob: keep its chunk list in DIR/NAME.chunks for `pfs blob serve`, whose later "
 	  "relays verify by it (default: beside the blob's file; a hugetlbfs directory "
-	  "cannot hold it)",
+	  "cannot hold it); with rm, remove it from there",
 	  .flags = PFS_OPT_NONZERO },
 	{ "fetch-if", PFS_OPT_STR, AT(fetch_if), "IFNAME",
 	  "afxdp: the interface to receive on (default: the one the route towards\n"
@@ -141,7 +141,7 @@ static int split_addrs(const char *list, char *buf, char **out, int *n)
 int pfs_cli_repl_check(const struct pfs_cmdline *c, struct pfs_cli_repl *r,
 		       const struct pfs_cli_source *s)
 {
-	static const char *const need[] = { "replicate-linger", "replicate-rate", "chunks-dir" };
+	static const char *const need[] = { "replicate-linger", "replicate-rate" };
 
 	static const char *const need_fetch[] = { "fetch-timeout",   "fetch-transport",
 						  "fetch-data-port", "fetch-if",

@@ -90,18 +90,38 @@ void pfs_cli_chunks_start(struct pfs_cli_repl *r, const uint8_t *blob, uint64_t 
 		 hash_threads(r));
 }
 
+/* A flat blob's list: @name is "BASE.chunks" for the blob file @path, and
+ * the directory fd returned is @chunks_dir's, else the blob's own, which
+ * must not be hugetlbfs (it takes no write(2): a holder on hugepages is
+ * given a small tmpfs as --chunks-dir, see the operator's holder pods).
+ * -errno: -ENAMETOOLONG, -EOPNOTSUPP (hugetlbfs without --chunks-dir). */
+static int flat_place(const char *chunks_dir, const char *path, char *name, size_t n)
+{
+	const char *base = strrchr(path, '/');
+	char dir[4096];
+	struct statfs sf;
+	int fd;
+
+	base = base ? base + 1 : path;
+	if ((size_t)snprintf(name, n, "%s%s", base, CHUNKS_SUFFIX) >= n ||
+	    (size_t)snprintf(dir, sizeof(dir), "%.*s", (int)(base - path), path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	fd = open(chunks_dir ? chunks_dir : *dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!chunks_dir && !fstatfs(fd, &sf) && (uint32_t)sf.f_type == (uint32_t)HUGETLBFS_MAGIC) {
+		close(fd);
+		return -EOPNOTSUPP;
+	}
+	return fd;
+}
+
 /* Where @blob's list is kept: a directory fd to close and the file's name
  * in @name. A files-layout blob keeps it in its directory (N.d/chunks), a
- * flat one beside its file (DIR/N.chunks) or in --chunks-dir: a hugetlbfs
- * directory takes no write(2), so a holder on hugepages is given a small
- * tmpfs for it (the operator's holder pods). -errno: none (an anonymous
- * blob: -ENOENT; hugetlbfs without --chunks-dir: -EOPNOTSUPP). */
+ * flat one as flat_place says. -errno: none (an anonymous blob: -ENOENT). */
 static int list_place(const struct pfs_cli_repl *r, const struct pfs_blob *blob, char *name,
 		      size_t n)
 {
-	const char *path = pfs_blob__path(blob), *base;
-	char dir[4096];
-	struct statfs sf;
 	int fd;
 
 	if (pfs_blob__dir_fd(blob) >= 0) {
@@ -109,24 +129,9 @@ static int list_place(const struct pfs_cli_repl *r, const struct pfs_blob *blob,
 		fd = fcntl(pfs_blob__dir_fd(blob), F_DUPFD_CLOEXEC, 0);
 		return fd < 0 ? -errno : fd;
 	}
-	if (!path)
+	if (!pfs_blob__path(blob))
 		return -ENOENT;
-	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if ((size_t)snprintf(name, n, "%s%s", base, CHUNKS_SUFFIX) >= n ||
-	    (size_t)snprintf(dir, sizeof(dir), "%.*s", (int)(base - path), path) >= sizeof(dir))
-		return -ENAMETOOLONG;
-	fd = open(r->chunks_dir ? r->chunks_dir :
-		  *dir		? dir :
-				  ".",
-		  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (!r->chunks_dir && !fstatfs(fd, &sf) && sf.f_type == HUGETLBFS_MAGIC) {
-		close(fd);
-		return -EOPNOTSUPP;
-	}
-	return fd;
+	return flat_place(r->chunks_dir, pfs_blob__path(blob), name, n);
 }
 
 /* Keep the complete list where list_place says, for the holder that serves
@@ -143,18 +148,36 @@ static void save(struct pfs_cli_repl *r, const struct pfs_blob *blob)
 		return;
 	err = pfs_chunks__save(r->ch.c, dfd, name);
 	close(dfd);
-	if (err)
-		pfs_warn("chunk digests: keeping the list beside the blob: %s", strerror(-err));
+	if (err == -EEXIST)
+		pfs_warn("chunk digests: %s is not a chunk list (a blob of that name?): left "
+			 "alone, the list not kept",
+			 name);
+	else if (err)
+		pfs_warn("chunk digests: keeping the list as %s: %s", name, strerror(-err));
 	r->ch.saved = !err;
 }
 
-void pfs_cli_chunks_remove(const char *dir, const char *name)
+/* Remove the list @name of @dfd, saying so when @what cannot. */
+static void unlink_list(int dfd, const char *name, const char *what)
 {
-	char p[4096];
+	int err = pfs_chunks__unlink(dfd, name);
 
-	if ((size_t)snprintf(p, sizeof(p), "%s/%s%s", dir, name, CHUNKS_SUFFIX) < sizeof(p) &&
-	    unlink(p) && errno != ENOENT)
-		pfs_warn("blob rm: the chunk list %s: %s", p, strerror(errno));
+	if (err == -EEXIST)
+		pfs_warn("%s: %s is not a chunk list (a blob of that name?): left alone", what,
+			 name);
+	else if (err && err != -ENOENT)
+		pfs_warn("%s: %s: %s", what, name, strerror(-err));
+}
+
+void pfs_cli_chunks_remove(const char *chunks_dir, const char *path)
+{
+	char name[512];
+	int dfd = flat_place(chunks_dir, path, name, sizeof(name));
+
+	if (dfd < 0)
+		return;
+	unlink_list(dfd, name, "blob rm: the chunk list");
+	close(dfd);
 }
 
 void pfs_cli_chunks_forget(const struct pfs_cli_repl *r, const struct pfs_blob *blob)
@@ -164,8 +187,7 @@ void pfs_cli_chunks_forget(const struct pfs_cli_repl *r, const struct pfs_blob *
 
 	if (dfd < 0)
 		return;
-	if (unlinkat(dfd, name, 0) && errno != ENOENT)
-		pfs_warn("chunk digests: removing an earlier list %s: %s", name, strerror(errno));
+	unlink_list(dfd, name, "chunk digests: an earlier blob's list");
 	close(dfd);
 }
 
@@ -363,12 +385,15 @@ void pfs_cli_chunks_load(struct pfs_cli_repl *r, const struct pfs_blob *blob)
 	int dfd = r->ch.c ? -EEXIST : list_place(r, blob, name, sizeof(name));
 	struct pfs_chunks *c;
 
+	if (r->chunks_dir && pfs_blob__dir_fd(blob) >= 0)
+		pfs_warn("--chunks-dir: a files-layout blob keeps its list in its directory; "
+			 "ignored");
 	if (dfd < 0)
 		return;
 	c = pfs_chunks__load(dfd, name, pfs_blob__size(blob));
 	if (!c && errno != ENOENT)
-		pfs_warn("chunk digests: the list %s kept beside the blob: %s; serving without it",
-			 name, strerror(errno));
+		pfs_warn("chunk digests: the kept list %s: %s; serving without it", name,
+			 strerror(errno));
 	close(dfd);
 	pfs_cli_metrics_lock();
 	r->ch.c = c;

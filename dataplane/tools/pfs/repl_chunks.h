@@ -64,9 +64,9 @@ int pfs_cli_chunks_verify(struct pfs_cli_repl *r, struct pfs_blob *blob,
  * of this name kept (a flat blob's DIR/NAME.chunks outlives --replace), so
  * a holder never serves a list of other bytes. */
 void pfs_cli_chunks_forget(const struct pfs_cli_repl *r, const struct pfs_blob *blob);
-/* pfs_cli_chunks_remove - `blob rm`: the list kept beside a flat blob
- * @name in @dir (DIR/NAME.chunks), if any. */
-void pfs_cli_chunks_remove(const char *dir, const char *name);
+/* pfs_cli_chunks_remove - `blob rm`: the list kept for the flat blob whose
+ * file is (or was) @path: BASE.chunks beside it, or in @chunks_dir. */
+void pfs_cli_chunks_remove(const char *chunks_dir, const char *path);
 /* pfs_cli_chunks_load - `blob serve`: the list kept beside @blob, if any. */
 void pfs_cli_chunks_load(struct pfs_cli_repl *r, const struct pfs_blob *blob);
 /* "chunks": {...} when there are chunk digests. */
