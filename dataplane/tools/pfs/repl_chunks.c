@@ -157,16 +157,19 @@ static void save(struct pfs_cli_repl *r, const struct pfs_blob *blob)
 	r->ch.saved = !err;
 }
 
-/* Remove the list @name of @dfd, saying so when @what cannot. */
+/* Remove the list @name of the directory @dfd (closed here; < 0: none),
+ * saying so when @what cannot. */
 static void unlink_list(int dfd, const char *name, const char *what)
 {
-	int err = pfs_chunks__unlink(dfd, name);
+	int err = dfd < 0 ? -ENOENT : pfs_chunks__unlink(dfd, name);
 
 	if (err == -EEXIST)
 		pfs_warn("%s: %s is not a chunk list (a blob of that name?): left alone", what,
 			 name);
 	else if (err && err != -ENOENT)
 		pfs_warn("%s: %s: %s", what, name, strerror(-err));
+	if (dfd >= 0)
+		close(dfd);
 }
 
 void pfs_cli_chunks_remove(const char *chunks_dir, const char *path)
@@ -174,10 +177,7 @@ void pfs_cli_chunks_remove(const char *chunks_dir, const char *path)
 	char name[512];
 	int dfd = flat_place(chunks_dir, path, name, sizeof(name));
 
-	if (dfd < 0)
-		return;
 	unlink_list(dfd, name, "blob rm: the chunk list");
-	close(dfd);
 }
 
 void pfs_cli_chunks_forget(const struct pfs_cli_repl *r, const struct pfs_blob *blob)
@@ -185,10 +185,7 @@ void pfs_cli_chunks_forget(const struct pfs_cli_repl *r, const struct pfs_blob *
 	char name[512];
 	int dfd = list_place(r, blob, name, sizeof(name));
 
-	if (dfd < 0)
-		return;
 	unlink_list(dfd, name, "chunk digests: an earlier blob's list");
-	close(dfd);
 }
 
 static void set_root(struct pfs_cli_chunks *ch)
