@@ -215,19 +215,8 @@ run_pipelined() { # -> seconds; also leaves the origin's bytes served in $W/serv
 	else
 		sect fetch "$W/r1" | field verify_seconds
 	fi >"$W/verify"
-	keep_results
+	keep_results pipelined
 	echo "$last - $t0" | bc -l
-}
-# KEEP=<dir>: every pipelined run's result JSONs kept in <dir>/<run>/ for a
-# closer look (the step-aside timeline is in them).
-# (Numbered by what is there: each run is a subshell.)
-keep_results() {
-	local d
-	[ -n "${KEEP:-}" ] || return 0
-	mkdir -p "$KEEP"
-	d=$KEEP/$(($(find "$KEEP" -mindepth 1 -maxdepth 1 | wc -l) + 1))
-	mkdir "$d"
-	cp "$W"/r[0-9]* "$d/"
 }
 # The alternatives are timed by the data plane too (no process start-up or
 # hand-over sleeps counted): the origin's load, then the relays' windows.

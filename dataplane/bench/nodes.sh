@@ -98,3 +98,16 @@ reserve_hugepages() {
 		echo $(($(cat /proc/sys/vm/nr_hugepages) + added)) >/proc/sys/vm/nr_hugepages
 	fi
 }
+
+# keep_results [label]: with KEEP=<dir>, this run's result JSONs ($W/r<N>)
+# copied into <dir>/[label-]<k>/ for a closer look (the watermark's and the
+# step-aside's timelines are in them). Numbered by what is there, because
+# each run is a subshell.
+keep_results() {
+	local d
+	[ -n "${KEEP:-}" ] || return 0
+	mkdir -p "$KEEP"
+	d=$KEEP/${1:+$1-}$(($(find "$KEEP" -mindepth 1 -maxdepth 1 | wc -l) + 1))
+	mkdir "$d"
+	cp "$W"/r[0-9]* "$d/"
+}

@@ -220,11 +220,7 @@ run_ours() {	# -> "seconds origin-load-seconds tail-seconds last-verify-seconds"
 	chain "$n"
 	wait "$op"
 	check 0 $((n - 1))
-	if [ -n "${KEEP:-}" ]; then	# numbered by what is there: a subshell
-		mkdir -p "$KEEP"
-		i=$KEEP/$s-$link-$n-$(($(find "$KEEP" -mindepth 1 -maxdepth 1 | wc -l) + 1))
-		mkdir "$i" && cp "$W"/r[0-9]* "$i/"
-	fi
+	keep_results "$s-$link-$n"
 	for i in $(seq 1 $((n - 1))); do
 		[ "$(echo "$(done_at "$i") > $last" | bc)" = 1 ] || continue
 		last=$(done_at "$i") lv=$(sect fetch "$W/r$i" | field verify_seconds)

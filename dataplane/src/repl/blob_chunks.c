@@ -24,6 +24,7 @@
 #include "pfs/blob_chunks.h"
 #include "pfs/blob_repl.h"
 #include "pfs/integrity.h"
+#include "util/deadline.h"
 #include "wire/wire_le.h"
 
 #define WAIT_MS 200 /* how long a worker sleeps before it looks for a stop */
@@ -99,7 +100,6 @@ struct pfs_chunks *pfs_chunks__new(uint64_t size)
 {
 	uint64_t count = (size + PFS_CHUNK_SIZE - 1) / PFS_CHUNK_SIZE;
 	struct pfs_chunks *c;
-	pthread_condattr_t ca;
 
 	if (!size || count > PFS_CHUNK_MAX) {
 		errno = EINVAL;
@@ -120,10 +120,7 @@ struct pfs_chunks *pfs_chunks__new(uint64_t size)
 		return NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	pfs_cond_init_monotonic(&c->cond);
 	return c;
 }
 
@@ -342,13 +339,7 @@ int pfs_chunks__list_wait(struct pfs_chunks *c, int timeout_ms)
 	struct timespec ts;
 	int err = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	pfs_deadline_ms(&ts, timeout_ms);
 	pthread_mutex_lock(&c->lock);
 	while (c->state == LIST_PARTIAL && err != ETIMEDOUT)
 		err = pthread_cond_timedwait(&c->cond, &c->lock, &ts);

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "pfs/blob_repl.h"
+#include "util/deadline.h"
 
 struct pfs_progress {
 	_Atomic uint64_t mark;
@@ -34,7 +35,6 @@ struct pfs_progress {
 struct pfs_progress *pfs_progress__new(uint64_t size)
 {
 	struct pfs_progress *p = calloc(1, sizeof(*p));
-	pthread_condattr_t ca;
 
 	if (!p) {
 		errno = ENOMEM;
@@ -42,10 +42,7 @@ struct pfs_progress *pfs_progress__new(uint64_t size)
 	}
 	p->size = size;
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	pfs_cond_init_monotonic(&p->cond);
 	return p;
 }
 
@@ -97,24 +94,13 @@ uint64_t pfs_progress__size(const struct pfs_progress *p)
 	return p->size;
 }
 
-static void deadline(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 int pfs_progress__wait(struct pfs_progress *p, uint64_t have, int timeout_ms, uint64_t *mark,
 		       char *msg, size_t n)
 {
 	struct timespec ts;
 	int err = 0;
 
-	deadline(&ts, timeout_ms);
+	pfs_deadline_ms(&ts, timeout_ms);
 	pthread_mutex_lock(&p->lock);
 	while (!p->failed && pfs_progress__mark(p) <= have && err != ETIMEDOUT)
 		err = pthread_cond_timedwait(&p->cond, &p->lock, &ts);

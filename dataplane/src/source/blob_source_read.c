@@ -36,6 +36,7 @@
 
 #include "source/blob_source_int.h"
 #include "pfs/integrity.h"
+#include "util/deadline.h"
 
 struct unit {
 	size_t file;
@@ -393,12 +394,7 @@ static void wait_unit(struct pipe *p, size_t i)
 			pthread_cond_wait(&p->cond, &p->lock);
 			continue;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += LANDED_POLL_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		pfs_deadline_ms(&ts, LANDED_POLL_MS);
 		pthread_cond_timedwait(&p->cond, &p->lock, &ts);
 		got = atomic_load_explicit(&p->landed[i], memory_order_acquire);
 		if (got > told && !p->done[i]) {
@@ -442,18 +438,13 @@ static void hash_units(struct pipe *p, EVP_MD_CTX *ctx, struct pfs_source_stats 
 int src_read(struct pfs_source *s, uint8_t *blob, struct pfs_source_stats *st, char *why, size_t n)
 {
 	struct pipe p = { .s = s, .blob = blob };
-	pthread_condattr_t ca;
 	pthread_t tid[PFS_SOURCE_THREADS_MAX];
 	int nt = 0, err;
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	double t0 = src_now();
 
 	pthread_mutex_init(&p.lock, NULL);
-	/* wait_unit's deadlines: a wall clock stepped back must not stall them. */
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p.cond, &ca);
-	pthread_condattr_destroy(&ca);
+	pfs_cond_init_monotonic(&p.cond);
 	err = !ctx || make_units(&p) ? -ENOMEM : 0;
 	if (err) {
 		snprintf(why, n, "no memory for %zu read units", s->l.n);

@@ -3,9 +3,8 @@
  * origin hashes its blob's chunks while it loads and serves the list; a
  * relay (delta grams too) asks its upstreams for the list, hashes its
  * chunks on several threads while they arrive and verifies them against
- * it, fetching a
- * failed chunk again from another upstream; the holder that serves the
- * blob later (`pfs blob serve`) loads the list kept beside it. The
+ * it, fetching a failed chunk again from another upstream; the holder that
+ * serves the blob later (`pfs blob serve`) loads the list kept for it. The
  * "chunks" member of a result. */
 #ifndef PFS_TOOL_REPL_CHUNKS_H
 #define PFS_TOOL_REPL_CHUNKS_H
@@ -41,11 +40,10 @@ struct pfs_cli_chunks {
 
 /* pfs_cli_chunks_start - the tables of a blob of @size bytes and, once
  * @blob is there (not NULL), the hash workers over the repl's watermark,
- * when ch->want and the session can carry digests: an origin, or a relay
- * (delta grams too). Called again with the bytes when the tables
- * had to exist first (a files relay asks for the list before its blob is
- * created from the layout). No-op without ch->want;
- * a failure is logged and the blob goes without. */
+ * when ch->want: an origin, or a relay (delta grams too). Called again
+ * with the bytes when the tables had to exist first (a files relay asks
+ * for the list before its blob is created from the layout). No-op without
+ * ch->want; a failure is logged and the blob goes without. */
 void pfs_cli_chunks_start(struct pfs_cli_repl *r, const uint8_t *blob, uint64_t size);
 /* pfs_cli_chunks_origin_done - the origin's fill is complete: wait for the
  * last hashes, make them the list servers send, keep it beside @blob.
