@@ -258,15 +258,25 @@ func kubeletPID(t *testing.T, node string) string {
 	return pid
 }
 
+// deadlineBytes is more than a transfer moves in its deadline at 50 GB/s.
+const deadlineBytes = "1Ti"
+
 // testDeadlineExceeded: a transfer still streaming when its
 // activeDeadlineSeconds pass ends Failed, DeadlineExceeded, its pods gone,
 // soon after the deadline and not before it.
 func testDeadlineExceeded(ctx context.Context, t *testing.T) {
 	const deadline = 20
 	x := longTransfer("fault-deadline", 2)
+	// retryBytes is sized for transfers that must also finish: a CI machine
+	// moved it at 3.5 GB/s, in less than the deadline. This one must never
+	// finish first, so it is sized far past any rate a node reaches.
+	x.Spec.TotalBytes = ptr.To(resource.MustParse(deadlineBytes))
 	x.Spec.ActiveDeadlineSeconds = ptr.To(int64(deadline))
 	startStreaming(ctx, t, x)
 	waitTransfer(ctx, t, x, 5*time.Minute)
+	if x.Status.Phase == pfsv1alpha1.PhaseSucceeded {
+		t.Fatalf("Succeeded at %s MB/s before its %d s deadline: raise deadlineBytes", x.Status.EffectiveMBps, deadline)
+	}
 	c := meta.FindStatusCondition(x.Status.Conditions, pfsv1alpha1.ConditionFailed)
 	if x.Status.Phase != pfsv1alpha1.PhaseFailed || c == nil || c.Reason != pfsv1alpha1.ReasonDeadlineExceeded || !strings.Contains(c.Message, "activeDeadlineSeconds") {
 		t.Fatalf("phase %s, Failed %+v; want Failed, DeadlineExceeded, naming activeDeadlineSeconds", x.Status.Phase, c)
