@@ -340,6 +340,8 @@ func testTransfer(ctx context.Context, t *testing.T, tr pfsv1alpha1.Transport, m
 	}
 	if mbps, err := strconv.ParseFloat(st.EffectiveMBps, 64); err != nil || mbps <= 0 {
 		t.Errorf("effectiveMBps %q, want > 0", st.EffectiveMBps)
+	} else if tr == pfsv1alpha1.TransportTCP && m == pfsv1alpha1.ModePayload {
+		tcpPayloadMBps[dataLink] = mbps
 	}
 	if st.Sender == nil || st.Receiver == nil || st.Sender.Node == st.Receiver.Node {
 		t.Errorf("sender %+v receiver %+v: want pods on two nodes", st.Sender, st.Receiver)
@@ -378,7 +380,7 @@ func testTransfer(ctx context.Context, t *testing.T, tr pfsv1alpha1.Transport, m
 func testReceiverDeleted(ctx context.Context, t *testing.T) {
 	x := transferSpec("retry", pfsv1alpha1.TransportTCP, pfsv1alpha1.ModePayload, true)
 	x.Spec.Passes = nil
-	x.Spec.TotalBytes = ptr.To(resource.MustParse(retryBytes))
+	x.Spec.TotalBytes = streamBytes(true)
 	x.Spec.BackoffLimit = ptr.To(int32(1))
 	if err := env.c.Create(ctx, x); err != nil {
 		t.Fatal(err)
@@ -392,7 +394,7 @@ func testReceiverDeleted(ctx context.Context, t *testing.T) {
 			return false, client.IgnoreNotFound(err)
 		}
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			return false, fmt.Errorf("sender %s ended (%s) before the receiver could be deleted: raise retryBytes", sender, p.Status.Phase)
+			return false, fmt.Errorf("sender %s ended (%s) before the receiver could be deleted: raise streamSeconds", sender, p.Status.Phase)
 		}
 		return p.Status.Phase == corev1.PodRunning, nil
 	})
@@ -405,6 +407,9 @@ func testReceiverDeleted(ctx context.Context, t *testing.T) {
 	}
 	t.Logf("deleted receiver %s mid-transfer", receiver)
 	waitTransfer(ctx, t, x, 10*time.Minute)
+	if x.Status.Phase == pfsv1alpha1.PhaseSucceeded && x.Status.FailedAttempts == 0 {
+		t.Fatalf("Succeeded in its first attempt: %s bytes ended before the receiver's deletion (raise streamSeconds)", x.Spec.TotalBytes)
+	}
 	progress.check(t) // the receiver's page, read into status.progress while it ran
 	st := x.Status
 	if st.Progress != "100%" {
@@ -425,9 +430,30 @@ func testReceiverDeleted(ctx context.Context, t *testing.T) {
 	t.Logf("retried after %d failed attempt(s), then Succeeded at %s MB/s", st.FailedAttempts, st.EffectiveMBps)
 }
 
-// retryBytes makes one attempt of the retry transfer last long enough (tens
-// of seconds at the rates measured on the 2-CPU VM) to delete its receiver mid-stream.
+// retryBytes is the least a transfer a fault must land in moves: about 12 s
+// at the 2 GB/s of the pod network on the 2-CPU VM.
 const retryBytes = "24Gi"
+
+// streamSeconds is how long such a transfer should stream: the faults land
+// 2-5 s after its sender runs, and status.progress is read every 5 s.
+const streamSeconds = 15
+
+// tcpPayloadMBps is what this run's plain TCP Payload transfers measured,
+// keyed by whether they crossed the veth data link or the pod network.
+var tcpPayloadMBps = map[bool]float64{}
+
+// streamBytes sizes a transfer a fault must land in by the rate measured on
+// its path in this run, so it streams about streamSeconds on a fast machine
+// too (a CI machine moved 24Gi over the data link in 7 s), never less than
+// retryBytes.
+func streamBytes(dataLink bool) *resource.Quantity {
+	least := resource.MustParse(retryBytes)
+	n := int64(tcpPayloadMBps[dataLink] * 1e6 * streamSeconds)
+	if n <= least.Value() {
+		return &least
+	}
+	return resource.NewQuantity(n&^(1<<20-1), resource.BinarySI) // whole MiB: the API takes whole bytes from 1Mi
+}
 
 func testUninstall(ctx context.Context, t *testing.T) {
 	// What the earlier steps left (blobs held by seeded DaemonSets and

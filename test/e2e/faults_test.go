@@ -64,12 +64,12 @@ func smallTransfer(name, size string) *pfsv1alpha1.PfsTransfer {
 	}
 }
 
-// longTransfer is a transfer whose one attempt streams for tens of seconds,
-// so a fault lands mid-stream.
+// longTransfer is a transfer whose one attempt streams for about
+// streamSeconds over the pod network, so a fault lands mid-stream.
 func longTransfer(name string, backoffLimit int32) *pfsv1alpha1.PfsTransfer {
 	x := transferSpec(name, pfsv1alpha1.TransportTCP, pfsv1alpha1.ModePayload, false)
 	x.Spec.Passes = nil
-	x.Spec.TotalBytes = ptr.To(resource.MustParse(retryBytes))
+	x.Spec.TotalBytes = streamBytes(false)
 	x.Spec.BackoffLimit = ptr.To(backoffLimit)
 	return x
 }
@@ -87,7 +87,7 @@ func startStreaming(ctx context.Context, t *testing.T, x *pfsv1alpha1.PfsTransfe
 			return false, client.IgnoreNotFound(err)
 		}
 		if sender.Status.Phase == corev1.PodSucceeded || sender.Status.Phase == corev1.PodFailed {
-			return false, fmt.Errorf("sender ended (%s) before the fault: raise retryBytes", sender.Status.Phase)
+			return false, fmt.Errorf("sender ended (%s) before the fault: raise streamSeconds", sender.Status.Phase)
 		}
 		return sender.Status.Phase == corev1.PodRunning, nil
 	})
@@ -187,7 +187,7 @@ func killContainer(t *testing.T, pod *corev1.Pod, verb string) {
 		t.Logf("SIGKILLed %s (host pid %d: %s %s ...)", pod.Name, pid, args[0], args[1])
 		return
 	}
-	t.Fatalf("no pfs %s process of pod %s (uid %s) on this host", verb, pod.Name, uid)
+	t.Fatalf("no pfs %s process of pod %s (uid %s) on this host: it ended before the kill? (raise streamSeconds)", verb, pod.Name, uid)
 }
 
 // testSenderKilled: the sender process dies by SIGKILL mid-stream. The
@@ -237,7 +237,7 @@ func testKubeletRestartMidTransfer(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	if recv.Status.Phase != corev1.PodRunning {
-		t.Fatalf("receiver %s is %s after the kubelet restart: the fault did not land mid-stream (raise retryBytes)", recv.Name, recv.Status.Phase)
+		t.Fatalf("receiver %s is %s after the kubelet restart: the fault did not land mid-stream (raise streamSeconds)", recv.Name, recv.Status.Phase)
 	}
 	t.Logf("restarted the kubelet of %s (pid %s, then another) under receiver %s, still Running", node, pidBefore, recv.Name)
 	waitTransfer(ctx, t, x, 10*time.Minute)
@@ -267,9 +267,9 @@ const deadlineBytes = "1Ti"
 func testDeadlineExceeded(ctx context.Context, t *testing.T) {
 	const deadline = 20
 	x := longTransfer("fault-deadline", 2)
-	// retryBytes is sized for transfers that must also finish: a CI machine
-	// moved it at 3.5 GB/s, in less than the deadline. This one must never
-	// finish first, so it is sized far past any rate a node reaches.
+	// streamBytes is sized for transfers that must also finish, in about
+	// streamSeconds. This one must never finish first: it is sized far past
+	// any rate a node reaches.
 	x.Spec.TotalBytes = ptr.To(resource.MustParse(deadlineBytes))
 	x.Spec.ActiveDeadlineSeconds = ptr.To(int64(deadline))
 	startStreaming(ctx, t, x)
