@@ -454,6 +454,76 @@ static int t_probe(void)
 	return TAP_PASS;
 }
 
+/* @pid's PID in its own namespace (the last field of NSpid), or -1. */
+static long ns_pid(pid_t pid)
+{
+	char p[64], line[256];
+	long last = -1;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+	f = fopen(p, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (char *t = strtok(line + 6, " \t\n"); t; t = strtok(NULL, " \t\n"))
+			last = strtol(t, NULL, 10);
+	}
+	if (f)
+		fclose(f);
+	return last;
+}
+
+/* In a pod pfs is PID 1 of its PID namespace, which the kernel spares every
+ * signal it has no handler for, even one from the host: the kubelet's
+ * SIGTERM must still end a receiver at once (128+15, saying so), not leave
+ * it waiting for a sender until the SIGKILL a grace period later. */
+static int t_pid1_sigterm(void)
+{
+	char addr[64], ready[128];
+	char *rargs[] = { "recv", "--listen",	      addr, "--mode", "payload", "--ready-file",
+			  ready,  "--accept-timeout", "30", NULL };
+	struct timespec t0, t1;
+	pid_t mid, inner = -1;
+	int pfd[2], rc;
+	double took;
+	long nspid;
+
+	NEED_NET();
+	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
+	snprintf(ready, sizeof(ready), "%s/pid1-ready", tmpdir);
+	CHECK(!pipe(pfd), "pipe: %s", strerror(errno));
+	mid = fork();
+	if (mid == 0) {
+		/* The namespace's first child, spawned below, is its PID 1. */
+		if (unshare(CLONE_NEWPID))
+			_exit(119);
+		inner = spawn(ns_b, "pid1", rargs);
+		if (write(pfd[1], &inner, sizeof(inner)) != sizeof(inner))
+			_exit(118);
+		_exit(wait_rc(inner, 60));
+	}
+	close(pfd[1]);
+	rc = read(pfd[0], &inner, sizeof(inner)) == sizeof(inner) && inner > 0;
+	close(pfd[0]);
+	CHECK(rc, "no receiver in a new PID namespace (exit %d)", wait_rc(mid, 5));
+	for (int i = 0; i < 400 && access(ready, F_OK); i++)
+		usleep(25000);
+	nspid = ns_pid(inner);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	kill(inner, SIGTERM);
+	rc = wait_rc(mid, 20);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	CHECK(nspid == 1, "the receiver is pid %ld in its namespace, not 1", nspid);
+	CHECK(!access(ready, F_OK), "the receiver never listened: %s", slurp("pid1", "err"));
+	CHECK(rc == 128 + SIGTERM && took < 5, "exit %d %.1f s after SIGTERM, want %d at once: %s",
+	      rc, took, 128 + SIGTERM, slurp("pid1", "err"));
+	CHECK(strstr(slurp("pid1", "err"), "stopped by SIGTERM"), "message: %s",
+	      slurp("pid1", "err"));
+	return TAP_PASS;
+}
+
 /* --range: an offset-mode sweep of exactly one 3 MiB range checksums those
  * bytes and no others. */
 static int t_range(void)
@@ -636,6 +706,8 @@ static const struct tap_test tests[] = {
 	  t_into_blob_udp },
 	{ "--range: one sweep of a blob range checksums exactly those bytes", t_range },
 	{ "pfs probe: 1 before the receiver is ready, 0 after, 2 without --ready-file", t_probe },
+	{ "as PID 1 of its PID namespace (a pod's), a receiver ends at once on SIGTERM, 143",
+	  t_pid1_sigterm },
 	{ "remove the namespaces and veth", t_teardown, .setup = true },
 };
 

@@ -102,6 +102,10 @@ func EffectiveBytes(x *pfsv1alpha1.PfsTransfer, blob *pfsv1alpha1.PfsBlob) int64
 	return n
 }
 
+// TransferGracePeriod is the seconds a deleted transfer pod gets between
+// SIGTERM, on which pfs ends at once, and SIGKILL.
+const TransferGracePeriod = 10
+
 // ReceiverPod builds the receiving side. It listens, creates ReadyFile once
 // it does, and its readiness probe (pfs itself: the image has no shell)
 // reports that file, so the controller starts the sender only when the
@@ -319,7 +323,7 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side
 			PriorityClassName:             cfg.priorityClass(x.Spec.Scheduling),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
-			TerminationGracePeriodSeconds: ptr.To(int64(10)),
+			TerminationGracePeriodSeconds: ptr.To(int64(TransferGracePeriod)),
 			ActiveDeadlineSeconds:         x.Spec.ActiveDeadlineSeconds,
 		},
 	}

@@ -282,13 +282,20 @@ func testDeadlineExceeded(ctx context.Context, t *testing.T) {
 		t.Fatalf("phase %s, Failed %+v; want Failed, DeadlineExceeded, naming activeDeadlineSeconds", x.Status.Phase, c)
 	}
 	// The pods were streaming: the operator deletes them once the verdict is
-	// written, so they go within a grace period, not at once.
+	// written. pfs, PID 1 in its container, ends on the kubelet's SIGTERM,
+	// so they go well within their 10 s grace period, which they would wait
+	// out if it ignored the signal (as PID 1 does without a handler).
 	var left []string
+	verdict := time.Now()
 	if err := poll(ctx, time.Minute, func() (bool, error) {
 		left = transferPods(ctx, t, x)
 		return len(left) == 0, nil
 	}); err != nil {
 		t.Errorf("pods still there a minute after the deadline: %v", left)
+	} else if gone := time.Since(verdict); gone >= podspec.TransferGracePeriod*time.Second {
+		t.Errorf("pods gone %s after the verdict, not within their %d s grace period: did pfs ignore SIGTERM?", gone.Round(time.Second), podspec.TransferGracePeriod)
+	} else {
+		t.Logf("pods gone %s after the verdict", gone.Round(100*time.Millisecond))
 	}
 	t.Logf("%s after %s: %s", c.Reason, c.LastTransitionTime.Sub(x.CreationTimestamp.Time), c.Message)
 	if took := c.LastTransitionTime.Sub(x.CreationTimestamp.Time); took < deadline*time.Second || took > (deadline+30)*time.Second {

@@ -38,6 +38,35 @@ void pfs_cli_catch_stop(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
+/* The default action of a stop signal, for when the kernel gives none: the
+ * shell's 128+N. Only async-signal-safe calls. */
+static void on_stop_default(int sig)
+{
+	static const char term[] = "pfs: stopped by SIGTERM\n", intr[] = "pfs: stopped by SIGINT\n",
+			  hup[] = "pfs: stopped by SIGHUP\n";
+	const char *msg = sig == SIGTERM ? term : sig == SIGINT ? intr : hup;
+	size_t len = sig == SIGTERM ? sizeof(term) : sig == SIGINT ? sizeof(intr) : sizeof(hup);
+
+	if (write(STDERR_FILENO, msg, len - 1) < 0) {
+		/* nothing else to tell: the exit code says it */
+	}
+	_exit(128 + sig);
+}
+
+void pfs_cli_stop_as_pid1(void)
+{
+	struct sigaction sa;
+
+	if (getpid() != 1)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_default;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 double pfs_cli_now(void)
 {
 	struct timespec ts;

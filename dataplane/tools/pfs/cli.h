@@ -66,6 +66,15 @@ int pfs_cli_parse_umem_page(const char *arg, void *field);
 extern volatile sig_atomic_t pfs_cli_stop;
 void pfs_cli_catch_stop(void);
 
+/* As PID 1 (pfs is the image's entrypoint), "the default action" is none:
+ * the kernel drops a signal the init of a PID namespace has no handler for,
+ * even one sent from the host, so a deleted pod's pfs would stream on until
+ * the kubelet's SIGKILL a grace period later, holding its hugepages and its
+ * queue. main() calls this first: as PID 1 only, SIGTERM, SIGINT and SIGHUP
+ * end pfs at once with 128+N, as they end it anywhere else. The commands
+ * above replace it with their own. */
+void pfs_cli_stop_as_pid1(void);
+
 /* CLOCK_MONOTONIC in seconds. */
 double pfs_cli_now(void);
 /* CLOCK_REALTIME in seconds (timestamps other nodes compare). */

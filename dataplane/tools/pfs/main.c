@@ -123,6 +123,7 @@ int main(int argc, char **argv)
 
 	/* A vanished peer must surface as EPIPE from send(), not kill us. */
 	signal(SIGPIPE, SIG_IGN);
+	pfs_cli_stop_as_pid1();
 	/* The library reads no environment: pfs passes what it finds. */
 	crc = getenv("PFS_CRC32C_IMPL");
 	if (crc && !strcmp(crc, "portable"))
