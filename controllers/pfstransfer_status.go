@@ -111,6 +111,7 @@ func (d *transferDecision) run() {
 		d.afterFinish()
 		return
 	}
+	defer d.wakeAtDeadline()
 	if !d.mayRun() {
 		return
 	}
@@ -123,6 +124,18 @@ func (d *transferDecision) run() {
 		return
 	}
 	d.progress(ro)
+}
+
+// wakeAtDeadline asks for a look at the transfer's activeDeadlineSeconds
+// while it has not ended: the verdict is the operator's, written at the
+// deadline, and the pods it deletes then end at once (the kubelet's own
+// deadline on them is a later backstop, podspec.PodDeadline).
+func (d *transferDecision) wakeAtDeadline() {
+	s := d.x.Spec.ActiveDeadlineSeconds
+	if s == nil || d.st.Phase.IsTerminal() {
+		return
+	}
+	d.wakeIn(d.x.CreationTimestamp.Add(time.Duration(*s) * time.Second).Sub(d.obs.Now))
 }
 
 // mayRun evaluates the preconditions and waits out the backoff after a

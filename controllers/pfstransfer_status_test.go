@@ -203,6 +203,17 @@ func TestDecideTransfer(t *testing.T) {
 		"deadline passed": {x: base(func(x *pfsv1alpha1.PfsTransfer) { x.Spec.ActiveDeadlineSeconds = ptr.To(int64(60)) }),
 			want: want{phase: "Failed", conds: map[string]string{"Failed": "True/DeadlineExceeded", "Succeeded": "False/DeadlineExceeded"},
 				plan: transferPlan{DeleteActivePods: true}}},
+		"both sides running, 25 s before the deadline: woken at it": {
+			x:   base(status(bothCreated), func(x *pfsv1alpha1.PfsTransfer) { x.Spec.ActiveDeadlineSeconds = ptr.To(int64(3600 + 25)) }),
+			obs: transferObservation{Receiver: recvReady, Sender: testPod("x-a0-send", "sender", onNode("n2"), isRunning(false))},
+			want: want{phase: "Running", conds: map[string]string{"Placed": "True/PodsScheduled", "Succeeded": "False/Running"},
+				plan: transferPlan{RequeueAfter: 25 * time.Second}, events: []string{"PodsScheduled", "Running"}}},
+		"backoff over the deadline: woken at the deadline, not the backoff's end": {
+			x: base(func(x *pfsv1alpha1.PfsTransfer) {
+				x.Spec.BackoffLimit, x.Spec.ActiveDeadlineSeconds = ptr.To(int32(2)), ptr.To(int64(3600+5))
+				x.Status = pfsv1alpha1.PfsTransferStatus{Phase: "Pending", FailedAttempts: 2, LastFailureTime: &metav1.Time{Time: t0.Add(-5 * time.Second)}}
+			}),
+			want: want{phase: "Pending", attempts: 2, plan: transferPlan{RequeueAfter: 5 * time.Second}}},
 		"finished, TTL not over": {x: base(func(x *pfsv1alpha1.PfsTransfer) {
 			x.Spec.TTLSecondsAfterFinished = ptr.To(int32(60))
 			x.Status = pfsv1alpha1.PfsTransferStatus{Phase: "Succeeded", CompletionTime: &metav1.Time{Time: t0.Add(-20 * time.Second)}}

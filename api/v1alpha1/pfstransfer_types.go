@@ -303,7 +303,9 @@ type PfsTransferSpec struct {
 
 	// activeDeadlineSeconds bounds the whole run, from 1 to 86400; when it
 	// passes, the pods are stopped and the transfer fails with reason
-	// DeadlineExceeded. Absent means no deadline.
+	// DeadlineExceeded. Absent means no deadline. The pods carry it 30 s
+	// later as their own, for the kubelet to stop them if the operator is
+	// down.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=86400

@@ -492,12 +492,16 @@ static int t_pid1_sigterm(void)
 	NEED_NET();
 	snprintf(addr, sizeof(addr), "%s:%d", ip_b, ++port);
 	snprintf(ready, sizeof(ready), "%s/pid1-ready", tmpdir);
-	CHECK(!pipe(pfd), "pipe: %s", strerror(errno));
+	/* close-on-exec: pfs must not hold the pipe open */
+	CHECK(!pipe2(pfd, O_CLOEXEC), "pipe: %s", strerror(errno));
 	mid = fork();
+	CHECK(mid >= 0, "fork: %s", strerror(errno));
 	if (mid == 0) {
 		/* The namespace's first child, spawned below, is its PID 1. */
-		if (unshare(CLONE_NEWPID))
+		if (unshare(CLONE_NEWPID)) {
+			fprintf(stderr, "unshare(CLONE_NEWPID): %s\n", strerror(errno));
 			_exit(119);
+		}
 		inner = spawn(ns_b, "pid1", rargs);
 		if (write(pfd[1], &inner, sizeof(inner)) != sizeof(inner))
 			_exit(118);
@@ -515,8 +519,12 @@ static int t_pid1_sigterm(void)
 	rc = wait_rc(mid, 20);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	CHECK(nspid == 1, "the receiver is pid %ld in its namespace, not 1", nspid);
+	/* If it outlived the wait, SIGKILL (which reaches a namespace's init
+	 * from outside) leaves none over. */
+	if (rc == -1)
+		kill(inner, SIGKILL);
 	CHECK(!access(ready, F_OK), "the receiver never listened: %s", slurp("pid1", "err"));
+	CHECK(nspid == 1, "the receiver is pid %ld in its namespace, not 1", nspid);
 	CHECK(rc == 128 + SIGTERM && took < 5, "exit %d %.1f s after SIGTERM, want %d at once: %s",
 	      rc, took, 128 + SIGTERM, slurp("pid1", "err"));
 	CHECK(strstr(slurp("pid1", "err"), "stopped by SIGTERM"), "message: %s",

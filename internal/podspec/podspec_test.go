@@ -490,3 +490,26 @@ func TestTransferPodsNUMA(t *testing.T) {
 		t.Error("a pod without a readable decision carries one")
 	}
 }
+
+// A transfer's pods carry the kubelet's deadline DeadlineBackstop seconds
+// after the transfer's, so the operator's verdict at the deadline comes
+// first; the grace period is the one the e2e deadline fault counts on.
+func TestTransferPodsDeadline(t *testing.T) {
+	x := &pfsv1alpha1.PfsTransfer{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u"},
+		Spec: pfsv1alpha1.PfsTransferSpec{Mode: pfsv1alpha1.ModeOffset, BlobRef: &pfsv1alpha1.BlobReference{Name: "b"}}}
+	in := TransferInputs{Blob: blob(pfsv1alpha1.PageSize2Mi, "64Mi"), BlobNodes: []string{"n1"}}
+	addr := placement.Address{IP: "10.0.0.5"}
+	for _, tc := range []struct {
+		run, want *int64
+	}{{nil, nil}, {ptr.To(int64(20)), ptr.To(int64(50))}, {ptr.To(int64(600)), ptr.To(int64(630))}} {
+		x.Spec.ActiveDeadlineSeconds = tc.run
+		for _, pod := range []*corev1.Pod{ReceiverPod(cfg, x, in), SenderPod(cfg, x, in, addr)} {
+			if diff := cmp.Diff(tc.want, pod.Spec.ActiveDeadlineSeconds); diff != "" {
+				t.Errorf("%s, transfer deadline %v: pod deadline (-want +got):\n%s", pod.Name, ptr.Deref(tc.run, -1), diff)
+			}
+			if g := ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, -1); g != TransferGracePeriod {
+				t.Errorf("%s: grace period %d, want %d", pod.Name, g, TransferGracePeriod)
+			}
+		}
+	}
+}

@@ -102,6 +102,23 @@ func EffectiveBytes(x *pfsv1alpha1.PfsTransfer, blob *pfsv1alpha1.PfsBlob) int64
 	return n
 }
 
+// DeadlineBackstop is how much later than its run's activeDeadlineSeconds
+// the kubelet ends a pod by its own deadline. The operator ends the run at
+// the deadline and deletes the pods still running; the kubelet's deadline,
+// counted from the pod's start, is for an operator that is down. Were the
+// two the same, the kubelet would often end a pod first, and the run would
+// end on that pod's failure instead, its pods kept as failed pods are.
+const DeadlineBackstop = 30
+
+// PodDeadline is a run pod's activeDeadlineSeconds: the run's plus
+// DeadlineBackstop (nil: none).
+func PodDeadline(run *int64) *int64 {
+	if run == nil {
+		return nil
+	}
+	return ptr.To(*run + DeadlineBackstop)
+}
+
 // TransferGracePeriod is the seconds a deleted transfer pod gets between
 // SIGTERM, on which pfs ends at once, and SIGKILL.
 const TransferGracePeriod = 10
@@ -324,7 +341,7 @@ func transferPod(cfg Config, x *pfsv1alpha1.PfsTransfer, in TransferInputs, side
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To(int64(TransferGracePeriod)),
-			ActiveDeadlineSeconds:         x.Spec.ActiveDeadlineSeconds,
+			ActiveDeadlineSeconds:         PodDeadline(x.Spec.ActiveDeadlineSeconds),
 		},
 	}
 	pod.Spec.Affinity = placement.NodeAffinity(side.nodes)

@@ -258,6 +258,33 @@ func kubeletPID(t *testing.T, node string) string {
 	return pid
 }
 
+// watchPodEnds looks at x's pods every 250 ms until none is left, and
+// returns each container's exit code seen (pod/container: code) and how long
+// they took to go. The kubelet writes a container's end to the pod's status
+// before it removes the pod, for a second or more; 2 s polls may miss it.
+func watchPodEnds(ctx context.Context, x *pfsv1alpha1.PfsTransfer, timeout time.Duration) (map[string]int32, time.Duration, error) {
+	ends := map[string]int32{}
+	start := time.Now()
+	for time.Since(start) < timeout {
+		pods := &corev1.PodList{}
+		if err := env.c.List(ctx, pods, client.InNamespace(x.Namespace), client.MatchingLabels{podspec.LabelTransferUID: string(x.UID)}); err != nil {
+			return ends, time.Since(start), err
+		}
+		if len(pods.Items) == 0 {
+			return ends, time.Since(start), nil
+		}
+		for _, p := range pods.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				if term := cs.State.Terminated; term != nil {
+					ends[p.Name+"/"+cs.Name] = term.ExitCode
+				}
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return ends, time.Since(start), fmt.Errorf("timed out after %s", timeout)
+}
+
 // deadlineBytes is more than a transfer moves in its deadline at 50 GB/s.
 const deadlineBytes = "1Ti"
 
@@ -281,22 +308,25 @@ func testDeadlineExceeded(ctx context.Context, t *testing.T) {
 	if x.Status.Phase != pfsv1alpha1.PhaseFailed || c == nil || c.Reason != pfsv1alpha1.ReasonDeadlineExceeded || !strings.Contains(c.Message, "activeDeadlineSeconds") {
 		t.Fatalf("phase %s, Failed %+v; want Failed, DeadlineExceeded, naming activeDeadlineSeconds", x.Status.Phase, c)
 	}
-	// The pods were streaming: the operator deletes them once the verdict is
-	// written. pfs, PID 1 in its container, ends on the kubelet's SIGTERM,
-	// so they go well within their 10 s grace period, which they would wait
-	// out if it ignored the signal (as PID 1 does without a handler).
-	var left []string
-	verdict := time.Now()
-	if err := poll(ctx, time.Minute, func() (bool, error) {
-		left = transferPods(ctx, t, x)
-		return len(left) == 0, nil
-	}); err != nil {
-		t.Errorf("pods still there a minute after the deadline: %v", left)
-	} else if gone := time.Since(verdict); gone >= podspec.TransferGracePeriod*time.Second {
-		t.Errorf("pods gone %s after the verdict, not within their %d s grace period: did pfs ignore SIGTERM?", gone.Round(time.Second), podspec.TransferGracePeriod)
-	} else {
-		t.Logf("pods gone %s after the verdict", gone.Round(100*time.Millisecond))
+	// The pods were streaming: the operator deletes them with the verdict.
+	// pfs, PID 1 in its container, must end on the kubelet's SIGTERM (143),
+	// not wait out the grace period for the SIGKILL (137), as PID 1 without
+	// a handler for it would.
+	ends, gone, err := watchPodEnds(ctx, x, time.Minute)
+	if err != nil {
+		t.Errorf("pods still there a minute after the deadline (%v); their containers ended %v", err, ends)
 	}
+	var sigterm bool
+	for c, code := range ends {
+		if code == 128+int32(syscall.SIGKILL) {
+			t.Errorf("%s was SIGKILLed (exit %d) at the end of its grace period: pfs ignored SIGTERM", c, code)
+		}
+		sigterm = sigterm || code == 128+int32(syscall.SIGTERM)
+	}
+	if !sigterm {
+		t.Errorf("no container ended on SIGTERM (exit 143); seen: %v", ends)
+	}
+	t.Logf("pods gone %s after the verdict; their containers ended %v", gone.Round(100*time.Millisecond), ends)
 	t.Logf("%s after %s: %s", c.Reason, c.LastTransitionTime.Sub(x.CreationTimestamp.Time), c.Message)
 	if took := c.LastTransitionTime.Sub(x.CreationTimestamp.Time); took < deadline*time.Second || took > (deadline+30)*time.Second {
 		t.Errorf("Failed %s after creation, want between the deadline (%ds) and 30 s after it", took, deadline)
