@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -258,31 +260,56 @@ func kubeletPID(t *testing.T, node string) string {
 	return pid
 }
 
-// watchPodEnds looks at x's pods every 250 ms until none is left, and
-// returns each container's exit code seen (pod/container: code) and how long
-// they took to go. The kubelet writes a container's end to the pod's status
-// before it removes the pod, for a second or more; 2 s polls may miss it.
-func watchPodEnds(ctx context.Context, x *pfsv1alpha1.PfsTransfer, timeout time.Duration) (map[string]int32, time.Duration, error) {
-	ends := map[string]int32{}
-	start := time.Now()
-	for time.Since(start) < timeout {
-		pods := &corev1.PodList{}
-		if err := env.c.List(ctx, pods, client.InNamespace(x.Namespace), client.MatchingLabels{podspec.LabelTransferUID: string(x.UID)}); err != nil {
-			return ends, time.Since(start), err
-		}
-		if len(pods.Items) == 0 {
-			return ends, time.Since(start), nil
-		}
-		for _, p := range pods.Items {
+// podEnds is how x's pods' containers ended (pod/container: exit code),
+// and gone closed once none of the pods is left.
+type podEnds struct {
+	mu    sync.Mutex
+	codes map[string]int32
+	gone  chan struct{}
+}
+
+func (e *podEnds) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return fmt.Sprint(e.codes)
+}
+
+// watchPodEnds watches x's pods, which exist, until none is left. A watch
+// sees every status the kubelet writes: a container's end is written before
+// the pod is removed, but may stand for less than a poll's interval.
+func watchPodEnds(ctx context.Context, x *pfsv1alpha1.PfsTransfer) (*podEnds, error) {
+	w, err := env.c.Watch(ctx, &corev1.PodList{}, client.InNamespace(x.Namespace), client.MatchingLabels{podspec.LabelTransferUID: string(x.UID)})
+	if err != nil {
+		return nil, err
+	}
+	e := &podEnds{codes: map[string]int32{}, gone: make(chan struct{})}
+	go func() {
+		defer w.Stop()
+		live := map[string]bool{}
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			e.mu.Lock()
 			for _, cs := range p.Status.ContainerStatuses {
 				if term := cs.State.Terminated; term != nil {
-					ends[p.Name+"/"+cs.Name] = term.ExitCode
+					e.codes[p.Name+"/"+cs.Name] = term.ExitCode
 				}
 			}
+			e.mu.Unlock()
+			if ev.Type == apiwatch.Deleted {
+				delete(live, p.Name)
+				if len(live) == 0 {
+					close(e.gone)
+					return
+				}
+			} else {
+				live[p.Name] = true
+			}
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return ends, time.Since(start), fmt.Errorf("timed out after %s", timeout)
+	}()
+	return e, nil
 }
 
 // deadlineBytes is more than a transfer moves in its deadline at 50 GB/s.
@@ -300,6 +327,10 @@ func testDeadlineExceeded(ctx context.Context, t *testing.T) {
 	x.Spec.TotalBytes = ptr.To(resource.MustParse(deadlineBytes))
 	x.Spec.ActiveDeadlineSeconds = ptr.To(int64(deadline))
 	startStreaming(ctx, t, x)
+	ends, err := watchPodEnds(ctx, x)
+	if err != nil {
+		t.Fatalf("watching the pods: %v", err)
+	}
 	waitTransfer(ctx, t, x, 5*time.Minute)
 	if x.Status.Phase == pfsv1alpha1.PhaseSucceeded {
 		t.Fatalf("Succeeded at %s MB/s before its %d s deadline: raise deadlineBytes", x.Status.EffectiveMBps, deadline)
@@ -312,21 +343,26 @@ func testDeadlineExceeded(ctx context.Context, t *testing.T) {
 	// pfs, PID 1 in its container, must end on the kubelet's SIGTERM (143),
 	// not wait out the grace period for the SIGKILL (137), as PID 1 without
 	// a handler for it would.
-	ends, gone, err := watchPodEnds(ctx, x, time.Minute)
-	if err != nil {
-		t.Errorf("pods still there a minute after the deadline (%v); their containers ended %v", err, ends)
+	verdict := time.Now()
+	select {
+	case <-ends.gone:
+	case <-time.After(time.Minute):
+		t.Errorf("pods %v still there a minute after the deadline; their containers ended %v", transferPods(ctx, t, x), ends)
 	}
+	gone := time.Since(verdict)
+	ends.mu.Lock()
+	defer ends.mu.Unlock()
 	var sigterm bool
-	for c, code := range ends {
+	for c, code := range ends.codes {
 		if code == 128+int32(syscall.SIGKILL) {
 			t.Errorf("%s was SIGKILLed (exit %d) at the end of its grace period: pfs ignored SIGTERM", c, code)
 		}
 		sigterm = sigterm || code == 128+int32(syscall.SIGTERM)
 	}
 	if !sigterm {
-		t.Errorf("no container ended on SIGTERM (exit 143); seen: %v", ends)
+		t.Errorf("no container ended on SIGTERM (exit 143); seen: %v", ends.codes)
 	}
-	t.Logf("pods gone %s after the verdict; their containers ended %v", gone.Round(100*time.Millisecond), ends)
+	t.Logf("pods gone %s after the verdict was seen; their containers ended %v", gone.Round(100*time.Millisecond), ends.codes)
 	t.Logf("%s after %s: %s", c.Reason, c.LastTransitionTime.Sub(x.CreationTimestamp.Time), c.Message)
 	if took := c.LastTransitionTime.Sub(x.CreationTimestamp.Time); took < deadline*time.Second || took > (deadline+30)*time.Second {
 		t.Errorf("Failed %s after creation, want between the deadline (%ds) and 30 s after it", took, deadline)

@@ -43,7 +43,7 @@ var env struct {
 	// from hack/testdata.sh).
 	nodes   []string
 	dataDir string
-	c       client.Client
+	c       client.WithWatch
 }
 
 func getenv(k, def string) string {
@@ -152,7 +152,7 @@ func mainE(m *testing.M) (code int) {
 		logf("kubeconfig: %v", err)
 		return 1
 	}
-	if env.c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+	if env.c, err = client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
 		logf("client: %v", err)
 		return 1
 	}
