@@ -135,7 +135,7 @@ func (d *transferDecision) wakeAtDeadline() {
 	if s == nil || d.st.Phase.IsTerminal() {
 		return
 	}
-	d.wakeIn(d.x.CreationTimestamp.Add(time.Duration(*s) * time.Second).Sub(d.obs.Now))
+	d.wakeIn(deadlineAt(d.x.CreationTimestamp.Time, *s).Sub(d.obs.Now))
 }
 
 // mayRun evaluates the preconditions and waits out the backoff after a

@@ -120,10 +120,16 @@ func networksExist(in *runInputs) *verdict {
 	return v
 }
 
+// deadlineAt is when a run created at created with activeDeadlineSeconds s
+// passes its deadline.
+func deadlineAt(created time.Time, s int64) time.Time {
+	return created.Add(time.Duration(s) * time.Second)
+}
+
 // withinDeadline: spec.activeDeadlineSeconds has not passed since creation.
 func withinDeadline(in *runInputs) *verdict {
 	s := in.ActiveDeadlineSeconds
-	if s == nil || in.Now.Before(in.Created.Add(time.Duration(*s)*time.Second)) {
+	if s == nil || in.Now.Before(deadlineAt(in.Created, *s)) {
 		return nil
 	}
 	return &verdict{Fail: true, Reason: pfsv1alpha1.ReasonDeadlineExceeded,

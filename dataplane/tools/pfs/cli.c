@@ -21,6 +21,20 @@
 bool pfs_cli_check_args;
 volatile sig_atomic_t pfs_cli_stop;
 
+/* SIGTERM, SIGINT and SIGHUP to @handler, without SA_RESTART (a blocking
+ * poll() returns EINTR). */
+static void on_stop_signals(void (*handler)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 static void on_stop(int sig)
 {
 	pfs_cli_stop = sig;
@@ -28,26 +42,18 @@ static void on_stop(int sig)
 
 void pfs_cli_catch_stop(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop; /* no SA_RESTART: blocking poll() returns EINTR */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	on_stop_signals(on_stop);
 }
 
 /* The default action of a stop signal, for when the kernel gives none: the
- * shell's 128+N. Only async-signal-safe calls. */
+ * shell's 128+N. Only async-signal-safe calls (strlen is one). */
 static void on_stop_default(int sig)
 {
-	static const char term[] = "pfs: stopped by SIGTERM\n", intr[] = "pfs: stopped by SIGINT\n",
-			  hup[] = "pfs: stopped by SIGHUP\n";
-	const char *msg = sig == SIGTERM ? term : sig == SIGINT ? intr : hup;
-	size_t len = sig == SIGTERM ? sizeof(term) : sig == SIGINT ? sizeof(intr) : sizeof(hup);
+	const char *msg = sig == SIGTERM ? "pfs: stopped by SIGTERM\n" :
+			  sig == SIGINT	 ? "pfs: stopped by SIGINT\n" :
+					   "pfs: stopped by SIGHUP\n";
 
-	if (write(STDERR_FILENO, msg, len - 1) < 0) {
+	if (write(STDERR_FILENO, msg, strlen(msg)) < 0) {
 		/* nothing else to tell: the exit code says it */
 	}
 	_exit(128 + sig);
@@ -55,16 +61,8 @@ static void on_stop_default(int sig)
 
 void pfs_cli_stop_as_pid1(void)
 {
-	struct sigaction sa;
-
-	if (getpid() != 1)
-		return;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop_default;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	if (getpid() == 1)
+		on_stop_signals(on_stop_default);
 }
 
 double pfs_cli_now(void)
